@@ -1,0 +1,1 @@
+"""Pure domain of the Agent Skill Runner: no Flask, no Celery."""

@@ -1,0 +1,27 @@
+"""Engine adapters: one module per CLI, looked up by name.
+
+Modules are imported on first use so importing this package has no side effects and a
+broken adapter cannot break the others.
+"""
+from __future__ import annotations
+
+import importlib
+
+from runner_core.engines.base import EngineAdapter
+
+ENGINES: dict[str, str] = {
+    "codex": "runner_core.engines.codex",
+    "gemini": "runner_core.engines.gemini",
+    "iflow": "runner_core.engines.iflow",
+    "opencode": "runner_core.engines.opencode",
+    "claude": "runner_core.engines.claude",
+    "qwen": "runner_core.engines.qwen",
+}
+
+SUPPORTED_ENGINES: tuple[str, ...] = tuple(ENGINES)
+
+
+def get_adapter(name: str) -> EngineAdapter:
+    """Return the adapter object of engine `name` (KeyError if unknown)."""
+    module = importlib.import_module(ENGINES[name])
+    return module.ADAPTER

@@ -1,0 +1,86 @@
+"""The one interface every engine adapter implements.
+
+An adapter turns a prepared run (prompt, run directory, merged engine config) into a
+`CommandSpec`; the worker's supervisor runs it and hands back a `ProcessResult`; the adapter
+parses that into an `EngineOutput`. Adapters never spawn processes themselves.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+
+@dataclass(frozen=True)
+class EngineContext:
+    """Everything an adapter needs to build one invocation."""
+
+    run_dir: Path                 # absolute run directory; the CLI's working directory
+    skill_id: str
+    prompt: str                   # the rendered prompt (already saved to logs/prompt.txt)
+    config: dict[str, Any]        # merged engine config (default < skill < user < enforced)
+    model: str | None = None
+    session_id: str | None = None  # set to resume a previous session
+    output_schema_path: Path | None = None
+    execution_mode: str = "auto"  # auto | interactive
+
+
+@dataclass(frozen=True)
+class CommandSpec:
+    """A process to start: built by an adapter, run by the supervisor."""
+
+    argv: list[str]
+    cwd: Path
+    env: dict[str, str]           # full environment for the child
+    stdin: str | None = None      # None means /dev/null
+    files: dict[str, str] = field(default_factory=dict)  # run-relative path -> content to write first
+
+
+@dataclass(frozen=True)
+class ProcessResult:
+    """What the supervisor observed."""
+
+    exit_code: int | None         # None when killed
+    stdout_path: Path
+    stderr_path: Path
+    started: float
+    ended: float
+    timed_out: bool = False
+    canceled: bool = False
+
+
+@dataclass(frozen=True)
+class EngineError:
+    """A typed engine failure."""
+
+    code: str                     # AUTH_MISSING | MODEL_API_ERROR | CLI_NOT_INSTALLED | ENGINE_FAILED
+    message: str
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class EngineOutput:
+    """An engine's finished output, parsed."""
+
+    exit_code: int | None
+    final_text: str | None = None
+    parsed_json: Any = None
+    envelope: Any = None          # the CLI's structured envelope, when it has one
+    session_id: str | None = None
+    usage: dict[str, Any] = field(default_factory=dict)
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    error: EngineError | None = None
+
+
+class EngineAdapter(Protocol):
+    """One module per engine implements this (see runner_core.engines.ENGINES)."""
+
+    name: str
+    binary: str
+    skill_dirs: tuple[str, ...]   # run-relative folders the CLI discovers skills in
+
+    def build_command(self, ctx: EngineContext) -> CommandSpec:
+        """Return the command (and per-run config files) for one invocation."""
+
+    def parse_output(self, result: ProcessResult) -> EngineOutput:
+        """Parse a finished process into an EngineOutput."""
