@@ -1,0 +1,188 @@
+"""Safe extraction of an uploaded zip into a request's `uploads/` directory.
+
+Every header is checked before a single byte is written, then entries are streamed into a
+private staging directory next to `dest` while real byte counts are enforced (headers can lie).
+Only a fully successful extraction is renamed into place, so a refused upload leaves nothing.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import stat
+import tempfile
+import zipfile
+import zlib
+from dataclasses import asdict, dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any, Iterable
+
+CHUNK_SIZE = 64 * 1024
+_DRIVE_LETTER = re.compile(r"^[A-Za-z]:")
+
+
+@dataclass(frozen=True)
+class UploadLimits:
+    """Limits applied to one uploaded archive."""
+
+    max_total_bytes: int = 1024 ** 3
+    max_entries: int = 10_000
+    max_ratio: float = 200.0
+    # Entries this small cannot amplify meaningfully, and tiny text files routinely
+    # compress better than any sane ratio limit.
+    ratio_min_bytes: int = 64 * 1024
+
+
+@dataclass(frozen=True)
+class UploadedFile:
+    """One extracted file: run-relative POSIX path, byte size and sha256 hex digest."""
+
+    path: str
+    size: int
+    sha256: str
+
+
+class UploadError(Exception):
+    """An upload was refused; `code` is the API error code."""
+
+    def __init__(self, code: str, message: str, details: dict[str, Any] | None = None) -> None:
+        super().__init__(code, message, details or {})
+        self.code = code
+        self.message = message
+        self.details = details or {}
+
+    def __str__(self) -> str:
+        return f"{self.code}: {self.message}"
+
+
+def extract_upload(zip_path: Path, dest: Path, limits: UploadLimits = UploadLimits()) -> list[UploadedFile]:
+    """Extract `zip_path` into `dest` (absent or empty) and return the files, sorted by path.
+
+    Raises UploadError and leaves `dest` untouched when the archive is refused.
+    """
+    dest = Path(dest)
+    if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
+        raise UploadError("UPLOAD_DEST_NOT_EMPTY", "upload destination already has content")
+    try:
+        archive = zipfile.ZipFile(zip_path)
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise UploadError("UPLOAD_NOT_ZIP", "upload is not a valid zip archive", {"reason": str(exc)}) from exc
+    with archive:
+        plan = _plan_entries(archive.infolist(), limits)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=".upload-", dir=dest.parent))
+        try:
+            files = _extract_planned(archive, plan, staging, limits)
+            staging.chmod(0o755)
+            if dest.exists():
+                dest.rmdir()  # checked empty above; rename cannot replace a non-empty dir
+            os.replace(staging, dest)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+    return sorted(files, key=lambda f: f.path)
+
+
+def write_input_manifest(files: Iterable[UploadedFile], path: Path) -> None:
+    """Write `input_manifest.json`: {"files": [{path, size, sha256}, ...]}."""
+    body = {"files": [asdict(f) for f in sorted(files, key=lambda f: f.path)]}
+    Path(path).write_text(json.dumps(body, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def safe_entry_name(name: str) -> str:
+    """Return the normalised relative POSIX path of an entry name or raise UPLOAD_UNSAFE_PATH."""
+    unsafe = (
+        not name
+        or "\\" in name  # a Windows separator is a traversal on some extractors
+        or "\x00" in name
+        or name.startswith("/")
+        or _DRIVE_LETTER.match(name) is not None
+    )
+    parts = [p for p in name.split("/") if p not in ("", ".")]
+    if unsafe or ".." in parts or not parts:
+        raise UploadError("UPLOAD_UNSAFE_PATH", "unsafe path in archive", {"entry": name})
+    return "/".join(parts)
+
+
+def _plan_entries(infos: list[zipfile.ZipInfo], limits: UploadLimits) -> list[tuple[zipfile.ZipInfo, str]]:
+    """Check every header; return (info, normalised name) pairs to extract."""
+    if len(infos) > limits.max_entries:
+        raise UploadError("UPLOAD_TOO_MANY_ENTRIES", "archive has too many entries",
+                          {"entries": len(infos), "max_entries": limits.max_entries})
+    plan: list[tuple[zipfile.ZipInfo, str]] = []
+    files: set[str] = set()
+    dirs: set[str] = set()
+    total = 0
+    for info in infos:
+        name = safe_entry_name(info.filename)
+        _check_entry_kind(info)
+        is_dir = info.is_dir()
+        if name in files or (name in dirs and not is_dir):
+            raise UploadError("UPLOAD_DUPLICATE_ENTRY", "duplicate entry in archive", {"entry": name})
+        parents = [str(p) for p in PurePosixPath(name).parents if str(p) != "."]
+        if any(p in files for p in parents):
+            raise UploadError("UPLOAD_DUPLICATE_ENTRY", "entry nested under a file", {"entry": name})
+        (dirs if is_dir else files).add(name)
+        dirs.update(parents)
+        total += info.file_size
+        if total > limits.max_total_bytes:
+            raise UploadError("UPLOAD_TOO_LARGE", "archive expands beyond the size limit",
+                              {"max_total_bytes": limits.max_total_bytes})
+        _check_ratio(name, info.file_size, info.compress_size, limits)
+        plan.append((info, name))
+    return plan
+
+
+def _check_entry_kind(info: zipfile.ZipInfo) -> None:
+    if info.flag_bits & 0x1:
+        raise UploadError("UPLOAD_ENCRYPTED", "encrypted entries are not supported", {"entry": info.filename})
+    mode = info.external_attr >> 16
+    if stat.S_ISLNK(mode):
+        raise UploadError("UPLOAD_SYMLINK", "symlink entries are not allowed", {"entry": info.filename})
+
+
+def _check_ratio(name: str, size: int, compressed: int, limits: UploadLimits) -> None:
+    if size >= limits.ratio_min_bytes and size > limits.max_ratio * max(compressed, 1):
+        raise UploadError("UPLOAD_ZIP_BOMB", "entry compression ratio exceeds the limit",
+                          {"entry": name, "max_ratio": limits.max_ratio})
+
+
+def _extract_planned(archive: zipfile.ZipFile, plan: list[tuple[zipfile.ZipInfo, str]],
+                     staging: Path, limits: UploadLimits) -> list[UploadedFile]:
+    files: list[UploadedFile] = []
+    total = 0
+    for info, name in plan:
+        target = staging.joinpath(*name.split("/"))
+        if info.is_dir():
+            target.mkdir(parents=True, exist_ok=True)
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        written, digest = _stream_entry(archive, info, name, target, limits, limit_total=limits.max_total_bytes - total)
+        total += written
+        files.append(UploadedFile(path=name, size=written, sha256=digest))
+    return files
+
+
+def _stream_entry(archive: zipfile.ZipFile, info: zipfile.ZipInfo, name: str, target: Path,
+                  limits: UploadLimits, limit_total: int) -> tuple[int, str]:
+    """Copy one entry in chunks, counting real bytes against the header and the limits."""
+    digest = hashlib.sha256()
+    written = 0
+    try:
+        with archive.open(info) as src, open(target, "xb") as out:
+            while chunk := src.read(CHUNK_SIZE):
+                written += len(chunk)
+                if written > info.file_size:
+                    raise UploadError("UPLOAD_ZIP_BOMB", "entry is larger than its header claims", {"entry": name})
+                if written > limit_total:
+                    raise UploadError("UPLOAD_TOO_LARGE", "archive expands beyond the size limit",
+                                      {"max_total_bytes": limits.max_total_bytes})
+                digest.update(chunk)
+                out.write(chunk)
+    except (zipfile.BadZipFile, EOFError, zlib.error) as exc:
+        raise UploadError("UPLOAD_NOT_ZIP", "corrupt entry in archive", {"entry": name, "reason": str(exc)}) from exc
+    except NotImplementedError as exc:  # unsupported compression method
+        raise UploadError("UPLOAD_NOT_ZIP", "unsupported entry in archive", {"entry": name, "reason": str(exc)}) from exc
+    return written, digest.hexdigest()
