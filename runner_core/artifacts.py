@@ -1,0 +1,171 @@
+"""Artifact contracts, the run's `manifest.json` index, and safe run-relative path lookup.
+
+A skill declares its artifacts by marking output-schema properties with `"x-type": "artifact"`
+(or in runner.json). After a run every file under `artifacts/` is hashed and listed; files the
+contract names get their role, the rest are plain "output".
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import mimetypes
+import os
+import re
+from dataclasses import asdict, dataclass, field
+from fnmatch import fnmatchcase
+from pathlib import Path
+from typing import Any
+
+ARTIFACTS_DIR = "artifacts"
+MANIFEST_NAME = "manifest.json"
+_CHUNK = 64 * 1024
+# mimetypes depends on the host's /etc/mime.types; pin the types skills actually produce.
+_MIME_FALLBACKS = {
+    ".md": "text/markdown", ".markdown": "text/markdown", ".json": "application/json",
+    ".jsonl": "application/x-ndjson", ".txt": "text/plain", ".csv": "text/csv",
+    ".yaml": "application/yaml", ".yml": "application/yaml", ".toml": "application/toml",
+    ".html": "text/html", ".pdf": "application/pdf", ".png": "image/png", ".zip": "application/zip",
+}
+_DRIVE_LETTER = re.compile(r"^[A-Za-z]:")
+
+
+@dataclass(frozen=True)
+class ArtifactSpec:
+    """One entry of a skill's artifact contract."""
+
+    role: str
+    pattern: str
+    mime: str | None = None
+    required: bool = False
+
+    def matches(self, rel_path: str) -> bool:
+        """True when the run-relative path, the artifacts-relative path or the filename fits."""
+        inner = rel_path.split("/", 1)[1] if "/" in rel_path else rel_path
+        name = rel_path.rsplit("/", 1)[-1]
+        return any(fnmatchcase(candidate, self.pattern) for candidate in (rel_path, inner, name))
+
+
+@dataclass(frozen=True)
+class ArtifactEntry:
+    """One indexed file under `artifacts/`."""
+
+    role: str
+    path: str
+    filename: str
+    mime: str
+    size: int
+    sha256: str
+    required: bool
+
+
+@dataclass
+class ArtifactManifest:
+    """The index written to `run_dir/manifest.json`."""
+
+    artifacts: list[ArtifactEntry] = field(default_factory=list)
+    missing_required: list[ArtifactSpec] = field(default_factory=list)
+    warnings: list[dict[str, str]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form; `missing_required` holds the unmet contract entries."""
+        return {
+            "artifacts": [asdict(a) for a in self.artifacts],
+            "missing_required": [asdict(s) for s in self.missing_required],
+            "warnings": list(self.warnings),
+        }
+
+
+def artifact_fields(output_schema: dict[str, Any]) -> list[ArtifactSpec]:
+    """Register every output-schema property marked `"x-type": "artifact"`, in schema order."""
+    required = set(output_schema.get("required") or [])
+    specs = []
+    for key, prop in (output_schema.get("properties") or {}).items():
+        if isinstance(prop, dict) and prop.get("x-type") == "artifact":
+            specs.append(ArtifactSpec(role=prop.get("x-role") or "output",
+                                      pattern=prop.get("x-filename") or key,
+                                      mime=prop.get("x-mime"), required=key in required))
+    return specs
+
+
+def guess_mime(filename: str) -> str:
+    """MIME type from the file suffix, with fixed answers for common artifact types."""
+    suffix = os.path.splitext(filename)[1].lower()
+    if suffix in _MIME_FALLBACKS:
+        return _MIME_FALLBACKS[suffix]
+    return mimetypes.guess_type(filename)[0] or "application/octet-stream"
+
+
+def file_sha256(path: Path) -> str:
+    """Hex sha256 of a file, read in chunks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while chunk := fh.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def index_artifacts(run_dir: Path, contract: list[ArtifactSpec]) -> ArtifactManifest:
+    """Hash and list every file under `run_dir/artifacts/`, matched against `contract`."""
+    run_dir = Path(run_dir).resolve()
+    manifest = ArtifactManifest()
+    for rel, real in _walk_artifacts(run_dir, manifest.warnings):
+        spec = next((s for s in contract if s.matches(rel)), None)
+        filename = rel.rsplit("/", 1)[-1]
+        manifest.artifacts.append(ArtifactEntry(
+            role=spec.role if spec else "output", path=rel, filename=filename,
+            mime=(spec.mime if spec and spec.mime else guess_mime(filename)),
+            size=real.stat().st_size, sha256=file_sha256(real), required=bool(spec and spec.required)))
+    found = [a.path for a in manifest.artifacts]
+    manifest.missing_required = [s for s in contract if s.required and not any(s.matches(p) for p in found)]
+    return manifest
+
+
+def write_manifest(run_dir: Path, manifest: ArtifactManifest) -> Path:
+    """Write `run_dir/manifest.json` atomically and return its path."""
+    target = Path(run_dir) / MANIFEST_NAME
+    tmp = target.with_name(MANIFEST_NAME + ".tmp")
+    tmp.write_text(json.dumps(manifest.to_dict(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(tmp, target)
+    return target
+
+
+def resolve_artifact_path(run_dir: Path, rel_path: str) -> Path:
+    """Resolve a client-supplied run-relative path; raise ValueError if it leaves the run dir."""
+    if (not rel_path or "\x00" in rel_path or "\\" in rel_path or rel_path.startswith("/")
+            or _DRIVE_LETTER.match(rel_path) or ".." in rel_path.split("/")):
+        raise ValueError(f"unsafe path: {rel_path!r}")
+    root = Path(run_dir).resolve()
+    resolved = _real_path(root / rel_path)
+    if resolved is None or resolved == root or not resolved.is_relative_to(root):
+        raise ValueError(f"path escapes the run directory: {rel_path!r}")
+    return resolved
+
+
+def _walk_artifacts(run_dir: Path, warnings: list[dict[str, str]]) -> list[tuple[str, Path]]:
+    """(run-relative path, real file) pairs, sorted; symlinks only when they stay inside."""
+    base = run_dir / ARTIFACTS_DIR
+    found: list[tuple[str, Path]] = []
+    if not base.is_dir() or base.is_symlink():
+        return found
+    for dirpath, dirnames, filenames in os.walk(base):  # never follows directory symlinks
+        for name in dirnames + filenames:
+            path = Path(dirpath) / name
+            rel = path.relative_to(run_dir).as_posix()
+            real = _real_path(path)
+            if real is None or path.is_symlink() and not real.is_relative_to(run_dir):
+                warnings.append({"code": "ARTIFACT_SYMLINK_ESCAPE", "path": rel,
+                                 "message": "symlink leaves the run directory or does not resolve; skipped"})
+            elif path.is_symlink() and real.is_dir():
+                warnings.append({"code": "ARTIFACT_SYMLINK_DIR", "path": rel,
+                                 "message": "symlinked directory not followed"})
+            elif name in filenames and real.is_file():
+                found.append((rel, real))
+    return sorted(found)
+
+
+def _real_path(path: Path) -> Path | None:
+    """`path.resolve()`, or None for a symlink loop."""
+    try:
+        return path.resolve()
+    except (RuntimeError, OSError):
+        return None
