@@ -1,0 +1,89 @@
+"""OpenAI Responses API (`POST /v1/responses`), as spoken by codex.
+
+Streams `response.created`, the output items (`response.output_item.added/done`, text deltas)
+and ends with `response.completed` carrying usage; without `stream` it returns the response
+object. Tool results are `function_call_output` / `custom_tool_call_output` /
+`local_shell_call_output` input items.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tests.fake_llm.script import Conversation, Script, ToolCall, decide, estimate_tokens
+from tests.fake_llm.wire import Reply, json_reply, sse_reply
+
+TOOL_OUTPUT_TYPES = ("function_call_output", "custom_tool_call_output", "local_shell_call_output")
+
+
+def read_conversation(body: dict[str, Any]) -> Conversation:
+    """Extract offered tools and the tool-result state from a Responses request."""
+    tools: dict[str, dict[str, Any]] = {}
+    for tool in body.get("tools") or []:
+        if tool.get("type") == "function" and tool.get("name"):
+            tools[tool["name"]] = tool.get("parameters") or {}
+    pending, last_output = False, ""
+    items = body.get("input")
+    for item in items if isinstance(items, list) else []:
+        if item.get("type") in TOOL_OUTPUT_TYPES:
+            pending, last_output = True, _output_text(item.get("output"))
+        elif item.get("role") == "user":
+            pending = False
+    return Conversation(tools=tools, tool_result_pending=pending,
+                        last_tool_output=last_output, model=body.get("model", ""))
+
+
+def _output_text(output: Any) -> str:
+    if isinstance(output, str):
+        return output
+    if isinstance(output, list):
+        return "".join(p.get("text", "") for p in output if isinstance(p, dict))
+    if isinstance(output, dict):
+        return str(output.get("content") or output.get("output") or "")
+    return ""
+
+
+def output_item(answer: ToolCall | str) -> dict[str, Any]:
+    """The single output item of the fake response."""
+    if isinstance(answer, ToolCall):
+        return {"type": "function_call", "id": "fc_fake_1", "status": "completed",
+                "call_id": answer.call_id, "name": answer.name,
+                "arguments": json.dumps(answer.arguments)}
+    return {"type": "message", "id": "msg_fake_1", "role": "assistant", "status": "completed",
+            "content": [{"type": "output_text", "text": answer, "annotations": []}]}
+
+
+def handle(body: dict[str, Any], script: Script) -> Reply:
+    """Answer one Responses request."""
+    if script.status != 200:
+        return json_reply({"error": {"message": script.error_message, "type": "invalid_request_error",
+                                     "code": str(script.status)}}, status=script.status)
+    convo = read_conversation(body)
+    answer = decide(script, convo)
+    item = output_item(answer)
+    out_tokens = estimate_tokens(item)
+    in_tokens = estimate_tokens(body)
+    response = {
+        "id": "resp_fake_1", "object": "response", "status": "completed",
+        "model": convo.model or script.model, "output": [item],
+        "usage": {"input_tokens": in_tokens, "input_tokens_details": {"cached_tokens": 0},
+                  "output_tokens": out_tokens, "output_tokens_details": {"reasoning_tokens": 0},
+                  "total_tokens": in_tokens + out_tokens},
+    }
+    if not body.get("stream"):
+        return json_reply(response)
+    created = {**response, "status": "in_progress", "output": [], "usage": None}
+    events: list[tuple[str | None, Any]] = [
+        ("response.created", {"type": "response.created", "response": created}),
+        ("response.output_item.added",
+         {"type": "response.output_item.added", "output_index": 0, "item": {**item, "status": "in_progress"}}),
+    ]
+    if not isinstance(answer, ToolCall):
+        events.append(("response.output_text.delta",
+                       {"type": "response.output_text.delta", "item_id": item["id"],
+                        "output_index": 0, "content_index": 0, "delta": answer}))
+    events += [
+        ("response.output_item.done", {"type": "response.output_item.done", "output_index": 0, "item": item}),
+        ("response.completed", {"type": "response.completed", "response": response}),
+    ]
+    return sse_reply(events)

@@ -1,0 +1,119 @@
+"""The behaviour of the fake LLM: a small script and the stateless rule that applies it.
+
+Rule (the same for every protocol): when the conversation holds no tool result after the last
+user message, answer one shell tool call running `Script.command`; otherwise answer
+`Script.final_text`. A request that offers no shell tool, or a script with `tool=False`, gets
+the final text straight away. A `status` other than 200 makes every model call fail with that
+HTTP status and a protocol-shaped error body.
+
+`final_text` is a `string.Template`: `$model`, `$tool_output` (raw text of the last tool
+result) and `$tool_output_json` (the same as a JSON string literal) are substituted; any other
+`$name` is left as is, and JSON braces need no escaping.
+"""
+from __future__ import annotations
+
+import json
+import string
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+# Preference order when a request offers several shell-like tools.
+SHELL_TOOLS: tuple[str, ...] = (
+    "exec_command", "shell_command", "shell", "run_shell_command", "bash", "Bash",
+)
+
+
+@dataclass(frozen=True)
+class Script:
+    """What the fake model does; loaded from JSON or built in a test."""
+
+    command: str = "echo fake-llm"
+    final_text: str = '{"ok": true}'
+    status: int = 200
+    tool: bool = True
+    error_message: str = "fake LLM error"
+    model: str = "fake-model"
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Script:
+        """Build a script from a JSON object, ignoring unknown keys."""
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+    @classmethod
+    def load(cls, path: Path) -> Script:
+        """Read a script JSON file."""
+        return cls.from_dict(json.loads(path.read_text(encoding="utf-8")))
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One tool call the fake model makes."""
+
+    name: str
+    arguments: dict[str, Any]
+    call_id: str = "call_fake_1"
+
+
+@dataclass(frozen=True)
+class Conversation:
+    """What a protocol module extracts from a request, in protocol-neutral form."""
+
+    tools: dict[str, dict[str, Any]]   # offered tool name -> JSON schema of its arguments
+    tool_result_pending: bool          # a tool result follows the last user message
+    last_tool_output: str = ""
+    model: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def pick_shell_tool(tools: dict[str, dict[str, Any]]) -> str | None:
+    """Return the preferred shell tool among the offered ones, if any."""
+    for name in SHELL_TOOLS:
+        if name in tools:
+            return name
+    return None
+
+
+def fill_arguments(schema: dict[str, Any], command: str) -> dict[str, Any]:
+    """Fill a shell tool's arguments from its JSON schema."""
+    props: dict[str, Any] = schema.get("properties") or {}
+    required = set(schema.get("required") or [])
+    args: dict[str, Any] = {}
+    for key, prop in props.items():
+        kind = str(prop.get("type", "")).lower() if isinstance(prop, dict) else ""
+        if key in ("cmd", "command"):
+            args[key] = ["bash", "-lc", command] if kind == "array" else command
+        elif key == "description":
+            args[key] = "Run the requested command"
+        elif key in required:
+            args[key] = _placeholder(kind)
+    return args
+
+
+def _placeholder(kind: str) -> Any:
+    defaults: dict[str, Any] = {"boolean": False, "integer": 0, "number": 0, "array": [], "object": {}}
+    return defaults.get(kind, "")
+
+
+def decide(script: Script, convo: Conversation) -> ToolCall | str:
+    """Apply the stateless rule: a shell tool call, or the final text."""
+    tool = pick_shell_tool(convo.tools) if script.tool else None
+    if tool is not None and not convo.tool_result_pending:
+        return ToolCall(name=tool, arguments=fill_arguments(convo.tools[tool], script.command))
+    return render_final_text(script, convo)
+
+
+def render_final_text(script: Script, convo: Conversation) -> str:
+    """Substitute the template variables of `final_text`."""
+    return string.Template(script.final_text).safe_substitute(
+        model=convo.model or script.model,
+        tool_output=convo.last_tool_output,
+        tool_output_json=json.dumps(convo.last_tool_output),
+    )
+
+
+def estimate_tokens(payload: Any) -> int:
+    """A rough token count (4 characters per token) for usage figures."""
+    text = payload if isinstance(payload, str) else json.dumps(payload)
+    return max(1, len(text) // 4)

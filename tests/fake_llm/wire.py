@@ -1,0 +1,37 @@
+"""HTTP reply values and the SSE / JSON encodings shared by the protocol modules."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A complete HTTP reply; streams are sent whole (SSE with a Content-Length)."""
+
+    status: int
+    body: bytes
+    content_type: str = "application/json"
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+def json_reply(payload: Any, status: int = 200) -> Reply:
+    """A JSON reply."""
+    return Reply(status=status, body=json.dumps(payload).encode("utf-8"))
+
+
+def sse_reply(events: list[tuple[str | None, Any]], done_marker: bool = False) -> Reply:
+    """An SSE stream: each event is (event name or None, JSON data)."""
+    chunks: list[str] = []
+    for name, data in events:
+        head = f"event: {name}\n" if name else ""
+        chunks.append(f"{head}data: {json.dumps(data)}\n\n")
+    if done_marker:
+        chunks.append("data: [DONE]\n\n")
+    return Reply(
+        status=200,
+        body="".join(chunks).encode("utf-8"),
+        content_type="text/event-stream",
+        headers={"Cache-Control": "no-cache"},
+    )
