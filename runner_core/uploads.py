@@ -159,14 +159,15 @@ def _extract_planned(archive: zipfile.ZipFile, plan: list[tuple[zipfile.ZipInfo,
             target.mkdir(parents=True, exist_ok=True)
             continue
         target.parent.mkdir(parents=True, exist_ok=True)
-        written, digest = _stream_entry(archive, info, name, target, limits, limit_total=limits.max_total_bytes - total)
+        budget = limits.max_total_bytes - total
+        written, digest = _stream_entry(archive, info, name, target, limits, budget)
         total += written
         files.append(UploadedFile(path=name, size=written, sha256=digest))
     return files
 
 
 def _stream_entry(archive: zipfile.ZipFile, info: zipfile.ZipInfo, name: str, target: Path,
-                  limits: UploadLimits, limit_total: int) -> tuple[int, str]:
+                  limits: UploadLimits, budget: int) -> tuple[int, str]:
     """Copy one entry in chunks, counting real bytes against the header and the limits."""
     digest = hashlib.sha256()
     written = 0
@@ -176,13 +177,13 @@ def _stream_entry(archive: zipfile.ZipFile, info: zipfile.ZipInfo, name: str, ta
                 written += len(chunk)
                 if written > info.file_size:
                     raise UploadError("UPLOAD_ZIP_BOMB", "entry is larger than its header claims", {"entry": name})
-                if written > limit_total:
+                if written > budget:
                     raise UploadError("UPLOAD_TOO_LARGE", "archive expands beyond the size limit",
                                       {"max_total_bytes": limits.max_total_bytes})
                 digest.update(chunk)
                 out.write(chunk)
-    except (zipfile.BadZipFile, EOFError, zlib.error) as exc:
-        raise UploadError("UPLOAD_NOT_ZIP", "corrupt entry in archive", {"entry": name, "reason": str(exc)}) from exc
-    except NotImplementedError as exc:  # unsupported compression method
-        raise UploadError("UPLOAD_NOT_ZIP", "unsupported entry in archive", {"entry": name, "reason": str(exc)}) from exc
+    except (zipfile.BadZipFile, EOFError, zlib.error, NotImplementedError) as exc:
+        # NotImplementedError: a compression method zipfile cannot read.
+        raise UploadError("UPLOAD_NOT_ZIP", "corrupt or unsupported entry in archive",
+                          {"entry": name, "reason": str(exc)}) from exc
     return written, digest.hexdigest()
