@@ -1,0 +1,129 @@
+"""Gemini CLI adapter: `gemini --yolo --output-format stream-json -p PROMPT`.
+
+Each run gets its own HOME (`<run>/.home`) holding `.gemini/settings.json`, so nothing is
+written to a shared user config and sessions (kept under HOME) stay with the run for
+`--resume`. The provider comes from the merged engine config: ``base_url`` becomes
+GOOGLE_GEMINI_BASE_URL and the key GEMINI_API_KEY.
+
+stream-json events: ``init{session_id}``, ``message{role, content, delta}``,
+``tool_use{tool_name, tool_id, parameters}``, ``tool_result{tool_id, status, output}``,
+``error{severity, message}``, ``result{status, error?, stats}``.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from runner_core.engines.base import CommandSpec, EngineContext, EngineError, EngineOutput, ProcessResult
+from runner_core.engines.config import (
+    api_error, deep_merge, engine_env, exit_error, json_lines, json_of_text, missing_cli_error,
+    read_output, resolve_api_key, resolve_binary,
+)
+
+HOME_DIR = ".home"
+BASE_SETTINGS: dict[str, Any] = {"security": {"auth": {"selectedType": "gemini-api-key"}}}
+_AUTH_HINTS = ("GEMINI_API_KEY", "Invalid auth method", "API key not valid", "API_KEY_INVALID")
+_STATUS = re.compile(r"\b([45]\d\d)\b")
+
+
+@dataclass(frozen=True)
+class GeminiAdapter:
+    """Runs the Gemini CLI headless; see the module docstring."""
+
+    name: str = "gemini"
+    binary: str = "gemini"
+    skill_dirs: tuple[str, ...] = (".gemini/skills",)
+
+    def build_command(self, ctx: EngineContext) -> CommandSpec:
+        """Per-run HOME with settings.json, provider env, stream-json output."""
+        config = ctx.config
+        binary_path = resolve_binary(self.binary)
+        home = ctx.run_dir / HOME_DIR
+        extra = {"GEMINI_CLI_TRUST_WORKSPACE": "true"}
+        key = resolve_api_key(config)
+        if key:
+            extra["GEMINI_API_KEY"] = key
+        if config.get("base_url"):
+            extra["GOOGLE_GEMINI_BASE_URL"] = str(config["base_url"]).rstrip("/")
+        argv = [str(binary_path or self.binary), "--yolo", "--output-format", "stream-json"]
+        model = ctx.model or config.get("model")
+        if model:
+            argv += ["-m", model]
+        if ctx.session_id:
+            argv += ["--resume", ctx.session_id]
+        argv += ["-p", ctx.prompt]
+        settings = deep_merge(BASE_SETTINGS, config.get("settings", {}))
+        return CommandSpec(
+            argv=argv,
+            cwd=ctx.run_dir,
+            env=engine_env(home=home, binary_path=binary_path, config=config, extra=extra),
+            files={f"{HOME_DIR}/.gemini/settings.json": json.dumps(settings, indent=2)},
+        )
+
+    def parse_output(self, result: ProcessResult) -> EngineOutput:
+        """Read the stream-json events; fall back to stderr for failures before the stream."""
+        stderr = read_output(result.stderr_path)
+        events = json_lines(read_output(result.stdout_path))
+        output = parse_stream_events(events, result.exit_code)
+        if output.error is None and result.exit_code != 0:
+            output.error = startup_error(stderr, result.exit_code) or exit_error(result, self.binary, stderr)
+        if output.error is None and output.final_text is None and not events:
+            if resolve_binary(self.binary) is None:
+                output.error = missing_cli_error(self.binary)
+        return output
+
+
+def parse_stream_events(events: list[dict[str, Any]], exit_code: int | None) -> EngineOutput:
+    """Turn gemini stream-json events into an EngineOutput (no stderr fallback)."""
+    output = EngineOutput(exit_code=exit_code)
+    calls: dict[str, dict[str, Any]] = {}
+    text = ""
+    for event in events:
+        kind = event.get("type")
+        if kind == "init":
+            output.session_id = event.get("session_id") or output.session_id
+        elif kind == "message" and event.get("role") == "assistant":
+            text += str(event.get("content") or "")
+        elif kind == "tool_use":
+            text = ""  # like the CLI's json mode: the answer is what follows the last tool call
+            call = {"id": event.get("tool_id"), "name": event.get("tool_name"),
+                    "input": event.get("parameters") or {}}
+            calls[str(call["id"])] = call
+            output.tool_calls.append(call)
+        elif kind == "tool_result" and str(event.get("tool_id")) in calls:
+            calls[str(event.get("tool_id"))].update(status=event.get("status"), output=event.get("output"))
+        elif kind == "result":
+            output.envelope = event
+            output.usage = dict(event.get("stats") or {})
+            if event.get("status") == "error":
+                output.error = result_error(event.get("error") or {})
+    output.final_text = text or None
+    output.parsed_json = json_of_text(output.final_text)
+    return output
+
+
+def result_error(error: dict[str, Any]) -> EngineError:
+    """Map a stream-json ``result.error`` to a typed error."""
+    message = str(error.get("message") or "gemini reported an error")
+    status = _status_of(message)
+    if any(hint in message for hint in _AUTH_HINTS):
+        return EngineError("AUTH_MISSING", message, {"type": error.get("type")})
+    return api_error(message, status, type=error.get("type"))
+
+
+def startup_error(stderr: str, exit_code: int | None) -> EngineError | None:
+    """Errors gemini prints before its stream starts (auth is checked at startup: exit 41)."""
+    if any(hint in stderr for hint in _AUTH_HINTS) or exit_code == 41:
+        return EngineError("AUTH_MISSING", stderr.strip()[-2000:] or "gemini auth failed",
+                           {"exit_code": exit_code})
+    return None
+
+
+def _status_of(message: str) -> int | None:
+    match = _STATUS.search(message)
+    return int(match.group(1)) if match else None
+
+
+ADAPTER = GeminiAdapter()
