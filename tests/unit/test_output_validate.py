@@ -1,0 +1,49 @@
+from __future__ import annotations
+
+import pytest
+
+from runner_core.output.validate import OutputSchemaError, build_validator, collect_errors
+
+SCHEMA = {
+    "type": "object",
+    "required": ["title", "count"],
+    "properties": {"title": {"type": "string"}, "tags": {"type": "array", "items": {"type": "string"}}},
+}
+
+
+def test_collect_errors_lists_every_error_with_path_and_validator() -> None:
+    errors = collect_errors(build_validator(SCHEMA), {"tags": ["ok", 3]})
+    assert {(e["path"], e["validator"]) for e in errors} == {
+        ("$", "required"),
+        ("$.tags[1]", "type"),
+    }
+    assert sum(e["validator"] == "required" for e in errors) == 2
+    assert all(e["message"] for e in errors)
+
+
+def test_valid_data_has_no_errors() -> None:
+    assert collect_errors(build_validator(SCHEMA), {"title": "t", "count": 1}) == []
+
+
+def test_default_draft_is_2020_12() -> None:
+    schema = {"type": "array", "prefixItems": [{"type": "integer"}]}
+    assert collect_errors(build_validator(schema), ["x"]) != []
+
+
+def test_schema_keyword_selects_older_draft() -> None:
+    schema = {
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "type": "array",
+        "prefixItems": [{"type": "integer"}],  # unknown to draft 7, so ignored
+    }
+    assert collect_errors(build_validator(schema), ["x"]) == []
+
+
+def test_invalid_schema_raises_output_schema_error() -> None:
+    with pytest.raises(OutputSchemaError):
+        build_validator({"type": "no-such-type"})
+
+
+def test_long_messages_are_truncated() -> None:
+    errors = collect_errors(build_validator({"type": "string"}), ["x" * 5000])
+    assert len(errors[0]["message"]) <= 500
