@@ -7,7 +7,10 @@ from runner_core.output.validate import OutputSchemaError, build_validator, coll
 SCHEMA = {
     "type": "object",
     "required": ["title", "count"],
-    "properties": {"title": {"type": "string"}, "tags": {"type": "array", "items": {"type": "string"}}},
+    "properties": {
+        "title": {"type": "string"},
+        "tags": {"type": "array", "items": {"type": "string"}},
+    },
 }
 
 

@@ -1,0 +1,25 @@
+"""The output chain: make an engine's output valid against a skill's output schema.
+
+`run_output_chain` is the entry point; the worker injects the N1-N3 callables.
+"""
+from __future__ import annotations
+
+from runner_core.output.chain import OutputOutcome, run_output_chain
+from runner_core.output.commands import (
+    NormalizeRequest,
+    RepairFunction,
+    RepairRequest,
+    SkillCommand,
+)
+from runner_core.output.record import RESULT_FILE_INVALID, WARNING_CODES
+
+__all__ = [
+    "NormalizeRequest",
+    "OutputOutcome",
+    "RESULT_FILE_INVALID",
+    "RepairFunction",
+    "RepairRequest",
+    "SkillCommand",
+    "WARNING_CODES",
+    "run_output_chain",
+]

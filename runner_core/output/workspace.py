@@ -1,0 +1,68 @@
+"""The run-directory files the output chain reads and writes (spec section 4)."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+RAW_TEXT = Path("raw/engine_output.txt")
+RAW_ENVELOPE = Path("raw/engine_output.json")
+RESULT_FILE = Path("result/result.json")
+OUTPUT_FILE = Path("result/output.json")
+VALIDATION_FILE = Path("result/validation.json")
+# Written only when a skill command needs a schema file and the caller gave none.
+SCHEMA_COPY = Path("result/output.schema.json")
+
+
+@dataclass(frozen=True)
+class RawOutput:
+    """Where the engine's raw output was saved."""
+
+    text_path: Path
+    envelope_path: Path | None
+
+    @property
+    def primary_path(self) -> Path:
+        """The file that best holds what the engine said: its text, else its envelope."""
+        if self.envelope_path is not None and self.text_path.stat().st_size == 0:
+            return self.envelope_path
+        return self.text_path
+
+
+def write_json(path: Path, value: Any) -> None:
+    """Write `value` as indented UTF-8 JSON, creating parent directories."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # default=str: envelopes come from CLIs and may hold values json cannot encode natively
+    text = json.dumps(value, ensure_ascii=False, indent=2, default=str)
+    path.write_text(text + "\n", encoding="utf-8")
+
+
+def write_raw_output(run_dir: Path, engine_text: str | None, envelope: Any) -> RawOutput:
+    """Save the engine's text (empty when there is none) and its envelope (when there is one)."""
+    text_path = run_dir / RAW_TEXT
+    text_path.parent.mkdir(parents=True, exist_ok=True)
+    text_path.write_text(engine_text or "", encoding="utf-8")
+    envelope_path = None
+    if envelope is not None:
+        envelope_path = run_dir / RAW_ENVELOPE
+        write_json(envelope_path, envelope)
+    return RawOutput(text_path, envelope_path)
+
+
+def read_result_file(run_dir: Path) -> str | None:
+    """Return the text of result/result.json, or None when the file does not exist."""
+    path = run_dir / RESULT_FILE
+    if not path.is_file():
+        return None
+    # errors="replace": a skill that writes Latin-1 should get a validation error, not a crash
+    return path.read_text(encoding="utf-8", errors="replace")
+
+
+def ensure_schema_file(run_dir: Path, schema: Any, schema_path: Path | None) -> Path:
+    """Return `schema_path`, or write the schema into the run directory and return that path."""
+    if schema_path is not None:
+        return schema_path
+    path = run_dir / SCHEMA_COPY
+    write_json(path, schema)
+    return path
