@@ -1,0 +1,153 @@
+"""OpenCode adapter: `opencode run --format json -m PROVIDER/MODEL PROMPT`.
+
+Writes `<run>/opencode.json` (the merged ``settings`` plus, when ``base_url`` is set, an
+OpenAI-compatible provider named ``runner``) and gives the CLI a HOME under the run dir, so
+nothing lands in a shared user config. The key travels in the environment and the config
+refers to it with ``{env:...}``, so it is never written to disk. ``permission.question`` follows
+the execution mode: ``deny`` in auto (nobody can answer), ``allow`` in interactive.
+
+Output is NDJSON; every event carries ``sessionID``: ``step_start``, ``tool_use{part.tool,
+part.state}``, ``text{part.text}``, ``step_finish{part.reason, part.tokens}`` and on failure
+``error{error{name, data{message, statusCode}}}`` with exit 1.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from runner_core.engines.base import CommandSpec, EngineContext, EngineError, EngineOutput, ProcessResult
+from runner_core.engines.config import (
+    api_error, deep_merge, engine_env, exit_error, json_lines, json_of_text, missing_cli_error,
+    read_output, resolve_api_key, resolve_binary,
+)
+
+HOME_DIR = ".home"
+PROVIDER_ID = "runner"
+KEY_ENV = "SKILL_RUNNER_OPENCODE_API_KEY"
+# A minimal git repository marker: opencode stops its upward skill/config scan at the git root,
+# so skills and AGENTS.md files in folders above the run dir stay out.
+GIT_MARKER = {".git/HEAD": "ref: refs/heads/main\n", ".git/config": "[core]\n\trepositoryformatversion = 0\n",
+              ".git/objects/info/.keep": "", ".git/refs/heads/.keep": ""}
+
+
+@dataclass(frozen=True)
+class OpencodeAdapter:
+    """Runs `opencode run` headless; see the module docstring."""
+
+    name: str = "opencode"
+    binary: str = "opencode"
+    skill_dirs: tuple[str, ...] = (".agents/skills",)
+
+    def build_command(self, ctx: EngineContext) -> CommandSpec:
+        """opencode.json in the run dir, per-run HOME, provider key in the environment."""
+        config = ctx.config
+        binary_path = resolve_binary(self.binary)
+        model = ctx.model or config.get("model")
+        settings, extra = provider_settings(config, model)
+        question = "allow" if ctx.execution_mode == "interactive" else "deny"
+        settings = deep_merge(settings, {"permission": {"question": question}})
+        argv = [str(binary_path or self.binary), "run", "--format", "json"]
+        if settings.get("model"):
+            argv += ["-m", settings["model"]]
+        if ctx.session_id:
+            argv += ["-s", ctx.session_id]
+        argv += [ctx.prompt]
+        files = {"opencode.json": json.dumps(settings, indent=2)}
+        if not (ctx.run_dir / ".git").exists():
+            files.update(GIT_MARKER)
+        return CommandSpec(
+            argv=argv,
+            cwd=ctx.run_dir,
+            env=engine_env(home=ctx.run_dir / HOME_DIR, binary_path=binary_path, config=config,
+                           extra=extra),
+            files=files,
+        )
+
+    def parse_output(self, result: ProcessResult) -> EngineOutput:
+        """Read the NDJSON events, then type any failure."""
+        stderr = read_output(result.stderr_path)
+        events = json_lines(read_output(result.stdout_path))
+        output = parse_events(events, result.exit_code)
+        if output.error is None and result.exit_code != 0:
+            output.error = exit_error(result, self.binary, stderr)
+        if output.error is None and not events and resolve_binary(self.binary) is None:
+            output.error = missing_cli_error(self.binary)
+        return output
+
+
+def provider_settings(config: dict[str, Any], model: str | None) -> tuple[dict[str, Any], dict[str, str]]:
+    """The opencode.json content and the env carrying the key.
+
+    With ``base_url`` the model is served by an OpenAI-compatible provider ``runner``; without
+    it ``model`` must already be ``provider/model`` and the key is passed under ``api_key_env``.
+    """
+    settings = deep_merge({}, config.get("settings", {}))
+    key = resolve_api_key(config)
+    extra: dict[str, str] = {}
+    if config.get("base_url") and model:
+        bare = model.split("/", 1)[1] if model.startswith(f"{PROVIDER_ID}/") else model
+        provider = {"npm": "@ai-sdk/openai-compatible", "name": "Skill Runner provider",
+                    "options": {"baseURL": str(config["base_url"]), "apiKey": f"{{env:{KEY_ENV}}}"},
+                    "models": {bare: {}}}
+        settings = deep_merge(settings, {"provider": {PROVIDER_ID: provider}})
+        settings["model"] = f"{PROVIDER_ID}/{bare}"
+        if key:
+            extra[KEY_ENV] = key
+    elif model:
+        settings["model"] = model
+        if key and config.get("api_key_env"):
+            extra[str(config["api_key_env"])] = key
+    return settings, extra
+
+
+def parse_events(events: list[dict[str, Any]], exit_code: int | None) -> EngineOutput:
+    """Turn opencode NDJSON events into an EngineOutput."""
+    output = EngineOutput(exit_code=exit_code)
+    usage: dict[str, Any] = {}
+    text = ""
+    for event in events:
+        kind = event.get("type")
+        part = event.get("part") or {}
+        output.session_id = output.session_id or event.get("sessionID") or part.get("sessionID")
+        if kind == "text":
+            text += str(part.get("text") or "")
+        elif kind == "tool_use":
+            text = ""
+            state = part.get("state") or {}
+            output.tool_calls.append({"id": part.get("callID") or part.get("id"), "name": part.get("tool"),
+                                      "input": state.get("input") or {}, "status": state.get("status"),
+                                      "output": state.get("output")})
+        elif kind == "step_finish":
+            add_tokens(usage, part.get("tokens") or {}, part.get("cost"))
+            output.envelope = event
+        elif kind == "error":
+            output.error = event_error(event.get("error") or {})
+    output.usage = usage
+    output.final_text = text or None
+    output.parsed_json = json_of_text(output.final_text)
+    return output
+
+
+def add_tokens(usage: dict[str, Any], tokens: dict[str, Any], cost: Any) -> None:
+    """Sum a step's token counts (input, output, reasoning, cache.read/write) into `usage`."""
+    flat = {k: v for k, v in tokens.items() if isinstance(v, (int, float))}
+    for name, value in (tokens.get("cache") or {}).items():
+        flat[f"cache_{name}"] = value
+    for name, value in flat.items():
+        usage[name] = usage.get(name, 0) + value
+    if isinstance(cost, (int, float)):
+        usage["cost"] = usage.get("cost", 0) + cost
+
+
+def event_error(error: dict[str, Any]) -> EngineError:
+    """Map an ``error`` event (``{name, data{message, statusCode}}``) to a typed error."""
+    data = error.get("data") or {}
+    message = str(data.get("message") or error.get("name") or "opencode reported an error")
+    status = data.get("statusCode")
+    if error.get("name") == "ProviderAuthError":
+        return EngineError("AUTH_MISSING", message, {"name": error.get("name")})
+    return api_error(message, status if isinstance(status, int) else None, name=error.get("name"))
+
+
+ADAPTER = OpencodeAdapter()
