@@ -1,0 +1,52 @@
+"""The REST API: Flask app factory wiring config, SQL, the queue client and blueprints."""
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Flask, send_from_directory
+from flask_smorest import Api
+
+from api.config import build_config
+from api.errors import http_exception_response, register_error_handlers
+from api.logs import configure_logging
+from api.queue import CeleryQueue
+from runner_core.skills import SkillRegistry
+from runner_core.store.db import make_engine, make_sessionmaker
+
+
+class RunnerApi(Api):
+    """flask-smorest Api whose HTTP errors use the seed's error body."""
+
+    def handle_http_exception(self, error):
+        return http_exception_response(error)
+
+
+def create_app(config: dict[str, Any] | None = None) -> Flask:
+    """Build the app. Tests pass {"SETTINGS": ..., "QUEUE": FakeQueue()}."""
+    app = Flask(__name__)
+    app.config.update(build_config(config))
+    settings = app.config["SETTINGS"]
+    configure_logging(settings)
+    engine = make_engine(settings.database_url)
+    app.extensions["db"] = make_sessionmaker(engine)
+    app.extensions["skills"] = SkillRegistry(settings.skills_dir)
+    app.extensions["queue"] = app.config.get("QUEUE") or CeleryQueue(settings.broker_url)
+    register_error_handlers(app)
+    api = RunnerApi(app)
+    from api.resources import health, jobs, skills
+    for module in (health, skills, jobs):
+        api.register_blueprint(module.blp)
+    _serve_swagger_assets(app)
+    return app
+
+
+def _serve_swagger_assets(app: Flask) -> None:
+    """Serve Swagger UI from the installed bundle, so /docs works with no network."""
+    try:
+        from swagger_ui_bundle import swagger_ui_path
+    except ImportError:  # pragma: no cover - optional
+        return
+
+    @app.get("/docs-static/<path:filename>")
+    def swagger_static(filename: str):
+        return send_from_directory(swagger_ui_path, filename)

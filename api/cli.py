@@ -1,0 +1,82 @@
+"""`skill-runner`: migrate the database, or serve everything on the embedded default."""
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from runner_core.settings import REPO_ROOT, load_settings
+from runner_core.store.migrate import upgrade
+
+
+def migrate(_args) -> int:
+    settings = load_settings()
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    upgrade(settings.database_url)
+    print(f"database at {settings.database_url} is up to date")
+    return 0
+
+
+def serve(args) -> int:
+    """Migrate, start the embedded broker when none is configured, then web + worker (+ beat)."""
+    from api.embedded_broker import EmbeddedBroker
+    settings = load_settings()
+    migrate(args)
+    broker = None
+    env = dict(os.environ, SKILL_RUNNER_DATA_DIR=str(settings.data_dir),
+               SKILL_RUNNER_SKILLS_DIR=str(settings.skills_dir))
+    if settings.embedded_broker:
+        broker = EmbeddedBroker(settings.broker_socket)
+        broker.start()
+        env["CELERY_BROKER_URL"] = settings.broker_url
+    bin_dir = os.path.dirname(sys.executable)
+    procs = [
+        subprocess.Popen([os.path.join(bin_dir, "gunicorn"), "-c",
+                          str(REPO_ROOT / "deploy" / "gunicorn.conf.py"), "api.wsgi:app"],
+                         env=env, cwd=REPO_ROOT),
+        subprocess.Popen([os.path.join(bin_dir, "celery"), "-A", "worker.celery_app", "worker",
+                          "-B", "--loglevel", settings.log_level.lower(),
+                          "--concurrency", str(args.concurrency),
+                          "--schedule", str(settings.data_dir / "celerybeat-schedule"),
+                          "-n", "worker@%h"], env=env, cwd=REPO_ROOT),
+    ]
+    print(f"Agent Skill Runner on http://{settings.host}:{settings.port} "
+          f"(docs: /docs; data: {settings.data_dir}; broker: "
+          f"{'embedded' if broker else settings.broker_url})", flush=True)
+    stopping = []
+    signal.signal(signal.SIGTERM, lambda *_: stopping.append(1))
+    try:
+        while not stopping and all(p.poll() is None for p in procs):
+            time.sleep(0.5)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.terminate()
+        for p in procs:
+            try:
+                p.wait(20)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        if broker:
+            broker.stop()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="skill-runner")
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("migrate", help="apply database migrations").set_defaults(fn=migrate)
+    p = sub.add_parser("serve", help="run API + worker on the embedded default")
+    p.add_argument("--concurrency", type=int, default=int(os.environ.get("WORKER_CONCURRENCY", "2")))
+    p.set_defaults(fn=serve)
+    args = parser.parse_args(argv)
+    return args.fn(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

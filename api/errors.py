@@ -1,0 +1,72 @@
+"""One error body for every error: {"error": {code, message, details, request_id}}."""
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import Any
+
+from flask import Flask, g, jsonify, request
+from werkzeug.exceptions import HTTPException
+
+log = logging.getLogger(__name__)
+
+HTTP_CODES = {400: "INVALID_REQUEST", 401: "UNAUTHORIZED", 403: "FORBIDDEN", 404: "NOT_FOUND",
+              405: "METHOD_NOT_ALLOWED", 409: "CONFLICT", 413: "PAYLOAD_TOO_LARGE",
+              415: "UNSUPPORTED_MEDIA_TYPE", 422: "REQUEST_VALIDATION_FAILED",
+              429: "TOO_MANY_REQUESTS", 500: "INTERNAL_ERROR"}
+
+
+class ApiError(Exception):
+    """Raised by views: becomes the seed's error body with this status and code."""
+
+    def __init__(self, status: int, code: str, message: str,
+                 details: dict[str, Any] | None = None, request_id: str | None = None) -> None:
+        super().__init__(message)
+        self.status, self.code, self.message = status, code, message
+        self.details = details or {}
+        self.request_id = request_id
+
+
+def error_response(status: int, code: str, message: str, details: Any = None,
+                   request_id: str | None = None):
+    body = {"error": {"code": code, "message": message, "details": details or {},
+                      "request_id": request_id or g.get("http_request_id")}}
+    return jsonify(body), status
+
+
+def http_exception_response(exc: HTTPException):
+    """Shape werkzeug/flask-smorest HTTP errors (404, 405, 422...) as the seed's body."""
+    status = exc.code or 500
+    data = getattr(exc, "data", None) or {}
+    details: dict[str, Any] = {}
+    if "messages" in data:
+        details["fields"] = data["messages"]
+    message = data.get("message") or exc.description or exc.name
+    return error_response(status, HTTP_CODES.get(status, exc.name.upper().replace(" ", "_")),
+                          message, details)
+
+
+def register_error_handlers(app: Flask) -> None:
+    """Install the request-id hook and the handlers for ApiError, HTTP errors and crashes."""
+
+    @app.before_request
+    def _request_id() -> None:
+        g.http_request_id = request.headers.get("X-Request-ID") or uuid.uuid4().hex
+
+    @app.after_request
+    def _echo_request_id(response):
+        if g.get("http_request_id"):
+            response.headers["X-Request-ID"] = g.http_request_id
+        return response
+
+    @app.errorhandler(ApiError)
+    def _api_error(exc: ApiError):
+        return error_response(exc.status, exc.code, exc.message, exc.details, exc.request_id)
+
+    @app.errorhandler(Exception)
+    def _unexpected(exc: Exception):
+        if isinstance(exc, HTTPException):
+            return http_exception_response(exc)
+        log.exception("unhandled error")
+        return error_response(500, "INTERNAL_ERROR", "internal error; see the server log",
+                              {"type": type(exc).__name__})

@@ -1,0 +1,146 @@
+"""What the jobs endpoints do, apart from HTTP: validate, write SQL first, then enqueue."""
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import datetime, timezone
+from typing import Any
+
+from flask import current_app
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from api.errors import ApiError
+from runner_core.queues import queue_for
+from runner_core.inputs import InputError, file_fields, schema_errors, validate_parameters
+from runner_core.skills import SkillPackage
+from runner_core.store import runs as run_states
+from runner_core.store.models import Request, Run
+from runner_core.workspace import write_json
+
+
+def check_request(pkg: SkillPackage, body: dict[str, Any]) -> tuple[str | None, dict[str, Any]]:
+    """Engine, execution mode, parameters and inline input; returns (engine, parameter)."""
+    if pkg.health != "ok":
+        raise ApiError(400, "SKILL_INVALID", f"skill '{pkg.id}' is invalid: " + "; ".join(pkg.errors),
+                       {"skill_id": pkg.id, "errors": pkg.errors})
+    engine = body.get("engine")
+    if engine is None and pkg.manifest.entrypoint.type != "script":
+        engine = pkg.effective_engines[0]
+    if engine is not None and engine not in pkg.effective_engines:
+        raise ApiError(400, "SKILL_ENGINE_UNSUPPORTED",
+                       f"engine '{engine}' is not supported by skill '{pkg.id}'",
+                       {"engine": engine, "effective_engines": pkg.effective_engines})
+    mode = body["runtime_options"].get("execution_mode", "auto")
+    if mode not in pkg.manifest.execution_modes:
+        raise ApiError(400, "EXECUTION_MODE_UNSUPPORTED",
+                       f"execution_mode '{mode}' is not declared by skill '{pkg.id}'",
+                       {"execution_mode": mode, "execution_modes": list(pkg.manifest.execution_modes)})
+    try:
+        parameter = validate_parameters(pkg.parameter_schema, body.get("parameter"))
+    except InputError as exc:
+        raise ApiError(400, exc.code, exc.message, exc.details) from exc
+    _check_inline(pkg, body.get("input") or {})
+    return engine, parameter
+
+
+def _check_inline(pkg: SkillPackage, inline: dict[str, Any]) -> None:
+    """Inline fields are checked now; file fields wait for the upload."""
+    files = file_fields(pkg.input_schema)
+    sent_as_inline = sorted(set(inline) & set(files))
+    if sent_as_inline:
+        raise ApiError(400, "INPUT_FILE_AS_INLINE",
+                       "file inputs must be uploaded, not sent inline: " + ", ".join(sent_as_inline),
+                       {"fields": sent_as_inline})
+    schema = dict(pkg.input_schema)
+    schema["properties"] = {k: v for k, v in schema.get("properties", {}).items() if k not in files}
+    schema["required"] = [k for k in schema.get("required", []) if k not in files]
+    errors = schema_errors(schema, inline)
+    if errors:
+        raise ApiError(400, "SCHEMA_VALIDATION_FAILED", "input does not match the skill's input schema",
+                       {"schema": "input", "errors": errors})
+
+
+def create_job(session: Session, pkg: SkillPackage, body: dict[str, Any]) -> tuple[Request, Run]:
+    """Commit the request and its run; enqueue at once when no upload is expected."""
+    settings = current_app.config["SETTINGS"]
+    engine, parameter = check_request(pkg, body)
+    queued = session.scalar(select(func.count()).select_from(Run).where(Run.status == "queued"))
+    if queued >= settings.queue_max:
+        raise ApiError(429, "QUEUE_FULL", f"{queued} runs are queued (limit {settings.queue_max}); retry later",
+                       {"queued": queued, "limit": settings.queue_max})
+    request_id, run_id = str(uuid.uuid4()), str(uuid.uuid4())
+    needs_upload = bool(file_fields(pkg.input_schema))
+    payload = {"skill_id": pkg.id, "engine": engine, "parameter": body.get("parameter") or {},
+               "input": body.get("input") or {}, "model": body.get("model"),
+               "runtime_options": body.get("runtime_options") or {}}
+    run = Run(id=run_id, request_id=request_id, skill_id=pkg.id, skill_version=pkg.version,
+              engine=engine, model=body.get("model"), status="queued", parameter=parameter,
+              input=payload["input"], runtime_options=payload["runtime_options"],
+              needs_upload=needs_upload)
+    req = Request(id=request_id, skill_id=pkg.id, engine=engine, run_id=run_id, payload=payload)
+    session.add(run)
+    session.flush()  # the request row references the run
+    session.add(req)
+    session.commit()
+    request_dir = settings.requests_dir / request_id
+    (request_dir / "uploads").mkdir(parents=True, exist_ok=True)
+    write_json(request_dir / "request.json", payload)
+    if not needs_upload:
+        submit(session, run, pkg)
+    return req, run
+
+
+def submit(session: Session, run: Run, pkg: SkillPackage) -> None:
+    """Enqueue a committed run by task name; a failed send is retried by the sweeper."""
+    kind = pkg.manifest.entrypoint.type if pkg.manifest else "script"
+    task_id = current_app.extensions["queue"].enqueue(run.id, queue_for(run.engine, kind))
+    if task_id:
+        run_states.mark_enqueued(session, run.id, task_id)
+
+
+def load_job(session: Session, request_id: str) -> tuple[Request, Run]:
+    req = session.get(Request, request_id)
+    run = session.get(Run, req.run_id) if req and req.run_id else None
+    if req is None or run is None:
+        raise ApiError(404, "REQUEST_NOT_FOUND", f"no job with request_id '{request_id}'",
+                       request_id=request_id)
+    return req, run
+
+
+def iso(value: datetime | None) -> str | None:
+    """ISO 8601 in UTC; SQLite hands back naive datetimes that were stored as UTC."""
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=timezone.utc)
+    return value.isoformat().replace("+00:00", "Z")
+
+
+def job_status(req: Request, run: Run) -> dict[str, Any]:
+    """The status document of seed 003 §9 (GET /v1/jobs/{request_id})."""
+    return {
+        "request_id": req.id, "run_id": run.id, "status": run.status, "skill_id": run.skill_id,
+        "skill_version": run.skill_version, "engine": run.engine, "model": run.model,
+        "cache_hit": req.cache_hit, "created_at": iso(req.created_at),
+        "updated_at": iso(run.updated_at), "queued_at": iso(run.queued_at),
+        "started_at": iso(run.started_at), "finished_at": iso(run.finished_at),
+        "worker": run.worker, "attempt": run.attempt,
+        "waiting_for_upload": run.needs_upload and run.status == "queued",
+        "pending_interaction_id": run.pending_interaction_id,
+        "interaction_count": run.interaction_count, "recovery_state": run.recovery_state,
+        "recovered_at": iso(run.recovered_at), "recovery_reason": run.recovery_reason,
+        "auto_decision_count": run.auto_decision_count,
+        "last_auto_decision_at": iso(run.last_auto_decision_at),
+        "warnings": run.warnings or [], "error": run.error,
+    }
+
+
+def read_result(run: Run) -> dict[str, Any]:
+    """result/result.json of a finished run (the seed's result shape)."""
+    path = current_app.config["SETTINGS"].runs_dir / run.id / "result" / "result.json"
+    if path.is_file():
+        return json.loads(path.read_text(encoding="utf-8"))
+    # A run that ended before its workspace existed (canceled while queued, reconciled...)
+    return {"status": run.status, "data": None, "artifacts": [], "validation_warnings": [],
+            "error": run.error}

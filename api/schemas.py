@@ -1,0 +1,103 @@
+"""Request/response schemas shared by the resources (they also document the OpenAPI)."""
+from __future__ import annotations
+
+from marshmallow import EXCLUDE, Schema, fields, validate
+
+
+class JobCreate(Schema):
+    class Meta:
+        unknown = EXCLUDE
+
+    skill_id = fields.String(required=True, validate=validate.Length(min=1, max=128))
+    engine = fields.String(load_default=None, allow_none=True)
+    parameter = fields.Dict(load_default=dict)
+    input = fields.Dict(load_default=dict)
+    model = fields.String(load_default=None, allow_none=True)
+    runtime_options = fields.Dict(load_default=dict)
+
+
+class JobCreated(Schema):
+    request_id = fields.String()
+    cache_hit = fields.Boolean()
+    status = fields.String()
+
+
+class ErrorInfo(Schema):
+    code = fields.String()
+    message = fields.String()
+    details = fields.Dict()
+    request_id = fields.String(allow_none=True)
+
+
+class ErrorBody(Schema):
+    error = fields.Nested(ErrorInfo)
+
+
+class JobStatus(Schema):
+    request_id = fields.String()
+    run_id = fields.String(allow_none=True)
+    status = fields.String()
+    skill_id = fields.String()
+    skill_version = fields.String(allow_none=True)
+    engine = fields.String(allow_none=True)
+    model = fields.String(allow_none=True)
+    cache_hit = fields.Boolean()
+    created_at = fields.String()
+    updated_at = fields.String()
+    queued_at = fields.String(allow_none=True)
+    started_at = fields.String(allow_none=True)
+    finished_at = fields.String(allow_none=True)
+    worker = fields.String(allow_none=True)
+    attempt = fields.Integer()
+    waiting_for_upload = fields.Boolean()
+    pending_interaction_id = fields.Integer(allow_none=True)
+    interaction_count = fields.Integer()
+    recovery_state = fields.String()
+    recovered_at = fields.String(allow_none=True)
+    recovery_reason = fields.String(allow_none=True)
+    auto_decision_count = fields.Integer()
+    last_auto_decision_at = fields.String(allow_none=True)
+    warnings = fields.List(fields.Raw())
+    error = fields.Dict(allow_none=True)
+
+
+class JobResult(Schema):
+    request_id = fields.String()
+    result = fields.Dict()
+
+
+class JobLogs(Schema):
+    request_id = fields.String()
+    prompt = fields.String(allow_none=True)
+    stdout = fields.String(allow_none=True)
+    stderr = fields.String(allow_none=True)
+    truncated = fields.List(fields.String())
+
+
+class CancelResult(Schema):
+    request_id = fields.String()
+    accepted = fields.Boolean()
+    status = fields.String()
+
+
+class SkillSummary(Schema):
+    id = fields.String()
+    name = fields.String(allow_none=True)
+    version = fields.String(allow_none=True)
+    description = fields.String(allow_none=True)
+    engines = fields.List(fields.String(), allow_none=True)
+    unsupported_engines = fields.List(fields.String())
+    effective_engines = fields.List(fields.String())
+    execution_modes = fields.List(fields.String())
+    health = fields.String()
+    errors = fields.List(fields.String())
+    warnings = fields.List(fields.String())
+
+
+class SkillDetail(SkillSummary):
+    entrypoint = fields.Dict()
+    schemas = fields.Dict()
+    artifacts = fields.List(fields.Dict())
+    runtime = fields.Dict(allow_none=True)
+    automation = fields.Dict()
+    files = fields.List(fields.String())

@@ -1,0 +1,4 @@
+"""WSGI entry point for gunicorn: `gunicorn api.wsgi:app`."""
+from api import create_app
+
+app = create_app()

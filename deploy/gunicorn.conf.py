@@ -1,0 +1,10 @@
+"""gunicorn settings; HOST/PORT/WEB_CONCURRENCY from the environment."""
+import os
+
+bind = f"{os.environ.get('HOST', '127.0.0.1')}:{os.environ.get('PORT', '8000')}"
+workers = int(os.environ.get("WEB_CONCURRENCY", "2"))
+threads = int(os.environ.get("WEB_THREADS", "4"))
+worker_class = "gthread"
+timeout = 120
+graceful_timeout = 20
+accesslog = "-" if os.environ.get("ACCESS_LOG", "0") == "1" else None

@@ -1,0 +1,184 @@
+"""Codex adapter: `codex exec --json`, one JSONL event stream per run.
+
+Config keys read from `ctx.config` (see runner_core.engines.config):
+
+- ``base_url``: provider endpoint (Responses API, e.g. ``http://host:port/v1``). When set, a
+  provider ``skillrunner`` is defined with ``-c`` overrides and selected; otherwise codex's
+  built-in OpenAI provider is used with ``CODEX_API_KEY``.
+- ``api_key`` / ``api_key_env``: the key, or the name of the service variable holding it. With a
+  ``base_url`` the key reaches codex as the provider's ``env_key`` (``api_key_env`` if given,
+  else ``SKILL_RUNNER_API_KEY``).
+- ``model``: used when ``ctx.model`` is not set.
+- ``env``: extra variables for the CLI.
+- ``settings``: codex config.toml keys, flattened into ``-c dotted.key=<toml>`` overrides, e.g.
+  ``{"model_providers": {"skillrunner": {"stream_max_retries": 0}}}``.
+
+Each run gets its own ``CODEX_HOME`` (and ``HOME``) at ``<run_dir>/.codex-home``; sessions live
+there, so a resume must use the same run dir. Profiles (``-p``) are never used. The prompt is
+the last argument (after ``--``), stdin is /dev/null. ``ctx.execution_mode`` changes nothing:
+codex exec has no way to ask the user.
+"""
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from runner_core.engines.base import CommandSpec, EngineContext, EngineError, EngineOutput, ProcessResult
+from runner_core.engines.config import (
+    engine_env, json_lines, json_of_text, read_output, resolve_api_key, resolve_binary,
+)
+
+HOME_DIR = ".codex-home"
+PROVIDER = "skillrunner"
+DEFAULT_KEY_ENV = "SKILL_RUNNER_API_KEY"
+TOOL_ITEMS = ("command_execution", "mcp_tool_call", "file_change", "web_search")
+_AUTH_PATTERNS = ("missing environment variable", "not logged in", "no api key", "please login")
+_STATUS = re.compile(r"(?:status|API Error:?)\s*(\d{3})", re.IGNORECASE)
+_BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+def toml_value(value: Any) -> str:
+    """Encode a JSON-like value as an inline TOML value."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
+    if isinstance(value, Mapping):
+        return "{" + ", ".join(f"{toml_key(k)} = {toml_value(v)}" for k, v in value.items()) + "}"
+    raise ValueError(f"cannot encode {type(value).__name__} as TOML")
+
+
+def toml_key(key: str) -> str:
+    """A TOML key, quoted unless bare."""
+    return key if _BARE_KEY.match(key) else json.dumps(key, ensure_ascii=False)
+
+
+def config_overrides(settings: Mapping[str, Any], prefix: str = "") -> list[str]:
+    """Flatten nested settings into `dotted.key=<toml value>` strings for `-c`."""
+    out: list[str] = []
+    for key, value in settings.items():
+        path = f"{prefix}{toml_key(str(key))}"
+        if isinstance(value, Mapping) and value:
+            out += config_overrides(value, prefix=f"{path}.")
+        else:
+            out.append(f"{path}={toml_value(value)}")
+    return out
+
+
+def is_object_schema(path: Path) -> bool:
+    """True when the file holds a JSON schema whose top level is an object."""
+    try:
+        schema = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(schema, dict) and schema.get("type") == "object"
+
+
+@dataclass(frozen=True)
+class CodexAdapter:
+    """Builds `codex exec` invocations and parses their JSONL."""
+
+    name: str = "codex"
+    binary: str = "codex"
+    skill_dirs: tuple[str, ...] = (".agents/skills",)
+
+    def build_command(self, ctx: EngineContext) -> CommandSpec:
+        """`codex exec --json ... [resume SID] -- PROMPT` with a per-run CODEX_HOME."""
+        home = Path(ctx.run_dir) / HOME_DIR
+        home.mkdir(parents=True, exist_ok=True)  # codex refuses a missing CODEX_HOME
+        binary_path = resolve_binary(self.binary)
+        settings: dict[str, Any] = {"analytics": {"enabled": False},
+                                    "check_for_update_on_startup": False}
+        extra = {"CODEX_HOME": str(home)}
+        key = resolve_api_key(ctx.config)
+        if ctx.config.get("base_url"):
+            key_env = ctx.config.get("api_key_env") or DEFAULT_KEY_ENV
+            settings["model_provider"] = PROVIDER
+            settings["model_providers"] = {PROVIDER: {
+                "name": PROVIDER, "base_url": ctx.config["base_url"],
+                "env_key": key_env, "wire_api": "responses"}}
+            if key:
+                extra[key_env] = key
+        elif key:
+            extra["CODEX_API_KEY"] = key
+        argv = [str(binary_path or self.binary), "exec", "--json", "--skip-git-repo-check",
+                "--sandbox", "workspace-write"]
+        for override in config_overrides(settings) + config_overrides(ctx.config.get("settings") or {}):
+            argv += ["-c", override]
+        model = ctx.model or ctx.config.get("model")
+        if model:
+            argv += ["-m", str(model)]
+        if ctx.output_schema_path and is_object_schema(ctx.output_schema_path):
+            argv += ["--output-schema", str(ctx.output_schema_path)]
+        if ctx.session_id:
+            argv += ["resume", ctx.session_id]
+        argv += ["--", ctx.prompt]
+        env = engine_env(home=home, binary_path=binary_path, config=ctx.config, extra=extra)
+        return CommandSpec(argv=argv, cwd=Path(ctx.run_dir), env=env, stdin=None)
+
+    def parse_output(self, result: ProcessResult) -> EngineOutput:
+        """Session id, final message, usage, tool calls and a typed error from the JSONL."""
+        events = json_lines(read_output(result.stdout_path))
+        out = EngineOutput(exit_code=result.exit_code)
+        errors: list[str] = []
+        failed: str | None = None
+        for event in events:
+            kind = event.get("type")
+            if kind == "thread.started" and not out.session_id:
+                out.session_id = event.get("thread_id")
+            elif kind == "item.completed":
+                item = event.get("item") or {}
+                if item.get("type") == "agent_message":
+                    out.final_text = item.get("text")
+                elif item.get("type") in TOOL_ITEMS:
+                    out.tool_calls.append(item)
+            elif kind == "turn.completed":
+                out.usage = dict(event.get("usage") or {})
+            elif kind == "error":
+                errors.append(str(event.get("message", "")))
+            elif kind == "turn.failed":
+                failed = str((event.get("error") or {}).get("message", "")) or "turn failed"
+        out.parsed_json = json_of_text(out.final_text)
+        out.error = self._error(result, events, failed, errors)
+        return out
+
+    def _error(self, result: ProcessResult, events: list[dict[str, Any]],
+               failed: str | None, errors: list[str]) -> EngineError | None:
+        if not events and (result.exit_code == 127 or resolve_binary(self.binary) is None):
+            return EngineError("CLI_NOT_INSTALLED", f"{self.binary} is not installed")
+        message = failed or (errors[-1] if errors and result.exit_code != 0 else None)
+        if message is not None:
+            return classify_api_error(message, timed_out=result.timed_out)
+        if result.timed_out or result.canceled or result.exit_code != 0:
+            stderr = read_output(result.stderr_path)[-2000:]
+            return EngineError("ENGINE_FAILED", f"codex exited with {result.exit_code}",
+                               {"stderr_tail": stderr, "timed_out": result.timed_out,
+                                "canceled": result.canceled})
+        return None
+
+
+def classify_api_error(message: str, timed_out: bool = False) -> EngineError:
+    """AUTH_MISSING for a missing key, else MODEL_API_ERROR (with the HTTP status if known)."""
+    details: dict[str, Any] = {"timed_out": timed_out}
+    match = _STATUS.search(message)
+    if match:
+        details["status"] = int(match.group(1))
+    else:
+        body = json_of_text(message)  # codex relays some error bodies verbatim
+        code = str((body.get("error") or {}).get("code", "")) if isinstance(body, dict) else ""
+        if code.isdigit():
+            details["status"] = int(code)
+    if any(p in message.lower() for p in _AUTH_PATTERNS):
+        return EngineError("AUTH_MISSING", message, details)
+    return EngineError("MODEL_API_ERROR", message, details)
+
+
+ADAPTER = CodexAdapter()

@@ -1,0 +1,107 @@
+"""iFlow CLI adapter: `iflow --yolo --thinking -p PROMPT` (resume: `--resume SID`).
+
+iFlow is a Gemini CLI fork with no JSON output mode: it prints the answer as plain text and
+ends with an ``<Execution Info>`` block whose JSON holds ``"session-id"`` and token usage. The
+CLI is not installable from the registry this project uses, so this adapter is tested only
+against transcripts written from its documented behaviour, not recorded from the real CLI.
+
+Each run gets its own HOME (`<run>/.home`) holding `.iflow/settings.json` (an OpenAI-compatible
+provider: ``baseUrl``, ``modelName``); the key travels in the environment as IFLOW_apiKey.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from runner_core.engines.base import CommandSpec, EngineContext, EngineError, EngineOutput, ProcessResult
+from runner_core.engines.config import (
+    api_error, deep_merge, engine_env, exit_error, json_of_text, missing_cli_error, read_output,
+    resolve_api_key, resolve_binary,
+)
+
+HOME_DIR = ".home"
+_INFO = re.compile(r"<Execution Info>\s*(.*?)\s*</Execution Info>", re.DOTALL)
+_API_ERROR = re.compile(r"\[API Error:\s*(.*?)\]\s*$", re.DOTALL | re.MULTILINE)
+_STATUS = re.compile(r"\b([45]\d\d)\b")
+_AUTH_HINTS = ("apiKey", "API key", "api key", "auth method", "Auth method")
+
+
+@dataclass(frozen=True)
+class IflowAdapter:
+    """Runs the iFlow CLI headless; see the module docstring."""
+
+    name: str = "iflow"
+    binary: str = "iflow"
+    skill_dirs: tuple[str, ...] = (".iflow/skills",)
+
+    def build_command(self, ctx: EngineContext) -> CommandSpec:
+        """Per-run HOME with `.iflow/settings.json`; the key in IFLOW_apiKey."""
+        config = ctx.config
+        binary_path = resolve_binary(self.binary)
+        model = ctx.model or config.get("model")
+        provider: dict[str, Any] = {}
+        if config.get("base_url"):
+            provider["baseUrl"] = str(config["base_url"])
+        if model:
+            provider["modelName"] = model
+        settings = deep_merge(config.get("settings", {}), provider)
+        key = resolve_api_key(config)
+        extra = {"IFLOW_apiKey": key} if key else {}
+        argv = [str(binary_path or self.binary), "--yolo", "--thinking"]
+        if ctx.session_id:
+            argv += ["--resume", ctx.session_id]
+        argv += ["-p", ctx.prompt]
+        return CommandSpec(
+            argv=argv,
+            cwd=ctx.run_dir,
+            env=engine_env(home=ctx.run_dir / HOME_DIR, binary_path=binary_path, config=config,
+                           extra=extra),
+            files={f"{HOME_DIR}/.iflow/settings.json": json.dumps(settings, indent=2)},
+        )
+
+    def parse_output(self, result: ProcessResult) -> EngineOutput:
+        """Split the answer from the ``<Execution Info>`` block (stdout, else stderr)."""
+        stdout = read_output(result.stdout_path)
+        stderr = read_output(result.stderr_path)
+        output = parse_text(stdout, stderr, result.exit_code)
+        if output.error is None and result.exit_code != 0:
+            output.error = text_error(stderr or stdout) or exit_error(result, self.binary, stderr)
+        if output.error is None and not stdout.strip() and resolve_binary(self.binary) is None:
+            output.error = missing_cli_error(self.binary)
+        return output
+
+
+def parse_text(stdout: str, stderr: str, exit_code: int | None) -> EngineOutput:
+    """Parse iFlow's plain-text output and its ``<Execution Info>`` JSON."""
+    output = EngineOutput(exit_code=exit_code)
+    info_match = _INFO.search(stdout) or _INFO.search(stderr)
+    info = json_of_text(info_match.group(1)) if info_match else None
+    if isinstance(info, dict):
+        output.envelope = info
+        output.session_id = info.get("session-id") or info.get("session_id")
+        usage = info.get("tokenUsage") or info.get("usage") or {}
+        output.usage = dict(usage) if isinstance(usage, dict) else {}
+    text = _INFO.sub("", stdout).strip()
+    output.final_text = text or None
+    api = _API_ERROR.search(text)
+    if api:
+        output.error = text_error(text)
+    else:
+        output.parsed_json = json_of_text(output.final_text)
+    return output
+
+
+def text_error(text: str) -> EngineError | None:
+    """Type an error printed as text: ``[API Error: ...]`` or a missing key / auth method."""
+    api = _API_ERROR.search(text)
+    if api:
+        status = _STATUS.search(api.group(1))
+        return api_error(api.group(0).strip(), int(status.group(1)) if status else None)
+    if any(hint in text for hint in _AUTH_HINTS):
+        return EngineError("AUTH_MISSING", text.strip()[-2000:])
+    return None
+
+
+ADAPTER = IflowAdapter()

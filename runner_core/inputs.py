@@ -1,0 +1,127 @@
+"""Input resolution (seed 000 §3): strict key matching of uploads, inline values, parameters."""
+from __future__ import annotations
+
+from copy import deepcopy
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from jsonschema import validators
+
+
+class InputError(Exception):
+    """Bad input: carries the error code and details the API and the run record show."""
+
+    def __init__(self, code: str, message: str, details: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.details = details or {}
+
+
+@dataclass
+class ResolvedInputs:
+    """The `input` and `parameter` contexts a run executes with."""
+
+    input: dict[str, Any] = field(default_factory=dict)
+    parameter: dict[str, Any] = field(default_factory=dict)
+
+
+def schema_errors(schema: dict[str, Any], instance: Any) -> list[dict[str, Any]]:
+    """Every validation error of `instance`, as {path, message, validator}."""
+    cls = validators.validator_for(schema)
+    errors = sorted(cls(schema).iter_errors(instance), key=lambda e: list(e.absolute_path))
+    return [{"path": "/".join(str(p) for p in e.absolute_path), "message": e.message,
+             "validator": str(e.validator)} for e in errors]
+
+
+def apply_defaults(schema: dict[str, Any], value: dict[str, Any]) -> dict[str, Any]:
+    """A copy of `value` with each missing property's `default` filled in (nested objects too)."""
+    result = deepcopy(value)
+    for key, prop in schema.get("properties", {}).items():
+        if not isinstance(prop, dict):
+            continue
+        if key not in result and "default" in prop:
+            result[key] = deepcopy(prop["default"])
+        if isinstance(result.get(key), dict) and prop.get("type") == "object":
+            result[key] = apply_defaults(prop, result[key])
+    return result
+
+
+def validate_parameters(schema: dict[str, Any], parameter: Any) -> dict[str, Any]:
+    """Parameters with defaults applied; InputError SCHEMA_VALIDATION_FAILED if invalid."""
+    if parameter is None:
+        parameter = {}
+    if not isinstance(parameter, dict):
+        raise InputError("SCHEMA_VALIDATION_FAILED", "parameter must be a JSON object",
+                         {"schema": "parameter"})
+    filled = apply_defaults(schema, parameter)
+    errors = schema_errors(schema, filled)
+    if errors:
+        raise InputError("SCHEMA_VALIDATION_FAILED",
+                         "parameter does not match the skill's parameter schema: "
+                         + "; ".join(f"{e['path'] or '(root)'}: {e['message']}" for e in errors),
+                         {"schema": "parameter", "errors": errors})
+    return filled
+
+
+def file_fields(input_schema: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Input properties read from uploads (`x-input-source: file`, the default)."""
+    return {k: v for k, v in input_schema.get("properties", {}).items()
+            if isinstance(v, dict) and v.get("x-input-source", "file") == "file"}
+
+
+def validate_inline(input_schema: dict[str, Any], inline: Any) -> dict[str, Any]:
+    """Inline input values: only inline fields allowed; InputError when a file field is sent inline."""
+    if inline is None:
+        return {}
+    if not isinstance(inline, dict):
+        raise InputError("SCHEMA_VALIDATION_FAILED", "input must be a JSON object", {"schema": "input"})
+    as_files = sorted(set(inline) & set(file_fields(input_schema)))
+    if as_files:
+        raise InputError("INPUT_FILE_AS_INLINE",
+                         "file inputs must be uploaded, not sent inline: " + ", ".join(as_files),
+                         {"fields": as_files})
+    return dict(inline)
+
+
+def match_upload(uploads: Path, key: str, extensions: list[str]) -> Path | None:
+    """The upload for field `key`: `uploads/key` or `uploads/key<ext>` with an allowed ext."""
+    candidates = [uploads / key] + [uploads / f"{key}{ext}" for ext in extensions]
+    found = [p for p in candidates if p.is_file()]
+    if len(found) > 1:
+        raise InputError("INPUT_FILE_AMBIGUOUS",
+                         f"more than one upload matches input '{key}': "
+                         + ", ".join(p.name for p in found), {"field": key})
+    if found:
+        return found[0]
+    others = sorted(p.name for p in uploads.glob(f"{key}.*")) if uploads.is_dir() else []
+    if others:
+        raise InputError("INPUT_FILE_EXTENSION_NOT_ALLOWED",
+                         f"upload {others[0]} for input '{key}' has an extension outside "
+                         f"{extensions or ['(none)']}", {"field": key, "files": others,
+                                                          "allowed": extensions})
+    return None
+
+
+def resolve_inputs(input_schema: dict[str, Any], parameter_schema: dict[str, Any],
+                   uploads: Path, inline: Any, parameter: Any) -> ResolvedInputs:
+    """Resolve every input field and validate both contexts; raises InputError."""
+    resolved = validate_inline(input_schema, inline)
+    required = set(input_schema.get("required", []))
+    missing = []
+    for key, prop in file_fields(input_schema).items():
+        path = match_upload(uploads, key, list(prop.get("extensions", [])))
+        if path is not None:
+            resolved[key] = str(path.resolve())
+        elif key in required:
+            missing.append(key)
+    if missing:
+        raise InputError("INPUT_FILE_MISSING",
+                         "Missing required input files: " + ", ".join(missing), {"fields": missing})
+    errors = schema_errors(input_schema, resolved)
+    if errors:
+        raise InputError("SCHEMA_VALIDATION_FAILED",
+                         "input does not match the skill's input schema", {"schema": "input",
+                                                                           "errors": errors})
+    return ResolvedInputs(input=resolved, parameter=validate_parameters(parameter_schema, parameter))

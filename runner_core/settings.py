@@ -1,0 +1,76 @@
+"""Service settings read from the environment, with documented defaults.
+
+Both the API and the worker read the same settings so they agree on the database, the
+broker and where run directories live.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything configurable, resolved to absolute paths and URLs."""
+
+    data_dir: Path
+    skills_dir: Path
+    database_url: str
+    broker_url: str
+    embedded_broker: bool
+    host: str
+    port: int
+    log_level: str
+    log_file: str | None
+    log_max_bytes: int
+    log_backup_count: int
+    default_timeout_sec: int
+    max_timeout_sec: int
+    queue_max: int
+    sweep_grace_sec: int
+    lease_sec: int
+
+    @property
+    def runs_dir(self) -> Path:
+        return self.data_dir / "runs"
+
+    @property
+    def requests_dir(self) -> Path:
+        return self.data_dir / "requests"
+
+    @property
+    def broker_socket(self) -> Path:
+        return self.data_dir / "broker" / "redis.sock"
+
+
+def load_settings(env: dict[str, str] | None = None) -> Settings:
+    """Build Settings from `env` (default: os.environ)."""
+    env = dict(os.environ if env is None else env)
+    data_dir = Path(env.get("SKILL_RUNNER_DATA_DIR", "./data")).resolve()
+    skills_dir = Path(env.get("SKILL_RUNNER_SKILLS_DIR", "./skills")).resolve()
+    database_url = env.get("DATABASE_URL") or f"sqlite:///{data_dir / 'runs.db'}"
+    broker_url = env.get("CELERY_BROKER_URL", "")
+    embedded = not broker_url
+    if embedded:
+        broker_url = f"redis+socket://{data_dir / 'broker' / 'redis.sock'}"
+    return Settings(
+        data_dir=data_dir,
+        skills_dir=skills_dir,
+        database_url=database_url,
+        broker_url=broker_url,
+        embedded_broker=embedded,
+        host=env.get("HOST", "127.0.0.1"),
+        port=int(env.get("PORT", "8000")),
+        log_level=env.get("LOG_LEVEL", "INFO").upper(),
+        log_file=env.get("LOG_FILE") or None,
+        log_max_bytes=int(env.get("LOG_MAX_BYTES", str(5 * 1024 * 1024))),
+        log_backup_count=int(env.get("LOG_BACKUP_COUNT", "5")),
+        default_timeout_sec=int(env.get("SKILL_RUNNER_DEFAULT_TIMEOUT_SEC", "600")),
+        max_timeout_sec=int(env.get("SKILL_RUNNER_MAX_TIMEOUT_SEC", "3600")),
+        queue_max=int(env.get("SKILL_RUNNER_QUEUE_MAX", "1000")),
+        sweep_grace_sec=int(env.get("SKILL_RUNNER_SWEEP_GRACE_SEC", "30")),
+        lease_sec=int(env.get("SKILL_RUNNER_LEASE_SEC", "60")),
+    )

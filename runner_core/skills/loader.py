@@ -1,0 +1,96 @@
+"""Load a skill directory into a SkillPackage, collecting every problem instead of raising."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import skills_ref
+from skills_ref.parser import parse_frontmatter
+
+from runner_core.engines import SUPPORTED_ENGINES
+from runner_core.skills.manifest import parse_manifest
+from runner_core.artifacts import artifact_fields
+from runner_core.skills.model import SkillPackage
+
+SCHEMA_KINDS = ("input", "parameter", "output")
+
+
+def load_skill(root: Path, *, strict: bool = False) -> SkillPackage:
+    """Load the skill at `root`. `strict` applies the rules for new uploads."""
+    pkg = SkillPackage(id=root.name, root=root)
+    _load_skill_md(pkg)
+    runner_path = root / "assets" / "runner.json"
+    if not runner_path.is_file():
+        pkg.errors.append("assets/runner.json is missing")
+        return pkg
+    raw = _read_json(runner_path, pkg)
+    if raw is None:
+        return pkg
+    manifest, errors, warnings = parse_manifest(raw, strict=strict)
+    pkg.errors.extend(errors)
+    pkg.warnings.extend(warnings)
+    if manifest is None:
+        return pkg
+    pkg.manifest = manifest
+    if manifest.id != root.name:
+        pkg.errors.append(f"runner.json id '{manifest.id}' must equal the directory name '{root.name}'")
+    if pkg.name and manifest.id != pkg.name:
+        pkg.errors.append(f"runner.json id '{manifest.id}' must equal SKILL.md name '{pkg.name}'")
+    _load_schemas(pkg)
+    pkg.effective_engines = effective_engines(manifest.engines, manifest.unsupported_engines, pkg.errors)
+    pkg.artifacts = list(manifest.artifacts) + artifact_fields(pkg.output_schema)
+    return pkg
+
+
+def effective_engines(engines, unsupported, errors: list[str]) -> list[str]:
+    """(engines or all supported) minus unsupported; records an error when empty."""
+    base = list(engines) if engines is not None else list(SUPPORTED_ENGINES)
+    result = [e for e in base if e not in set(unsupported)]
+    if not result:
+        errors.append("the effective engine set is empty")
+    return result
+
+
+def _load_skill_md(pkg: SkillPackage) -> None:
+    md = pkg.root / "SKILL.md"
+    if not md.is_file():
+        pkg.errors.append("SKILL.md is missing")
+        return
+    pkg.errors.extend(f"SKILL.md: {e}" for e in skills_ref.validate(pkg.root))
+    try:
+        meta, body = parse_frontmatter(md.read_text(encoding="utf-8"))
+    except skills_ref.SkillError:
+        return  # already reported by validate()
+    pkg.frontmatter = meta
+    pkg.name = meta.get("name")
+    pkg.description = meta.get("description")
+    pkg.body = body
+
+
+def _load_schemas(pkg: SkillPackage) -> None:
+    for kind in SCHEMA_KINDS:
+        rel = pkg.manifest.schemas.get(kind)
+        if not rel:
+            pkg.errors.append(f"schemas.{kind} is not declared in runner.json")
+            continue
+        path = (pkg.root / rel).resolve()
+        if pkg.root.resolve() not in path.parents:
+            pkg.errors.append(f"schemas.{kind} points outside the skill: {rel}")
+            continue
+        if not path.is_file():
+            pkg.errors.append(f"schemas.{kind} file not found: {rel}")
+            continue
+        schema = _read_json(path, pkg)
+        if isinstance(schema, dict):
+            setattr(pkg, f"{kind}_schema", schema)
+        elif schema is not None:
+            pkg.errors.append(f"{rel} must hold a JSON object")
+
+
+def _read_json(path: Path, pkg: SkillPackage) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        pkg.errors.append(f"{path.relative_to(pkg.root)}: invalid JSON ({exc})")
+        return None

@@ -1,0 +1,164 @@
+"""Parse assets/runner.json into a RunnerManifest, reporting every problem found."""
+from __future__ import annotations
+
+from typing import Any
+
+from runner_core.artifacts import ArtifactSpec
+from runner_core.skills.model import (
+    Automation, Command, Entrypoint, Runtime, RunnerManifest,
+)
+
+EXECUTION_MODES = ("auto", "interactive")
+ENTRYPOINT_TYPES = ("prompt", "script", "hybrid")
+
+
+def parse_manifest(raw: Any, *, strict: bool) -> tuple[RunnerManifest | None, list[str], list[str]]:
+    """Return (manifest or None, errors, warnings)."""
+    errors: list[str] = []
+    warnings: list[str] = []
+    if not isinstance(raw, dict):
+        return None, ["runner.json must be a JSON object"], warnings
+    skill_id = raw.get("id")
+    if not isinstance(skill_id, str) or not skill_id:
+        errors.append("runner.json: 'id' is required")
+    version = raw.get("version", "")
+    if not isinstance(version, str) or not version:
+        errors.append("runner.json: 'version' is required")
+    engines = _str_list(raw, "engines", errors, optional=True)
+    unsupported = _str_list(raw, "unsupported_engines", errors, optional=True) or ()
+    if engines and set(engines) & set(unsupported):
+        errors.append("runner.json: 'engines' and 'unsupported_engines' overlap: "
+                      + ", ".join(sorted(set(engines) & set(unsupported))))
+    modes = _execution_modes(raw, strict, errors, warnings)
+    max_attempt = raw.get("max_attempt")
+    if max_attempt is not None and (not isinstance(max_attempt, int) or max_attempt < 1):
+        errors.append("runner.json: 'max_attempt' must be an integer >= 1")
+    entrypoint = _entrypoint(raw.get("entrypoint", {}), errors)
+    schemas = raw.get("schemas", {})
+    if not isinstance(schemas, dict):
+        errors.append("runner.json: 'schemas' must be an object")
+        schemas = {}
+    manifest = RunnerManifest(
+        id=skill_id if isinstance(skill_id, str) else "",
+        version=version if isinstance(version, str) else "",
+        engines=tuple(engines) if engines is not None else None,
+        unsupported_engines=tuple(unsupported),
+        execution_modes=tuple(modes),
+        entrypoint=entrypoint,
+        schemas=schemas,
+        artifacts=tuple(_artifacts(raw.get("artifacts", []), errors)),
+        automation=_automation(raw.get("automation", {}), errors),
+        normalizer=_command(raw, "normalizer", errors),
+        fallback=_command(raw, "fallback", errors),
+        runtime=_runtime(raw.get("runtime"), errors),
+        max_attempt=max_attempt if isinstance(max_attempt, int) else None,
+        retries=int(raw.get("retries", 0) or 0),
+    )
+    return manifest, errors, warnings
+
+
+def _str_list(raw: dict, key: str, errors: list[str], optional: bool) -> list[str] | None:
+    value = raw.get(key)
+    if value is None:
+        return None if optional else []
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        errors.append(f"runner.json: '{key}' must be a list of strings")
+        return []
+    return value
+
+
+def _execution_modes(raw: dict, strict: bool, errors: list[str], warnings: list[str]) -> list[str]:
+    if "execution_modes" not in raw:
+        if strict:
+            errors.append("runner.json: 'execution_modes' is required (non-empty, auto|interactive)")
+            return []
+        warnings.append("runner.json: 'execution_modes' missing; treated as [\"auto\"] (deprecated)")
+        return ["auto"]
+    modes = raw["execution_modes"]
+    if not isinstance(modes, list) or not modes:
+        errors.append("runner.json: 'execution_modes' must be a non-empty list")
+        return []
+    bad = [m for m in modes if m not in EXECUTION_MODES]
+    if bad:
+        errors.append(f"runner.json: unknown execution_modes {bad}; allowed: auto, interactive")
+    return [m for m in modes if m in EXECUTION_MODES]
+
+
+def _entrypoint(raw: Any, errors: list[str]) -> Entrypoint:
+    if not isinstance(raw, dict):
+        errors.append("runner.json: 'entrypoint' must be an object")
+        return Entrypoint()
+    kind = raw.get("type", "prompt")
+    if kind not in ENTRYPOINT_TYPES:
+        errors.append(f"runner.json: entrypoint.type must be one of {', '.join(ENTRYPOINT_TYPES)}")
+    prompt = raw.get("prompt") or {}
+    script = raw.get("script") or {}
+    command = script.get("command") if isinstance(script, dict) else None
+    if kind in ("script", "hybrid") and not command:
+        errors.append(f"runner.json: entrypoint.script.command is required for type '{kind}'")
+    result_mode = prompt.get("result_mode", "file")
+    if result_mode not in ("file", "stdout"):
+        errors.append("runner.json: entrypoint.prompt.result_mode must be file or stdout")
+    prompts = raw.get("prompts") or {}
+    if not isinstance(prompts, dict) or not all(isinstance(v, str) for v in prompts.values()):
+        errors.append("runner.json: entrypoint.prompts must map engine names to strings")
+        prompts = {}
+    return Entrypoint(
+        type=kind, prompt_template=prompt.get("template"), result_mode=result_mode,
+        result_file=prompt.get("result_file", "result/result.json"),
+        script_command=command, prompts=dict(prompts),
+    )
+
+
+def _artifacts(raw: Any, errors: list[str]) -> list[ArtifactSpec]:
+    if not isinstance(raw, list):
+        errors.append("runner.json: 'artifacts' must be a list")
+        return []
+    specs = []
+    for i, item in enumerate(raw):
+        if not isinstance(item, dict) or not item.get("role") or not item.get("pattern"):
+            errors.append(f"runner.json: artifacts[{i}] needs 'role' and 'pattern'")
+            continue
+        specs.append(ArtifactSpec(role=item["role"], pattern=item["pattern"],
+                                  mime=item.get("mime"), required=bool(item.get("required", False))))
+    return specs
+
+
+def _automation(raw: Any, errors: list[str]) -> Automation:
+    if not isinstance(raw, dict):
+        errors.append("runner.json: 'automation' must be an object")
+        return Automation()
+    timeout = raw.get("timeout_sec")
+    if timeout is not None and (not isinstance(timeout, int) or timeout <= 0):
+        errors.append("runner.json: automation.timeout_sec must be a positive integer")
+        timeout = None
+    network = raw.get("network", "off")
+    if network not in ("off", "allowlist"):
+        errors.append("runner.json: automation.network must be off or allowlist")
+    return Automation(timeout_sec=timeout, network=network,
+                      allowlist=tuple(raw.get("allowlist", []) or ()),
+                      fs_scope=raw.get("fs_scope", "workspace_only"))
+
+
+def _command(raw: dict, key: str, errors: list[str]) -> Command | None:
+    value = raw.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, dict) or not isinstance(value.get("command"), str):
+        errors.append(f"runner.json: '{key}.command' must be a string")
+        return None
+    return Command(command=value["command"], enabled=bool(value.get("enabled", True)))
+
+
+def _runtime(raw: Any, errors: list[str]) -> Runtime | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        errors.append("runner.json: 'runtime' must be an object")
+        return None
+    deps = raw.get("dependencies", [])
+    if not isinstance(deps, list) or not all(isinstance(d, str) for d in deps):
+        errors.append("runner.json: runtime.dependencies must be a list of strings")
+        deps = []
+    return Runtime(language=raw.get("language", "python"), version=raw.get("version"),
+                   dependencies=tuple(deps))

@@ -1,0 +1,94 @@
+"""Typed model of a skill package: SKILL.md frontmatter plus assets/runner.json."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from runner_core.artifacts import ArtifactSpec
+
+
+@dataclass(frozen=True)
+class Entrypoint:
+    """How the skill is executed (runner.json `entrypoint`)."""
+
+    type: str = "prompt"                 # prompt | script | hybrid
+    prompt_template: str | None = None   # path relative to the skill root
+    result_mode: str = "file"            # file | stdout
+    result_file: str = "result/result.json"
+    script_command: str | None = None
+    prompts: dict[str, str] = field(default_factory=dict)  # engine -> inline template
+
+
+@dataclass(frozen=True)
+class Automation:
+    timeout_sec: int | None = None
+    network: str = "off"
+    allowlist: tuple[str, ...] = ()
+    fs_scope: str = "workspace_only"
+
+
+@dataclass(frozen=True)
+class Command:
+    command: str
+    enabled: bool = True
+
+
+@dataclass(frozen=True)
+class Runtime:
+    language: str = "python"
+    version: str | None = None
+    dependencies: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class RunnerManifest:
+    """The parsed assets/runner.json ("AutoSkill Profile")."""
+
+    id: str
+    version: str
+    engines: tuple[str, ...] | None
+    unsupported_engines: tuple[str, ...]
+    execution_modes: tuple[str, ...]
+    entrypoint: Entrypoint
+    schemas: dict[str, str]
+    artifacts: tuple[ArtifactSpec, ...]
+    automation: Automation
+    normalizer: Command | None
+    fallback: Command | None
+    runtime: Runtime | None
+    max_attempt: int | None = None
+    retries: int = 0
+
+
+@dataclass
+class SkillPackage:
+    """A skill directory as loaded: valid (health ok) or not (health invalid, with errors)."""
+
+    id: str
+    root: Path
+    name: str | None = None
+    description: str | None = None
+    body: str = ""
+    frontmatter: dict[str, Any] = field(default_factory=dict)
+    manifest: RunnerManifest | None = None
+    input_schema: dict[str, Any] = field(default_factory=dict)
+    parameter_schema: dict[str, Any] = field(default_factory=dict)
+    output_schema: dict[str, Any] = field(default_factory=dict)
+    artifacts: list[ArtifactSpec] = field(default_factory=list)
+    effective_engines: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def health(self) -> str:
+        return "ok" if not self.errors and self.manifest is not None else "invalid"
+
+    @property
+    def version(self) -> str | None:
+        return self.manifest.version if self.manifest else None
+
+    def file_inputs(self) -> list[str]:
+        """Input fields read from uploads (x-input-source file, the default)."""
+        props = self.input_schema.get("properties", {})
+        return [k for k, v in props.items() if v.get("x-input-source", "file") == "file"]

@@ -1,0 +1,1 @@
+"""SQL state shared by the API and the worker (SQLAlchemy 2, migrated by Alembic)."""

@@ -1,0 +1,91 @@
+"""Typed SQLAlchemy models: a request (what a client asked) and a run (an execution)."""
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+from sqlalchemy import JSON, Boolean, DateTime, ForeignKey, Index, Integer, String, Text
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+ACTIVE_STATUSES = ("queued", "running", "waiting_user")
+TERMINAL_STATUSES = ("succeeded", "failed", "canceled")
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class Base(DeclarativeBase):
+    type_annotation_map = {dict[str, Any]: JSON, list[Any]: JSON}
+
+
+class Run(Base):
+    """One execution of a skill; several requests may share it through the cache."""
+
+    __tablename__ = "runs"
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    request_id: Mapped[str] = mapped_column(String(36))
+    kind: Mapped[str] = mapped_column(String(16), default="job")  # job | temp
+    skill_id: Mapped[str] = mapped_column(String(128))
+    skill_version: Mapped[str | None] = mapped_column(String(64))
+    engine: Mapped[str | None] = mapped_column(String(32))
+    model: Mapped[str | None] = mapped_column(String(128))
+    status: Mapped[str] = mapped_column(String(16), default="queued")
+    parameter: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    input: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    runtime_options: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    needs_upload: Mapped[bool] = mapped_column(Boolean, default=False)
+    cache_key: Mapped[str | None] = mapped_column(String(64))
+    error_code: Mapped[str | None] = mapped_column(String(64))
+    error: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    warnings: Mapped[list[Any]] = mapped_column(default=list)
+    attempt: Mapped[int] = mapped_column(Integer, default=0)
+    worker: Mapped[str | None] = mapped_column(String(255))
+    celery_task_id: Mapped[str | None] = mapped_column(String(64))
+    pgid: Mapped[int | None] = mapped_column(Integer)
+    heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    cancel_requested_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    queued_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow,
+                                                 onupdate=utcnow)
+    pending_interaction_id: Mapped[int | None] = mapped_column(Integer)
+    interaction_count: Mapped[int] = mapped_column(Integer, default=0)
+    auto_decision_count: Mapped[int] = mapped_column(Integer, default=0)
+    last_auto_decision_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    recovery_state: Mapped[str] = mapped_column(String(32), default="none")
+    recovered_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    recovery_reason: Mapped[str | None] = mapped_column(String(128))
+    session_handle: Mapped[str | None] = mapped_column(String(255))
+    timings: Mapped[dict[str, Any]] = mapped_column(default=dict)
+
+    __table_args__ = (
+        Index("ix_runs_status_queued_at", "status", "queued_at"),
+        Index("ix_runs_cache_key", "cache_key"),
+        Index("ix_runs_skill_created", "skill_id", "created_at"),
+        Index("ix_runs_created_at", "created_at"),
+    )
+
+
+class Request(Base):
+    """A client's job request, bound to the run that serves it."""
+
+    __tablename__ = "requests"
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    kind: Mapped[str] = mapped_column(String(16), default="job")
+    skill_id: Mapped[str] = mapped_column(String(128))
+    engine: Mapped[str | None] = mapped_column(String(32))
+    run_id: Mapped[str | None] = mapped_column(ForeignKey("runs.id", ondelete="SET NULL"))
+    cache_hit: Mapped[bool] = mapped_column(Boolean, default=False)
+    payload: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+    __table_args__ = (Index("ix_requests_run_id", "run_id"),
+                      Index("ix_requests_created_at", "created_at"))
+
+
+__all__ = ["Base", "Run", "Request", "Text", "ACTIVE_STATUSES", "TERMINAL_STATUSES", "utcnow"]

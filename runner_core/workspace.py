@@ -1,0 +1,94 @@
+"""The run directory (seed 002): uploads/ artifacts/ result/ logs/ bundle/ raw/, input.json,
+and a snapshot copy of the skill so edits to skills/ never reach a run in flight."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+RUN_SUBDIRS = ("uploads", "artifacts", "result", "logs", "bundle", "raw")
+SNAPSHOT_DIR = ".skill"
+
+
+@dataclass(frozen=True)
+class RunPaths:
+    """Absolute paths inside one run directory."""
+
+    root: Path
+
+    def __getattr__(self, name: str) -> Path:
+        if name in RUN_SUBDIRS:
+            return self.root / name
+        raise AttributeError(name)
+
+    @property
+    def input_json(self) -> Path:
+        return self.root / "input.json"
+
+    @property
+    def resolved_input(self) -> Path:
+        return self.root / "resolved_input.json"
+
+    @property
+    def result_file(self) -> Path:
+        return self.root / "result" / "result.json"
+
+    def skill_dir(self, skill_id: str) -> Path:
+        return self.root / SNAPSHOT_DIR / skill_id
+
+
+def create_run_dir(runs_dir: Path, run_id: str) -> RunPaths:
+    """Create the run directory and its sub-folders (idempotent)."""
+    paths = RunPaths(runs_dir / run_id)
+    for sub in RUN_SUBDIRS:
+        (paths.root / sub).mkdir(parents=True, exist_ok=True)
+    return paths
+
+
+def snapshot_skill(source: Path, paths: RunPaths, skill_id: str) -> Path:
+    """Copy the skill into the run; returns the copy's root."""
+    dest = paths.skill_dir(skill_id)
+    if dest.exists():
+        shutil.rmtree(dest)
+    shutil.copytree(source, dest, symlinks=False, ignore=shutil.ignore_patterns("__pycache__"))
+    return dest
+
+
+def install_skill_copy(snapshot: Path, paths: RunPaths, rel_dirs: tuple[str, ...]) -> list[Path]:
+    """Copy the snapshot to each folder an engine CLI discovers skills in (e.g. .gemini/skills)."""
+    copies = []
+    for rel in rel_dirs:
+        dest = paths.root / rel / snapshot.name
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        if not dest.exists():
+            shutil.copytree(snapshot, dest)
+        copies.append(dest)
+    return copies
+
+
+def link_uploads(source: Path, paths: RunPaths) -> None:
+    """Bring a request's uploads into the run: hard links when possible, copies otherwise."""
+    if not source.is_dir():
+        return
+    for item in source.rglob("*"):
+        target = paths.uploads / item.relative_to(source)
+        if item.is_dir():
+            target.mkdir(parents=True, exist_ok=True)
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if target.exists():
+            continue
+        try:
+            os.link(item, target)
+        except OSError:
+            shutil.copy2(item, target)
+
+
+def write_json(path: Path, data: Any) -> None:
+    """Write JSON atomically (tmp + rename) so readers never see half a file."""
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False, default=str), encoding="utf-8")
+    os.replace(tmp, path)

@@ -1,0 +1,1 @@
+"""The Celery worker: claims runs, executes them, records outcomes."""

@@ -1,0 +1,36 @@
+"""The Celery app (the `celery -A worker.celery_app` target) and its settings.
+
+Settings follow measured behaviour on Redis: acks_late + prefetch 1 so a crashed worker's
+message is redelivered, a visibility timeout >= 2x the longest run so a long run is not
+redelivered while it is still running, and no reject_on_worker_lost (it loops on OOM kills).
+"""
+from __future__ import annotations
+
+from celery import Celery
+from kombu import Queue
+
+from runner_core.queues import MAINTENANCE_QUEUE, RUN_QUEUES, SCRIPT_QUEUE
+from runner_core.settings import load_settings
+
+settings = load_settings()
+
+app = Celery("skill_runner", broker=settings.broker_url, include=["worker.tasks"])
+app.conf.update(
+    task_acks_late=True,
+    worker_prefetch_multiplier=1,
+    task_reject_on_worker_lost=False,
+    task_track_started=True,
+    task_ignore_result=True,
+    broker_connection_retry_on_startup=True,
+    broker_transport_options={"visibility_timeout": max(2 * settings.max_timeout_sec, 3600)},
+    task_queues=[Queue(name) for name in RUN_QUEUES + [MAINTENANCE_QUEUE]],
+    task_default_queue=SCRIPT_QUEUE,
+    task_routes={"worker.tasks.sweep": {"queue": MAINTENANCE_QUEUE}},
+    task_soft_time_limit=settings.max_timeout_sec + 60,
+    task_time_limit=settings.max_timeout_sec + 120,
+    worker_send_task_events=True,
+    task_send_sent_event=True,
+    beat_schedule={
+        "sweep": {"task": "worker.tasks.sweep", "schedule": 10.0},
+    },
+)

@@ -1,0 +1,203 @@
+"""Execute one claimed run: workspace, inputs, entrypoint, output chain, artifacts, bundle.
+
+Every failure becomes a RunOutcome with an error code; nothing here raises to the task
+except the signals that must unwind it (SIGTERM, soft time limit), which `finally` covers.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from runner_core.artifacts import index_artifacts, write_manifest
+from runner_core.bundles import build_bundle
+from runner_core.inputs import InputError, resolve_inputs
+from runner_core.output import NormalizeRequest, run_output_chain
+from runner_core.settings import Settings
+from runner_core.skills import SkillPackage, load_skill
+from runner_core.store.models import Run
+from runner_core.workspace import (
+    RunPaths, create_run_dir, link_uploads, snapshot_skill, write_json,
+)
+from worker.engine_entry import run_engine
+from worker.script_entry import script_command
+from worker.supervisor import Watch, run_command
+
+log = logging.getLogger(__name__)
+
+
+class RunFailed(Exception):
+    """A run ends here with `code` (and status failed unless told otherwise)."""
+
+    def __init__(self, code: str, message: str, details: dict[str, Any] | None = None,
+                 status: str = "failed") -> None:
+        super().__init__(message)
+        self.code, self.message, self.details, self.status = code, message, details or {}, status
+
+
+@dataclass
+class RunOutcome:
+    status: str
+    error: dict[str, Any] | None = None
+    warnings: list[dict[str, Any]] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+class RunExecutor:
+    """Runs one run end to end. `watch` is refreshed per process (deadline + cancel poll)."""
+
+    def __init__(self, settings: Settings, run: Run, make_watch) -> None:
+        self.settings, self.run, self.make_watch = settings, run, make_watch
+        self.paths: RunPaths = create_run_dir(settings.runs_dir, run.id)
+        self.timings: dict[str, float] = {}
+        self.warnings: list[dict[str, Any]] = []
+        self.data: Any = None
+        self.artifacts: list[str] = []
+
+    def execute(self) -> RunOutcome:
+        """Execute and always write result/result.json in the seed's shape."""
+        try:
+            pkg = self._timed("prepare", self._prepare)
+            text, envelope = self._timed("process", self._run_entrypoint, pkg)
+            self._timed("output", self._output_chain, pkg, text, envelope)
+            self._timed("artifacts", self._index_artifacts, pkg)
+            outcome = RunOutcome("succeeded", None, self.warnings)
+        except RunFailed as exc:
+            error = {"code": exc.code, "message": exc.message, **exc.details}
+            outcome = RunOutcome(exc.status, error, self.warnings)
+        except Exception as exc:  # unexpected: recorded on the run, never lost
+            log.exception("run %s crashed", self.run.id)
+            outcome = RunOutcome("failed", {"code": "INTERNAL_ERROR",
+                                            "message": f"{type(exc).__name__}: {exc}"}, self.warnings)
+        self._write_result(outcome)
+        self._timed("bundle", self._bundle)
+        outcome.timings = self.timings
+        return outcome
+
+    def _timed(self, name: str, fn, *args):
+        started = time.perf_counter()
+        try:
+            return fn(*args)
+        finally:
+            self.timings[name] = round(time.perf_counter() - started, 4)
+
+    def _prepare(self) -> SkillPackage:
+        source = self.settings.skills_dir / self.run.skill_id
+        if not (source / "SKILL.md").is_file():
+            raise RunFailed("SKILL_NOT_FOUND", f"skill '{self.run.skill_id}' is not installed")
+        snapshot = snapshot_skill(source, self.paths, self.run.skill_id)
+        pkg = load_skill(snapshot)
+        if pkg.health != "ok":
+            raise RunFailed("SKILL_INVALID", "; ".join(pkg.errors), {"errors": pkg.errors})
+        request_dir = self.settings.requests_dir / self.run.request_id
+        request_file = request_dir / "request.json"
+        raw = json.loads(request_file.read_text()) if request_file.is_file() else {}
+        write_json(self.paths.input_json, raw or {"skill_id": self.run.skill_id,
+                                                  "parameter": self.run.parameter})
+        link_uploads(request_dir / "uploads", self.paths)
+        if (request_dir / "input_manifest.json").is_file():
+            shutil.copy2(request_dir / "input_manifest.json", self.paths.root / "input_manifest.json")
+        try:
+            resolved = resolve_inputs(pkg.input_schema, pkg.parameter_schema, self.paths.uploads,
+                                      self.run.input, self.run.parameter)
+        except InputError as exc:
+            raise RunFailed(exc.code, exc.message, exc.details) from exc
+        write_json(self.paths.resolved_input, {"input": resolved.input,
+                                               "parameter": resolved.parameter})
+        self.resolved = resolved
+        return pkg
+
+    def _run_entrypoint(self, pkg: SkillPackage) -> tuple[str | None, Any]:
+        entry = pkg.manifest.entrypoint
+        if entry.type == "script":
+            return self._run_script(pkg, entry.script_command), None
+        return run_engine(self, pkg)
+
+    def _run_script(self, pkg: SkillPackage, command: str) -> str:
+        spec = script_command(command, self.paths, pkg.root, self.run.id, self.run.request_id,
+                              pkg.manifest.runtime)
+        result = run_command(spec, self.paths.logs / "stdout.txt", self.paths.logs / "stderr.txt",
+                             self.make_watch(pkg))
+        check_process(result, "SKILL_SCRIPT_FAILED", self.paths)
+        return result.stdout_path.read_text(encoding="utf-8", errors="replace")
+
+    def _output_chain(self, pkg: SkillPackage, text: str | None, envelope: Any) -> None:
+        if self.paths.result_file.is_file():
+            shutil.copy2(self.paths.result_file, self.paths.raw / "skill_result.json")
+        manifest = pkg.manifest
+        outcome = run_output_chain(
+            self.paths.root, pkg.output_schema, engine_text=text, envelope=envelope,
+            normalizer=self._skill_command(pkg, manifest.normalizer),
+            fallback=self._skill_command(pkg, manifest.fallback),
+            repair_rounds=0, schema_path=pkg.root / manifest.schemas["output"])
+        self.warnings.extend(outcome.warnings)
+        if not outcome.ok:
+            raise RunFailed("OUTPUT_VALIDATION_FAILED",
+                            "the output does not match the skill's output schema",
+                            {"validation_errors": outcome.validation_errors,
+                             "raw_output_path": outcome.raw_output_path})
+        self.data = outcome.data
+
+    def _skill_command(self, pkg: SkillPackage, command):
+        if command is None or not command.enabled:
+            return None
+
+        def run(request: NormalizeRequest) -> None:
+            extra = {"SKILL_RUNNER_RAW_OUTPUT": str(request.raw_output_path),
+                     "SKILL_RUNNER_OUTPUT_SCHEMA": str(request.schema_path),
+                     "SKILL_RUNNER_NORMALIZATION_LEVEL": request.level}
+            spec = script_command(command.command, self.paths, pkg.root, self.run.id,
+                                  self.run.request_id, pkg.manifest.runtime, extra)
+            name = request.level.lower()
+            result = run_command(spec, self.paths.logs / f"{name}_stdout.txt",
+                                 self.paths.logs / f"{name}_stderr.txt", self.make_watch(pkg))
+            check_process(result, f"{request.level}_COMMAND_FAILED", self.paths)
+        return run
+
+    def _index_artifacts(self, pkg: SkillPackage) -> None:
+        manifest = index_artifacts(self.paths.root, pkg.artifacts)
+        write_manifest(self.paths.root, manifest)
+        self.artifacts = [a.path for a in manifest.artifacts]
+        self.warnings.extend({"code": w.get("code", "ARTIFACT_WARNING"), "message": w.get("message", ""),
+                              "level": "warning", "normalization_level": None, "details": w}
+                             for w in manifest.warnings)
+        if manifest.missing_required:
+            missing = [s.pattern for s in manifest.missing_required]
+            raise RunFailed("ARTIFACT_MISSING", "required artifacts were not produced: "
+                            + ", ".join(missing), {"missing": missing})
+
+    def _write_result(self, outcome: RunOutcome) -> None:
+        error = outcome.error
+        if error is not None:
+            error = {**error, "stderr": _tail(self.paths.logs / "stderr.txt")}
+        write_json(self.paths.result_file, {
+            "status": outcome.status, "data": self.data if outcome.status == "succeeded" else None,
+            "artifacts": self.artifacts, "validation_warnings": outcome.warnings, "error": error})
+
+    def _bundle(self) -> None:
+        try:
+            build_bundle(self.paths.root, bool(self.run.runtime_options.get("debug")))
+        except Exception:  # a bundle failure must not change the run's outcome
+            log.exception("bundle of run %s failed", self.run.id)
+
+
+def check_process(result, failure_code: str, paths: RunPaths) -> None:
+    """Turn a ProcessResult into RunFailed for timeout, cancel and non-zero exits."""
+    if result.canceled:
+        raise RunFailed("CANCELED_BY_USER", "canceled by user", status="canceled")
+    if result.timed_out:
+        raise RunFailed("TIMEOUT", "the run exceeded its time limit; the process group was killed")
+    if result.exit_code != 0:
+        raise RunFailed(failure_code, f"process exited with code {result.exit_code}",
+                        {"exit_code": result.exit_code})
+
+
+def _tail(path: Path, limit: int = 4000) -> str:
+    if not path.is_file():
+        return ""
+    data = path.read_bytes()[-limit:]
+    return data.decode("utf-8", errors="replace")

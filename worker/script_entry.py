@@ -1,0 +1,67 @@
+"""Commands for skill scripts: the entrypoint, the normalizer (N1) and the fallback (N2).
+
+The contract for skill authors (also in the README): the working directory is the skill's
+root inside the run, `python` is the service's interpreter, and these variables are set:
+SKILL_RUNNER_RUN_DIR, SKILL_RUNNER_SKILL_DIR, SKILL_RUNNER_INPUT_FILE (resolved_input.json:
+{"input": ..., "parameter": ...}), SKILL_RUNNER_RESULT_FILE (result/result.json),
+SKILL_RUNNER_ARTIFACTS_DIR (artifacts/), SKILL_RUNNER_REQUEST_ID, SKILL_RUNNER_RUN_ID.
+"""
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import sys
+from pathlib import Path
+
+from runner_core.engines.base import CommandSpec
+from runner_core.skills.model import Runtime
+from runner_core.workspace import RunPaths
+
+BASE_ENV_KEYS = ("PATH", "LANG", "LC_ALL", "TZ", "TMPDIR", "SYSTEMROOT")
+
+
+def script_env(paths: RunPaths, skill_dir: Path, run_id: str, request_id: str,
+               extra: dict[str, str] | None = None) -> dict[str, str]:
+    """A minimal environment: no API keys or service secrets leak into skill scripts."""
+    env = {k: os.environ[k] for k in BASE_ENV_KEYS if k in os.environ}
+    bin_dir = str(Path(sys.executable).parent)
+    env["PATH"] = bin_dir + os.pathsep + env.get("PATH", os.defpath)
+    env["HOME"] = str(paths.root / ".home")
+    env.update({
+        "PYTHONUNBUFFERED": "1",
+        "SKILL_RUNNER_RUN_DIR": str(paths.root),
+        "SKILL_RUNNER_SKILL_DIR": str(skill_dir),
+        "SKILL_RUNNER_INPUT_FILE": str(paths.resolved_input),
+        "SKILL_RUNNER_RESULT_FILE": str(paths.result_file),
+        "SKILL_RUNNER_ARTIFACTS_DIR": str(paths.artifacts),
+        "SKILL_RUNNER_RUN_ID": run_id,
+        "SKILL_RUNNER_REQUEST_ID": request_id,
+    })
+    env.update(extra or {})
+    return env
+
+
+def script_argv(command: str, runtime: Runtime | None) -> list[str]:
+    """Split the command (no shell); wrap it in `uv run --with ...` when it declares deps."""
+    argv = shlex.split(command)
+    if argv and argv[0] in ("python", "python3"):
+        argv[0] = sys.executable
+    if runtime and runtime.dependencies:
+        uv = shutil.which("uv") or str(Path(sys.executable).parent / "uv")
+        wrapped = [uv, "run", "--no-project", "--quiet"]
+        if runtime.version:
+            wrapped += ["--python", runtime.version]
+        for dep in runtime.dependencies:
+            wrapped += ["--with", dep]
+        if argv and argv[0] == sys.executable:
+            argv[0] = "python"
+        return wrapped + ["--"] + argv
+    return argv
+
+
+def script_command(command: str, paths: RunPaths, skill_dir: Path, run_id: str, request_id: str,
+                   runtime: Runtime | None, extra_env: dict[str, str] | None = None) -> CommandSpec:
+    """The CommandSpec for a skill script run from the skill's root."""
+    return CommandSpec(argv=script_argv(command, runtime), cwd=skill_dir,
+                       env=script_env(paths, skill_dir, run_id, request_id, extra_env))

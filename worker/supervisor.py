@@ -1,0 +1,123 @@
+"""Spawn a command in its own process group, stream its output to files, and end it cleanly.
+
+Cancel, timeout, SIGTERM from Flower and Celery's soft time limit all end in `kill_group`, so
+no engine CLI or grandchild outlives its run (revoke(terminate=True) alone leaves orphans).
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from runner_core.engines.base import CommandSpec, ProcessResult
+
+POLL_SEC = 0.05
+WATCH_EVERY_SEC = 0.5
+
+
+@dataclass
+class Watch:
+    """How a process is watched: deadline (monotonic) and a poll returning True to cancel."""
+
+    deadline: float | None = None
+    poll: Callable[[int], bool] | None = None
+    grace_sec: float = 3.0
+
+
+def group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+
+
+def kill_group(pgid: int, grace_sec: float = 3.0,
+               proc: subprocess.Popen | None = None) -> None:
+    """SIGTERM the whole group, wait up to `grace_sec`, then SIGKILL what is left.
+
+    `proc` (the group leader, when it is our child) is polled so it is reaped, not left a
+    zombie that keeps the group looking alive."""
+    try:
+        os.killpg(pgid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    end = time.monotonic() + grace_sec
+    while time.monotonic() < end:
+        if proc is not None:
+            proc.poll()
+        if not group_alive(pgid):
+            return
+        time.sleep(0.05)
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def run_command(spec: CommandSpec, stdout_path: Path, stderr_path: Path,
+                watch: Watch | None = None) -> ProcessResult:
+    """Run `spec` to completion (or until canceled/timed out); the group never outlives this."""
+    watch = watch or Watch()
+    for rel, content in spec.files.items():
+        target = spec.cwd / rel if not os.path.isabs(rel) else Path(rel)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(content, encoding="utf-8")
+    stdin = subprocess.PIPE if spec.stdin is not None else subprocess.DEVNULL
+    started = time.time()
+    with stdout_path.open("ab") as out, stderr_path.open("ab") as err:
+        try:
+            proc = subprocess.Popen(spec.argv, cwd=spec.cwd, env=spec.env, stdin=stdin, stdout=out,
+                                    stderr=err, start_new_session=True)
+        except OSError as exc:
+            err.write(f"cannot start {spec.argv[0]}: {exc}\n".encode())
+            return ProcessResult(127, stdout_path, stderr_path, started, time.time())
+        return _watch(proc, spec, watch, stdout_path, stderr_path, started)
+
+
+def _watch(proc: subprocess.Popen, spec: CommandSpec, watch: Watch, stdout_path: Path,
+           stderr_path: Path, started: float) -> ProcessResult:
+    pgid = proc.pid
+    timed_out = canceled = False
+    try:
+        if spec.stdin is not None:
+            _feed_stdin(proc, spec.stdin)
+        next_watch = 0.0
+        while proc.poll() is None:
+            now = time.monotonic()
+            if watch.deadline is not None and now >= watch.deadline:
+                timed_out = True
+                break
+            if watch.poll is not None and now >= next_watch:
+                next_watch = now + WATCH_EVERY_SEC
+                if watch.poll(pgid):
+                    canceled = True
+                    break
+            try:
+                proc.wait(timeout=POLL_SEC)
+            except subprocess.TimeoutExpired:
+                pass
+    finally:
+        # Runs on normal exit, cancel, timeout and on exceptions raised into this frame
+        # (SIGTERM handler, SoftTimeLimitExceeded): the leader and every descendant go.
+        kill_group(pgid, 0 if proc.poll() is not None else watch.grace_sec, proc)
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+    code = None if (timed_out or canceled) else proc.returncode
+    return ProcessResult(code, stdout_path, stderr_path, started, time.time(),
+                         timed_out=timed_out, canceled=canceled)
+
+
+def _feed_stdin(proc: subprocess.Popen, text: str) -> None:
+    try:
+        proc.stdin.write(text.encode("utf-8"))
+        proc.stdin.close()
+    except BrokenPipeError:
+        pass
