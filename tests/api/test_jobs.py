@@ -1,0 +1,155 @@
+"""Jobs endpoints through the test client: validation, SQL-first, enqueue by task name."""
+from __future__ import annotations
+
+import io
+
+from sqlalchemy import select
+
+from runner_core.store.models import Request, Run
+from tests.conftest import zip_bytes
+
+
+def create(client, **body):
+    body.setdefault("skill_id", "demo-prime-number")
+    return client.post("/v1/jobs", json=body)
+
+
+def test_create_with_file_input_waits_for_upload(client, queue):
+    resp = create(client, parameter={"divisor": 3})
+    assert resp.status_code == 200
+    assert resp.json["status"] == "queued" and resp.json["cache_hit"] is False
+    assert queue.sent == []
+    status = client.get(f"/v1/jobs/{resp.json['request_id']}").json
+    assert status["waiting_for_upload"] is True
+
+
+def test_upload_starts_the_run_and_writes_input_manifest(client, queue, settings):
+    rid = create(client).json["request_id"]
+    resp = client.post(f"/v1/jobs/{rid}/upload",
+                       data={"file": (io.BytesIO(zip_bytes({"input_file.txt": "30"})), "in.zip")})
+    assert resp.status_code == 200, resp.json
+    assert len(queue.sent) == 1 and queue.sent[0][1] == "runs.script"
+    manifest = (settings.requests_dir / rid / "input_manifest.json").read_text()
+    assert "input_file.txt" in manifest
+    again = client.post(f"/v1/jobs/{rid}/upload",
+                        data={"file": (io.BytesIO(zip_bytes({"input_file.txt": "30"})), "in.zip")})
+    assert again.status_code == 409
+    assert again.json["error"]["code"] == "UPLOAD_NOT_ALLOWED"
+
+
+def test_skill_without_file_inputs_is_enqueued_on_create(client, queue, app):
+    resp = create(client, skill_id="fenced-json", input={"text": "hi"})
+    assert resp.status_code == 200
+    assert len(queue.sent) == 1
+    with app.extensions["db"]() as session:
+        run = session.scalars(select(Run)).one()
+        assert run.queued_at is not None and run.celery_task_id == "task-1"
+
+
+def test_parameter_defaults_are_applied(client, app):
+    create(client)
+    with app.extensions["db"]() as session:
+        assert session.scalars(select(Run)).one().parameter == {"divisor": 1}
+
+
+def test_parameter_violation_is_400_with_seed_error_body(client, app):
+    resp = create(client, parameter={"divisor": 0})
+    assert resp.status_code == 400
+    error = resp.json["error"]
+    assert error["code"] == "SCHEMA_VALIDATION_FAILED"
+    assert error["details"]["errors"][0]["path"] == "divisor"
+    assert set(error) == {"code", "message", "details", "request_id"}
+    with app.extensions["db"]() as session:  # nothing was written
+        assert session.scalars(select(Request)).all() == []
+
+
+def test_unknown_parameter_is_rejected_when_schema_forbids_it(client):
+    resp = create(client, parameter={"divisor": 2, "bogus": 1})
+    assert resp.status_code == 400
+
+
+def test_unknown_skill_is_404(client):
+    resp = create(client, skill_id="no-such-skill")
+    assert resp.status_code == 404
+    assert resp.json["error"]["code"] == "SKILL_NOT_FOUND"
+
+
+def test_engine_outside_effective_set_is_400(client):
+    resp = create(client, engine="not-an-engine")
+    assert resp.status_code == 400
+    assert resp.json["error"]["code"] == "SKILL_ENGINE_UNSUPPORTED"
+
+
+def test_execution_mode_not_declared_is_400(client):
+    resp = create(client, runtime_options={"execution_mode": "interactive"})
+    assert resp.status_code == 400
+    assert resp.json["error"]["code"] == "EXECUTION_MODE_UNSUPPORTED"
+
+
+def test_inline_value_for_file_field_is_refused(client):
+    resp = create(client, input={"input_file": "/etc/passwd"})
+    assert resp.status_code == 400
+    assert resp.json["error"]["code"] == "INPUT_FILE_AS_INLINE"
+
+
+def test_missing_body_field_is_422_with_seed_body(client):
+    resp = client.post("/v1/jobs", json={"parameter": {}})
+    assert resp.status_code == 422
+    assert resp.json["error"]["code"] == "REQUEST_VALIDATION_FAILED"
+    assert "skill_id" in str(resp.json["error"]["details"])
+
+
+def test_unknown_job_is_404_with_request_id(client):
+    resp = client.get("/v1/jobs/nope")
+    assert resp.status_code == 404
+    assert resp.json["error"]["code"] == "REQUEST_NOT_FOUND"
+    assert resp.json["error"]["request_id"] == "nope"
+
+
+def test_wrong_method_is_405_with_seed_body(client):
+    resp = client.delete("/v1/jobs")
+    assert resp.status_code == 405
+    assert resp.json["error"]["code"] == "METHOD_NOT_ALLOWED"
+
+
+def test_non_zip_upload_is_400_and_writes_nothing(client, settings, queue):
+    rid = create(client).json["request_id"]
+    resp = client.post(f"/v1/jobs/{rid}/upload", data=b"not a zip",
+                       content_type="application/zip")
+    assert resp.status_code == 400
+    assert resp.json["error"]["code"] == "UPLOAD_NOT_ZIP"
+    assert list((settings.requests_dir / rid / "uploads").iterdir()) == []
+    assert queue.sent == []
+
+
+def test_result_of_unfinished_run_is_409(client):
+    rid = create(client).json["request_id"]
+    resp = client.get(f"/v1/jobs/{rid}/result")
+    assert resp.status_code == 409
+    assert resp.json["error"]["code"] == "RUN_NOT_FINISHED"
+
+
+def test_cancel_queued_run_and_then_again(client, queue):
+    rid = create(client, skill_id="fenced-json", input={"text": "x"}).json["request_id"]
+    first = client.post(f"/v1/jobs/{rid}/cancel").json
+    assert first == {"request_id": rid, "accepted": True, "status": "canceled"}
+    assert queue.revoked == ["task-1"]
+    second = client.post(f"/v1/jobs/{rid}/cancel").json
+    assert second["accepted"] is False and second["status"] == "canceled"
+    status = client.get(f"/v1/jobs/{rid}").json
+    assert status["error"]["code"] == "CANCELED_BY_USER"
+
+
+def test_queue_bound_answers_429(tmp_path, skills_root, queue):
+    from api import create_app
+    from runner_core.store.migrate import upgrade
+    from tests.conftest import make_settings
+    settings = make_settings(tmp_path, SKILL_RUNNER_QUEUE_MAX="2")
+    settings.data_dir.mkdir(parents=True)
+    upgrade(settings.database_url)
+    client = create_app({"SETTINGS": settings, "QUEUE": queue}).test_client()
+    for _ in range(2):
+        assert create(client, skill_id="fenced-json", input={"text": "x"}).status_code == 200
+    resp = create(client, skill_id="fenced-json", input={"text": "x"})
+    assert resp.status_code == 429
+    assert resp.json["error"]["code"] == "QUEUE_FULL"

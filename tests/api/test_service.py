@@ -1,0 +1,51 @@
+"""Skills listing, health, OpenAPI and docs."""
+from __future__ import annotations
+
+
+def test_healthz(client):
+    resp = client.get("/healthz")
+    assert resp.status_code == 200 and resp.json["database"] == "ok"
+
+
+def test_skills_list_includes_demo_with_health(client):
+    skills = {s["id"]: s for s in client.get("/v1/skills").json}
+    demo = skills["demo-prime-number"]
+    assert demo["health"] == "ok" and demo["version"] == "1.0.0"
+    assert "codex" in demo["effective_engines"]
+
+
+def test_broken_skill_is_listed_invalid_not_crashing(client, skills_root):
+    broken = skills_root / "broken-one"
+    broken.mkdir()
+    (broken / "SKILL.md").write_text("no frontmatter")
+    skills = {s["id"]: s for s in client.get("/v1/skills").json}
+    assert skills["broken-one"]["health"] == "invalid"
+    assert skills["broken-one"]["errors"]
+    resp = client.post("/v1/jobs", json={"skill_id": "broken-one"})
+    assert resp.status_code == 400 and resp.json["error"]["code"] == "SKILL_INVALID"
+
+
+def test_skill_detail_has_schemas_and_artifacts(client):
+    detail = client.get("/v1/skills/demo-prime-number").json
+    assert detail["schemas"]["input"]["properties"]["input_file"]["x-input-source"] == "file"
+    assert {"role": "report", "pattern": "primes.md", "mime": None, "required": True} in detail["artifacts"]
+    assert "scripts/run.py" in detail["files"]
+
+
+def test_unknown_skill_detail_is_404(client):
+    resp = client.get("/v1/skills/../etc")
+    assert resp.status_code == 404
+
+
+def test_openapi_and_docs_are_served(client):
+    spec = client.get("/openapi.json").json
+    assert "/v1/jobs" in spec["paths"] and "/v1/jobs/{request_id}/upload" in spec["paths"]
+    assert client.get("/docs").status_code == 200
+    assert client.get("/docs-static/swagger-ui-bundle.js").status_code == 200
+
+
+def test_unknown_route_is_404_with_seed_body(client):
+    resp = client.get("/nope")
+    assert resp.status_code == 404
+    assert resp.json["error"]["code"] == "NOT_FOUND"
+    assert resp.headers["X-Request-ID"] == resp.json["error"]["request_id"]

@@ -1,0 +1,82 @@
+"""Strict key matching of uploads, inline values and parameter defaults (seed 000 §3)."""
+from __future__ import annotations
+
+import pytest
+
+from runner_core.inputs import InputError, apply_defaults, resolve_inputs, validate_parameters
+
+INPUT = {"type": "object", "properties": {
+    "doc": {"type": "string", "x-input-source": "file", "extensions": [".txt", ".md"]},
+    "query": {"type": "string", "x-input-source": "inline"}},
+    "required": ["doc", "query"]}
+PARAMS = {"type": "object", "properties": {"n": {"type": "integer", "default": 3},
+                                           "opts": {"type": "object", "default": {},
+                                                    "properties": {"deep": {"default": True}}}}}
+
+
+def resolve(uploads, inline=None, parameter=None):
+    return resolve_inputs(INPUT, PARAMS, uploads, inline if inline is not None else {"query": "q"},
+                          parameter)
+
+
+def test_exact_key_name_resolves_to_absolute_path(tmp_path):
+    (tmp_path / "doc").write_text("x")
+    resolved = resolve(tmp_path)
+    assert resolved.input == {"doc": str((tmp_path / "doc").resolve()), "query": "q"}
+
+
+def test_key_plus_allowed_extension_resolves(tmp_path):
+    (tmp_path / "doc.md").write_text("x")
+    assert resolve(tmp_path).input["doc"].endswith("doc.md")
+
+
+def test_extension_outside_the_list_is_refused(tmp_path):
+    (tmp_path / "doc.pdf").write_text("x")
+    with pytest.raises(InputError) as err:
+        resolve(tmp_path)
+    assert err.value.code == "INPUT_FILE_EXTENSION_NOT_ALLOWED"
+
+
+def test_two_candidates_are_ambiguous(tmp_path):
+    (tmp_path / "doc.md").write_text("x")
+    (tmp_path / "doc.txt").write_text("y")
+    with pytest.raises(InputError) as err:
+        resolve(tmp_path)
+    assert err.value.code == "INPUT_FILE_AMBIGUOUS"
+
+
+def test_missing_required_file_names_the_field(tmp_path):
+    with pytest.raises(InputError) as err:
+        resolve(tmp_path)
+    assert err.value.code == "INPUT_FILE_MISSING"
+    assert err.value.details["fields"] == ["doc"]
+    assert "doc" in err.value.message
+
+
+def test_json_string_is_never_a_fallback_for_a_file(tmp_path):
+    with pytest.raises(InputError) as err:
+        resolve(tmp_path, inline={"query": "q", "doc": "/etc/passwd"})
+    assert err.value.code == "INPUT_FILE_AS_INLINE"
+
+
+def test_inline_values_are_validated(tmp_path):
+    (tmp_path / "doc").write_text("x")
+    with pytest.raises(InputError) as err:
+        resolve(tmp_path, inline={"query": 5})
+    assert err.value.code == "SCHEMA_VALIDATION_FAILED"
+
+
+def test_parameter_defaults_fill_nested_objects():
+    assert validate_parameters(PARAMS, {}) == {"n": 3, "opts": {"deep": True}}
+    assert apply_defaults(PARAMS, {"n": 7}) == {"n": 7, "opts": {"deep": True}}
+
+
+def test_parameter_type_error_lists_the_path():
+    with pytest.raises(InputError) as err:
+        validate_parameters(PARAMS, {"n": "three"})
+    assert err.value.details["errors"][0]["path"] == "n"
+
+
+def test_parameter_must_be_an_object():
+    with pytest.raises(InputError):
+        validate_parameters(PARAMS, [1, 2])

@@ -1,0 +1,94 @@
+"""Loading skill packages: the demo is healthy; each broken rule is reported, never raised."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from runner_core.settings import REPO_ROOT
+from runner_core.skills import SkillRegistry, load_skill
+
+DEMO = REPO_ROOT / "skills" / "demo-prime-number"
+
+
+@pytest.fixture
+def skill(tmp_path) -> Path:
+    dest = tmp_path / "demo-prime-number"
+    shutil.copytree(DEMO, dest)
+    return dest
+
+
+def edit_runner(root: Path, **changes) -> None:
+    path = root / "assets" / "runner.json"
+    data = json.loads(path.read_text())
+    for key, value in changes.items():
+        if value is None:
+            data.pop(key, None)
+        else:
+            data[key] = value
+    path.write_text(json.dumps(data))
+
+
+def test_demo_skill_is_healthy_with_artifacts_registered(skill):
+    pkg = load_skill(skill, strict=True)
+    assert pkg.health == "ok", pkg.errors
+    assert pkg.file_inputs() == ["input_file"]
+    assert any(a.pattern == "primes.md" and a.role == "report" for a in pkg.artifacts)
+
+
+def test_directory_name_must_match_skill_name(tmp_path):
+    dest = tmp_path / "other-name"
+    shutil.copytree(DEMO, dest)
+    pkg = load_skill(dest)
+    assert pkg.health == "invalid"
+    assert any("must match skill name" in e for e in pkg.errors)
+
+
+def test_overlapping_engine_lists_are_an_error(skill):
+    edit_runner(skill, engines=["codex", "gemini"], unsupported_engines=["gemini"])
+    assert any("overlap" in e for e in load_skill(skill).errors)
+
+
+def test_empty_effective_engine_set_is_an_error(skill):
+    edit_runner(skill, engines=["codex"], unsupported_engines=["gemini", "codex"])
+    pkg = load_skill(skill)
+    assert any("effective engine set is empty" in e for e in pkg.errors)
+
+
+def test_missing_execution_modes_is_legacy_auto_or_rejected_when_strict(skill):
+    edit_runner(skill, execution_modes=None)
+    legacy = load_skill(skill)
+    assert legacy.health == "ok" and legacy.manifest.execution_modes == ("auto",)
+    assert any("deprecated" in w for w in legacy.warnings)
+    assert load_skill(skill, strict=True).health == "invalid"
+
+
+def test_unknown_execution_mode_is_an_error(skill):
+    edit_runner(skill, execution_modes=["auto", "batch"])
+    assert any("unknown execution_modes" in e for e in load_skill(skill).errors)
+
+
+def test_script_entrypoint_needs_a_command(skill):
+    edit_runner(skill, entrypoint={"type": "script"})
+    assert any("script.command is required" in e for e in load_skill(skill).errors)
+
+
+def test_schema_outside_the_skill_is_refused(skill):
+    edit_runner(skill, schemas={"input": "../../etc/passwd", "parameter": "assets/parameter.schema.json",
+                                "output": "assets/output.schema.json"})
+    assert any("outside the skill" in e for e in load_skill(skill).errors)
+
+
+def test_invalid_json_schema_file_is_reported(skill):
+    (skill / "assets" / "output.schema.json").write_text("{not json")
+    assert any("invalid JSON" in e for e in load_skill(skill).errors)
+
+
+def test_registry_lists_broken_skills_without_raising(tmp_path):
+    shutil.copytree(DEMO, tmp_path / "demo-prime-number")
+    (tmp_path / "empty").mkdir()
+    listed = {p.id: p.health for p in SkillRegistry(tmp_path).list()}
+    assert listed == {"demo-prime-number": "ok", "empty": "invalid"}
+    assert SkillRegistry(tmp_path).get("../x") is None
