@@ -1,0 +1,79 @@
+"""A run goes REST -> Redis -> Celery worker -> SQL, on SQLite and on Postgres."""
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+
+from tests.conftest import zip_bytes
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+
+def upload(client, rid, files):
+    return client.post(f"/v1/jobs/{rid}/upload",
+                       data={"file": (io.BytesIO(zip_bytes(files)), "inputs.zip")})
+
+
+def test_demo_prime_number_succeeds(stack):
+    rid = stack.client.post("/v1/jobs", json={"skill_id": "demo-prime-number",
+                                              "parameter": {"divisor": 2}}).json["request_id"]
+    assert upload(stack.client, rid, {"input_file.txt": "100\n"}).status_code == 200
+    status = stack.wait(rid)
+    assert status["status"] == "succeeded", status
+    assert status["worker"] and status["attempt"] == 1 and status["finished_at"]
+    result = stack.client.get(f"/v1/jobs/{rid}/result").json["result"]
+    assert result["data"]["bound"] == 50 and result["data"]["count"] == 15
+    assert result["artifacts"] == ["artifacts/primes.md"]
+    run_dir = stack.settings.runs_dir / status["run_id"]
+    for sub in ("uploads", "artifacts", "result", "logs", "bundle"):
+        assert (run_dir / sub).is_dir()
+    assert json.loads((run_dir / "input.json").read_text())["parameter"] == {"divisor": 2}
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    entry = manifest["artifacts"][0]
+    assert entry["sha256"] == hashlib.sha256((run_dir / entry["path"]).read_bytes()).hexdigest()
+    logs = stack.client.get(f"/v1/jobs/{rid}/logs").json
+    assert "bound=50" in logs["stdout"]
+
+
+def test_missing_upload_file_fails_with_clear_code(stack):
+    rid = stack.client.post("/v1/jobs", json={"skill_id": "demo-prime-number"}).json["request_id"]
+    assert upload(stack.client, rid, {"something_else.txt": "1"}).status_code == 200
+    status = stack.wait(rid)
+    assert status["status"] == "failed"
+    assert status["error"]["code"] == "INPUT_FILE_MISSING"
+    result = stack.client.get(f"/v1/jobs/{rid}/result").json["result"]
+    assert result["status"] == "failed" and "input_file" in result["error"]["message"]
+
+
+def test_parameter_violation_is_400_before_any_run(stack):
+    resp = stack.client.post("/v1/jobs", json={"skill_id": "demo-prime-number",
+                                               "parameter": {"divisor": "two"}})
+    assert resp.status_code == 400
+    assert resp.json["error"]["code"] == "SCHEMA_VALIDATION_FAILED"
+    assert not stack.settings.runs_dir.exists() or not any(stack.settings.runs_dir.iterdir())
+
+
+def test_fenced_stdout_succeeds_with_n0_warning(stack):
+    rid = stack.client.post("/v1/jobs", json={"skill_id": "fenced-json",
+                                              "input": {"text": "hello"}}).json["request_id"]
+    status = stack.wait(rid)
+    assert status["status"] == "succeeded", status
+    result = stack.client.get(f"/v1/jobs/{rid}/result").json["result"]
+    assert result["data"] == {"text": "hello", "length": 5}
+    assert [w["code"] for w in result["validation_warnings"]] == ["OUTPUT_NORMALIZED_N0"]
+
+
+def test_redelivered_task_does_not_run_the_skill_twice(stack):
+    rid = stack.client.post("/v1/jobs", json={"skill_id": "slow-counter",
+                                              "parameter": {"sleep": 1.5}}).json["request_id"]
+    status = stack.wait(rid, until=("running",))
+    queue = stack.app.extensions["queue"]
+    for _ in range(2):  # the same message again, as a broker redelivery would
+        queue.enqueue(status["run_id"], "runs.script")
+    status = stack.wait(rid)
+    assert status["status"] == "succeeded" and status["attempt"] == 1
+    calls = (stack.settings.runs_dir / status["run_id"] / "artifacts" / "calls.txt").read_text()
+    assert len(calls.split()) == 1
