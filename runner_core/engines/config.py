@@ -34,6 +34,10 @@ CONFIG_DIR_ENV = "SKILL_RUNNER_ENGINE_CONFIG_DIR"
 BIN_DIR_ENV = "SKILL_RUNNER_ENGINE_BIN_DIR"
 REPO_CONFIG_DIR = REPO_ROOT / "deploy" / "engine-config"
 REPO_BIN_DIR = REPO_ROOT / ".engines" / "node_modules" / ".bin"
+RUN_HOME = ".home"  # per-run HOME of the CLI, relative to the run dir
+RUN_TMP = f"{RUN_HOME}/tmp"  # per-run TMPDIR
+# Written with every command so the per-run temp dir exists before the CLI starts.
+RUN_HOME_FILES = {f"{RUN_TMP}/.keep": ""}
 
 # Variables the CLI may inherit from the service; everything else (database URLs, other
 # secrets) stays out of the child's environment.
@@ -165,19 +169,35 @@ def resolve_binary(binary: str) -> Path | None:
 
 
 def engine_env(
-    *, home: Path, binary_path: Path | None, config: Mapping[str, Any], extra: Mapping[str, str]
+    *,
+    home: Path,
+    binary_path: Path | None,
+    config: Mapping[str, Any],
+    extra: Mapping[str, str],
+    tmp_dir: Path | None = None,
 ) -> dict[str, str]:
-    """The child's full environment: a few inherited variables, a per-run HOME, the engine's
-    bin dir first on PATH (it also holds `rg`), then `extra`, then the config's ``env``."""
+    """The child's full environment: a few inherited variables, the per-run HOME (and TMPDIR
+    when given: CLIs drop logs and crash reports there), the engine's bin dir first on PATH
+    (it also holds `rg`), then `extra`, then the config's ``env``."""
     env = {name: os.environ[name] for name in _INHERITED_ENV if name in os.environ}
     path = env.get("PATH", os.defpath)
     if binary_path is not None:
         path = f"{binary_path.parent}{os.pathsep}{path}"
     env.update(PATH=path, HOME=str(home), NO_COLOR="1")
+    if tmp_dir is not None:
+        env["TMPDIR"] = str(tmp_dir)
     env.update(extra)
     env.update({key: str(value) for key, value in config.get("env", {}).items()})
     return env
 
+
+
+def run_env(
+    run_dir: Path, binary_path: Path | None, config: Mapping[str, Any], extra: Mapping[str, str]
+) -> dict[str, str]:
+    """`engine_env` with HOME and TMPDIR under `run_dir` (see RUN_HOME, RUN_HOME_FILES)."""
+    return engine_env(home=run_dir / RUN_HOME, tmp_dir=run_dir / RUN_TMP,
+                      binary_path=binary_path, config=config, extra=extra)
 
 # --- output helpers shared by the adapters ---------------------------------------------------
 

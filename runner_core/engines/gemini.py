@@ -18,11 +18,10 @@ from typing import Any
 
 from runner_core.engines.base import CommandSpec, EngineContext, EngineError, EngineOutput, ProcessResult
 from runner_core.engines.config import (
-    api_error, deep_merge, engine_env, exit_error, json_lines, json_of_text, missing_cli_error,
-    read_output, resolve_api_key, resolve_binary,
+    RUN_HOME, RUN_HOME_FILES, api_error, deep_merge, exit_error, json_lines, json_of_text,
+    missing_cli_error, read_output, resolve_api_key, resolve_binary, run_env,
 )
 
-HOME_DIR = ".home"
 BASE_SETTINGS: dict[str, Any] = {"security": {"auth": {"selectedType": "gemini-api-key"}}}
 _AUTH_HINTS = ("GEMINI_API_KEY", "Invalid auth method", "API key not valid", "API_KEY_INVALID")
 _STATUS = re.compile(r"\b([45]\d\d)\b")
@@ -40,7 +39,6 @@ class GeminiAdapter:
         """Per-run HOME with settings.json, provider env, stream-json output."""
         config = ctx.config
         binary_path = resolve_binary(self.binary)
-        home = ctx.run_dir / HOME_DIR
         extra = {"GEMINI_CLI_TRUST_WORKSPACE": "true"}
         key = resolve_api_key(config)
         if key:
@@ -58,8 +56,8 @@ class GeminiAdapter:
         return CommandSpec(
             argv=argv,
             cwd=ctx.run_dir,
-            env=engine_env(home=home, binary_path=binary_path, config=config, extra=extra),
-            files={f"{HOME_DIR}/.gemini/settings.json": json.dumps(settings, indent=2)},
+            env=run_env(ctx.run_dir, binary_path, config, extra),
+            files={**RUN_HOME_FILES, f"{RUN_HOME}/.gemini/settings.json": json.dumps(settings, indent=2)},
         )
 
     def parse_output(self, result: ProcessResult) -> EngineOutput:

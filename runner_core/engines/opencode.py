@@ -18,11 +18,10 @@ from typing import Any
 
 from runner_core.engines.base import CommandSpec, EngineContext, EngineError, EngineOutput, ProcessResult
 from runner_core.engines.config import (
-    api_error, deep_merge, engine_env, exit_error, json_lines, json_of_text, missing_cli_error,
-    read_output, resolve_api_key, resolve_binary,
+    RUN_HOME_FILES, api_error, deep_merge, exit_error, json_lines, json_of_text,
+    missing_cli_error, read_output, resolve_api_key, resolve_binary, run_env,
 )
 
-HOME_DIR = ".home"
 PROVIDER_ID = "runner"
 KEY_ENV = "SKILL_RUNNER_OPENCODE_API_KEY"
 # A minimal git repository marker: opencode stops its upward skill/config scan at the git root,
@@ -53,14 +52,13 @@ class OpencodeAdapter:
         if ctx.session_id:
             argv += ["-s", ctx.session_id]
         argv += [ctx.prompt]
-        files = {"opencode.json": json.dumps(settings, indent=2)}
+        files = {**RUN_HOME_FILES, "opencode.json": json.dumps(settings, indent=2)}
         if not (ctx.run_dir / ".git").exists():
             files.update(GIT_MARKER)
         return CommandSpec(
             argv=argv,
             cwd=ctx.run_dir,
-            env=engine_env(home=ctx.run_dir / HOME_DIR, binary_path=binary_path, config=config,
-                           extra=extra),
+            env=run_env(ctx.run_dir, binary_path, config, extra),
             files=files,
         )
 

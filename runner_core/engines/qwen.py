@@ -19,11 +19,10 @@ from typing import Any
 
 from runner_core.engines.base import CommandSpec, EngineContext, EngineError, EngineOutput, ProcessResult
 from runner_core.engines.config import (
-    api_error, engine_env, exit_error, json_lines, json_of_text, missing_cli_error, read_output,
-    resolve_api_key, resolve_binary,
+    RUN_HOME, RUN_HOME_FILES, api_error, exit_error, json_lines, json_of_text,
+    missing_cli_error, read_output, resolve_api_key, resolve_binary, run_env,
 )
 
-HOME_DIR = ".home"
 _API_ERROR = re.compile(r"^\s*\[API Error:\s*(.*?)\]?\s*$", re.DOTALL)
 _STATUS = re.compile(r"\b([45]\d\d)\b")
 _AUTH_HINTS = ("OPENAI_API_KEY", "API key", "api key")
@@ -60,9 +59,9 @@ class QwenAdapter:
         return CommandSpec(
             argv=argv,
             cwd=ctx.run_dir,
-            env=engine_env(home=ctx.run_dir / HOME_DIR, binary_path=binary_path, config=config,
-                           extra=extra),
-            files={f"{HOME_DIR}/.qwen/settings.json": json.dumps(config.get("settings", {}), indent=2)},
+            env=run_env(ctx.run_dir, binary_path, config, extra),
+            files={**RUN_HOME_FILES,
+                   f"{RUN_HOME}/.qwen/settings.json": json.dumps(config.get("settings", {}), indent=2)},
         )
 
     def parse_output(self, result: ProcessResult) -> EngineOutput:
