@@ -17,11 +17,10 @@ from typing import Any
 
 from runner_core.engines.base import CommandSpec, EngineContext, EngineError, EngineOutput, ProcessResult
 from runner_core.engines.config import (
-    api_error, deep_merge, engine_env, exit_error, json_of_text, missing_cli_error, read_output,
-    resolve_api_key, resolve_binary,
+    RUN_HOME, RUN_HOME_FILES, api_error, deep_merge, exit_error, json_of_text,
+    missing_cli_error, read_output, resolve_api_key, resolve_binary, run_env,
 )
 
-HOME_DIR = ".home"
 _INFO = re.compile(r"<Execution Info>\s*(.*?)\s*</Execution Info>", re.DOTALL)
 _API_ERROR = re.compile(r"\[API Error:\s*(.*?)\]\s*$", re.DOTALL | re.MULTILINE)
 _STATUS = re.compile(r"\b([45]\d\d)\b")
@@ -56,9 +55,8 @@ class IflowAdapter:
         return CommandSpec(
             argv=argv,
             cwd=ctx.run_dir,
-            env=engine_env(home=ctx.run_dir / HOME_DIR, binary_path=binary_path, config=config,
-                           extra=extra),
-            files={f"{HOME_DIR}/.iflow/settings.json": json.dumps(settings, indent=2)},
+            env=run_env(ctx.run_dir, binary_path, config, extra),
+            files={**RUN_HOME_FILES, f"{RUN_HOME}/.iflow/settings.json": json.dumps(settings, indent=2)},
         )
 
     def parse_output(self, result: ProcessResult) -> EngineOutput:
