@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Create .venv (Python 3.11+) and install the project into it. Sourced by run.sh and tests/run.sh.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+PY="${PYTHON:-$(command -v python3.11 || command -v python3)}"
+if [ ! -x "$ROOT/.venv/bin/python" ]; then
+  "$PY" -m venv "$ROOT/.venv"
+  "$ROOT/.venv/bin/pip" install -q --upgrade pip
+fi
+STAMP="$ROOT/.venv/.installed"
+WANT="$(cat "$ROOT/setup.cfg" "$ROOT/pyproject.toml" | sha256sum | cut -d' ' -f1)${1:-}"
+if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$WANT" ]; then
+  "$ROOT/.venv/bin/pip" install -q -e "$ROOT${1:+[$1]}"
+  echo "$WANT" > "$STAMP"
+fi
