@@ -1,0 +1,84 @@
+"""Qwen adapter: command building and parsing of transcripts recorded from qwen 0.15.10 run
+against the fake LLM server (tests/engines/transcripts/qwen_*)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from runner_core.engines import qwen
+from runner_core.engines.base import EngineContext, ProcessResult
+
+TRANSCRIPTS = Path(__file__).parents[1] / "engines" / "transcripts"
+
+
+def recorded(name: str, exit_code: int | None) -> ProcessResult:
+    return ProcessResult(exit_code, TRANSCRIPTS / f"{name}.stdout", TRANSCRIPTS / f"{name}.stderr", 0.0, 1.0)
+
+
+def context(tmp_path: Path, **overrides: object) -> EngineContext:
+    values: dict = {"run_dir": tmp_path, "skill_id": "demo", "prompt": "do it",
+                    "config": {"base_url": "http://127.0.0.1:9/v1", "api_key": "k", "model": "m1",
+                               "settings": {"privacy": {"usageStatisticsEnabled": False}}}}
+    values.update(overrides)
+    return EngineContext(**values)
+
+
+def test_command_uses_openai_auth_and_stream_json(tmp_path: Path) -> None:
+    argv = qwen.ADAPTER.build_command(context(tmp_path, session_id="sid-1")).argv
+    assert argv[1:5] == ["--auth-type", "openai", "--yolo", "--output-format"]
+    assert argv[argv.index("--output-format") + 1] == "stream-json"
+    assert argv[argv.index("--resume") + 1] == "sid-1"
+    assert argv[-2:] == ["-p", "do it"]
+
+
+def test_provider_env_and_per_run_home(tmp_path: Path) -> None:
+    spec = qwen.ADAPTER.build_command(context(tmp_path))
+    assert spec.env["OPENAI_BASE_URL"] == "http://127.0.0.1:9/v1"
+    assert spec.env["OPENAI_API_KEY"] == "k"
+    assert spec.env["OPENAI_MODEL"] == "m1"
+    # HOME must differ from the working dir: qwen skips project skills when they are equal.
+    assert spec.env["HOME"] == str(tmp_path / ".home") != str(spec.cwd)
+    settings = json.loads(spec.files[".home/.qwen/settings.json"])
+    assert settings["privacy"]["usageStatisticsEnabled"] is False
+
+
+def test_tool_call_and_final_json_are_parsed() -> None:
+    out = qwen.ADAPTER.parse_output(recorded("qwen_tool_json", 0))
+    assert out.error is None
+    assert out.session_id
+    assert out.parsed_json["ok"] is True
+    assert [c["name"] for c in out.tool_calls] == ["run_shell_command"]
+    assert out.tool_calls[0]["status"] == "success"
+    assert out.usage["total_tokens"] > 0
+
+
+def test_api_error_text_with_exit_zero_is_a_model_api_error() -> None:
+    out = qwen.ADAPTER.parse_output(recorded("qwen_http400", 0))
+    assert out.exit_code == 0
+    assert out.error is not None and out.error.code == "MODEL_API_ERROR"
+    assert out.error.details["status"] == 400
+    assert out.parsed_json is None
+
+
+def test_missing_key_is_auth_missing() -> None:
+    out = qwen.ADAPTER.parse_output(recorded("qwen_auth_missing", 1))
+    assert out.error is not None and out.error.code == "AUTH_MISSING"
+
+
+def test_missing_binary_is_cli_not_installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(qwen, "resolve_binary", lambda name: None)
+    monkeypatch.setattr("runner_core.engines.config.resolve_binary", lambda name: None)
+    (tmp_path / "empty").write_text("")
+    out = qwen.ADAPTER.parse_output(ProcessResult(127, tmp_path / "empty", tmp_path / "empty", 0.0, 0.0))
+    assert out.error is not None and out.error.code == "CLI_NOT_INSTALLED"
+
+
+def test_timeout_is_engine_failed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("runner_core.engines.config.resolve_binary", lambda name: tmp_path / name)
+    (tmp_path / "empty").write_text("")
+    result = ProcessResult(None, tmp_path / "empty", tmp_path / "empty", 0.0, 0.0, timed_out=True)
+    out = qwen.ADAPTER.parse_output(result)
+    assert out.error is not None and out.error.code == "ENGINE_FAILED"
+    assert out.error.details["timed_out"] is True
