@@ -250,11 +250,10 @@ def missing_cli_error(binary: str) -> EngineError:
 
 
 def api_error(message: str, status: int | None = None, **details: Any) -> EngineError:
-    """A model API failure: 401/403 mean the key is missing or refused, anything else is
-    MODEL_API_ERROR."""
-    code = "AUTH_MISSING" if status in (401, 403) else "MODEL_API_ERROR"
+    """A failed model call: MODEL_API_ERROR with the HTTP status when known. A key that the
+    provider refuses (401/403) is an API error too; AUTH_MISSING means no key was configured."""
     extra = {"status": status} if status is not None else {}
-    return EngineError(code, message, {**extra, **details})
+    return EngineError("MODEL_API_ERROR", message, {**extra, **details})
 
 
 def exit_error(result: ProcessResult, binary: str, stderr: str) -> EngineError | None:

@@ -23,7 +23,8 @@ from runner_core.engines.config import (
 )
 
 BASE_SETTINGS: dict[str, Any] = {"security": {"auth": {"selectedType": "gemini-api-key"}}}
-_AUTH_HINTS = ("GEMINI_API_KEY", "Invalid auth method", "API key not valid", "API_KEY_INVALID")
+# Printed when no key is configured (exit 41); a refused key is a MODEL_API_ERROR instead.
+_AUTH_HINTS = ("must specify the GEMINI_API_KEY", "Invalid auth method")
 _STATUS = re.compile(r"\b([45]\d\d)\b")
 
 

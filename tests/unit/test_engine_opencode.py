@@ -90,9 +90,10 @@ def test_http_400_is_a_model_api_error() -> None:
     assert out.session_id
 
 
-def test_http_401_is_auth_missing() -> None:
+def test_http_401_is_a_model_api_error_with_its_status() -> None:
     out = opencode.ADAPTER.parse_output(recorded("opencode_http401", 1))
-    assert out.error is not None and out.error.code == "AUTH_MISSING"
+    assert out.error is not None and out.error.code == "MODEL_API_ERROR"
+    assert out.error.details["status"] == 401
 
 
 def test_missing_binary_is_cli_not_installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
