@@ -1,11 +1,63 @@
-"""Prompt and hybrid entrypoints: render the prompt and drive the selected engine CLI."""
+"""Prompt and hybrid entrypoints: render the prompt, install the skill where the engine CLI
+discovers it, drive the CLI under the supervisor, and hand its output to the output chain."""
 from __future__ import annotations
 
+import subprocess
 from typing import Any
+
+from runner_core.engines import get_adapter
+from runner_core.engines.base import EngineContext
+from runner_core.engines.config import EngineConfigError, load_engine_config
+from runner_core.prompts import PromptContext, PromptError, patch_skill_md, render_prompt
+from runner_core.workspace import install_skill_copy
+from worker.supervisor import run_command
 
 
 def run_engine(executor, pkg) -> tuple[str | None, Any]:
-    """Run the skill through its engine; returns (final text, envelope)."""
-    from worker.executor import RunFailed
-    raise RunFailed("ENGINE_UNAVAILABLE",
-                    f"prompt entrypoints through engine '{executor.run.engine}' are not available yet")
+    """Run the skill through the run's engine; returns (final text, envelope)."""
+    from worker.executor import RunFailed, check_process
+    run, paths = executor.run, executor.paths
+    try:
+        adapter = get_adapter(run.engine)
+    except (KeyError, ImportError, AttributeError) as exc:
+        raise RunFailed("ENGINE_UNAVAILABLE", f"engine '{run.engine}' has no adapter: {exc}") from exc
+    user = {"model": run.model, "runtime_options": run.runtime_options,
+            f"{run.engine}_config": run.runtime_options.get(f"{run.engine}_config")}
+    try:
+        config = load_engine_config(run.engine, skill_dir=pkg.root, user=user)
+        prompt = render_prompt(pkg, PromptContext(executor.resolved.input,
+                                                  executor.resolved.parameter, paths.root, run.engine))
+    except PromptError as exc:
+        raise RunFailed(exc.code, str(exc)) from exc
+    except EngineConfigError as exc:
+        raise RunFailed("ENGINE_CONFIG_INVALID", str(exc)) from exc
+    (paths.logs / "prompt.txt").write_text(prompt, encoding="utf-8")
+    patch_skill_md(pkg.root, pkg, paths.root)
+    install_skill_copy(pkg.root, paths, adapter.skill_dirs)
+    _git_init(paths.root)
+    ctx = EngineContext(run_dir=paths.root, skill_id=pkg.id, prompt=prompt, config=config,
+                        model=run.model or config.get("model"),
+                        output_schema_path=pkg.root / pkg.manifest.schemas["output"],
+                        execution_mode=run.runtime_options.get("execution_mode", "auto"))
+    spec = adapter.build_command(ctx)
+    result = run_command(spec, paths.logs / "stdout.txt", paths.logs / "stderr.txt",
+                         executor.make_watch(pkg))
+    if result.canceled or result.timed_out:
+        check_process(result, "ENGINE_FAILED", paths)
+    output = adapter.parse_output(result)
+    executor.session_handle = output.session_id
+    if output.error is not None:
+        raise RunFailed(output.error.code, output.error.message,
+                        {"engine": run.engine, **output.error.details})
+    return output.final_text, output.envelope
+
+
+def _git_init(run_dir) -> None:
+    """Make the run dir a git root: CLIs that walk up for skills stop here (ENGINES.md)."""
+    if (run_dir / ".git").exists():
+        return
+    try:
+        subprocess.run(["git", "init", "-q", str(run_dir)], check=False, timeout=10,
+                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    except (OSError, subprocess.SubprocessError):
+        (run_dir / ".git").mkdir(exist_ok=True)

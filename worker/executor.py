@@ -45,6 +45,7 @@ class RunOutcome:
     error: dict[str, Any] | None = None
     warnings: list[dict[str, Any]] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
+    session_handle: str | None = None
 
 
 class RunExecutor:
@@ -57,6 +58,7 @@ class RunExecutor:
         self.warnings: list[dict[str, Any]] = []
         self.data: Any = None
         self.artifacts: list[str] = []
+        self.session_handle: str | None = None
 
     def execute(self) -> RunOutcome:
         """Execute and always write result/result.json in the seed's shape."""
@@ -76,6 +78,7 @@ class RunExecutor:
         self._write_result(outcome)
         self._timed("bundle", self._bundle)
         outcome.timings = self.timings
+        outcome.session_handle = self.session_handle
         return outcome
 
     def _timed(self, name: str, fn, *args):

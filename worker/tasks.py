@@ -66,7 +66,8 @@ def execute_run(self, run_id: str) -> str:
         outcome_status = outcome.status
         with factory() as session:
             run_states.finish_run(session, run_id, outcome.status, error=outcome.error,
-                                  warnings=outcome.warnings, timings=outcome.timings)
+                                  warnings=outcome.warnings, timings=outcome.timings,
+                                  session_handle=outcome.session_handle)
     except (Terminated, SoftTimeLimitExceeded) as exc:
         code = "TIMEOUT" if isinstance(exc, SoftTimeLimitExceeded) else "CANCELED_BY_USER"
         status = "failed" if code == "TIMEOUT" else "canceled"

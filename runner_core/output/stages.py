@@ -14,7 +14,7 @@ from typing import Any
 
 from jsonschema.protocols import Validator
 
-from runner_core.output.parse import extract_json, iter_extracted
+from runner_core.output.parse import extract_json, iter_extracted, strip_fences
 from runner_core.output.record import LEVEL_PARSE, LEVEL_VALIDATE, StepLog
 from runner_core.output.repair import (
     FIX_DOUBLE_ENCODED,
@@ -89,6 +89,11 @@ def parse_candidate(ctx: ChainContext, candidate: Candidate) -> Attempt:
         attempt.parsed, attempt.value = True, candidate.value
     elif (extracted := extract_json(candidate.text)) is not None:
         attempt.parsed, attempt.value, how = True, extracted.value, extracted.how
+        # Taking JSON out of fences or prose is a (syntax-only) normalization: say so (N0).
+        if how != "whole_text" or strip_fences(candidate.text) != candidate.text.strip():
+            attempt.level = "N0"
+            attempt.fixes = ["stripped_code_fence" if how == "fenced_block" or how == "whole_text"
+                             else "extracted_embedded_json"]
     else:
         attempt.errors = [error_record("$", f"no JSON value found in {candidate.source}", "parse")]
     ctx.log.add(f"parse {candidate.source}", LEVEL_PARSE, ok=attempt.parsed, started=started,

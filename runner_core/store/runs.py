@@ -23,7 +23,8 @@ def claim_run(session: Session, run_id: str, worker: str, task_id: str | None) -
 
 
 def finish_run(session: Session, run_id: str, status: str, *, error: dict[str, Any] | None = None,
-               warnings: list[Any] | None = None, timings: dict[str, Any] | None = None) -> bool:
+               warnings: list[Any] | None = None, timings: dict[str, Any] | None = None,
+               session_handle: str | None = None) -> bool:
     """running -> terminal status. False when the run was no longer running."""
     now = utcnow()
     values: dict[str, Any] = dict(status=status, finished_at=now, updated_at=now, pgid=None,
@@ -32,6 +33,8 @@ def finish_run(session: Session, run_id: str, status: str, *, error: dict[str, A
         values["warnings"] = warnings
     if timings is not None:
         values["timings"] = timings
+    if session_handle is not None:
+        values["session_handle"] = session_handle
     result = session.execute(
         update(Run).where(Run.id == run_id, Run.status == "running").values(**values))
     session.commit()

@@ -27,6 +27,7 @@ class Stack:
     backend: str
 
     def start_worker(self, name: str = "w", **kwargs) -> WorkerProcess:
+        """Start a real worker process for this stack (stopped by the fixture)."""
         self.worker = WorkerProcess(self.settings, f"{name}-{self.backend}",
                                     self.settings.data_dir / f"worker-{name}.log", **kwargs)
         return self.worker

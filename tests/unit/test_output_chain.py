@@ -31,12 +31,24 @@ def test_valid_stdout_passes_without_warnings_and_writes_output_json(tmp_path: P
     assert read_json(tmp_path / "result" / "output.json") == {"title": "t", "count": 1}
 
 
-def test_fenced_json_with_prose_needs_no_normalization(tmp_path: Path) -> None:
+def test_fenced_json_with_prose_is_an_n0_normalization(tmp_path: Path) -> None:
     text = 'Done! Here you go:\n```json\n{"title": "a {b}", "count": 2}\n```\nAnything else?'
     outcome = run_output_chain(tmp_path, SCHEMA, engine_text=text)
     assert outcome.ok
     assert outcome.data == {"title": "a {b}", "count": 2}
-    assert outcome.normalization_level is None
+    assert outcome.normalization_level == "N0"
+    assert outcome.warnings[0]["code"] == "OUTPUT_NORMALIZED_N0"
+    assert outcome.warnings[0]["details"]["fixes"] == ["stripped_code_fence"]
+
+
+def test_plain_json_text_needs_no_normalization(tmp_path: Path) -> None:
+    outcome = run_output_chain(tmp_path, SCHEMA, engine_text='{"title": "t", "count": 1}\n')
+    assert outcome.ok and outcome.normalization_level is None and outcome.warnings == []
+
+
+def test_json_embedded_in_prose_is_an_n0_extraction(tmp_path: Path) -> None:
+    outcome = run_output_chain(tmp_path, SCHEMA, engine_text='Result: {"title": "t", "count": 1} ok')
+    assert outcome.ok and outcome.warnings[0]["details"]["fixes"] == ["extracted_embedded_json"]
 
 
 def test_top_level_array_validates_against_array_schema(tmp_path: Path) -> None:

@@ -1,0 +1,126 @@
+"""Prompt rendering (seed 000 §4-5, seed 002 §1) and the output contract patched into SKILL.md.
+
+Templates run in Jinja2's sandbox with StrictUndefined: a skill's template can neither reach
+Python internals nor silently print an empty value for a misspelled variable.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from jinja2 import StrictUndefined, TemplateError
+from jinja2.sandbox import SandboxedEnvironment
+
+from runner_core.skills.model import SkillPackage
+
+DEFAULT_TEMPLATE = """\
+Use the skill named '{{ skill.id }}' ({{ skill.description }}).
+
+# Inputs
+{% for key, value in input.items() %}
+- {{ key }}: {{ value }}
+{% endfor %}
+
+# Parameters
+{% for key, value in parameter.items() %}
+- {{ key }}: {{ value }}
+{% endfor %}
+
+Task: Execute the skill using the above inputs and parameters.
+{{ output_contract }}"""
+
+CONTRACT_TEMPLATE = """
+# Output contract
+- Write the final result as one JSON object to `{{ result_file }}`; it must match this JSON Schema:
+```json
+{{ output_schema }}
+```
+- Write every file you produce under `{{ artifacts_dir }}`.
+{% for a in artifact_fields %}- Field `{{ a.key }}` is a file: write it to `{{ artifacts_dir }}/{{ a.filename }}` and put that relative path (`artifacts/{{ a.filename }}`) in the field.
+{% endfor %}- End with the same JSON object as your final message, with no other text.
+"""
+
+PATCH_MARKER = "<!-- skill-runner: output contract -->"
+
+
+class PromptError(Exception):
+    """A template that does not render: the run fails with PROMPT_TEMPLATE_ERROR."""
+
+    code = "PROMPT_TEMPLATE_ERROR"
+
+
+@dataclass(frozen=True)
+class PromptContext:
+    input: dict[str, Any]
+    parameter: dict[str, Any]
+    run_dir: Path
+    engine: str | None
+
+
+_env = SandboxedEnvironment(undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+                            keep_trailing_newline=True, autoescape=False)
+
+
+def artifact_field_list(output_schema: dict[str, Any]) -> list[dict[str, str]]:
+    return [{"key": k, "filename": v.get("x-filename", k), "role": v.get("x-role", "output")}
+            for k, v in output_schema.get("properties", {}).items()
+            if isinstance(v, dict) and v.get("x-type") == "artifact"]
+
+
+def output_contract(pkg: SkillPackage, run_dir: Path) -> str:
+    """The output contract text (result file, schema, artifact fields)."""
+    return _render(CONTRACT_TEMPLATE, {
+        "result_file": str(run_dir / "result" / "result.json"),
+        "artifacts_dir": str(run_dir / "artifacts"),
+        "output_schema": json.dumps(pkg.output_schema, indent=2, ensure_ascii=False),
+        "artifact_fields": artifact_field_list(pkg.output_schema)}, "output contract")
+
+
+def select_template(pkg: SkillPackage, engine: str | None) -> tuple[str, str]:
+    """(template text, where it came from): engine prompt > prompt.template file > default."""
+    entry = pkg.manifest.entrypoint
+    if engine and engine in entry.prompts:
+        return entry.prompts[engine], f"entrypoint.prompts.{engine}"
+    if entry.prompt_template:
+        path = (pkg.root / entry.prompt_template).resolve()
+        if pkg.root.resolve() not in path.parents or not path.is_file():
+            raise PromptError(f"prompt template not found in the skill: {entry.prompt_template}")
+        return path.read_text(encoding="utf-8"), entry.prompt_template
+    return DEFAULT_TEMPLATE, "default"
+
+
+def render_prompt(pkg: SkillPackage, ctx: PromptContext) -> str:
+    """Render the prompt; custom templates get the output contract appended when they omit it."""
+    template, source = select_template(pkg, ctx.engine)
+    contract = output_contract(pkg, ctx.run_dir)
+    variables = {
+        "input": ctx.input, "parameter": ctx.parameter, "engine": ctx.engine,
+        "skill": {"id": pkg.id, "name": pkg.name, "description": pkg.description,
+                  "body": pkg.body, "version": pkg.version},
+        "skill_md": pkg.body, "output_contract": contract,
+        "result_file": str(ctx.run_dir / "result" / "result.json"),
+        "artifacts_dir": str(ctx.run_dir / "artifacts"),
+    }
+    text = _render(template, variables, source)
+    if source != "default" and "output_contract" not in template:
+        text = text.rstrip() + "\n" + contract
+    return text
+
+
+def patch_skill_md(skill_dir: Path, pkg: SkillPackage, run_dir: Path) -> None:
+    """Append the output contract to the run's copy of SKILL.md (once)."""
+    md = skill_dir / "SKILL.md"
+    text = md.read_text(encoding="utf-8")
+    if PATCH_MARKER in text:
+        return
+    md.write_text(text.rstrip() + f"\n\n{PATCH_MARKER}\n{output_contract(pkg, run_dir)}",
+                  encoding="utf-8")
+
+
+def _render(template: str, variables: dict[str, Any], source: str) -> str:
+    try:
+        return _env.from_string(template).render(**variables)
+    except TemplateError as exc:
+        raise PromptError(f"prompt template {source} does not render: {exc}") from exc
