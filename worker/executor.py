@@ -89,7 +89,7 @@ class RunExecutor:
             self.timings[name] = round(time.perf_counter() - started, 4)
 
     def _prepare(self) -> SkillPackage:
-        source = self.settings.skills_dir / self.run.skill_id
+        source = skill_source(self.settings, self.run)
         if not (source / "SKILL.md").is_file():
             raise RunFailed("SKILL_NOT_FOUND", f"skill '{self.run.skill_id}' is not installed")
         snapshot = snapshot_skill(source, self.paths, self.run.skill_id)
@@ -186,6 +186,14 @@ class RunExecutor:
             build_bundle(self.paths.root, bool(self.run.runtime_options.get("debug")))
         except Exception:  # a bundle failure must not change the run's outcome
             log.exception("bundle of run %s failed", self.run.id)
+
+
+def skill_source(settings: Settings, run: Run) -> Path:
+    """Where a run's skill comes from: installed skills, or the package of a one-off run
+    (`data/requests/<request_id>/skill/<skill_id>`, kind 'temp')."""
+    if run.kind == "temp":
+        return settings.requests_dir / run.request_id / "skill" / run.skill_id
+    return settings.skills_dir / run.skill_id
 
 
 def check_process(result, failure_code: str, paths: RunPaths) -> None:
