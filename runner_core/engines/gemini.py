@@ -81,8 +81,9 @@ def parse_stream_events(events: list[dict[str, Any]], exit_code: int | None) -> 
     text = ""
     for event in events:
         kind = event.get("type")
-        if kind == "init":
+        if kind == "init":  # a new invocation (resumed turns append to the same log)
             output.session_id = event.get("session_id") or output.session_id
+            text, output.error = "", None
         elif kind == "message" and event.get("role") == "assistant":
             text += str(event.get("content") or "")
         elif kind == "tool_use":

@@ -74,14 +74,17 @@ class IflowAdapter:
 def parse_text(stdout: str, stderr: str, exit_code: int | None) -> EngineOutput:
     """Parse iFlow's plain-text output and its ``<Execution Info>`` JSON."""
     output = EngineOutput(exit_code=exit_code)
-    info_match = _INFO.search(stdout) or _INFO.search(stderr)
+    # Resumed turns append to the same log: the last block and the text before it win.
+    blocks = list(_INFO.finditer(stdout))
+    info_match = blocks[-1] if blocks else (list(_INFO.finditer(stderr)) or [None])[-1]
     info = json_of_text(info_match.group(1)) if info_match else None
     if isinstance(info, dict):
         output.envelope = info
         output.session_id = info.get("session-id") or info.get("session_id")
         usage = info.get("tokenUsage") or info.get("usage") or {}
         output.usage = dict(usage) if isinstance(usage, dict) else {}
-    text = _INFO.sub("", stdout).strip()
+    start = blocks[-2].end() if len(blocks) > 1 else 0
+    text = _INFO.sub("", stdout[start:]).strip()
     output.final_text = text or None
     api = _API_ERROR.search(text)
     if api:

@@ -104,11 +104,16 @@ def parse_events(events: list[dict[str, Any]], exit_code: int | None) -> EngineO
     output = EngineOutput(exit_code=exit_code)
     usage: dict[str, Any] = {}
     text = ""
+    new_step = False
     for event in events:
         kind = event.get("type")
         part = event.get("part") or {}
         output.session_id = output.session_id or event.get("sessionID") or part.get("sessionID")
-        if kind == "text":
+        if kind == "step_start":
+            new_step = True  # the answer is the last step's text, also when logs are appended
+        elif kind == "text":
+            text = "" if new_step else text
+            new_step = False
             text += str(part.get("text") or "")
         elif kind == "tool_use":
             text = ""

@@ -89,7 +89,9 @@ def parse_stream_events(events: list[dict[str, Any]], exit_code: int | None) -> 
         kind = event.get("type")
         output.session_id = event.get("session_id") or output.session_id
         content = (event.get("message") or {}).get("content") or []
-        if kind == "assistant":
+        if kind == "system" and event.get("subtype") == "init":
+            text, output.error = "", None  # a new invocation: resumed turns append to the log
+        elif kind == "assistant":
             for block in content:
                 if block.get("type") == "text":
                     text += str(block.get("text") or "")

@@ -93,3 +93,12 @@ def test_other_nonzero_exit_is_engine_failed(tmp_path: Path, monkeypatch: pytest
     out = gemini.ADAPTER.parse_output(ProcessResult(3, tmp_path / "out", tmp_path / "err", 0.0, 0.0))
     assert out.error is not None and out.error.code == "ENGINE_FAILED"
     assert "boom" in out.error.message
+
+
+def test_appended_log_of_a_resumed_turn_yields_the_last_answer(tmp_path: Path) -> None:
+    failed, ok = (TRANSCRIPTS / f"gemini_{n}.stdout" for n in ("http400", "tool_json"))
+    (tmp_path / "out").write_text(failed.read_text() + ok.read_text())
+    (tmp_path / "err").write_text("")
+    out = gemini.ADAPTER.parse_output(ProcessResult(0, tmp_path / "out", tmp_path / "err", 0.0, 0.0))
+    assert out.error is None
+    assert out.parsed_json["ok"] is True

@@ -84,3 +84,12 @@ def test_missing_binary_is_cli_not_installed(tmp_path: Path, monkeypatch: pytest
     (tmp_path / "empty").write_text("")
     out = iflow.ADAPTER.parse_output(ProcessResult(127, tmp_path / "empty", tmp_path / "empty", 0.0, 0.0))
     assert out.error is not None and out.error.code == "CLI_NOT_INSTALLED"
+
+
+def test_appended_log_of_a_resumed_turn_yields_the_last_answer(tmp_path: Path) -> None:
+    first, second = (TRANSCRIPTS / f"iflow_{n}.stdout" for n in ("tool_json", "json_only"))
+    (tmp_path / "out").write_text(first.read_text() + second.read_text())
+    (tmp_path / "err").write_text("")
+    out = iflow.ADAPTER.parse_output(ProcessResult(0, tmp_path / "out", tmp_path / "err", 0.0, 0.0))
+    assert out.parsed_json == {"ok": True, "count": 3}
+    assert out.session_id == "session-0f6b7c2d-1e3a-4b5c-8d9e-aa11bb22cc33"

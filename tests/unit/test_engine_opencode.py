@@ -102,3 +102,12 @@ def test_missing_binary_is_cli_not_installed(tmp_path: Path, monkeypatch: pytest
     (tmp_path / "empty").write_text("")
     out = opencode.ADAPTER.parse_output(ProcessResult(127, tmp_path / "empty", tmp_path / "empty", 0.0, 0.0))
     assert out.error is not None and out.error.code == "CLI_NOT_INSTALLED"
+
+
+def test_appended_log_of_a_resumed_turn_yields_the_last_answer(tmp_path: Path) -> None:
+    ok = (TRANSCRIPTS / "opencode_tool_json.stdout").read_text()
+    second = ok.replace('{\\"ok\\": true', '{\\"ok\\": false')
+    (tmp_path / "out").write_text(ok + second)
+    (tmp_path / "err").write_text("")
+    out = opencode.ADAPTER.parse_output(ProcessResult(0, tmp_path / "out", tmp_path / "err", 0.0, 0.0))
+    assert out.parsed_json["ok"] is False

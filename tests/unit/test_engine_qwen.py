@@ -82,3 +82,12 @@ def test_timeout_is_engine_failed(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     out = qwen.ADAPTER.parse_output(result)
     assert out.error is not None and out.error.code == "ENGINE_FAILED"
     assert out.error.details["timed_out"] is True
+
+
+def test_appended_log_of_a_resumed_turn_yields_the_last_answer(tmp_path: Path) -> None:
+    failed, ok = (TRANSCRIPTS / f"qwen_{n}.stdout" for n in ("http400", "tool_json"))
+    (tmp_path / "out").write_text(failed.read_text() + ok.read_text())
+    (tmp_path / "err").write_text("")
+    out = qwen.ADAPTER.parse_output(ProcessResult(0, tmp_path / "out", tmp_path / "err", 0.0, 0.0))
+    assert out.error is None
+    assert out.parsed_json["ok"] is True
