@@ -74,7 +74,7 @@ class ClaudeAdapter:
 
     def parse_output(self, result: ProcessResult) -> EngineOutput:
         """Session id, final text, usage, tool calls and a typed error from the stream."""
-        events = json_lines(read_output(result.stdout_path))
+        events = last_invocation(json_lines(read_output(result.stdout_path)))
         out = EngineOutput(exit_code=result.exit_code)
         init: dict[str, Any] = {}
         envelope: dict[str, Any] | None = None
@@ -131,6 +131,12 @@ class ClaudeAdapter:
             details.update(stderr_tail=read_output(result.stderr_path)[-2000:], canceled=result.canceled)
             return EngineError("ENGINE_FAILED", f"claude exited with {result.exit_code}", details)
         return None
+
+
+def last_invocation(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The events of the last claude process: resumed turns append to the same stdout log."""
+    starts = [i for i, e in enumerate(events) if e.get("type") == "system" and e.get("subtype") == "init"]
+    return events[starts[-1]:] if starts else events
 
 
 def _collect_assistant(event: dict[str, Any], calls: dict[str, dict[str, Any]]) -> str | None:

@@ -126,7 +126,7 @@ class CodexAdapter:
 
     def parse_output(self, result: ProcessResult) -> EngineOutput:
         """Session id, final message, usage, tool calls and a typed error from the JSONL."""
-        events = json_lines(read_output(result.stdout_path))
+        events = last_invocation(json_lines(read_output(result.stdout_path)))
         out = EngineOutput(exit_code=result.exit_code)
         errors: list[str] = []
         failed: str | None = None
@@ -163,6 +163,12 @@ class CodexAdapter:
                                {"stderr_tail": stderr, "timed_out": result.timed_out,
                                 "canceled": result.canceled})
         return None
+
+
+def last_invocation(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The events of the last codex process: resumed turns append to the same stdout log."""
+    starts = [i for i, e in enumerate(events) if e.get("type") == "thread.started"]
+    return events[starts[-1]:] if starts else events
 
 
 def classify_api_error(message: str, timed_out: bool = False) -> EngineError:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tests.fake_llm.script import Conversation, Script, ToolCall, decide, estimate_tokens
+from tests.fake_llm.script import Conversation, Script, ToolCall, decide, estimate_tokens, new_id
 from tests.fake_llm.wire import Reply, json_reply, sse_reply
 
 ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
@@ -25,11 +25,16 @@ def read_conversation(body: dict[str, Any]) -> Conversation:
         if msg.get("role") != "user":
             continue
         blocks = msg.get("content")
-        results = [b for b in blocks if b.get("type") == "tool_result"] if isinstance(blocks, list) else []
-        if results:
-            pending, last_output = True, _result_text(results[-1].get("content"))
-        else:
+        if not isinstance(blocks, list):
             pending = False
+            continue
+        # A resumed claude session merges the old tool result and the new prompt into one
+        # user message: walk its blocks in order. System reminders are not user turns.
+        for block in blocks:
+            if block.get("type") == "tool_result":
+                pending, last_output = True, _result_text(block.get("content"))
+            elif block.get("type") == "text" and not block.get("text", "").startswith("<system-reminder>"):
+                pending = False
     return Conversation(tools=tools, tool_result_pending=pending,
                         last_tool_output=last_output, model=body.get("model", ""))
 
@@ -42,7 +47,7 @@ def _result_text(content: Any) -> str:
 
 def _block(answer: ToolCall | str) -> dict[str, Any]:
     if isinstance(answer, ToolCall):
-        return {"type": "tool_use", "id": "toolu_fake_1", "name": answer.name, "input": answer.arguments}
+        return {"type": "tool_use", "id": answer.call_id.replace("call_", "toolu_", 1), "name": answer.name, "input": answer.arguments}
     return {"type": "text", "text": answer}
 
 
@@ -60,7 +65,7 @@ def handle(path: str, body: dict[str, Any], script: Script) -> Reply:
     stop = "tool_use" if isinstance(answer, ToolCall) else "end_turn"
     usage = {"input_tokens": estimate_tokens(body), "output_tokens": estimate_tokens(block),
              "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
-    message = {"id": "msg_fake_1", "type": "message", "role": "assistant",
+    message = {"id": new_id("msg"), "type": "message", "role": "assistant",
                "model": convo.model or script.model, "content": [block],
                "stop_reason": stop, "stop_sequence": None, "usage": usage}
     if not body.get("stream"):

@@ -10,7 +10,7 @@ import json
 import time
 from typing import Any
 
-from tests.fake_llm.script import Conversation, Script, ToolCall, decide, estimate_tokens
+from tests.fake_llm.script import Conversation, Script, ToolCall, decide, estimate_tokens, new_id
 from tests.fake_llm.wire import Reply, json_reply, sse_reply
 
 
@@ -57,7 +57,7 @@ def handle(body: dict[str, Any], script: Script) -> Reply:
     prompt_tokens, completion_tokens = estimate_tokens(body), estimate_tokens(message)
     usage = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
              "total_tokens": prompt_tokens + completion_tokens}
-    base = {"id": "chatcmpl-fake-1", "created": int(time.time()), "model": convo.model or script.model}
+    base = {"id": new_id("chatcmpl"), "created": int(time.time()), "model": convo.model or script.model}
     if not body.get("stream"):
         return json_reply({**base, "object": "chat.completion", "usage": usage,
                            "choices": [{"index": 0, "message": message, "finish_reason": finish}]})

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tests.fake_llm.script import Conversation, Script, ToolCall, decide, estimate_tokens
+from tests.fake_llm.script import Conversation, Script, ToolCall, decide, estimate_tokens, new_id
 from tests.fake_llm.wire import Reply, json_reply, sse_reply
 
 TOOL_OUTPUT_TYPES = ("function_call_output", "custom_tool_call_output", "local_shell_call_output")
@@ -46,10 +46,10 @@ def _output_text(output: Any) -> str:
 def output_item(answer: ToolCall | str) -> dict[str, Any]:
     """The single output item of the fake response."""
     if isinstance(answer, ToolCall):
-        return {"type": "function_call", "id": "fc_fake_1", "status": "completed",
+        return {"type": "function_call", "id": answer.call_id.replace("call_", "fc_", 1), "status": "completed",
                 "call_id": answer.call_id, "name": answer.name,
                 "arguments": json.dumps(answer.arguments)}
-    return {"type": "message", "id": "msg_fake_1", "role": "assistant", "status": "completed",
+    return {"type": "message", "id": new_id("msg"), "role": "assistant", "status": "completed",
             "content": [{"type": "output_text", "text": answer, "annotations": []}]}
 
 
@@ -64,7 +64,7 @@ def handle(body: dict[str, Any], script: Script) -> Reply:
     out_tokens = estimate_tokens(item)
     in_tokens = estimate_tokens(body)
     response = {
-        "id": "resp_fake_1", "object": "response", "status": "completed",
+        "id": new_id("resp"), "object": "response", "status": "completed",
         "model": convo.model or script.model, "output": [item],
         "usage": {"input_tokens": in_tokens, "input_tokens_details": {"cached_tokens": 0},
                   "output_tokens": out_tokens, "output_tokens_details": {"reasoning_tokens": 0},

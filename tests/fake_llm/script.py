@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import string
+import uuid
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -53,7 +54,7 @@ class ToolCall:
 
     name: str
     arguments: dict[str, Any]
-    call_id: str = "call_fake_1"
+    call_id: str = field(default_factory=lambda: new_id("call"))
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,11 @@ class Conversation:
     last_tool_output: str = ""
     model: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+
+
+def new_id(prefix: str) -> str:
+    """A fresh id: clients such as claude merge history entries that share an id."""
+    return f"{prefix}_fake_{uuid.uuid4().hex[:16]}"
 
 
 def pick_shell_tool(tools: dict[str, dict[str, Any]]) -> str | None:

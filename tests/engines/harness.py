@@ -1,0 +1,160 @@
+"""Run any engine adapter for real against the fake LLM server.
+
+One scenario for every engine: make a run dir (a git repo, so no skill leaks in from its
+ancestors), install the probe skill into each of the adapter's `skill_dirs`, build the command
+with the adapter, run it like the supervisor does (own session, stdin /dev/null, a timeout, logs
+opened for append so a resumed turn lands in the same stdout log) and hand back the adapter's
+`EngineOutput` plus the fake server's request log.
+
+Adding an engine means adding its entry to `FAKE_CONFIG` (how it reaches the fake server) and
+one test module.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from runner_core.engines.base import CommandSpec, EngineAdapter, EngineContext, EngineOutput, ProcessResult
+from runner_core.engines.config import resolve_binary
+from tests.fake_llm import FakeLLM, RecordedRequest, Script
+
+PROBE_SKILL_DIR = Path(__file__).resolve().parent / "probe-skill"
+PROBE_SKILL = "probe-skill"
+PROBE_TOKEN = "ZQXPROBE42"        # in the skill's description: proves the skill was advertised
+PROBE_BODY_TOKEN = "ZQXBODY77"    # in the skill's body: proves it was activated/read
+MARKER_FILE = "made-by-agent.txt"
+PROBE_COMMAND = f"printf probe > {MARKER_FILE}"
+PROBE_PROMPT = "Use the probe-skill skill, then answer with its JSON result."
+FAKE_KEY = "fake-key"
+FAKE_MODEL = "fake-model"
+
+
+def _openai_style(llm: FakeLLM) -> dict[str, Any]:
+    return {"base_url": f"{llm.base_url}/v1", "api_key": FAKE_KEY, "model": FAKE_MODEL}
+
+
+def _root_style(llm: FakeLLM) -> dict[str, Any]:
+    return {"base_url": llm.base_url, "api_key": FAKE_KEY, "model": FAKE_MODEL}
+
+
+# Engine -> the config that points its adapter at the fake server (see ENGINES.md).
+FAKE_CONFIG: dict[str, Callable[[FakeLLM], dict[str, Any]]] = {
+    "codex": _openai_style,      # Responses API under /v1
+    "claude": _root_style,       # ANTHROPIC_BASE_URL without /v1
+    "gemini": _root_style,       # GOOGLE_GEMINI_BASE_URL without /v1beta
+    "opencode": _openai_style,   # Chat Completions under /v1
+    "qwen": _openai_style,       # OPENAI_BASE_URL under /v1
+    "iflow": _openai_style,
+}
+
+
+@dataclass
+class ScenarioResult:
+    """What one real run produced."""
+
+    output: EngineOutput
+    requests: list[RecordedRequest]
+    request_text: str
+    run_dir: Path
+    spec: CommandSpec
+    process: ProcessResult
+    seconds: float
+    stdout: str = ""
+    stderr: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def require_binary(adapter: EngineAdapter) -> Path:
+    """The adapter's binary; a missing one fails the test under CI and skips it otherwise."""
+    path = resolve_binary(adapter.binary)
+    if path is None:
+        reason = (f"{adapter.binary} CLI not installed: run deploy/install-engines.sh "
+                  f"(or set SKILL_RUNNER_ENGINE_BIN_DIR)")
+        if os.environ.get("CI"):
+            pytest.fail(reason)
+        pytest.skip(reason)
+    return path
+
+
+def make_run_dir(base: Path, adapter: EngineAdapter, skill_src: Path = PROBE_SKILL_DIR) -> Path:
+    """A fresh run dir: a git repo holding the skill in each of the adapter's skill dirs."""
+    run_dir = base / f"run-{adapter.name}"
+    run_dir.mkdir(parents=True)
+    for rel in adapter.skill_dirs:
+        shutil.copytree(skill_src, run_dir / rel / skill_src.name)
+    subprocess.run(["git", "init", "-q", str(run_dir)], check=True, stdin=subprocess.DEVNULL)
+    return run_dir
+
+
+def run_spec(spec: CommandSpec, log_dir: Path, timeout: float) -> ProcessResult:
+    """Run a CommandSpec like the supervisor: files first, own session, kill group on timeout."""
+    for rel, content in spec.files.items():
+        target = Path(spec.cwd) / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(content, encoding="utf-8")
+    log_dir.mkdir(parents=True, exist_ok=True)
+    stdout_path, stderr_path = log_dir / "stdout.txt", log_dir / "stderr.txt"
+    started = time.time()
+    timed_out, exit_code = False, None
+    with stdout_path.open("ab") as out, stderr_path.open("ab") as err:  # like the supervisor
+        try:
+            proc = subprocess.Popen(
+                spec.argv, cwd=spec.cwd, env=spec.env, stdout=out, stderr=err,
+                stdin=subprocess.PIPE if spec.stdin is not None else subprocess.DEVNULL,
+                start_new_session=True)
+        except FileNotFoundError as exc:
+            err.write(f"cannot start {spec.argv[0]}: {exc}\n".encode())
+            return ProcessResult(127, stdout_path, stderr_path, started, time.time())
+        try:
+            proc.communicate(spec.stdin.encode() if spec.stdin is not None else None, timeout=timeout)
+            exit_code = proc.returncode
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    return ProcessResult(exit_code, stdout_path, stderr_path, started, time.time(), timed_out=timed_out)
+
+
+def run_scenario(
+    adapter: EngineAdapter,
+    base: Path,
+    script: Script,
+    *,
+    prompt: str = PROBE_PROMPT,
+    config: Mapping[str, Any] | None = None,
+    session_id: str | None = None,
+    run_dir: Path | None = None,
+    timeout: float = 120.0,
+    log_name: str = "logs",
+) -> ScenarioResult:
+    """Run `adapter` once against a fresh fake LLM server following `script`.
+
+    `config` is merged over the engine's FAKE_CONFIG entry; pass `run_dir` (and `session_id`)
+    of an earlier result to resume in the same run dir.
+    """
+    require_binary(adapter)
+    run_dir = run_dir or make_run_dir(base, adapter)
+    with FakeLLM(script) as llm:
+        merged = {**FAKE_CONFIG[adapter.name](llm), **(config or {})}
+        ctx = EngineContext(run_dir=run_dir, skill_id=PROBE_SKILL, prompt=prompt, config=merged,
+                            model=merged.get("model"), session_id=session_id)
+        spec = adapter.build_command(ctx)
+        started = time.monotonic()
+        process = run_spec(spec, run_dir / log_name, timeout)
+        seconds = time.monotonic() - started
+        requests = list(llm.requests)
+        request_text = llm.request_text()
+    return ScenarioResult(
+        output=adapter.parse_output(process), requests=requests, request_text=request_text,
+        run_dir=run_dir, spec=spec, process=process, seconds=seconds,
+        stdout=process.stdout_path.read_text(errors="replace"),
+        stderr=process.stderr_path.read_text(errors="replace"))
