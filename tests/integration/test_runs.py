@@ -77,3 +77,23 @@ def test_redelivered_task_does_not_run_the_skill_twice(stack):
     assert status["status"] == "succeeded" and status["attempt"] == 1
     calls = (stack.settings.runs_dir / status["run_id"] / "artifacts" / "calls.txt").read_text()
     assert len(calls.split()) == 1
+
+
+def test_artifacts_listing_download_and_bundle(stack):
+    import zipfile
+    rid = stack.client.post("/v1/jobs", json={"skill_id": "demo-prime-number",
+                                              "runtime_options": {"debug": True}}).json["request_id"]
+    upload(stack.client, rid, {"input_file.txt": "20"})
+    assert stack.wait(rid)["status"] == "succeeded"
+    listing = stack.client.get(f"/v1/jobs/{rid}/artifacts").json
+    entry = listing["artifacts"][0]
+    assert entry["role"] == "report" and entry["mime"] == "text/markdown"
+    body = stack.client.get(f"/v1/jobs/{rid}/artifacts/primes.md").data
+    assert hashlib.sha256(body).hexdigest() == entry["sha256"]
+    assert stack.client.get(f"/v1/jobs/{rid}/artifacts/../input.json").status_code in (400, 404)
+    assert stack.client.get(f"/v1/jobs/{rid}/artifacts/..%2F..%2Fruns.db").status_code in (400, 404)
+    resp = stack.client.get(f"/v1/jobs/{rid}/bundle")
+    assert resp.status_code == 200 and "run_bundle_debug.zip" in resp.headers["Content-Disposition"]
+    names = zipfile.ZipFile(io.BytesIO(resp.data)).namelist()
+    assert "result/result.json" in names and "artifacts/primes.md" in names
+    assert "logs/stdout.txt" in names  # debug bundle holds the logs

@@ -1,0 +1,40 @@
+"""Engines: installed CLIs, versions, auth readiness and models."""
+from __future__ import annotations
+
+from flask.views import MethodView
+from flask_smorest import Blueprint
+
+from api.errors import ApiError
+from runner_core.engines import SUPPORTED_ENGINES
+from runner_core.engines.catalog import all_engines, engine_info
+
+blp = Blueprint("engines", __name__, url_prefix="/v1/engines", description="Engine CLIs")
+
+
+def info_or_404(engine: str):
+    if engine not in SUPPORTED_ENGINES:
+        raise ApiError(404, "ENGINE_NOT_FOUND", f"unknown engine '{engine}'",
+                       {"engines": list(SUPPORTED_ENGINES)})
+    return engine_info(engine)
+
+
+@blp.route("")
+class Engines(MethodView):
+    def get(self):
+        """List engines: cli_version, installed, auth_ready, models_count."""
+        return [info.summary() for info in all_engines()]
+
+
+@blp.route("/<engine>")
+class Engine(MethodView):
+    def get(self, engine: str):
+        """One engine in detail (binary path, models, last error)."""
+        return info_or_404(engine).detail()
+
+
+@blp.route("/<engine>/models")
+class Models(MethodView):
+    def get(self, engine: str):
+        """Models offered for `engine` (codex: name@reasoning_effort)."""
+        info = info_or_404(engine)
+        return {"engine": engine, "default_model": info.default_model, "models": info.models}

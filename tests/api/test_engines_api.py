@@ -1,0 +1,48 @@
+"""Engines endpoints read the layered engine config and the installed CLIs."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from runner_core.engines import SUPPORTED_ENGINES
+
+
+@pytest.fixture
+def engine_config(tmp_path, monkeypatch):
+    root = tmp_path / "engine-config"
+    (root / "codex").mkdir(parents=True)
+    (root / "codex" / "default.json").write_text(json.dumps(
+        {"model": "gpt-5.2-codex@high", "api_key_env": "TEST_CODEX_KEY",
+         "models": ["gpt-5.2-codex@low", "gpt-5.2-codex@high"]}))
+    monkeypatch.setenv("SKILL_RUNNER_ENGINE_CONFIG_DIR", str(root))
+    return root
+
+
+def test_engines_list_every_supported_engine(client, engine_config):
+    body = client.get("/v1/engines").json
+    assert [e["engine"] for e in body] == list(SUPPORTED_ENGINES)
+    assert set(body[0]) == {"engine", "cli_version", "installed", "auth_ready", "models_count"}
+
+
+def test_models_come_from_the_config_layers(client, engine_config):
+    body = client.get("/v1/engines/codex/models").json
+    assert body == {"engine": "codex", "default_model": "gpt-5.2-codex@high",
+                    "models": ["gpt-5.2-codex@low", "gpt-5.2-codex@high"]}
+
+
+def test_auth_ready_follows_the_key_variable(client, engine_config, monkeypatch):
+    assert client.get("/v1/engines/codex").json["auth_ready"] is False
+    monkeypatch.setenv("TEST_CODEX_KEY", "k")
+    assert client.get("/v1/engines/codex").json["auth_ready"] is True
+
+
+def test_unknown_engine_is_404(client):
+    resp = client.get("/v1/engines/nope/models")
+    assert resp.status_code == 404 and resp.json["error"]["code"] == "ENGINE_NOT_FOUND"
+
+
+def test_missing_cli_is_reported_not_raised(client, engine_config):
+    detail = client.get("/v1/engines/iflow").json
+    assert detail["installed"] is False and detail["cli_version"] is None
+    assert "not installed" in detail["last_error"]
