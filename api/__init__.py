@@ -33,8 +33,8 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     app.extensions["queue"] = app.config.get("QUEUE") or CeleryQueue(settings.broker_url)
     register_error_handlers(app)
     api = RunnerApi(app)
-    from api.resources import engines, health, jobs, run_files, skills
-    for module in (health, skills, jobs, run_files, engines):
+    from api.resources import cleanup, engines, health, jobs, run_files, skills
+    for module in (health, skills, cleanup, jobs, run_files, engines):
         api.register_blueprint(module.blp)
     _serve_swagger_assets(app)
     return app

@@ -1,0 +1,52 @@
+"""POST /v1/jobs/cleanup: remove finished runs (rows and directories) older than a cutoff."""
+from __future__ import annotations
+
+import shutil
+from datetime import timedelta
+
+from flask import current_app
+from flask.views import MethodView
+from flask_smorest import Blueprint
+from marshmallow import Schema, fields, validate
+from sqlalchemy import delete, select
+
+from runner_core.store.models import TERMINAL_STATUSES, Request, Run, utcnow
+
+blp = Blueprint("cleanup", __name__, url_prefix="/v1/jobs", description="Housekeeping")
+
+
+class CleanupArgs(Schema):
+    older_than_sec = fields.Integer(load_default=0, validate=validate.Range(min=0))
+    statuses = fields.List(fields.String(validate=validate.OneOf(TERMINAL_STATUSES)),
+                           load_default=list(TERMINAL_STATUSES))
+
+
+class CleanupResult(Schema):
+    runs_deleted = fields.Integer()
+    requests_deleted = fields.Integer()
+    older_than_sec = fields.Integer()
+
+
+@blp.route("/cleanup")
+class Cleanup(MethodView):
+    @blp.arguments(CleanupArgs)
+    @blp.response(200, CleanupResult)
+    def post(self, args):
+        """Delete finished runs older than `older_than_sec` with their requests and files."""
+        settings = current_app.config["SETTINGS"]
+        cutoff = utcnow() - timedelta(seconds=args["older_than_sec"])
+        with current_app.extensions["db"]() as session:
+            run_ids = list(session.scalars(select(Run.id).where(
+                Run.status.in_(args["statuses"]), Run.finished_at.is_not(None),
+                Run.finished_at <= cutoff)))
+            request_ids = list(session.scalars(select(Request.id).where(Request.run_id.in_(run_ids))))
+            # Request rows of runs that never had a request of their own are removed with them.
+            session.execute(delete(Request).where(Request.id.in_(request_ids)))
+            session.execute(delete(Run).where(Run.id.in_(run_ids), Run.status.in_(TERMINAL_STATUSES)))
+            session.commit()
+        for run_id in run_ids:
+            shutil.rmtree(settings.runs_dir / run_id, ignore_errors=True)
+        for request_id in request_ids:
+            shutil.rmtree(settings.requests_dir / request_id, ignore_errors=True)
+        return {"runs_deleted": len(run_ids), "requests_deleted": len(request_ids),
+                "older_than_sec": args["older_than_sec"]}

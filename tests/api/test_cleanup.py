@@ -1,0 +1,40 @@
+"""Cleanup removes finished runs older than the cutoff, never active ones."""
+from __future__ import annotations
+
+from datetime import timedelta
+
+from sqlalchemy import select, update
+
+from runner_core.store.models import Request, Run, utcnow
+
+
+def make_job(client, app, settings, status, age_sec):
+    rid = client.post("/v1/jobs", json={"skill_id": "fenced-json", "input": {"text": "x"}}).json["request_id"]
+    with app.extensions["db"]() as session:
+        run_id = session.get(Request, rid).run_id
+        finished = utcnow() - timedelta(seconds=age_sec) if status != "running" else None
+        session.execute(update(Run).where(Run.id == run_id).values(status=status, finished_at=finished))
+        session.commit()
+    (settings.runs_dir / run_id / "result").mkdir(parents=True)
+    return rid, run_id
+
+
+def test_cleanup_respects_age_and_never_touches_active_runs(client, app, settings):
+    old_rid, old_run = make_job(client, app, settings, "succeeded", 3600)
+    new_rid, new_run = make_job(client, app, settings, "failed", 10)
+    act_rid, act_run = make_job(client, app, settings, "running", 3600)
+    body = client.post("/v1/jobs/cleanup", json={"older_than_sec": 600}).json
+    assert body["runs_deleted"] == 1 and body["requests_deleted"] == 1
+    with app.extensions["db"]() as session:
+        remaining = set(session.scalars(select(Run.id)))
+    assert remaining == {new_run, act_run}
+    assert not (settings.runs_dir / old_run).exists()
+    assert not (settings.requests_dir / old_rid).exists()
+    assert (settings.runs_dir / act_run).exists()
+    assert client.get(f"/v1/jobs/{old_rid}").status_code == 404
+    assert client.get(f"/v1/jobs/{act_rid}").status_code == 200
+
+
+def test_cleanup_rejects_a_negative_age(client):
+    resp = client.post("/v1/jobs/cleanup", json={"older_than_sec": -1})
+    assert resp.status_code == 422 and resp.json["error"]["code"] == "REQUEST_VALIDATION_FAILED"
