@@ -52,7 +52,7 @@ class GeminiAdapter:
             argv += ["-m", model]
         if ctx.session_id:
             argv += ["--resume", ctx.session_id]
-        argv += ["-p", ctx.prompt]
+        argv.append(f"--prompt={ctx.prompt}")  # `=` form: a prompt may start with "-"
         settings = deep_merge(BASE_SETTINGS, config.get("settings", {}))
         return CommandSpec(
             argv=argv,

@@ -51,7 +51,7 @@ class IflowAdapter:
         argv = [str(binary_path or self.binary), "--yolo", "--thinking"]
         if ctx.session_id:
             argv += ["--resume", ctx.session_id]
-        argv += ["-p", ctx.prompt]
+        argv.append(f"--prompt={ctx.prompt}")  # `=` form: a prompt may start with "-"
         return CommandSpec(
             argv=argv,
             cwd=ctx.run_dir,

@@ -51,7 +51,7 @@ class OpencodeAdapter:
             argv += ["-m", settings["model"]]
         if ctx.session_id:
             argv += ["-s", ctx.session_id]
-        argv += [ctx.prompt]
+        argv += ["--", ctx.prompt]  # a prompt may start with "-"
         files = {**RUN_HOME_FILES, "opencode.json": json.dumps(settings, indent=2)}
         if not (ctx.run_dir / ".git").exists():
             files.update(GIT_MARKER)

@@ -25,7 +25,7 @@ from runner_core.engines.config import (
 
 _API_ERROR = re.compile(r"^\s*\[API Error:\s*(.*?)\]?\s*$", re.DOTALL)
 _STATUS = re.compile(r"\b([45]\d\d)\b")
-_AUTH_HINTS = ("OPENAI_API_KEY", "API key", "api key")
+_AUTH_HINTS = ("Missing API key", "OPENAI_API_KEY environment variable")
 
 
 @dataclass(frozen=True)
@@ -55,7 +55,7 @@ class QwenAdapter:
             argv += ["-m", model]
         if ctx.session_id:
             argv += ["--resume", ctx.session_id]
-        argv += ["-p", ctx.prompt]
+        argv.append(f"--prompt={ctx.prompt}")  # `=` form: a prompt may start with "-"
         return CommandSpec(
             argv=argv,
             cwd=ctx.run_dir,

@@ -55,3 +55,10 @@ def test_gemini_without_api_key_is_auth_missing(scenario: Scenario) -> None:
                    timeout=30)
     assert run.output.error is not None and run.output.error.code == "AUTH_MISSING"
     assert not run.requests
+
+
+def test_gemini_takes_a_prompt_starting_with_a_dash(scenario: Scenario) -> None:
+    prompt = "- use the probe skill --now"
+    run = scenario(ADAPTER, Script(tool=False, final_text=FINAL), prompt=prompt)
+    assert run.output.error is None, run.stderr[-2000:]
+    assert prompt in run.request_text

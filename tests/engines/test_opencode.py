@@ -52,3 +52,10 @@ def test_opencode_http_400_is_a_model_api_error_quickly(scenario: Scenario) -> N
     assert run.output.error is not None and run.output.error.code == "MODEL_API_ERROR"
     assert run.output.error.details.get("status") == 400
     assert run.seconds < 15
+
+
+def test_opencode_takes_a_prompt_starting_with_a_dash(scenario: Scenario) -> None:
+    prompt = "- use the probe skill --now"
+    run = scenario(ADAPTER, Script(tool=False, final_text=FINAL), prompt=prompt, config=OFFLINE)
+    assert run.output.error is None, run.stderr[-2000:]
+    assert prompt in run.request_text

@@ -27,8 +27,13 @@ def context(tmp_path: Path, **overrides: object) -> EngineContext:
 
 def test_command_runs_headless_with_stream_json(tmp_path: Path) -> None:
     spec = gemini.ADAPTER.build_command(context(tmp_path))
-    assert spec.argv[1:] == ["--yolo", "--output-format", "stream-json", "-m", "m1", "-p", "do it"]
+    assert spec.argv[1:] == ["--yolo", "--output-format", "stream-json", "-m", "m1", "--prompt=do it"]
     assert spec.cwd == tmp_path
+
+
+def test_prompt_starting_with_a_dash_stays_one_value(tmp_path: Path) -> None:
+    spec = gemini.ADAPTER.build_command(context(tmp_path, prompt="- step one --x"))
+    assert spec.argv[-1] == "--prompt=- step one --x"
 
 
 def test_request_model_beats_config_model_and_resume_is_passed(tmp_path: Path) -> None:

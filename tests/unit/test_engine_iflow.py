@@ -33,7 +33,7 @@ def context(tmp_path: Path, **overrides: object) -> EngineContext:
 
 def test_command_is_yolo_thinking_prompt(tmp_path: Path) -> None:
     argv = iflow.ADAPTER.build_command(context(tmp_path)).argv
-    assert argv[1:] == ["--yolo", "--thinking", "-p", "do it"]
+    assert argv[1:] == ["--yolo", "--thinking", "--prompt=do it"]
 
 
 def test_resume_passes_the_session_id(tmp_path: Path) -> None:

@@ -35,7 +35,7 @@ def test_command_selects_the_runner_provider(tmp_path: Path) -> None:
     assert spec.argv[1:4] == ["run", "--format", "json"]
     assert spec.argv[spec.argv.index("-m") + 1] == "runner/m1"
     assert spec.argv[spec.argv.index("-s") + 1] == "ses_1"
-    assert spec.argv[-1] == "do it"
+    assert spec.argv[-2:] == ["--", "do it"]
 
 
 def test_provider_block_refers_to_the_key_without_writing_it(tmp_path: Path) -> None:

@@ -30,7 +30,7 @@ def test_command_uses_openai_auth_and_stream_json(tmp_path: Path) -> None:
     assert argv[1:5] == ["--auth-type", "openai", "--yolo", "--output-format"]
     assert argv[argv.index("--output-format") + 1] == "stream-json"
     assert argv[argv.index("--resume") + 1] == "sid-1"
-    assert argv[-2:] == ["-p", "do it"]
+    assert argv[-1] == "--prompt=do it"
 
 
 def test_provider_env_and_per_run_home(tmp_path: Path) -> None:
