@@ -47,6 +47,9 @@ _INHERITED_ENV = (
     "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy",
 )
 
+# Longer prompts go through stdin: one argv string may not exceed 128 KiB on Linux.
+MAX_ARGV_PROMPT_BYTES = 100_000
+
 _DICT_KEYS = ("env", "settings", "runtime_options")
 _STR_KEYS = ("base_url", "api_key_env", "api_key", "model")
 
@@ -198,6 +201,11 @@ def run_env(
     """`engine_env` with HOME and TMPDIR under `run_dir` (see RUN_HOME, RUN_HOME_FILES)."""
     return engine_env(home=run_dir / RUN_HOME, tmp_dir=run_dir / RUN_TMP,
                       binary_path=binary_path, config=config, extra=extra)
+
+def prompt_fits_argv(prompt: str) -> bool:
+    """True when `prompt` can be passed as a command-line argument (else send it on stdin)."""
+    return len(prompt.encode("utf-8")) <= MAX_ARGV_PROMPT_BYTES
+
 
 # --- output helpers shared by the adapters ---------------------------------------------------
 

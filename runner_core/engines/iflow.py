@@ -18,7 +18,7 @@ from typing import Any
 from runner_core.engines.base import CommandSpec, EngineContext, EngineError, EngineOutput, ProcessResult
 from runner_core.engines.config import (
     RUN_HOME, RUN_HOME_FILES, api_error, deep_merge, exit_error, json_of_text,
-    missing_cli_error, read_output, resolve_api_key, resolve_binary, run_env,
+    missing_cli_error, read_output, prompt_fits_argv, resolve_api_key, resolve_binary, run_env,
 )
 
 _INFO = re.compile(r"<Execution Info>\s*(.*?)\s*</Execution Info>", re.DOTALL)
@@ -51,10 +51,15 @@ class IflowAdapter:
         argv = [str(binary_path or self.binary), "--yolo", "--thinking"]
         if ctx.session_id:
             argv += ["--resume", ctx.session_id]
-        argv.append(f"--prompt={ctx.prompt}")  # `=` form: a prompt may start with "-"
+        stdin = None
+        if prompt_fits_argv(ctx.prompt):
+            argv.append(f"--prompt={ctx.prompt}")  # `=` form: a prompt may start with "-"
+        else:
+            stdin = ctx.prompt  # piped stdin alone makes the run headless
         return CommandSpec(
             argv=argv,
             cwd=ctx.run_dir,
+            stdin=stdin,
             env=run_env(ctx.run_dir, binary_path, config, extra),
             files={**RUN_HOME_FILES, f"{RUN_HOME}/.iflow/settings.json": json.dumps(settings, indent=2)},
         )

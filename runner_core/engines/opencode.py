@@ -19,7 +19,7 @@ from typing import Any
 from runner_core.engines.base import CommandSpec, EngineContext, EngineError, EngineOutput, ProcessResult
 from runner_core.engines.config import (
     RUN_HOME_FILES, api_error, deep_merge, exit_error, json_lines, json_of_text,
-    missing_cli_error, read_output, resolve_api_key, resolve_binary, run_env,
+    missing_cli_error, read_output, prompt_fits_argv, resolve_api_key, resolve_binary, run_env,
 )
 
 PROVIDER_ID = "runner"
@@ -51,13 +51,18 @@ class OpencodeAdapter:
             argv += ["-m", settings["model"]]
         if ctx.session_id:
             argv += ["-s", ctx.session_id]
-        argv += ["--", ctx.prompt]  # a prompt may start with "-"
+        stdin = None
+        if prompt_fits_argv(ctx.prompt):
+            argv += ["--", ctx.prompt]  # a prompt may start with "-"
+        else:
+            stdin = ctx.prompt  # opencode run reads piped stdin as the message
         files = {**RUN_HOME_FILES, "opencode.json": json.dumps(settings, indent=2)}
         if not (ctx.run_dir / ".git").exists():
             files.update(GIT_MARKER)
         return CommandSpec(
             argv=argv,
             cwd=ctx.run_dir,
+            stdin=stdin,
             env=run_env(ctx.run_dir, binary_path, config, extra),
             files=files,
         )

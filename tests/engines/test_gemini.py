@@ -62,3 +62,11 @@ def test_gemini_takes_a_prompt_starting_with_a_dash(scenario: Scenario) -> None:
     run = scenario(ADAPTER, Script(tool=False, final_text=FINAL), prompt=prompt)
     assert run.output.error is None, run.stderr[-2000:]
     assert prompt in run.request_text
+
+
+def test_gemini_takes_a_prompt_too_long_for_argv_on_stdin(scenario: Scenario) -> None:
+    prompt = "Use the probe skill. " + "padding " * 20_000 + "TAILTOKEN91"
+    run = scenario(ADAPTER, Script(tool=False, final_text=FINAL), prompt=prompt)
+    assert run.spec.stdin == prompt
+    assert run.output.error is None, run.stderr[-2000:]
+    assert "TAILTOKEN91" in run.request_text

@@ -107,3 +107,10 @@ def test_appended_log_of_a_resumed_turn_yields_the_last_answer(tmp_path: Path) -
     out = gemini.ADAPTER.parse_output(ProcessResult(0, tmp_path / "out", tmp_path / "err", 0.0, 0.0))
     assert out.error is None
     assert out.parsed_json["ok"] is True
+
+
+def test_prompt_too_long_for_argv_goes_to_stdin(tmp_path: Path) -> None:
+    prompt = "x" * 200_000
+    spec = gemini.ADAPTER.build_command(context(tmp_path, prompt=prompt))
+    assert spec.stdin == prompt
+    assert not any(arg.startswith("--prompt") for arg in spec.argv)

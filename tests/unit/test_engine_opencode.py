@@ -111,3 +111,10 @@ def test_appended_log_of_a_resumed_turn_yields_the_last_answer(tmp_path: Path) -
     (tmp_path / "err").write_text("")
     out = opencode.ADAPTER.parse_output(ProcessResult(0, tmp_path / "out", tmp_path / "err", 0.0, 0.0))
     assert out.parsed_json["ok"] is False
+
+
+def test_prompt_too_long_for_argv_goes_to_stdin(tmp_path: Path) -> None:
+    prompt = "x" * 200_000
+    spec = opencode.ADAPTER.build_command(context(tmp_path, prompt=prompt))
+    assert spec.stdin == prompt
+    assert prompt not in spec.argv
