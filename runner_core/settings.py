@@ -32,6 +32,7 @@ class Settings:
     queue_max: int
     sweep_grace_sec: int
     lease_sec: int
+    repair_rounds: int = 0
 
     @property
     def runs_dir(self) -> Path:
@@ -73,4 +74,5 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         queue_max=int(env.get("SKILL_RUNNER_QUEUE_MAX", "1000")),
         sweep_grace_sec=int(env.get("SKILL_RUNNER_SWEEP_GRACE_SEC", "30")),
         lease_sec=int(env.get("SKILL_RUNNER_LEASE_SEC", "60")),
+        repair_rounds=int(env.get("SKILL_RUNNER_REPAIR_ROUNDS", "0")),
     )

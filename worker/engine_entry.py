@@ -2,12 +2,15 @@
 discovers it, drive the CLI under the supervisor, and hand its output to the output chain."""
 from __future__ import annotations
 
+import json
 import subprocess
+from dataclasses import replace
 from typing import Any
 
 from runner_core.engines import get_adapter
 from runner_core.engines.base import EngineContext
 from runner_core.engines.config import EngineConfigError, load_engine_config
+from runner_core.output import RepairRequest
 from runner_core.prompts import PromptContext, PromptError, patch_skill_md, render_prompt
 from runner_core.workspace import install_skill_copy
 from worker.supervisor import run_command
@@ -49,7 +52,36 @@ def run_engine(executor, pkg) -> tuple[str | None, Any]:
     if output.error is not None:
         raise RunFailed(output.error.code, output.error.message,
                         {"engine": run.engine, **output.error.details})
+    executor.repair = make_repair(executor, pkg, adapter, ctx)
     return output.final_text, output.envelope
+
+
+REPAIR_PROMPT = """Your last answer does not match the required JSON Schema.
+Validation errors:
+{errors}
+
+Answer again with ONLY the corrected JSON object (no prose, no code fence). The schema:
+{schema}"""
+
+
+def make_repair(executor, pkg, adapter, ctx: EngineContext):
+    """N3: re-ask the same engine session with the validation errors (one CLI turn a round)."""
+    paths = executor.paths
+
+    def repair(request: RepairRequest) -> str | None:
+        errors = "\n".join(f"- {e.get('path')}: {e.get('message')}" for e in request.errors)
+        prompt = REPAIR_PROMPT.format(errors=errors or "- (no JSON found)",
+                                      schema=json.dumps(pkg.output_schema, ensure_ascii=False))
+        spec = adapter.build_command(replace(ctx, prompt=prompt, session_id=executor.session_handle))
+        name = f"repair_{request.round}"
+        result = run_command(spec, paths.logs / f"{name}_stdout.txt",
+                             paths.logs / f"{name}_stderr.txt", executor.make_watch(pkg))
+        output = adapter.parse_output(result)
+        if output.error is not None:
+            raise RuntimeError(f"{output.error.code}: {output.error.message}")
+        executor.session_handle = output.session_id or executor.session_handle
+        return output.final_text
+    return repair
 
 
 def _git_init(run_dir) -> None:

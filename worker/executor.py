@@ -59,6 +59,7 @@ class RunExecutor:
         self.data: Any = None
         self.artifacts: list[str] = []
         self.session_handle: str | None = None
+        self.repair = None  # N3 repair function, set by engine entrypoints
 
     def execute(self) -> RunOutcome:
         """Execute and always write result/result.json in the seed's shape."""
@@ -136,14 +137,21 @@ class RunExecutor:
             self.paths.root, pkg.output_schema, engine_text=text, envelope=envelope,
             normalizer=self._skill_command(pkg, manifest.normalizer),
             fallback=self._skill_command(pkg, manifest.fallback),
-            repair_rounds=0, schema_path=pkg.root / manifest.schemas["output"])
+            repair=self.repair, repair_rounds=self._repair_rounds(),
+            schema_path=pkg.root / manifest.schemas["output"])
         self.warnings.extend(outcome.warnings)
         if not outcome.ok:
             raise RunFailed("OUTPUT_VALIDATION_FAILED",
                             "the output does not match the skill's output schema",
                             {"validation_errors": outcome.validation_errors,
-                             "raw_output_path": outcome.raw_output_path})
+                             "raw_output_path": _run_relative(outcome.raw_output_path,
+                                                              self.paths.root)})
         self.data = outcome.data
+
+    def _repair_rounds(self) -> int:
+        """N3 is off unless the request or the server turns it on (bounded to 3 rounds)."""
+        rounds = self.run.runtime_options.get("repair_rounds", self.settings.repair_rounds)
+        return max(0, min(int(rounds or 0), 3)) if self.repair is not None else 0
 
     def _skill_command(self, pkg: SkillPackage, command):
         if command is None or not command.enabled:
@@ -205,6 +213,14 @@ def check_process(result, failure_code: str, paths: RunPaths) -> None:
     if result.exit_code != 0:
         raise RunFailed(failure_code, f"process exited with code {result.exit_code}",
                         {"exit_code": result.exit_code})
+
+
+def _run_relative(path: str, root: Path) -> str:
+    """Paths shown to clients are relative to the run directory."""
+    try:
+        return Path(path).relative_to(root).as_posix()
+    except ValueError:
+        return path
 
 
 def _tail(path: Path, limit: int = 4000) -> str:

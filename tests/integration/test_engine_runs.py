@@ -16,11 +16,25 @@ pytestmark = [pytest.mark.integration, pytest.mark.engines]
 RESULT = {"text": "hello", "length": 5}
 
 
+DEFAULT_SCRIPT = Script(command="printf 'made by codex' > artifacts/note.txt",
+                        final_text="Here you go:\n```json\n" + json.dumps(RESULT) + "\n```")
+# First turn prints JSON missing "length"; any later turn (the N3 repair) prints valid JSON.
+TWO_TURNS = Script(
+    command="if [ -f .seen ]; then echo '%s'; else touch .seen; echo '%s'; fi"
+            % (json.dumps(RESULT), json.dumps({"text": "hello"})),
+    final_text="$tool_output")
+
+
 @pytest.fixture
-def llm():
-    script = Script(command="printf 'made by codex' > artifacts/note.txt",
-                    final_text="Here you go:\n```json\n" + json.dumps(RESULT) + "\n```")
-    with FakeLLM(script) as server:
+def script_file(tmp_path):
+    path = tmp_path / "llm-script.json"
+    path.write_text(json.dumps(DEFAULT_SCRIPT.__dict__))
+    return path
+
+
+@pytest.fixture
+def llm(script_file):
+    with FakeLLM(script_file) as server:  # the script is re-read on every request
         yield server
 
 
@@ -53,3 +67,28 @@ def test_prompt_skill_runs_through_codex(codex_stack, llm):
     assert (run_dir / ".agents" / "skills" / "echo-prompt" / "SKILL.md").is_file()
     assert "echo-prompt" in llm.request_text()  # the skill was advertised to the model
     assert (run_dir / "raw" / "engine_output.txt").read_text().startswith("Here you go")
+
+
+def test_invalid_output_is_repaired_at_n3_when_enabled(codex_stack, script_file):
+    script_file.write_text(json.dumps(TWO_TURNS.__dict__))
+    client = codex_stack.client
+    rid = client.post("/v1/jobs", json={"skill_id": "echo-prompt", "engine": "codex",
+                                        "input": {"text": "hello"},
+                                        "runtime_options": {"repair_rounds": 1}}).json["request_id"]
+    status = codex_stack.wait(rid, timeout=90)
+    assert status["status"] == "succeeded", client.get(f"/v1/jobs/{rid}/logs").json
+    result = client.get(f"/v1/jobs/{rid}/result").json["result"]
+    assert result["data"] == RESULT
+    assert "OUTPUT_REPAIRED_N3" in [w["code"] for w in result["validation_warnings"]]
+
+
+def test_invalid_output_fails_with_validation_errors_when_n3_is_off(codex_stack, script_file):
+    script_file.write_text(json.dumps(TWO_TURNS.__dict__))
+    client = codex_stack.client
+    rid = client.post("/v1/jobs", json={"skill_id": "echo-prompt", "engine": "codex",
+                                        "input": {"text": "hello"}}).json["request_id"]
+    status = codex_stack.wait(rid, timeout=90)
+    assert status["status"] == "failed"
+    assert status["error"]["code"] == "OUTPUT_VALIDATION_FAILED"
+    assert any("length" in e["message"] for e in status["error"]["validation_errors"])
+    assert status["error"]["raw_output_path"] == "raw/engine_output.txt"
