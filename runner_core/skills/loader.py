@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ from runner_core.engines import SUPPORTED_ENGINES
 from runner_core.skills.manifest import parse_manifest
 from runner_core.artifacts import artifact_fields
 from runner_core.skills.model import SkillPackage
+from runner_core.skills.schemas import check_skill_schema
 
 SCHEMA_KINDS = ("input", "parameter", "output")
 
@@ -58,14 +60,33 @@ def _load_skill_md(pkg: SkillPackage) -> None:
         pkg.errors.append("SKILL.md is missing")
         return
     pkg.errors.extend(f"SKILL.md: {e}" for e in skills_ref.validate(pkg.root))
+    text = md.read_text(encoding="utf-8")
+    if unquoted_colon_in_description(text):
+        pkg.warnings.append("SKILL.md: the description holds an unquoted ':', which codex's YAML "
+                            "parser rejects; put the description in quotes")
     try:
-        meta, body = parse_frontmatter(md.read_text(encoding="utf-8"))
+        meta, body = parse_frontmatter(text)
     except skills_ref.SkillError:
         return  # already reported by validate()
     pkg.frontmatter = meta
     pkg.name = meta.get("name")
     pkg.description = meta.get("description")
     pkg.body = body
+
+
+_DESCRIPTION_LINE = re.compile(r"^description:[ \t]*(.*)$", re.MULTILINE)
+
+
+def unquoted_colon_in_description(skill_md: str) -> bool:
+    """True when the frontmatter's `description` is a plain (unquoted) scalar holding ':'."""
+    parts = skill_md.split("---", 2)
+    if len(parts) < 3:
+        return False
+    match = _DESCRIPTION_LINE.search(parts[1])
+    if match is None:
+        return False
+    value = match.group(1).strip()
+    return bool(value) and value[0] not in "'\"|>" and ":" in value
 
 
 def _load_schemas(pkg: SkillPackage) -> None:
@@ -84,6 +105,9 @@ def _load_schemas(pkg: SkillPackage) -> None:
         schema = _read_json(path, pkg)
         if isinstance(schema, dict):
             setattr(pkg, f"{kind}_schema", schema)
+            check = check_skill_schema(kind, rel, schema)
+            pkg.errors.extend(check.errors)
+            pkg.warnings.extend(check.warnings)
         elif schema is not None:
             pkg.errors.append(f"{rel} must hold a JSON object")
 
