@@ -22,7 +22,8 @@ from typing import Any
 
 from runner_core.engines.base import CommandSpec, EngineContext, EngineError, EngineOutput, ProcessResult
 from runner_core.engines.config import (
-    engine_env, json_lines, json_of_text, read_output, resolve_api_key, resolve_binary,
+    api_error, engine_env, exit_error, json_lines, json_of_text, missing_cli_error, prompt_fits_argv,
+    read_output, resolve_api_key, resolve_binary,
 )
 
 HOME_DIR = ".claude-home"
@@ -64,13 +65,17 @@ class ClaudeAdapter:
             argv += ["--model", str(model)]
         if ctx.session_id:
             argv += ["--resume", ctx.session_id]
-        argv += ["--", ctx.prompt]
+        # A prompt may start with "-"; one too long for argv is read from stdin.
+        fits = prompt_fits_argv(ctx.prompt)
+        if fits:
+            argv += ["--", ctx.prompt]
         files: dict[str, str] = {}
         if ctx.config.get("settings"):
             rel = config_dir.relative_to(Path(ctx.run_dir)) / "settings.json"
             files[str(rel)] = json.dumps(ctx.config["settings"], indent=2)
         env = engine_env(home=home, binary_path=binary_path, config=ctx.config, extra=extra)
-        return CommandSpec(argv=argv, cwd=Path(ctx.run_dir), env=env, stdin=None, files=files)
+        return CommandSpec(argv=argv, cwd=Path(ctx.run_dir), env=env,
+                           stdin=None if fits else ctx.prompt, files=files)
 
     def parse_output(self, result: ProcessResult) -> EngineOutput:
         """Session id, final text, usage, tool calls and a typed error from the stream."""
@@ -108,7 +113,7 @@ class ClaudeAdapter:
     def _error(self, result: ProcessResult, events: list[dict[str, Any]],
                init: dict[str, Any], envelope: dict[str, Any] | None) -> EngineError | None:
         if not events and (result.exit_code == 127 or resolve_binary(self.binary) is None):
-            return EngineError("CLI_NOT_INSTALLED", f"{self.binary} is not installed")
+            return missing_cli_error(self.binary)
         details: dict[str, Any] = {"timed_out": result.timed_out}
         if envelope is not None:
             text = str(envelope.get("result") or "")
@@ -119,18 +124,18 @@ class ClaudeAdapter:
                 no_key = init.get("apiKeySource") == "none" and status is None
                 if no_key or (status is None and any(p in text.lower() for p in _AUTH_PATTERNS)):
                     return EngineError("AUTH_MISSING", text or "no API key", details)
-                return EngineError("MODEL_API_ERROR", text or "model call failed", details)
+                return api_error(text or "model call failed", **details)
             if envelope.get("permission_denials"):
                 details["permission_denials"] = envelope["permission_denials"]
         retries = [e for e in events if e.get("subtype") == "api_retry"]
         if envelope is None and retries:  # killed while retrying a failing model call
             last = retries[-1]
             details["status"] = last.get("error_status")
-            return EngineError("MODEL_API_ERROR", str(last.get("error") or "model call failed"), details)
-        if result.timed_out or result.canceled or result.exit_code != 0 or envelope is None:
-            details.update(stderr_tail=read_output(result.stderr_path)[-2000:], canceled=result.canceled)
-            return EngineError("ENGINE_FAILED", f"claude exited with {result.exit_code}", details)
-        return None
+            return api_error(str(last.get("error") or "model call failed"), **details)
+        stderr = read_output(result.stderr_path)
+        if envelope is None and result.exit_code == 0:
+            return EngineError("ENGINE_FAILED", "claude exited without a result", {"stderr_tail": stderr[-2000:]})
+        return exit_error(result, self.binary, stderr)
 
 
 def last_invocation(events: list[dict[str, Any]]) -> list[dict[str, Any]]:

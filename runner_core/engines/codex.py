@@ -29,7 +29,8 @@ from typing import Any
 
 from runner_core.engines.base import CommandSpec, EngineContext, EngineError, EngineOutput, ProcessResult
 from runner_core.engines.config import (
-    engine_env, json_lines, json_of_text, read_output, resolve_api_key, resolve_binary,
+    api_error, engine_env, exit_error, json_lines, json_of_text, missing_cli_error, prompt_fits_argv,
+    read_output, resolve_api_key, resolve_binary,
 )
 
 HOME_DIR = ".codex-home"
@@ -120,9 +121,12 @@ class CodexAdapter:
             argv += ["--output-schema", str(ctx.output_schema_path)]
         if ctx.session_id:
             argv += ["resume", ctx.session_id]
-        argv += ["--", ctx.prompt]
+        # A prompt may start with "-"; one too long for argv is read from stdin ("-").
+        fits = prompt_fits_argv(ctx.prompt)
+        argv += ["--", ctx.prompt] if fits else ["-"]
         env = engine_env(home=home, binary_path=binary_path, config=ctx.config, extra=extra)
-        return CommandSpec(argv=argv, cwd=Path(ctx.run_dir), env=env, stdin=None)
+        return CommandSpec(argv=argv, cwd=Path(ctx.run_dir), env=env,
+                           stdin=None if fits else ctx.prompt)
 
     def parse_output(self, result: ProcessResult) -> EngineOutput:
         """Session id, final message, usage, tool calls and a typed error from the JSONL."""
@@ -153,16 +157,11 @@ class CodexAdapter:
     def _error(self, result: ProcessResult, events: list[dict[str, Any]],
                failed: str | None, errors: list[str]) -> EngineError | None:
         if not events and (result.exit_code == 127 or resolve_binary(self.binary) is None):
-            return EngineError("CLI_NOT_INSTALLED", f"{self.binary} is not installed")
+            return missing_cli_error(self.binary)
         message = failed or (errors[-1] if errors and result.exit_code != 0 else None)
         if message is not None:
             return classify_api_error(message, timed_out=result.timed_out)
-        if result.timed_out or result.canceled or result.exit_code != 0:
-            stderr = read_output(result.stderr_path)[-2000:]
-            return EngineError("ENGINE_FAILED", f"codex exited with {result.exit_code}",
-                               {"stderr_tail": stderr, "timed_out": result.timed_out,
-                                "canceled": result.canceled})
-        return None
+        return exit_error(result, self.binary, read_output(result.stderr_path))
 
 
 def last_invocation(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -173,18 +172,17 @@ def last_invocation(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def classify_api_error(message: str, timed_out: bool = False) -> EngineError:
     """AUTH_MISSING for a missing key, else MODEL_API_ERROR (with the HTTP status if known)."""
-    details: dict[str, Any] = {"timed_out": timed_out}
+    if any(p in message.lower() for p in _AUTH_PATTERNS):
+        return EngineError("AUTH_MISSING", message, {"timed_out": timed_out})
+    status: int | None = None
     match = _STATUS.search(message)
     if match:
-        details["status"] = int(match.group(1))
+        status = int(match.group(1))
     else:
         body = json_of_text(message)  # codex relays some error bodies verbatim
         code = str((body.get("error") or {}).get("code", "")) if isinstance(body, dict) else ""
-        if code.isdigit():
-            details["status"] = int(code)
-    if any(p in message.lower() for p in _AUTH_PATTERNS):
-        return EngineError("AUTH_MISSING", message, details)
-    return EngineError("MODEL_API_ERROR", message, details)
+        status = int(code) if code.isdigit() else None
+    return api_error(message, status, timed_out=timed_out)
 
 
 ADAPTER = CodexAdapter()

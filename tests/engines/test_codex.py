@@ -64,3 +64,12 @@ def test_codex_without_api_key_is_auth_missing(scenario: Scenario) -> None:
     run = scenario(ADAPTER, Script(), config={"api_key": None, "api_key_env": "UNSET_FAKE_KEY_VAR"},
                    timeout=30)
     assert run.output.error is not None and run.output.error.code == "AUTH_MISSING"
+
+
+def test_codex_reads_a_prompt_too_long_for_argv_from_stdin(scenario: Scenario) -> None:
+    prompt = "ZQXLONG55 " + "pad " * 40_000
+    run = scenario(ADAPTER, Script(tool=False, final_text=FINAL), prompt=prompt)
+    assert run.spec.stdin == prompt
+    assert run.output.error is None, run.stderr[-2000:]
+    assert run.output.parsed_json == json.loads(FINAL)
+    assert "ZQXLONG55" in run.request_text

@@ -156,7 +156,8 @@ class FakeLLM:
             return "\n".join(r.raw for r in self.requests)
 
     def start(self) -> FakeLLM:
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
+                                        daemon=True)
         self._thread.start()
         return self
 

@@ -118,4 +118,9 @@ def test_parse_exit_without_result_is_engine_failed(tmp_path: Path) -> None:
     (tmp_path / "e").write_text("error: unknown option\n")
     out = claude.ADAPTER.parse_output(ProcessResult(1, tmp_path / "o", tmp_path / "e", 0.0, 0.1))
     assert out.error is not None and out.error.code == "ENGINE_FAILED"
-    assert "unknown option" in out.error.details["stderr_tail"]
+    assert "unknown option" in out.error.message
+
+
+def test_prompt_too_long_for_argv_goes_through_stdin(tmp_path: Path) -> None:
+    spec = claude.ADAPTER.build_command(context(tmp_path, prompt="x" * 200_000))
+    assert "x" * 200_000 not in spec.argv and spec.stdin == "x" * 200_000

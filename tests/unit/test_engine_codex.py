@@ -154,4 +154,9 @@ def test_parse_nonzero_exit_without_events_is_engine_failed(tmp_path: Path) -> N
     (tmp_path / "e").write_text("Error: bad flag\n")
     out = codex.ADAPTER.parse_output(ProcessResult(2, tmp_path / "o", tmp_path / "e", 0.0, 0.1))
     assert out.error is not None and out.error.code == "ENGINE_FAILED"
-    assert "bad flag" in out.error.details["stderr_tail"]
+    assert "bad flag" in out.error.message
+
+
+def test_prompt_too_long_for_argv_goes_through_stdin(tmp_path: Path) -> None:
+    spec = codex.ADAPTER.build_command(context(tmp_path, prompt="x" * 200_000))
+    assert spec.argv[-1] == "-" and spec.stdin == "x" * 200_000
