@@ -10,7 +10,9 @@ from flask import current_app
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from api import job_cache
 from api.errors import ApiError
+from runner_core.engines.catalog import check_model
 from runner_core.queues import queue_for
 from runner_core.inputs import InputError, file_fields, schema_errors, validate_parameters
 from runner_core.skills import SkillPackage
@@ -36,6 +38,9 @@ def check_request(pkg: SkillPackage, body: dict[str, Any]) -> tuple[str | None, 
         raise ApiError(400, "EXECUTION_MODE_UNSUPPORTED",
                        f"execution_mode '{mode}' is not declared by skill '{pkg.id}'",
                        {"execution_mode": mode, "execution_modes": list(pkg.manifest.execution_modes)})
+    model_error = check_model(engine, body.get("model")) if engine else None
+    if model_error:
+        raise ApiError(400, "MODEL_UNSUPPORTED", model_error, {"engine": engine, "model": body.get("model")})
     try:
         parameter = validate_parameters(pkg.parameter_schema, body.get("parameter"))
     except InputError as exc:
@@ -65,30 +70,57 @@ def create_job(session: Session, pkg: SkillPackage, body: dict[str, Any]) -> tup
     """Commit the request and its run; enqueue at once when no upload is expected."""
     settings = current_app.config["SETTINGS"]
     engine, parameter = check_request(pkg, body)
-    queued = session.scalar(select(func.count()).select_from(Run).where(Run.status == "queued"))
+    needs_upload = bool(file_fields(pkg.input_schema))
+    options = body.get("runtime_options") or {}
+    key = None if needs_upload else job_cache.key_for(
+        pkg, engine, body.get("model"), parameter, body.get("input") or {}, {}, options)
+    cached = job_cache.find_cached(session, key) if key and job_cache.cache_usable(pkg, options) else None
+    queued = 0 if cached else session.scalar(
+        select(func.count()).select_from(Run).where(Run.status == "queued"))
     if queued >= settings.queue_max:
         raise ApiError(429, "QUEUE_FULL", f"{queued} runs are queued (limit {settings.queue_max}); retry later",
                        {"queued": queued, "limit": settings.queue_max})
     request_id, run_id = str(uuid.uuid4()), str(uuid.uuid4())
-    needs_upload = bool(file_fields(pkg.input_schema))
     payload = {"skill_id": pkg.id, "engine": engine, "parameter": body.get("parameter") or {},
                "input": body.get("input") or {}, "model": body.get("model"),
                "runtime_options": body.get("runtime_options") or {}}
     run = Run(id=run_id, request_id=request_id, skill_id=pkg.id, skill_version=pkg.version,
               engine=engine, model=body.get("model"), status="queued", parameter=parameter,
               input=payload["input"], runtime_options=payload["runtime_options"],
-              needs_upload=needs_upload)
+              needs_upload=needs_upload, cache_key=key)
     req = Request(id=request_id, skill_id=pkg.id, engine=engine, run_id=run_id, payload=payload)
-    session.add(run)
-    session.flush()  # the request row references the run
+    if cached is not None:
+        req.run_id, req.cache_hit, run = cached.id, True, cached
+    else:
+        session.add(run)
+        session.flush()  # the request row references the run
     session.add(req)
     session.commit()
     request_dir = settings.requests_dir / request_id
     (request_dir / "uploads").mkdir(parents=True, exist_ok=True)
     write_json(request_dir / "request.json", payload)
-    if not needs_upload:
+    if not needs_upload and cached is None:
         submit(session, run, pkg)
     return req, run
+
+
+def bind_upload(session: Session, req: Request, run: Run, pkg: SkillPackage,
+                upload_hashes: dict[str, str]) -> Run:
+    """After an upload: serve from the cache when a succeeded run matches, else submit."""
+    options = run.runtime_options or {}
+    run.cache_key = job_cache.key_for(pkg, run.engine, run.model, run.parameter, run.input,
+                                      upload_hashes, options)
+    cached = job_cache.find_cached(session, run.cache_key) if job_cache.cache_usable(pkg, options) else None
+    if cached is not None:
+        req.run_id, req.cache_hit = cached.id, True
+        session.flush()
+        session.delete(run)  # the placeholder run never started
+        session.commit()
+        return cached
+    run.needs_upload = False
+    session.commit()
+    submit(session, run, pkg)
+    return run
 
 
 def submit(session: Session, run: Run, pkg: SkillPackage) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 
 _KEY_VERSION = 1  # bump when the key's inputs change so old entries stop matching
 _CHUNK = 64 * 1024
-_ASSET_GLOBS = ("runner.json", "*.schema.json", "*_config.*", "*_settings.json")
+_IGNORED_PARTS = {"__pycache__", ".git", ".DS_Store"}
 
 
 def skill_fingerprint(skill_dir: Path) -> str:
@@ -53,19 +53,19 @@ def canonical_json(value: Any) -> str:
 
 
 def _fingerprint_files(skill_dir: Path) -> set[str]:
-    """Skill-relative POSIX paths of the files that define the skill's behaviour."""
-    candidates = [skill_dir / "SKILL.md"]
-    assets = skill_dir / "assets"
-    if assets.is_dir():
-        for pattern in _ASSET_GLOBS:
-            candidates.extend(assets.glob(pattern))
-    candidates.extend(skill_dir / rel for rel in _declared_schemas(assets / "runner.json"))
+    """Skill-relative POSIX paths of every file that can change a run: SKILL.md, assets,
+    scripts, templates, references (caches and VCS folders excluded), plus declared schemas."""
+    candidates = [p for p in skill_dir.rglob("*")
+                  if not (set(p.relative_to(skill_dir).parts) & _IGNORED_PARTS)]
+    candidates.extend(skill_dir / rel for rel in _declared_schemas(skill_dir / "assets" / "runner.json"))
     found: set[str] = set()
     for path in candidates:
+        if path.is_symlink() and not path.resolve().is_relative_to(skill_dir):
+            continue  # a link out of the skill must not pull host files into the key
         real = path.resolve()
-        # A manifest pointing outside the skill must not pull host files into the key.
         if real.is_file() and real.is_relative_to(skill_dir):
-            found.add(real.relative_to(skill_dir).as_posix())
+            found.add(path.relative_to(skill_dir).as_posix() if not path.is_symlink()
+                      else real.relative_to(skill_dir).as_posix())
     return found
 
 

@@ -52,9 +52,8 @@ class Upload(MethodView):
             request_dir = settings.requests_dir / request_id
             files = _extract(request_dir, request_id)
             write_input_manifest(files, request_dir / "input_manifest.json")
-            run.needs_upload = False
-            session.commit()
-            jobs.submit(session, run, get_skill_or_404(run.skill_id))
+            run = jobs.bind_upload(session, req, run, get_skill_or_404(run.skill_id),
+                                   {f.path: f.sha256 for f in files})
             return {"request_id": req.id, "cache_hit": req.cache_hit, "status": run.status}
 
 

@@ -9,7 +9,8 @@ from runner_core.store.models import Request, Run, utcnow
 
 
 def make_job(client, app, settings, status, age_sec):
-    rid = client.post("/v1/jobs", json={"skill_id": "fenced-json", "input": {"text": "x"}}).json["request_id"]
+    rid = client.post("/v1/jobs", json={"skill_id": "fenced-json", "input": {"text": "x"},
+                                        "runtime_options": {"no_cache": True}}).json["request_id"]
     with app.extensions["db"]() as session:
         run_id = session.get(Request, rid).run_id
         finished = utcnow() - timedelta(seconds=age_sec) if status != "running" else None

@@ -97,3 +97,16 @@ def test_artifacts_listing_download_and_bundle(stack):
     names = zipfile.ZipFile(io.BytesIO(resp.data)).namelist()
     assert "result/result.json" in names and "artifacts/primes.md" in names
     assert "logs/stdout.txt" in names  # debug bundle holds the logs
+
+
+def test_identical_request_is_served_from_cache_with_no_worker(bare_stack):
+    bare_stack.start_worker()
+    body = {"skill_id": "fenced-json", "input": {"text": "cached"}}
+    rid = bare_stack.client.post("/v1/jobs", json=body).json["request_id"]
+    first = bare_stack.wait(rid)
+    assert first["status"] == "succeeded"
+    bare_stack.worker.stop()
+    again = bare_stack.client.post("/v1/jobs", json=body).json
+    assert again["cache_hit"] is True and again["status"] == "succeeded"
+    result = bare_stack.client.get(f"/v1/jobs/{again['request_id']}/result").json["result"]
+    assert result["data"] == {"text": "cached", "length": 6}

@@ -53,10 +53,17 @@ def test_fingerprint_changes_when_a_tracked_file_changes(skill_dir: Path, rel: s
     assert skill_fingerprint(skill_dir) != before
 
 
-def test_fingerprint_ignores_untracked_files(skill_dir: Path) -> None:
+def test_fingerprint_changes_when_a_script_changes(skill_dir: Path) -> None:
     before = skill_fingerprint(skill_dir)
-    (skill_dir / "assets" / "template.txt").write_text("changed")
-    (skill_dir / "references.md").write_text("new")
+    (skill_dir / "scripts").mkdir(exist_ok=True)
+    (skill_dir / "scripts" / "run.py").write_text("print(1)")
+    assert skill_fingerprint(skill_dir) != before
+
+
+def test_fingerprint_ignores_bytecode_caches(skill_dir: Path) -> None:
+    before = skill_fingerprint(skill_dir)
+    (skill_dir / "__pycache__").mkdir()
+    (skill_dir / "__pycache__" / "x.pyc").write_bytes(b"\0")
     assert skill_fingerprint(skill_dir) == before
 
 

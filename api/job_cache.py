@@ -1,0 +1,43 @@
+"""The result cache (seed 001): a request whose key matches a succeeded run is bound to it
+without touching a worker. Failed runs are never cached; `runtime_options.no_cache` opts out."""
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from runner_core.cache import cache_key, skill_fingerprint
+from runner_core.engines.config import EngineConfigError, load_engine_config
+from runner_core.skills import SkillPackage
+from runner_core.store.models import Run
+
+
+def cache_usable(pkg: SkillPackage, runtime_options: dict[str, Any]) -> bool:
+    """Interactive runs and requests that opt out are never served from the cache."""
+    return (not runtime_options.get("no_cache")
+            and runtime_options.get("execution_mode", "auto") == "auto")
+
+
+def key_for(pkg: SkillPackage, engine: str | None, model: str | None, parameter: dict[str, Any],
+            inline: dict[str, Any], upload_hashes: dict[str, str],
+            runtime_options: dict[str, Any]) -> str:
+    """Hash of the skill's files, engine (+ its merged config), model, values and uploads."""
+    engine_config: dict[str, Any] = {"debug": bool(runtime_options.get("debug"))}
+    if engine and pkg.manifest.entrypoint.type != "script":
+        try:
+            config = load_engine_config(engine, skill_dir=pkg.root, user={
+                "model": model, f"{engine}_config": runtime_options.get(f"{engine}_config")})
+        except EngineConfigError:
+            config = {}
+        # Secrets must not shape the key; everything that changes behaviour must.
+        engine_config["engine"] = {k: v for k, v in config.items() if k not in ("api_key", "env")}
+    return cache_key(fingerprint=skill_fingerprint(pkg.root), engine=engine or "script",
+                     model=model, parameter=parameter, inline_input=inline,
+                     upload_hashes=upload_hashes, engine_config=engine_config)
+
+
+def find_cached(session: Session, key: str) -> Run | None:
+    """The newest succeeded run with this key, if any."""
+    return session.scalars(select(Run).where(Run.cache_key == key, Run.status == "succeeded")
+                           .order_by(Run.finished_at.desc()).limit(1)).first()

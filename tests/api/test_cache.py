@@ -1,0 +1,71 @@
+"""The result cache binds identical requests to a succeeded run without a worker."""
+from __future__ import annotations
+
+import io
+
+from sqlalchemy import func, select, update
+
+from runner_core.store.models import Request, Run, utcnow
+from tests.conftest import zip_bytes
+
+
+def finish(app, request_id, status="succeeded"):
+    with app.extensions["db"]() as session:
+        run_id = session.get(Request, request_id).run_id
+        session.execute(update(Run).where(Run.id == run_id).values(status=status, finished_at=utcnow()))
+        session.commit()
+        return run_id
+
+
+def post(client, text="hi", **options):
+    return client.post("/v1/jobs", json={"skill_id": "fenced-json", "input": {"text": text},
+                                         "runtime_options": options}).json
+
+
+def test_identical_request_hits_a_succeeded_run(client, app, queue):
+    first = post(client)
+    run_id = finish(app, first["request_id"])
+    second = post(client)
+    assert second["cache_hit"] is True and second["status"] == "succeeded"
+    assert len(queue.sent) == 1  # no second enqueue
+    status = client.get(f"/v1/jobs/{second['request_id']}").json
+    assert status["run_id"] == run_id and status["cache_hit"] is True
+
+
+def test_different_input_misses(client, app, queue):
+    finish(app, post(client)["request_id"])
+    assert post(client, text="other")["cache_hit"] is False
+    assert len(queue.sent) == 2
+
+
+def test_failed_runs_are_never_cached(client, app, queue):
+    finish(app, post(client)["request_id"], status="failed")
+    assert post(client)["cache_hit"] is False
+
+
+def test_no_cache_opts_out(client, app):
+    finish(app, post(client)["request_id"])
+    assert post(client, no_cache=True)["cache_hit"] is False
+
+
+def test_changed_skill_script_misses(client, app, skills_root):
+    finish(app, post(client)["request_id"])
+    script = skills_root / "fenced-json" / "scripts" / "run.py"
+    script.write_text(script.read_text() + "\n# changed\n")
+    assert post(client)["cache_hit"] is False
+
+
+def test_upload_with_same_files_hits_and_drops_the_placeholder_run(client, app, queue):
+    def job():
+        rid = client.post("/v1/jobs", json={"skill_id": "demo-prime-number"}).json["request_id"]
+        body = client.post(f"/v1/jobs/{rid}/upload", data={
+            "file": (io.BytesIO(zip_bytes({"input_file.txt": "42"})), "in.zip")}).json
+        return rid, body
+    rid1, body1 = job()
+    assert body1["cache_hit"] is False
+    finish(app, rid1)
+    rid2, body2 = job()
+    assert body2 == {"request_id": rid2, "cache_hit": True, "status": "succeeded"}
+    with app.extensions["db"]() as session:
+        assert session.scalar(select(func.count()).select_from(Run)) == 1
+    assert len(queue.sent) == 1
