@@ -1,0 +1,124 @@
+"""Install or update a validated skill package in the skills directory, atomically.
+
+The package is staged under `<skills dir>/.staging/` (same filesystem, ignored by the
+registry), the installed version is archived to `<archive dir>/<id>/<version>/`, and the new
+directory is swapped in with one rename, so a half-written skill is never visible. An exclusive
+per-skill lock serialises installs of one id; workers take it shared while they copy a skill.
+"""
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from runner_core.skills.loader import load_skill
+from runner_core.skills.locks import locks_dir, skill_lock
+from runner_core.skills.model import SkillPackage
+from runner_core.skills.package import PackageError, parse_version
+
+STAGING = ".staging"
+ARCHIVE_DIR = "skill_archive"
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+
+
+@dataclass(frozen=True)
+class InstallResult:
+    """What an install did."""
+
+    skill_id: str
+    version: str
+    previous_version: str | None
+    archive_path: Path | None
+    replaced: bool = False
+
+    @property
+    def action(self) -> str:
+        return "updated" if self.replaced else "installed"
+
+
+class SkillInstaller:
+    """Installs packages into `skills_dir`; archives replaced versions under `archive_dir`."""
+
+    def __init__(self, skills_dir: Path, archive_dir: Path, locks_dir: Path) -> None:
+        self.skills_dir, self.archive_dir, self.locks_dir = skills_dir, archive_dir, locks_dir
+
+    def new_workdir(self) -> Path:
+        """A private staging directory on the skills directory's filesystem."""
+        staging = self.skills_dir / STAGING
+        staging.mkdir(parents=True, exist_ok=True)
+        return Path(tempfile.mkdtemp(prefix="install-", dir=staging))
+
+    def install(self, pkg: SkillPackage) -> InstallResult:
+        """Move the staged `pkg` into place; an update must raise the version."""
+        live = self.skills_dir / pkg.id
+        with skill_lock(self.locks_dir, pkg.id):
+            previous = load_skill(live) if live.is_dir() else None
+            old_version = previous.version if previous else None
+            if previous is not None:
+                check_version_increase(pkg.id, old_version, pkg.version)
+            archived = self._archive(live, pkg.id, old_version) if previous else None
+            swap_in(pkg.root, live)
+        return InstallResult(pkg.id, pkg.version or "", old_version, archived, previous is not None)
+
+    def _archive(self, live: Path, skill_id: str, version: str | None) -> Path:
+        """Copy the installed skill to `<archive>/<id>/<version>/` (complete or not at all)."""
+        dest = self.archive_dir / skill_id / (version or "unversioned")
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=".archiving-", dir=dest.parent))
+        try:
+            shutil.copytree(live, tmp / "copy", ignore=shutil.ignore_patterns("__pycache__"))
+            if dest.exists():
+                shutil.rmtree(dest)
+            os.rename(tmp / "copy", dest)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        return dest
+
+
+def installer_for(data_dir: Path, skills_dir: Path) -> SkillInstaller:
+    """The installer of a service: archive and locks under its data directory."""
+    return SkillInstaller(skills_dir, data_dir / ARCHIVE_DIR, locks_dir(data_dir))
+
+
+def check_version_increase(skill_id: str, installed: str | None, new: str | None) -> None:
+    """Raise SKILL_VERSION_NOT_INCREASED unless `new` > `installed` (an unparseable installed
+    version cannot be compared and does not block the update)."""
+    old_v, new_v = parse_version(installed), parse_version(new)
+    if old_v is None or (new_v is not None and new_v > old_v):
+        return
+    problem = "is the installed version" if new_v == old_v else "is lower than the installed version"
+    message = f"version {new} of '{skill_id}' {problem} {installed}; an update must raise it"
+    raise PackageError("SKILL_VERSION_NOT_INCREASED", message, [message],
+                       {"skill_id": skill_id, "installed_version": installed, "version": new})
+
+
+def swap_in(staged: Path, live: Path) -> None:
+    """Make `staged` the directory at `live` with renames only; the old one is deleted."""
+    if not live.exists():
+        os.rename(staged, live)
+        return
+    if _exchange(staged, live):
+        shutil.rmtree(staged)  # now holds the previous version
+        return
+    retired = staged.with_name(staged.name + ".old")
+    os.rename(live, retired)  # no atomic exchange here: a brief gap, never a half-written skill
+    os.rename(staged, live)
+    shutil.rmtree(retired)
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Atomically swap two paths with renameat2(RENAME_EXCHANGE) where the OS offers it."""
+    libc_name = ctypes.util.find_library("c")
+    if not libc_name:
+        return False
+    libc = ctypes.CDLL(libc_name, use_errno=True)
+    renameat2 = getattr(libc, "renameat2", None)
+    if renameat2 is None:
+        return False
+    result = renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE)
+    return result == 0

@@ -1,0 +1,95 @@
+"""A skill package: a zip of ONE skill directory, unpacked safely and validated as a new upload.
+
+The zip holds either the skill's files at its root (SKILL.md, assets/, ...) or a single
+top-level folder containing them. Extraction goes through `runner_core.uploads` (zip slip,
+symlinks, bombs); validation is the loader's with `strict=True`, plus a parseable version.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+from packaging.version import InvalidVersion, Version
+
+from runner_core.skills.loader import load_skill
+from runner_core.skills.model import SkillPackage
+from runner_core.uploads import UploadLimits, extract_upload
+
+PACKAGE_LIMITS = UploadLimits(max_total_bytes=256 * 1024 ** 2, max_entries=5_000)
+SKILL_NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+IGNORED_TOP_LEVEL = ("__MACOSX", ".DS_Store")
+UNNAMED = "unnamed-skill"
+
+
+class PackageError(Exception):
+    """A package was refused; `errors` lists every problem found."""
+
+    def __init__(self, code: str, message: str, errors: list[str],
+                 details: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.code, self.message, self.errors = code, message, errors
+        self.details = {"errors": errors, **(details or {})}
+
+
+def parse_version(text: str | None) -> Version | None:
+    """A semver-style version ("1.2.0", "1.2.0-rc.1"), or None when it does not parse."""
+    try:
+        return Version(text) if text else None
+    except InvalidVersion:
+        return None
+
+
+def unpack_package(zip_path: Path, workdir: Path) -> SkillPackage:
+    """Extract `zip_path` under `workdir` and load it as `workdir/skill/<skill_id>`.
+
+    Raises UploadError for an unsafe or broken zip, PackageError for an invalid skill.
+    """
+    extracted = workdir / "extracted"
+    extract_upload(zip_path, extracted, PACKAGE_LIMITS)
+    root = _skill_root(extracted)
+    errors: list[str] = []
+    name = root.name if root != extracted else _declared_id(root, errors)
+    dest = workdir / "skill" / name
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    os.rename(root, dest)
+    shutil.rmtree(extracted, ignore_errors=True)
+    pkg = load_skill(dest, strict=True)
+    errors.extend(pkg.errors)
+    if pkg.manifest is not None and pkg.version and parse_version(pkg.version) is None:
+        errors.append(f"runner.json: version '{pkg.version}' is not a valid version (e.g. 1.2.0)")
+    if errors:
+        raise PackageError("SKILL_PACKAGE_INVALID",
+                           f"the skill package is invalid ({len(errors)} problem(s)): " + "; ".join(errors),
+                           errors, {"skill_id": pkg.id, "warnings": pkg.warnings})
+    return pkg
+
+
+def _skill_root(extracted: Path) -> Path:
+    """The files at the zip root, or its single top-level folder."""
+    if (extracted / "SKILL.md").exists() or (extracted / "assets").exists():
+        return extracted
+    entries = [p for p in extracted.iterdir() if p.name not in IGNORED_TOP_LEVEL]
+    if len(entries) == 1 and entries[0].is_dir():
+        return entries[0]
+    found = sorted(p.name for p in entries)
+    raise PackageError("SKILL_PACKAGE_INVALID", "the zip must hold one skill: its files at the "
+                       "root, or a single top-level folder", [
+                           "the zip must hold one skill: SKILL.md at the root or a single "
+                           f"top-level folder (found: {', '.join(found) or 'nothing'})"])
+
+
+def _declared_id(root: Path, errors: list[str]) -> str:
+    """The directory name for files zipped at the root: runner.json `id`."""
+    try:
+        declared = json.loads((root / "assets" / "runner.json").read_text(encoding="utf-8")).get("id")
+    except (OSError, ValueError, AttributeError):
+        return UNNAMED  # the loader reports the missing or broken runner.json
+    if isinstance(declared, str) and len(declared) <= 64 and SKILL_NAME.match(declared):
+        return declared
+    errors.append(f"runner.json: id {declared!r} is not a valid skill name "
+                  "(1-64 lowercase letters, digits and single hyphens)")
+    return UNNAMED

@@ -1,0 +1,160 @@
+"""Skill packages: unpacking a zip of one skill, version rules, archive, atomic swap, lock."""
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from runner_core.settings import REPO_ROOT
+from runner_core.skills import load_skill
+from runner_core.skills.installer import check_version_increase, installer_for, swap_in
+from runner_core.skills.locks import locks_dir, skill_lock
+from runner_core.skills.package import PackageError, unpack_package
+from runner_core.uploads import UploadError
+from tests.conftest import zip_bytes
+
+DEMO = REPO_ROOT / "skills" / "demo-prime-number"
+
+
+def demo_files(prefix: str = "", **runner_changes) -> dict[str, bytes]:
+    files = {}
+    for path in DEMO.rglob("*"):
+        if path.is_file() and "__pycache__" not in path.parts:
+            files[prefix + path.relative_to(DEMO).as_posix()] = path.read_bytes()
+    runner = json.loads(files[prefix + "assets/runner.json"])
+    for key, value in runner_changes.items():
+        if value is None:
+            runner.pop(key, None)
+        else:
+            runner[key] = value
+    files[prefix + "assets/runner.json"] = json.dumps(runner).encode()
+    return files
+
+
+def write_zip(tmp_path: Path, files: dict) -> Path:
+    path = tmp_path / f"pkg-{len(list(tmp_path.glob('pkg-*')))}.zip"
+    path.write_bytes(zip_bytes(files))
+    return path
+
+
+def unpack(tmp_path: Path, files: dict):
+    workdir = tmp_path / f"work-{len(list(tmp_path.glob('work-*')))}"
+    workdir.mkdir()
+    return unpack_package(write_zip(tmp_path, files), workdir)
+
+
+@pytest.mark.parametrize("prefix", ["", "demo-prime-number/"])
+def test_files_at_root_or_one_folder_unpack_to_the_skill_id(tmp_path, prefix):
+    pkg = unpack(tmp_path, demo_files(prefix))
+    assert pkg.health == "ok" and pkg.root.name == "demo-prime-number"
+    assert pkg.root.parent.name == "skill"
+    assert not (pkg.root.parent.parent / "extracted").exists()
+
+
+def test_two_top_level_folders_are_refused(tmp_path):
+    files = {**demo_files("a/"), "b/readme.txt": "x"}
+    with pytest.raises(PackageError) as exc:
+        unpack(tmp_path, files)
+    assert exc.value.code == "SKILL_PACKAGE_INVALID"
+    assert "found: a, b" in exc.value.errors[0]
+
+
+def test_every_validation_error_is_listed(tmp_path):
+    files = demo_files(execution_modes=None, version="one")
+    files.pop("assets/parameter.schema.json")
+    schema = json.loads(files["assets/output.schema.json"])
+    schema["properties"]["report"]["x-filename"] = "a/b.md"
+    files["assets/output.schema.json"] = json.dumps(schema)
+    with pytest.raises(PackageError) as exc:
+        unpack(tmp_path, files)
+    errors = exc.value.errors
+    assert any("'execution_modes' is required" in e for e in errors)
+    assert any("schemas.parameter file not found" in e for e in errors)
+    assert any("x-filename must be a plain file name" in e for e in errors)
+    assert any("version 'one' is not a valid version" in e for e in errors)
+    assert exc.value.details["errors"] == errors
+
+
+def test_invalid_id_at_root_is_reported(tmp_path):
+    with pytest.raises(PackageError) as exc:
+        unpack(tmp_path, demo_files(id="../evil"))
+    assert any("is not a valid skill name" in e for e in exc.value.errors)
+
+
+def test_unsafe_zip_is_an_upload_error(tmp_path):
+    with pytest.raises(UploadError) as exc:
+        unpack(tmp_path, {"../SKILL.md": "x"})
+    assert exc.value.code == "UPLOAD_UNSAFE_PATH"
+
+
+@pytest.mark.parametrize("installed,new,ok", [
+    ("1.0.0", "1.0.1", True), ("1.2.0", "1.10.0", True), ("1.0.0-rc.1", "1.0.0", True),
+    ("1.0.0", "1.0.0", False), ("2.0.0", "1.9.9", False), ("1.0.0", "1.0.0-rc.1", False),
+    ("not-a-version", "1.0.0", True),
+])
+def test_version_must_increase(installed, new, ok):
+    if ok:
+        check_version_increase("s", installed, new)
+    else:
+        with pytest.raises(PackageError) as exc:
+            check_version_increase("s", installed, new)
+        assert exc.value.code == "SKILL_VERSION_NOT_INCREASED"
+
+
+@pytest.fixture
+def installer(tmp_path):
+    return installer_for(tmp_path / "data", tmp_path / "skills")
+
+
+def stage(installer, tmp_path, version: str, marker: str):
+    files = demo_files(version=version)
+    files["assets/marker.txt"] = marker
+    workdir = installer.new_workdir()
+    return unpack_package(write_zip(tmp_path, files), workdir)
+
+
+def test_install_then_update_archives_the_previous_version(installer, tmp_path):
+    first = installer.install(stage(installer, tmp_path, "1.0.0", "one"))
+    assert first.action == "installed" and first.archive_path is None
+    live = installer.skills_dir / "demo-prime-number"
+    second = installer.install(stage(installer, tmp_path, "1.1.0", "two"))
+    assert second.action == "updated" and second.previous_version == "1.0.0"
+    assert (live / "assets" / "marker.txt").read_text() == "two"
+    archived = installer.archive_dir / "demo-prime-number" / "1.0.0"
+    assert second.archive_path == archived
+    assert (archived / "assets" / "marker.txt").read_text() == "one"
+    assert load_skill(live).version == "1.1.0"
+
+
+def test_refused_update_leaves_the_installed_skill(installer, tmp_path):
+    installer.install(stage(installer, tmp_path, "1.1.0", "one"))
+    with pytest.raises(PackageError):
+        installer.install(stage(installer, tmp_path, "1.0.0", "old"))
+    live = installer.skills_dir / "demo-prime-number"
+    assert (live / "assets" / "marker.txt").read_text() == "one"
+    assert not installer.archive_dir.exists()
+
+
+def test_swap_replaces_a_directory_without_leftovers(tmp_path):
+    live, staged = tmp_path / "live", tmp_path / "staged"
+    live.mkdir(), staged.mkdir()
+    (live / "old.txt").write_text("old")
+    (staged / "new.txt").write_text("new")
+    swap_in(staged, live)
+    assert [p.name for p in live.iterdir()] == ["new.txt"]
+    assert not staged.exists()
+
+
+def test_install_waits_for_the_skill_lock(installer, tmp_path):
+    pkg = stage(installer, tmp_path, "1.0.0", "one")
+    done = threading.Event()
+    with skill_lock(locks_dir(tmp_path / "data"), "demo-prime-number", shared=True):
+        worker = threading.Thread(target=lambda: (installer.install(pkg), done.set()))
+        worker.start()
+        time.sleep(0.3)
+        assert not done.is_set()  # a reader holds the lock: the install must wait
+    worker.join(5)
+    assert done.is_set()
