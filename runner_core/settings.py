@@ -6,7 +6,7 @@ broker and where run directories live.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -32,7 +32,19 @@ class Settings:
     queue_max: int
     sweep_grace_sec: int
     lease_sec: int
+    sweep_interval_sec: float = 10.0
+    kill_grace_sec: float = 3.0
+    max_running: int = 0
+    max_running_per_engine: dict[str, int] = field(default_factory=dict)
+    limit_retry_sec: float = 5.0
     repair_rounds: int = 0
+    upload_max_bytes: int = 1024 ** 3
+    upload_max_entries: int = 10_000
+    upload_max_ratio: float = 200.0
+
+    def running_limit(self, engine: str | None) -> int:
+        """The per-engine maximum of running runs for `engine` (script runs: 'script'); 0 = none."""
+        return self.max_running_per_engine.get(engine_key(engine), 0)
 
     @property
     def runs_dir(self) -> Path:
@@ -45,6 +57,18 @@ class Settings:
     @property
     def broker_socket(self) -> Path:
         return self.data_dir / "broker" / "redis.sock"
+
+
+def engine_key(engine: str | None) -> str:
+    """The concurrency key of a run: its engine, or 'script' for script skills."""
+    return (engine or "script").lower()
+
+
+def per_engine_limits(env: dict[str, str]) -> dict[str, int]:
+    """SKILL_RUNNER_MAX_RUNNING_<ENGINE>=N (e.g. _CODEX, _SCRIPT) -> {"codex": N, ...}."""
+    prefix = "SKILL_RUNNER_MAX_RUNNING_"
+    return {key[len(prefix):].lower(): int(value) for key, value in env.items()
+            if key.startswith(prefix) and value.strip()}
 
 
 def load_settings(env: dict[str, str] | None = None) -> Settings:
@@ -75,4 +99,12 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         sweep_grace_sec=int(env.get("SKILL_RUNNER_SWEEP_GRACE_SEC", "30")),
         lease_sec=int(env.get("SKILL_RUNNER_LEASE_SEC", "60")),
         repair_rounds=int(env.get("SKILL_RUNNER_REPAIR_ROUNDS", "0")),
+        upload_max_bytes=int(env.get("SKILL_RUNNER_UPLOAD_MAX_BYTES", str(1024 ** 3))),
+        upload_max_entries=int(env.get("SKILL_RUNNER_UPLOAD_MAX_ENTRIES", "10000")),
+        upload_max_ratio=float(env.get("SKILL_RUNNER_UPLOAD_MAX_RATIO", "200")),
+        sweep_interval_sec=float(env.get("SKILL_RUNNER_SWEEP_INTERVAL_SEC", "10")),
+        kill_grace_sec=float(env.get("SKILL_RUNNER_KILL_GRACE_SEC", "3")),
+        max_running=int(env.get("SKILL_RUNNER_MAX_RUNNING", "0")),
+        max_running_per_engine=per_engine_limits(env),
+        limit_retry_sec=float(env.get("SKILL_RUNNER_LIMIT_RETRY_SEC", "5")),
     )

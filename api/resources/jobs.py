@@ -69,7 +69,11 @@ def _extract(request_dir: Path, request_id: str):
     try:
         if dest.is_dir() and not any(dest.iterdir()):
             dest.rmdir()
-        return extract_upload(Path(tmp.name), dest, UploadLimits())
+        settings = current_app.config["SETTINGS"]
+        limits = UploadLimits(max_total_bytes=settings.upload_max_bytes,
+                              max_entries=settings.upload_max_entries,
+                              max_ratio=settings.upload_max_ratio)
+        return extract_upload(Path(tmp.name), dest, limits)
     except UploadError as exc:
         dest.mkdir(exist_ok=True)
         raise ApiError(400, exc.code, exc.message, exc.details, request_id) from exc

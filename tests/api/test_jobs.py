@@ -153,3 +153,45 @@ def test_queue_bound_answers_429(tmp_path, skills_root, queue):
     resp = create(client, skill_id="fenced-json", input={"text": "x"})
     assert resp.status_code == 429
     assert resp.json["error"]["code"] == "QUEUE_FULL"
+
+
+def hostile_zip(name: str, content: bytes = b"x", attr: int | None = None) -> bytes:
+    import zipfile
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        info = zipfile.ZipInfo(name)
+        if attr is not None:
+            info.external_attr = attr
+        zf.writestr(info, content)
+    return buf.getvalue()
+
+
+def test_zip_slip_is_refused_and_nothing_is_written_outside(client, settings, tmp_path):
+    rid = create(client).json["request_id"]
+    resp = client.post(f"/v1/jobs/{rid}/upload", data=hostile_zip("../../../escaped.txt"),
+                       content_type="application/zip")
+    assert resp.status_code == 400 and resp.json["error"]["code"] == "UPLOAD_UNSAFE_PATH"
+    assert not list(tmp_path.rglob("escaped.txt"))
+
+
+def test_symlink_entry_is_refused(client):
+    rid = create(client).json["request_id"]
+    resp = client.post(f"/v1/jobs/{rid}/upload", data=hostile_zip("input_file", b"/etc/passwd",
+                                                                   attr=0o120777 << 16),
+                       content_type="application/zip")
+    assert resp.status_code == 400 and resp.json["error"]["code"] == "UPLOAD_SYMLINK"
+
+
+def test_upload_size_limit_is_configurable(tmp_path, skills_root, queue):
+    from api import create_app
+    from runner_core.store.migrate import upgrade
+    from tests.conftest import make_settings
+    settings = make_settings(tmp_path, SKILL_RUNNER_UPLOAD_MAX_BYTES="100")
+    settings.data_dir.mkdir(parents=True)
+    upgrade(settings.database_url)
+    client = create_app({"SETTINGS": settings, "QUEUE": queue}).test_client()
+    rid = create(client).json["request_id"]
+    resp = client.post(f"/v1/jobs/{rid}/upload", data=zip_bytes({"input_file.txt": "7" * 500}),
+                       content_type="application/zip")
+    assert resp.status_code == 400 and resp.json["error"]["code"] == "UPLOAD_TOO_LARGE"
+    assert queue.sent == []

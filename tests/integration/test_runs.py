@@ -110,3 +110,35 @@ def test_identical_request_is_served_from_cache_with_no_worker(bare_stack):
     assert again["cache_hit"] is True and again["status"] == "succeeded"
     result = bare_stack.client.get(f"/v1/jobs/{again['request_id']}/result").json["result"]
     assert result["data"] == {"text": "cached", "length": 6}
+
+
+def run_normalizer_skill(stack, mode):
+    rid = stack.client.post("/v1/jobs", json={"skill_id": "needs-normalizer",
+                                              "parameter": {"mode": mode}}).json["request_id"]
+    return rid, stack.wait(rid)
+
+
+def test_skill_normalizer_makes_output_valid_at_n1(stack):
+    rid, status = run_normalizer_skill(stack, "ok")
+    assert status["status"] == "succeeded", status
+    result = stack.client.get(f"/v1/jobs/{rid}/result").json["result"]
+    assert result["data"] == {"count": 3, "mode": "ok"}
+    assert [w["code"] for w in result["validation_warnings"]] == ["OUTPUT_NORMALIZED_N1"]
+    run_dir = stack.settings.runs_dir / status["run_id"]
+    steps = json.loads((run_dir / "result" / "validation.json").read_text())["steps"]
+    assert any(s["level"] == "N1" and s["ok"] for s in steps)
+    assert json.loads((run_dir / "raw" / "skill_result.json").read_text())["count"] == "3"
+
+
+def test_output_that_nothing_can_fix_fails_with_validation_errors(stack):
+    _rid, status = run_normalizer_skill(stack, "broken")
+    assert status["status"] == "failed"
+    assert status["error"]["code"] == "OUTPUT_VALIDATION_FAILED"
+    assert status["error"]["validation_errors"][0]["path"] == "$.count"
+
+
+def test_missing_required_artifact_fails_the_run(stack):
+    _rid, status = run_normalizer_skill(stack, "no_report")
+    assert status["status"] == "failed"
+    assert status["error"]["code"] == "ARTIFACT_MISSING"
+    assert status["error"]["missing"] == ["report.txt"]
