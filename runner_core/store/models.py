@@ -88,4 +88,27 @@ class Request(Base):
                       Index("ix_requests_created_at", "created_at"))
 
 
-__all__ = ["Base", "Run", "Request", "Text", "ACTIVE_STATUSES", "TERMINAL_STATUSES", "utcnow"]
+class SkillInstall(Base):
+    """One upload to POST /v1/skill-packages and what became of it."""
+
+    __tablename__ = "skill_installs"
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    status: Mapped[str] = mapped_column(String(16), default="installing")  # +succeeded|failed
+    skill_id: Mapped[str | None] = mapped_column(String(128))
+    version: Mapped[str | None] = mapped_column(String(64))
+    previous_version: Mapped[str | None] = mapped_column(String(64))
+    action: Mapped[str | None] = mapped_column(String(16))  # installed | updated
+    package_sha256: Mapped[str | None] = mapped_column(String(64))
+    package_size: Mapped[int | None] = mapped_column(Integer)
+    archive_path: Mapped[str | None] = mapped_column(Text)  # relative to the data directory
+    error: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    warnings: Mapped[list[Any]] = mapped_column(default=list)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+    __table_args__ = (Index("ix_skill_installs_skill_created", "skill_id", "created_at"),)
+
+
+__all__ = ["Base", "Run", "Request", "SkillInstall", "Text", "ACTIVE_STATUSES", "TERMINAL_STATUSES",
+           "utcnow"]
