@@ -194,13 +194,13 @@ def engine_env(
     return env
 
 
-
 def run_env(
     run_dir: Path, binary_path: Path | None, config: Mapping[str, Any], extra: Mapping[str, str]
 ) -> dict[str, str]:
     """`engine_env` with HOME and TMPDIR under `run_dir` (see RUN_HOME, RUN_HOME_FILES)."""
     return engine_env(home=run_dir / RUN_HOME, tmp_dir=run_dir / RUN_TMP,
                       binary_path=binary_path, config=config, extra=extra)
+
 
 def prompt_fits_argv(prompt: str) -> bool:
     """True when `prompt` can be passed as a command-line argument (else send it on stdin)."""
