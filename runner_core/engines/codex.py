@@ -74,6 +74,14 @@ def config_overrides(settings: Mapping[str, Any], prefix: str = "") -> list[str]
     return out
 
 
+def split_model(value: Any) -> tuple[str | None, str | None]:
+    """`name@reasoning_effort` (the API's codex model form) -> (name, effort)."""
+    if not value:
+        return None, None
+    name, _, effort = str(value).partition("@")
+    return name or None, effort or None
+
+
 def is_object_schema(path: Path) -> bool:
     """True when the file holds a JSON schema whose top level is an object."""
     try:
@@ -114,9 +122,11 @@ class CodexAdapter:
                 "--sandbox", "workspace-write"]
         for override in config_overrides(settings) + config_overrides(ctx.config.get("settings") or {}):
             argv += ["-c", override]
-        model = ctx.model or ctx.config.get("model")
+        model, effort = split_model(ctx.model or ctx.config.get("model"))
+        if effort:
+            argv += ["-c", f"model_reasoning_effort={toml_value(effort)}"]
         if model:
-            argv += ["-m", str(model)]
+            argv += ["-m", model]
         if ctx.output_schema_path and is_object_schema(ctx.output_schema_path):
             argv += ["--output-schema", str(ctx.output_schema_path)]
         if ctx.session_id:

@@ -160,3 +160,12 @@ def test_parse_nonzero_exit_without_events_is_engine_failed(tmp_path: Path) -> N
 def test_prompt_too_long_for_argv_goes_through_stdin(tmp_path: Path) -> None:
     spec = codex.ADAPTER.build_command(context(tmp_path, prompt="x" * 200_000))
     assert spec.argv[-1] == "-" and spec.stdin == "x" * 200_000
+
+
+def test_model_with_reasoning_effort_is_split_into_flags(tmp_path) -> None:
+    from runner_core.engines.base import EngineContext
+    from runner_core.engines.codex import ADAPTER as CODEX
+    spec = CODEX.build_command(EngineContext(run_dir=tmp_path, skill_id="s", prompt="p", config={},
+                                             model="gpt-5.2-codex@high"))
+    assert spec.argv[spec.argv.index("-m") + 1] == "gpt-5.2-codex"
+    assert 'model_reasoning_effort="high"' in spec.argv
