@@ -33,8 +33,11 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     app.extensions["queue"] = app.config.get("QUEUE") or CeleryQueue(settings.broker_url)
     register_error_handlers(app)
     api = RunnerApi(app)
-    from api.resources import cleanup, engines, health, jobs, run_files, skills
-    for module in (health, skills, cleanup, jobs, run_files, engines):
+    from api.resources import (
+        cleanup, engines, health, jobs, run_files, skill_packages, skills, temp_skill_runs,
+    )
+    for module in (health, skills, skill_packages, cleanup, jobs, run_files, temp_skill_runs,
+                   engines):
         api.register_blueprint(module.blp)
     _serve_swagger_assets(app)
     return app

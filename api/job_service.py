@@ -66,8 +66,13 @@ def _check_inline(pkg: SkillPackage, inline: dict[str, Any]) -> None:
                        {"schema": "input", "errors": errors})
 
 
-def create_job(session: Session, pkg: SkillPackage, body: dict[str, Any]) -> tuple[Request, Run]:
-    """Commit the request and its run; enqueue at once when no upload is expected."""
+def create_job(session: Session, pkg: SkillPackage, body: dict[str, Any], *, kind: str = "job",
+               request_id: str | None = None) -> tuple[Request, Run]:
+    """Commit the request and its run; enqueue at once when no upload is expected.
+
+    `pkg` may come from anywhere: the installed skills (kind "job") or a one-off package
+    unpacked under the request's directory (kind "temp", with that `request_id`).
+    """
     settings = current_app.config["SETTINGS"]
     engine, parameter = check_request(pkg, body)
     needs_upload = bool(file_fields(pkg.input_schema))
@@ -80,15 +85,16 @@ def create_job(session: Session, pkg: SkillPackage, body: dict[str, Any]) -> tup
     if queued >= settings.queue_max:
         raise ApiError(429, "QUEUE_FULL", f"{queued} runs are queued (limit {settings.queue_max}); retry later",
                        {"queued": queued, "limit": settings.queue_max})
-    request_id, run_id = str(uuid.uuid4()), str(uuid.uuid4())
+    request_id, run_id = request_id or str(uuid.uuid4()), str(uuid.uuid4())
     payload = {"skill_id": pkg.id, "engine": engine, "parameter": body.get("parameter") or {},
                "input": body.get("input") or {}, "model": body.get("model"),
                "runtime_options": body.get("runtime_options") or {}}
-    run = Run(id=run_id, request_id=request_id, skill_id=pkg.id, skill_version=pkg.version,
-              engine=engine, model=body.get("model"), status="queued", parameter=parameter,
-              input=payload["input"], runtime_options=payload["runtime_options"],
+    run = Run(id=run_id, request_id=request_id, kind=kind, skill_id=pkg.id,
+              skill_version=pkg.version, engine=engine, model=body.get("model"), status="queued",
+              parameter=parameter, input=payload["input"], runtime_options=payload["runtime_options"],
               needs_upload=needs_upload, cache_key=key)
-    req = Request(id=request_id, skill_id=pkg.id, engine=engine, run_id=run_id, payload=payload)
+    req = Request(id=request_id, kind=kind, skill_id=pkg.id, engine=engine, run_id=run_id,
+                  payload=payload)
     if cached is not None:
         req.run_id, req.cache_hit, run = cached.id, True, cached
     else:
@@ -131,11 +137,13 @@ def submit(session: Session, run: Run, pkg: SkillPackage) -> None:
         run_states.mark_enqueued(session, run.id, task_id)
 
 
-def load_job(session: Session, request_id: str) -> tuple[Request, Run]:
+def load_job(session: Session, request_id: str, kind: str | None = None) -> tuple[Request, Run]:
+    """The request and its run; 404 when missing or, with `kind`, of another kind."""
     req = session.get(Request, request_id)
     run = session.get(Run, req.run_id) if req and req.run_id else None
-    if req is None or run is None:
-        raise ApiError(404, "REQUEST_NOT_FOUND", f"no job with request_id '{request_id}'",
+    if req is None or run is None or (kind is not None and req.kind != kind):
+        noun = "one-off run" if kind == "temp" else "job"
+        raise ApiError(404, "REQUEST_NOT_FOUND", f"no {noun} with request_id '{request_id}'",
                        request_id=request_id)
     return req, run
 

@@ -1,0 +1,82 @@
+"""What POST /v1/skill-packages does apart from HTTP: record, validate, install, record again."""
+from __future__ import annotations
+
+import shutil
+import uuid
+from typing import Any
+
+from flask import current_app
+from sqlalchemy.orm import Session
+
+from api.errors import ApiError
+from api.job_service import iso
+from api.zip_bodies import package_api_error, save_zip_body
+from runner_core.skills.installer import InstallResult, installer_for
+from runner_core.skills.package import PackageError, unpack_package
+from runner_core.store.models import SkillInstall, utcnow
+from runner_core.uploads import UploadError
+
+
+def install_package(session: Session) -> SkillInstall:
+    """Install or update the skill in the request's zip; a refusal is a 400 with every error."""
+    settings = current_app.config["SETTINGS"]
+    installer = installer_for(settings.data_dir, settings.skills_dir)
+    workdir = installer.new_workdir()
+    try:
+        size, sha256 = save_zip_body("package", workdir / "package.zip")
+        record = SkillInstall(id=str(uuid.uuid4()), status="installing", package_size=size,
+                              package_sha256=sha256)
+        session.add(record)
+        session.commit()
+        try:
+            pkg = unpack_package(workdir / "package.zip", workdir)
+            record.skill_id, record.version = pkg.id, pkg.version
+            record.warnings = list(pkg.warnings)
+            result = installer.install(pkg)
+        except (UploadError, PackageError) as exc:
+            error = package_api_error(exc, {"install_id": record.id})
+            _finish(session, record, "failed", error={"code": error.code, "message": error.message,
+                                                      "details": error.details})
+            raise error from exc
+        except Exception as exc:
+            _finish(session, record, "failed", error={"code": "INTERNAL_ERROR",
+                                                      "message": f"{type(exc).__name__}: {exc}"})
+            raise
+        _finish(session, record, "succeeded", result=result)
+        return record
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _finish(session: Session, record: SkillInstall, status: str, *,
+            result: InstallResult | None = None, error: dict[str, Any] | None = None) -> None:
+    record.status, record.error, record.finished_at = status, error, utcnow()
+    if error and not record.skill_id:
+        record.skill_id = (error.get("details") or {}).get("skill_id")
+    if result is not None:
+        settings = current_app.config["SETTINGS"]
+        record.previous_version, record.action = result.previous_version, result.action
+        if result.archive_path is not None:
+            record.archive_path = result.archive_path.relative_to(settings.data_dir).as_posix()
+    session.commit()
+
+
+def load_install(session: Session, install_id: str) -> SkillInstall:
+    """The install record, or 404 INSTALL_NOT_FOUND."""
+    record = session.get(SkillInstall, install_id)
+    if record is None:
+        raise ApiError(404, "INSTALL_NOT_FOUND", f"no skill package install '{install_id}'",
+                       {"install_id": install_id})
+    return record
+
+
+def install_status(record: SkillInstall) -> dict[str, Any]:
+    """The document of GET /v1/skill-packages/{install_id} (and of a successful POST)."""
+    return {
+        "install_id": record.id, "status": record.status, "skill_id": record.skill_id,
+        "version": record.version, "previous_version": record.previous_version,
+        "action": record.action, "archive_path": record.archive_path,
+        "package_sha256": record.package_sha256, "package_size": record.package_size,
+        "warnings": record.warnings or [], "error": record.error,
+        "created_at": iso(record.created_at), "finished_at": iso(record.finished_at),
+    }

@@ -1,0 +1,98 @@
+"""One-off runs: run a skill package without installing it; sub-routes mirror /v1/jobs."""
+from __future__ import annotations
+
+from flask import current_app
+from flask.views import MethodView
+from flask_smorest import Blueprint
+
+from api import job_service as jobs
+from api import run_actions
+from api.errors import ApiError
+from api.package_schemas import TempRunCreated, package_form_doc
+from api.resources.run_files import bundle_response
+from api.schemas import CancelResult, JobCreated, JobLogs, JobResult, JobStatus
+from api.temp_run_service import create_temp_run, load_temp, temp_skill
+from api.zip_bodies import receive_inputs
+
+blp = Blueprint("temp_skill_runs", __name__, url_prefix="/v1/temp-skill-runs",
+                description="One-off runs of an uploaded skill package")
+
+
+def db():
+    return current_app.extensions["db"]()
+
+
+@blp.route("")
+class TempRuns(MethodView):
+    @blp.doc(**package_form_doc(with_request=True))
+    @blp.response(200, TempRunCreated)
+    def post(self):
+        """Run a skill package once (multipart `package` zip + `request` JSON); never installed."""
+        with db() as session:
+            req, run, pkg = create_temp_run(session)
+            return {"request_id": req.id, "skill_id": pkg.id, "skill_version": pkg.version,
+                    "cache_hit": req.cache_hit, "status": run.status, "warnings": pkg.warnings}
+
+
+@blp.route("/<request_id>/upload")
+class TempUpload(MethodView):
+    @blp.response(200, JobCreated)
+    def post(self, request_id: str):
+        """Upload the input zip (multipart field `file`, or a raw application/zip body)."""
+        with db() as session:
+            req, run = load_temp(session, request_id)
+            if not (run.needs_upload and run.status == "queued" and run.queued_at is None):
+                raise ApiError(409, "UPLOAD_NOT_ALLOWED",
+                               "this run takes no upload now (already uploaded, started or ended)",
+                               {"status": run.status}, request_id)
+            request_dir = current_app.config["SETTINGS"].requests_dir / request_id
+            files = receive_inputs(request_dir, request_id)
+            run = jobs.bind_upload(session, req, run, temp_skill(req),
+                                   {f.path: f.sha256 for f in files})
+            return {"request_id": req.id, "cache_hit": req.cache_hit, "status": run.status}
+
+
+@blp.route("/<request_id>")
+class TempRun(MethodView):
+    @blp.response(200, JobStatus)
+    def get(self, request_id: str):
+        """Status and summary of a one-off run."""
+        with db() as session:
+            return jobs.job_status(*load_temp(session, request_id))
+
+
+@blp.route("/<request_id>/result")
+class TempResult(MethodView):
+    @blp.response(200, JobResult)
+    def get(self, request_id: str):
+        """The final structured result (409 RUN_NOT_FINISHED while it runs)."""
+        with db() as session:
+            return run_actions.result_body(*load_temp(session, request_id))
+
+
+@blp.route("/<request_id>/logs")
+class TempLogs(MethodView):
+    @blp.response(200, JobLogs)
+    def get(self, request_id: str):
+        """Snapshot of the prompt, stdout and stderr (last 2 MiB of each)."""
+        with db() as session:
+            return run_actions.log_snapshot(*load_temp(session, request_id))
+
+
+@blp.route("/<request_id>/bundle")
+class TempBundle(MethodView):
+    def get(self, request_id: str):
+        """Download the run bundle zip (409 RUN_NOT_FINISHED while it runs)."""
+        with db() as session:
+            req, run = load_temp(session, request_id)
+        run_actions.require_finished(req, run)
+        return bundle_response(run)
+
+
+@blp.route("/<request_id>/cancel")
+class TempCancel(MethodView):
+    @blp.response(200, CancelResult)
+    def post(self, request_id: str):
+        """Cancel an active one-off run; a finished run answers accepted=false."""
+        with db() as session:
+            return run_actions.cancel_run(session, *load_temp(session, request_id))

@@ -1,0 +1,72 @@
+"""Zip request bodies: skill packages (install or one-off run) and a one-off run's input upload.
+
+A zip arrives as a multipart field or as a raw `application/zip` body; it is streamed to a file
+first, then handed to the safe extractor of `runner_core.uploads`. Refusals become ApiErrors
+whose `details.errors` lists every problem.
+"""
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from flask import request
+
+from api.errors import ApiError
+from runner_core.skills import SkillPackage
+from runner_core.skills.package import PackageError, unpack_package
+from runner_core.uploads import (
+    UploadedFile, UploadError, UploadLimits, extract_upload, write_input_manifest,
+)
+
+CHUNK = 1024 * 1024
+
+
+def save_zip_body(field: str, dest: Path, *, allow_raw: bool = True) -> tuple[int, str]:
+    """Write the multipart `field` (or the raw body) to `dest`; returns (size, sha256)."""
+    upload = request.files.get(field)
+    if upload is None and not (allow_raw and request.mimetype in ("application/zip",
+                                                                   "application/octet-stream")):
+        raise ApiError(400, "PACKAGE_MISSING" if field == "package" else "UPLOAD_MISSING",
+                       f"send the zip as the multipart field '{field}'"
+                       + (" or as an application/zip body" if allow_raw else ""), {"field": field})
+    source = upload.stream if upload is not None else request.stream
+    digest, size = hashlib.sha256(), 0
+    with dest.open("wb") as out:
+        while chunk := source.read(CHUNK):
+            digest.update(chunk)
+            size += len(chunk)
+            out.write(chunk)
+    return size, digest.hexdigest()
+
+
+def unpack_package_or_400(zip_path: Path, workdir: Path, extra: dict | None = None) -> SkillPackage:
+    """Unpack and validate a skill package, or raise a 400 listing every error."""
+    try:
+        return unpack_package(zip_path, workdir)
+    except (UploadError, PackageError) as exc:
+        raise package_api_error(exc, extra) from exc
+
+
+def package_api_error(exc: UploadError | PackageError, extra: dict | None = None) -> ApiError:
+    """The 400 for a refused package: its code, message and `details.errors`."""
+    details = {**exc.details, **(extra or {})}
+    details.setdefault("errors", [exc.message])
+    return ApiError(400, exc.code, exc.message, details)
+
+
+def receive_inputs(request_dir: Path, request_id: str) -> list[UploadedFile]:
+    """Extract the input zip (field `file` or raw body) into `<request>/uploads/`."""
+    tmp = request_dir / "inputs.zip.part"
+    save_zip_body("file", tmp)
+    dest = request_dir / "uploads"
+    try:
+        if dest.is_dir() and not any(dest.iterdir()):
+            dest.rmdir()
+        files = extract_upload(tmp, dest, UploadLimits())
+    except UploadError as exc:
+        dest.mkdir(exist_ok=True)
+        raise ApiError(400, exc.code, exc.message, exc.details, request_id) from exc
+    finally:
+        tmp.unlink(missing_ok=True)
+    write_input_manifest(files, request_dir / "input_manifest.json")
+    return files

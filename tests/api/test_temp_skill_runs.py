@@ -1,0 +1,127 @@
+"""POST /v1/temp-skill-runs and its sub-routes: validated like an install, never installed."""
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+
+from sqlalchemy import select
+
+from runner_core.store.models import Request, Run
+from tests.conftest import zip_bytes
+from tests.packages import echo_skill, package_upload
+
+
+def start(client, files=None, request=None, **form):
+    data = package_upload(files if files is not None else echo_skill())
+    if request is not None:
+        data["request"] = request if isinstance(request, str) else json.dumps(request)
+    data.update(form)
+    return client.post("/v1/temp-skill-runs", data=data)
+
+
+def finish(app, settings, rid, data):
+    """Stand in for the worker: write the result a run would leave and mark it succeeded."""
+    with app.extensions["db"]() as session:
+        run = session.scalars(select(Run).where(Run.request_id == rid)).one()
+        run.status = "succeeded"
+        session.commit()
+        run_dir = settings.runs_dir / run.id
+    (run_dir / "result").mkdir(parents=True)
+    (run_dir / "result" / "result.json").write_text(json.dumps(
+        {"status": "succeeded", "data": data, "artifacts": [], "validation_warnings": [],
+         "error": None}))
+
+
+def test_temp_run_is_created_from_the_package_without_installing_it(client, app, queue, settings):
+    resp = start(client, request={"input": {"text": "hi"}})
+    assert resp.status_code == 200, resp.json
+    body = resp.json
+    assert body["skill_id"] == "pkg-echo" and body["status"] == "queued"
+    assert len(queue.sent) == 1 and queue.sent[0][1] == "runs.script"
+    rid = body["request_id"]
+    skill_copy = settings.requests_dir / rid / "skill" / "pkg-echo"
+    assert (skill_copy / "SKILL.md").is_file() and (skill_copy / "assets" / "message.txt").is_file()
+    assert not (settings.requests_dir / rid / "package.zip").exists()
+    assert client.get("/v1/skills/pkg-echo").status_code == 404
+    with app.extensions["db"]() as session:
+        run = session.scalars(select(Run)).one()
+        assert run.kind == "temp" and run.request_id == rid and run.input == {"text": "hi"}
+        assert session.get(Request, rid).kind == "temp"
+
+
+def test_invalid_package_is_400_with_every_error_and_leaves_nothing(client, app, settings):
+    files = echo_skill(runner={"execution_modes": ["batch"]})
+    files["assets/output.schema.json"] = json.dumps({"type": "array"})
+    resp = start(client, files)
+    assert resp.status_code == 400
+    error = resp.json["error"]
+    assert error["code"] == "SKILL_PACKAGE_INVALID"
+    assert len(error["details"]["errors"]) == 2
+    assert not settings.requests_dir.exists() or not any(settings.requests_dir.iterdir())
+    with app.extensions["db"]() as session:
+        assert session.scalars(select(Request)).all() == []
+
+
+def test_request_is_validated_like_a_job(client, settings):
+    bad_json = start(client, request="{not json")
+    assert bad_json.status_code == 400 and bad_json.json["error"]["code"] == "INVALID_REQUEST"
+    wrong_type = start(client, request={"parameter": 3})
+    assert wrong_type.status_code == 422
+    assert "parameter" in wrong_type.json["error"]["details"]["fields"]["request"]
+    bad_param = start(client, request={"parameter": {"wait_for_go": "yes"}})
+    assert bad_param.status_code == 400
+    assert bad_param.json["error"]["code"] == "SCHEMA_VALIDATION_FAILED"
+    assert not any(settings.requests_dir.iterdir())
+
+
+def test_package_is_required(client):
+    resp = client.post("/v1/temp-skill-runs", data={"request": "{}"})
+    assert resp.status_code == 400 and resp.json["error"]["code"] == "PACKAGE_MISSING"
+
+
+def test_file_inputs_wait_for_the_upload(client, queue, settings):
+    rid = start(client, echo_skill(file_input=True)).json["request_id"]
+    assert queue.sent == []
+    assert client.get(f"/v1/temp-skill-runs/{rid}").json["waiting_for_upload"] is True
+    resp = client.post(f"/v1/temp-skill-runs/{rid}/upload",
+                       data={"file": (io.BytesIO(zip_bytes({"notes.txt": "n"})), "in.zip")})
+    assert resp.status_code == 200, resp.json
+    assert len(queue.sent) == 1
+    assert (settings.requests_dir / rid / "uploads" / "notes.txt").read_text() == "n"
+    assert (settings.requests_dir / rid / "input_manifest.json").is_file()
+    again = client.post(f"/v1/temp-skill-runs/{rid}/upload",
+                        data={"file": (io.BytesIO(zip_bytes({"notes.txt": "n"})), "in.zip")})
+    assert again.status_code == 409 and again.json["error"]["code"] == "UPLOAD_NOT_ALLOWED"
+
+
+def test_result_logs_and_bundle_after_the_run(client, app, settings):
+    rid = start(client, request={"input": {"text": "hi"}}).json["request_id"]
+    assert client.get(f"/v1/temp-skill-runs/{rid}/result").status_code == 409
+    assert client.get(f"/v1/temp-skill-runs/{rid}/bundle").status_code == 409
+    finish(app, settings, rid, {"message": "hello", "text": "hi"})
+    status = client.get(f"/v1/temp-skill-runs/{rid}").json
+    assert status["status"] == "succeeded" and status["skill_id"] == "pkg-echo"
+    result = client.get(f"/v1/temp-skill-runs/{rid}/result").json
+    assert result["result"]["data"] == {"message": "hello", "text": "hi"}
+    logs = client.get(f"/v1/temp-skill-runs/{rid}/logs").json
+    assert logs["request_id"] == rid and logs["stdout"] is None
+    bundle = client.get(f"/v1/temp-skill-runs/{rid}/bundle")
+    assert bundle.status_code == 200 and bundle.mimetype == "application/zip"
+    assert "result/result.json" in zipfile.ZipFile(io.BytesIO(bundle.data)).namelist()
+
+
+def test_cancel_a_queued_temp_run(client):
+    rid = start(client, echo_skill(file_input=True)).json["request_id"]
+    resp = client.post(f"/v1/temp-skill-runs/{rid}/cancel").json
+    assert resp["accepted"] is True and resp["status"] == "canceled"
+    again = client.post(f"/v1/temp-skill-runs/{rid}/cancel").json
+    assert again["accepted"] is False
+    result = client.get(f"/v1/temp-skill-runs/{rid}/result").json["result"]
+    assert result["error"]["code"] == "CANCELED_BY_USER"
+
+
+def test_job_request_ids_are_not_temp_runs(client):
+    rid = client.post("/v1/jobs", json={"skill_id": "demo-prime-number"}).json["request_id"]
+    resp = client.get(f"/v1/temp-skill-runs/{rid}")
+    assert resp.status_code == 404 and resp.json["error"]["code"] == "REQUEST_NOT_FOUND"
