@@ -1,0 +1,140 @@
+"""The real codex CLI against the fake LLM: an engine config dir for the service, and bare
+invocations built exactly the way the worker builds them (worker/engine_entry.py)."""
+from __future__ import annotations
+
+import json
+import os
+import resource
+import shutil
+import subprocess
+import time
+import uuid
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+from bench.services import REPO_ROOT
+
+SKILL_ID = "bench-codex-echo"
+TEXT = "hello"
+RESULT = {"text": TEXT, "length": len(TEXT)}
+
+
+@dataclass
+class CodexSetup:
+    """What the service and the bare runs need to reach the fake LLM."""
+
+    base_url: str
+    config_dir: Path
+
+    def worker_env(self) -> dict[str, str]:
+        return {"SKILL_RUNNER_ENGINE_CONFIG_DIR": str(self.config_dir)}
+
+
+@contextmanager
+def codex_setup(root: Path) -> Iterator[CodexSetup]:
+    """Fake LLM (one tool call, then the final JSON) + engine config dir enforcing it."""
+    from runner_core.engines import get_adapter
+    from runner_core.engines.config import CONFIG_DIR_ENV, resolve_binary
+    from tests.fake_llm import FakeLLM, Script
+    if resolve_binary(get_adapter("codex").binary) is None:
+        raise RuntimeError("the codex CLI is not installed (deploy/install-engines.sh)")
+    script = Script(command=f"echo {TEXT}", final_text=json.dumps(RESULT))
+    with FakeLLM(script) as llm:
+        config_dir = root / "engine-config"
+        shutil.copytree(REPO_ROOT / "deploy" / "engine-config", config_dir, dirs_exist_ok=True)
+        (config_dir / "codex").mkdir(exist_ok=True)
+        (config_dir / "codex" / "enforced.json").write_text(json.dumps(
+            {"base_url": f"{llm.base_url}/v1", "api_key": "fake-key", "model": "fake-model"}))
+        previous = os.environ.get(CONFIG_DIR_ENV)
+        os.environ[CONFIG_DIR_ENV] = str(config_dir)
+        try:
+            yield CodexSetup(llm.base_url, config_dir)
+        finally:
+            if previous is None:
+                os.environ.pop(CONFIG_DIR_ENV, None)
+            else:
+                os.environ[CONFIG_DIR_ENV] = previous
+            _trim(llm)
+
+
+def _trim(llm) -> None:
+    """The fake server keeps every request; drop them so long runs stay small."""
+    try:
+        llm.requests.clear()
+    except AttributeError:
+        pass
+
+
+@dataclass
+class BareRun:
+    """A prepared run directory and the exact command the worker would run in it."""
+
+    run_dir: Path
+    argv: list[str]
+    env: dict[str, str]
+    stdin: str | None
+
+
+def prepare_bare(runs_dir: Path, skills_dir: Path) -> BareRun:
+    """A fresh run dir with the skill installed as worker/engine_entry.py does, and the
+    codex command from `get_adapter("codex").build_command(EngineContext(...))`."""
+    from runner_core.engines import get_adapter
+    from runner_core.engines.base import EngineContext
+    from runner_core.engines.config import load_engine_config
+    from runner_core.inputs import resolve_inputs
+    from runner_core.prompts import PromptContext, patch_skill_md, render_prompt
+    from runner_core.skills import load_skill
+    from runner_core.workspace import create_run_dir, install_skill_copy, snapshot_skill, write_json
+    from worker.engine_entry import _git_init
+
+    paths = create_run_dir(runs_dir, str(uuid.uuid4()))
+    pkg = load_skill(snapshot_skill(skills_dir / SKILL_ID, paths, SKILL_ID))
+    resolved = resolve_inputs(pkg.input_schema, pkg.parameter_schema, paths.uploads,
+                              {"text": TEXT}, {})
+    write_json(paths.resolved_input, {"input": resolved.input, "parameter": resolved.parameter})
+    adapter = get_adapter("codex")
+    config = load_engine_config("codex", skill_dir=pkg.root, user={"model": None,
+                                                                   "runtime_options": {}})
+    prompt = render_prompt(pkg, PromptContext(resolved.input, resolved.parameter, paths.root, "codex"))
+    (paths.logs / "prompt.txt").write_text(prompt, encoding="utf-8")
+    patch_skill_md(pkg.root, pkg, paths.root)
+    install_skill_copy(pkg.root, paths, adapter.skill_dirs)
+    _git_init(paths.root)
+    ctx = EngineContext(run_dir=paths.root, skill_id=pkg.id, prompt=prompt, config=config,
+                        model=config.get("model"),
+                        output_schema_path=pkg.root / pkg.manifest.schemas["output"])
+    spec = adapter.build_command(ctx)
+    for rel, content in spec.files.items():
+        target = spec.cwd / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(content, encoding="utf-8")
+    return BareRun(paths.root, spec.argv, spec.env, spec.stdin)
+
+
+def run_bare(run: BareRun) -> float:
+    """Run the codex command to completion (new session, stdin closed); its wall seconds.
+    Raises when codex fails or its final message is not the expected JSON."""
+    from runner_core.engines import get_adapter
+    from runner_core.engines.base import ProcessResult
+    out_path, err_path = run.run_dir / "logs" / "stdout.txt", run.run_dir / "logs" / "stderr.txt"
+    with out_path.open("wb") as out, err_path.open("wb") as err:
+        started = time.perf_counter()
+        proc = subprocess.Popen(run.argv, cwd=run.run_dir, env=run.env, stdout=out, stderr=err,
+                                stdin=subprocess.PIPE if run.stdin is not None else subprocess.DEVNULL,
+                                start_new_session=True)
+        if run.stdin is not None:
+            proc.communicate(run.stdin.encode())
+        code = proc.wait()
+        elapsed = time.perf_counter() - started
+    output = get_adapter("codex").parse_output(ProcessResult(code, out_path, err_path, 0, 0))
+    if code != 0 or output.error is not None or json.loads(output.final_text or "null") != RESULT:
+        raise RuntimeError(f"bare codex run failed (exit {code}): {err_path.read_text()[-1500:]}")
+    return elapsed
+
+
+def children_cpu() -> float:
+    """user+system CPU of the bench's waited-for children (the bare engine process trees)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime

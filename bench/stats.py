@@ -1,0 +1,89 @@
+"""Small statistics and the result rows every figure reports."""
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import asdict, dataclass, field
+from typing import Any, Sequence
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Median and p99 (nearest rank) of a sample."""
+
+    n: int
+    median: float
+    p99: float
+    mean: float
+    minimum: float
+    maximum: float
+
+
+def summarize(values: Sequence[float]) -> Summary:
+    """Summary of `values` (must not be empty)."""
+    data = sorted(values)
+    if not data:
+        raise ValueError("no samples")
+    rank = max(1, math.ceil(0.99 * len(data)))
+    return Summary(len(data), statistics.median(data), data[rank - 1], statistics.fmean(data),
+                   data[0], data[-1])
+
+
+@dataclass
+class Row:
+    """One printed figure: a value, its baseline from the same run, their ratio, a target."""
+
+    figure: str
+    name: str
+    value: float
+    unit: str
+    baseline: float | None = None
+    baseline_name: str = ""
+    ratio: float | None = None
+    target: str = ""
+    met: bool | None = None
+    p99: float | None = None
+    baseline_p99: float | None = None
+    note: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def ratio(value: float, baseline: float | None) -> float | None:
+    """value / baseline, or None when there is no usable baseline."""
+    if baseline is None or baseline == 0:
+        return None
+    return value / baseline
+
+
+def fmt(value: float | None, unit: str = "") -> str:
+    """A compact human form: ms for seconds below 10, else the unit as given."""
+    if value is None:
+        return "-"
+    if unit == "s" and abs(value) < 10:
+        return f"{value * 1000:.1f} ms"
+    if unit in ("MiB", "/s", "x"):
+        return f"{value:.2f}{'' if unit == 'x' else ' '}{unit}"
+    return f"{value:.3g} {unit}".strip()
+
+
+def render_row(row: Row) -> str:
+    """One line of the report."""
+    parts = [f"[{row.figure}] {row.name}: {fmt(row.value, row.unit)}"]
+    if row.p99 is not None:
+        parts.append(f"(p99 {fmt(row.p99, row.unit)})")
+    if row.baseline is not None:
+        base = f"vs {row.baseline_name or 'baseline'} {fmt(row.baseline, row.unit)}"
+        if row.baseline_p99 is not None:
+            base += f" (p99 {fmt(row.baseline_p99, row.unit)})"
+        parts.append(base)
+    if row.ratio is not None:
+        parts.append(f"ratio {row.ratio:.3f}")
+    if row.target:
+        verdict = "" if row.met is None else (" MET" if row.met else " NOT MET")
+        parts.append(f"[target {row.target}{verdict}]")
+    if row.note:
+        parts.append(f"-- {row.note}")
+    return " ".join(parts)
