@@ -1,0 +1,74 @@
+"""`python -m bench [figure ...] [--quick] [--json PATH]`: run the figures, print each with its
+baseline from the same run and the ratio, then a summary table."""
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import shutil
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+
+from bench.context import Context
+from bench.stats import Row, render_row
+
+FIGURES = {
+    "1": "bench.fig1_overhead",
+    "2": "bench.fig2_throughput",   # also reports figure 3 (runner CPU per run)
+    "3": "bench.fig2_throughput",
+    "4": "bench.fig4_floor",
+    "5": "bench.fig5_cache",
+    "6": "bench.fig6_scale",
+    "7": "bench.fig7_streaming",
+    "8": "bench.fig8_batch",
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument("figures", nargs="*", help="figures to run (1-8); default: all")
+    parser.add_argument("--quick", action="store_true", help="small counts: a smoke run")
+    parser.add_argument("--json", type=Path, help="also write the rows as JSON here")
+    parser.add_argument("--tmp", type=Path, default=None, help="scratch directory parent")
+    args = parser.parse_args(argv)
+    wanted = args.figures or sorted(FIGURES)
+    unknown = [f for f in wanted if f not in FIGURES]
+    if unknown:
+        parser.error(f"unknown figures: {', '.join(unknown)} (choose from 1-8)")
+    modules = list(dict.fromkeys(FIGURES[f] for f in wanted))
+    root = Path(tempfile.mkdtemp(prefix="skill-runner-bench-", dir=args.tmp))
+    ctx = Context(quick=args.quick, root=root)
+    rows: list[Row] = []
+    failed = []
+    try:
+        for name in modules:
+            ctx.log(f"running {name}")
+            started = time.monotonic()
+            try:
+                new = importlib.import_module(name).run(ctx)
+            except Exception:
+                traceback.print_exc()
+                failed.append(name)
+                continue
+            for row in new:
+                print(render_row(row), flush=True)
+            rows.extend(new)
+            ctx.log(f"{name} took {time.monotonic() - started:.0f}s")
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    print("\nsummary")
+    for row in rows:
+        print("  " + render_row(row))
+    if args.json:
+        args.json.write_text(json.dumps([r.as_dict() for r in rows], indent=2))
+    if failed:
+        print(f"failed: {', '.join(failed)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

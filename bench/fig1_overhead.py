@@ -1,0 +1,97 @@
+"""Figure 1: per-run overhead on a real engine.
+
+The same codex prompt skill (one tool call + final JSON from the fake LLM), (a) as the bare CLI
+command with the worker's exact flags in a fresh run dir, and (b) through REST -> Redis ->
+worker -> result readable. The two alternate (a b a b ...) so drift on a shared machine hits
+both alike. (b) is observed by polling the job status every POLL_SEC, starting at 90% of the
+bare median so far: polling all along would load the 2 cores while codex runs and slow it.
+The row-based latency (client's POST time -> the run's finished_at) is reported beside it.
+"""
+from __future__ import annotations
+
+import statistics
+import time
+
+from bench.context import Context
+from bench.engine import RESULT, SKILL_ID, TEXT, codex_setup, prepare_bare, run_bare
+from bench.services import TERMINAL, Stack, StackOptions, parse_time
+from bench.stats import Row, ratio, summarize
+
+POLL_SEC = 0.005
+FIRST_POLL = 0.9  # of the bare median
+
+
+def submit_and_wait(client, first_poll: float) -> tuple[float, float, dict]:
+    """POST a codex job, poll until terminal, read the result: (client s, row s, status)."""
+    t0_wall, t0 = time.time(), time.perf_counter()
+    resp = client.post("/v1/jobs", {"skill_id": SKILL_ID, "engine": "codex",
+                                    "input": {"text": TEXT}, "runtime_options": {"no_cache": True}})
+    if resp.status != 200:
+        raise RuntimeError(f"POST /v1/jobs: {resp.status} {resp.body}")
+    rid = resp.body["request_id"]
+    time.sleep(max(0.0, first_poll - (time.perf_counter() - t0)))
+    while True:
+        status = client.get(f"/v1/jobs/{rid}").body
+        if status["status"] in TERMINAL:
+            break
+        time.sleep(POLL_SEC)
+    result = client.get(f"/v1/jobs/{rid}/result").body
+    elapsed = time.perf_counter() - t0
+    if status["status"] != "succeeded" or result["result"]["data"] != RESULT:
+        raise RuntimeError(f"runner codex run failed: {status} {result}")
+    row_latency = parse_time(status["finished_at"]) - t0_wall
+    return elapsed, row_latency, status
+
+
+def run(ctx: Context) -> list[Row]:
+    n = ctx.count(60, 6)
+    root = ctx.scratch("fig1")
+    try:
+        with codex_setup(root) as codex, \
+                Stack(root / "stack", StackOptions(extra_env=codex.worker_env())) as stack:
+            client = stack.client()
+            bare_runs = root / "bare-runs"
+            warm = [run_bare(prepare_bare(bare_runs, stack.skills_dir)) for _ in range(2)]
+            for _ in range(2):
+                submit_and_wait(client, 0.9 * min(warm))
+            bare, runner, rows_latency, process = [], [], [], []
+            for i in range(n):
+                bare.append(run_bare(prepare_bare(bare_runs, stack.skills_dir)))
+                first_poll = FIRST_POLL * statistics.median(bare)
+                elapsed, row_s, _status = submit_and_wait(client, first_poll)
+                runner.append(elapsed)
+                rows_latency.append(row_s)
+                if (i + 1) % 10 == 0:
+                    ctx.log(f"fig1: {i + 1}/{n} pairs")
+            process = engine_process_times(stack)
+    finally:
+        ctx.cleanup(root)
+    b, r, rl = summarize(bare), summarize(runner), summarize(rows_latency)
+    out = [Row("1", "codex run through REST->Redis->worker->result (client)", r.median, "s",
+               b.median, "bare codex CLI", ratio(r.median, b.median), "<= 1.03 at median",
+               ratio(r.median, b.median) <= 1.03, p99=r.p99, baseline_p99=b.p99,
+               note=f"n={n} pairs; overhead p50 {1000 * (r.median - b.median):.1f} ms; "
+                    f"polling every {POLL_SEC * 1000:.0f} ms"),
+           Row("1", "codex run, POST -> run finished_at (row)", rl.median, "s", b.median,
+               "bare codex CLI", ratio(rl.median, b.median), "<= 1.03 at median",
+               ratio(rl.median, b.median) <= 1.03, p99=rl.p99, baseline_p99=b.p99)]
+    if process:
+        p = summarize(process)
+        out.append(Row("1", "codex process time inside the worker (timings.process)", p.median,
+                       "s", b.median, "bare codex CLI", ratio(p.median, b.median), p99=p.p99,
+                       baseline_p99=b.p99))
+    return out
+
+
+def engine_process_times(stack: Stack) -> list[float]:
+    """`timings.process` of the succeeded codex runs (the CLI as the supervisor saw it)."""
+    from sqlalchemy import create_engine, select
+    from runner_core.store.models import Run
+    engine = create_engine(stack.database_url)
+    try:
+        with engine.connect() as conn:
+            rows = conn.execute(select(Run.timings).where(Run.skill_id == SKILL_ID,
+                                                          Run.status == "succeeded")).all()
+    finally:
+        engine.dispose()
+    return [row.timings["process"] for row in rows[2:] if row.timings.get("process")]

@@ -1,0 +1,182 @@
+"""Figure 4: the orchestration floor, with a script skill that does almost nothing.
+
+`bench-noop` runs `printf '{"ok": true}'`. Sequential POST -> succeeded latency and sustained
+throughput with 2 worker processes, vs a bare Celery task spawning the same command
+(bench/bare_celery.py) with its own 2-process worker on the SAME broker. The runner's own time
+split comes from the run rows (`timings`, created/queued/started/finished), and the database
+writes per run from Postgres' row counters in a separate small pass on Postgres.
+"""
+from __future__ import annotations
+
+import statistics
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from bench.bare_celery import BareWorker
+from bench.context import Context
+from bench.fig2_throughput import makespan, submit_batch
+from bench.services import (
+    TERMINAL, Stack, StackOptions, as_epoch, parse_time, wait_terminal,
+)
+from bench.stats import Row, ratio, summarize
+
+SKILL_ID = "bench-noop"
+COMMAND = ["printf", '{"ok": true}']
+POLL_SEC = 0.002
+_counter = iter(range(10 ** 9))
+
+
+def body(_i: int = 0) -> dict:
+    """A unique request (a cache miss, as real traffic mostly is)."""
+    return {"skill_id": SKILL_ID, "input": {"n": next(_counter)}}
+
+
+def runner_once(client, first_poll: float) -> tuple[float, float]:
+    """POST, poll until succeeded: (client-observed s, POST -> finished_at s)."""
+    t_wall, t0 = time.time(), time.perf_counter()
+    resp = client.post("/v1/jobs", body())
+    if resp.status != 200:
+        raise RuntimeError(f"POST /v1/jobs: {resp.status} {resp.body}")
+    rid = resp.body["request_id"]
+    time.sleep(max(0.0, first_poll - (time.perf_counter() - t0)))
+    while True:
+        status = client.get(f"/v1/jobs/{rid}").body
+        if status["status"] in TERMINAL:
+            break
+        time.sleep(POLL_SEC)
+    elapsed = time.perf_counter() - t0
+    if status["status"] != "succeeded":
+        raise RuntimeError(f"noop run failed: {status}")
+    return elapsed, parse_time(status["finished_at"]) - t_wall
+
+
+def bare_once(bare: BareWorker, cwd) -> float:
+    t0 = time.perf_counter()
+    bare.send(COMMAND, cwd).get(timeout=30)
+    return time.perf_counter() - t0
+
+
+def bare_throughput(bare: BareWorker, cwd, n: int) -> float:
+    started = time.perf_counter()
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(lambda _i: bare.send(COMMAND, cwd), range(n)))
+    for res in results:
+        res.get(timeout=120)
+    return time.perf_counter() - started
+
+
+def time_split(stack: Stack, skip: int) -> dict[str, float]:
+    """Median seconds of each phase of the succeeded noop runs, from their rows."""
+    from sqlalchemy import create_engine, select
+    from runner_core.store.models import Request, Run
+    engine = create_engine(stack.database_url)
+    try:
+        with engine.connect() as conn:
+            rows = conn.execute(select(Run, Request.created_at.label("req_created"))
+                                .join(Request, Request.run_id == Run.id)
+                                .where(Run.skill_id == SKILL_ID, Run.status == "succeeded")
+                                .order_by(Run.created_at)).all()[skip:]
+    finally:
+        engine.dispose()
+    split: dict[str, list[float]] = {}
+
+    def add(name: str, value: float | None) -> None:
+        if value is not None:
+            split.setdefault(name, []).append(value)
+    for row in rows:
+        created, queued = as_epoch(row.created_at), as_epoch(row.queued_at)
+        started, finished = as_epoch(row.started_at), as_epoch(row.finished_at)
+        add("api: row -> enqueued (queued_at - created_at)", queued - created)
+        add("queue wait (started_at - queued_at)", started - queued)
+        for phase in ("prepare", "process", "output", "artifacts", "bundle"):
+            add(f"worker: {phase}", row.timings.get(phase))
+        add("worker: claim/finish/rest (finished - started - phases)",
+            finished - started - sum(row.timings.get(p, 0) for p in
+                                     ("prepare", "process", "output", "artifacts", "bundle")))
+        add("total row time (finished_at - created_at)", finished - created)
+    return {name: statistics.median(values) for name, values in split.items()}
+
+
+def db_writes(ctx: Context, k: int) -> dict[str, float]:
+    """Row inserts/updates/deletes per run on Postgres (pg_stat_user_tables), k sequential runs."""
+    import psycopg
+    root = ctx.scratch("fig4-pg")
+    try:
+        with Stack(root / "stack", StackOptions(db="postgres")) as stack:
+            client = stack.client()
+            for _ in range(k):
+                runner_once(client, 0.0)
+            stack.stop_processes()  # backends flush their counters when they exit
+            time.sleep(1.0)
+            with psycopg.connect(stack.pg.url, autocommit=True) as conn:
+                conn.execute("SELECT pg_stat_clear_snapshot()")
+                rows = conn.execute("SELECT relname, n_tup_ins, n_tup_upd, n_tup_del FROM "
+                                    "pg_stat_user_tables WHERE relname IN ('runs', 'requests')"
+                                    ).fetchall()
+    finally:
+        ctx.cleanup(root)
+    out = {}
+    for name, ins, upd, dele in rows:
+        out[f"{name} inserts"] = ins / k
+        out[f"{name} updates"] = upd / k
+        if dele:
+            out[f"{name} deletes"] = dele / k
+    return out
+
+
+def run(ctx: Context) -> list[Row]:
+    n_seq, n_tput, warm = ctx.count(200, 20), ctx.count(300, 40), 5
+    root = ctx.scratch("fig4")
+    try:
+        with Stack(root / "stack") as stack, \
+                BareWorker(root / "bare", stack.broker_url) as bare:
+            client, cwd = stack.client(), root
+            for _ in range(warm):
+                runner_once(client, 0.0)
+                bare_once(bare, cwd)
+            runner, rows_latency, bare_lat = [], [], []
+            for i in range(n_seq):
+                first_poll = 0.8 * min(runner) if runner else 0.0
+                elapsed, row_s = runner_once(client, first_poll)
+                runner.append(elapsed)
+                rows_latency.append(row_s)
+                bare_lat.append(bare_once(bare, cwd))
+            ctx.log(f"fig4: {n_seq} sequential pairs done")
+            split = time_split(stack, warm)
+            tput_runner, tput_bare = [], []
+            for _ in range(ctx.count(2, 1)):
+                tput_bare.append(n_tput / bare_throughput(bare, cwd, n_tput))
+                started, ids = submit_batch(stack, n_tput, body)
+                statuses = wait_terminal(client, ids, interval=0.25)
+                failed = [s for s in statuses.values() if s["status"] != "succeeded"]
+                if failed:
+                    raise RuntimeError(f"{len(failed)} noop runs failed: {failed[0]}")
+                tput_runner.append(n_tput / makespan(started, statuses))
+            ctx.log(f"fig4: throughput {tput_runner} vs bare {tput_bare}")
+    finally:
+        ctx.cleanup(root)
+    writes = db_writes(ctx, ctx.count(30, 5))
+    r, rl, b = summarize(runner), summarize(rows_latency), summarize(bare_lat)
+    overhead = r.median - b.median
+    tr, tb = statistics.median(tput_runner), statistics.median(tput_bare)
+    rows = [
+        Row("4", "noop script: POST -> succeeded (client, sequential)", r.median, "s", b.median,
+            "bare Celery task spawning the same command", ratio(r.median, b.median),
+            "p50 overhead <= 15 ms", overhead <= 0.015, p99=r.p99, baseline_p99=b.p99,
+            note=f"n={n_seq}; p50 overhead {overhead * 1000:.1f} ms (p99 "
+                 f"{(r.p99 - b.p99) * 1000:.1f} ms); polling every {POLL_SEC * 1000:.0f} ms"),
+        Row("4", "noop script: POST -> run finished_at (row)", rl.median, "s", b.median,
+            "bare Celery task", ratio(rl.median, b.median), "p50 overhead <= 15 ms",
+            rl.median - b.median <= 0.015, p99=rl.p99, baseline_p99=b.p99,
+            note=f"p50 overhead {(rl.median - b.median) * 1000:.1f} ms"),
+        Row("4", f"noop script throughput, {n_tput} at once, 2 worker processes", tr, "/s", tb,
+            "bare Celery task, 2 processes", ratio(tr, tb), ">= 0.5x", ratio(tr, tb) >= 0.5,
+            note="runs/s until the last finished_at"),
+        Row("4", "runner time split (median per run)", sum(v for k, v in split.items()
+                                                            if k.startswith("total")), "s",
+            note="; ".join(f"{k} {v * 1000:.1f} ms" for k, v in split.items()
+                           if not k.startswith("total")), extra=split),
+        Row("4", "DB row writes per run (Postgres counters)", sum(writes.values()), "rows",
+            note="; ".join(f"{k} {v:.1f}" for k, v in writes.items()), extra=writes),
+    ]
+    return rows
