@@ -1,8 +1,11 @@
 """Skill packages for tests: a small script skill built in memory, zipped as an upload would be."""
 from __future__ import annotations
 
+import base64
+import hashlib
 import io
 import json
+from pathlib import Path
 
 from tests.conftest import zip_bytes
 
@@ -68,3 +71,23 @@ def echo_skill(skill_id: str = "pkg-echo", version: str = "1.0.0", message: str 
 def package_upload(files: dict[str, str], field: str = "package") -> dict:
     """Multipart `data=` for the Flask test client."""
     return {field: (io.BytesIO(zip_bytes(files)), "skill.zip")}
+
+
+def build_wheel(dest: Path, name: str, version: str = "0.1.0", value: str = "from-wheel") -> Path:
+    """A pure-Python wheel of one module `name` with `VALUE = value`, built without any tool."""
+    dist = f"{name}-{version}.dist-info"
+    files = {
+        f"{name}/__init__.py": f'VALUE = "{value}"\n',
+        f"{dist}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+        f"{dist}/WHEEL": "Wheel-Version: 1.0\nGenerator: tests\nRoot-Is-Purelib: true\n"
+                         "Tag: py3-none-any\n",
+    }
+    record = []
+    for path, text in files.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=")
+        record.append(f"{path},sha256={digest.decode()},{len(text.encode())}")
+    files[f"{dist}/RECORD"] = "\n".join(record + [f"{dist}/RECORD,,"]) + "\n"
+    dest.mkdir(parents=True, exist_ok=True)
+    wheel = dest / f"{name}-{version}-py3-none-any.whl"
+    wheel.write_bytes(zip_bytes(files))
+    return wheel

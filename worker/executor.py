@@ -19,12 +19,13 @@ from runner_core.inputs import InputError, resolve_inputs
 from runner_core.output import NormalizeRequest, run_output_chain
 from runner_core.settings import Settings
 from runner_core.skills import SkillPackage, load_skill
+from runner_core.skills.locks import locks_dir, skill_lock
 from runner_core.store.models import Run
 from runner_core.workspace import (
     RunPaths, create_run_dir, link_uploads, snapshot_skill, write_json,
 )
 from worker.engine_entry import run_engine
-from worker.script_entry import script_command
+from worker.script_entry import script_command, uv_cache_dir
 from worker.supervisor import Watch, run_command
 
 log = logging.getLogger(__name__)
@@ -93,7 +94,9 @@ class RunExecutor:
         source = skill_source(self.settings, self.run)
         if not (source / "SKILL.md").is_file():
             raise RunFailed("SKILL_NOT_FOUND", f"skill '{self.run.skill_id}' is not installed")
-        snapshot = snapshot_skill(source, self.paths, self.run.skill_id)
+        # Shared lock: an install of this skill cannot swap it while it is being copied.
+        with skill_lock(locks_dir(self.settings.data_dir), self.run.skill_id, shared=True):
+            snapshot = snapshot_skill(source, self.paths, self.run.skill_id)
         pkg = load_skill(snapshot)
         if pkg.health != "ok":
             raise RunFailed("SKILL_INVALID", "; ".join(pkg.errors), {"errors": pkg.errors})
@@ -123,7 +126,7 @@ class RunExecutor:
 
     def _run_script(self, pkg: SkillPackage, command: str) -> str:
         spec = script_command(command, self.paths, pkg.root, self.run.id, self.run.request_id,
-                              pkg.manifest.runtime)
+                              pkg.manifest.runtime, uv_cache=uv_cache_dir(self.settings.data_dir))
         result = run_command(spec, self.paths.logs / "stdout.txt", self.paths.logs / "stderr.txt",
                              self.make_watch(pkg))
         check_process(result, "SKILL_SCRIPT_FAILED", self.paths)
@@ -162,7 +165,8 @@ class RunExecutor:
                      "SKILL_RUNNER_OUTPUT_SCHEMA": str(request.schema_path),
                      "SKILL_RUNNER_NORMALIZATION_LEVEL": request.level}
             spec = script_command(command.command, self.paths, pkg.root, self.run.id,
-                                  self.run.request_id, pkg.manifest.runtime, extra)
+                                  self.run.request_id, pkg.manifest.runtime, extra,
+                                  uv_cache_dir(self.settings.data_dir))
             name = request.level.lower()
             result = run_command(spec, self.paths.logs / f"{name}_stdout.txt",
                                  self.paths.logs / f"{name}_stderr.txt", self.make_watch(pkg))

@@ -5,6 +5,10 @@ root inside the run, `python` is the service's interpreter, and these variables 
 SKILL_RUNNER_RUN_DIR, SKILL_RUNNER_SKILL_DIR, SKILL_RUNNER_INPUT_FILE (resolved_input.json:
 {"input": ..., "parameter": ...}), SKILL_RUNNER_RESULT_FILE (result/result.json),
 SKILL_RUNNER_ARTIFACTS_DIR (artifacts/), SKILL_RUNNER_REQUEST_ID, SKILL_RUNNER_RUN_ID.
+
+A skill with `runtime.dependencies` runs under `uv run --no-project --with <dep> ...` on the
+service's interpreter. HOME is per run, so uv gets a shared cache (`<data>/uv-cache`) and the
+operator's index settings (UV_* and proxy variables) explicitly.
 """
 from __future__ import annotations
 
@@ -19,6 +23,31 @@ from runner_core.skills.model import Runtime
 from runner_core.workspace import RunPaths
 
 BASE_ENV_KEYS = ("PATH", "LANG", "LC_ALL", "TZ", "TMPDIR", "SYSTEMROOT")
+# What uv needs to reach (or avoid) a package index; UV_* variables are passed as well.
+NETWORK_ENV_KEYS = ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY", "http_proxy",
+                    "https_proxy", "no_proxy", "all_proxy", "SSL_CERT_FILE", "SSL_CERT_DIR")
+
+
+def uv_cache_dir(data_dir: Path) -> Path:
+    """uv's cache, shared by every run of the service."""
+    return data_dir / "uv-cache"
+
+
+def uv_env(cache_dir: Path | None) -> dict[str, str]:
+    """The operator's uv and proxy settings, plus the shared cache."""
+    env = {k: v for k, v in os.environ.items() if k.startswith("UV_") or k in NETWORK_ENV_KEYS}
+    if cache_dir is not None:
+        env["UV_CACHE_DIR"] = str(cache_dir)
+    return env
+
+
+def uv_binary() -> str:
+    """The uv installed with the service (the `uv` wheel), else the one on PATH."""
+    try:
+        from uv import find_uv_bin
+        return find_uv_bin()
+    except (ImportError, FileNotFoundError):
+        return shutil.which("uv") or "uv"
 
 
 def script_env(paths: RunPaths, skill_dir: Path, run_id: str, request_id: str,
@@ -48,10 +77,7 @@ def script_argv(command: str, runtime: Runtime | None) -> list[str]:
     if argv and argv[0] in ("python", "python3"):
         argv[0] = sys.executable
     if runtime and runtime.dependencies:
-        uv = shutil.which("uv") or str(Path(sys.executable).parent / "uv")
-        wrapped = [uv, "run", "--no-project", "--quiet"]
-        if runtime.version:
-            wrapped += ["--python", runtime.version]
+        wrapped = [uv_binary(), "run", "--no-project", "--quiet", "--python", _python(runtime)]
         for dep in runtime.dependencies:
             wrapped += ["--with", dep]
         if argv and argv[0] == sys.executable:
@@ -60,8 +86,19 @@ def script_argv(command: str, runtime: Runtime | None) -> list[str]:
     return argv
 
 
+def _python(runtime: Runtime) -> str:
+    """The service's interpreter unless the skill asks for another version (uv finds it)."""
+    current = f"{sys.version_info.major}.{sys.version_info.minor}"
+    if not runtime.version or runtime.version in (current, sys.version.split()[0]):
+        return sys.executable
+    return runtime.version
+
+
 def script_command(command: str, paths: RunPaths, skill_dir: Path, run_id: str, request_id: str,
-                   runtime: Runtime | None, extra_env: dict[str, str] | None = None) -> CommandSpec:
+                   runtime: Runtime | None, extra_env: dict[str, str] | None = None,
+                   uv_cache: Path | None = None) -> CommandSpec:
     """The CommandSpec for a skill script run from the skill's root."""
-    return CommandSpec(argv=script_argv(command, runtime), cwd=skill_dir,
-                       env=script_env(paths, skill_dir, run_id, request_id, extra_env))
+    env = script_env(paths, skill_dir, run_id, request_id, extra_env)
+    if runtime and runtime.dependencies:
+        env.update(uv_env(uv_cache))
+    return CommandSpec(argv=script_argv(command, runtime), cwd=skill_dir, env=env)
