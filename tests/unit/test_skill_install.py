@@ -158,3 +158,24 @@ def test_install_waits_for_the_skill_lock(installer, tmp_path):
         assert not done.is_set()  # a reader holds the lock: the install must wait
     worker.join(5)
     assert done.is_set()
+
+
+def test_concurrent_installs_of_one_version_succeed_once(installer, tmp_path):
+    installer.install(stage(installer, tmp_path, "1.0.0", "one"))
+    staged = [stage(installer, tmp_path, "1.1.0", f"copy-{i}") for i in range(4)]
+    barrier, outcomes = threading.Barrier(len(staged)), []
+
+    def install(pkg):
+        barrier.wait()
+        try:
+            outcomes.append(installer.install(pkg).action)
+        except PackageError as exc:
+            outcomes.append(exc.code)
+
+    threads = [threading.Thread(target=install, args=(pkg,)) for pkg in staged]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert sorted(outcomes) == ["SKILL_VERSION_NOT_INCREASED"] * 3 + ["updated"]
+    assert [p.name for p in (installer.archive_dir / "demo-prime-number").iterdir()] == ["1.0.0"]
