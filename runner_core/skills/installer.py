@@ -91,7 +91,7 @@ def check_version_increase(skill_id: str, installed: str | None, new: str | None
     old_v, new_v = parse_version(installed), parse_version(new)
     if old_v is None or (new_v is not None and new_v > old_v):
         return
-    problem = "is the installed version" if new_v == old_v else "is lower than the installed version"
+    problem = "is the installed version" if new_v == old_v else "is below the installed version"
     message = f"version {new} of '{skill_id}' {problem} {installed}; an update must raise it"
     raise PackageError("SKILL_VERSION_NOT_INCREASED", message, [message],
                        {"skill_id": skill_id, "installed_version": installed, "version": new})

@@ -62,9 +62,9 @@ def unpack_package(zip_path: Path, workdir: Path) -> SkillPackage:
     if pkg.manifest is not None and pkg.version and parse_version(pkg.version) is None:
         errors.append(f"runner.json: version '{pkg.version}' is not a valid version (e.g. 1.2.0)")
     if errors:
-        raise PackageError("SKILL_PACKAGE_INVALID",
-                           f"the skill package is invalid ({len(errors)} problem(s)): " + "; ".join(errors),
-                           errors, {"skill_id": pkg.id, "warnings": pkg.warnings})
+        summary = f"the skill package is invalid ({len(errors)} problem(s)): " + "; ".join(errors)
+        raise PackageError("SKILL_PACKAGE_INVALID", summary, errors,
+                           {"skill_id": pkg.id, "warnings": pkg.warnings})
     return pkg
 
 
@@ -85,7 +85,8 @@ def _skill_root(extracted: Path) -> Path:
 def _declared_id(root: Path, errors: list[str]) -> str:
     """The directory name for files zipped at the root: runner.json `id`."""
     try:
-        declared = json.loads((root / "assets" / "runner.json").read_text(encoding="utf-8")).get("id")
+        runner = (root / "assets" / "runner.json").read_text(encoding="utf-8")
+        declared = json.loads(runner).get("id")
     except (OSError, ValueError, AttributeError):
         return UNNAMED  # the loader reports the missing or broken runner.json
     if isinstance(declared, str) and len(declared) <= 64 and SKILL_NAME.match(declared):
