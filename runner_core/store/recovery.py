@@ -1,0 +1,100 @@
+"""Recovery transitions (seed 003 §6): runs whose worker is gone, retries, waiting_user runs.
+
+Every transition is a guarded UPDATE, so running the reconciliation twice (two workers
+starting at once, a sweep racing a startup) changes nothing the second time.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from runner_core.store.models import TERMINAL_STATUSES, Run, utcnow
+
+INTERRUPTED = "ORCHESTRATOR_RESTART_INTERRUPTED"
+SESSION_RESUME_FAILED = "SESSION_RESUME_FAILED"
+
+
+def reconcile_interrupted(session: Session, run_id: str, *, reaped: bool = True,
+                          reason: str = "orchestrator_restart_interrupted") -> bool:
+    """running -> failed ORCHESTRATOR_RESTART_INTERRUPTED with the recovery fields, or
+    canceled CANCELED_BY_USER when a cancel was pending. The pgid stays recorded when the group
+    could not be reaped from here, so the reaper of its host can still find it."""
+    now = utcnow()
+    canceled = session.scalar(select(Run.cancel_requested_at).where(Run.id == run_id)) is not None
+    if canceled:
+        status, error = "canceled", {"code": "CANCELED_BY_USER", "message": "canceled by user "
+                                     "(the worker running it stopped before it could end it)"}
+    else:
+        status, error = "failed", {"code": INTERRUPTED,
+                                   "message": "the worker running this run stopped (lease lost)"}
+    values: dict[str, Any] = dict(status=status, finished_at=now, updated_at=now, error=error,
+                                  error_code=error["code"], recovery_state="failed_reconciled",
+                                  recovered_at=now, recovery_reason=reason)
+    if reaped:
+        values["pgid"] = None
+    return _apply(session, run_id, ("running",), values)
+
+
+def requeue_interrupted(session: Session, run_id: str, *, reaped: bool = True) -> bool:
+    """running -> queued again (the skill declares retries); the next claim is a new attempt."""
+    now = utcnow()
+    values: dict[str, Any] = dict(status="queued", started_at=None, heartbeat_at=None,
+                                  worker=None, dispatched_at=None, updated_at=now,
+                                  recovered_at=now, recovery_reason="requeued_after_worker_lost")
+    if reaped:
+        values["pgid"] = None
+    return _apply(session, run_id, ("running",), values)
+
+
+def keep_waiting(session: Session, run_id: str) -> bool:
+    """waiting_user with a session handle stays waiting (recovered_waiting), once."""
+    now = utcnow()
+    result = session.execute(
+        update(Run).where(Run.id == run_id, Run.status == "waiting_user",
+                          Run.session_handle.is_not(None),
+                          Run.recovery_state != "recovered_waiting")
+        .values(recovery_state="recovered_waiting", recovered_at=now, updated_at=now,
+                recovery_reason="resumable_waiting_preserved"))
+    session.commit()
+    return result.rowcount == 1
+
+
+def fail_waiting(session: Session, run_id: str) -> bool:
+    """waiting_user without a session handle cannot resume: failed SESSION_RESUME_FAILED."""
+    now = utcnow()
+    error = {"code": SESSION_RESUME_FAILED,
+             "message": "the run waited for a reply but has no engine session to resume"}
+    result = session.execute(
+        update(Run).where(Run.id == run_id, Run.status == "waiting_user",
+                          Run.session_handle.is_(None))
+        .values(status="failed", finished_at=now, updated_at=now, error=error,
+                error_code=error["code"], recovery_state="failed_reconciled",
+                recovered_at=now, recovery_reason="session_handle_invalid"))
+    session.commit()
+    return result.rowcount == 1
+
+
+def runs_in(session: Session, *statuses: str, limit: int = 1000) -> list[Run]:
+    return list(session.scalars(select(Run).where(Run.status.in_(statuses)).limit(limit)))
+
+
+def ended_with_group(session: Session, host: str, limit: int = 500) -> list[Run]:
+    """Ended runs that still record a process group on `host` (not reaped when reconciled)."""
+    return list(session.scalars(select(Run).where(
+        Run.status.in_(TERMINAL_STATUSES), Run.pgid.is_not(None),
+        Run.worker.like(host + ":%")).limit(limit)))
+
+
+def clear_pgid(session: Session, run_id: str) -> None:
+    session.execute(update(Run).where(Run.id == run_id, Run.status != "running").values(pgid=None))
+    session.commit()
+
+
+def _apply(session: Session, run_id: str, statuses: tuple[str, ...],
+           values: dict[str, Any]) -> bool:
+    result = session.execute(update(Run).where(Run.id == run_id, Run.status.in_(statuses))
+                             .values(**values))
+    session.commit()
+    return result.rowcount == 1
