@@ -2,7 +2,8 @@
 
 Settings follow measured behaviour on Redis: acks_late + prefetch 1 so a crashed worker's
 message is redelivered, a visibility timeout >= 2x the longest run so a long run is not
-redelivered while it is still running, and no reject_on_worker_lost (it loops on OOM kills).
+redelivered while it is still running, and no reject_on_worker_lost (it loops on OOM kills). The sweep's period comes from
+SKILL_RUNNER_SWEEP_INTERVAL_SEC (tests shorten it).
 """
 from __future__ import annotations
 
@@ -30,7 +31,10 @@ app.conf.update(
     task_time_limit=settings.max_timeout_sec + 120,
     worker_send_task_events=True,
     task_send_sent_event=True,
+    # the sweep re-sends lost messages, reconciles expired leases and reaps orphan groups;
+    # a sweep not picked up within one interval is dropped (the next one does the same work)
     beat_schedule={
-        "sweep": {"task": "worker.tasks.sweep", "schedule": 10.0},
+        "sweep": {"task": "worker.tasks.sweep", "schedule": settings.sweep_interval_sec,
+                  "options": {"expires": max(1.0, settings.sweep_interval_sec)}},
     },
 )

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from celery.exceptions import SoftTimeLimitExceeded
+
 from runner_core.artifacts import index_artifacts, write_manifest
 from runner_core.bundles import build_bundle
 from runner_core.inputs import InputError, resolve_inputs
@@ -73,6 +75,8 @@ class RunExecutor:
         except RunFailed as exc:
             error = {"code": exc.code, "message": exc.message, **exc.details}
             outcome = RunOutcome(exc.status, error, self.warnings)
+        except SoftTimeLimitExceeded:
+            raise  # unwinds to the task, which records TIMEOUT (the group is already killed)
         except Exception as exc:  # unexpected: recorded on the run, never lost
             log.exception("run %s crashed", self.run.id)
             outcome = RunOutcome("failed", {"code": "INTERNAL_ERROR",

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from runner_core.engines.base import CommandSpec, ProcessResult
+from worker.reaper import group_members
 
 POLL_SEC = 0.05
 WATCH_EVERY_SEC = 0.5
@@ -29,13 +30,15 @@ class Watch:
 
 
 def group_alive(pgid: int) -> bool:
+    """Does the group still have a live member? Zombies do not count: orphans are reparented
+    to init, and an init that never reaps (some containers) would keep them forever."""
     try:
         os.killpg(pgid, 0)
-        return True
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
+    return bool(group_members(pgid))
 
 
 def kill_group(pgid: int, grace_sec: float = 3.0,

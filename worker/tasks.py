@@ -1,38 +1,58 @@
-"""Thin tasks: load the run, call the executor, record the outcome."""
+"""Thin tasks: claim the run, call the executor, record the outcome; and the sweep.
+
+Every way a run can be stopped ends in the supervisor's group kill: cancel and timeout through
+the watch, Flower's revoke-with-terminate (SIGTERM to the pool child) through `Terminated`, a
+soft time limit through SoftTimeLimitExceeded. Hard kills are covered by leases and the reaper
+(`worker.recovery`), which also runs once when a worker starts.
+"""
 from __future__ import annotations
 
 import logging
 import os
 import signal
 import socket
-import time
-from datetime import timedelta
 
 from celery.exceptions import SoftTimeLimitExceeded
-from celery.signals import worker_process_init
+from celery.signals import worker_ready
 
 from runner_core.queues import queue_for
-from runner_core.skills import SkillRegistry
+from runner_core.skills import load_skill
 from runner_core.store import runs as run_states
 from runner_core.store.db import make_engine, make_sessionmaker
-from runner_core.store.models import Run, utcnow
+from runner_core.store.models import Run
+from runner_core.workspace import RunPaths, write_json
 from worker.celery_app import app, settings
-from worker.executor import RunExecutor
-from worker.supervisor import Watch, group_alive, kill_group
+from worker.executor import RunExecutor, skill_source
+from worker.lease import Heartbeat, beat_interval, make_watch
+from worker.recovery import recover
 
 log = logging.getLogger(__name__)
-_sessions = {"pid": None, "factory": None}
+_sessions: dict = {"pid": None, "factory": None}
+_task: dict = {"run_id": None, "terminating": False}
 
 
 class Terminated(BaseException):
     """Raised in the task when the pool child gets SIGTERM (e.g. Flower revoke-terminate)."""
 
 
-@worker_process_init.connect
-def _child_init(**_kwargs) -> None:
-    def _on_sigterm(_signum, _frame):
+def _on_sigterm(_signum, _frame) -> None:
+    """Installed while a run executes (billiard installs its own exit handler after the
+    process initializer, so it cannot be set once per child)."""
+    if not _task["terminating"]:  # once: a second SIGTERM must not interrupt the group kill
+        _task["terminating"] = True
         raise Terminated()
-    signal.signal(signal.SIGTERM, _on_sigterm)
+
+
+@worker_ready.connect
+def _startup_reconciliation(**_kwargs) -> None:
+    """Seed 003 §6 at worker start: reap orphans, reconcile runs of dead workers (idempotent)."""
+    engine = make_engine(settings.database_url)
+    try:
+        recover(settings, make_sessionmaker(engine), _send, startup=True)
+    except Exception:  # never keep a worker from starting; the periodic sweep retries
+        log.exception("startup reconciliation failed")
+    finally:
+        engine.dispose()
 
 
 def sessions():
@@ -47,73 +67,80 @@ def worker_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-@app.task(name="worker.tasks.execute_run", bind=True)
+@app.task(name="worker.tasks.execute_run", bind=True, max_retries=None)
 def execute_run(self, run_id: str) -> str:
-    """Claim and execute one run; a redelivered or duplicate message does nothing."""
+    """Claim and execute one run; a redelivered or duplicate message does nothing, and a run
+    over the running limits stays queued while this message retries with a countdown."""
     factory = sessions()
     with factory() as session:
-        if not run_states.claim_run(session, run_id, worker_name(), self.request.id):
+        claim = run_states.claim_run(session, run_id, worker_name(), self.request.id,
+                                     settings.max_running, settings.max_running_per_engine)
+        if claim == run_states.LIMITED:
+            run_states.touch_dispatched(session, run_id)
+            raise self.retry(countdown=settings.limit_retry_sec)
+        if claim == run_states.SKIPPED:
             run = session.get(Run, run_id)
             if run is not None and run.status == "queued" and run.cancel_requested_at:
                 run_states.cancel_queued(session, run_id)
             log.info("run %s not claimed (status %s)", run_id, run.status if run else "missing")
             return "skipped"
         run = session.get(Run, run_id)
-    outcome_status = "failed"
+        session.refresh(run)
+    _task.update(run_id=run_id, terminating=False)
+    previous = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
-        executor = RunExecutor(settings, run, lambda pkg: make_watch(run, pkg))
+        with Heartbeat(factory, run_id, beat_interval(settings)):
+            return _execute(run)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        _task.update(run_id=None, terminating=False)
+
+
+def _execute(run: Run) -> str:
+    factory = sessions()
+    try:
+        executor = RunExecutor(settings, run, lambda pkg: make_watch(settings, factory, run, pkg))
         outcome = executor.execute()
-        outcome_status = outcome.status
         with factory() as session:
-            run_states.finish_run(session, run_id, outcome.status, error=outcome.error,
+            run_states.finish_run(session, run.id, outcome.status, error=outcome.error,
                                   warnings=outcome.warnings, timings=outcome.timings,
                                   session_handle=outcome.session_handle)
+        return outcome.status
     except (Terminated, SoftTimeLimitExceeded) as exc:
-        code = "TIMEOUT" if isinstance(exc, SoftTimeLimitExceeded) else "CANCELED_BY_USER"
-        status = "failed" if code == "TIMEOUT" else "canceled"
+        # the supervisor's `finally` has already killed the process group
+        if isinstance(exc, SoftTimeLimitExceeded):
+            status, error = "failed", {"code": "TIMEOUT", "message": "the soft time limit was "
+                                       "reached; the process group was killed"}
+        else:
+            status, error = "canceled", {"code": "CANCELED_BY_USER", "message": "terminated "
+                                         "(SIGTERM to the worker process); the process group "
+                                         "was killed"}
+        _write_failure(run, status, error)
         with factory() as session:
-            run_states.finish_run(session, run_id, status,
-                                  error={"code": code, "message": "ended by the worker: " + code})
-        outcome_status = status
-    return outcome_status
+            run_states.finish_run(session, run.id, status, error=error)
+        return status
 
 
-def make_watch(run: Run, pkg) -> Watch:
-    """Deadline from the skill (capped by the server maximum) and a heartbeat/cancel poll."""
-    timeout = (pkg.manifest.automation.timeout_sec if pkg and pkg.manifest else None)
-    timeout = min(timeout or settings.default_timeout_sec, settings.max_timeout_sec)
-    override = run.runtime_options.get("timeout_sec")
-    if isinstance(override, int) and override > 0:
-        timeout = min(override, settings.max_timeout_sec)
-    started = run.started_at.timestamp() if run.started_at else time.time()
-    deadline = time.monotonic() + max(0.0, started + timeout - time.time())
-    factory = sessions()
-
-    def poll(pgid: int) -> bool:
-        with factory() as session:
-            return run_states.beat(session, run.id, pgid)
-    return Watch(deadline=deadline, poll=poll)
+def _write_failure(run: Run, status: str, error: dict) -> None:
+    """result/result.json in the seed's shape, also when the executor was cut short."""
+    try:
+        paths = RunPaths(settings.runs_dir / run.id)
+        if paths.root.is_dir():
+            write_json(paths.result_file, {"status": status, "data": None, "artifacts": [],
+                                           "validation_warnings": [], "error": error})
+    except OSError:
+        log.warning("could not write the result of run %s", run.id, exc_info=True)
 
 
 @app.task(name="worker.tasks.sweep")
 def sweep() -> dict:
-    """Re-enqueue queued runs nobody claimed; fail runs whose lease expired; reap orphans."""
-    factory = sessions()
-    requeued = reconciled = 0
-    with factory() as session:
-        for run in run_states.stale_queued(session, timedelta(seconds=settings.sweep_grace_sec)):
-            result = app.send_task("worker.tasks.execute_run", args=[run.id],
-                                   queue=_queue_of(session, run))
-            run_states.mark_enqueued(session, run.id, result.id)
-            requeued += 1
-        for run in run_states.expired_leases(session, timedelta(seconds=settings.lease_sec)):
-            if run.pgid and group_alive(run.pgid):
-                kill_group(run.pgid, 1.0)
-            if run_states.reconcile_interrupted(session, run.id):
-                reconciled += 1
-    return {"requeued": requeued, "reconciled": reconciled}
+    """Reconcile runs of gone workers, reap orphan groups, re-send lost queued runs."""
+    return recover(settings, sessions(), _send)
 
 
-def _queue_of(session, run: Run) -> str:
-    pkg = SkillRegistry(settings.skills_dir).get(run.skill_id)
-    return queue_for(run.engine, pkg.manifest.entrypoint.type if pkg and pkg.manifest else "script")
+def _send(run: Run) -> str:
+    """Send execute_run for `run` to its queue; returns the task id."""
+    pkg = load_skill(skill_source(settings, run))
+    kind = pkg.manifest.entrypoint.type if pkg.manifest else "script"
+    return app.send_task("worker.tasks.execute_run", args=[run.id],
+                         queue=queue_for(run.engine, kind)).id

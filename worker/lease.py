@@ -1,0 +1,74 @@
+"""A running run's lease: a heartbeat for the whole task, and the watch of each process.
+
+The watch's poll (every 0.5 s while a process runs) records the process group, refreshes the
+heartbeat and reads the cancel flag. The heartbeat thread covers the phases with no process
+(preparing inputs, indexing artifacts, bundling), so a long bundle never looks like a dead
+worker.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from datetime import datetime, timezone
+
+from runner_core.settings import Settings
+from runner_core.store import runs as run_states
+from runner_core.store.models import Run
+from worker.supervisor import Watch
+
+log = logging.getLogger(__name__)
+
+
+def aware(value: datetime) -> datetime:
+    """SQLite hands back naive datetimes that were stored as UTC."""
+    return value if value.tzinfo is not None else value.replace(tzinfo=timezone.utc)
+
+
+def beat_interval(settings: Settings) -> float:
+    """How often a live run refreshes its lease (a third of it, at most every 2 s)."""
+    return max(0.2, min(settings.lease_sec / 3.0, 2.0))
+
+
+class Heartbeat:
+    """Refresh `heartbeat_at` of `run_id` every `interval` seconds until stopped."""
+
+    def __init__(self, sessions: Callable, run_id: str, interval: float) -> None:
+        self.sessions, self.run_id, self.interval = sessions, run_id, interval
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name=f"heartbeat-{run_id[:8]}",
+                                        daemon=True)
+
+    def __enter__(self) -> Heartbeat:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_exc) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                with self.sessions() as session:
+                    run_states.beat(session, self.run_id)
+            except Exception:  # a database hiccup must not end the run; the next beat retries
+                log.warning("heartbeat of run %s failed", self.run_id, exc_info=True)
+
+
+def make_watch(settings: Settings, sessions: Callable, run: Run, pkg) -> Watch:
+    """Deadline from the skill's automation.timeout_sec (or the default), capped by the server
+    maximum and counted from the claim; the poll beats and stops the process on cancel."""
+    timeout = pkg.manifest.automation.timeout_sec if pkg is not None and pkg.manifest else None
+    timeout = min(timeout or settings.default_timeout_sec, settings.max_timeout_sec)
+    override = (run.runtime_options or {}).get("timeout_sec")
+    if isinstance(override, int) and override > 0:
+        timeout = min(override, settings.max_timeout_sec)
+    started = aware(run.started_at).timestamp() if run.started_at else time.time()
+    deadline = time.monotonic() + max(0.0, started + timeout - time.time())
+
+    def poll(pgid: int) -> bool:
+        with sessions() as session:
+            return run_states.beat(session, run.id, pgid)
+    return Watch(deadline=deadline, poll=poll, grace_sec=settings.kill_grace_sec)

@@ -1,0 +1,103 @@
+"""Recovery: the periodic sweep and the startup reconciliation of seed 003 §6.
+
+- running runs whose worker is gone (lease expired, or on this host its process is dead):
+  their process group is reaped, then the run is failed ORCHESTRATOR_RESTART_INTERRUPTED
+  (failed_reconciled) or, when the skill declares `retries`, queued again;
+- ended runs that still record a group on this host: the group is reaped;
+- queued runs whose message is older than the grace period: the message is sent again
+  (a lost broker message never loses an accepted run; the claim guard drops duplicates);
+- at startup, waiting_user runs keep waiting with a session handle, else SESSION_RESUME_FAILED.
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from datetime import timedelta
+
+from runner_core.settings import Settings
+from runner_core.skills import load_skill
+from runner_core.store import recovery as rec
+from runner_core.store import runs as run_states
+from runner_core.store.models import Run, utcnow
+from worker.lease import aware, beat_interval
+from worker.reaper import FOREIGN, GONE, KILLED, parse_worker, pid_alive, reap_group, this_host
+
+log = logging.getLogger(__name__)
+Send = Callable[[Run], str]  # sends execute_run for a run, returns the task id
+
+
+def recover(settings: Settings, sessions: Callable, send: Send, startup: bool = False) -> dict:
+    """One pass; safe to run concurrently from several workers (guarded transitions)."""
+    counts = {"reconciled": 0, "requeued_retry": 0, "reaped": 0, "resent": 0,
+              "kept_waiting": 0, "failed_waiting": 0}
+    with sessions() as session:
+        for run in rec.runs_in(session, "running"):
+            if worker_gone(settings, run):
+                _recover_running(settings, session, run, send, counts)
+        for run in rec.ended_with_group(session, this_host()):
+            if _reap(settings, run) in (GONE, KILLED, FOREIGN):
+                rec.clear_pgid(session, run.id)
+                counts["reaped"] += 1
+        for run in run_states.stale_queued(session, timedelta(seconds=settings.sweep_grace_sec)):
+            counts["resent"] += _resend(session, run, send)
+        if startup:
+            for run in rec.runs_in(session, "waiting_user"):
+                counts["kept_waiting"] += rec.keep_waiting(session, run.id)
+                counts["failed_waiting"] += rec.fail_waiting(session, run.id)
+    if any(counts.values()):
+        log.info("recovery%s: %s", " at startup" if startup else "", counts)
+    return counts
+
+
+def worker_gone(settings: Settings, run: Run) -> bool:
+    """Lease expired; or the worker process on this host is dead and the run has missed a few
+    beats (the beat check keeps a same-named host in another pid namespace safe)."""
+    if run.heartbeat_at is None:
+        return True
+    silent = (utcnow() - aware(run.heartbeat_at)).total_seconds()
+    if silent > settings.lease_sec:
+        return True
+    host, pid = parse_worker(run.worker)
+    return (host == this_host() and pid is not None and not pid_alive(pid)
+            and silent > 3 * beat_interval(settings))
+
+
+def retries_left(settings: Settings, run: Run) -> bool:
+    """Does the run's skill (as snapshotted into the run) declare retries beyond this attempt?"""
+    snapshot = settings.runs_dir / run.id / ".skill" / run.skill_id
+    root = snapshot if snapshot.is_dir() else settings.skills_dir / run.skill_id
+    try:
+        pkg = load_skill(root)
+    except Exception:  # an unreadable skill gets no retry
+        return False
+    retries = pkg.manifest.retries if pkg.manifest else 0
+    return retries > 0 and run.attempt <= retries  # attempt counts claims: 1 + retries in all
+
+
+def _recover_running(settings: Settings, session, run: Run, send: Send, counts: dict) -> None:
+    outcome = _reap(settings, run)
+    reaped = outcome in (GONE, KILLED, FOREIGN)
+    counts["reaped"] += outcome == KILLED
+    if retries_left(settings, run):
+        if rec.requeue_interrupted(session, run.id, reaped=reaped):
+            _resend(session, run, send)  # on a broker failure the next sweep sends it
+            counts["requeued_retry"] += 1
+    elif rec.reconcile_interrupted(session, run.id, reaped=reaped):
+        counts["reconciled"] += 1
+
+
+def _reap(settings: Settings, run: Run) -> str:
+    if run.pgid is None:
+        return GONE
+    return reap_group(run.pgid, run.worker, settings.runs_dir / run.id, run.id,
+                      settings.kill_grace_sec)
+
+
+def _resend(session, run: Run, send: Send) -> bool:
+    try:
+        task_id = send(run)
+    except Exception as exc:  # broker down: the row stays queued and the next pass retries
+        log.warning("could not send run %s (%s); the next sweep retries", run.id, exc)
+        return False
+    run_states.mark_enqueued(session, run.id, task_id)
+    return True
