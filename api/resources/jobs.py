@@ -135,10 +135,13 @@ class Cancel(MethodView):
     @blp.response(200, CancelResult)
     def post(self, request_id: str):
         """Cancel an active run; a finished run answers accepted=false."""
+        # The DB flag is the cancel: a running run's worker sees it within 0.5 s and kills the
+        # process group; a queued or waiting run (no process) ends here, and the revoke only
+        # spares a worker the message (if it is lost, the claim guard still refuses the run).
         with db() as session:
             req, run = jobs.load_job(session, request_id)
             accepted = run_states.request_cancel(session, run.id)
-            if accepted and run_states.cancel_queued(session, run.id) and run.celery_task_id:
+            if accepted and run_states.cancel_idle(session, run.id) and run.celery_task_id:
                 current_app.extensions["queue"].revoke(run.celery_task_id)
             session.refresh(run)
             return {"request_id": req.id, "accepted": accepted, "status": run.status}
