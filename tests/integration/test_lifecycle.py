@@ -1,0 +1,263 @@
+"""Run lifecycle with real worker processes: timeouts, cancel, signals, running limits,
+crashes, lost broker messages and startup reconciliation (seed 003 R6, §6, §9, §11)."""
+from __future__ import annotations
+
+import dataclasses
+import os
+import signal
+import time
+from datetime import timedelta
+
+import psutil
+import pytest
+
+from api import create_app
+from api.queue import CeleryQueue
+from runner_core.store.models import Run, utcnow
+from tests.integration.conftest import Stack
+from tests.integration.lifecycle_helpers import (
+    PrivateRedis, create_job, job, live_group, live_pids, parse_iso, recorded_processes,
+    run_row, wait_for,
+)
+from tests.integration.services import WorkerProcess
+
+pytestmark = pytest.mark.integration
+
+FAST = {"SKILL_RUNNER_KILL_GRACE_SEC": "1", "SKILL_RUNNER_SWEEP_INTERVAL_SEC": "1",
+        "SKILL_RUNNER_LIMIT_RETRY_SEC": "0.3"}
+
+
+@pytest.fixture
+def workers(bare_stack):
+    """Start several named workers for one stack; all are stopped at the end."""
+    started: list[WorkerProcess] = []
+
+    def start(name: str, concurrency: int = 2, beat: bool = False, **env: str) -> WorkerProcess:
+        proc = WorkerProcess(bare_stack.settings, f"{name}-{bare_stack.backend}",
+                             bare_stack.settings.data_dir / f"worker-{name}.log",
+                             concurrency=concurrency, beat=beat, extra_env={**FAST, **env})
+        started.append(proc)
+        return proc
+    yield start
+    for proc in started:
+        proc.stop()
+
+
+def hard_kill(worker: WorkerProcess) -> None:
+    """SIGKILL the worker's main process and its pool children, as an OOM kill or a power cut
+    of the worker would: no cleanup code runs."""
+    children = psutil.Process(worker.proc.pid).children()
+    worker.kill(signal.SIGKILL)
+    for child in children:
+        child.send_signal(signal.SIGKILL)
+
+
+def test_timeout_kills_the_whole_process_tree(bare_stack, workers):
+    workers("w")
+    rid = create_job(bare_stack, "stubborn-tree", sleep=60, children=2)
+    status = bare_stack.wait(rid, until=("running",))
+    pgid, kids = recorded_processes(bare_stack, status["run_id"], expect=4)
+    status = bare_stack.wait(rid, timeout=15)
+    assert status["status"] == "failed" and status["error"]["code"] == "TIMEOUT", status
+    took = (parse_iso(status["finished_at"]) - parse_iso(status["started_at"])).total_seconds()
+    assert 2 <= took < 6, took  # 2 s timeout + 1 s grace (one child ignores SIGTERM)
+    assert live_group(pgid) == [] and live_pids(kids) == []
+
+
+def test_cancel_of_a_queued_run_holds_even_when_the_revoke_is_lost(bare_stack, workers):
+    rid = create_job(bare_stack, "slow-counter", sleep=0)  # no worker online: revoke is lost
+    resp = bare_stack.client.post(f"/v1/jobs/{rid}/cancel").json
+    assert resp["accepted"] is True and resp["status"] == "canceled"
+    worker = workers("w")  # now the message is delivered; the claim guard refuses it
+    run_id = job(bare_stack, rid)["run_id"]
+    wait_for(lambda: f"run {run_id} not claimed" in worker.log_path.read_text(), 15)
+    status = job(bare_stack, rid)
+    assert status["status"] == "canceled" and status["error"]["code"] == "CANCELED_BY_USER"
+    assert status["started_at"] is None and status["finished_at"] and status["attempt"] == 0
+    assert not (bare_stack.settings.runs_dir / run_id / "artifacts" / "calls.txt").exists()
+
+
+def test_cancel_of_a_running_run_kills_its_group_within_2_seconds(bare_stack, workers):
+    workers("w")
+    rid = create_job(bare_stack, "slow-counter", sleep=30, children=2)
+    status = bare_stack.wait(rid, until=("running",))
+    pgid, kids = recorded_processes(bare_stack, status["run_id"], expect=2)
+    asked = time.monotonic()
+    resp = bare_stack.client.post(f"/v1/jobs/{rid}/cancel").json
+    assert resp["accepted"] is True
+    status = bare_stack.wait(rid, timeout=5)
+    took = time.monotonic() - asked
+    assert status["status"] == "canceled" and status["error"]["code"] == "CANCELED_BY_USER"
+    assert took < 2.0, took
+    assert live_group(pgid) == [] and live_pids(kids) == []
+    result = bare_stack.client.get(f"/v1/jobs/{rid}/result").json["result"]
+    assert result["status"] == "canceled" and result["error"]["code"] == "CANCELED_BY_USER"
+
+
+def test_cancel_after_success_is_not_accepted_and_changes_nothing(bare_stack, workers):
+    workers("w")
+    rid = create_job(bare_stack, "slow-counter", sleep=0)
+    before = bare_stack.wait(rid)
+    assert before["status"] == "succeeded"
+    resp = bare_stack.client.post(f"/v1/jobs/{rid}/cancel").json
+    assert resp == {"request_id": rid, "accepted": False, "status": "succeeded"}
+    assert job(bare_stack, rid) == before
+
+
+@pytest.mark.parametrize("sig, status, code", [
+    (signal.SIGTERM, "canceled", "CANCELED_BY_USER"),  # Flower's revoke with terminate
+    (signal.SIGUSR1, "failed", "TIMEOUT"),             # Celery's soft time limit
+])
+def test_signal_to_the_pool_child_leaves_no_orphan(bare_stack, workers, sig, status, code):
+    workers("w")
+    rid = create_job(bare_stack, "slow-counter", sleep=30, children=2)
+    running = bare_stack.wait(rid, until=("running",))
+    pgid, kids = recorded_processes(bare_stack, running["run_id"], expect=2)
+    pool_child = int(running["worker"].rsplit(":", 1)[1])
+    os.kill(pool_child, sig)
+    ended = bare_stack.wait(rid, timeout=10)
+    assert ended["status"] == status and ended["error"]["code"] == code, ended
+    assert live_group(pgid) == [] and live_pids(kids) == []
+    again = create_job(bare_stack, "slow-counter", sleep=0)  # the worker still serves
+    assert bare_stack.wait(again)["status"] == "succeeded"
+
+
+def max_overlap(statuses: list[dict]) -> int:
+    """The most runs whose [started_at, finished_at] intervals overlap at one instant."""
+    edges = []
+    for s in statuses:
+        edges += [(parse_iso(s["started_at"]), 1), (parse_iso(s["finished_at"]), -1)]
+    current = peak = 0
+    for _, step in sorted(edges, key=lambda e: (e[0], e[1])):
+        current += step
+        peak = max(peak, current)
+    return peak
+
+
+def test_global_running_limit_holds_across_two_workers(bare_stack, workers):
+    for name in ("a", "b"):  # beat: the sweeper is the net under a lost countdown message
+        workers(name, concurrency=2, beat=name == "a", SKILL_RUNNER_MAX_RUNNING="2")
+    rids = [create_job(bare_stack, "slow-counter", sleep=1) for _ in range(5)]
+    seen_queued_while_full = False
+    end = time.monotonic() + 30
+    while time.monotonic() < end:
+        states = [job(bare_stack, rid)["status"] for rid in rids]
+        assert states.count("running") <= 2, states
+        seen_queued_while_full |= states.count("running") == 2 and "queued" in states
+        if all(s == "succeeded" for s in states):
+            break
+        time.sleep(0.05)
+    statuses = [job(bare_stack, rid) for rid in rids]
+    assert [s["status"] for s in statuses] == ["succeeded"] * 5
+    assert max_overlap(statuses) <= 2 and seen_queued_while_full
+    assert {s["worker"].split(":")[0] for s in statuses} and all(s["attempt"] == 1 for s in statuses)
+
+
+def test_per_engine_running_limit(bare_stack, workers):
+    workers("w", concurrency=3, SKILL_RUNNER_MAX_RUNNING_SCRIPT="1")
+    rids = [create_job(bare_stack, "slow-counter", sleep=0.7) for _ in range(3)]
+    statuses = [bare_stack.wait(rid, timeout=30) for rid in rids]
+    assert [s["status"] for s in statuses] == ["succeeded"] * 3
+    assert max_overlap(statuses) == 1
+
+
+def test_killed_worker_run_is_reconciled_and_its_group_reaped(bare_stack, workers):
+    first = workers("a", concurrency=1)
+    rid = create_job(bare_stack, "slow-counter", sleep=60, children=2)
+    status = bare_stack.wait(rid, until=("running",))
+    pgid, kids = recorded_processes(bare_stack, status["run_id"], expect=2)
+    wait_for(lambda: run_row(bare_stack, status["run_id"]).pgid == pgid, 5)
+    hard_kill(first)
+    killed = time.monotonic()
+    assert live_group(pgid)  # the engine's group outlives the worker: an orphan
+    workers("b", beat=True)
+    ended = bare_stack.wait(rid, timeout=20)
+    latency = time.monotonic() - killed
+    assert ended["status"] == "failed", ended
+    assert ended["error"]["code"] == "ORCHESTRATOR_RESTART_INTERRUPTED"
+    assert ended["recovery_state"] == "failed_reconciled" and ended["recovered_at"]
+    assert ended["recovery_reason"] == "orchestrator_restart_interrupted"
+    assert ended["finished_at"] and ended["started_at"] == status["started_at"]
+    assert latency < 10, latency
+    wait_for(lambda: live_group(pgid) == [] and live_pids(kids) == [], 5)
+    assert run_row(bare_stack, status["run_id"]).pgid is None
+
+
+def test_killed_pool_child_is_reconciled_by_its_own_worker(bare_stack, workers):
+    worker = workers("w", concurrency=2, beat=True)
+    rid = create_job(bare_stack, "slow-counter", sleep=60, children=1)
+    status = bare_stack.wait(rid, until=("running",))
+    pgid, kids = recorded_processes(bare_stack, status["run_id"], expect=1)
+    wait_for(lambda: run_row(bare_stack, status["run_id"]).pgid == pgid, 5)
+    os.kill(int(status["worker"].rsplit(":", 1)[1]), signal.SIGKILL)  # OOM killer, hard limit
+    ended = bare_stack.wait(rid, timeout=20)
+    assert ended["error"]["code"] == "ORCHESTRATOR_RESTART_INTERRUPTED", ended
+    wait_for(lambda: live_group(pgid) == [] and live_pids(kids) == [], 5)
+    assert worker.proc.poll() is None
+
+
+def test_killed_worker_run_is_retried_when_the_skill_declares_retries(bare_stack, workers):
+    first = workers("a", concurrency=1)
+    rid = create_job(bare_stack, "retry-counter", sleep=1.5, children=1)
+    status = bare_stack.wait(rid, until=("running",))
+    pgid, kids = recorded_processes(bare_stack, status["run_id"], expect=1)
+    wait_for(lambda: run_row(bare_stack, status["run_id"]).pgid == pgid, 5)
+    hard_kill(first)
+    workers("b", beat=True)
+    ended = bare_stack.wait(rid, timeout=30)
+    assert ended["status"] == "succeeded" and ended["attempt"] == 2, ended
+    assert ended["recovery_reason"] == "requeued_after_worker_lost" and ended["recovered_at"]
+    assert ended["worker"] != status["worker"] and ended["queued_at"] == status["queued_at"]
+    calls = bare_stack.settings.runs_dir / status["run_id"] / "artifacts" / "calls.txt"
+    assert len(calls.read_text().split()) == 2
+    assert live_group(pgid) == [] and live_pids(kids) == []
+
+
+def test_lost_broker_message_never_loses_an_accepted_run(bare_stack, tmp_path):
+    redis = PrivateRedis(tmp_path / "redis")
+    try:
+        settings = dataclasses.replace(bare_stack.settings, broker_url=redis.url)
+        app = create_app({"SETTINGS": settings, "QUEUE": CeleryQueue(redis.url)})
+        stack = Stack(settings, app.test_client(), app, None, bare_stack.backend)
+        rid = create_job(stack, "slow-counter", sleep=0)  # in the broker, no worker yet
+        queued = job(stack, rid)
+        assert redis.client().llen("runs.script") == 1
+        redis.restart()  # no persistence: the message is gone
+        assert redis.client().llen("runs.script") == 0
+        restarted = time.monotonic()
+        worker = WorkerProcess(settings, f"w-{stack.backend}", settings.data_dir / "w.log",
+                               beat=True, extra_env=FAST)
+        try:
+            ended = stack.wait(rid, timeout=20)
+            latency = time.monotonic() - restarted
+        finally:
+            worker.stop()
+        assert ended["status"] == "succeeded" and ended["attempt"] == 1, ended
+        assert ended["queued_at"] == queued["queued_at"] and latency < 15
+        app.extensions["db"].kw["bind"].dispose()
+    finally:
+        redis.stop()
+
+
+def test_startup_reconciliation_of_waiting_and_orphaned_runs(bare_stack, workers):
+    rids = [create_job(bare_stack, "slow-counter", sleep=0) for _ in range(3)]
+    run_ids = [job(bare_stack, rid)["run_id"] for rid in rids]
+    old = utcnow() - timedelta(hours=1)
+    with bare_stack.app.extensions["db"]() as session:
+        with_handle, without_handle, running = (session.get(Run, r) for r in run_ids)
+        with_handle.status, with_handle.session_handle = "waiting_user", "thread-1"
+        with_handle.pending_interaction_id = 1
+        without_handle.status, without_handle.pending_interaction_id = "waiting_user", 1
+        running.status, running.started_at, running.heartbeat_at = "running", old, old
+        running.worker, running.attempt = f"{os.uname().nodename}:999999999", 1
+        session.commit()
+    workers("a")  # "ready." is logged after the startup reconciliation
+    kept, failed, interrupted = (job(bare_stack, rid) for rid in rids)
+    assert kept["status"] == "waiting_user" and kept["recovery_state"] == "recovered_waiting"
+    assert kept["recovery_reason"] == "resumable_waiting_preserved" and kept["recovered_at"]
+    assert failed["status"] == "failed" and failed["error"]["code"] == "SESSION_RESUME_FAILED"
+    assert failed["recovery_state"] == "failed_reconciled"
+    assert failed["recovery_reason"] == "session_handle_invalid"
+    assert interrupted["error"]["code"] == "ORCHESTRATOR_RESTART_INTERRUPTED"
+    workers("b")  # idempotent: a second start changes nothing
+    assert [job(bare_stack, rid) for rid in rids] == [kept, failed, interrupted]

@@ -1,0 +1,18 @@
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ctx = json.loads(Path(os.environ["SKILL_RUNNER_INPUT_FILE"]).read_text())
+params = ctx["parameter"]
+with open(Path(os.environ["SKILL_RUNNER_ARTIFACTS_DIR"]) / "calls.txt", "a") as fh:
+    fh.write(f"{os.getpid()}\n")
+# Children that would outlive us if the runner did not kill the whole process group.
+kids = [subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+        for _ in range(params["children"])]
+pids = Path(os.environ["SKILL_RUNNER_RUN_DIR"]) / "raw" / "child_pids.txt"
+pids.write_text("\n".join(str(k.pid) for k in kids))
+time.sleep(params["sleep"])
+Path(os.environ["SKILL_RUNNER_RESULT_FILE"]).write_text(json.dumps({"pid": os.getpid()}))
