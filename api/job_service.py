@@ -184,3 +184,33 @@ def read_result(run: Run) -> dict[str, Any]:
     # A run that ended before its workspace existed (canceled while queued, reconciled...)
     return {"status": run.status, "data": None, "artifacts": [], "validation_warnings": [],
             "error": run.error}
+
+
+def list_jobs(session: Session, args: dict[str, Any]) -> dict[str, Any]:
+    """Newest first, keyset-paginated on (created_at, id): `cursor` is the last item's."""
+    query = select(Request, Run).join(Run, Request.run_id == Run.id).where(Request.kind == "job")
+    if args.get("status"):
+        query = query.where(Run.status == args["status"])
+    if args.get("skill_id"):
+        query = query.where(Request.skill_id == args["skill_id"])
+    if args.get("engine"):
+        query = query.where(Request.engine == args["engine"])
+    if args.get("cursor"):
+        created, _, last_id = args["cursor"].partition("|")
+        try:
+            when = datetime.fromisoformat(created.replace("Z", "+00:00"))
+        except ValueError as exc:
+            raise ApiError(400, "INVALID_CURSOR", "cursor is not one this API returned") from exc
+        if session.bind.dialect.name == "sqlite":
+            when = when.replace(tzinfo=None)
+        query = query.where((Request.created_at < when)
+                            | ((Request.created_at == when) & (Request.id < last_id)))
+    limit = args.get("limit", 50)
+    rows = session.execute(query.order_by(Request.created_at.desc(), Request.id.desc())
+                           .limit(limit + 1)).all()
+    items = [job_status(req, run) for req, run in rows[:limit]]
+    next_cursor = None
+    if len(rows) > limit:
+        last = rows[limit - 1][0]
+        next_cursor = f"{iso(last.created_at)}|{last.id}"
+    return {"items": items, "next_cursor": next_cursor}

@@ -101,3 +101,20 @@ class SkillDetail(SkillSummary):
     runtime = fields.Dict(allow_none=True)
     automation = fields.Dict()
     files = fields.List(fields.String())
+
+
+class JobListArgs(Schema):
+    class Meta:
+        unknown = EXCLUDE
+
+    status = fields.String(load_default=None, validate=validate.OneOf(
+        ["queued", "running", "waiting_user", "succeeded", "failed", "canceled"]))
+    skill_id = fields.String(load_default=None)
+    engine = fields.String(load_default=None)
+    limit = fields.Integer(load_default=50, validate=validate.Range(min=1, max=500))
+    cursor = fields.String(load_default=None)
+
+
+class JobList(Schema):
+    items = fields.List(fields.Nested(JobStatus))
+    next_cursor = fields.String(allow_none=True)

@@ -12,7 +12,9 @@ from flask_smorest import Blueprint
 from api import job_service as jobs
 from api.errors import ApiError
 from api.resources.skills import get_skill_or_404
-from api.schemas import CancelResult, JobCreate, JobCreated, JobLogs, JobResult, JobStatus
+from api.schemas import (
+    CancelResult, JobCreate, JobCreated, JobList, JobListArgs, JobLogs, JobResult, JobStatus,
+)
 from runner_core.store import runs as run_states
 from runner_core.uploads import UploadError, UploadLimits, extract_upload, write_input_manifest
 
@@ -35,6 +37,13 @@ class Jobs(MethodView):
         with db() as session:
             req, run = jobs.create_job(session, pkg, body)
             return {"request_id": req.id, "cache_hit": req.cache_hit, "status": run.status}
+
+    @blp.arguments(JobListArgs, location="query")
+    @blp.response(200, JobList)
+    def get(self, args):
+        """List jobs, newest first; filter by status/skill_id/engine; page with `cursor`."""
+        with db() as session:
+            return jobs.list_jobs(session, args)
 
 
 @blp.route("/<request_id>/upload")

@@ -195,3 +195,20 @@ def test_upload_size_limit_is_configurable(tmp_path, skills_root, queue):
                        content_type="application/zip")
     assert resp.status_code == 400 and resp.json["error"]["code"] == "UPLOAD_TOO_LARGE"
     assert queue.sent == []
+
+
+def test_job_list_filters_and_pages_newest_first(client):
+    ids = [create(client, skill_id="fenced-json", input={"text": str(i)}).json["request_id"]
+           for i in range(5)]
+    create(client)  # a demo-prime-number job, filtered out below
+    page = client.get("/v1/jobs?skill_id=fenced-json&limit=2").json
+    assert [j["request_id"] for j in page["items"]] == ids[::-1][:2]
+    seen = [j["request_id"] for j in page["items"]]
+    while page["next_cursor"]:
+        page = client.get("/v1/jobs", query_string={"skill_id": "fenced-json", "limit": 2,
+                                                     "cursor": page["next_cursor"]}).json
+        seen += [j["request_id"] for j in page["items"]]
+    assert seen == ids[::-1]
+    assert client.get("/v1/jobs?status=running").json["items"] == []
+    assert client.get("/v1/jobs?status=bogus").status_code == 422
+    assert client.get("/v1/jobs?cursor=garbage").json["error"]["code"] == "INVALID_CURSOR"
