@@ -60,6 +60,7 @@ def test_timeout_kills_the_whole_process_tree(bare_stack, workers):
     status = bare_stack.wait(rid, timeout=15)
     assert status["status"] == "failed" and status["error"]["code"] == "TIMEOUT", status
     took = (parse_iso(status["finished_at"]) - parse_iso(status["started_at"])).total_seconds()
+    print(f"timeout: started -> finished {took:.2f}s (timeout 2 s, grace 1 s)")
     assert 2 <= took < 6, took  # 2 s timeout + 1 s grace (one child ignores SIGTERM)
     assert live_group(pgid) == [] and live_pids(kids) == []
 
@@ -88,6 +89,7 @@ def test_cancel_of_a_running_run_kills_its_group_within_2_seconds(bare_stack, wo
     status = bare_stack.wait(rid, timeout=5)
     took = time.monotonic() - asked
     assert status["status"] == "canceled" and status["error"]["code"] == "CANCELED_BY_USER"
+    print(f"cancel -> canceled with the group dead: {took:.2f}s")
     assert took < 2.0, took
     assert live_group(pgid) == [] and live_pids(kids) == []
     result = bare_stack.client.get(f"/v1/jobs/{rid}/result").json["result"]
@@ -178,6 +180,7 @@ def test_killed_worker_run_is_reconciled_and_its_group_reaped(bare_stack, worker
     assert ended["recovery_state"] == "failed_reconciled" and ended["recovered_at"]
     assert ended["recovery_reason"] == "orchestrator_restart_interrupted"
     assert ended["finished_at"] and ended["started_at"] == status["started_at"]
+    print(f"hard kill -> reconciled (worker restarted): {latency:.2f}s")
     assert latency < 10, latency
     wait_for(lambda: live_group(pgid) == [] and live_pids(kids) == [], 5)
     assert run_row(bare_stack, status["run_id"]).pgid is None
@@ -190,7 +193,9 @@ def test_killed_pool_child_is_reconciled_by_its_own_worker(bare_stack, workers):
     pgid, kids = recorded_processes(bare_stack, status["run_id"], expect=1)
     wait_for(lambda: run_row(bare_stack, status["run_id"]).pgid == pgid, 5)
     os.kill(int(status["worker"].rsplit(":", 1)[1]), signal.SIGKILL)  # OOM killer, hard limit
+    killed = time.monotonic()
     ended = bare_stack.wait(rid, timeout=20)
+    print(f"pool child killed -> reconciled by the sweep: {time.monotonic() - killed:.2f}s")
     assert ended["error"]["code"] == "ORCHESTRATOR_RESTART_INTERRUPTED", ended
     wait_for(lambda: live_group(pgid) == [] and live_pids(kids) == [], 5)
     assert worker.proc.poll() is None
@@ -232,6 +237,7 @@ def test_lost_broker_message_never_loses_an_accepted_run(bare_stack, tmp_path):
             latency = time.monotonic() - restarted
         finally:
             worker.stop()
+        print(f"broker restart -> lost run re-sent and succeeded: {latency:.2f}s")
         assert ended["status"] == "succeeded" and ended["attempt"] == 1, ended
         assert ended["queued_at"] == queued["queued_at"] and latency < 15
         app.extensions["db"].kw["bind"].dispose()
