@@ -29,10 +29,12 @@ FAST = {"SKILL_RUNNER_KILL_GRACE_SEC": "1", "SKILL_RUNNER_SWEEP_INTERVAL_SEC": "
 
 @pytest.fixture
 def workers(bare_stack):
-    """Start several named workers for one stack; all are stopped at the end."""
+    """Start several named workers for one stack; all are stopped at the end. Each runs beat
+    by default: the shared test Redis may lose a message (another test run flushing it), and
+    the sweep re-sends it as it would in production."""
     started: list[WorkerProcess] = []
 
-    def start(name: str, concurrency: int = 2, beat: bool = False, **env: str) -> WorkerProcess:
+    def start(name: str, concurrency: int = 2, beat: bool = True, **env: str) -> WorkerProcess:
         proc = WorkerProcess(bare_stack.settings, f"{name}-{bare_stack.backend}",
                              bare_stack.settings.data_dir / f"worker-{name}.log",
                              concurrency=concurrency, beat=beat, extra_env={**FAST, **env})
@@ -137,8 +139,8 @@ def max_overlap(statuses: list[dict]) -> int:
 
 
 def test_global_running_limit_holds_across_two_workers(bare_stack, workers):
-    for name in ("a", "b"):  # beat: the sweeper is the net under a lost countdown message
-        workers(name, concurrency=2, beat=name == "a", SKILL_RUNNER_MAX_RUNNING="2")
+    for name in ("a", "b"):
+        workers(name, concurrency=2, SKILL_RUNNER_MAX_RUNNING="2")
     rids = [create_job(bare_stack, "slow-counter", sleep=1) for _ in range(5)]
     seen_queued_while_full = False
     end = time.monotonic() + 30
@@ -164,7 +166,7 @@ def test_per_engine_running_limit(bare_stack, workers):
 
 
 def test_killed_worker_run_is_reconciled_and_its_group_reaped(bare_stack, workers):
-    first = workers("a", concurrency=1)
+    first = workers("a", concurrency=1, beat=False)
     rid = create_job(bare_stack, "slow-counter", sleep=60, children=2)
     status = bare_stack.wait(rid, until=("running",))
     pgid, kids = recorded_processes(bare_stack, status["run_id"], expect=2)
@@ -172,7 +174,7 @@ def test_killed_worker_run_is_reconciled_and_its_group_reaped(bare_stack, worker
     hard_kill(first)
     killed = time.monotonic()
     assert live_group(pgid)  # the engine's group outlives the worker: an orphan
-    workers("b", beat=True)
+    workers("b")
     ended = bare_stack.wait(rid, timeout=20)
     latency = time.monotonic() - killed
     assert ended["status"] == "failed", ended
@@ -187,7 +189,7 @@ def test_killed_worker_run_is_reconciled_and_its_group_reaped(bare_stack, worker
 
 
 def test_killed_pool_child_is_reconciled_by_its_own_worker(bare_stack, workers):
-    worker = workers("w", concurrency=2, beat=True)
+    worker = workers("w", concurrency=2)
     rid = create_job(bare_stack, "slow-counter", sleep=60, children=1)
     status = bare_stack.wait(rid, until=("running",))
     pgid, kids = recorded_processes(bare_stack, status["run_id"], expect=1)
@@ -202,13 +204,13 @@ def test_killed_pool_child_is_reconciled_by_its_own_worker(bare_stack, workers):
 
 
 def test_killed_worker_run_is_retried_when_the_skill_declares_retries(bare_stack, workers):
-    first = workers("a", concurrency=1)
+    first = workers("a", concurrency=1, beat=False)
     rid = create_job(bare_stack, "retry-counter", sleep=1.5, children=1)
     status = bare_stack.wait(rid, until=("running",))
     pgid, kids = recorded_processes(bare_stack, status["run_id"], expect=1)
     wait_for(lambda: run_row(bare_stack, status["run_id"]).pgid == pgid, 5)
     hard_kill(first)
-    workers("b", beat=True)
+    workers("b")
     ended = bare_stack.wait(rid, timeout=30)
     assert ended["status"] == "succeeded" and ended["attempt"] == 2, ended
     assert ended["recovery_reason"] == "requeued_after_worker_lost" and ended["recovered_at"]
@@ -257,7 +259,7 @@ def test_startup_reconciliation_of_waiting_and_orphaned_runs(bare_stack, workers
         running.status, running.started_at, running.heartbeat_at = "running", old, old
         running.worker, running.attempt = f"{os.uname().nodename}:999999999", 1
         session.commit()
-    workers("a")  # "ready." is logged after the startup reconciliation
+    workers("a", beat=False)  # "ready." is logged after the startup reconciliation
     kept, failed, interrupted = (job(bare_stack, rid) for rid in rids)
     assert kept["status"] == "waiting_user" and kept["recovery_state"] == "recovered_waiting"
     assert kept["recovery_reason"] == "resumable_waiting_preserved" and kept["recovered_at"]
@@ -265,5 +267,16 @@ def test_startup_reconciliation_of_waiting_and_orphaned_runs(bare_stack, workers
     assert failed["recovery_state"] == "failed_reconciled"
     assert failed["recovery_reason"] == "session_handle_invalid"
     assert interrupted["error"]["code"] == "ORCHESTRATOR_RESTART_INTERRUPTED"
-    workers("b")  # idempotent: a second start changes nothing
+    workers("b", beat=False)  # idempotent: a second start changes nothing
     assert [job(bare_stack, rid) for rid in rids] == [kept, failed, interrupted]
+
+
+def test_cancel_of_a_waiting_run_ends_it_at_once(bare_stack):
+    rid = create_job(bare_stack, "slow-counter", sleep=0)  # no worker: no process exists
+    with bare_stack.app.extensions["db"]() as session:
+        session.get(Run, job(bare_stack, rid)["run_id"]).status = "waiting_user"
+        session.commit()
+    resp = bare_stack.client.post(f"/v1/jobs/{rid}/cancel").json
+    assert resp["accepted"] is True and resp["status"] == "canceled"
+    status = job(bare_stack, rid)
+    assert status["error"]["code"] == "CANCELED_BY_USER" and status["finished_at"]
