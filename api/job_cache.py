@@ -10,6 +10,7 @@ from sqlalchemy.orm import Session
 from runner_core.cache import cache_key, skill_fingerprint
 from runner_core.engines.config import EngineConfigError, load_engine_config
 from runner_core.skills import SkillPackage
+from runner_core.skills.memo import tree_signature
 from runner_core.store.models import Run
 
 
@@ -32,9 +33,25 @@ def key_for(pkg: SkillPackage, engine: str | None, model: str | None, parameter:
             config = {}
         # Secrets must not shape the key; everything that changes behaviour must.
         engine_config["engine"] = {k: v for k, v in config.items() if k not in ("api_key", "env")}
-    return cache_key(fingerprint=skill_fingerprint(pkg.root), engine=engine or "script",
+    return cache_key(fingerprint=fingerprint(pkg.root), engine=engine or "script",
                      model=model, parameter=parameter, inline_input=inline,
                      upload_hashes=upload_hashes, engine_config=engine_config)
+
+
+_fingerprints: dict[str, tuple[tuple, str]] = {}
+
+
+def fingerprint(root) -> str:
+    """skill_fingerprint, recomputed only when the skill's file tree changed."""
+    signature = tree_signature(root)
+    hit = _fingerprints.get(str(root))
+    if hit and hit[0] == signature:
+        return hit[1]
+    value = skill_fingerprint(root)
+    if len(_fingerprints) > 512:
+        _fingerprints.clear()
+    _fingerprints[str(root)] = (signature, value)
+    return value
 
 
 def find_cached(session: Session, key: str) -> Run | None:

@@ -20,7 +20,8 @@ from runner_core.bundles import build_bundle
 from runner_core.inputs import InputError, resolve_inputs
 from runner_core.output import NormalizeRequest, run_output_chain
 from runner_core.settings import Settings
-from runner_core.skills import SkillPackage, load_skill
+from runner_core.skills import SkillPackage
+from runner_core.skills.memo import load_skill_cached, relocated
 from runner_core.skills.locks import locks_dir, skill_lock
 from runner_core.store.models import Run
 from runner_core.workspace import (
@@ -100,8 +101,9 @@ class RunExecutor:
             raise RunFailed("SKILL_NOT_FOUND", f"skill '{self.run.skill_id}' is not installed")
         # Shared lock: an install of this skill cannot swap it while it is being copied.
         with skill_lock(locks_dir(self.settings.data_dir), self.run.skill_id, shared=True):
+            loaded = load_skill_cached(source)  # validated once per version of the files
             snapshot = snapshot_skill(source, self.paths, self.run.skill_id)
-        pkg = load_skill(snapshot)
+        pkg = relocated(loaded, snapshot)
         if pkg.health != "ok":
             raise RunFailed("SKILL_INVALID", "; ".join(pkg.errors), {"errors": pkg.errors})
         request_dir = self.settings.requests_dir / self.run.request_id

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from runner_core.skills.loader import load_skill
+from runner_core.skills.memo import load_skill_cached
 from runner_core.skills.model import SkillPackage
 
 
@@ -17,7 +17,7 @@ class SkillRegistry:
         """Every skill directory, sorted by id."""
         if not self.skills_dir.is_dir():
             return []
-        return [load_skill(p) for p in sorted(self.skills_dir.iterdir())
+        return [load_skill_cached(p) for p in sorted(self.skills_dir.iterdir())
                 if p.is_dir() and not p.name.startswith((".", "_"))]
 
     def get(self, skill_id: str) -> SkillPackage | None:
@@ -25,4 +25,4 @@ class SkillRegistry:
         if not skill_id or "/" in skill_id or skill_id.startswith("."):
             return None
         root = self.skills_dir / skill_id
-        return load_skill(root) if root.is_dir() else None
+        return load_skill_cached(root) if root.is_dir() else None

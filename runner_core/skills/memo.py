@@ -1,0 +1,65 @@
+"""Loaded skills memoized by a signature of their file tree.
+
+Loading validates SKILL.md, runner.json and three JSON Schemas; doing that on every request
+and again in the worker was most of a cache hit's time. A skill is reloaded as soon as any
+file under it changes (mtime, size or inode), and an atomic install swap changes inodes.
+"""
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import replace
+from pathlib import Path
+
+from runner_core.skills.loader import load_skill
+from runner_core.skills.model import SkillPackage
+
+IGNORED = frozenset({"__pycache__", ".git"})
+_lock = threading.Lock()
+_memo: dict[tuple[str, bool], tuple[tuple, SkillPackage]] = {}
+_MAX_ENTRIES = 512
+
+
+def tree_signature(root: Path) -> tuple:
+    """(relative path, inode, size, mtime_ns) of every file below `root`, and each folder's inode."""
+    items = []
+    stack = [(str(root), "")]
+    while stack:
+        path, rel = stack.pop()
+        try:
+            # A directory's own mtime moves when a cache file appears; its entries say enough.
+            items.append((rel, os.stat(path).st_ino, None, None))
+            with os.scandir(path) as it:
+                for entry in it:
+                    if entry.name in IGNORED:
+                        continue
+                    child = f"{rel}/{entry.name}" if rel else entry.name
+                    if entry.is_dir(follow_symlinks=False):
+                        stack.append((entry.path, child))
+                    else:
+                        est = entry.stat(follow_symlinks=True)
+                        items.append((child, est.st_ino, est.st_size, est.st_mtime_ns))
+        except (FileNotFoundError, NotADirectoryError):
+            items.append((rel, None, None, None))
+    return tuple(sorted(items))
+
+
+def load_skill_cached(root: Path, *, strict: bool = False) -> SkillPackage:
+    """`load_skill(root)`, reused while the skill's files are unchanged."""
+    key = (str(root.resolve()), strict)
+    signature = tree_signature(root)
+    with _lock:
+        hit = _memo.get(key)
+        if hit and hit[0] == signature:
+            return hit[1]
+    pkg = load_skill(root, strict=strict)
+    with _lock:
+        if len(_memo) >= _MAX_ENTRIES:
+            _memo.clear()
+        _memo[key] = (signature, pkg)
+    return pkg
+
+
+def relocated(pkg: SkillPackage, root: Path) -> SkillPackage:
+    """The same validated package, read from a verbatim copy at `root` (a run's snapshot)."""
+    return replace(pkg, root=root)
