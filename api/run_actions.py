@@ -56,7 +56,10 @@ def tail(path: Path, cap: int = LOG_CAP) -> tuple[str | None, bool]:
 def cancel_run(session: Session, req: Request, run: Run) -> dict[str, Any]:
     """Flag an active run canceled (revoking its queued message); finished runs: accepted false."""
     accepted = run_states.request_cancel(session, run.id)
-    if accepted and run_states.cancel_queued(session, run.id) and run.celery_task_id:
+    # The DB flag is the cancel: a running run's worker sees it within 0.5 s and kills the
+    # process group; a queued or waiting run (no process) ends here, and the revoke only
+    # spares a worker the message (if it is lost, the claim guard still refuses the run).
+    if accepted and run_states.cancel_idle(session, run.id) and run.celery_task_id:
         current_app.extensions["queue"].revoke(run.celery_task_id)
     session.refresh(run)
     return {"request_id": req.id, "accepted": accepted, "status": run.status}

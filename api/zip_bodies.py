@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from flask import request
+from flask import current_app, request
 
 from api.errors import ApiError
 from runner_core.skills import SkillPackage
@@ -54,6 +54,14 @@ def package_api_error(exc: UploadError | PackageError, extra: dict | None = None
     return ApiError(400, exc.code, exc.message, details)
 
 
+def upload_limits() -> UploadLimits:
+    """The operator's limits for input archives (SKILL_RUNNER_UPLOAD_MAX_*)."""
+    settings = current_app.config["SETTINGS"]
+    return UploadLimits(max_total_bytes=settings.upload_max_bytes,
+                        max_entries=settings.upload_max_entries,
+                        max_ratio=settings.upload_max_ratio)
+
+
 def receive_inputs(request_dir: Path, request_id: str) -> list[UploadedFile]:
     """Extract the input zip (field `file` or raw body) into `<request>/uploads/`."""
     tmp = request_dir / "inputs.zip.part"
@@ -62,7 +70,7 @@ def receive_inputs(request_dir: Path, request_id: str) -> list[UploadedFile]:
     try:
         if dest.is_dir() and not any(dest.iterdir()):
             dest.rmdir()
-        files = extract_upload(tmp, dest, UploadLimits())
+        files = extract_upload(tmp, dest, upload_limits())
     except UploadError as exc:
         dest.mkdir(exist_ok=True)
         raise ApiError(400, exc.code, exc.message, exc.details, request_id) from exc

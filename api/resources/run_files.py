@@ -24,7 +24,7 @@ def run_dir(run: Run):
 
 def load_finished(request_id: str) -> Run:
     with current_app.extensions["db"]() as session:
-        _req, run = jobs.load_job(session, request_id)
+        _req, run = jobs.load_job(session, request_id, "job")
     if run.status not in FINISHED:
         raise ApiError(409, "RUN_NOT_FINISHED", f"the run is {run.status}; poll the job status",
                        {"status": run.status}, request_id)
