@@ -17,7 +17,7 @@ from runner_core.queues import queue_for
 from runner_core.inputs import InputError, file_fields, schema_errors, validate_parameters
 from runner_core.skills import SkillPackage
 from runner_core.store import runs as run_states
-from runner_core.store.models import Request, Run
+from runner_core.store.models import Request, Run, utcnow
 from runner_core.workspace import write_json
 
 
@@ -98,6 +98,8 @@ def create_job(session: Session, pkg: SkillPackage, body: dict[str, Any], *, kin
     if cached is not None:
         req.run_id, req.cache_hit, run = cached.id, True, cached
     else:
+        if not needs_upload:
+            stamp_dispatch(run)
         session.add(run)
         session.flush()  # the request row references the run
     session.add(req)
@@ -124,17 +126,26 @@ def bind_upload(session: Session, req: Request, run: Run, pkg: SkillPackage,
         session.commit()
         return cached
     run.needs_upload = False
+    stamp_dispatch(run)
     session.commit()
     submit(session, run, pkg)
     return run
 
 
+def stamp_dispatch(run: Run) -> None:
+    """Give the run its task id and send times in the same commit that accepts it, so sending
+    costs no second write; if the send then fails, the sweeper re-sends it after its grace."""
+    now = utcnow()
+    run.celery_task_id = str(uuid.uuid4())
+    run.queued_at = run.queued_at or now
+    run.dispatched_at = now
+
+
 def submit(session: Session, run: Run, pkg: SkillPackage) -> None:
-    """Enqueue a committed run by task name; a failed send is retried by the sweeper."""
+    """Send a committed, stamped run by task name (see stamp_dispatch)."""
     kind = pkg.manifest.entrypoint.type if pkg.manifest else "script"
-    task_id = current_app.extensions["queue"].enqueue(run.id, queue_for(run.engine, kind))
-    if task_id:
-        run_states.mark_enqueued(session, run.id, task_id)
+    current_app.extensions["queue"].enqueue(run.id, queue_for(run.engine, kind),
+                                            task_id=run.celery_task_id)
 
 
 def load_job(session: Session, request_id: str, kind: str | None = None) -> tuple[Request, Run]:

@@ -20,10 +20,10 @@ class CeleryQueue:
                                 task_publish_retry_policy={"max_retries": 2, "interval_start": 0.1,
                                                            "interval_step": 0.2})
 
-    def enqueue(self, run_id: str, queue: str) -> str | None:
+    def enqueue(self, run_id: str, queue: str, task_id: str | None = None) -> str | None:
         """Send execute_run(run_id); returns the task id, or None when the broker is down."""
         try:
-            result = self.celery.send_task(EXECUTE_RUN, args=[run_id], queue=queue)
+            result = self.celery.send_task(EXECUTE_RUN, args=[run_id], queue=queue, task_id=task_id)
             return result.id
         except Exception as exc:  # the row is committed; the sweeper re-enqueues it
             log.warning("enqueue of run %s failed (%s); the sweeper will retry", run_id, exc)

@@ -18,6 +18,7 @@ from worker.reaper import group_members
 
 POLL_SEC = 0.05
 WATCH_EVERY_SEC = 0.5
+FIRST_WATCH_SEC = 0.1
 
 
 @dataclass
@@ -91,7 +92,9 @@ def _watch(proc: subprocess.Popen, spec: CommandSpec, watch: Watch, stdout_path:
     try:
         if spec.stdin is not None:
             _feed_stdin(proc, spec.stdin)
-        next_watch = 0.0
+        # The claim just set the heartbeat: a process done within FIRST_WATCH_SEC costs no
+        # extra database round trip; longer ones record their pgid right after.
+        next_watch = time.monotonic() + FIRST_WATCH_SEC
         while proc.poll() is None:
             now = time.monotonic()
             if watch.deadline is not None and now >= watch.deadline:

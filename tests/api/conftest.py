@@ -14,10 +14,12 @@ class FakeQueue:
     def __init__(self) -> None:
         self.sent: list[tuple[str, str]] = []
         self.revoked: list[str] = []
+        self.task_ids: list[str | None] = []
 
-    def enqueue(self, run_id: str, queue: str) -> str:
+    def enqueue(self, run_id: str, queue: str, task_id: str | None = None) -> str:
         self.sent.append((run_id, queue))
-        return f"task-{len(self.sent)}"
+        self.task_ids.append(task_id)
+        return task_id or f"task-{len(self.sent)}"
 
     def revoke(self, task_id: str) -> None:
         self.revoked.append(task_id)
