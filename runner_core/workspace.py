@@ -92,3 +92,21 @@ def write_json(path: Path, data: Any) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
     tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False, default=str), encoding="utf-8")
     os.replace(tmp, path)
+
+
+# A minimal git repository marker. CLIs that walk up from the run dir looking for skills,
+# AGENTS.md or config (codex, opencode, claude) stop at a git root, so nothing above the run
+# dir leaks in; writing four small files costs far less than spawning `git init`.
+GIT_MARKER = {".git/HEAD": "ref: refs/heads/main\n",
+              ".git/config": "[core]\n\trepositoryformatversion = 0\n",
+              ".git/objects/info/.keep": "", ".git/refs/heads/.keep": ""}
+
+
+def write_git_marker(run_dir: Path) -> None:
+    """Make `run_dir` a git root (idempotent)."""
+    if (run_dir / ".git").exists():
+        return
+    for rel, content in GIT_MARKER.items():
+        path = run_dir / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(content, encoding="utf-8")

@@ -3,7 +3,6 @@ discovers it, drive the CLI under the supervisor, and hand its output to the out
 from __future__ import annotations
 
 import json
-import subprocess
 from dataclasses import replace
 from typing import Any
 
@@ -12,7 +11,7 @@ from runner_core.engines.base import EngineContext
 from runner_core.engines.config import EngineConfigError, load_engine_config
 from runner_core.output import RepairRequest
 from runner_core.prompts import PromptContext, PromptError, patch_skill_md, render_prompt
-from runner_core.workspace import install_skill_copy
+from runner_core.workspace import install_skill_copy, write_git_marker
 from worker.supervisor import run_command
 
 
@@ -37,7 +36,7 @@ def run_engine(executor, pkg) -> tuple[str | None, Any]:
     (paths.logs / "prompt.txt").write_text(prompt, encoding="utf-8")
     patch_skill_md(pkg.root, pkg, paths.root)
     install_skill_copy(pkg.root, paths, adapter.skill_dirs)
-    _git_init(paths.root)
+    write_git_marker(paths.root)
     ctx = EngineContext(run_dir=paths.root, skill_id=pkg.id, prompt=prompt, config=config,
                         model=run.model or config.get("model"),
                         output_schema_path=pkg.root / pkg.manifest.schemas["output"],
@@ -82,14 +81,3 @@ def make_repair(executor, pkg, adapter, ctx: EngineContext):
         executor.session_handle = output.session_id or executor.session_handle
         return output.final_text
     return repair
-
-
-def _git_init(run_dir) -> None:
-    """Make the run dir a git root: CLIs that walk up for skills stop here (ENGINES.md)."""
-    if (run_dir / ".git").exists():
-        return
-    try:
-        subprocess.run(["git", "init", "-q", str(run_dir)], check=False, timeout=10,
-                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    except (OSError, subprocess.SubprocessError):
-        (run_dir / ".git").mkdir(exist_ok=True)

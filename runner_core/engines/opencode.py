@@ -21,13 +21,10 @@ from runner_core.engines.config import (
     RUN_HOME_FILES, api_error, deep_merge, exit_error, json_lines, json_of_text,
     missing_cli_error, read_output, prompt_fits_argv, resolve_api_key, resolve_binary, run_env,
 )
+from runner_core.workspace import GIT_MARKER  # opencode stops its upward scan at a git root
 
 PROVIDER_ID = "runner"
 KEY_ENV = "SKILL_RUNNER_OPENCODE_API_KEY"
-# A minimal git repository marker: opencode stops its upward skill/config scan at the git root,
-# so skills and AGENTS.md files in folders above the run dir stay out.
-GIT_MARKER = {".git/HEAD": "ref: refs/heads/main\n", ".git/config": "[core]\n\trepositoryformatversion = 0\n",
-              ".git/objects/info/.keep": "", ".git/refs/heads/.keep": ""}
 
 
 @dataclass(frozen=True)
