@@ -86,8 +86,9 @@ def prepare_bare(runs_dir: Path, skills_dir: Path) -> BareRun:
     from runner_core.inputs import resolve_inputs
     from runner_core.prompts import PromptContext, patch_skill_md, render_prompt
     from runner_core.skills import load_skill
-    from runner_core.workspace import create_run_dir, install_skill_copy, snapshot_skill, write_json
-    from worker.engine_entry import _git_init
+    from runner_core.workspace import (
+        create_run_dir, install_skill_copy, snapshot_skill, write_git_marker, write_json,
+    )
 
     paths = create_run_dir(runs_dir, str(uuid.uuid4()))
     pkg = load_skill(snapshot_skill(skills_dir / SKILL_ID, paths, SKILL_ID))
@@ -101,7 +102,7 @@ def prepare_bare(runs_dir: Path, skills_dir: Path) -> BareRun:
     (paths.logs / "prompt.txt").write_text(prompt, encoding="utf-8")
     patch_skill_md(pkg.root, pkg, paths.root)
     install_skill_copy(pkg.root, paths, adapter.skill_dirs)
-    _git_init(paths.root)
+    write_git_marker(paths.root)
     ctx = EngineContext(run_dir=paths.root, skill_id=pkg.id, prompt=prompt, config=config,
                         model=config.get("model"),
                         output_schema_path=pkg.root / pkg.manifest.schemas["output"])

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from jinja2 import StrictUndefined, TemplateError
+from jinja2 import StrictUndefined, Template, TemplateError
 from jinja2.sandbox import SandboxedEnvironment
 
 from runner_core.skills.model import SkillPackage
@@ -121,6 +122,12 @@ def patch_skill_md(skill_dir: Path, pkg: SkillPackage, run_dir: Path) -> None:
 
 def _render(template: str, variables: dict[str, Any], source: str) -> str:
     try:
-        return _env.from_string(template).render(**variables)
+        return _compiled(template).render(**variables)
     except TemplateError as exc:
         raise PromptError(f"prompt template {source} does not render: {exc}") from exc
+
+
+@lru_cache(maxsize=256)
+def _compiled(template: str) -> Template:
+    """Compiling a template costs far more than rendering it; skills reuse theirs."""
+    return _env.from_string(template)

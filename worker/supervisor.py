@@ -6,6 +6,7 @@ no engine CLI or grandchild outlives its run (revoke(terminate=True) alone leave
 from __future__ import annotations
 
 import os
+import select
 import signal
 import subprocess
 import time
@@ -89,12 +90,15 @@ def _watch(proc: subprocess.Popen, spec: CommandSpec, watch: Watch, stdout_path:
            stderr_path: Path, started: float) -> ProcessResult:
     pgid = proc.pid
     timed_out = canceled = False
+    pidfd = _pidfd(proc.pid)
     try:
         if spec.stdin is not None:
             _feed_stdin(proc, spec.stdin)
         # The claim just set the heartbeat: a process done within FIRST_WATCH_SEC costs no
         # extra database round trip; longer ones record their pgid right after.
         next_watch = time.monotonic() + FIRST_WATCH_SEC
+        if watch.poll is None:
+            next_watch = float("inf")
         while proc.poll() is None:
             now = time.monotonic()
             if watch.deadline is not None and now >= watch.deadline:
@@ -105,11 +109,10 @@ def _watch(proc: subprocess.Popen, spec: CommandSpec, watch: Watch, stdout_path:
                 if watch.poll(pgid):
                     canceled = True
                     break
-            try:
-                proc.wait(timeout=POLL_SEC)
-            except subprocess.TimeoutExpired:
-                pass
+            wait_exit(proc, pidfd, min(next_watch, watch.deadline or next_watch) - now)
     finally:
+        if pidfd is not None:
+            os.close(pidfd)
         # Runs on normal exit, cancel, timeout and on exceptions raised into this frame
         # (SIGTERM handler, SoftTimeLimitExceeded): the leader and every descendant go.
         kill_group(pgid, 0 if proc.poll() is not None else watch.grace_sec, proc)
@@ -119,6 +122,26 @@ def _watch(proc: subprocess.Popen, spec: CommandSpec, watch: Watch, stdout_path:
     code = None if (timed_out or canceled) else proc.returncode
     return ProcessResult(code, stdout_path, stderr_path, started, time.time(),
                          timed_out=timed_out, canceled=canceled)
+
+
+def _pidfd(pid: int) -> int | None:
+    """A pidfd lets the watcher sleep until the process exits instead of polling it."""
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None
+
+
+def wait_exit(proc: subprocess.Popen, pidfd: int | None, timeout: float) -> None:
+    """Block until `proc` exits or `timeout` (seconds, capped) passes."""
+    timeout = max(0.0, min(timeout, WATCH_EVERY_SEC))
+    if pidfd is not None:
+        select.select([pidfd], [], [], timeout)
+        return
+    try:
+        proc.wait(timeout=max(timeout, POLL_SEC))
+    except subprocess.TimeoutExpired:
+        pass
 
 
 def _feed_stdin(proc: subprocess.Popen, text: str) -> None:

@@ -1,6 +1,7 @@
 """Validate output data against a skill's output JSON Schema (spec S2)."""
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from jsonschema import Draft202012Validator
@@ -11,6 +12,8 @@ from jsonschema.validators import validator_for
 # jsonschema puts the whole failing instance into some messages; a 2 MB agent answer must not
 # end up in every error record.
 _MAX_MESSAGE_CHARS = 500
+_MAX_CACHED = 256
+_validators: dict[str, Validator] = {}
 
 
 class OutputSchemaError(ValueError):
@@ -20,14 +23,22 @@ class OutputSchemaError(ValueError):
 def build_validator(schema: dict[str, Any] | bool) -> Validator:
     """Return a validator for `schema`: Draft 2020-12 unless its `$schema` names another draft.
 
-    Raises OutputSchemaError when the schema is not valid under its own metaschema.
+    Raises OutputSchemaError when the schema is not valid under its own metaschema. Checked
+    validators are reused per schema text: checking a schema costs more than most validations.
     """
+    key = json.dumps(schema, sort_keys=True, default=str)
+    cached = _validators.get(key)
+    if cached is not None:
+        return cached
     cls = validator_for(schema, default=Draft202012Validator)
     try:
         cls.check_schema(schema)
     except SchemaError as exc:
         raise OutputSchemaError(exc.message) from exc
-    return cls(schema)
+    if len(_validators) >= _MAX_CACHED:
+        _validators.clear()
+    _validators[key] = validator = cls(schema)
+    return validator
 
 
 def collect_errors(validator: Validator, data: Any) -> list[dict[str, str]]:
