@@ -11,12 +11,13 @@ from runner_core.engines.base import EngineContext
 from runner_core.engines.config import EngineConfigError, load_engine_config
 from runner_core.output import RepairRequest
 from runner_core.prompts import PromptContext, PromptError, patch_skill_md, render_prompt
-from runner_core.workspace import install_skill_copy, write_git_marker
+from runner_core.workspace import install_skill_copy, write_git_marker, write_json
 from worker.supervisor import run_command
 
 
 def run_engine(executor, pkg) -> tuple[str | None, Any]:
-    """Run the skill through the run's engine; returns (final text, envelope)."""
+    """Run the skill through the run's engine; returns (final text, None): the answer is the
+    final message, the CLI's envelope goes to raw/engine_envelope.json."""
     from worker.executor import RunFailed, check_process
     run, paths = executor.run, executor.paths
     try:
@@ -52,7 +53,11 @@ def run_engine(executor, pkg) -> tuple[str | None, Any]:
         raise RunFailed(output.error.code, output.error.message,
                         {"engine": run.engine, **output.error.details})
     executor.repair = make_repair(executor, pkg, adapter, ctx)
-    return output.final_text, output.envelope
+    if output.envelope is not None:
+        # The CLI's own envelope (session, stats, usage) is kept for audit; it is metadata, not
+        # an answer, so it is not offered to the output chain as a candidate.
+        write_json(paths.raw / "engine_envelope.json", output.envelope)
+    return output.final_text, None
 
 
 REPAIR_PROMPT = """Your last answer does not match the required JSON Schema.

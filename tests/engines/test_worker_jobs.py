@@ -1,0 +1,116 @@
+"""Each real CLI through the whole service: REST -> Redis -> worker -> CLI -> fake LLM.
+
+For codex, gemini, opencode, qwen and claude: a job that makes one shell tool call and ends
+with fenced JSON succeeds with a validated result and an artifact; an invalid first answer is
+repaired at N3 by resuming the session handle the CLI returned; a model API 4xx fails the run
+with a typed engine error, without hanging. iflow cannot be installed here: its adapter is
+tested on transcripts (tests/unit/test_engine_iflow.py).
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from dataclasses import asdict
+
+import pytest
+
+from api import create_app
+from api.queue import CeleryQueue
+from runner_core.engines import get_adapter
+from runner_core.settings import REPO_ROOT
+from runner_core.store.migrate import upgrade
+from tests.conftest import copy_skills, make_settings
+from tests.engines.harness import FAKE_CONFIG, require_binary
+from tests.fake_llm import FakeLLM, Script
+from tests.integration.services import WorkerProcess, require_redis
+
+ENGINES = ["codex", "gemini", "opencode", "qwen", "claude"]
+RESULT = {"text": "hello", "length": 5}
+SUCCESS = Script(command="printf 'made by the agent' > artifacts/note.txt",
+                 final_text="Done.\n```json\n" + json.dumps(RESULT) + "\n```")
+# First turn prints JSON missing "length"; the resumed (repair) turn prints the valid JSON.
+# The valid JSON is joined by the shell ('len''gth'), so CLIs that echo the command back (qwen)
+# do not leak it into the first answer; no $(...) either, which gemini refuses to run.
+TWO_TURNS = Script(
+    command="""if [ -f .seen ]; then echo '{"text": "hello", "len''gth": 5}'; """
+            """else touch .seen; echo '{"text": "hello"}'; fi""",
+    final_text="$tool_output")
+API_400 = Script(status=400, error_message="bad request from the test")
+TERMINAL = ("succeeded", "failed", "canceled")
+
+
+@pytest.fixture(scope="module")
+def service(tmp_path_factory):
+    """One worker and one fake LLM for the module; each test sets the LLM's script."""
+    root = tmp_path_factory.mktemp("engine-jobs")
+    copy_skills(root / "skills")
+    script_file = root / "llm-script.json"
+    script_file.write_text(json.dumps(asdict(SUCCESS)))
+    with FakeLLM(script_file) as llm:
+        config_dir = root / "engine-config"
+        shutil.copytree(REPO_ROOT / "deploy" / "engine-config", config_dir)
+        for engine in ENGINES:
+            (config_dir / engine).mkdir(exist_ok=True)
+            (config_dir / engine / "enforced.json").write_text(json.dumps(FAKE_CONFIG[engine](llm)))
+        settings = make_settings(root, CELERY_BROKER_URL=require_redis(13))
+        settings.data_dir.mkdir(parents=True)
+        upgrade(settings.database_url)
+        worker = WorkerProcess(settings, "engines", settings.data_dir / "worker.log", concurrency=2,
+                               extra_env={"SKILL_RUNNER_ENGINE_CONFIG_DIR": str(config_dir)})
+        app = create_app({"SETTINGS": settings, "QUEUE": CeleryQueue(settings.broker_url)})
+        try:
+            yield {"client": app.test_client(), "script": script_file, "settings": settings,
+                   "llm": llm}
+        finally:
+            worker.stop()
+
+
+def run_job(service, engine: str, script: Script, **options) -> tuple[dict, dict]:
+    require_binary(get_adapter(engine))
+    service["script"].write_text(json.dumps(asdict(script)))
+    client = service["client"]
+    rid = client.post("/v1/jobs", json={"skill_id": "echo-prompt", "engine": engine,
+                                        "input": {"text": "hello"},
+                                        "runtime_options": {"no_cache": True, **options}}
+                      ).json["request_id"]
+    end = time.monotonic() + 120
+    while time.monotonic() < end:
+        status = client.get(f"/v1/jobs/{rid}").json
+        if status["status"] in TERMINAL:
+            return status, client.get(f"/v1/jobs/{rid}/result").json["result"]
+        time.sleep(0.1)
+    raise AssertionError(f"{engine} job still {status['status']}: "
+                         f"{client.get(f'/v1/jobs/{rid}/logs').json}")
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_job_runs_the_cli_and_returns_a_validated_result(service, engine):
+    status, result = run_job(service, engine, SUCCESS)
+    assert status["status"] == "succeeded", (status, result)
+    assert result["data"] == RESULT
+    assert result["artifacts"] == ["artifacts/note.txt"]
+    run_dir = service["settings"].runs_dir / status["run_id"]
+    assert (run_dir / "artifacts" / "note.txt").read_text() == "made by the agent"
+    first_line = (run_dir / "logs" / "prompt.txt").read_text().splitlines()[0]
+    assert first_line in service["llm"].request_text()  # the rendered prompt reached the model
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_invalid_answer_is_repaired_by_resuming_the_session(service, engine):
+    status, result = run_job(service, engine, TWO_TURNS, repair_rounds=1)
+    assert status["status"] == "succeeded", (status, result)
+    assert result["data"] == RESULT
+    assert "OUTPUT_REPAIRED_N3" in [w["code"] for w in result["validation_warnings"]]
+    run_dir = service["settings"].runs_dir / status["run_id"]
+    assert (run_dir / "logs" / "repair_1_stdout.txt").stat().st_size > 0
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_model_api_4xx_fails_the_run_with_a_typed_error(service, engine):
+    started = time.monotonic()
+    status, result = run_job(service, engine, API_400)
+    assert status["status"] == "failed"
+    assert status["error"]["code"] == "MODEL_API_ERROR", status["error"]
+    assert status["error"]["engine"] == engine
+    assert time.monotonic() - started < 60
