@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Install the pinned agent CLIs into a project-local npm prefix: <repo>/.engines
+# Install the pinned agent CLIs (deploy/engines/package.json + package-lock.json) into a
+# project-local npm prefix: <repo>/.engines
 #
-# Idempotent: a stamp file records the package list of the last good install; when it matches
+# Idempotent: a stamp file records the hash of the manifest and lock of the last good install; when it matches
 # and every binary is present the script does nothing. Binaries end up in
 # .engines/node_modules/.bin; a ripgrep `rg` (opencode's skill tool needs one) is linked into
 # the same folder when the system has none.
@@ -14,15 +15,10 @@ PREFIX="$ROOT/.engines"
 BIN="$PREFIX/node_modules/.bin"
 STAMP="$PREFIX/.installed"
 
-PACKAGES=(
-  "@openai/codex@0.169.0"
-  "@google/gemini-cli@0.61.0"
-  "opencode-ai@1.18.33"
-  "@qwen-code/qwen-code@0.15.10"
-  "@anthropic-ai/claude-code@2.1.197"
-)
+# The pinned versions live in deploy/engines/package.json and its lock file.
+MANIFEST_DIR="$ROOT/deploy/engines"
 BINARIES=(codex gemini opencode qwen claude)
-WANT="${PACKAGES[*]}"
+WANT="$(cat "$MANIFEST_DIR/package.json" "$MANIFEST_DIR/package-lock.json" | sha256sum | cut -d' ' -f1)"
 
 all_present() {
   local b
@@ -40,7 +36,11 @@ command -v npm >/dev/null || { echo "npm not found: install Node.js 20 and npm f
 
 mkdir -p "$PREFIX"
 rm -f "$STAMP"
-npm install --prefix "$PREFIX" --no-audit --no-fund --loglevel=error "${PACKAGES[@]}"
+cp "$MANIFEST_DIR/package.json" "$MANIFEST_DIR/package-lock.json" "$MANIFEST_DIR/.npmrc" "$PREFIX/"
+# `npm install` with the lock present installs the locked versions and checks their integrity
+# hashes. (`npm ci` would be stricter but rejects this lock: npm records the other platforms'
+# optional binaries of codex/opencode without versions, and ci's sync check trips on them.)
+(cd "$PREFIX" && npm install --no-audit --no-fund --loglevel=error)
 
 # ripgrep: prefer a system rg, else one shipped inside an installed package (no download).
 link_rg() {
