@@ -47,12 +47,12 @@ def serve(args) -> int:
           f"(docs: /docs; data: {settings.data_dir}; broker: "
           f"{'embedded' if broker else settings.broker_url})", flush=True)
     stopping = []
-    signal.signal(signal.SIGTERM, lambda *_: stopping.append(1))
+    # Set explicitly: a shell that starts us in the background leaves SIGINT ignored.
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, lambda *_: stopping.append(1))
     try:
         while not stopping and all(p.poll() is None for p in procs):
             time.sleep(0.5)
-    except KeyboardInterrupt:
-        pass
     finally:
         for p in procs:
             if p.poll() is None:
