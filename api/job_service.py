@@ -197,31 +197,46 @@ def read_result(run: Run) -> dict[str, Any]:
             "error": run.error}
 
 
+# Statuses a cache hit never binds to: each of their runs has exactly one request, so those
+# lists can be walked from the runs index instead of sorting the skill's whole request history.
+RUN_DRIVEN_STATUSES = ("queued", "running", "waiting_user", "failed", "canceled")
+
+
 def list_jobs(session: Session, args: dict[str, Any]) -> dict[str, Any]:
     """Newest first, keyset-paginated on (created_at, id): `cursor` is the last item's."""
-    query = select(Request, Run).join(Run, Request.run_id == Run.id).where(Request.kind == "job")
-    if args.get("status"):
-        query = query.where(Run.status == args["status"])
-    if args.get("skill_id"):
-        query = query.where(Request.skill_id == args["skill_id"])
-    if args.get("engine"):
-        query = query.where(Request.engine == args["engine"])
+    by_run = args.get("status") in RUN_DRIVEN_STATUSES
+    if by_run:  # index runs(status, skill_id, created_at, id)
+        key, query = Run, (select(Request, Run).join(Request, Request.id == Run.request_id)
+                           .where(Run.kind == "job", Run.status == args["status"]))
+    else:  # index requests(skill_id, created_at, id)
+        key, query = Request, (select(Request, Run).join(Run, Request.run_id == Run.id)
+                               .where(Request.kind == "job"))
+        if args.get("status"):
+            query = query.where(Run.status == args["status"])
+    for field in ("skill_id", "engine"):
+        if args.get(field):
+            query = query.where(getattr(key, field) == args[field])
     if args.get("cursor"):
-        created, _, last_id = args["cursor"].partition("|")
-        try:
-            when = datetime.fromisoformat(created.replace("Z", "+00:00"))
-        except ValueError as exc:
-            raise ApiError(400, "INVALID_CURSOR", "cursor is not one this API returned") from exc
-        if session.bind.dialect.name == "sqlite":
-            when = when.replace(tzinfo=None)
-        query = query.where((Request.created_at < when)
-                            | ((Request.created_at == when) & (Request.id < last_id)))
+        when, last_id = _parse_cursor(session, args["cursor"])
+        query = query.where((key.created_at < when)
+                            | ((key.created_at == when) & (key.id < last_id)))
     limit = args.get("limit", 50)
-    rows = session.execute(query.order_by(Request.created_at.desc(), Request.id.desc())
+    rows = session.execute(query.order_by(key.created_at.desc(), key.id.desc())
                            .limit(limit + 1)).all()
     items = [job_status(req, run) for req, run in rows[:limit]]
     next_cursor = None
     if len(rows) > limit:
-        last = rows[limit - 1][0]
+        last = rows[limit - 1][1 if by_run else 0]
         next_cursor = f"{iso(last.created_at)}|{last.id}"
     return {"items": items, "next_cursor": next_cursor}
+
+
+def _parse_cursor(session: Session, cursor: str) -> tuple[datetime, str]:
+    created, _, last_id = cursor.partition("|")
+    try:
+        when = datetime.fromisoformat(created.replace("Z", "+00:00"))
+    except ValueError as exc:
+        raise ApiError(400, "INVALID_CURSOR", "cursor is not one this API returned") from exc
+    if session.bind.dialect.name == "sqlite":
+        when = when.replace(tzinfo=None)  # stored naive (UTC) by SQLite
+    return when, last_id

@@ -70,6 +70,8 @@ class Run(Base):
         Index("ix_runs_cache_key", "cache_key"),
         Index("ix_runs_skill_created", "skill_id", "created_at"),
         Index("ix_runs_created_at", "created_at"),
+        Index("ix_runs_status_created", "status", "created_at", "id"),
+        Index("ix_runs_status_skill_created", "status", "skill_id", "created_at", "id"),
     )
 
 
@@ -88,7 +90,8 @@ class Request(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
     __table_args__ = (Index("ix_requests_run_id", "run_id"),
-                      Index("ix_requests_created_at", "created_at"))
+                      Index("ix_requests_created_at", "created_at"),
+                      Index("ix_requests_skill_created", "skill_id", "created_at", "id"))
 
 
 class SkillInstall(Base):

@@ -212,3 +212,27 @@ def test_job_list_filters_and_pages_newest_first(client):
     assert client.get("/v1/jobs?status=running").json["items"] == []
     assert client.get("/v1/jobs?status=bogus").status_code == 422
     assert client.get("/v1/jobs?cursor=garbage").json["error"]["code"] == "INVALID_CURSOR"
+
+
+def test_rare_status_list_pages_newest_first(client, app):
+    from sqlalchemy import update as sql_update
+    from runner_core.store.models import Run as RunRow
+    ids = [create(client, skill_id="fenced-json", input={"text": f"f{i}"}).json["request_id"]
+           for i in range(5)]
+    with app.extensions["db"]() as session:
+        failed = ids[1:4]
+        run_ids = [session.get(Request, rid).run_id for rid in failed]
+        session.execute(sql_update(RunRow).where(RunRow.id.in_(run_ids)).values(status="failed"))
+        session.commit()
+    seen, cursor = [], None
+    while True:
+        query = {"status": "failed", "skill_id": "fenced-json", "limit": 2}
+        if cursor:
+            query["cursor"] = cursor
+        page = client.get("/v1/jobs", query_string=query).json
+        seen += [j["request_id"] for j in page["items"]]
+        assert all(j["status"] == "failed" for j in page["items"])
+        cursor = page["next_cursor"]
+        if not cursor:
+            break
+    assert seen == failed[::-1]
