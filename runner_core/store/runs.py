@@ -25,7 +25,6 @@ def claim_run(session: Session, run_id: str, worker: str, task_id: str | None,
     The limits are checked inside the UPDATE itself; on Postgres a transaction-scoped
     advisory lock makes concurrent limited claims take turns, so the count a claim sees includes
     every claim committed before it (SQLite writers are serialised by the database lock)."""
-    now = utcnow()
     guards = [Run.id == run_id, Run.status == "queued", Run.cancel_requested_at.is_(None)]
     key = engine_key(session.scalar(select(Run.engine).where(Run.id == run_id)))
     engine_limit = (engine_limits or {}).get(key, 0)
@@ -39,6 +38,7 @@ def claim_run(session: Session, run_id: str, worker: str, task_id: str | None,
         if engine_limit > 0:
             same_engine = running.where(func.coalesce(other.engine, "script") == key)
             guards.append(same_engine.scalar_subquery() < engine_limit)
+    now = utcnow()  # after the lock: a claim that waited for it starts when it got it
     result = session.execute(
         update(Run).where(*guards)
         .values(status="running", started_at=now, heartbeat_at=now, worker=worker, pgid=None,

@@ -5,6 +5,7 @@ import sys
 import time
 from pathlib import Path
 
+started = time.time()
 ctx = json.loads(Path(os.environ["SKILL_RUNNER_INPUT_FILE"]).read_text())
 params = ctx["parameter"]
 with open(Path(os.environ["SKILL_RUNNER_ARTIFACTS_DIR"]) / "calls.txt", "a") as fh:
@@ -15,4 +16,7 @@ kids = [subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
 pids = Path(os.environ["SKILL_RUNNER_RUN_DIR"]) / "raw" / "child_pids.txt"
 pids.write_text("\n".join(str(k.pid) for k in kids))
 time.sleep(params["sleep"])
+# When this process really ran, for tests of the running limits.
+(Path(os.environ["SKILL_RUNNER_RUN_DIR"]) / "raw" / "interval.txt").write_text(
+    f"{started} {time.time()}")
 Path(os.environ["SKILL_RUNNER_RESULT_FILE"]).write_text(json.dumps({"pid": os.getpid()}))
