@@ -8,6 +8,7 @@ worker.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -32,29 +33,79 @@ def beat_interval(settings: Settings) -> float:
 
 
 class Heartbeat:
-    """Refresh `heartbeat_at` of `run_id` every `interval` seconds until stopped."""
+    """Refresh `heartbeat_at` of `run_id` every `interval` seconds while the block runs.
+
+    One daemon thread per process serves every heartbeat of that process, so a short run
+    starts and joins no thread of its own. A beat racing the run's finish is harmless: the
+    UPDATE only touches a run that is still running."""
 
     def __init__(self, sessions: Callable, run_id: str, interval: float) -> None:
         self.sessions, self.run_id, self.interval = sessions, run_id, interval
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name=f"heartbeat-{run_id[:8]}",
-                                        daemon=True)
+        self.due = 0.0
 
     def __enter__(self) -> Heartbeat:
-        self._thread.start()
+        _beater().add(self)
         return self
 
     def __exit__(self, *_exc) -> None:
-        self._stop.set()
-        self._thread.join(timeout=5)
+        _beater().remove(self)
+
+    def beat(self) -> None:
+        try:
+            with self.sessions() as session:
+                run_states.beat(session, self.run_id)
+        except Exception:  # a database hiccup must not end the run; the next beat retries
+            log.warning("heartbeat of run %s failed", self.run_id, exc_info=True)
+
+
+class _Beater:
+    """The per-process thread behind every Heartbeat."""
+
+    def __init__(self) -> None:
+        self.cond = threading.Condition()
+        self.active: set[Heartbeat] = set()
+        threading.Thread(target=self._loop, name="heartbeat", daemon=True).start()
+
+    def add(self, heartbeat: Heartbeat) -> None:
+        with self.cond:
+            heartbeat.due = time.monotonic() + heartbeat.interval
+            self.active.add(heartbeat)
+            self.cond.notify()
+
+    def remove(self, heartbeat: Heartbeat) -> None:
+        with self.cond:
+            self.active.discard(heartbeat)
 
     def _loop(self) -> None:
-        while not self._stop.wait(self.interval):
-            try:
-                with self.sessions() as session:
-                    run_states.beat(session, self.run_id)
-            except Exception:  # a database hiccup must not end the run; the next beat retries
-                log.warning("heartbeat of run %s failed", self.run_id, exc_info=True)
+        while True:
+            with self.cond:
+                while True:
+                    now = time.monotonic()
+                    due = [hb for hb in self.active if hb.due <= now]
+                    if due:
+                        break
+                    wake = min((hb.due for hb in self.active), default=None)
+                    self.cond.wait(None if wake is None else wake - now)
+                for heartbeat in due:
+                    heartbeat.due = now + heartbeat.interval
+            for heartbeat in due:
+                heartbeat.beat()
+
+
+_beaters: dict[int, _Beater] = {}
+_beaters_lock = threading.Lock()
+
+
+def _beater() -> _Beater:
+    """This process's beater (a forked child starts its own: threads do not cross a fork)."""
+    pid = os.getpid()
+    beater = _beaters.get(pid)
+    if beater is None:
+        with _beaters_lock:
+            beater = _beaters.get(pid)
+            if beater is None:
+                beater = _beaters[pid] = _Beater()
+    return beater
 
 
 def make_watch(settings: Settings, sessions: Callable, run: Run, pkg) -> Watch:

@@ -73,19 +73,18 @@ def execute_run(self, run_id: str) -> str:
     over the running limits stays queued while this message retries with a countdown."""
     factory = sessions()
     with factory() as session:
-        claim = run_states.claim_run(session, run_id, worker_name(), self.request.id,
-                                     settings.max_running, settings.max_running_per_engine)
+        claim, run = run_states.claim_run(session, run_id, worker_name(), self.request.id,
+                                          settings.max_running, settings.max_running_per_engine)
         if claim == run_states.LIMITED:
             run_states.touch_dispatched(session, run_id)
             raise self.retry(countdown=settings.limit_retry_sec)
         if claim == run_states.SKIPPED:
-            run = session.get(Run, run_id)
-            if run is not None and run.status == "queued" and run.cancel_requested_at:
+            current = session.get(Run, run_id)
+            if current is not None and current.status == "queued" and current.cancel_requested_at:
                 run_states.cancel_queued(session, run_id)
-            log.info("run %s not claimed (status %s)", run_id, run.status if run else "missing")
+            log.info("run %s not claimed (status %s)", run_id,
+                     current.status if current else "missing")
             return "skipped"
-        run = session.get(Run, run_id)
-        session.refresh(run)
     _task.update(run_id=run_id, terminating=False)
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
     try:

@@ -3,10 +3,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime, timedelta
+from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import DateTime, func, literal, select, update
-from sqlalchemy.orm import Session, aliased
+from sqlalchemy import DateTime, bindparam, func, literal, select, update
+from sqlalchemy.orm import Session
 
 from runner_core.settings import engine_key
 from runner_core.store.models import ACTIVE_STATUSES, Run, utcnow
@@ -16,59 +17,101 @@ CLAIMED, LIMITED, SKIPPED = "claimed", "limited", "skipped"
 CLAIM_LOCK_KEY = 0x5C1A1117
 
 
+_runs = Run.__table__
+
+
+def _claim_statement(*limit_guards):
+    """queued -> running for one run id, returning the whole row (one round trip)."""
+    c = _runs.c
+    return (update(_runs)
+            .where(c.id == bindparam("run_id_"), c.status == "queued",
+                   c.cancel_requested_at.is_(None), *limit_guards)
+            .values(status="running", started_at=bindparam("now_", type_=c.started_at.type),
+                    heartbeat_at=bindparam("now_"), updated_at=bindparam("now_"),
+                    worker=bindparam("worker_", type_=c.worker.type), pgid=None,
+                    celery_task_id=bindparam("task_id_", type_=c.celery_task_id.type),
+                    attempt=c.attempt + 1)
+            .returning(*c))
+
+
+_CLAIM = _claim_statement()  # built once: no per-run statement construction or cache key
+
+
 def claim_run(session: Session, run_id: str, worker: str, task_id: str | None,
-              max_running: int = 0, engine_limits: Mapping[str, int] | None = None) -> str:
+              max_running: int = 0, engine_limits: Mapping[str, int] | None = None
+              ) -> tuple[str, Run | None]:
     """queued -> running when still queued, not canceled and below the running limits.
 
-    Returns CLAIMED, LIMITED (still queued: retry later) or SKIPPED (someone else has it, or
-    it ended). `engine_limits` maps an engine key ('script' for script runs) to its maximum.
+    Returns (CLAIMED, the claimed run as a detached Run), (LIMITED, None) when the run stays
+    queued to be retried later, or (SKIPPED, None) when someone else has it or it ended.
+    `engine_limits` maps an engine key ('script' for script runs) to its maximum.
     The limits are checked inside the UPDATE itself; on Postgres a transaction-scoped
     advisory lock makes concurrent limited claims take turns, so the count a claim sees includes
     every claim committed before it (SQLite writers are serialised by the database lock)."""
-    guards = [Run.id == run_id, Run.status == "queued", Run.cancel_requested_at.is_(None)]
-    key = engine_key(session.scalar(select(Run.engine).where(Run.id == run_id)))
-    engine_limit = (engine_limits or {}).get(key, 0)
-    if max_running > 0 or engine_limit > 0:
-        if session.get_bind().dialect.name == "postgresql":
-            session.execute(select(func.pg_advisory_xact_lock(CLAIM_LOCK_KEY)))
-        other = aliased(Run)
-        running = select(func.count()).select_from(other).where(other.status == "running")
-        if max_running > 0:
-            guards.append(running.scalar_subquery() < max_running)
-        if engine_limit > 0:
-            same_engine = running.where(func.coalesce(other.engine, "script") == key)
-            guards.append(same_engine.scalar_subquery() < engine_limit)
+    statement, limited = _CLAIM, False
+    if max_running > 0 or engine_limits:
+        statement, limited = _limited_claim(session, run_id, max_running, engine_limits or {})
     now = utcnow()  # after the lock: a claim that waited for it starts when it got it
-    result = session.execute(
-        update(Run).where(*guards)
-        .values(status="running", started_at=now, heartbeat_at=now, worker=worker, pgid=None,
-                celery_task_id=task_id, attempt=Run.attempt + 1, updated_at=now)
-        .execution_options(synchronize_session=False))
+    row = session.execute(statement, {"run_id_": run_id, "now_": now, "worker_": worker,
+                                      "task_id_": task_id}).first()
     session.commit()
-    if result.rowcount == 1:
-        return CLAIMED
-    row = session.execute(select(Run.status, Run.cancel_requested_at)
-                          .where(Run.id == run_id)).first()
-    limited = (max_running > 0 or engine_limit > 0) and row is not None \
-        and row.status == "queued" and row.cancel_requested_at is None
-    return LIMITED if limited else SKIPPED
+    if row is not None:
+        return CLAIMED, Run(**row._mapping)
+    if not limited:
+        return SKIPPED, None
+    state = session.execute(select(_runs.c.status, _runs.c.cancel_requested_at)
+                            .where(_runs.c.id == run_id)).first()
+    still_queued = state is not None and state.status == "queued" \
+        and state.cancel_requested_at is None
+    return (LIMITED if still_queued else SKIPPED), None
+
+
+def _limited_claim(session: Session, run_id: str, max_running: int,
+                   engine_limits: Mapping[str, int]):
+    """The claim with running-limit guards (and the Postgres advisory lock taken)."""
+    key = engine_key(session.scalar(select(_runs.c.engine).where(_runs.c.id == run_id)))
+    engine_limit = engine_limits.get(key, 0)
+    if max_running <= 0 and engine_limit <= 0:
+        return _CLAIM, False
+    if session.get_bind().dialect.name == "postgresql":
+        session.execute(select(func.pg_advisory_xact_lock(CLAIM_LOCK_KEY)))
+    other = _runs.alias("other")
+    running = select(func.count()).select_from(other).where(other.c.status == "running")
+    guards = []
+    if max_running > 0:
+        guards.append(running.scalar_subquery() < max_running)
+    if engine_limit > 0:
+        same_engine = running.where(func.coalesce(other.c.engine, "script") == key)
+        guards.append(same_engine.scalar_subquery() < engine_limit)
+    return _claim_statement(*guards), True
+
+
+_FINISH_OPTIONAL = ("warnings", "timings", "session_handle")
+
+
+@lru_cache(maxsize=None)
+def _finish_statement(optional: tuple[str, ...]):
+    c = _runs.c
+    values = dict(status=bindparam("status_", type_=c.status.type),
+                  finished_at=bindparam("now_", type_=c.finished_at.type),
+                  updated_at=bindparam("now_"), pgid=None,
+                  error=bindparam("error_", type_=c.error.type),
+                  error_code=bindparam("error_code_", type_=c.error_code.type))
+    values.update({name: bindparam(f"{name}_", type_=c[name].type) for name in optional})
+    return (update(_runs).where(c.id == bindparam("run_id_"), c.status == "running")
+            .values(**values))
 
 
 def finish_run(session: Session, run_id: str, status: str, *, error: dict[str, Any] | None = None,
                warnings: list[Any] | None = None, timings: dict[str, Any] | None = None,
                session_handle: str | None = None) -> bool:
     """running -> terminal status. False when the run was no longer running."""
-    now = utcnow()
-    values: dict[str, Any] = dict(status=status, finished_at=now, updated_at=now, pgid=None,
-                                  error=error, error_code=(error or {}).get("code"))
-    if warnings is not None:
-        values["warnings"] = warnings
-    if timings is not None:
-        values["timings"] = timings
-    if session_handle is not None:
-        values["session_handle"] = session_handle
-    result = session.execute(
-        update(Run).where(Run.id == run_id, Run.status == "running").values(**values))
+    given = {"warnings": warnings, "timings": timings, "session_handle": session_handle}
+    optional = tuple(name for name in _FINISH_OPTIONAL if given[name] is not None)
+    params = {"run_id_": run_id, "status_": status, "now_": utcnow(), "error_": error,
+              "error_code_": (error or {}).get("code")}
+    params.update({f"{name}_": given[name] for name in optional})
+    result = session.execute(_finish_statement(optional), params)
     session.commit()
     return result.rowcount == 1
 
@@ -103,17 +146,21 @@ def request_cancel(session: Session, run_id: str) -> bool:
     return result.rowcount == 1
 
 
+_BEAT = (update(_runs).where(_runs.c.id == bindparam("run_id_"), _runs.c.status == "running")
+         .values(heartbeat_at=bindparam("now_", type_=_runs.c.heartbeat_at.type))
+         .returning(_runs.c.cancel_requested_at))
+_BEAT_PGID = _BEAT.values(pgid=bindparam("pgid_", type_=_runs.c.pgid.type))
+
+
 def beat(session: Session, run_id: str, pgid: int | None = None) -> bool:
     """Refresh the lease (and record the process group); True when the process must stop:
     a cancel was requested, or the run is no longer running (its lease was reconciled)."""
-    values: dict[str, Any] = dict(heartbeat_at=utcnow())
+    params: dict[str, Any] = {"run_id_": run_id, "now_": utcnow()}
     if pgid is not None:
-        values["pgid"] = pgid
-    session.execute(update(Run).where(Run.id == run_id, Run.status == "running").values(**values))
+        params["pgid_"] = pgid
+    row = session.execute(_BEAT if pgid is None else _BEAT_PGID, params).first()
     session.commit()
-    row = session.execute(select(Run.status, Run.cancel_requested_at)
-                          .where(Run.id == run_id)).first()
-    return row is None or row.status != "running" or row.cancel_requested_at is not None
+    return row is None or row.cancel_requested_at is not None
 
 
 def mark_enqueued(session: Session, run_id: str, task_id: str) -> None:
