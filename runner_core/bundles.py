@@ -3,18 +3,23 @@
 The normal bundle holds what a client consumes (result/, artifacts/, manifest.json); the debug
 bundle holds the whole run directory for troubleshooting. Zips are produced by zipstream-ng, which
 reads each file in chunks while emitting, so memory stays flat however large the run is.
+
+A bundle is built when it is first asked for, not when the run ends: the first download streams
+the zip while storing it as `bundle/run_bundle[_debug].zip` with its manifest, and later ones
+send the stored file. A run nobody downloads costs no zip (a large artifact would otherwise be
+deflated at the end of every run).
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import uuid
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Iterator
 
 import zipstream
-
-from runner_core.artifacts import file_sha256
 
 BUNDLE_DIR = "bundle"
 _CONTENT_DIRS = ("result", "artifacts")
@@ -59,36 +64,70 @@ def bundle_members(run_dir: Path, debug: bool) -> list[BundleMember]:
     return sorted(members, key=lambda m: m.path)
 
 
-def stream_bundle(run_dir: Path, debug: bool) -> Iterable[bytes]:
-    """Zip bytes for an HTTP response, produced on the fly without writing a file."""
-    return _zip_stream(bundle_members(run_dir, debug))
+def bundle_path(run_dir: Path, debug: bool) -> Path:
+    """Where the stored zip of this flavour lives (it may not exist yet)."""
+    return Path(run_dir) / BUNDLE_DIR / bundle_names(debug)[0]
+
+
+def stream_bundle(run_dir: Path, debug: bool, store: bool = True) -> Iterator[bytes]:
+    """Zip bytes produced on the fly for an HTTP response. With `store`, the same bytes go to
+    `bundle/<zip>` (through a temp file renamed at the end, so a download cut short leaves
+    nothing) and the manifest is written after the last member: the next download is a file."""
+    run_dir = Path(run_dir)
+    listing: list[BundleFile] = []
+    stream = _zip_stream(bundle_members(run_dir, debug), listing)
+    if not store:
+        yield from stream
+        return
+    zip_name, manifest_name = bundle_names(debug)
+    out_dir = run_dir / BUNDLE_DIR
+    out_dir.mkdir(parents=True, exist_ok=True)
+    tmp = out_dir / f".{zip_name}.{uuid.uuid4().hex}.tmp"
+    try:
+        with open(tmp, "wb") as fh:
+            for chunk in stream:
+                fh.write(chunk)
+                yield chunk
+        os.replace(tmp, out_dir / zip_name)
+        manifest = {"bundle": zip_name, "files": [asdict(f) for f in listing]}
+        _write_text(out_dir / manifest_name,
+                    json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def build_bundle(run_dir: Path, debug: bool) -> Path:
     """Write `bundle/run_bundle[_debug].zip` and its manifest; return the zip's path."""
-    run_dir = Path(run_dir)
-    zip_name, manifest_name = bundle_names(debug)
-    out_dir = run_dir / BUNDLE_DIR
-    out_dir.mkdir(parents=True, exist_ok=True)
-    members = bundle_members(run_dir, debug)
-    listing = [BundleFile(m.path, m.source.stat().st_size, file_sha256(m.source)) for m in members]
-    target = out_dir / zip_name
-    tmp = out_dir / f".{zip_name}.tmp"
-    with open(tmp, "wb") as fh:
-        for chunk in _zip_stream(members):
-            fh.write(chunk)
-    os.replace(tmp, target)
-    manifest = {"bundle": zip_name, "files": [asdict(f) for f in listing]}
-    (out_dir / manifest_name).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n",
-                                         encoding="utf-8")
-    return target
+    for _chunk in stream_bundle(run_dir, debug):
+        pass
+    return bundle_path(run_dir, debug)
 
 
-def _zip_stream(members: list[BundleMember]) -> zipstream.ZipStream:
+def _write_text(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _zip_stream(members: list[BundleMember], listing: list[BundleFile]) -> zipstream.ZipStream:
+    """A lazy zip of `members`; each member's size and sha256 are appended to `listing` as
+    the zip reads it (one pass over the data)."""
     zs = zipstream.ZipStream(compress_type=zipstream.ZIP_DEFLATED)
     for member in members:
-        zs.add_path(str(member.source), arcname=member.path, recurse=False)
+        zs.add(_read_hashing(member, listing), arcname=member.path,
+               size=member.source.stat().st_size)
     return zs
+
+
+def _read_hashing(member: BundleMember, listing: list[BundleFile],
+                  chunk_size: int = 1 << 20) -> Iterator[bytes]:
+    digest, size = hashlib.sha256(), 0
+    with open(member.source, "rb") as fh:
+        while chunk := fh.read(chunk_size):
+            digest.update(chunk)
+            size += len(chunk)
+            yield chunk
+    listing.append(BundleFile(member.path, size, digest.hexdigest()))
 
 
 def _walk_files(top: Path) -> Iterable[Path]:

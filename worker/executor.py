@@ -1,4 +1,4 @@
-"""Execute one claimed run: workspace, inputs, entrypoint, output chain, artifacts, bundle.
+"""Execute one claimed run: workspace, inputs, entrypoint, output chain, artifacts.
 
 Every failure becomes a RunOutcome with an error code; nothing here raises to the task
 except the signals that must unwind it (SIGTERM, soft time limit), which `finally` covers.
@@ -16,7 +16,6 @@ from typing import Any
 from celery.exceptions import SoftTimeLimitExceeded
 
 from runner_core.artifacts import index_artifacts, write_manifest
-from runner_core.bundles import build_bundle
 from runner_core.inputs import InputError, resolve_inputs
 from runner_core.output import NormalizeRequest, run_output_chain
 from runner_core.settings import Settings
@@ -82,8 +81,7 @@ class RunExecutor:
             log.exception("run %s crashed", self.run.id)
             outcome = RunOutcome("failed", {"code": "INTERNAL_ERROR",
                                             "message": f"{type(exc).__name__}: {exc}"}, self.warnings)
-        self._write_result(outcome)
-        self._timed("bundle", self._bundle)
+        self._write_result(outcome)  # the bundle is built on its first download
         outcome.timings = self.timings
         outcome.session_handle = self.session_handle
         return outcome
@@ -198,12 +196,6 @@ class RunExecutor:
         write_json(self.paths.result_file, {
             "status": outcome.status, "data": self.data if outcome.status == "succeeded" else None,
             "artifacts": self.artifacts, "validation_warnings": outcome.warnings, "error": error})
-
-    def _bundle(self) -> None:
-        try:
-            build_bundle(self.paths.root, bool(self.run.runtime_options.get("debug")))
-        except Exception:  # a bundle failure must not change the run's outcome
-            log.exception("bundle of run %s failed", self.run.id)
 
 
 def skill_source(settings: Settings, run: Run) -> Path:

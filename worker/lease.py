@@ -2,7 +2,7 @@
 
 The watch's poll (every 0.5 s while a process runs) records the process group, refreshes the
 heartbeat and reads the cancel flag. The heartbeat thread covers the phases with no process
-(preparing inputs, indexing artifacts, bundling), so a long bundle never looks like a dead
+(preparing inputs, indexing artifacts), so a long phase with no process never looks like a dead
 worker.
 """
 from __future__ import annotations

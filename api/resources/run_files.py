@@ -10,7 +10,7 @@ from flask_smorest import Blueprint
 from api import job_service as jobs
 from api.errors import ApiError
 from runner_core.artifacts import resolve_artifact_path
-from runner_core.bundles import bundle_names, stream_bundle
+from runner_core.bundles import bundle_names, bundle_path, stream_bundle
 from runner_core.store.models import Run
 
 blp = Blueprint("run_files", __name__, url_prefix="/v1/jobs", description="Run artifacts and bundles")
@@ -51,9 +51,14 @@ def artifact_file_response(request_id: str, run: Run, path: str):
 
 
 def bundle_response(run: Run) -> Response:
-    """Stream the bundle (debug when the run asked for it) without building it in memory."""
+    """The bundle (debug when the run asked for it): the stored zip when an earlier download
+    built it, otherwise streamed (never held in memory) and stored on the way."""
     debug = bool((run.runtime_options or {}).get("debug"))
     name = bundle_names(debug)[0]
+    stored = bundle_path(run_dir(run), debug)
+    if stored.is_file():
+        return send_file(stored, mimetype="application/zip", as_attachment=True,
+                         download_name=name, conditional=True)
     body = stream_with_context(iter(stream_bundle(run_dir(run), debug)))
     return Response(body, mimetype="application/zip",
                     headers={"Content-Disposition": f'attachment; filename="{name}"'})

@@ -92,11 +92,19 @@ def test_artifacts_listing_download_and_bundle(stack):
     assert hashlib.sha256(body).hexdigest() == entry["sha256"]
     assert stack.client.get(f"/v1/jobs/{rid}/artifacts/../input.json").status_code in (400, 404)
     assert stack.client.get(f"/v1/jobs/{rid}/artifacts/..%2F..%2Fruns.db").status_code in (400, 404)
+    bundle_dir = stack.settings.runs_dir / stack.client.get(f"/v1/jobs/{rid}").json["run_id"] / "bundle"
+    assert list(bundle_dir.iterdir()) == []  # built on the first download, not by the run
     resp = stack.client.get(f"/v1/jobs/{rid}/bundle")
     assert resp.status_code == 200 and "run_bundle_debug.zip" in resp.headers["Content-Disposition"]
     names = zipfile.ZipFile(io.BytesIO(resp.data)).namelist()
     assert "result/result.json" in names and "artifacts/primes.md" in names
     assert "logs/stdout.txt" in names  # debug bundle holds the logs
+    assert (bundle_dir / "run_bundle_debug.zip").read_bytes() == resp.data
+    assert "logs/stdout.txt" in [f["path"] for f in
+                                 json.loads((bundle_dir / "manifest_debug.json").read_text())["files"]]
+    again = stack.client.get(f"/v1/jobs/{rid}/bundle")  # now the stored file
+    assert again.status_code == 200 and again.data == resp.data
+    assert "run_bundle_debug.zip" in again.headers["Content-Disposition"]
 
 
 def test_identical_request_is_served_from_cache_with_no_worker(bare_stack):

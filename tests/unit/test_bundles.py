@@ -78,11 +78,28 @@ def test_debug_manifest_is_written_separately(run_dir: Path) -> None:
     assert not (run_dir / "bundle" / "manifest.json").exists()
 
 
-def test_stream_bundle_matches_built_members_without_writing(run_dir: Path) -> None:
-    data = b"".join(stream_bundle(run_dir, debug=False))
+def test_stream_bundle_without_store_writes_nothing(run_dir: Path) -> None:
+    data = b"".join(stream_bundle(run_dir, debug=False, store=False))
     assert not (run_dir / "bundle").exists()
     with zipfile.ZipFile(io.BytesIO(data)) as zf:
         assert sorted(zf.namelist()) == CONTENT
+
+
+def test_streamed_bytes_are_stored_as_the_bundle_with_its_manifest(run_dir: Path) -> None:
+    data = b"".join(stream_bundle(run_dir, debug=False))
+    assert (run_dir / "bundle" / "run_bundle.zip").read_bytes() == data
+    body = json.loads((run_dir / "bundle" / "manifest.json").read_text())
+    assert [f["path"] for f in body["files"]] == CONTENT
+    assert sorted(p.name for p in (run_dir / "bundle").iterdir()) == ["manifest.json",
+                                                                      "run_bundle.zip"]
+
+
+def test_a_stream_cut_short_stores_nothing(run_dir: Path) -> None:
+    (run_dir / "artifacts" / "big.bin").write_bytes(bytes(range(256)) * 40_000)
+    stream = stream_bundle(run_dir, debug=False)
+    next(stream)
+    stream.close()  # the client went away
+    assert list((run_dir / "bundle").iterdir()) == []
 
 
 def test_symlinks_leaving_the_run_dir_are_not_followed(tmp_path: Path, run_dir: Path) -> None:
