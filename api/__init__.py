@@ -30,7 +30,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     engine = make_engine(settings.database_url)
     app.extensions["db"] = make_sessionmaker(engine)
     app.extensions["skills"] = SkillRegistry(settings.skills_dir)
-    app.extensions["queue"] = app.config.get("QUEUE") or CeleryQueue(settings.broker_url)
+    app.extensions["queue"] = app.config.get("QUEUE") or CeleryQueue(settings.broker_url, settings.task_events)
     register_error_handlers(app)
     api = RunnerApi(app)
     from api.resources import (

@@ -13,9 +13,10 @@ EXECUTE_RUN = "worker.tasks.execute_run"
 class CeleryQueue:
     """Sends execute_run messages; failures are logged and left to the sweeper."""
 
-    def __init__(self, broker_url: str) -> None:
+    def __init__(self, broker_url: str, sent_events: bool = False) -> None:
         self.celery = Celery("skill_runner_api", broker=broker_url)
         self.celery.conf.update(broker_connection_retry_on_startup=True,
+                                task_send_sent_event=sent_events,
                                 broker_connection_timeout=3, task_publish_retry=True,
                                 task_publish_retry_policy={"max_retries": 2, "interval_start": 0.1,
                                                            "interval_step": 0.2})

@@ -41,6 +41,7 @@ class Settings:
     upload_max_bytes: int = 1024 ** 3
     upload_max_entries: int = 10_000
     upload_max_ratio: float = 200.0
+    task_events: bool = False
 
     def running_limit(self, engine: str | None) -> int:
         """The per-engine maximum of running runs for `engine` (script runs: 'script'); 0 = none."""
@@ -107,4 +108,5 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         max_running=int(env.get("SKILL_RUNNER_MAX_RUNNING", "0")),
         max_running_per_engine=per_engine_limits(env),
         limit_retry_sec=float(env.get("SKILL_RUNNER_LIMIT_RETRY_SEC", "5")),
+        task_events=env.get("SKILL_RUNNER_TASK_EVENTS", "0").strip().lower() in ("1", "true", "yes"),
     )

@@ -29,8 +29,10 @@ app.conf.update(
     task_routes={"worker.tasks.sweep": {"queue": MAINTENANCE_QUEUE}},
     task_soft_time_limit=settings.max_timeout_sec + 60,
     task_time_limit=settings.max_timeout_sec + 120,
-    worker_send_task_events=True,
-    task_send_sent_event=True,
+    # Task events cost a broker publish each; Flower turns the workers' events on while it runs
+    # (its enable_events), SKILL_RUNNER_TASK_EVENTS=1 keeps them (and task-sent) always on.
+    worker_send_task_events=settings.task_events,
+    task_send_sent_event=settings.task_events,
     # the sweep re-sends lost messages, reconciles expired leases and reaps orphan groups;
     # a sweep not picked up within one interval is dropped (the next one does the same work)
     beat_schedule={

@@ -3,6 +3,7 @@ discovers it, drive the CLI under the supervisor, and hand its output to the out
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import replace
 from typing import Any
 
@@ -20,6 +21,7 @@ def run_engine(executor, pkg) -> tuple[str | None, Any]:
     final message, the CLI's envelope goes to raw/engine_envelope.json."""
     from worker.executor import RunFailed, check_process
     run, paths = executor.run, executor.paths
+    setup_started = time.perf_counter()
     try:
         adapter = get_adapter(run.engine)
     except (KeyError, ImportError, AttributeError) as exc:
@@ -43,6 +45,7 @@ def run_engine(executor, pkg) -> tuple[str | None, Any]:
                         output_schema_path=pkg.root / pkg.manifest.schemas["output"],
                         execution_mode=run.runtime_options.get("execution_mode", "auto"))
     spec = adapter.build_command(ctx)
+    executor.timings["engine_setup"] = round(time.perf_counter() - setup_started, 4)
     result = run_command(spec, paths.logs / "stdout.txt", paths.logs / "stderr.txt",
                          executor.make_watch(pkg))
     if result.canceled or result.timed_out:
