@@ -91,11 +91,11 @@ def prepare_bare(runs_dir: Path, skills_dir: Path) -> BareRun:
     )
 
     paths = create_run_dir(runs_dir, str(uuid.uuid4()))
-    pkg = load_skill(snapshot_skill(skills_dir / SKILL_ID, paths, SKILL_ID))
+    adapter = get_adapter("codex")
+    pkg = load_skill(snapshot_skill(skills_dir / SKILL_ID, paths, SKILL_ID, adapter.skill_dirs[0]))
     resolved = resolve_inputs(pkg.input_schema, pkg.parameter_schema, paths.uploads,
                               {"text": TEXT}, {})
     write_json(paths.resolved_input, {"input": resolved.input, "parameter": resolved.parameter})
-    adapter = get_adapter("codex")
     config = load_engine_config("codex", skill_dir=pkg.root, user={"model": None,
                                                                    "runtime_options": {}})
     prompt = render_prompt(pkg, PromptContext(resolved.input, resolved.parameter, paths.root, "codex"))

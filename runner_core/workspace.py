@@ -48,9 +48,11 @@ def create_run_dir(runs_dir: Path, run_id: str) -> RunPaths:
     return paths
 
 
-def snapshot_skill(source: Path, paths: RunPaths, skill_id: str) -> Path:
-    """Copy the skill into the run; returns the copy's root."""
-    dest = paths.skill_dir(skill_id)
+def snapshot_skill(source: Path, paths: RunPaths, skill_id: str,
+                   rel_dir: str = SNAPSHOT_DIR) -> Path:
+    """Copy the skill into the run under `rel_dir` (an engine run puts it in the folder its
+    CLI discovers skills in, so that copy is the snapshot); returns the copy's root."""
+    dest = paths.root / rel_dir / skill_id
     if dest.exists():
         shutil.rmtree(dest)
     shutil.copytree(source, dest, symlinks=False, ignore=shutil.ignore_patterns("__pycache__"))
@@ -103,10 +105,14 @@ GIT_MARKER = {".git/HEAD": "ref: refs/heads/main\n",
 
 
 def write_git_marker(run_dir: Path) -> None:
-    """Make `run_dir` a git root (idempotent)."""
+    """Make `run_dir` a git root (idempotent): GIT_MARKER's files, with the two folders git
+    requires made as empty directories instead of holding `.keep` files."""
     if (run_dir / ".git").exists():
         return
     for rel, content in GIT_MARKER.items():
         path = run_dir / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(content, encoding="utf-8")
+        if path.name == ".keep":
+            os.makedirs(path.parent, exist_ok=True)
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(content, encoding="utf-8")

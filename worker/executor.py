@@ -16,6 +16,7 @@ from typing import Any
 from celery.exceptions import SoftTimeLimitExceeded
 
 from runner_core.artifacts import index_artifacts, write_manifest
+from runner_core.engines import get_adapter
 from runner_core.inputs import InputError, resolve_inputs
 from runner_core.output import NormalizeRequest, run_output_chain
 from runner_core.settings import Settings
@@ -24,7 +25,7 @@ from runner_core.skills.memo import load_skill_cached, relocated
 from runner_core.skills.locks import locks_dir, skill_lock
 from runner_core.store.models import Run
 from runner_core.workspace import (
-    RunPaths, create_run_dir, link_uploads, snapshot_skill, write_json,
+    SNAPSHOT_DIR, RunPaths, create_run_dir, link_uploads, snapshot_skill, write_json,
 )
 from worker.engine_entry import run_engine
 from worker.script_entry import script_command, uv_cache_dir
@@ -100,7 +101,8 @@ class RunExecutor:
         # Shared lock: an install of this skill cannot swap it while it is being copied.
         with skill_lock(locks_dir(self.settings.data_dir), self.run.skill_id, shared=True):
             loaded = load_skill_cached(source)  # validated once per version of the files
-            snapshot = snapshot_skill(source, self.paths, self.run.skill_id)
+            snapshot = snapshot_skill(source, self.paths, self.run.skill_id,
+                                      snapshot_dir(self.run, loaded))
         pkg = relocated(loaded, snapshot)
         if pkg.health != "ok":
             raise RunFailed("SKILL_INVALID", "; ".join(pkg.errors), {"errors": pkg.errors})
@@ -196,6 +198,18 @@ class RunExecutor:
         write_json(self.paths.result_file, {
             "status": outcome.status, "data": self.data if outcome.status == "succeeded" else None,
             "artifacts": self.artifacts, "validation_warnings": outcome.warnings, "error": error})
+
+
+def snapshot_dir(run: Run, pkg: SkillPackage) -> str:
+    """Run-relative folder of the skill's snapshot: for an engine run the first folder its CLI
+    discovers skills in (seed 002: `.gemini/skills/<skill_id>/`), else `.skill`."""
+    entry = pkg.manifest.entrypoint.type if pkg.manifest else "script"
+    if run.engine and entry != "script":
+        try:
+            return get_adapter(run.engine).skill_dirs[0]
+        except (KeyError, ImportError, AttributeError, IndexError):
+            pass  # run_engine reports the unknown engine
+    return SNAPSHOT_DIR
 
 
 def skill_source(settings: Settings, run: Run) -> Path:

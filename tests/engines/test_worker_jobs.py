@@ -18,6 +18,7 @@ import pytest
 from api import create_app
 from api.queue import CeleryQueue
 from runner_core.engines import get_adapter
+from runner_core.prompts import PATCH_MARKER
 from runner_core.settings import REPO_ROOT
 from runner_core.store.migrate import upgrade
 from tests.conftest import copy_skills, make_settings
@@ -94,6 +95,9 @@ def test_job_runs_the_cli_and_returns_a_validated_result(service, engine):
     assert (run_dir / "artifacts" / "note.txt").read_text() == "made by the agent"
     first_line = (run_dir / "logs" / "prompt.txt").read_text().splitlines()[0]
     assert first_line in service["llm"].request_text()  # the rendered prompt reached the model
+    # the snapshot is the copy in the CLI's skill folder (seed 002), with the output contract
+    skill_md = run_dir / get_adapter(engine).skill_dirs[0] / "echo-prompt" / "SKILL.md"
+    assert PATCH_MARKER in skill_md.read_text() and not (run_dir / ".skill").exists()
 
 
 @pytest.mark.parametrize("engine", ENGINES)
