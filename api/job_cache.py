@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session
 
 from runner_core.cache import cache_key, skill_fingerprint
@@ -54,7 +54,14 @@ def fingerprint(root) -> str:
     return value
 
 
+_runs = Run.__table__
+# built once: a cache miss (most requests) costs one small indexed query, no ORM load
+_NEWEST_SUCCEEDED = (select(_runs.c.id)
+                     .where(_runs.c.cache_key == bindparam("key_"), _runs.c.status == "succeeded")
+                     .order_by(_runs.c.finished_at.desc()).limit(1))
+
+
 def find_cached(session: Session, key: str) -> Run | None:
     """The newest succeeded run with this key, if any."""
-    return session.scalars(select(Run).where(Run.cache_key == key, Run.status == "succeeded")
-                           .order_by(Run.finished_at.desc()).limit(1)).first()
+    run_id = session.scalar(_NEWEST_SUCCEEDED, {"key_": key})
+    return session.get(Run, run_id) if run_id is not None else None

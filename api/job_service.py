@@ -66,6 +66,10 @@ def _check_inline(pkg: SkillPackage, inline: dict[str, Any]) -> None:
                        {"schema": "input", "errors": errors})
 
 
+_QUEUED_COUNT = select(func.count()).select_from(Run.__table__).where(
+    Run.__table__.c.status == "queued")
+
+
 def create_job(session: Session, pkg: SkillPackage, body: dict[str, Any], *, kind: str = "job",
                request_id: str | None = None) -> tuple[Request, Run]:
     """Commit the request and its run; enqueue at once when no upload is expected.
@@ -80,8 +84,7 @@ def create_job(session: Session, pkg: SkillPackage, body: dict[str, Any], *, kin
     key = None if needs_upload else job_cache.key_for(
         pkg, engine, body.get("model"), parameter, body.get("input") or {}, {}, options)
     cached = job_cache.find_cached(session, key) if key and job_cache.cache_usable(pkg, options) else None
-    queued = 0 if cached else session.scalar(
-        select(func.count()).select_from(Run).where(Run.status == "queued"))
+    queued = 0 if cached else session.scalar(_QUEUED_COUNT)
     if queued >= settings.queue_max:
         raise ApiError(429, "QUEUE_FULL", f"{queued} runs are queued (limit {settings.queue_max}); retry later",
                        {"queued": queued, "limit": settings.queue_max})
