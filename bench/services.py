@@ -319,20 +319,29 @@ def wait_terminal(client: Client, request_ids: list[str], interval: float = 0.2,
                   timeout: float = 600.0) -> dict[str, dict]:
     """Wait until every job is terminal; their status documents.
 
-    Jobs finish roughly in submission order, so only the oldest pending one is polled (every
-    `interval` s); when it is done the next is checked at once. That keeps the polling load
-    near one request per interval, whatever the batch size."""
+    Jobs finish roughly in submission order, so only the newest pending one is polled (every
+    `interval` s); once it is terminal the others are swept once and whatever is still pending
+    is waited for the same way. The batch is measured from the rows' finished_at, and this keeps
+    the client's load during it near one request per interval, whatever the batch size."""
     pending, done = list(request_ids), {}
     end = time.monotonic() + timeout
     while pending:
         if time.monotonic() > end:
             raise TimeoutError(f"{len(pending)} jobs still not terminal")
-        body = client.get(f"/v1/jobs/{pending[0]}").body
-        if body.get("status") in TERMINAL:
-            done[pending.pop(0)] = body
+        body = client.get(f"/v1/jobs/{pending[-1]}").body
+        if body.get("status") not in TERMINAL:
+            time.sleep(interval)
             continue
-        time.sleep(interval)
-    return done
+        done[pending.pop()] = body
+        still = []
+        for rid in pending:
+            body = client.get(f"/v1/jobs/{rid}").body
+            if body.get("status") in TERMINAL:
+                done[rid] = body
+            else:
+                still.append(rid)
+        pending = still
+    return {rid: done[rid] for rid in request_ids}
 
 
 def safe_name(text: str) -> str:

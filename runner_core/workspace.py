@@ -59,6 +59,16 @@ def snapshot_skill(source: Path, paths: RunPaths, skill_id: str,
     return dest
 
 
+def find_snapshot(run_dir: Path, skill_id: str, rel_dirs: tuple[str, ...] = ()) -> Path | None:
+    """The run's snapshot of its skill: in one of `rel_dirs` (an engine's skill folders) or in
+    `.skill`; None when the run never got one."""
+    for rel in (*rel_dirs, SNAPSHOT_DIR):
+        path = Path(run_dir) / rel / skill_id
+        if (path / "SKILL.md").is_file():
+            return path
+    return None
+
+
 def install_skill_copy(snapshot: Path, paths: RunPaths, rel_dirs: tuple[str, ...]) -> list[Path]:
     """Copy the snapshot to each folder an engine CLI discovers skills in (e.g. .gemini/skills)."""
     copies = []

@@ -204,12 +204,19 @@ def snapshot_dir(run: Run, pkg: SkillPackage) -> str:
     """Run-relative folder of the skill's snapshot: for an engine run the first folder its CLI
     discovers skills in (seed 002: `.gemini/skills/<skill_id>/`), else `.skill`."""
     entry = pkg.manifest.entrypoint.type if pkg.manifest else "script"
-    if run.engine and entry != "script":
-        try:
-            return get_adapter(run.engine).skill_dirs[0]
-        except (KeyError, ImportError, AttributeError, IndexError):
-            pass  # run_engine reports the unknown engine
-    return SNAPSHOT_DIR
+    engine_dirs = engine_skill_dirs(run.engine) if entry != "script" else ()
+    return engine_dirs[0] if engine_dirs else SNAPSHOT_DIR
+
+
+def engine_skill_dirs(engine: str | None) -> tuple[str, ...]:
+    """The folders `engine`'s CLI discovers skills in; () for script runs or unknown engines
+    (run_engine reports those)."""
+    if not engine:
+        return ()
+    try:
+        return tuple(get_adapter(engine).skill_dirs)
+    except (KeyError, ImportError, AttributeError):
+        return ()
 
 
 def skill_source(settings: Settings, run: Run) -> Path:

@@ -19,6 +19,8 @@ from runner_core.skills import load_skill
 from runner_core.store import recovery as rec
 from runner_core.store import runs as run_states
 from runner_core.store.models import Run, utcnow
+from runner_core.workspace import find_snapshot
+from worker.executor import engine_skill_dirs
 from worker.lease import aware, beat_interval
 from worker.reaper import FOREIGN, GONE, KILLED, parse_worker, pid_alive, reap_group, this_host
 
@@ -64,8 +66,8 @@ def worker_gone(settings: Settings, run: Run) -> bool:
 
 def retries_left(settings: Settings, run: Run) -> bool:
     """Does the run's skill (as snapshotted into the run) declare retries beyond this attempt?"""
-    snapshot = settings.runs_dir / run.id / ".skill" / run.skill_id
-    root = snapshot if snapshot.is_dir() else settings.skills_dir / run.skill_id
+    snapshot = find_snapshot(settings.runs_dir / run.id, run.skill_id, engine_skill_dirs(run.engine))
+    root = snapshot or settings.skills_dir / run.skill_id
     try:
         pkg = load_skill(root)
     except Exception:  # an unreadable skill gets no retry

@@ -1,0 +1,48 @@
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from runner_core.workspace import (
+    create_run_dir, find_snapshot, install_skill_copy, snapshot_skill, write_git_marker,
+)
+
+
+@pytest.fixture
+def skill(tmp_path: Path) -> Path:
+    root = tmp_path / "skills" / "demo"
+    (root / "assets").mkdir(parents=True)
+    (root / "SKILL.md").write_text("---\nname: demo\n---\n")
+    (root / "assets" / "runner.json").write_text("{}")
+    return root
+
+
+def test_snapshot_goes_where_asked_and_is_found_there(tmp_path: Path, skill: Path) -> None:
+    paths = create_run_dir(tmp_path / "runs", "r1")
+    copy = snapshot_skill(skill, paths, "demo", ".agents/skills")
+    assert copy == paths.root / ".agents/skills/demo" and (copy / "assets/runner.json").is_file()
+    assert find_snapshot(paths.root, "demo", (".agents/skills",)) == copy
+    assert find_snapshot(paths.root, "demo") is None  # not in .skill
+    # an engine folder that already holds the snapshot is not copied again
+    assert install_skill_copy(copy, paths, (".agents/skills",)) == [copy]
+
+
+def test_script_snapshot_lives_in_dot_skill(tmp_path: Path, skill: Path) -> None:
+    paths = create_run_dir(tmp_path / "runs", "r2")
+    copy = snapshot_skill(skill, paths, "demo")
+    assert copy == paths.root / ".skill" / "demo"
+    assert find_snapshot(paths.root, "demo", (".gemini/skills",)) == copy
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_git_marker_makes_the_run_dir_a_git_root(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    (run_dir / "sub").mkdir(parents=True)
+    write_git_marker(run_dir)
+    top = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=run_dir / "sub",
+                         capture_output=True, text=True, check=True).stdout.strip()
+    assert Path(top).resolve() == run_dir.resolve()
+    assert not list(run_dir.glob(".git/**/.keep"))
