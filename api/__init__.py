@@ -1,6 +1,7 @@
 """The REST API: Flask app factory wiring config, SQL, the queue client and blueprints."""
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from flask import Flask, send_from_directory
@@ -10,6 +11,7 @@ from api.config import build_config
 from api.errors import http_exception_response, register_error_handlers
 from api.logs import configure_logging
 from api.queue import CeleryQueue
+from runner_core.finish_events import FinishWatcher
 from runner_core.skills import SkillRegistry
 from runner_core.store.db import make_engine, make_sessionmaker
 
@@ -31,6 +33,9 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     app.extensions["db"] = make_sessionmaker(engine)
     app.extensions["skills"] = SkillRegistry(settings.skills_dir)
     app.extensions["queue"] = app.config.get("QUEUE") or CeleryQueue(settings.broker_url, settings.task_events)
+    # long polls (wait_sec) hold a server thread each: leave one of gunicorn's threads free
+    app.extensions["finish_watcher"] = FinishWatcher(
+        settings.broker_url, max_waiters=int(os.environ.get("WEB_THREADS", "4")) - 1)
     register_error_handlers(app)
     api = RunnerApi(app)
     from api.resources import (

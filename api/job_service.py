@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from datetime import datetime, timezone
 from typing import Any
@@ -160,6 +161,37 @@ def load_job(session: Session, request_id: str, kind: str | None = None) -> tupl
         raise ApiError(404, "REQUEST_NOT_FOUND", f"no {noun} with request_id '{request_id}'",
                        request_id=request_id)
     return req, run
+
+
+def wait_for_job(request_id: str, kind: str | None, wait_sec: float) -> tuple[Request, Run]:
+    """load_job; with `wait_sec` > 0, first block until the run has ended or needs the client
+    (an upload, a reply), for at most `wait_sec`. A finish notice from the worker ends the wait
+    at once; the database is re-read in between, so a missed notice only costs latency. When
+    every waiting slot of this process is taken the status is answered without waiting."""
+    factory = current_app.extensions["db"]
+    with factory() as session:
+        req, run = load_job(session, request_id, kind)
+    if wait_sec <= 0 or not _in_progress(run):
+        return req, run
+    watcher = current_app.extensions["finish_watcher"]
+    deadline = time.monotonic() + wait_sec
+    with watcher.slot() as allowed:
+        while allowed:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            with watcher.waiting(run.id) as ended:
+                with factory() as session:
+                    req, run = load_job(session, request_id, kind)
+                if not _in_progress(run):
+                    break
+                ended.wait(min(watcher.recheck_sec, remaining))
+    return req, run
+
+
+def _in_progress(run: Run) -> bool:
+    """Moving on its own: queued (not waiting for an upload) or running."""
+    return run.status == "running" or (run.status == "queued" and not run.needs_upload)
 
 
 def iso(value: datetime | None) -> str | None:

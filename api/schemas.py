@@ -115,6 +115,15 @@ class JobListArgs(Schema):
     cursor = fields.String(load_default=None)
 
 
+class WaitArgs(Schema):
+    class Meta:
+        unknown = EXCLUDE
+
+    wait_sec = fields.Float(load_default=0.0, validate=validate.Range(min=0, max=60), metadata={
+        "description": "block up to this many seconds (max 60) until the run has ended or needs "
+                       "the client (upload, reply); answers at once when the run ends"})
+
+
 class JobList(Schema):
     items = fields.List(fields.Nested(JobStatus))
     next_cursor = fields.String(allow_none=True)

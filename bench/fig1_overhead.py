@@ -3,13 +3,12 @@
 The same codex prompt skill (one tool call + final JSON from the fake LLM), (a) as the bare CLI
 command with the worker's exact flags in a fresh run dir, and (b) through REST -> Redis ->
 worker -> result readable. The two alternate (a b a b ...) so drift on a shared machine hits
-both alike. (b) is observed by polling the job status every POLL_SEC, starting at 90% of the
-bare median so far: polling all along would load the 2 cores while codex runs and slow it.
+both alike. (b) is observed as a client should: one long poll of the result
+(`GET /v1/jobs/{id}/result?wait_sec=60`), answered when the worker's finish notice arrives.
 The row-based latency (client's POST time -> the run's finished_at) is reported beside it.
 """
 from __future__ import annotations
 
-import statistics
 import time
 
 from bench.context import Context
@@ -17,28 +16,25 @@ from bench.engine import RESULT, SKILL_ID, TEXT, codex_setup, prepare_bare, run_
 from bench.services import TERMINAL, Stack, StackOptions, parse_time
 from bench.stats import Row, ratio, summarize
 
-POLL_SEC = 0.005
-FIRST_POLL = 0.9  # of the bare median
+WAIT_SEC = 60
 
 
-def submit_and_wait(client, first_poll: float) -> tuple[float, float, dict]:
-    """POST a codex job, poll until terminal, read the result: (client s, row s, status)."""
+def submit_and_wait(client) -> tuple[float, float, dict]:
+    """POST a codex job and long-poll its result (`?wait_sec`): (client s, row s, status)."""
     t0_wall, t0 = time.time(), time.perf_counter()
     resp = client.post("/v1/jobs", {"skill_id": SKILL_ID, "engine": "codex",
                                     "input": {"text": TEXT}, "runtime_options": {"no_cache": True}})
     if resp.status != 200:
         raise RuntimeError(f"POST /v1/jobs: {resp.status} {resp.body}")
     rid = resp.body["request_id"]
-    time.sleep(max(0.0, first_poll - (time.perf_counter() - t0)))
     while True:
-        status = client.get(f"/v1/jobs/{rid}").body
-        if status["status"] in TERMINAL:
+        result = client.get(f"/v1/jobs/{rid}/result?wait_sec={WAIT_SEC}")
+        if result.status != 409:
             break
-        time.sleep(POLL_SEC)
-    result = client.get(f"/v1/jobs/{rid}/result").body
     elapsed = time.perf_counter() - t0
-    if status["status"] != "succeeded" or result["result"]["data"] != RESULT:
-        raise RuntimeError(f"runner codex run failed: {status} {result}")
+    status = client.get(f"/v1/jobs/{rid}").body  # for finished_at, after the clock stopped
+    if status["status"] != "succeeded" or result.body["result"]["data"] != RESULT:
+        raise RuntimeError(f"runner codex run failed: {status} {result.body}")
     row_latency = parse_time(status["finished_at"]) - t0_wall
     return elapsed, row_latency, status
 
@@ -53,12 +49,11 @@ def run(ctx: Context) -> list[Row]:
             bare_runs = root / "bare-runs"
             warm = [run_bare(prepare_bare(bare_runs, stack.skills_dir)) for _ in range(2)]
             for _ in range(2):
-                submit_and_wait(client, 0.9 * min(warm))
+                submit_and_wait(client)
             bare, runner, rows_latency, process = [], [], [], []
             for i in range(n):
                 bare.append(run_bare(prepare_bare(bare_runs, stack.skills_dir)))
-                first_poll = FIRST_POLL * statistics.median(bare)
-                elapsed, row_s, _status = submit_and_wait(client, first_poll)
+                elapsed, row_s, _status = submit_and_wait(client)
                 runner.append(elapsed)
                 rows_latency.append(row_s)
                 if (i + 1) % 10 == 0:
@@ -71,7 +66,7 @@ def run(ctx: Context) -> list[Row]:
                b.median, "bare codex CLI", ratio(r.median, b.median), "<= 1.03 at median",
                ratio(r.median, b.median) <= 1.03, p99=r.p99, baseline_p99=b.p99,
                note=f"n={n} pairs; overhead p50 {1000 * (r.median - b.median):.1f} ms; "
-                    f"polling every {POLL_SEC * 1000:.0f} ms"),
+                    f"result long-polled (GET /result?wait_sec)"),
            Row("1", "codex run, POST -> run finished_at (row)", rl.median, "s", b.median,
                "bare codex CLI", ratio(rl.median, b.median), "<= 1.03 at median",
                ratio(rl.median, b.median) <= 1.03, p99=rl.p99, baseline_p99=b.p99)]

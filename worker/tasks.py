@@ -15,6 +15,7 @@ import socket
 from celery.exceptions import SoftTimeLimitExceeded
 from celery.signals import worker_ready
 
+from runner_core.finish_events import FinishPublisher
 from runner_core.queues import queue_for
 from runner_core.skills import load_skill
 from runner_core.store import runs as run_states
@@ -28,6 +29,7 @@ from worker.recovery import recover
 
 log = logging.getLogger(__name__)
 _sessions: dict = {"pid": None, "factory": None}
+finished = FinishPublisher(settings.broker_url)  # wakes API requests waiting on a run
 _task: dict = {"run_id": None, "terminating": False}
 
 
@@ -81,7 +83,8 @@ def execute_run(self, run_id: str) -> str:
         if claim == run_states.SKIPPED:
             current = session.get(Run, run_id)
             if current is not None and current.status == "queued" and current.cancel_requested_at:
-                run_states.cancel_queued(session, run_id)
+                if run_states.cancel_queued(session, run_id):
+                    finished.publish(run_id)
             log.info("run %s not claimed (status %s)", run_id,
                      current.status if current else "missing")
             return "skipped"
@@ -104,6 +107,7 @@ def _execute(run: Run) -> str:
             run_states.finish_run(session, run.id, outcome.status, error=outcome.error,
                                   warnings=outcome.warnings, timings=outcome.timings,
                                   session_handle=outcome.session_handle)
+        finished.publish(run.id)
         return outcome.status
     except (Terminated, SoftTimeLimitExceeded) as exc:
         # the supervisor's `finally` has already killed the process group
@@ -117,6 +121,7 @@ def _execute(run: Run) -> str:
         _write_failure(run, status, error)
         with factory() as session:
             run_states.finish_run(session, run.id, status, error=error)
+        finished.publish(run.id)
         return status
 
 

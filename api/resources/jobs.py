@@ -11,6 +11,7 @@ from api.errors import ApiError
 from api.resources.skills import get_skill_or_404
 from api.schemas import (
     CancelResult, JobCreate, JobCreated, JobList, JobListArgs, JobLogs, JobResult, JobStatus,
+    WaitArgs,
 )
 from api.zip_bodies import receive_inputs
 
@@ -62,20 +63,21 @@ class Upload(MethodView):
 
 @blp.route("/<request_id>")
 class Job(MethodView):
+    @blp.arguments(WaitArgs, location="query")
     @blp.response(200, JobStatus)
-    def get(self, request_id: str):
-        """Status and summary of a job."""
-        with db() as session:
-            return jobs.job_status(*jobs.load_job(session, request_id, KIND))
+    def get(self, args, request_id: str):
+        """Status and summary of a job; `wait_sec` waits (long poll) for the run to end."""
+        return jobs.job_status(*jobs.wait_for_job(request_id, KIND, args["wait_sec"]))
 
 
 @blp.route("/<request_id>/result")
 class Result(MethodView):
+    @blp.arguments(WaitArgs, location="query")
     @blp.response(200, JobResult)
-    def get(self, request_id: str):
-        """The final structured result (valid against the skill's output schema)."""
-        with db() as session:
-            return actions.result_body(*jobs.load_job(session, request_id, KIND))
+    def get(self, args, request_id: str):
+        """The final structured result (valid against the skill's output schema); 409 while
+        the run is active, unless it ends within `wait_sec`."""
+        return actions.result_body(*jobs.wait_for_job(request_id, KIND, args["wait_sec"]))
 
 
 @blp.route("/<request_id>/logs")

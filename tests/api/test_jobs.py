@@ -236,3 +236,12 @@ def test_rare_status_list_pages_newest_first(client, app):
         if not cursor:
             break
     assert seen == failed[::-1]
+
+
+def test_wait_sec_out_of_range_is_422_with_seed_error_body(client):
+    rid = create(client, parameter={"divisor": 3}).json["request_id"]
+    for bad in ("61", "-1", "soon"):
+        resp = client.get(f"/v1/jobs/{rid}?wait_sec={bad}")
+        assert resp.status_code == 422, bad
+        assert set(resp.json["error"]) >= {"code", "message", "details", "request_id"}
+    assert client.get(f"/v1/jobs/{rid}/result?wait_sec=0").status_code == 409
