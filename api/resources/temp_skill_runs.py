@@ -10,7 +10,7 @@ from api import run_actions
 from api.errors import ApiError
 from api.package_schemas import TempRunCreated, package_form_doc
 from api.resources.run_files import bundle_response
-from api.schemas import CancelResult, JobCreated, JobLogs, JobResult, JobStatus
+from api.schemas import CancelResult, JobCreated, JobLogs, JobResult, JobStatus, WaitArgs
 from api.temp_run_service import create_temp_run, load_temp, temp_skill
 from api.zip_bodies import receive_inputs
 
@@ -54,20 +54,21 @@ class TempUpload(MethodView):
 
 @blp.route("/<request_id>")
 class TempRun(MethodView):
+    @blp.arguments(WaitArgs, location="query")
     @blp.response(200, JobStatus)
-    def get(self, request_id: str):
-        """Status and summary of a one-off run."""
-        with db() as session:
-            return jobs.job_status(*load_temp(session, request_id))
+    def get(self, args, request_id: str):
+        """Status and summary of a one-off run; `wait_sec` waits (long poll) for its end."""
+        return jobs.job_status(*jobs.wait_for_job(request_id, "temp", args["wait_sec"]))
 
 
 @blp.route("/<request_id>/result")
 class TempResult(MethodView):
+    @blp.arguments(WaitArgs, location="query")
     @blp.response(200, JobResult)
-    def get(self, request_id: str):
-        """The final structured result (409 RUN_NOT_FINISHED while it runs)."""
-        with db() as session:
-            return run_actions.result_body(*load_temp(session, request_id))
+    def get(self, args, request_id: str):
+        """The final structured result (409 RUN_NOT_FINISHED while it runs, unless it ends
+        within `wait_sec`)."""
+        return run_actions.result_body(*jobs.wait_for_job(request_id, "temp", args["wait_sec"]))
 
 
 @blp.route("/<request_id>/logs")

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import io
+import time
 import json
 import zipfile
 
@@ -99,7 +100,13 @@ def test_result_logs_and_bundle_after_the_run(client, app, settings):
     rid = start(client, request={"input": {"text": "hi"}}).json["request_id"]
     assert client.get(f"/v1/temp-skill-runs/{rid}/result").status_code == 409
     assert client.get(f"/v1/temp-skill-runs/{rid}/bundle").status_code == 409
+    started = time.monotonic()  # no worker here: the long poll runs out, then 409
+    assert client.get(f"/v1/temp-skill-runs/{rid}/result?wait_sec=0.3").status_code == 409
+    assert time.monotonic() - started >= 0.3
     finish(app, settings, rid, {"message": "hello", "text": "hi"})
+    started = time.monotonic()  # ended: answered at once
+    assert client.get(f"/v1/temp-skill-runs/{rid}?wait_sec=20").json["status"] == "succeeded"
+    assert time.monotonic() - started < 2
     status = client.get(f"/v1/temp-skill-runs/{rid}").json
     assert status["status"] == "succeeded" and status["skill_id"] == "pkg-echo"
     result = client.get(f"/v1/temp-skill-runs/{rid}/result").json
