@@ -108,9 +108,8 @@ def create_job(session: Session, pkg: SkillPackage, body: dict[str, Any], *, kin
         session.flush()  # the request row references the run
     session.add(req)
     session.commit()
-    request_dir = settings.requests_dir / request_id
-    (request_dir / "uploads").mkdir(parents=True, exist_ok=True)
-    write_json(request_dir / "request.json", payload)
+    if needs_upload:  # the payload itself is in the requests row (the run's input.json)
+        (settings.requests_dir / request_id / "uploads").mkdir(parents=True, exist_ok=True)
     if not needs_upload and cached is None:
         submit(session, run, pkg)
     return req, run

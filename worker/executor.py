@@ -5,7 +5,6 @@ except the signals that must unwind it (SIGTERM, soft time limit), which `finall
 """
 from __future__ import annotations
 
-import json
 import logging
 import shutil
 import time
@@ -55,8 +54,10 @@ class RunOutcome:
 class RunExecutor:
     """Runs one run end to end. `watch` is refreshed per process (deadline + cancel poll)."""
 
-    def __init__(self, settings: Settings, run: Run, make_watch) -> None:
+    def __init__(self, settings: Settings, run: Run, make_watch,
+                 request_payload: dict[str, Any] | None = None) -> None:
         self.settings, self.run, self.make_watch = settings, run, make_watch
+        self.request_payload = request_payload  # the client's JSON body, for input.json
         self.paths: RunPaths = create_run_dir(settings.runs_dir, run.id)
         self.timings: dict[str, float] = {}
         self.warnings: list[dict[str, Any]] = []
@@ -107,10 +108,8 @@ class RunExecutor:
         if pkg.health != "ok":
             raise RunFailed("SKILL_INVALID", "; ".join(pkg.errors), {"errors": pkg.errors})
         request_dir = self.settings.requests_dir / self.run.request_id
-        request_file = request_dir / "request.json"
-        raw = json.loads(request_file.read_text()) if request_file.is_file() else {}
-        write_json(self.paths.input_json, raw or {"skill_id": self.run.skill_id,
-                                                  "parameter": self.run.parameter})
+        write_json(self.paths.input_json, self.request_payload or {
+            "skill_id": self.run.skill_id, "parameter": self.run.parameter})
         link_uploads(request_dir / "uploads", self.paths)
         if (request_dir / "input_manifest.json").is_file():
             shutil.copy2(request_dir / "input_manifest.json", self.paths.root / "input_manifest.json")

@@ -88,20 +88,22 @@ def execute_run(self, run_id: str) -> str:
             log.info("run %s not claimed (status %s)", run_id,
                      current.status if current else "missing")
             return "skipped"
+        payload = run_states.request_payload(session, run.request_id)
     _task.update(run_id=run_id, terminating=False)
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         with Heartbeat(factory, run_id, beat_interval(settings)):
-            return _execute(run)
+            return _execute(run, payload)
     finally:
         signal.signal(signal.SIGTERM, previous)
         _task.update(run_id=None, terminating=False)
 
 
-def _execute(run: Run) -> str:
+def _execute(run: Run, payload: dict | None) -> str:
     factory = sessions()
     try:
-        executor = RunExecutor(settings, run, lambda pkg: make_watch(settings, factory, run, pkg))
+        executor = RunExecutor(settings, run, lambda pkg: make_watch(settings, factory, run, pkg),
+                               payload)
         outcome = executor.execute()
         with factory() as session:
             run_states.finish_run(session, run.id, outcome.status, error=outcome.error,

@@ -10,7 +10,7 @@ from sqlalchemy import DateTime, bindparam, func, literal, select, update
 from sqlalchemy.orm import Session
 
 from runner_core.settings import engine_key
-from runner_core.store.models import ACTIVE_STATUSES, Run, utcnow
+from runner_core.store.models import ACTIVE_STATUSES, Request, Run, utcnow
 
 CLAIMED, LIMITED, SKIPPED = "claimed", "limited", "skipped"
 # Postgres advisory lock that serialises limited claims across every worker (any constant).
@@ -84,6 +84,15 @@ def _limited_claim(session: Session, run_id: str, max_running: int,
         same_engine = running.where(func.coalesce(other.c.engine, "script") == key)
         guards.append(same_engine.scalar_subquery() < engine_limit)
     return _claim_statement(*guards), True
+
+
+_requests = Request.__table__
+_PAYLOAD = select(_requests.c.payload).where(_requests.c.id == bindparam("request_id_"))
+
+
+def request_payload(session: Session, request_id: str) -> dict[str, Any] | None:
+    """The JSON body the client sent for `request_id` (what the run's input.json records)."""
+    return session.execute(_PAYLOAD, {"request_id_": request_id}).scalar()
 
 
 _FINISH_OPTIONAL = ("warnings", "timings", "session_handle")
