@@ -42,6 +42,7 @@ class Settings:
     upload_max_entries: int = 10_000
     upload_max_ratio: float = 200.0
     task_events: bool = False
+    run_pool: int = 2  # run directories made ahead per skill version and kind (0: off)
 
     def running_limit(self, engine: str | None) -> int:
         """The per-engine maximum of running runs for `engine` (script runs: 'script'); 0 = none."""
@@ -54,6 +55,10 @@ class Settings:
     @property
     def requests_dir(self) -> Path:
         return self.data_dir / "requests"
+
+    @property
+    def run_pool_dir(self) -> Path:
+        return self.data_dir / "run-pool"
 
     @property
     def broker_socket(self) -> Path:
@@ -108,5 +113,6 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         max_running=int(env.get("SKILL_RUNNER_MAX_RUNNING", "0")),
         max_running_per_engine=per_engine_limits(env),
         limit_retry_sec=float(env.get("SKILL_RUNNER_LIMIT_RETRY_SEC", "5")),
+        run_pool=int(env.get("SKILL_RUNNER_RUN_POOL", "2")),
         task_events=env.get("SKILL_RUNNER_TASK_EVENTS", "0").strip().lower() in ("1", "true", "yes"),
     )

@@ -20,11 +20,13 @@ from runner_core.inputs import InputError, resolve_inputs
 from runner_core.output import NormalizeRequest, run_output_chain
 from runner_core.settings import Settings
 from runner_core.skills import SkillPackage
-from runner_core.skills.memo import load_skill_cached, relocated
+from runner_core.run_pool import RunDirPool, pool_key
+from runner_core.skills.memo import load_skill_signed, relocated, tree_signature
 from runner_core.skills.locks import locks_dir, skill_lock
 from runner_core.store.models import Run
 from runner_core.workspace import (
-    SNAPSHOT_DIR, RunPaths, create_run_dir, link_uploads, snapshot_skill, write_json,
+    SNAPSHOT_DIR, RunPaths, create_run_dir, link_uploads, snapshot_skill, write_git_marker,
+    write_json,
 )
 from worker.engine_entry import run_engine
 from worker.script_entry import script_command, uv_cache_dir
@@ -58,13 +60,16 @@ class RunExecutor:
                  request_payload: dict[str, Any] | None = None) -> None:
         self.settings, self.run, self.make_watch = settings, run, make_watch
         self.request_payload = request_payload  # the client's JSON body, for input.json
-        self.paths: RunPaths = create_run_dir(settings.runs_dir, run.id)
+        self.paths = RunPaths(settings.runs_dir / run.id)  # made (or taken ready) in _prepare
+        self.pool = RunDirPool(settings.run_pool_dir, settings.run_pool)
+        self.pool_layout: PoolLayout | None = None  # what the next run of this skill needs
         self.timings: dict[str, float] = {}
         self.warnings: list[dict[str, Any]] = []
         self.data: Any = None
         self.artifacts: list[str] = []
         self.session_handle: str | None = None
         self.repair = None  # N3 repair function, set by engine entrypoints
+        self.engine_text_file: Path | None = None  # a script's stdout is its output text
 
     def execute(self) -> RunOutcome:
         """Execute and always write result/result.json in the seed's shape."""
@@ -83,6 +88,7 @@ class RunExecutor:
             log.exception("run %s crashed", self.run.id)
             outcome = RunOutcome("failed", {"code": "INTERNAL_ERROR",
                                             "message": f"{type(exc).__name__}: {exc}"}, self.warnings)
+        create_run_dir(self.settings.runs_dir, self.run.id)  # a run that failed early has none
         self._write_result(outcome)  # the bundle is built on its first download
         outcome.timings = self.timings
         outcome.session_handle = self.session_handle
@@ -101,9 +107,16 @@ class RunExecutor:
             raise RunFailed("SKILL_NOT_FOUND", f"skill '{self.run.skill_id}' is not installed")
         # Shared lock: an install of this skill cannot swap it while it is being copied.
         with skill_lock(locks_dir(self.settings.data_dir), self.run.skill_id, shared=True):
-            loaded = load_skill_cached(source)  # validated once per version of the files
-            snapshot = snapshot_skill(source, self.paths, self.run.skill_id,
-                                      snapshot_dir(self.run, loaded))
+            loaded, signature = load_skill_signed(source)  # validated once per version
+            layout = PoolLayout(source, self.run.skill_id, snapshot_dir(self.run, loaded),
+                                git=is_engine_run(loaded), signature=signature)
+            if self.run.kind == "job" and loaded.health == "ok":  # one-off runs: no next run
+                self.pool_layout = layout
+            if self.pool_layout and self.pool.take(layout.key, self.paths.root):
+                snapshot = layout.snapshot_in(self.paths.root)
+            else:
+                create_run_dir(self.settings.runs_dir, self.run.id)
+                snapshot = snapshot_skill(source, self.paths, self.run.skill_id, layout.rel_dir)
         pkg = relocated(loaded, snapshot)
         if pkg.health != "ok":
             raise RunFailed("SKILL_INVALID", "; ".join(pkg.errors), {"errors": pkg.errors})
@@ -123,9 +136,19 @@ class RunExecutor:
         self.resolved = resolved
         return pkg
 
+    def refill_pool(self) -> int:
+        """After the run: make the directories the next runs of this skill version will take
+        (under the skill's shared lock, so no install swaps the files being copied)."""
+        layout = self.pool_layout
+        if layout is None or self.settings.run_pool <= 0:
+            return 0
+        with skill_lock(locks_dir(self.settings.data_dir), layout.skill_id, shared=True):
+            return self.pool.fill(layout.key, layout.build)
+
     def _run_entrypoint(self, pkg: SkillPackage) -> tuple[str | None, Any]:
         entry = pkg.manifest.entrypoint
         if entry.type == "script":
+            self.engine_text_file = self.paths.logs / "stdout.txt"
             return self._run_script(pkg, entry.script_command), None
         return run_engine(self, pkg)
 
@@ -138,7 +161,7 @@ class RunExecutor:
         return result.stdout_path.read_text(encoding="utf-8", errors="replace")
 
     def _output_chain(self, pkg: SkillPackage, text: str | None, envelope: Any) -> None:
-        if self.paths.result_file.is_file():
+        if self.paths.result_file.is_file():  # a copy: N1/N2 commands may rewrite it in place
             shutil.copy2(self.paths.result_file, self.paths.raw / "skill_result.json")
         manifest = pkg.manifest
         outcome = run_output_chain(
@@ -146,7 +169,8 @@ class RunExecutor:
             normalizer=self._skill_command(pkg, manifest.normalizer),
             fallback=self._skill_command(pkg, manifest.fallback),
             repair=self.repair, repair_rounds=self._repair_rounds(),
-            schema_path=pkg.root / manifest.schemas["output"])
+            schema_path=pkg.root / manifest.schemas["output"],
+            engine_text_file=self.engine_text_file)
         self.warnings.extend(outcome.warnings)
         if not outcome.ok:
             raise RunFailed("OUTPUT_VALIDATION_FAILED",
@@ -197,6 +221,37 @@ class RunExecutor:
         write_json(self.paths.result_file, {
             "status": outcome.status, "data": self.data if outcome.status == "succeeded" else None,
             "artifacts": self.artifacts, "validation_warnings": outcome.warnings, "error": error})
+
+
+@dataclass(frozen=True)
+class PoolLayout:
+    """What a run directory of one skill version holds before the run starts: seed 002's
+    folders, the skill snapshot at `rel_dir`, and for engine runs the git marker."""
+
+    source: Path
+    skill_id: str
+    rel_dir: str
+    git: bool
+    signature: tuple
+
+    @property
+    def key(self) -> str:
+        return pool_key(self.skill_id, f"{self.rel_dir}|git={self.git}", self.signature)
+
+    def snapshot_in(self, run_dir: Path) -> Path:
+        return run_dir / self.rel_dir / self.skill_id
+
+    def build(self, path: Path) -> bool:
+        """Make the directory at `path`; False when the skill changed since `signature`."""
+        paths = create_run_dir(path.parent, path.name)
+        snapshot_skill(self.source, paths, self.skill_id, self.rel_dir)
+        if self.git:
+            write_git_marker(path)
+        return tree_signature(self.source) == self.signature
+
+
+def is_engine_run(pkg: SkillPackage) -> bool:
+    return bool(pkg.manifest) and pkg.manifest.entrypoint.type != "script"
 
 
 def snapshot_dir(run: Run, pkg: SkillPackage) -> str:

@@ -91,19 +91,29 @@ def execute_run(self, run_id: str) -> str:
         payload = run_states.request_payload(session, run.request_id)
     _task.update(run_id=run_id, terminating=False)
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    executor = RunExecutor(settings, run, lambda pkg: make_watch(settings, factory, run, pkg),
+                           payload)
     try:
         with Heartbeat(factory, run_id, beat_interval(settings)):
-            return _execute(run, payload)
+            status = _execute(executor)
     finally:
         signal.signal(signal.SIGTERM, previous)
         _task.update(run_id=None, terminating=False)
+    _refill_pool(executor)
+    return status
 
 
-def _execute(run: Run, payload: dict | None) -> str:
-    factory = sessions()
+def _refill_pool(executor: RunExecutor) -> None:
+    """Once the run is recorded and announced: make the next run's directory ahead of time."""
     try:
-        executor = RunExecutor(settings, run, lambda pkg: make_watch(settings, factory, run, pkg),
-                               payload)
+        executor.refill_pool()
+    except Exception:  # the pool only saves time; a failure here must not touch the run
+        log.warning("run pool refill after run %s failed", executor.run.id, exc_info=True)
+
+
+def _execute(executor: RunExecutor) -> str:
+    factory, run = sessions(), executor.run
+    try:
         outcome = executor.execute()
         with factory() as session:
             run_states.finish_run(session, run.id, outcome.status, error=outcome.error,

@@ -72,13 +72,16 @@ def run_output_chain(
     repair: RepairFunction | None = None,
     repair_rounds: int = 0,
     schema_path: Path | None = None,
+    engine_text_file: Path | None = None,
 ) -> OutputOutcome:
     """Turn an engine's output into data valid against `output_schema`, or say why it is not.
 
     Writes raw/engine_output.txt (and raw/engine_output.json for an envelope) first, then
     result/validation.json always and result/output.json when the output validates.
+    `engine_text_file`: a file already holding exactly `engine_text` (a script's stdout),
+    hard-linked as raw/engine_output.txt instead of written again.
     """
-    raw = write_raw_output(run_dir, engine_text, envelope)
+    raw = write_raw_output(run_dir, engine_text, envelope, engine_text_file)
     log = StepLog()
     started = time.perf_counter()
     try:

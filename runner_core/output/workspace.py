@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,16 +39,30 @@ def write_json(path: Path, value: Any) -> None:
     path.write_text(text + "\n", encoding="utf-8")
 
 
-def write_raw_output(run_dir: Path, engine_text: str | None, envelope: Any) -> RawOutput:
-    """Save the engine's text (empty when there is none) and its envelope (when there is one)."""
+def write_raw_output(run_dir: Path, engine_text: str | None, envelope: Any,
+                     text_file: Path | None = None) -> RawOutput:
+    """Save the engine's text (empty when there is none) and its envelope (when there is one).
+    `text_file` already holds the text: it is hard-linked (a new name costs far less than a
+    new file), or copied where links are not possible."""
     text_path = run_dir / RAW_TEXT
     text_path.parent.mkdir(parents=True, exist_ok=True)
-    text_path.write_text(engine_text or "", encoding="utf-8")
+    if not (text_file is not None and link_file(text_file, text_path)):
+        text_path.write_text(engine_text or "", encoding="utf-8")
     envelope_path = None
     if envelope is not None:
         envelope_path = run_dir / RAW_ENVELOPE
         write_json(envelope_path, envelope)
     return RawOutput(text_path, envelope_path)
+
+
+def link_file(source: Path, dest: Path) -> bool:
+    """Hard-link `source` as `dest` (replacing `dest`); False when the file system refuses."""
+    try:
+        dest.unlink(missing_ok=True)
+        os.link(source, dest)
+        return True
+    except OSError:
+        return False
 
 
 def read_result_file(run_dir: Path) -> str | None:

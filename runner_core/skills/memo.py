@@ -46,18 +46,23 @@ def tree_signature(root: Path) -> tuple:
 
 def load_skill_cached(root: Path, *, strict: bool = False) -> SkillPackage:
     """`load_skill(root)`, reused while the skill's files are unchanged."""
+    return load_skill_signed(root, strict=strict)[0]
+
+
+def load_skill_signed(root: Path, *, strict: bool = False) -> tuple[SkillPackage, tuple]:
+    """`load_skill_cached(root)` and the tree signature it was checked against."""
     key = (str(root.resolve()), strict)
     signature = tree_signature(root)
     with _lock:
         hit = _memo.get(key)
         if hit and hit[0] == signature:
-            return hit[1]
+            return hit[1], signature
     pkg = load_skill(root, strict=strict)
     with _lock:
         if len(_memo) >= _MAX_ENTRIES:
             _memo.clear()
         _memo[key] = (signature, pkg)
-    return pkg
+    return pkg, signature
 
 
 def relocated(pkg: SkillPackage, root: Path) -> SkillPackage:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import time
 
 from tests.conftest import zip_bytes
 
@@ -150,3 +151,57 @@ def test_missing_required_artifact_fails_the_run(stack):
     assert status["status"] == "failed"
     assert status["error"]["code"] == "ARTIFACT_MISSING"
     assert status["error"]["missing"] == ["report.txt"]
+
+
+def _pool_keys(settings, skill_id: str) -> dict[str, int]:
+    root = settings.run_pool_dir
+    if not root.is_dir():
+        return {}
+    return {p.name: sum(not c.name.startswith(".") for c in p.iterdir())
+            for p in root.iterdir() if p.name.startswith(skill_id + ".")}
+
+
+def _wait_pool(settings, skill_id: str, ready: int, timeout: float = 10.0) -> dict[str, int]:
+    """The refill happens after the run is announced: wait for it."""
+    end = time.monotonic() + timeout
+    while True:
+        keys = _pool_keys(settings, skill_id)
+        if (len(keys) == 1 and list(keys.values()) == [ready]) or time.monotonic() > end:
+            return keys
+        time.sleep(0.05)
+
+
+def _run_fenced(stack, text: str) -> tuple[dict, dict]:
+    rid = stack.client.post("/v1/jobs", json={"skill_id": "fenced-json",
+                                              "input": {"text": text}}).json["request_id"]
+    status = stack.wait(rid)
+    assert status["status"] == "succeeded", status
+    return status, stack.client.get(f"/v1/jobs/{rid}/result").json["result"]
+
+
+def test_run_directories_come_ready_from_the_pool_and_never_from_an_older_skill(stack):
+    size = stack.settings.run_pool
+    assert size >= 1
+    _run_fenced(stack, "first")
+    first_keys = _wait_pool(stack.settings, "fenced-json", size)
+    assert list(first_keys.values()) == [size], first_keys
+    pooled = next(iter((stack.settings.run_pool_dir / next(iter(first_keys))).iterdir()))
+    assert (pooled / ".skill" / "fenced-json" / "scripts" / "run.py").is_file()
+    status, result = _run_fenced(stack, "second")
+    assert result["data"] == {"text": "second", "length": 6}
+    run_dir = stack.settings.runs_dir / status["run_id"]
+    assert (run_dir / ".skill" / "fenced-json" / "SKILL.md").is_file()
+    assert {"uploads", "artifacts", "result", "logs", "bundle", "raw"} <= {
+        p.name for p in run_dir.iterdir()}
+    # a script's stdout is its raw output: one file under two names
+    raw, stdout = run_dir / "raw" / "engine_output.txt", run_dir / "logs" / "stdout.txt"
+    assert raw.read_text() == stdout.read_text() and "second" in raw.read_text()
+    assert raw.stat().st_ino == stdout.stat().st_ino
+    assert _wait_pool(stack.settings, "fenced-json", size) == first_keys  # topped up again
+
+    script = stack.settings.skills_dir / "fenced-json" / "scripts" / "run.py"
+    script.write_text(script.read_text().replace('{"text": text,', '{"text": text.upper(),'))
+    _, result = _run_fenced(stack, "third")
+    assert result["data"] == {"text": "THIRD", "length": 5}  # the edited skill, not a pooled copy
+    new_keys = _wait_pool(stack.settings, "fenced-json", size)
+    assert len(new_keys) == 1 and set(new_keys) != set(first_keys)  # the old version is gone

@@ -66,6 +66,26 @@ def test_raw_output_is_always_written(tmp_path: Path) -> None:
     assert outcome.raw_output_path == str(tmp_path / "raw" / "engine_output.txt")
 
 
+def test_a_text_file_becomes_the_raw_output_by_hard_link(tmp_path: Path) -> None:
+    stdout = tmp_path / "logs" / "stdout.txt"
+    stdout.parent.mkdir()
+    stdout.write_text('{"title": "t", "count": 1}', encoding="utf-8")
+    (tmp_path / "raw").mkdir()
+    (tmp_path / "raw" / "engine_output.txt").write_text("an older attempt", encoding="utf-8")
+    outcome = run_output_chain(tmp_path, SCHEMA, engine_text=stdout.read_text(),
+                               engine_text_file=stdout)
+    raw = tmp_path / "raw" / "engine_output.txt"
+    assert outcome.ok and raw.read_text(encoding="utf-8") == '{"title": "t", "count": 1}'
+    assert raw.stat().st_ino == stdout.stat().st_ino
+
+
+def test_a_missing_text_file_falls_back_to_writing_the_text(tmp_path: Path) -> None:
+    outcome = run_output_chain(tmp_path, SCHEMA, engine_text='{"title": "t", "count": 1}',
+                               engine_text_file=tmp_path / "gone.txt")
+    assert outcome.ok
+    assert (tmp_path / "raw" / "engine_output.txt").read_text() == '{"title": "t", "count": 1}'
+
+
 def test_result_file_is_preferred_over_stdout(tmp_path: Path) -> None:
     write_result_file(tmp_path, '{"title": "from file", "count": 1}')
     outcome = run_output_chain(tmp_path, SCHEMA, engine_text='{"title": "from stdout", "count": 2}')
