@@ -27,6 +27,7 @@ log = logging.getLogger(__name__)
 
 BUILDING = ".building-"  # prefix of directories still being built (never taken)
 STALE_BUILD_SEC = 600.0  # a build this old was cut short (its process died): removed
+IDLE_KEY_SEC = 86400.0  # a key unused this long (skill removed or no longer run): removed
 
 
 def pool_key(skill_id: str, kind: str, signature: tuple) -> str:
@@ -109,6 +110,23 @@ class RunDirPool:
         for name in names:
             if name.startswith(prefix) and name != key:
                 shutil.rmtree(self.root / name, ignore_errors=True)
+
+    def prune_idle(self, max_age_sec: float) -> int:
+        """Remove the folders of keys nobody took from or filled for `max_age_sec` (a folder's
+        mtime moves with every take and fill): skills that were removed or are no longer run."""
+        cutoff, removed = time.time() - max_age_sec, 0
+        try:
+            entries = list(os.scandir(self.root))
+        except FileNotFoundError:
+            return 0
+        for entry in entries:
+            try:
+                if entry.is_dir(follow_symlinks=False) and entry.stat().st_mtime < cutoff:
+                    shutil.rmtree(entry.path, ignore_errors=True)
+                    removed += 1
+            except FileNotFoundError:
+                continue
+        return removed
 
     @staticmethod
     def _remove_dead_builds(folder: Path) -> None:

@@ -17,6 +17,7 @@ from celery.signals import worker_ready
 
 from runner_core.finish_events import FinishPublisher
 from runner_core.queues import queue_for
+from runner_core.run_pool import IDLE_KEY_SEC, RunDirPool
 from runner_core.skills import load_skill
 from runner_core.store import runs as run_states
 from runner_core.store.db import make_engine, make_sessionmaker
@@ -150,8 +151,14 @@ def _write_failure(run: Run, status: str, error: dict) -> None:
 
 @app.task(name="worker.tasks.sweep")
 def sweep() -> dict:
-    """Reconcile runs of gone workers, reap orphan groups, re-send lost queued runs."""
-    return recover(settings, sessions(), _send)
+    """Reconcile runs of gone workers, reap orphan groups, re-send lost queued runs; drop the
+    ready run directories of skills no longer run."""
+    report = recover(settings, sessions(), _send)
+    try:
+        RunDirPool(settings.run_pool_dir, settings.run_pool).prune_idle(IDLE_KEY_SEC)
+    except OSError:
+        log.warning("run pool prune failed", exc_info=True)
+    return report
 
 
 def _send(run: Run) -> str:

@@ -118,3 +118,14 @@ def test_size_zero_turns_the_pool_off(tmp_path):
     pool = RunDirPool(tmp_path / "pool", 0)
     assert pool.fill("demo.a.b", builder("v1", calls)) == 0 and calls == []
     assert pool.take("demo.a.b", tmp_path / "r1") is False
+
+
+def test_keys_left_idle_are_pruned(tmp_path):
+    pool = RunDirPool(tmp_path / "pool", 1)
+    pool.fill("gone.a.b", builder("v1"))
+    pool.fill("live.a.b", builder("v1"))
+    old = time.time() - 3600
+    os.utime(tmp_path / "pool" / "gone.a.b", (old, old))
+    assert pool.prune_idle(1800) == 1
+    assert os.listdir(tmp_path / "pool") == ["live.a.b"]
+    assert RunDirPool(tmp_path / "missing", 1).prune_idle(1) == 0
