@@ -114,26 +114,26 @@ class RunDirPool:
     def prune_idle(self, max_age_sec: float) -> int:
         """Remove the folders of keys nobody took from or filled for `max_age_sec` (a folder's
         mtime moves with every take and fill): skills that were removed or are no longer run."""
-        cutoff, removed = time.time() - max_age_sec, 0
-        try:
-            entries = list(os.scandir(self.root))
-        except FileNotFoundError:
-            return 0
-        for entry in entries:
-            try:
-                if entry.is_dir(follow_symlinks=False) and entry.stat().st_mtime < cutoff:
-                    shutil.rmtree(entry.path, ignore_errors=True)
-                    removed += 1
-            except FileNotFoundError:
-                continue
-        return removed
+        return _remove_older(self.root, time.time() - max_age_sec, lambda _name: True)
 
     @staticmethod
     def _remove_dead_builds(folder: Path) -> None:
-        cutoff = time.time() - STALE_BUILD_SEC
-        for entry in os.scandir(folder):
-            try:
-                if entry.name.startswith(BUILDING) and entry.stat().st_mtime < cutoff:
-                    shutil.rmtree(entry.path, ignore_errors=True)
-            except FileNotFoundError:
-                continue
+        _remove_older(folder, time.time() - STALE_BUILD_SEC, lambda name: name.startswith(BUILDING))
+
+
+def _remove_older(folder: Path, cutoff: float, match: Callable[[str], bool]) -> int:
+    """Remove the sub-folders of `folder` whose name matches and whose mtime is before `cutoff`."""
+    removed = 0
+    try:
+        entries = list(os.scandir(folder))
+    except FileNotFoundError:
+        return 0
+    for entry in entries:
+        try:
+            if (match(entry.name) and entry.is_dir(follow_symlinks=False)
+                    and entry.stat().st_mtime < cutoff):
+                shutil.rmtree(entry.path, ignore_errors=True)
+                removed += 1
+        except FileNotFoundError:
+            continue
+    return removed
