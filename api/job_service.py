@@ -9,7 +9,7 @@ from typing import Any
 
 from flask import current_app
 from sqlalchemy import func, insert, select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, load_only
 
 from api import job_cache
 from api.errors import ApiError
@@ -213,6 +213,17 @@ def iso(value: datetime | None) -> str | None:
     return value.isoformat().replace("+00:00", "Z")
 
 
+# What job_status reads: a list loads only these (the JSON payload columns stay unparsed).
+STATUS_COLUMNS = (
+    load_only(Request.id, Request.run_id, Request.cache_hit, Request.created_at),
+    load_only(Run.id, Run.status, Run.skill_id, Run.skill_version, Run.engine, Run.model,
+              Run.created_at, Run.updated_at, Run.queued_at, Run.started_at, Run.finished_at,
+              Run.worker, Run.attempt, Run.needs_upload, Run.pending_interaction_id,
+              Run.interaction_count, Run.recovery_state, Run.recovered_at, Run.recovery_reason,
+              Run.auto_decision_count, Run.last_auto_decision_at, Run.warnings, Run.error),
+)
+
+
 def job_status(req: Request, run: Run) -> dict[str, Any]:
     """The status document of seed 003 §9 (GET /v1/jobs/{request_id})."""
     return {
@@ -266,7 +277,8 @@ def list_jobs(session: Session, args: dict[str, Any]) -> dict[str, Any]:
         query = query.where((key.created_at < when)
                             | ((key.created_at == when) & (key.id < last_id)))
     limit = args.get("limit", 50)
-    rows = session.execute(query.order_by(key.created_at.desc(), key.id.desc())
+    rows = session.execute(query.options(*STATUS_COLUMNS)
+                           .order_by(key.created_at.desc(), key.id.desc())
                            .limit(limit + 1)).all()
     items = [job_status(req, run) for req, run in rows[:limit]]
     next_cursor = None

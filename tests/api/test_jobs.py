@@ -214,6 +214,16 @@ def test_job_list_filters_and_pages_newest_first(client):
     assert client.get("/v1/jobs?cursor=garbage").json["error"]["code"] == "INVALID_CURSOR"
 
 
+def test_job_list_items_are_the_status_documents_the_schema_describes(client):
+    from api.schemas import JobList
+    rid = create(client, skill_id="fenced-json", input={"text": "x"}).json["request_id"]
+    listed = client.get("/v1/jobs?skill_id=fenced-json").json
+    assert JobList().dump(listed) == listed  # sent as built: nothing the schema would change
+    assert set(listed["items"][0]) == set(JobList().fields["items"].inner.schema.fields)
+    single = client.get(f"/v1/jobs/{rid}").json
+    assert listed["items"][0] == single  # the same document as GET /v1/jobs/{id}
+
+
 def test_rare_status_list_pages_newest_first(client, app):
     from sqlalchemy import update as sql_update
     from runner_core.store.models import Run as RunRow
