@@ -274,8 +274,10 @@ def list_jobs(session: Session, args: dict[str, Any]) -> dict[str, Any]:
             query = query.where(getattr(key, field) == args[field])
     if args.get("cursor"):
         when, last_id = _parse_cursor(session, args["cursor"])
-        query = query.where((key.created_at < when)
-                            | ((key.created_at == when) & (key.id < last_id)))
+        # `created_at <= when` on its own is an index range (the OR alone is not, and Postgres
+        # then walks every newer row before the page); the OR settles ties on the id.
+        query = query.where(key.created_at <= when,
+                            (key.created_at < when) | (key.id < last_id))
     limit = args.get("limit", 50)
     rows = session.execute(query.options(*STATUS_COLUMNS)
                            .order_by(key.created_at.desc(), key.id.desc())

@@ -224,6 +224,32 @@ def test_job_list_items_are_the_status_documents_the_schema_describes(client):
     assert listed["items"][0] == single  # the same document as GET /v1/jobs/{id}
 
 
+def test_list_pages_split_ties_on_created_at_by_id(client, app):
+    from sqlalchemy import update as sql_update
+    from runner_core.store.models import Run as RunRow
+    ids = [create(client, skill_id="fenced-json", input={"text": f"t{i}"}).json["request_id"]
+           for i in range(5)]
+    with app.extensions["db"]() as session:
+        same = session.get(Request, ids[0]).created_at
+        session.execute(sql_update(Request).where(Request.id.in_(ids)).values(created_at=same))
+        session.execute(sql_update(RunRow).where(RunRow.request_id.in_(ids)).values(created_at=same))
+        session.commit()
+        run_of = {rid: session.get(Request, rid).run_id for rid in ids}
+    for status, order in ((None, sorted(ids, reverse=True)),  # requests index: ties by request id
+                          ("queued", sorted(ids, key=run_of.get, reverse=True))):  # runs index
+        seen, cursor = [], None
+        while True:
+            query = {"skill_id": "fenced-json", "limit": 2}
+            query.update({"status": status} if status else {})
+            query.update({"cursor": cursor} if cursor else {})
+            page = client.get("/v1/jobs", query_string=query).json
+            seen += [j["request_id"] for j in page["items"]]
+            cursor = page["next_cursor"]
+            if not cursor:
+                break
+        assert seen == order, status
+
+
 def test_rare_status_list_pages_newest_first(client, app):
     from sqlalchemy import update as sql_update
     from runner_core.store.models import Run as RunRow
