@@ -8,3 +8,10 @@ worker_class = "gthread"
 timeout = 120
 graceful_timeout = 20
 accesslog = "-" if os.environ.get("ACCESS_LOG", "0") == "1" else None
+
+
+def post_worker_init(worker):
+    """Move the ~90k objects of the loaded app out of the collector's reach: a full collection
+    over them took ~50 ms, a pause that lands on whatever request triggers it (the p99)."""
+    import gc
+    gc.freeze()
