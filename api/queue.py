@@ -1,13 +1,78 @@
-"""Enqueue runs by task name: the API never imports the worker package."""
+"""Enqueue runs by task name: the API never imports the worker package.
+
+On a Redis broker a run's message is written with one LPUSH of a Celery protocol-2 message
+built here (`task_message`): `send_task` spent ~0.6-1.3 ms of each POST (two Redis clients
+built per call, the producer pool, header assembly), the direct write ~0.1 ms. The worker
+consumes it like any Celery message (tests/integration/test_queue_messages.py compares the two
+message by message). With task events on (Flower's `task-sent`), or another broker, the
+message goes through `send_task`.
+"""
 from __future__ import annotations
 
+import base64
+import json
 import logging
+import os
+import socket
+import uuid
 
 from celery import Celery
+
+from runner_core.finish_events import redis_url
 
 log = logging.getLogger(__name__)
 
 EXECUTE_RUN = "worker.tasks.execute_run"
+EMBED = {"callbacks": None, "errbacks": None, "chain": None, "chord": None}
+
+
+def task_message(name: str, args: list, queue: str, task_id: str, origin: str,
+                 reply_to: str) -> dict:
+    """The message `Celery.send_task(name, args, queue=queue, task_id=task_id)` puts on a
+    Redis list (protocol 2 inside kombu's virtual-transport envelope)."""
+    body = json.dumps([args, {}, EMBED])
+    return {
+        "body": base64.b64encode(body.encode("utf-8")).decode("ascii"),
+        "content-encoding": "utf-8",
+        "content-type": "application/json",
+        "headers": {
+            "lang": "py", "task": name, "id": task_id, "shadow": None, "eta": None,
+            "expires": None, "group": None, "group_index": None, "retries": 0,
+            "timelimit": [None, None], "root_id": task_id, "parent_id": None,
+            "argsrepr": repr(args), "kwargsrepr": "{}", "origin": origin, "ignore_result": None,
+            "replaced_task_nesting": 0, "stamped_headers": None, "stamps": {},
+        },
+        "properties": {
+            "correlation_id": task_id, "reply_to": reply_to, "delivery_mode": 2,
+            "delivery_info": {"exchange": "", "routing_key": queue}, "priority": 0,
+            "body_encoding": "base64", "delivery_tag": str(uuid.uuid4()),
+        },
+    }
+
+
+class RedisTaskSender:
+    """LPUSHes task messages on a Redis broker; one client per process (not across a fork)."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.reply_to = str(uuid.uuid4())
+        self._client = None
+        self._pid: int | None = None
+
+    def send(self, name: str, args: list, queue: str, task_id: str) -> None:
+        if self._pid != os.getpid():
+            import redis
+            from redis.backoff import ExponentialBackoff
+            from redis.retry import Retry
+            # a broken pooled connection (broker restart) is retried on a new one, twice
+            self._client = redis.Redis.from_url(
+                self.url, socket_timeout=3, socket_connect_timeout=3,
+                retry=Retry(ExponentialBackoff(cap=0.5, base=0.1), 2),
+                retry_on_error=[redis.ConnectionError, redis.TimeoutError])
+            self._pid = os.getpid()
+        origin = f"gen{os.getpid()}@{socket.gethostname()}"
+        message = task_message(name, args, queue, task_id, origin, self.reply_to)
+        self._client.lpush(queue, json.dumps(message))
 
 
 class CeleryQueue:
@@ -20,12 +85,18 @@ class CeleryQueue:
                                 broker_connection_timeout=3, task_publish_retry=True,
                                 task_publish_retry_policy={"max_retries": 2, "interval_start": 0.1,
                                                            "interval_step": 0.2})
+        url = None if sent_events else redis_url(broker_url)
+        self.direct = RedisTaskSender(url) if url else None
 
     def enqueue(self, run_id: str, queue: str, task_id: str | None = None) -> str | None:
         """Send execute_run(run_id); returns the task id, or None when the broker is down."""
+        task_id = task_id or str(uuid.uuid4())
         try:
-            result = self.celery.send_task(EXECUTE_RUN, args=[run_id], queue=queue, task_id=task_id)
-            return result.id
+            if self.direct is not None:
+                self.direct.send(EXECUTE_RUN, [run_id], queue, task_id)
+                return task_id
+            return self.celery.send_task(EXECUTE_RUN, args=[run_id], queue=queue,
+                                         task_id=task_id).id
         except Exception as exc:  # the row is committed; the sweeper re-enqueues it
             log.warning("enqueue of run %s failed (%s); the sweeper will retry", run_id, exc)
             return None
