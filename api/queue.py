@@ -58,6 +58,7 @@ class RedisTaskSender:
         self.reply_to = str(uuid.uuid4())
         self._client = None
         self._pid: int | None = None
+        self._origin = ""
 
     def send(self, name: str, args: list, queue: str, task_id: str) -> None:
         if self._pid != os.getpid():
@@ -70,8 +71,8 @@ class RedisTaskSender:
                 retry=Retry(ExponentialBackoff(cap=0.5, base=0.1), 2),
                 retry_on_error=[redis.ConnectionError, redis.TimeoutError])
             self._pid = os.getpid()
-        origin = f"gen{os.getpid()}@{socket.gethostname()}"
-        message = task_message(name, args, queue, task_id, origin, self.reply_to)
+            self._origin = f"gen{self._pid}@{socket.gethostname()}"  # as Celery names it
+        message = task_message(name, args, queue, task_id, self._origin, self.reply_to)
         self._client.lpush(queue, json.dumps(message))
 
 
