@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 from runner_core.cache import cache_key, skill_fingerprint
 from runner_core.engines.config import EngineConfigError, load_engine_config
 from runner_core.skills import SkillPackage
-from runner_core.skills.memo import tree_signature
+from runner_core.skills.memo import memo_signature, tree_signature
 from runner_core.store.models import Run
 
 
@@ -33,7 +33,7 @@ def key_for(pkg: SkillPackage, engine: str | None, model: str | None, parameter:
             config = {}
         # Secrets must not shape the key; everything that changes behaviour must.
         engine_config["engine"] = {k: v for k, v in config.items() if k not in ("api_key", "env")}
-    return cache_key(fingerprint=fingerprint(pkg.root), engine=engine or "script",
+    return cache_key(fingerprint=fingerprint(pkg), engine=engine or "script",
                      model=model, parameter=parameter, inline_input=inline,
                      upload_hashes=upload_hashes, engine_config=engine_config)
 
@@ -41,16 +41,19 @@ def key_for(pkg: SkillPackage, engine: str | None, model: str | None, parameter:
 _fingerprints: dict[str, tuple[tuple, str]] = {}
 
 
-def fingerprint(root) -> str:
-    """skill_fingerprint, recomputed only when the skill's file tree changed."""
-    signature = tree_signature(root)
-    hit = _fingerprints.get(str(root))
+def fingerprint(pkg: SkillPackage) -> str:
+    """skill_fingerprint of the package's files, recomputed only when they changed. A package
+    the skill memo handed out this request comes with its signature: no second tree walk."""
+    root = str(pkg.root)
+    signature = memo_signature(pkg) or tree_signature(pkg.root)
+    hit = _fingerprints.get(root)
     if hit and hit[0] == signature:
         return hit[1]
-    value = skill_fingerprint(root)
-    if len(_fingerprints) > 512:
-        _fingerprints.clear()
-    _fingerprints[str(root)] = (signature, value)
+    value = skill_fingerprint(pkg.root)
+    if tree_signature(pkg.root) == signature:  # not edited while it was hashed
+        if len(_fingerprints) > 512:
+            _fingerprints.clear()
+        _fingerprints[root] = (signature, value)
     return value
 
 

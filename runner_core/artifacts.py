@@ -16,6 +16,8 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
+from runner_core.workspace import write_file
+
 ARTIFACTS_DIR = "artifacts"
 MANIFEST_NAME = "manifest.json"
 _CHUNK = 64 * 1024
@@ -106,8 +108,11 @@ def file_sha256(path: Path) -> str:
 
 def index_artifacts(run_dir: Path, contract: list[ArtifactSpec]) -> ArtifactManifest:
     """Hash and list every file under `run_dir/artifacts/`, matched against `contract`."""
-    run_dir = Path(run_dir).resolve()
     manifest = ArtifactManifest()
+    if _empty_dir(Path(run_dir) / ARTIFACTS_DIR):  # most runs: nothing to resolve or walk
+        manifest.missing_required = [s for s in contract if s.required]
+        return manifest
+    run_dir = Path(run_dir).resolve()
     for rel, real in _walk_artifacts(run_dir, manifest.warnings):
         spec = next((s for s in contract if s.matches(rel)), None)
         filename = rel.rsplit("/", 1)[-1]
@@ -123,9 +128,7 @@ def index_artifacts(run_dir: Path, contract: list[ArtifactSpec]) -> ArtifactMani
 def write_manifest(run_dir: Path, manifest: ArtifactManifest) -> Path:
     """Write `run_dir/manifest.json` atomically and return its path."""
     target = Path(run_dir) / MANIFEST_NAME
-    tmp = target.with_name(MANIFEST_NAME + ".tmp")
-    tmp.write_text(json.dumps(manifest.to_dict(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp, target)
+    write_file(target, (json.dumps(manifest.to_dict(), indent=2, ensure_ascii=False) + "\n").encode())
     return target
 
 
@@ -161,6 +164,16 @@ def _walk_artifacts(run_dir: Path, warnings: list[dict[str, str]]) -> list[tuple
             elif name in filenames and real.is_file():
                 found.append((rel, real))
     return sorted(found)
+
+
+def _empty_dir(path: Path) -> bool:
+    """True for an empty folder (or a missing one); a symlink to one counts as empty too, as
+    `_walk_artifacts` never follows it."""
+    try:
+        with os.scandir(path) as entries:
+            return next(entries, None) is None
+    except (FileNotFoundError, NotADirectoryError):
+        return not os.path.lexists(path)
 
 
 def _real_path(path: Path) -> Path | None:

@@ -82,9 +82,11 @@ class RunDirPool:
         if self.size <= 0:
             return 0
         folder = self.root / key
-        folder.mkdir(parents=True, exist_ok=True)
-        self.prune_siblings(key)
-        self._remove_dead_builds(folder)
+        try:
+            folder.mkdir(parents=True)
+            self.prune_siblings(key)  # a new signature: the older ones are not taken again
+        except FileExistsError:
+            pass
         made = 0
         for _ in range(self.size - self.ready(key)):
             name = uuid.uuid4().hex
@@ -113,12 +115,17 @@ class RunDirPool:
 
     def prune_idle(self, max_age_sec: float) -> int:
         """Remove the folders of keys nobody took from or filled for `max_age_sec` (a folder's
-        mtime moves with every take and fill): skills that were removed or are no longer run."""
-        return _remove_older(self.root, time.time() - max_age_sec, lambda _name: True)
-
-    @staticmethod
-    def _remove_dead_builds(folder: Path) -> None:
-        _remove_older(folder, time.time() - STALE_BUILD_SEC, lambda name: name.startswith(BUILDING))
+        mtime moves with every take and fill): skills that were removed or are no longer run;
+        and in the others, builds cut short (their process died) more than STALE_BUILD_SEC ago."""
+        removed = _remove_older(self.root, time.time() - max_age_sec, lambda _name: True)
+        try:
+            keys = [e.path for e in os.scandir(self.root) if e.is_dir(follow_symlinks=False)]
+        except FileNotFoundError:
+            return removed
+        for folder in keys:
+            _remove_older(Path(folder), time.time() - STALE_BUILD_SEC,
+                          lambda name: name.startswith(BUILDING))
+        return removed
 
 
 def _remove_older(folder: Path, cutoff: float, match: Callable[[str], bool]) -> int:

@@ -7,7 +7,10 @@ import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from runner_core.skill_copy import SkillCopy
 
 RUN_SUBDIRS = ("uploads", "artifacts", "result", "logs", "bundle", "raw")
 SNAPSHOT_DIR = ".skill"
@@ -41,20 +44,33 @@ class RunPaths:
 
 
 def create_run_dir(runs_dir: Path, run_id: str) -> RunPaths:
-    """Create the run directory and its sub-folders (idempotent)."""
+    """Create the run directory and its sub-folders (idempotent; one mkdir each when new)."""
     paths = RunPaths(runs_dir / run_id)
+    root = str(paths.root)
+    try:
+        os.mkdir(root)
+    except FileExistsError:
+        for sub in RUN_SUBDIRS:
+            os.makedirs(os.path.join(root, sub), exist_ok=True)
+        return paths
+    except FileNotFoundError:
+        os.makedirs(root, exist_ok=True)
     for sub in RUN_SUBDIRS:
-        (paths.root / sub).mkdir(parents=True, exist_ok=True)
+        os.mkdir(os.path.join(root, sub))
     return paths
 
 
 def snapshot_skill(source: Path, paths: RunPaths, skill_id: str,
-                   rel_dir: str = SNAPSHOT_DIR) -> Path:
+                   rel_dir: str = SNAPSHOT_DIR, copy: SkillCopy | None = None) -> Path:
     """Copy the skill into the run under `rel_dir` (an engine run puts it in the folder its
-    CLI discovers skills in, so that copy is the snapshot); returns the copy's root."""
+    CLI discovers skills in, so that copy is the snapshot); returns the copy's root. `copy`:
+    the skill's files already in memory (`runner_core.skill_copy`), written instead of copied."""
     dest = paths.root / rel_dir / skill_id
     if dest.exists():
         shutil.rmtree(dest)
+    if copy is not None:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        return copy.write(dest)
     shutil.copytree(source, dest, symlinks=False, ignore=shutil.ignore_patterns("__pycache__"))
     return dest
 
@@ -101,9 +117,23 @@ def link_uploads(source: Path, paths: RunPaths) -> None:
 
 def write_json(path: Path, data: Any) -> None:
     """Write JSON atomically (tmp + rename) so readers never see half a file."""
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False, default=str), encoding="utf-8")
-    os.replace(tmp, path)
+    write_file(path, json.dumps(data, indent=2, ensure_ascii=False, default=str).encode("utf-8"))
+
+
+def write_file(path: Path | str, data: bytes, *, atomic: bool = True) -> None:
+    """Write `data` to `path`; `atomic`: through `<path>.tmp` and a rename. Plain os calls:
+    a text-mode open costs three more system calls (fstat, isatty, lseek) per file."""
+    target = os.fspath(path)
+    name = target + ".tmp" if atomic else target
+    fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    finally:
+        os.close(fd)
+    if atomic:
+        os.replace(name, target)
 
 
 # A minimal git repository marker. CLIs that walk up from the run dir looking for skills,

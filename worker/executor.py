@@ -21,6 +21,7 @@ from runner_core.output import NormalizeRequest, run_output_chain
 from runner_core.settings import Settings
 from runner_core.skills import SkillPackage
 from runner_core.run_pool import RunDirPool, pool_key
+from runner_core.skill_copy import cached_copy
 from runner_core.skills.memo import load_skill_signed, relocated, tree_signature
 from runner_core.skills.locks import locks_dir, skill_lock
 from runner_core.store.models import Run
@@ -88,7 +89,8 @@ class RunExecutor:
             log.exception("run %s crashed", self.run.id)
             outcome = RunOutcome("failed", {"code": "INTERNAL_ERROR",
                                             "message": f"{type(exc).__name__}: {exc}"}, self.warnings)
-        create_run_dir(self.settings.runs_dir, self.run.id)  # a run that failed early has none
+        if not self.paths.root.is_dir():  # a run that failed early has none
+            create_run_dir(self.settings.runs_dir, self.run.id)
         self._write_result(outcome)  # the bundle is built on its first download
         outcome.timings = self.timings
         outcome.session_handle = self.session_handle
@@ -116,7 +118,8 @@ class RunExecutor:
                 snapshot = layout.snapshot_in(self.paths.root)
             else:
                 create_run_dir(self.settings.runs_dir, self.run.id)
-                snapshot = snapshot_skill(source, self.paths, self.run.skill_id, layout.rel_dir)
+                snapshot = snapshot_skill(source, self.paths, self.run.skill_id, layout.rel_dir,
+                                          cached_copy(source, signature))
         pkg = relocated(loaded, snapshot)
         if pkg.health != "ok":
             raise RunFailed("SKILL_INVALID", "; ".join(pkg.errors), {"errors": pkg.errors})
@@ -244,10 +247,11 @@ class PoolLayout:
     def build(self, path: Path) -> bool:
         """Make the directory at `path`; False when the skill changed since `signature`."""
         paths = create_run_dir(path.parent, path.name)
-        snapshot_skill(self.source, paths, self.skill_id, self.rel_dir)
+        copy = cached_copy(self.source, self.signature)  # known to be `signature`'s files
+        snapshot_skill(self.source, paths, self.skill_id, self.rel_dir, copy)
         if self.git:
             write_git_marker(path)
-        return tree_signature(self.source) == self.signature
+        return copy is not None or tree_signature(self.source) == self.signature
 
 
 def is_engine_run(pkg: SkillPackage) -> bool:

@@ -59,18 +59,26 @@ class Heartbeat:
 
 
 class _Beater:
-    """The per-process thread behind every Heartbeat."""
+    """The per-process thread behind every Heartbeat.
+
+    While no run is active the thread wakes every `idle_sec` (the last interval it served), so
+    a run that starts only wakes it when its first beat falls before that: a short run costs no
+    thread switch."""
 
     def __init__(self) -> None:
         self.cond = threading.Condition()
         self.active: set[Heartbeat] = set()
+        self.idle_sec = 2.0
+        self.wake_at = 0.0  # when the thread's current wait ends (0: it is not waiting)
         threading.Thread(target=self._loop, name="heartbeat", daemon=True).start()
 
     def add(self, heartbeat: Heartbeat) -> None:
         with self.cond:
             heartbeat.due = time.monotonic() + heartbeat.interval
             self.active.add(heartbeat)
-            self.cond.notify()
+            self.idle_sec = heartbeat.interval
+            if heartbeat.due < self.wake_at:
+                self.cond.notify()
 
     def remove(self, heartbeat: Heartbeat) -> None:
         with self.cond:
@@ -84,8 +92,9 @@ class _Beater:
                     due = [hb for hb in self.active if hb.due <= now]
                     if due:
                         break
-                    wake = min((hb.due for hb in self.active), default=None)
-                    self.cond.wait(None if wake is None else wake - now)
+                    self.wake_at = min((hb.due for hb in self.active), default=now + self.idle_sec)
+                    self.cond.wait(self.wake_at - now)
+                self.wake_at = 0.0
                 for heartbeat in due:
                     heartbeat.due = now + heartbeat.interval
             for heartbeat in due:

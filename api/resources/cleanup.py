@@ -29,7 +29,7 @@ class CleanupResult(Schema):
 
 @blp.route("/cleanup")
 class Cleanup(MethodView):
-    @blp.arguments(CleanupArgs)
+    @blp.arguments(CleanupArgs())
     @blp.response(200, CleanupResult)
     def post(self, args):
         """Delete finished runs older than `older_than_sec` with their requests and files."""

@@ -26,7 +26,8 @@ def db():
 
 @blp.route("")
 class Jobs(MethodView):
-    @blp.arguments(JobCreate)
+    # schema instances, not classes: webargs would build a new schema object per request
+    @blp.arguments(JobCreate())
     @blp.response(200, JobCreated)
     def post(self, body):
         """Create a job; it starts now, or after its upload when the skill takes files."""
@@ -35,7 +36,7 @@ class Jobs(MethodView):
             req, run = jobs.create_job(session, pkg, body)
             return {"request_id": req.id, "cache_hit": req.cache_hit, "status": run.status}
 
-    @blp.arguments(JobListArgs, location="query")
+    @blp.arguments(JobListArgs(), location="query")
     @blp.response(200, JobList)
     def get(self, args):
         """List jobs, newest first; filter by status/skill_id/engine; page with `cursor`."""
@@ -65,7 +66,7 @@ class Upload(MethodView):
 
 @blp.route("/<request_id>")
 class Job(MethodView):
-    @blp.arguments(WaitArgs, location="query")
+    @blp.arguments(WaitArgs(), location="query")
     @blp.response(200, JobStatus)
     def get(self, args, request_id: str):
         """Status and summary of a job; `wait_sec` waits (long poll) for the run to end."""
@@ -74,7 +75,7 @@ class Job(MethodView):
 
 @blp.route("/<request_id>/result")
 class Result(MethodView):
-    @blp.arguments(WaitArgs, location="query")
+    @blp.arguments(WaitArgs(), location="query")
     @blp.response(200, JobResult)
     def get(self, args, request_id: str):
         """The final structured result (valid against the skill's output schema); 409 while

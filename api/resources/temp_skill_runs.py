@@ -54,7 +54,7 @@ class TempUpload(MethodView):
 
 @blp.route("/<request_id>")
 class TempRun(MethodView):
-    @blp.arguments(WaitArgs, location="query")
+    @blp.arguments(WaitArgs(), location="query")
     @blp.response(200, JobStatus)
     def get(self, args, request_id: str):
         """Status and summary of a one-off run; `wait_sec` waits (long poll) for its end."""
@@ -63,7 +63,7 @@ class TempRun(MethodView):
 
 @blp.route("/<request_id>/result")
 class TempResult(MethodView):
-    @blp.arguments(WaitArgs, location="query")
+    @blp.arguments(WaitArgs(), location="query")
     @blp.response(200, JobResult)
     def get(self, args, request_id: str):
         """The final structured result (409 RUN_NOT_FINISHED while it runs, unless it ends

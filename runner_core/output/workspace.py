@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from runner_core.workspace import write_file
+
 RAW_TEXT = Path("raw/engine_output.txt")
 RAW_ENVELOPE = Path("raw/engine_output.json")
 RESULT_FILE = Path("result/result.json")
@@ -33,10 +35,19 @@ class RawOutput:
 
 def write_json(path: Path, value: Any) -> None:
     """Write `value` as indented UTF-8 JSON, creating parent directories."""
-    path.parent.mkdir(parents=True, exist_ok=True)
     # default=str: envelopes come from CLIs and may hold values json cannot encode natively
     text = json.dumps(value, ensure_ascii=False, indent=2, default=str)
-    path.write_text(text + "\n", encoding="utf-8")
+    write_text(path, text + "\n")
+
+
+def write_text(path: Path, text: str) -> None:
+    """Write `text` (UTF-8) to `path`; its folder is made only when it is missing."""
+    data = text.encode("utf-8")
+    try:
+        write_file(path, data, atomic=False)
+    except FileNotFoundError:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_file(path, data, atomic=False)
 
 
 def write_raw_output(run_dir: Path, engine_text: str | None, envelope: Any,
@@ -45,9 +56,8 @@ def write_raw_output(run_dir: Path, engine_text: str | None, envelope: Any,
     `text_file` already holds the text: it is hard-linked (a new name costs far less than a
     new file), or copied where links are not possible."""
     text_path = run_dir / RAW_TEXT
-    text_path.parent.mkdir(parents=True, exist_ok=True)
     if not (text_file is not None and link_file(text_file, text_path)):
-        text_path.write_text(engine_text or "", encoding="utf-8")
+        write_text(text_path, engine_text or "")
     envelope_path = None
     if envelope is not None:
         envelope_path = run_dir / RAW_ENVELOPE
@@ -57,12 +67,19 @@ def write_raw_output(run_dir: Path, engine_text: str | None, envelope: Any,
 
 def link_file(source: Path, dest: Path) -> bool:
     """Hard-link `source` as `dest` (replacing `dest`); False when the file system refuses."""
-    try:
-        dest.unlink(missing_ok=True)
-        os.link(source, dest)
-        return True
-    except OSError:
-        return False
+    for _attempt in range(3):
+        try:
+            os.link(source, dest)
+            return True
+        except FileExistsError:
+            dest.unlink(missing_ok=True)
+        except FileNotFoundError:
+            if not source.exists():
+                return False
+            dest.parent.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            return False
+    return False
 
 
 def read_result_file(run_dir: Path) -> str | None:

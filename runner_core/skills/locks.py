@@ -26,8 +26,11 @@ def lock_path(locks_dir: Path, skill_id: str) -> Path:
 def skill_lock(locks_dir: Path, skill_id: str, *, shared: bool = False) -> Iterator[None]:
     """Hold the skill's lock: exclusive to install or update it, shared to copy it."""
     path = lock_path(locks_dir, skill_id)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except FileNotFoundError:  # the first lock of a new data dir
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
         yield

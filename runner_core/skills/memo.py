@@ -51,7 +51,7 @@ def load_skill_cached(root: Path, *, strict: bool = False) -> SkillPackage:
 
 def load_skill_signed(root: Path, *, strict: bool = False) -> tuple[SkillPackage, tuple]:
     """`load_skill_cached(root)` and the tree signature it was checked against."""
-    key = (str(root.resolve()), strict)
+    key = (os.path.abspath(root), strict)  # no resolve(): it stats every path component
     signature = tree_signature(root)
     with _lock:
         hit = _memo.get(key)
@@ -63,6 +63,14 @@ def load_skill_signed(root: Path, *, strict: bool = False) -> tuple[SkillPackage
             _memo.clear()
         _memo[key] = (signature, pkg)
     return pkg, signature
+
+
+def memo_signature(pkg: SkillPackage) -> tuple | None:
+    """The signature `pkg` was memoized under, when it is the memo's current object for its
+    root (what `load_skill_cached` just handed out); else None."""
+    with _lock:
+        hit = _memo.get((os.path.abspath(pkg.root), False))
+    return hit[0] if hit and hit[1] is pkg else None
 
 
 def relocated(pkg: SkillPackage, root: Path) -> SkillPackage:

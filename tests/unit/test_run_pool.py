@@ -108,9 +108,11 @@ def test_dead_builds_are_removed_and_live_ones_kept(tmp_path, monkeypatch):
     old = time.time() - run_pool.STALE_BUILD_SEC - 10
     os.utime(dead, (old, old))
     pool.fill("demo.a.b", builder("v1"))
+    assert pool.ready("demo.a.b") == 1  # a build in progress is never counted or taken
+    assert pool.prune_idle(3600) == 0  # the sweep: the key is in use, its dead build goes
     names = os.listdir(folder)
     assert f"{BUILDING}dead" not in names and f"{BUILDING}live" in names
-    assert pool.ready("demo.a.b") == 1  # a build in progress is never counted or taken
+    assert pool.ready("demo.a.b") == 1
 
 
 def test_size_zero_turns_the_pool_off(tmp_path):

@@ -1,0 +1,57 @@
+"""The per-process heartbeat thread: beats on time without being woken for every run."""
+from __future__ import annotations
+
+import threading
+import time
+
+from worker.lease import Heartbeat, _Beater
+
+
+class Counter:
+    def __init__(self) -> None:
+        self.beats: list[str] = []
+        self.event = threading.Event()
+
+    def sessions(self):  # Heartbeat.beat opens a session and calls run_states.beat
+        raise AssertionError("not used")
+
+
+def make(counter: Counter, run_id: str, interval: float) -> Heartbeat:
+    hb = Heartbeat(counter.sessions, run_id, interval)
+
+    def beat() -> None:
+        counter.beats.append(run_id)
+        counter.event.set()
+    hb.beat = beat  # type: ignore[method-assign]
+    return hb
+
+
+def test_a_shorter_interval_wakes_an_idle_beater():
+    beater, counter = _Beater(), Counter()
+    beater.idle_sec = 30.0
+    slow = make(counter, "slow", 30.0)
+    beater.add(slow)
+    beater.remove(slow)  # the thread now sleeps ~30 s
+    time.sleep(0.05)
+    fast = make(counter, "fast", 0.05)
+    started = time.monotonic()
+    beater.add(fast)
+    assert counter.event.wait(2.0), "the new heartbeat was never beaten"
+    assert time.monotonic() - started < 1.0
+    beater.remove(fast)
+    assert counter.beats[0] == "fast"
+
+
+def test_removed_heartbeats_stop_and_active_ones_repeat():
+    beater, counter = _Beater(), Counter()
+    a, b = make(counter, "a", 0.05), make(counter, "b", 0.05)
+    beater.add(a)
+    beater.add(b)
+    beater.remove(b)
+    time.sleep(0.4)
+    beater.remove(a)
+    assert counter.beats.count("a") >= 3
+    assert "b" not in counter.beats
+    seen = len(counter.beats)
+    time.sleep(0.2)
+    assert len(counter.beats) == seen
