@@ -43,6 +43,7 @@ class Settings:
     upload_max_ratio: float = 200.0
     task_events: bool = False
     run_pool: int = 2  # run directories made ahead per skill version and kind (0: off)
+    snapshot_mode: str = "link"  # link: from a read-only copy per skill version; copy: full copies
 
     def running_limit(self, engine: str | None) -> int:
         """The per-engine maximum of running runs for `engine` (script runs: 'script'); 0 = none."""
@@ -59,6 +60,10 @@ class Settings:
     @property
     def run_pool_dir(self) -> Path:
         return self.data_dir / "run-pool"
+
+    @property
+    def skill_copies_dir(self) -> Path:
+        return self.data_dir / "skill-copies"
 
     @property
     def broker_socket(self) -> Path:
@@ -114,5 +119,13 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         max_running_per_engine=per_engine_limits(env),
         limit_retry_sec=float(env.get("SKILL_RUNNER_LIMIT_RETRY_SEC", "5")),
         run_pool=int(env.get("SKILL_RUNNER_RUN_POOL", "2")),
+        snapshot_mode=_snapshot_mode(env.get("SKILL_RUNNER_SNAPSHOT", "link")),
         task_events=env.get("SKILL_RUNNER_TASK_EVENTS", "0").strip().lower() in ("1", "true", "yes"),
     )
+
+
+def _snapshot_mode(value: str) -> str:
+    mode = value.strip().lower() or "link"
+    if mode not in ("link", "copy"):
+        raise ValueError(f"SKILL_RUNNER_SNAPSHOT must be 'link' or 'copy', not {value!r}")
+    return mode

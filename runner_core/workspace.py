@@ -7,10 +7,7 @@ import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from runner_core.skill_copy import SkillCopy
+from typing import Any
 
 RUN_SUBDIRS = ("uploads", "artifacts", "result", "logs", "bundle", "raw")
 SNAPSHOT_DIR = ".skill"
@@ -61,16 +58,12 @@ def create_run_dir(runs_dir: Path, run_id: str) -> RunPaths:
 
 
 def snapshot_skill(source: Path, paths: RunPaths, skill_id: str,
-                   rel_dir: str = SNAPSHOT_DIR, copy: SkillCopy | None = None) -> Path:
+                   rel_dir: str = SNAPSHOT_DIR) -> Path:
     """Copy the skill into the run under `rel_dir` (an engine run puts it in the folder its
-    CLI discovers skills in, so that copy is the snapshot); returns the copy's root. `copy`:
-    the skill's files already in memory (`runner_core.skill_copy`), written instead of copied."""
+    CLI discovers skills in, so that copy is the snapshot); returns the copy's root."""
     dest = paths.root / rel_dir / skill_id
     if dest.exists():
         shutil.rmtree(dest)
-    if copy is not None:
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        return copy.write(dest)
     shutil.copytree(source, dest, symlinks=False, ignore=shutil.ignore_patterns("__pycache__"))
     return dest
 

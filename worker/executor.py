@@ -21,7 +21,7 @@ from runner_core.output import NormalizeRequest, run_output_chain
 from runner_core.settings import Settings
 from runner_core.skills import SkillPackage
 from runner_core.run_pool import RunDirPool, pool_key
-from runner_core.skill_copy import cached_copy
+from runner_core.skill_copy import SkillCopies
 from runner_core.skills.memo import load_skill_signed, relocated, tree_signature
 from runner_core.skills.locks import locks_dir, skill_lock
 from runner_core.store.models import Run
@@ -110,16 +110,17 @@ class RunExecutor:
         # Shared lock: an install of this skill cannot swap it while it is being copied.
         with skill_lock(locks_dir(self.settings.data_dir), self.run.skill_id, shared=True):
             loaded, signature = load_skill_signed(source)  # validated once per version
+            installed = self.run.kind == "job"  # one-off runs bring their own package
             layout = PoolLayout(source, self.run.skill_id, snapshot_dir(self.run, loaded),
-                                git=is_engine_run(loaded), signature=signature)
-            if self.run.kind == "job" and loaded.health == "ok":  # one-off runs: no next run
+                                git=is_engine_run(loaded), signature=signature,
+                                copies=skill_copies(self.settings) if installed else None)
+            if installed and loaded.health == "ok":  # one-off runs: no next run
                 self.pool_layout = layout
             if self.pool_layout and self.pool.take(layout.key, self.paths.root):
                 snapshot = layout.snapshot_in(self.paths.root)
             else:
                 create_run_dir(self.settings.runs_dir, self.run.id)
-                snapshot = snapshot_skill(source, self.paths, self.run.skill_id, layout.rel_dir,
-                                          cached_copy(source, signature))
+                snapshot, _exact = layout.snapshot(self.paths)
         pkg = relocated(loaded, snapshot)
         if pkg.health != "ok":
             raise RunFailed("SKILL_INVALID", "; ".join(pkg.errors), {"errors": pkg.errors})
@@ -236,6 +237,7 @@ class PoolLayout:
     rel_dir: str
     git: bool
     signature: tuple
+    copies: SkillCopies | None = field(default=None, compare=False)  # None: copy every file
 
     @property
     def key(self) -> str:
@@ -244,14 +246,35 @@ class PoolLayout:
     def snapshot_in(self, run_dir: Path) -> Path:
         return run_dir / self.rel_dir / self.skill_id
 
+    def snapshot(self, paths: RunPaths) -> tuple[Path, bool]:
+        """Put the skill's snapshot into the run: linked from the copy of exactly `signature`
+        (True), or copied from the skill's folder as it is now (False)."""
+        dest = paths.root / self.rel_dir / self.skill_id
+        if self.copies is not None and self.copies.snapshot(self.source, self.skill_id,
+                                                             self.signature, dest):
+            return dest, True
+        return snapshot_skill(self.source, paths, self.skill_id, self.rel_dir), False
+
     def build(self, path: Path) -> bool:
         """Make the directory at `path`; False when the skill changed since `signature`."""
         paths = create_run_dir(path.parent, path.name)
-        copy = cached_copy(self.source, self.signature)  # known to be `signature`'s files
-        snapshot_skill(self.source, paths, self.skill_id, self.rel_dir, copy)
+        _snapshot, exact = self.snapshot(paths)
         if self.git:
             write_git_marker(path)
-        return copy is not None or tree_signature(self.source) == self.signature
+        return exact or tree_signature(self.source) == self.signature
+
+
+_copies: dict[Path, SkillCopies] = {}
+
+
+def skill_copies(settings: Settings) -> SkillCopies | None:
+    """This process's view of the skill copies runs link from; None when every run copies."""
+    if settings.snapshot_mode != "link":
+        return None
+    root = settings.skill_copies_dir
+    if root not in _copies:
+        _copies[root] = SkillCopies(root)
+    return _copies[root]
 
 
 def is_engine_run(pkg: SkillPackage) -> bool:

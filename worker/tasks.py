@@ -19,13 +19,14 @@ from celery.signals import worker_process_init, worker_ready
 from runner_core.finish_events import FinishPublisher
 from runner_core.queues import queue_for
 from runner_core.run_pool import IDLE_KEY_SEC, RunDirPool
+from runner_core.skill_copy import installed_signatures
 from runner_core.skills import load_skill
 from runner_core.store import runs as run_states
 from runner_core.store.db import make_engine, make_sessionmaker
 from runner_core.store.models import Run
 from runner_core.workspace import RunPaths, write_json
 from worker.celery_app import app, settings
-from worker.executor import RunExecutor, skill_source
+from worker.executor import RunExecutor, skill_copies, skill_source
 from worker.lease import Heartbeat, beat_interval, make_watch
 from worker.recovery import recover
 
@@ -164,8 +165,11 @@ def sweep() -> dict:
     report = recover(settings, sessions(), _send)
     try:
         RunDirPool(settings.run_pool_dir, settings.run_pool).prune_idle(IDLE_KEY_SEC)
+        copies = skill_copies(settings)
+        if copies is not None:  # only the installed skills' current versions are linked from
+            copies.prune(installed_signatures(settings.skills_dir))
     except OSError:
-        log.warning("run pool prune failed", exc_info=True)
+        log.warning("run pool / skill copies prune failed", exc_info=True)
     return report
 
 

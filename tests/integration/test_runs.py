@@ -191,6 +191,10 @@ def test_run_directories_come_ready_from_the_pool_and_never_from_an_older_skill(
     assert result["data"] == {"text": "second", "length": 6}
     run_dir = stack.settings.runs_dir / status["run_id"]
     assert (run_dir / ".skill" / "fenced-json" / "SKILL.md").is_file()
+    # the snapshot links the service's read-only copy of this version, not skills/
+    snap = (run_dir / ".skill" / "fenced-json" / "scripts" / "run.py").stat()
+    installed = (stack.settings.skills_dir / "fenced-json" / "scripts" / "run.py").stat()
+    assert snap.st_nlink >= 2 and snap.st_mode & 0o222 == 0 and snap.st_ino != installed.st_ino
     assert {"uploads", "artifacts", "result", "logs", "bundle", "raw"} <= {
         p.name for p in run_dir.iterdir()}
     # a script's stdout is its raw output: one file under two names
@@ -201,7 +205,10 @@ def test_run_directories_come_ready_from_the_pool_and_never_from_an_older_skill(
 
     script = stack.settings.skills_dir / "fenced-json" / "scripts" / "run.py"
     script.write_text(script.read_text().replace('{"text": text,', '{"text": text.upper(),'))
-    _, result = _run_fenced(stack, "third")
+    status, result = _run_fenced(stack, "third")
     assert result["data"] == {"text": "THIRD", "length": 5}  # the edited skill, not a pooled copy
+    third = stack.settings.runs_dir / status["run_id"] / ".skill" / "fenced-json" / "scripts"
+    assert "text.upper()" in (third / "run.py").read_text()
+    assert "text.upper()" not in (run_dir / ".skill" / "fenced-json" / "scripts" / "run.py").read_text()
     new_keys = _wait_pool(stack.settings, "fenced-json", size)
     assert len(new_keys) == 1 and set(new_keys) != set(first_keys)  # the old version is gone

@@ -21,3 +21,15 @@ def test_per_engine_running_limits_are_read_by_engine_key(tmp_path) -> None:
     assert settings.running_limit("codex") == 2
     assert settings.running_limit(None) == 5
     assert settings.running_limit("gemini") == 0
+
+
+def test_snapshot_mode_defaults_to_link_and_rejects_typos(tmp_path) -> None:
+    from worker.executor import skill_copies
+    env = {"SKILL_RUNNER_DATA_DIR": str(tmp_path)}
+    linked = load_settings(env)
+    assert linked.snapshot_mode == "link"
+    assert skill_copies(linked).root == tmp_path.resolve() / "skill-copies"
+    copied = load_settings({**env, "SKILL_RUNNER_SNAPSHOT": "Copy"})
+    assert copied.snapshot_mode == "copy" and skill_copies(copied) is None
+    with pytest.raises(ValueError, match="SKILL_RUNNER_SNAPSHOT"):
+        load_settings({**env, "SKILL_RUNNER_SNAPSHOT": "hardlink"})

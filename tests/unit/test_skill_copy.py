@@ -1,12 +1,15 @@
-"""The in-memory skill copy behind run snapshots: same tree as a disk copy, tied to a signature."""
+"""Run snapshots linked from a read-only copy per skill version (runner_core.skill_copy)."""
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
 
+import pytest
+
 from runner_core import skill_copy
-from runner_core.skill_copy import cached_copy, read_copy
+from runner_core.skill_copy import SkillCopies, installed_signatures
 from runner_core.skills.memo import tree_signature
 from runner_core.workspace import create_run_dir, snapshot_skill
 
@@ -28,58 +31,127 @@ def tree(root: Path) -> dict[str, tuple[bool, bytes | None, bool]]:
     """relative path -> (is dir, content, executable)"""
     out = {}
     for path in sorted(root.rglob("*")):
-        rel = path.relative_to(root).as_posix()
         mode = path.stat().st_mode
-        out[rel] = (path.is_dir(), None if path.is_dir() else path.read_bytes(),
-                    bool(mode & stat.S_IXUSR))
+        out[path.relative_to(root).as_posix()] = (
+            path.is_dir(), None if path.is_dir() else path.read_bytes(), bool(mode & stat.S_IXUSR))
     return out
 
 
-def test_memory_snapshot_equals_disk_snapshot(tmp_path):
-    source = make_skill(tmp_path / "skill")
-    disk = create_run_dir(tmp_path / "runs", "disk")
-    memory = create_run_dir(tmp_path / "runs", "memory")
-    copy = cached_copy(source, tree_signature(source))
-    assert copy is not None
-    from_disk = snapshot_skill(source, disk, "demo", ".agents/skills")
-    from_memory = snapshot_skill(source, memory, "demo", ".agents/skills", copy)
-    assert from_memory == memory.root / ".agents" / "skills" / "demo"
-    assert tree(from_memory) == tree(from_disk)
-    assert "__pycache__" not in tree(from_memory)
-    assert tree(from_memory)["scripts/run.sh"][2] is True  # the exec bit survives
+@pytest.fixture
+def skill(tmp_path):
+    return make_skill(tmp_path / "skills" / "demo")
 
 
-def test_a_copy_is_read_once_per_signature_and_keeps_its_version(tmp_path):
-    source = make_skill(tmp_path / "skill")
-    old_sig = tree_signature(source)
-    old = cached_copy(source, old_sig)
-    assert cached_copy(source, old_sig) is old  # the second run reads nothing
-    (source / "SKILL.md").write_text("---\nname: demo\n---\nedited\n")
-    new_sig = tree_signature(source)
-    assert new_sig != old_sig
-    new = cached_copy(source, new_sig)
-    assert new is not None and new is not old
-    files = {rel: data for rel, _mode, data in new.files}
-    assert files["SKILL.md"].endswith(b"edited\n")
-    old_files = {rel: data for rel, _mode, data in old.files}
-    assert b"edited" not in old_files["SKILL.md"]
+def link_snapshot(copies: SkillCopies, source: Path, dest: Path, signature=None) -> bool:
+    return copies.snapshot(source, "demo", signature or tree_signature(source), dest)
 
 
-def test_a_stale_signature_gets_no_copy(tmp_path):
-    source = make_skill(tmp_path / "skill")
-    stale = tree_signature(source)
-    (source / "assets" / "runner.json").write_text('{"a": 2}')
-    assert cached_copy(source, stale) is None
+def test_linked_snapshot_matches_a_copy_and_shares_read_only_files(tmp_path, skill):
+    copies = SkillCopies(tmp_path / "copies")
+    linked = tmp_path / "runs" / "a" / ".agents" / "skills" / "demo"
+    assert link_snapshot(copies, skill, linked)
+    copied = snapshot_skill(skill, create_run_dir(tmp_path / "runs", "b"), "demo")
+    assert tree(linked) == tree(copied)
+    assert "__pycache__" not in tree(linked) and tree(linked)["scripts/run.sh"][2]
+    second = tmp_path / "runs" / "c" / ".skill" / "demo"
+    assert link_snapshot(copies, skill, second)
+    a, b = (linked / "SKILL.md").stat(), (second / "SKILL.md").stat()
+    assert a.st_ino == b.st_ino and a.st_nlink == 3  # master + two runs
+    assert a.st_mode & 0o222 == 0  # read-only: a skill cannot write into a shared file
+    assert (skill / "SKILL.md").stat().st_ino != a.st_ino  # never the installed files
+    (linked / "scripts" / "new.txt").write_text("mine")  # the folders are the run's own
+    assert not (second / "scripts" / "new.txt").exists()
 
 
-def test_large_or_linked_skills_are_copied_from_disk(tmp_path, monkeypatch):
-    source = make_skill(tmp_path / "skill")
-    assert read_copy(source, max_bytes=100) is None
-    monkeypatch.setattr(skill_copy, "MAX_BYTES", 100)
-    assert cached_copy(source, tree_signature(source)) is None
-    linked = make_skill(tmp_path / "linked")
-    (linked / "link.md").symlink_to(linked / "SKILL.md")
-    assert read_copy(linked) is None
-    paths = create_run_dir(tmp_path / "runs", "r")
-    copied = snapshot_skill(linked, paths, "demo")  # no copy given: from disk, link followed
-    assert (copied / "link.md").read_text() == (linked / "SKILL.md").read_text()
+def test_editing_the_skill_reaches_neither_old_snapshots_nor_its_version(tmp_path, skill):
+    copies = SkillCopies(tmp_path / "copies")
+    old_sig = tree_signature(skill)
+    first = tmp_path / "r1" / ".skill" / "demo"
+    assert link_snapshot(copies, skill, first, old_sig)
+    (skill / "SKILL.md").write_text("---\nname: demo\n---\nedited\n")
+    assert b"edited" not in (first / "SKILL.md").read_bytes()
+    # a run still holding the old signature gets the old files, from the old copy
+    again = tmp_path / "r2" / ".skill" / "demo"
+    assert link_snapshot(copies, skill, again, old_sig)
+    assert b"edited" not in (again / "SKILL.md").read_bytes()
+    new = tmp_path / "r3" / ".skill" / "demo"
+    assert link_snapshot(copies, skill, new)
+    assert (new / "SKILL.md").read_text().endswith("edited\n")
+    assert len(os.listdir(tmp_path / "copies")) == 1  # the old version's copy is gone
+    assert b"edited" not in (first / "SKILL.md").read_bytes()  # runs keep their links
+
+
+def test_an_unknown_signature_gets_no_snapshot(tmp_path, skill):
+    copies = SkillCopies(tmp_path / "copies")
+    stale = tree_signature(skill)
+    (skill / "assets" / "runner.json").write_text('{"a": 2}')
+    dest = tmp_path / "r" / ".skill" / "demo"
+    assert not link_snapshot(copies, skill, dest, stale)  # the caller copies instead
+    assert not dest.exists()
+
+
+def test_a_copy_written_to_is_rebuilt_before_the_next_link(tmp_path, skill):
+    copies = SkillCopies(tmp_path / "copies")
+    first = tmp_path / "r1" / ".skill" / "demo"
+    assert link_snapshot(copies, skill, first)
+    target = first / "assets" / "runner.json"
+    os.chmod(target, 0o644)  # as root could, or a skill that chmods first
+    target.write_text('{"a": "tampered"}')
+    second = tmp_path / "r2" / ".skill" / "demo"
+    assert link_snapshot(copies, skill, second)
+    assert (second / "assets" / "runner.json").read_text() == '{"a": 1}'
+
+
+def test_link_limit_rebuilds_and_other_link_errors_fall_back(tmp_path, skill, monkeypatch):
+    copies = SkillCopies(tmp_path / "copies")
+    assert link_snapshot(copies, skill, tmp_path / "r0" / "demo")
+    real_link, calls = os.link, []
+
+    def limited(src, dst):
+        calls.append(src)
+        if len(calls) == 1:
+            raise OSError(errno.EMLINK, "Too many links")
+        return real_link(src, dst)
+    monkeypatch.setattr(skill_copy.os, "link", limited)
+    dest = tmp_path / "r1" / "demo"
+    assert link_snapshot(copies, skill, dest)
+    assert tree(dest) == tree(tmp_path / "r0" / "demo")
+    assert (dest / "SKILL.md").stat().st_nlink == 2  # a fresh copy: itself + this run
+
+    def cross_device(src, dst):
+        raise OSError(errno.EXDEV, "Invalid cross-device link")
+    monkeypatch.setattr(skill_copy.os, "link", cross_device)
+    dest = tmp_path / "r2" / "demo"
+    assert not link_snapshot(copies, skill, dest)
+    assert not dest.exists()
+
+
+def test_processes_share_one_copy_and_survive_its_removal(tmp_path, skill):
+    first, other = SkillCopies(tmp_path / "copies"), SkillCopies(tmp_path / "copies")
+    assert link_snapshot(first, skill, tmp_path / "r1" / "demo")
+    (name,) = os.listdir(tmp_path / "copies")
+    inode = (tmp_path / "copies" / name).stat().st_ino
+    assert link_snapshot(other, skill, tmp_path / "r2" / "demo")  # loaded, not rebuilt
+    assert (tmp_path / "copies" / name).stat().st_ino == inode
+    assert other.prune({}) == 1  # the skill is gone (e.g. the sweep of another process)
+    assert link_snapshot(first, skill, tmp_path / "r3" / "demo")  # rebuilt on demand
+    assert (tmp_path / "r3" / "demo" / "SKILL.md").read_text() == (skill / "SKILL.md").read_text()
+
+
+def test_prune_keeps_current_versions_and_live_builds(tmp_path, skill):
+    copies = SkillCopies(tmp_path / "copies")
+    assert link_snapshot(copies, skill, tmp_path / "r1" / "demo")
+    dead = tmp_path / "copies" / f"{skill_copy.BUILDING}dead"
+    live = tmp_path / "copies" / f"{skill_copy.BUILDING}live"
+    dead.mkdir()
+    live.mkdir()
+    old = dead.stat().st_mtime - skill_copy.STALE_BUILD_SEC - 10
+    os.utime(dead, (old, old))
+    current = installed_signatures(tmp_path / "skills")
+    assert set(current) == {"demo"}
+    assert copies.prune(current) == 1  # only the dead build
+    names = os.listdir(tmp_path / "copies")
+    assert f"{skill_copy.BUILDING}live" in names and len(names) == 2
+    (skill / "SKILL.md").write_text("changed")
+    assert copies.prune(installed_signatures(tmp_path / "skills")) == 1
+    assert os.listdir(tmp_path / "copies") == [f"{skill_copy.BUILDING}live"]
