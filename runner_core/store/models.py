@@ -67,7 +67,7 @@ class Run(Base):
 
     __table_args__ = (
         Index("ix_runs_status_queued_at", "status", "queued_at"),
-        Index("ix_runs_cache_key", "cache_key"),
+        Index("ix_runs_cache_lookup", "cache_key", "status", "finished_at"),
         Index("ix_runs_skill_created", "skill_id", "created_at"),
         Index("ix_runs_created_at", "created_at"),
         Index("ix_runs_status_created", "status", "created_at", "id"),

@@ -18,3 +18,19 @@ def test_migrations_match_the_models(tmp_path):
         diff = compare_metadata(MigrationContext.configure(conn), Base.metadata)
     engine.dispose()
     assert diff == []
+
+
+def test_the_cache_lookup_is_one_index_seek(tmp_path):
+    """Every POST /v1/jobs looks its cache key up: with a status index alone SQLite walked all
+    succeeded runs and sorted them (migration 0006)."""
+    from api.job_cache import _NEWEST_SUCCEEDED
+    url = f"sqlite:///{tmp_path / 'm.db'}"
+    upgrade(url)
+    engine = create_engine(url)
+    compiled = _NEWEST_SUCCEEDED.compile(engine, compile_kwargs={"literal_binds": False})
+    with engine.connect() as conn:
+        plan = " | ".join(row[-1] for row in conn.exec_driver_sql(
+            f"EXPLAIN QUERY PLAN {compiled}", tuple(compiled.construct_params({"key_": "k"}).values())))
+    engine.dispose()
+    assert "ix_runs_cache_lookup" in plan, plan
+    assert "TEMP B-TREE" not in plan, plan
