@@ -15,6 +15,7 @@ from jinja2 import StrictUndefined, Template, TemplateError
 from jinja2.sandbox import SandboxedEnvironment
 
 from runner_core.skills.model import SkillPackage
+from runner_core.workspace import write_file
 
 DEFAULT_TEMPLATE = """\
 Use the skill named '{{ skill.id }}' ({{ skill.description }}).
@@ -111,13 +112,15 @@ def render_prompt(pkg: SkillPackage, ctx: PromptContext) -> str:
 
 
 def patch_skill_md(skill_dir: Path, pkg: SkillPackage, run_dir: Path) -> None:
-    """Append the output contract to the run's copy of SKILL.md (once)."""
+    """Append the output contract to the run's copy of SKILL.md (once). The file is replaced,
+    never written in place: a snapshot's files are links to the service's shared read-only copy
+    of the skill version (runner_core.skill_copy)."""
     md = skill_dir / "SKILL.md"
     text = md.read_text(encoding="utf-8")
     if PATCH_MARKER in text:
         return
-    md.write_text(text.rstrip() + f"\n\n{PATCH_MARKER}\n{output_contract(pkg, run_dir)}",
-                  encoding="utf-8")
+    patched = text.rstrip() + f"\n\n{PATCH_MARKER}\n{output_contract(pkg, run_dir)}"
+    write_file(md, patched.encode("utf-8"))  # a new file renamed over the link
 
 
 def _render(template: str, variables: dict[str, Any], source: str) -> str:

@@ -98,6 +98,11 @@ def test_job_runs_the_cli_and_returns_a_validated_result(service, engine):
     # the snapshot is the copy in the CLI's skill folder (seed 002), with the output contract
     skill_md = run_dir / get_adapter(engine).skill_dirs[0] / "echo-prompt" / "SKILL.md"
     assert PATCH_MARKER in skill_md.read_text() and not (run_dir / ".skill").exists()
+    # ... patched in the run's own file: the shared copy its other files link to is untouched
+    runner_json = skill_md.parent / "assets" / "runner.json"
+    assert runner_json.stat().st_nlink >= 2 and skill_md.stat().st_nlink == 1
+    for master_md in (service["settings"].skill_copies_dir).glob("echo-prompt.*/files/SKILL.md"):
+        assert PATCH_MARKER not in master_md.read_text()
 
 
 @pytest.mark.parametrize("engine", ENGINES)

@@ -75,3 +75,23 @@ def test_skill_md_is_patched_once(skill):
     patch_skill_md(skill, pkg, Path("/run"))
     text = (skill / "SKILL.md").read_text()
     assert text.count(PATCH_MARKER) == 1 and "/run/result/result.json" in text
+
+
+def test_patching_a_linked_snapshot_touches_only_that_run(tmp_path, skill):
+    """An engine run's snapshot links the shared read-only copy of the skill version: the
+    patched SKILL.md must be the run's own file, never a write through the link."""
+    from runner_core.skill_copy import SkillCopies
+    from runner_core.skills.memo import tree_signature
+    copies, signature = SkillCopies(tmp_path / "copies"), tree_signature(skill)
+    first, second = (tmp_path / r / ".gemini" / "skills" / "demo-prime-number" for r in ("r1", "r2"))
+    assert copies.snapshot(skill, "demo-prime-number", signature, first)
+    assert copies.snapshot(skill, "demo-prime-number", signature, second)
+    original = (second / "SKILL.md").read_text()
+    patch_skill_md(first, load_skill(first), tmp_path / "r1")
+    assert "r1/result/result.json" in (first / "SKILL.md").read_text()
+    assert (second / "SKILL.md").read_text() == original  # the other run's link
+    assert (first / "SKILL.md").stat().st_ino != (second / "SKILL.md").stat().st_ino
+    third = tmp_path / "r3" / ".gemini" / "skills" / "demo-prime-number"
+    assert copies.snapshot(skill, "demo-prime-number", signature, third)
+    assert (third / "SKILL.md").read_text() == original
+    assert (third / "SKILL.md").stat().st_ino == (second / "SKILL.md").stat().st_ino  # not rebuilt
