@@ -16,7 +16,7 @@ from api.queue import CeleryQueue
 from runner_core.store.models import Run, utcnow
 from tests.integration.conftest import Stack
 from tests.integration.lifecycle_helpers import (
-    PrivateRedis, create_job, job, live_group, live_pids, parse_iso, recorded_processes,
+    PrivateRedis, create_job, job, job_states, live_group, live_pids, parse_iso, recorded_processes,
     run_row, wait_for,
 )
 from tests.integration.services import WorkerProcess
@@ -149,7 +149,7 @@ def test_global_running_limit_holds_across_two_workers(bare_stack, workers):
     seen_queued_while_full = False
     end = time.monotonic() + 30
     while time.monotonic() < end:
-        states = [job(bare_stack, rid)["status"] for rid in rids]
+        states = job_states(bare_stack, rids, "slow-counter")
         assert states.count("running") <= 2, states
         seen_queued_while_full |= states.count("running") == 2 and "queued" in states
         if all(s == "succeeded" for s in states):
