@@ -23,6 +23,8 @@ import uuid
 from pathlib import Path
 from typing import Callable
 
+from runner_core.skills.memo import signature_digest
+
 log = logging.getLogger(__name__)
 
 BUILDING = ".building-"  # prefix of directories still being built (never taken)
@@ -33,8 +35,7 @@ IDLE_KEY_SEC = 86400.0  # a key unused this long (skill removed or no longer run
 def pool_key(skill_id: str, kind: str, signature: tuple) -> str:
     """`<skill_id>.<kind digest>.<signature digest>`: one folder of the pool."""
     kind_digest = hashlib.sha1(kind.encode()).hexdigest()[:8]
-    sig_digest = hashlib.sha1(repr(signature).encode()).hexdigest()[:16]
-    return f"{skill_id}.{kind_digest}.{sig_digest}"
+    return f"{skill_id}.{kind_digest}.{signature_digest(signature)}"
 
 
 class RunDirPool:
@@ -117,18 +118,18 @@ class RunDirPool:
         """Remove the folders of keys nobody took from or filled for `max_age_sec` (a folder's
         mtime moves with every take and fill): skills that were removed or are no longer run;
         and in the others, builds cut short (their process died) more than STALE_BUILD_SEC ago."""
-        removed = _remove_older(self.root, time.time() - max_age_sec, lambda _name: True)
+        removed = remove_older(self.root, time.time() - max_age_sec, lambda _name: True)
         try:
             keys = [e.path for e in os.scandir(self.root) if e.is_dir(follow_symlinks=False)]
         except FileNotFoundError:
             return removed
         for folder in keys:
-            _remove_older(Path(folder), time.time() - STALE_BUILD_SEC,
+            remove_older(Path(folder), time.time() - STALE_BUILD_SEC,
                           lambda name: name.startswith(BUILDING))
         return removed
 
 
-def _remove_older(folder: Path, cutoff: float, match: Callable[[str], bool]) -> int:
+def remove_older(folder: Path, cutoff: float, match: Callable[[str], bool]) -> int:
     """Remove the sub-folders of `folder` whose name matches and whose mtime is before `cutoff`."""
     removed = 0
     try:

@@ -18,7 +18,6 @@ SKILL_RUNNER_SNAPSHOT=copy copies every file for every run instead.
 from __future__ import annotations
 
 import errno
-import hashlib
 import json
 import logging
 import os
@@ -29,22 +28,17 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from runner_core.skills.memo import tree_signature
+from runner_core.run_pool import BUILDING, STALE_BUILD_SEC, remove_older
+from runner_core.skills.memo import signature_digest, tree_signature
 
 log = logging.getLogger(__name__)
 
-BUILDING = ".building-"
 INDEX = "index.json"
 FILES = "files"
-STALE_BUILD_SEC = 600.0
 
 
 class MasterChanged(Exception):
     """A master file no longer holds what was copied (it was written to)."""
-
-
-def signature_digest(signature: tuple) -> str:
-    return hashlib.sha1(repr(signature).encode()).hexdigest()[:16]
 
 
 @dataclass(frozen=True)
@@ -172,12 +166,10 @@ class SkillCopies:
     def prune(self, current: dict[str, tuple | None]) -> int:
         """The sweep: keep only the masters of the installed skills' current versions
         (`current`: skill id -> signature, None when not installed) and builds still going."""
-        removed = 0
+        removed = remove_older(self.root, time.time() - STALE_BUILD_SEC,
+                               lambda name: name.startswith(BUILDING))
         for entry in _entries(self.root):
             if entry.name.startswith(BUILDING):
-                if entry.stat().st_mtime < time.time() - STALE_BUILD_SEC:
-                    shutil.rmtree(entry.path, ignore_errors=True)
-                    removed += 1
                 continue
             skill_id, _, digest = entry.name.rpartition(".")
             signature = current.get(skill_id)

@@ -6,6 +6,7 @@ file under it changes (mtime, size or inode), and an atomic install swap changes
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import threading
 from dataclasses import replace
@@ -42,6 +43,11 @@ def tree_signature(root: Path) -> tuple:
         except (FileNotFoundError, NotADirectoryError):
             items.append((rel, None, None, None))
     return tuple(sorted(items))
+
+
+def signature_digest(signature: tuple) -> str:
+    """A short stable name for a tree signature (folder names of the run pool and skill copies)."""
+    return hashlib.sha1(repr(signature).encode()).hexdigest()[:16]
 
 
 def load_skill_cached(root: Path, *, strict: bool = False) -> SkillPackage:
