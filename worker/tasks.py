@@ -140,9 +140,14 @@ def _execute(executor: RunExecutor) -> str:
             status, error = "canceled", {"code": "CANCELED_BY_USER", "message": "terminated "
                                          "(SIGTERM to the worker process); the process group "
                                          "was killed"}
-        _write_failure(run, status, error)
+        # The signal may land after the run's real end was recorded (e.g. a worker stopped
+        # while it announced the end): the guarded UPDATE decides, and only the call that
+        # ended the run writes its result file, so a recorded success is never overwritten.
         with factory() as session:
-            run_states.finish_run(session, run.id, status, error=error)
+            ended = run_states.finish_run(session, run.id, status, error=error)
+        if not ended:
+            return "recorded"
+        _write_failure(run, status, error)
         finished.publish(run.id)
         return status
 
