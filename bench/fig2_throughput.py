@@ -52,7 +52,7 @@ def runner_batch(stack: Stack, n: int) -> dict:
             "runtime_options": {"no_cache": True}}
     client = stack.client()
     started, ids = submit_batch(stack, n, body)
-    statuses = wait_terminal(client, ids, interval=0.25)
+    statuses = wait_terminal(client, ids)
     bad = [s for s in statuses.values() if s["status"] != "succeeded"]
     if bad:
         raise RuntimeError(f"{len(bad)} codex jobs did not succeed: {bad[0]}")

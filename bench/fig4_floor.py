@@ -143,7 +143,7 @@ def run(ctx: Context) -> list[Row]:
             for _ in range(ctx.count(2, 1)):
                 tput_bare.append(n_tput / bare_throughput(bare, cwd, n_tput))
                 started, ids = submit_batch(stack, n_tput, body)
-                statuses = wait_terminal(client, ids, interval=0.25)
+                statuses = wait_terminal(client, ids)
                 failed = [s for s in statuses.values() if s["status"] != "succeeded"]
                 if failed:
                     raise RuntimeError(f"{len(failed)} noop runs failed: {failed[0]}")

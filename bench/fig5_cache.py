@@ -21,7 +21,7 @@ def run(ctx: Context) -> list[Row]:
         with Stack(root / "stack", StackOptions(access_log=True)) as stack:
             client = stack.client()
             first = client.post("/v1/jobs", BODY).body["request_id"]
-            if wait_terminal(client, [first], 0.05)[first]["status"] != "succeeded":
+            if wait_terminal(client, [first])[first]["status"] != "succeeded":
                 raise RuntimeError("the first noop run did not succeed")
             stack.stop_worker()
             for _ in range(20):  # warm both gunicorn workers

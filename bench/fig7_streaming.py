@@ -88,7 +88,7 @@ def upload(stack: Stack, zip_path: Path) -> tuple[float, float]:
                               {"Content-Type": "application/zip", "Content-Length": str(size)})
     if resp.status != 200:
         raise RuntimeError(f"upload failed: {resp.status} {resp.body}")
-    wait_terminal(client, [rid], 0.2)
+    wait_terminal(client, [rid])
     shutil.rmtree(stack.data_dir / "requests" / rid, ignore_errors=True)
     return sampler.growth_mib, resp.seconds
 
@@ -97,7 +97,7 @@ def download(stack: Stack, size_mib: int) -> tuple[float, float, int]:
     client = stack.client()
     rid = client.post("/v1/jobs", {"skill_id": "bench-big-artifact",
                                    "parameter": {"size_mib": size_mib}}).body["request_id"]
-    status = wait_terminal(client, [rid], 0.5, timeout=1800)[rid]
+    status = wait_terminal(client, [rid], timeout=1800)[rid]
     if status["status"] != "succeeded":
         raise RuntimeError(f"big artifact run failed: {status}")
     bundle = stack.data_dir / "runs" / status["run_id"] / "bundle"

@@ -48,7 +48,7 @@ def run(ctx: Context) -> list[Row]:
             with ThreadPoolExecutor(THREADS) as pool:
                 ids = list(pool.map(post, range(n)))
             submit = time.perf_counter() - started
-            statuses = wait_terminal(client, ids, interval=0.5, timeout=1800)
+            statuses = wait_terminal(client, ids, timeout=1800)
             drain = max(parse_time(s["finished_at"]) for s in statuses.values()) - started_wall
             failed = sum(1 for s in statuses.values() if s["status"] != "succeeded")
     finally:

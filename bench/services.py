@@ -315,22 +315,25 @@ def as_epoch(value: datetime | None) -> float | None:
     return value.timestamp()
 
 
-def wait_terminal(client: Client, request_ids: list[str], interval: float = 0.2,
+def wait_terminal(client: Client, request_ids: list[str], wait_sec: float = 30.0,
                   timeout: float = 600.0) -> dict[str, dict]:
     """Wait until every job is terminal; their status documents.
 
-    Jobs finish roughly in submission order, so only the newest pending one is polled (every
-    `interval` s); once it is terminal the others are swept once and whatever is still pending
-    is waited for the same way. The batch is measured from the rows' finished_at, and this keeps
-    the client's load during it near one request per interval, whatever the batch size."""
+    Jobs finish roughly in submission order, so only the newest pending one is waited for, with
+    the long poll a client would use (`GET /v1/jobs/{id}?wait_sec=`); once it is terminal the
+    others are swept once and whatever is still pending is waited for the same way. A batch
+    thus costs about one status read per job (plus one per `wait_sec` of waiting), and it is
+    measured from the rows' finished_at, not from when the client saw it."""
     pending, done = list(request_ids), {}
     end = time.monotonic() + timeout
     while pending:
         if time.monotonic() > end:
             raise TimeoutError(f"{len(pending)} jobs still not terminal")
-        body = client.get(f"/v1/jobs/{pending[-1]}").body
+        resp = client.get(f"/v1/jobs/{pending[-1]}?wait_sec={wait_sec:g}")
+        body = resp.body
         if body.get("status") not in TERMINAL:
-            time.sleep(interval)
+            if resp.seconds < wait_sec / 2:  # the wait ended early: the job needs the client
+                time.sleep(0.2)
             continue
         done[pending.pop()] = body
         still = []
