@@ -131,21 +131,20 @@ def write_file(path: Path | str, data: bytes, *, atomic: bool = True) -> None:
 
 # A minimal git repository marker. CLIs that walk up from the run dir looking for skills,
 # AGENTS.md or config (codex, opencode, claude) stop at a git root, so nothing above the run
-# dir leaks in; writing four small files costs far less than spawning `git init`.
-GIT_MARKER = {".git/HEAD": "ref: refs/heads/main\n",
-              ".git/config": "[core]\n\trepositoryformatversion = 0\n",
-              ".git/objects/info/.keep": "", ".git/refs/heads/.keep": ""}
+# dir leaks in. git needs no more than HEAD and the `objects/` and `refs/` folders to take a
+# folder for a repository (commits work in it too): four inodes, where `git init` spawns a
+# process and makes ~20. GIT_MARKER is the same marker as files, for a CommandSpec.
+GIT_HEAD = "ref: refs/heads/main\n"
+GIT_MARKER = {".git/HEAD": GIT_HEAD, ".git/objects/.keep": "", ".git/refs/.keep": ""}
 
 
 def write_git_marker(run_dir: Path) -> None:
-    """Make `run_dir` a git root (idempotent): GIT_MARKER's files, with the two folders git
-    requires made as empty directories instead of holding `.keep` files."""
-    if (run_dir / ".git").exists():
+    """Make `run_dir` a git root (idempotent): `.git/` with HEAD and empty objects/ and refs/."""
+    git = os.path.join(run_dir, ".git")
+    try:
+        os.mkdir(git)
+    except FileExistsError:
         return
-    for rel, content in GIT_MARKER.items():
-        path = run_dir / rel
-        if path.name == ".keep":
-            os.makedirs(path.parent, exist_ok=True)
-        else:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(content, encoding="utf-8")
+    os.mkdir(os.path.join(git, "objects"))
+    os.mkdir(os.path.join(git, "refs"))
+    write_file(os.path.join(git, "HEAD"), GIT_HEAD.encode(), atomic=False)

@@ -5,6 +5,7 @@ import json
 from collections.abc import Callable
 
 from runner_core.engines import get_adapter
+from runner_core.engines.config import load_engine_config
 from tests.engines.harness import MARKER_FILE, PROBE_COMMAND, PROBE_TOKEN, ScenarioResult
 from tests.fake_llm import Script
 
@@ -73,3 +74,23 @@ def test_codex_reads_a_prompt_too_long_for_argv_from_stdin(scenario: Scenario) -
     assert run.output.error is None, run.stderr[-2000:]
     assert run.output.parsed_json == json.loads(FINAL)
     assert "ZQXLONG55" in run.request_text
+
+
+def test_codex_with_the_shipped_defaults_lists_only_the_run_skill(scenario: Scenario) -> None:
+    """skills.bundled.enabled=false (deploy/engine-config/codex/default.json): codex neither
+    unpacks its bundled skills into the run's CODEX_HOME nor lists them to the model."""
+    shipped = load_engine_config("codex", skill_dir=None, user=None)
+    run = scenario(ADAPTER, Script(tool=False, final_text=FINAL),
+                   config={"settings": shipped.get("settings", {})})
+    assert run.output.error is None, run.stderr[-2000:]
+    assert PROBE_TOKEN in run.request_text
+    assert "skill-creator" not in run.request_text
+    assert not (run.run_dir / ".codex-home" / "skills" / ".system").exists()
+
+
+def test_codex_bundled_skills_come_back_when_enabled(scenario: Scenario) -> None:
+    run = scenario(ADAPTER, Script(tool=False, final_text=FINAL),
+                   config={"settings": {"skills": {"bundled": {"enabled": True}}}})
+    assert run.output.error is None, run.stderr[-2000:]
+    assert "skill-creator" in run.request_text
+    assert (run.run_dir / ".codex-home" / "skills" / ".system").is_dir()

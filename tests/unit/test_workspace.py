@@ -46,3 +46,6 @@ def test_git_marker_makes_the_run_dir_a_git_root(tmp_path: Path) -> None:
                          capture_output=True, text=True, check=True).stdout.strip()
     assert Path(top).resolve() == run_dir.resolve()
     assert not list(run_dir.glob(".git/**/.keep"))
+    assert sorted(p.name for p in (run_dir / ".git").iterdir()) == ["HEAD", "objects", "refs"]
+    write_git_marker(run_dir)  # idempotent
+    subprocess.run(["git", "status"], cwd=run_dir, capture_output=True, check=True)
