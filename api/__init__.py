@@ -31,6 +31,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     configure_logging(settings)
     engine = make_engine(settings.database_url)
     app.extensions["db"] = make_sessionmaker(engine)
+    app.extensions["db_engine"] = engine  # Core connections for the POSTs' few statements
     app.extensions["skills"] = SkillRegistry(settings.skills_dir)
     app.extensions["queue"] = app.config.get("QUEUE") or CeleryQueue(settings.broker_url, settings.task_events)
     # long polls (wait_sec) hold a server thread each: leave one of gunicorn's threads free

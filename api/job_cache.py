@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import bindparam, select
-from sqlalchemy.orm import Session
+from sqlalchemy import Connection, Row, bindparam, select
 
 from runner_core.cache import cache_key, skill_fingerprint
 from runner_core.engines.config import EngineConfigError, load_engine_config
@@ -64,7 +63,7 @@ _NEWEST_SUCCEEDED = (select(_runs.c.id)
                      .order_by(_runs.c.finished_at.desc()).limit(1))
 
 
-def find_cached(session: Session, key: str) -> Run | None:
-    """The newest succeeded run with this key, if any."""
-    run_id = session.scalar(_NEWEST_SUCCEEDED, {"key_": key})
-    return session.get(Run, run_id) if run_id is not None else None
+def find_cached(conn: Connection, key: str) -> Row | None:
+    """The newest succeeded run with this key, if any (its row)."""
+    run_id = conn.scalar(_NEWEST_SUCCEEDED, {"key_": key})
+    return conn.execute(select(_runs).where(_runs.c.id == run_id)).first() if run_id else None

@@ -12,6 +12,7 @@ from typing import Any
 
 from flask import current_app, request
 from marshmallow import ValidationError
+from sqlalchemy import Connection, Row
 from sqlalchemy.orm import Session
 
 from api import job_service as jobs
@@ -42,7 +43,7 @@ def parse_run_request() -> dict[str, Any]:
                        {"fields": {"request": exc.messages}}) from exc
 
 
-def create_temp_run(session: Session) -> tuple[Request, Run, SkillPackage]:
+def create_temp_run(conn: Connection) -> tuple[Request, Run | Row, SkillPackage]:
     """Validate the package and the request, unpack the skill, then create the run as a job."""
     body = parse_run_request()
     request_id = str(uuid.uuid4())
@@ -52,7 +53,7 @@ def create_temp_run(session: Session) -> tuple[Request, Run, SkillPackage]:
         save_zip_body("package", request_dir / "package.zip", allow_raw=False)
         pkg = unpack_package_or_400(request_dir / "package.zip", request_dir)
         (request_dir / "package.zip").unlink()
-        req, run = jobs.create_job(session, pkg, body, kind=TEMP, request_id=request_id)
+        req, run = jobs.create_job(conn, pkg, body, kind=TEMP, request_id=request_id)
     except ApiError:  # raised before any row was written: leave nothing behind
         shutil.rmtree(request_dir, ignore_errors=True)
         raise

@@ -31,7 +31,7 @@ from runner_core.workspace import (
 )
 from worker.engine_entry import run_engine
 from worker.script_entry import script_command, uv_cache_dir
-from worker.supervisor import Watch, run_command
+from worker.supervisor import run_command
 
 log = logging.getLogger(__name__)
 

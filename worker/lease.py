@@ -39,8 +39,8 @@ class Heartbeat:
     starts and joins no thread of its own. A beat racing the run's finish is harmless: the
     UPDATE only touches a run that is still running."""
 
-    def __init__(self, sessions: Callable, run_id: str, interval: float) -> None:
-        self.sessions, self.run_id, self.interval = sessions, run_id, interval
+    def __init__(self, connect: Callable, run_id: str, interval: float) -> None:
+        self.connect, self.run_id, self.interval = connect, run_id, interval
         self.due = 0.0
 
     def __enter__(self) -> Heartbeat:
@@ -52,8 +52,8 @@ class Heartbeat:
 
     def beat(self) -> None:
         try:
-            with self.sessions() as session:
-                run_states.beat(session, self.run_id)
+            with self.connect() as conn:
+                run_states.beat(conn, self.run_id)
         except Exception:  # a database hiccup must not end the run; the next beat retries
             log.warning("heartbeat of run %s failed", self.run_id, exc_info=True)
 
@@ -117,7 +117,7 @@ def _beater() -> _Beater:
     return beater
 
 
-def make_watch(settings: Settings, sessions: Callable, run: Run, pkg) -> Watch:
+def make_watch(settings: Settings, connect: Callable, run: Run, pkg) -> Watch:
     """Deadline from the skill's automation.timeout_sec (or the default), capped by the server
     maximum and counted from the claim; the poll beats and stops the process on cancel."""
     timeout = pkg.manifest.automation.timeout_sec if pkg is not None and pkg.manifest else None
@@ -129,6 +129,6 @@ def make_watch(settings: Settings, sessions: Callable, run: Run, pkg) -> Watch:
     deadline = time.monotonic() + max(0.0, started + timeout - time.time())
 
     def poll(pgid: int) -> bool:
-        with sessions() as session:
-            return run_states.beat(session, run.id, pgid)
+        with connect() as conn:
+            return run_states.beat(conn, run.id, pgid)
     return Watch(deadline=deadline, poll=poll, grace_sec=settings.kill_grace_sec)

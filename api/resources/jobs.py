@@ -32,8 +32,8 @@ class Jobs(MethodView):
     def post(self, body):
         """Create a job; it starts now, or after its upload when the skill takes files."""
         pkg = get_skill_or_404(body["skill_id"])
-        with db() as session:
-            req, run = jobs.create_job(session, pkg, body)
+        with jobs.connect() as conn:
+            req, run = jobs.create_job(conn, pkg, body)
             return {"request_id": req.id, "cache_hit": req.cache_hit, "status": run.status}
 
     @blp.arguments(JobListArgs(), location="query")

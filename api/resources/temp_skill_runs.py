@@ -8,6 +8,7 @@ from flask_smorest import Blueprint
 from api import job_service as jobs
 from api import run_actions
 from api.errors import ApiError
+from api.job_service import connect
 from api.package_schemas import TempRunCreated, package_form_doc
 from api.resources.run_files import bundle_response
 from api.schemas import CancelResult, JobCreated, JobLogs, JobResult, JobStatus, WaitArgs
@@ -28,8 +29,8 @@ class TempRuns(MethodView):
     @blp.response(200, TempRunCreated)
     def post(self):
         """Run a skill package once (multipart `package` zip + `request` JSON); never installed."""
-        with db() as session:
-            req, run, pkg = create_temp_run(session)
+        with connect() as conn:
+            req, run, pkg = create_temp_run(conn)
             return {"request_id": req.id, "skill_id": pkg.id, "skill_version": pkg.version,
                     "cache_hit": req.cache_hit, "status": run.status, "warnings": pkg.warnings}
 

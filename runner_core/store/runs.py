@@ -6,7 +6,7 @@ from datetime import datetime, timedelta
 from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import DateTime, bindparam, func, literal, select, update
+from sqlalchemy import Connection, DateTime, Row, bindparam, func, literal, select, update
 from sqlalchemy.orm import Session
 
 from runner_core.settings import engine_key
@@ -37,12 +37,13 @@ def _claim_statement(*limit_guards):
 _CLAIM = _claim_statement()  # built once: no per-run statement construction or cache key
 
 
-def claim_run(session: Session, run_id: str, worker: str, task_id: str | None,
+def claim_run(session: Session | Connection, run_id: str, worker: str, task_id: str | None,
               max_running: int = 0, engine_limits: Mapping[str, int] | None = None
-              ) -> tuple[str, Run | None]:
+              ) -> tuple[str, Row | None]:
     """queued -> running when still queued, not canceled and below the running limits.
 
-    Returns (CLAIMED, the claimed run as a detached Run), (LIMITED, None) when the run stays
+    Returns (CLAIMED, the claimed run's row: every column as an attribute, read-only),
+    (LIMITED, None) when the run stays
     queued to be retried later, or (SKIPPED, None) when someone else has it or it ended.
     `engine_limits` maps an engine key ('script' for script runs) to its maximum.
     The limits are checked inside the UPDATE itself; on Postgres a transaction-scoped
@@ -56,7 +57,7 @@ def claim_run(session: Session, run_id: str, worker: str, task_id: str | None,
                                       "task_id_": task_id}).first()
     session.commit()
     if row is not None:
-        return CLAIMED, Run(**row._mapping)
+        return CLAIMED, row
     if not limited:
         return SKIPPED, None
     state = session.execute(select(_runs.c.status, _runs.c.cancel_requested_at)
@@ -66,14 +67,15 @@ def claim_run(session: Session, run_id: str, worker: str, task_id: str | None,
     return (LIMITED if still_queued else SKIPPED), None
 
 
-def _limited_claim(session: Session, run_id: str, max_running: int,
+def _limited_claim(session: Session | Connection, run_id: str, max_running: int,
                    engine_limits: Mapping[str, int]):
     """The claim with running-limit guards (and the Postgres advisory lock taken)."""
     key = engine_key(session.scalar(select(_runs.c.engine).where(_runs.c.id == run_id)))
     engine_limit = engine_limits.get(key, 0)
     if max_running <= 0 and engine_limit <= 0:
         return _CLAIM, False
-    if session.get_bind().dialect.name == "postgresql":
+    dialect = session.dialect if isinstance(session, Connection) else session.get_bind().dialect
+    if dialect.name == "postgresql":
         session.execute(select(func.pg_advisory_xact_lock(CLAIM_LOCK_KEY)))
     other = _runs.alias("other")
     running = select(func.count()).select_from(other).where(other.c.status == "running")
@@ -90,7 +92,7 @@ _requests = Request.__table__
 _PAYLOAD = select(_requests.c.payload).where(_requests.c.id == bindparam("request_id_"))
 
 
-def request_payload(session: Session, request_id: str) -> dict[str, Any] | None:
+def request_payload(session: Session | Connection, request_id: str) -> dict[str, Any] | None:
     """The JSON body the client sent for `request_id` (what the run's input.json records)."""
     return session.execute(_PAYLOAD, {"request_id_": request_id}).scalar()
 
@@ -111,7 +113,7 @@ def _finish_statement(optional: tuple[str, ...]):
             .values(**values))
 
 
-def finish_run(session: Session, run_id: str, status: str, *, error: dict[str, Any] | None = None,
+def finish_run(session: Session | Connection, run_id: str, status: str, *, error: dict[str, Any] | None = None,
                warnings: list[Any] | None = None, timings: dict[str, Any] | None = None,
                session_handle: str | None = None) -> bool:
     """running -> terminal status. False when the run was no longer running."""
@@ -161,7 +163,7 @@ _BEAT = (update(_runs).where(_runs.c.id == bindparam("run_id_"), _runs.c.status 
 _BEAT_PGID = _BEAT.values(pgid=bindparam("pgid_", type_=_runs.c.pgid.type))
 
 
-def beat(session: Session, run_id: str, pgid: int | None = None) -> bool:
+def beat(session: Session | Connection, run_id: str, pgid: int | None = None) -> bool:
     """Refresh the lease (and record the process group); True when the process must stop:
     a cancel was requested, or the run is no longer running (its lease was reconciled)."""
     params: dict[str, Any] = {"run_id_": run_id, "now_": utcnow()}
@@ -181,7 +183,7 @@ def mark_enqueued(session: Session, run_id: str, task_id: str) -> None:
     session.commit()
 
 
-def touch_dispatched(session: Session, run_id: str) -> None:
+def touch_dispatched(session: Session | Connection, run_id: str) -> None:
     """A limited claim re-sent itself with a countdown: its message is alive, do not sweep it."""
     session.execute(update(Run).where(Run.id == run_id, Run.status == "queued")
                     .values(dispatched_at=utcnow()))

@@ -12,12 +12,12 @@ class Counter:
         self.beats: list[str] = []
         self.event = threading.Event()
 
-    def sessions(self):  # Heartbeat.beat opens a session and calls run_states.beat
+    def connect(self):  # Heartbeat.beat opens a connection and calls run_states.beat
         raise AssertionError("not used")
 
 
 def make(counter: Counter, run_id: str, interval: float) -> Heartbeat:
-    hb = Heartbeat(counter.sessions, run_id, interval)
+    hb = Heartbeat(counter.connect, run_id, interval)
 
     def beat() -> None:
         counter.beats.append(run_id)
