@@ -43,7 +43,7 @@ def parse_run_request() -> dict[str, Any]:
                        {"fields": {"request": exc.messages}}) from exc
 
 
-def create_temp_run(conn: Connection) -> tuple[Request, Run | Row, SkillPackage]:
+def create_temp_run(conn: Connection) -> tuple[jobs.JobView, jobs.JobView | Row, SkillPackage]:
     """Validate the package and the request, unpack the skill, then create the run as a job."""
     body = parse_run_request()
     request_id = str(uuid.uuid4())
