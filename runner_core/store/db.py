@@ -1,8 +1,13 @@
-"""Engine and session factory; SQLite gets WAL and a busy timeout so API and workers share it."""
+"""Engine and session factory; SQLite gets WAL and a busy timeout so API and workers share it,
+and its checkpoints run on a background thread (runner_core.store.checkpoint)."""
 from __future__ import annotations
+
+import weakref
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.orm import Session, sessionmaker
+
+from runner_core.store import checkpoint
 
 
 def make_engine(url: str) -> Engine:
@@ -10,14 +15,19 @@ def make_engine(url: str) -> Engine:
     url = normalize_url(url)
     if url.startswith("sqlite"):
         engine = create_engine(url, connect_args={"timeout": 30, "check_same_thread": False})
+        ref = weakref.ref(engine)  # the listener must not keep the engine alive
 
         @event.listens_for(engine, "connect")
-        def _sqlite_pragmas(dbapi_conn, _record) -> None:  # pragma: no cover - trivial
+        def _sqlite_pragmas(dbapi_conn, _record) -> None:
             cur = dbapi_conn.cursor()
             cur.execute("PRAGMA journal_mode=WAL")
             cur.execute("PRAGMA synchronous=NORMAL")
             cur.execute("PRAGMA foreign_keys=ON")
+            cur.execute(f"PRAGMA wal_autocheckpoint={checkpoint.FALLBACK_PAGES}")
             cur.close()
+            live = ref()
+            if live is not None:
+                checkpoint.watch(live.url.database, live)
 
         return engine
     return create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=10)

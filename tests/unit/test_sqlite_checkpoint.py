@@ -1,0 +1,116 @@
+"""SQLite checkpoints run on a background thread, not in the commits of requests and runs."""
+from __future__ import annotations
+
+import gc
+import os
+import threading
+import time
+
+import pytest
+from sqlalchemy import text
+
+from runner_core.store import checkpoint
+from runner_core.store.db import make_engine
+
+
+@pytest.fixture
+def fast(monkeypatch):
+    monkeypatch.setattr(checkpoint, "EVERY_SEC", 0.05)
+
+
+def wait_for(predicate, timeout: float = 5.0) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if predicate():
+            return True
+        time.sleep(0.02)
+    return predicate()
+
+
+def fill(engine, rows: int) -> None:
+    with engine.begin() as conn:
+        conn.execute(text("CREATE TABLE IF NOT EXISTS t (id INTEGER PRIMARY KEY, v TEXT)"))
+    for _ in range(rows):
+        with engine.begin() as conn:
+            conn.execute(text("INSERT INTO t (v) VALUES (:v)"), {"v": "x" * 3000})
+
+
+def threads_for(path) -> list[checkpoint.Checkpointer]:
+    return [t for t in threading.enumerate()
+            if isinstance(t, checkpoint.Checkpointer) and t.path == os.path.abspath(path)]
+
+
+def test_commits_leave_the_wal_to_the_checkpoint_thread(tmp_path, monkeypatch):
+    monkeypatch.setattr(checkpoint, "EVERY_SEC", 60.0)  # the thread sleeps through the test
+    db = tmp_path / "runs.db"
+    engine = make_engine(f"sqlite:///{db}")
+    fill(engine, 400)  # ~1,200 pages: past SQLite's own autocheckpoint of 1,000
+    with engine.connect() as conn:
+        assert conn.exec_driver_sql("PRAGMA wal_autocheckpoint").scalar() == \
+            checkpoint.FALLBACK_PAGES
+    assert os.path.getsize(db) <= 8192  # every page is still in the WAL only
+    assert os.path.getsize(f"{db}-wal") > 1000 * 4096
+    engine.dispose()
+
+
+def test_the_thread_copies_the_wal_into_the_database(tmp_path, fast):
+    db = tmp_path / "runs.db"
+    engine = make_engine(f"sqlite:///{db}")
+    fill(engine, 100)
+    assert wait_for(lambda: os.path.getsize(db) > 100 * 3000)
+    (thread,) = threads_for(db)
+    assert thread.runs >= 1
+    with engine.connect() as conn:  # and the data is all there
+        assert conn.exec_driver_sql("SELECT count(*) FROM t").scalar() == 100
+    engine.dispose()
+
+
+def test_a_wal_past_the_limit_is_emptied(tmp_path, fast, monkeypatch):
+    monkeypatch.setattr(checkpoint, "TRUNCATE_BYTES", 256 * 1024)
+    db = tmp_path / "runs.db"
+    engine = make_engine(f"sqlite:///{db}")
+    fill(engine, 200)
+    assert wait_for(lambda: threads_for(db) and threads_for(db)[0].truncations >= 1)
+    assert wait_for(lambda: os.path.getsize(f"{db}-wal") <= 256 * 1024)
+    engine.dispose()
+
+
+def test_one_thread_per_file_and_it_ends_with_its_engines(tmp_path, fast):
+    db = tmp_path / "runs.db"
+    first, second = make_engine(f"sqlite:///{db}"), make_engine(f"sqlite:///{db}")
+    fill(first, 1)
+    fill(second, 1)
+    assert len(threads_for(db)) == 1
+    first.dispose()
+    del first
+    gc.collect()
+    time.sleep(0.2)
+    assert len(threads_for(db)) == 1  # the second engine still uses the file
+    second.dispose()
+    del second
+    gc.collect()
+    assert wait_for(lambda: not threads_for(db))
+
+
+def test_the_thread_never_creates_a_database_that_was_removed(tmp_path, monkeypatch):
+    monkeypatch.setattr(checkpoint, "EVERY_SEC", 0.3)
+    folder = tmp_path / "data"
+    folder.mkdir()
+    db = folder / "runs.db"
+    engine = make_engine(f"sqlite:///{db}")
+    fill(engine, 1)
+    (thread,) = threads_for(db)
+    for name in os.listdir(folder):  # before the thread's first tick opened its connection
+        os.remove(folder / name)
+    time.sleep(0.8)
+    assert not db.exists() and thread.runs == 0
+    engine.dispose()
+
+
+def test_memory_databases_get_no_thread():
+    before = set(checkpoint._threads)
+    engine = make_engine("sqlite://")
+    with engine.connect() as conn:
+        conn.exec_driver_sql("SELECT 1")
+    assert set(checkpoint._threads) <= before
+    engine.dispose()
