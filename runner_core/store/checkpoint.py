@@ -36,6 +36,17 @@ _threads: dict[tuple[int, str], Checkpointer] = {}
 _lock = threading.Lock()
 
 
+def _after_fork_in_child() -> None:
+    """A fork while a checkpointer held the lock would leave it held forever in the child
+    (Celery forks pool processes from a main process that may have one running)."""
+    global _lock
+    _lock = threading.Lock()
+    _threads.clear()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 def watch(path: str | None, engine) -> None:
     """Make sure this process checkpoints the database at `path` while `engine` lives
     (None or ':memory:': nothing to do)."""

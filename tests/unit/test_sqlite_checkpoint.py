@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import gc
 import os
+import select
+import signal
 import threading
 import time
 
@@ -113,4 +115,29 @@ def test_memory_databases_get_no_thread():
     with engine.connect() as conn:
         conn.exec_driver_sql("SELECT 1")
     assert set(checkpoint._threads) <= before
+    engine.dispose()
+
+
+def test_a_forked_child_gets_a_free_lock_and_its_own_thread(tmp_path, fast):
+    db = tmp_path / "runs.db"
+    engine = make_engine(f"sqlite:///{db}")
+    fill(engine, 1)
+    read, write = os.pipe()
+    with checkpoint._lock:  # held by this process at the moment of the fork
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child reports through the pipe
+            try:  # still inside the `with`: the child's copy of the lock was never released
+                child = make_engine(f"sqlite:///{db}")
+                fill(child, 1)  # its first connection registers with the checkpointer
+                ok = wait_for(lambda: threads_for(db) and threads_for(db)[0].runs >= 1, 3.0)
+                os.write(write, b"ok" if ok else b"no thread")
+            finally:
+                os._exit(0)
+    os.close(write)
+    ready, _, _ = select.select([read], [], [], 10.0)
+    if not ready:  # the child hangs on the lock it inherited
+        os.kill(pid, signal.SIGKILL)
+    answer = os.read(read, 100) if ready else b"hung"
+    os.waitpid(pid, 0)
+    assert answer == b"ok"
     engine.dispose()
