@@ -185,10 +185,15 @@ def load_job(session: Session, request_id: str, kind: str | None = None) -> tupl
     req = session.get(Request, request_id)
     run = session.get(Run, req.run_id) if req and req.run_id else None
     if req is None or run is None or (kind is not None and req.kind != kind):
-        noun = "one-off run" if kind == "temp" else "job"
-        raise ApiError(404, "REQUEST_NOT_FOUND", f"no {noun} with request_id '{request_id}'",
-                       request_id=request_id)
+        raise not_found(request_id, kind)
     return req, run
+
+
+def not_found(request_id: str, kind: str | None) -> ApiError:
+    """The 404 of a request id that is unknown, has no run, or is of the other kind."""
+    noun = "one-off run" if kind == "temp" else "job"
+    return ApiError(404, "REQUEST_NOT_FOUND", f"no {noun} with request_id '{request_id}'",
+                    request_id=request_id)
 
 
 _requests, _runs = Request.__table__, Run.__table__
@@ -211,9 +216,7 @@ def read_job(conn: Connection, request_id: str, kind: str | None = None
     (two ORM loads cost ~40% of a status request); 404 as load_job."""
     row = conn.execute(_READ_JOB, {"request_id_": request_id}).first()
     if row is None or (kind is not None and row.request_kind != kind):
-        noun = "one-off run" if kind == "temp" else "job"
-        raise ApiError(404, "REQUEST_NOT_FOUND", f"no {noun} with request_id '{request_id}'",
-                       request_id=request_id)
+        raise not_found(request_id, kind)
     values = row._asdict()
     req = JobView({name: values[f"request_{name}"] for name in _REQUEST_FIELDS})
     return req, JobView({name: values[name] for name in _RUN_FIELDS})
