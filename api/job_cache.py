@@ -57,13 +57,13 @@ def fingerprint(pkg: SkillPackage) -> str:
 
 
 _runs = Run.__table__
-# built once: a cache miss (most requests) costs one small indexed query, no ORM load
-_NEWEST_SUCCEEDED = (select(_runs.c.id)
+# built once: a cache miss (most requests) costs one small indexed query, a hit the same
+# query returning the row, no ORM load
+_NEWEST_SUCCEEDED = (select(_runs)
                      .where(_runs.c.cache_key == bindparam("key_"), _runs.c.status == "succeeded")
                      .order_by(_runs.c.finished_at.desc()).limit(1))
 
 
 def find_cached(conn: Connection, key: str) -> Row | None:
     """The newest succeeded run with this key, if any (its row)."""
-    run_id = conn.scalar(_NEWEST_SUCCEEDED, {"key_": key})
-    return conn.execute(select(_runs).where(_runs.c.id == run_id)).first() if run_id else None
+    return conn.execute(_NEWEST_SUCCEEDED, {"key_": key}).first()
