@@ -40,7 +40,7 @@ def submit_and_wait(client) -> tuple[float, float, dict]:
 
 
 def run(ctx: Context) -> list[Row]:
-    n = ctx.count(60, 6)
+    n = ctx.count(100, 6)
     root = ctx.scratch("fig1")
     try:
         with codex_setup(root) as codex, \
