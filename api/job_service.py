@@ -5,11 +5,12 @@ import json
 import time
 import uuid
 from datetime import datetime, timezone
+from functools import lru_cache
 from typing import Any
 
 from flask import current_app
 from sqlalchemy import Connection, Row, bindparam, func, insert, select
-from sqlalchemy.orm import Session, load_only
+from sqlalchemy.orm import Session
 
 from api import job_cache
 from api.errors import ApiError
@@ -204,8 +205,9 @@ _RUN_FIELDS = ("id", "status", "skill_id", "skill_version", "engine", "model", "
                "needs_upload", "pending_interaction_id", "interaction_count", "recovery_state",
                "recovered_at", "recovery_reason", "auto_decision_count", "last_auto_decision_at",
                "warnings", "error")
-_READ_JOB = (select(*(_requests.c[name].label(f"request_{name}") for name in _REQUEST_FIELDS),
-                    *(_runs.c[name] for name in _RUN_FIELDS))
+_JOB_COLUMNS = (*(_requests.c[name].label(f"request_{name}") for name in _REQUEST_FIELDS),
+                *(_runs.c[name] for name in _RUN_FIELDS))
+_READ_JOB = (select(*_JOB_COLUMNS)
              .join_from(_requests, _runs, _runs.c.id == _requests.c.run_id)
              .where(_requests.c.id == bindparam("request_id_")))
 
@@ -217,6 +219,11 @@ def read_job(conn: Connection, request_id: str, kind: str | None = None
     row = conn.execute(_READ_JOB, {"request_id_": request_id}).first()
     if row is None or (kind is not None and row.request_kind != kind):
         raise not_found(request_id, kind)
+    return job_views(row)
+
+
+def job_views(row: Row) -> tuple[JobView, JobView]:
+    """The request's and the run's columns of one row selected with _JOB_COLUMNS."""
     values = row._asdict()
     req = JobView({name: values[f"request_{name}"] for name in _REQUEST_FIELDS})
     return req, JobView({name: values[name] for name in _RUN_FIELDS})
@@ -262,13 +269,6 @@ def iso(value: datetime | None) -> str | None:
     return value.isoformat().replace("+00:00", "Z")
 
 
-# What job_status reads: a list loads only these (the JSON payload columns stay unparsed).
-STATUS_COLUMNS = (
-    load_only(*(getattr(Request, name) for name in _REQUEST_FIELDS if name != "kind")),
-    load_only(*(getattr(Run, name) for name in _RUN_FIELDS)),
-)
-
-
 def job_status(req: Request, run: Run) -> dict[str, Any]:
     """The status document of seed 003 §9 (GET /v1/jobs/{request_id})."""
     return {
@@ -303,44 +303,54 @@ def read_result(run: Run) -> dict[str, Any]:
 RUN_DRIVEN_STATUSES = ("queued", "running", "waiting_user", "failed", "canceled")
 
 
-def list_jobs(session: Session, args: dict[str, Any]) -> dict[str, Any]:
+def list_jobs(conn: Connection, args: dict[str, Any]) -> dict[str, Any]:
     """Newest first, keyset-paginated on (created_at, id): `cursor` is the last item's."""
     by_run = args.get("status") in RUN_DRIVEN_STATUSES
-    if by_run:  # index runs(status, skill_id, created_at, id)
-        key, query = Run, (select(Request, Run).join(Request, Request.id == Run.request_id)
-                           .where(Run.kind == "job", Run.status == args["status"]))
-    else:  # index requests(skill_id, created_at, id)
-        key, query = Request, (select(Request, Run).join(Run, Request.run_id == Run.id)
-                               .where(Request.kind == "job"))
-        if args.get("status"):
-            query = query.where(Run.status == args["status"])
-    for field in ("skill_id", "engine"):
-        if args.get(field):
-            query = query.where(getattr(key, field) == args[field])
+    filters = tuple(name for name in ("status", "skill_id", "engine") if args.get(name))
+    params = {f"{name}_": args[name] for name in filters}
     if args.get("cursor"):
-        when, last_id = _parse_cursor(session, args["cursor"])
-        # `created_at <= when` on its own is an index range (the OR alone is not, and Postgres
-        # then walks every newer row before the page); the OR settles ties on the id.
-        query = query.where(key.created_at <= when,
-                            (key.created_at < when) | (key.id < last_id))
+        params["when_"], params["last_id_"] = _parse_cursor(conn, args["cursor"])
     limit = args.get("limit", 50)
-    rows = session.execute(query.options(*STATUS_COLUMNS)
-                           .order_by(key.created_at.desc(), key.id.desc())
-                           .limit(limit + 1)).all()
-    items = [job_status(req, run) for req, run in rows[:limit]]
+    statement = _list_statement(by_run, filters, bool(args.get("cursor"))).limit(limit + 1)
+    rows = conn.execute(statement, params).all()
+    views = [job_views(row) for row in rows]
+    items = [job_status(req, run) for req, run in views[:limit]]
     next_cursor = None
-    if len(rows) > limit:
-        last = rows[limit - 1][1 if by_run else 0]
+    if len(views) > limit:
+        last = views[limit - 1][1 if by_run else 0]
         next_cursor = f"{iso(last.created_at)}|{last.id}"
     return {"items": items, "next_cursor": next_cursor}
 
 
-def _parse_cursor(session: Session, cursor: str) -> tuple[datetime, str]:
+@lru_cache(maxsize=None)
+def _list_statement(by_run: bool, filters: tuple[str, ...], cursor: bool):
+    """The list's SELECT for one combination of filters, built once (values are bound)."""
+    if by_run:  # index runs(status, skill_id, created_at, id)
+        key = _runs
+        query = (select(*_JOB_COLUMNS).join_from(_runs, _requests, _requests.c.id == _runs.c.request_id)
+                 .where(_runs.c.kind == "job"))
+    else:  # index requests(skill_id, created_at, id)
+        key = _requests
+        query = (select(*_JOB_COLUMNS).join_from(_requests, _runs, _runs.c.id == _requests.c.run_id)
+                 .where(_requests.c.kind == "job"))
+    for name in filters:
+        table = _runs if name == "status" else key
+        query = query.where(table.c[name] == bindparam(f"{name}_"))
+    if cursor:
+        when, last_id = bindparam("when_", type_=key.c.created_at.type), bindparam("last_id_")
+        # `created_at <= when` on its own is an index range (the OR alone is not, and Postgres
+        # then walks every newer row before the page); the OR settles ties on the id.
+        query = query.where(key.c.created_at <= when,
+                            (key.c.created_at < when) | (key.c.id < last_id))
+    return query.order_by(key.c.created_at.desc(), key.c.id.desc())
+
+
+def _parse_cursor(conn: Connection, cursor: str) -> tuple[datetime, str]:
     created, _, last_id = cursor.partition("|")
     try:
         when = datetime.fromisoformat(created.replace("Z", "+00:00"))
     except ValueError as exc:
         raise ApiError(400, "INVALID_CURSOR", "cursor is not one this API returned") from exc
-    if session.bind.dialect.name == "sqlite":
+    if conn.dialect.name == "sqlite":
         when = when.replace(tzinfo=None)  # stored naive (UTC) by SQLite
     return when, last_id

@@ -40,10 +40,10 @@ class Jobs(MethodView):
     @blp.response(200, JobList)
     def get(self, args):
         """List jobs, newest first; filter by status/skill_id/engine; page with `cursor`."""
-        with db() as session:
+        with jobs.connect() as conn:
             # The items are already JobStatus documents (plain JSON values); dumping 50 of them
             # through the schema again was a third of the request (tests/api check they match).
-            return jsonify(jobs.list_jobs(session, args))
+            return jsonify(jobs.list_jobs(conn, args))
 
 
 @blp.route("/<request_id>/upload")

@@ -6,6 +6,7 @@ import pytest
 from api import create_app
 from runner_core.store.migrate import upgrade
 from tests.conftest import make_settings
+from tests.integration.services import create_postgres_db
 
 
 class FakeQueue:
@@ -26,11 +27,21 @@ class FakeQueue:
 
 
 @pytest.fixture
-def settings(tmp_path, skills_root):
-    settings = make_settings(tmp_path)
+def settings(request, tmp_path, skills_root):
+    """SQLite unless a test asks for Postgres too (`BOTH_DATABASES` below)."""
+    env, drop = {}, None
+    if getattr(request, "param", "sqlite") == "postgres":
+        env["DATABASE_URL"], drop = create_postgres_db()
+    settings = make_settings(tmp_path, **env)
     settings.data_dir.mkdir(parents=True)
     upgrade(settings.database_url)
-    return settings
+    yield settings
+    if drop:  # forces out the app's pooled connections
+        drop()
+
+
+# For tests whose SQL differs by dialect (keyset pages, timestamps): run on both databases.
+BOTH_DATABASES = pytest.mark.parametrize("settings", ["sqlite", "postgres"], indirect=True)
 
 
 @pytest.fixture

@@ -6,6 +6,7 @@ import io
 from sqlalchemy import select
 
 from runner_core.store.models import Request, Run
+from tests.api.conftest import BOTH_DATABASES
 from tests.conftest import zip_bytes
 
 
@@ -197,6 +198,7 @@ def test_upload_size_limit_is_configurable(tmp_path, skills_root, queue):
     assert queue.sent == []
 
 
+@BOTH_DATABASES
 def test_job_list_filters_and_pages_newest_first(client):
     ids = [create(client, skill_id="fenced-json", input={"text": str(i)}).json["request_id"]
            for i in range(5)]
@@ -214,6 +216,7 @@ def test_job_list_filters_and_pages_newest_first(client):
     assert client.get("/v1/jobs?cursor=garbage").json["error"]["code"] == "INVALID_CURSOR"
 
 
+@BOTH_DATABASES
 def test_job_list_items_are_the_status_documents_the_schema_describes(client):
     from api.schemas import JobList
     rid = create(client, skill_id="fenced-json", input={"text": "x"}).json["request_id"]
@@ -224,6 +227,7 @@ def test_job_list_items_are_the_status_documents_the_schema_describes(client):
     assert listed["items"][0] == single  # the same document as GET /v1/jobs/{id}
 
 
+@BOTH_DATABASES
 def test_list_pages_split_ties_on_created_at_by_id(client, app):
     from sqlalchemy import update as sql_update
     from runner_core.store.models import Run as RunRow
@@ -250,6 +254,7 @@ def test_list_pages_split_ties_on_created_at_by_id(client, app):
         assert seen == order, status
 
 
+@BOTH_DATABASES
 def test_rare_status_list_pages_newest_first(client, app):
     from sqlalchemy import update as sql_update
     from runner_core.store.models import Run as RunRow
