@@ -41,9 +41,33 @@ def http_exception_response(exc: HTTPException):
     details: dict[str, Any] = {}
     if "messages" in data:
         details["fields"] = data["messages"]
-    message = data.get("message") or exc.description or exc.name
+    message = data.get("message") or _field_summary(data.get("messages")) \
+        or exc.description or exc.name
     return error_response(status, HTTP_CODES.get(status, exc.name.upper().replace(" ", "_")),
                           message, details)
+
+
+def _field_summary(messages: Any, limit: int = 3) -> str | None:
+    """The first few field errors of a request as one line, e.g.
+    "json.skill_id: Missing data for required field." (all of them stay in details)."""
+    found: list[str] = []
+
+    def walk(node: Any, path: list[str]) -> None:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                walk(value, path if key == "_schema" else [*path, str(key)])
+        elif isinstance(node, (list, tuple)) and node and all(isinstance(v, str) for v in node):
+            found.append(f"{'.'.join(path) or 'body'}: {' '.join(node)}")
+        elif isinstance(node, (list, tuple)):
+            for value in node:
+                walk(value, path)
+        elif node is not None:
+            found.append(f"{'.'.join(path) or 'body'}: {node}")
+    walk(messages, [])
+    if not found:
+        return None
+    more = f" (and {len(found) - limit} more)" if len(found) > limit else ""
+    return "; ".join(found[:limit]) + more
 
 
 def register_error_handlers(app: Flask) -> None:

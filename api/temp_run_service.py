@@ -33,6 +33,9 @@ def parse_run_request() -> dict[str, Any]:
     except json.JSONDecodeError as exc:
         raise ApiError(400, "INVALID_REQUEST", f"the 'request' field is not JSON: {exc}",
                        {"field": "request"}) from exc
+    except RecursionError as exc:
+        raise ApiError(400, "INVALID_REQUEST", "the 'request' field is nested too deeply",
+                       {"field": "request"}) from exc
     if not isinstance(body, dict):
         raise ApiError(400, "INVALID_REQUEST", "the 'request' field must hold a JSON object",
                        {"field": "request"})

@@ -6,10 +6,10 @@ from datetime import timedelta
 
 from flask import current_app
 from flask.views import MethodView
-from flask_smorest import Blueprint
 from marshmallow import Schema, fields, validate
 from sqlalchemy import delete, select
 
+from api.blueprint import Blueprint
 from runner_core.store.models import TERMINAL_STATUSES, Request, Run, utcnow
 
 blp = Blueprint("cleanup", __name__, url_prefix="/v1/jobs", description="Housekeeping")

@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 from flask.views import MethodView
-from flask_smorest import Blueprint
 
+from api.blueprint import Blueprint
 from api.errors import ApiError
 from runner_core.engines import SUPPORTED_ENGINES
 from runner_core.engines.catalog import all_engines, engine_info

@@ -3,8 +3,9 @@ from __future__ import annotations
 
 from flask import current_app
 from flask.views import MethodView
-from flask_smorest import Blueprint
 from sqlalchemy import text
+
+from api.blueprint import Blueprint
 
 blp = Blueprint("health", __name__, description="Service health")
 

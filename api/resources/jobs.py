@@ -3,10 +3,10 @@ from __future__ import annotations
 
 from flask import current_app, jsonify
 from flask.views import MethodView
-from flask_smorest import Blueprint
 
 from api import job_service as jobs
 from api import run_actions as actions
+from api.blueprint import Blueprint
 from api.errors import ApiError
 from api.resources.skills import get_skill_or_404
 from api.schemas import (

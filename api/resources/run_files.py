@@ -5,9 +5,9 @@ import json
 
 from flask import Response, current_app, send_file, stream_with_context
 from flask.views import MethodView
-from flask_smorest import Blueprint
 
 from api import job_service as jobs
+from api.blueprint import Blueprint
 from api.errors import ApiError
 from runner_core.artifacts import resolve_artifact_path
 from runner_core.bundles import bundle_names, bundle_path, stream_bundle

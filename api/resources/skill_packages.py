@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from flask import current_app
 from flask.views import MethodView
-from flask_smorest import Blueprint
 
+from api.blueprint import Blueprint
 from api.install_service import install_package, install_status, load_install
 from api.package_schemas import InstallStatus, package_form_doc
 

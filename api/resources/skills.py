@@ -5,8 +5,8 @@ from dataclasses import asdict
 
 from flask import current_app
 from flask.views import MethodView
-from flask_smorest import Blueprint
 
+from api.blueprint import Blueprint
 from api.errors import ApiError
 from api.schemas import SkillDetail, SkillSummary
 from runner_core.skills import SkillPackage

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 from flask import current_app
 from flask.views import MethodView
-from flask_smorest import Blueprint
 
 from api import job_service as jobs
 from api import run_actions
+from api.blueprint import Blueprint
 from api.errors import ApiError
 from api.job_service import connect
 from api.package_schemas import TempRunCreated, package_form_doc

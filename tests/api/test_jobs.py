@@ -100,6 +100,32 @@ def test_missing_body_field_is_422_with_seed_body(client):
     assert "skill_id" in str(resp.json["error"]["details"])
 
 
+def test_validation_message_names_the_fields(client):
+    resp = client.post("/v1/jobs", json={"parameter": {}, "limit": 3})
+    assert resp.json["error"]["message"] == "json.skill_id: Missing data for required field."
+    resp = client.get("/v1/jobs?limit=0&status=bogus")
+    message = resp.json["error"]["message"]
+    assert resp.status_code == 422 and "query.limit:" in message and "query.status:" in message
+
+
+def test_body_that_is_not_json_is_400_saying_why(client, settings):
+    resp = client.post("/v1/jobs", data="{bad", content_type="application/json")
+    assert resp.status_code == 400 and resp.json["error"]["code"] == "INVALID_REQUEST"
+    assert "not valid JSON" in resp.json["error"]["message"]
+    assert "line 1 column 2" in resp.json["error"]["message"]
+    resp = client.post("/v1/jobs", data=b'{"skill_id": "\xff"}', content_type="application/json")
+    assert resp.status_code == 400 and resp.json["error"]["code"] == "INVALID_REQUEST"
+
+
+def test_json_nested_past_the_parser_limit_is_400_not_500(client, settings):
+    deep = '{"skill_id": "demo-prime-number", "input": {"a": ' + "[" * 100_000 + "]" * 100_000 + "}}"
+    resp = client.post("/v1/jobs", data=deep, content_type="application/json")
+    assert resp.status_code == 400, resp.json
+    assert resp.json["error"]["code"] == "INVALID_REQUEST"
+    assert resp.json["error"]["message"] == "json: the JSON body is nested too deeply"
+    assert not settings.requests_dir.exists() or not any(settings.requests_dir.iterdir())
+
+
 def test_unknown_job_is_404_with_request_id(client):
     resp = client.get("/v1/jobs/nope")
     assert resp.status_code == 404

@@ -67,6 +67,9 @@ def test_invalid_package_is_400_with_every_error_and_leaves_nothing(client, app,
 def test_request_is_validated_like_a_job(client, settings):
     bad_json = start(client, request="{not json")
     assert bad_json.status_code == 400 and bad_json.json["error"]["code"] == "INVALID_REQUEST"
+    too_deep = start(client, request="[" * 100_000 + "]" * 100_000)
+    assert too_deep.status_code == 400 and too_deep.json["error"]["code"] == "INVALID_REQUEST"
+    assert "nested too deeply" in too_deep.json["error"]["message"]
     wrong_type = start(client, request={"parameter": 3})
     assert wrong_type.status_code == 422
     assert "parameter" in wrong_type.json["error"]["details"]["fields"]["request"]
