@@ -19,8 +19,11 @@ LOG_NAMES = ("prompt", "stdout", "stderr")
 def require_finished(req: Request, run: Run) -> None:
     """409 RUN_NOT_FINISHED unless the run has ended."""
     if run.status not in TERMINAL_STATUSES:
-        raise ApiError(409, "RUN_NOT_FINISHED", f"the run is {run.status}; poll its status",
-                       {"status": run.status}, req.id)
+        waiting = run.needs_upload and run.status == "queued"
+        message = ("the run waits for its input upload (POST .../upload)" if waiting
+                   else f"the run is {run.status}; poll its status")
+        raise ApiError(409, "RUN_NOT_FINISHED", message,
+                       {"status": run.status, "waiting_for_upload": waiting}, req.id)
 
 
 def result_body(req: Request, run: Run) -> dict[str, Any]:

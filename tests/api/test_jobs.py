@@ -150,10 +150,15 @@ def test_non_zip_upload_is_400_and_writes_nothing(client, settings, queue):
 
 
 def test_result_of_unfinished_run_is_409(client):
-    rid = create(client).json["request_id"]
-    resp = client.get(f"/v1/jobs/{rid}/result")
+    rid = create(client).json["request_id"]  # demo-prime-number: waits for its upload
+    resp = client.get(f"/v1/jobs/{rid}/result?wait_sec=5")  # answered at once: needs the client
     assert resp.status_code == 409
     assert resp.json["error"]["code"] == "RUN_NOT_FINISHED"
+    assert resp.json["error"]["details"] == {"status": "queued", "waiting_for_upload": True}
+    assert "upload" in resp.json["error"]["message"]
+    queued = create(client, skill_id="fenced-json", input={"text": "x"}).json["request_id"]
+    resp = client.get(f"/v1/jobs/{queued}/result")
+    assert resp.json["error"]["details"] == {"status": "queued", "waiting_for_upload": False}
 
 
 def test_cancel_queued_run_and_then_again(client, queue):
