@@ -1,6 +1,7 @@
 """Reading a run's logs and result, and canceling it: the same for jobs and one-off runs."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ from runner_core.store import runs as run_states
 from runner_core.store.models import TERMINAL_STATUSES, Request, Run
 
 LOG_CAP = 2 * 1024 * 1024
+RANGE_CAP = 1024 * 1024  # bytes per logs/range answer
 LOG_NAMES = ("prompt", "stdout", "stderr")
 
 
@@ -43,6 +45,42 @@ def log_snapshot(req: Request, run: Run) -> dict[str, Any]:
             truncated.append(name)
     body["truncated"] = truncated
     return body
+
+
+def log_range(req: Request, run: Run, stream: str, byte_from: int,
+              byte_to: int | None) -> dict[str, Any]:
+    """Bytes [byte_from, byte_to) of one log as text, capped at RANGE_CAP, ending before a
+    UTF-8 character the range would split (unless that is the end of the log)."""
+    if byte_to is not None and byte_to < byte_from:
+        raise ApiError(400, "INVALID_LOG_RANGE", "byte_to is before byte_from",
+                       {"byte_from": byte_from, "byte_to": byte_to}, req.id)
+    path = current_app.config["SETTINGS"].runs_dir / run.id / "logs" / f"{stream}.txt"
+    data, size = b"", 0
+    try:
+        with path.open("rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            start = min(byte_from, size)
+            end = min(size if byte_to is None else byte_to, size, start + RANGE_CAP)
+            fh.seek(start)
+            data = fh.read(end - start)
+    except FileNotFoundError:
+        start = 0
+    if start + len(data) < size:
+        data = _whole_characters(data)
+    return {"request_id": req.id, "stream": stream, "byte_from": start,
+            "byte_to": start + len(data), "size": size, "status": run.status,
+            "text": data.decode("utf-8", errors="replace")}
+
+
+def _whole_characters(data: bytes) -> bytes:
+    """`data` without a UTF-8 character cut at its end (the next range starts with it)."""
+    for cut in range(1, min(4, len(data)) + 1):
+        lead = data[-cut]
+        if lead & 0xC0 != 0x80:  # the last character's first byte
+            width = 2 if lead >> 5 == 0b110 else 3 if lead >> 4 == 0b1110 else \
+                4 if lead >> 3 == 0b11110 else 1
+            return data[:-cut] if width > cut else data
+    return data
 
 
 def tail(path: Path, cap: int = LOG_CAP) -> tuple[str | None, bool]:

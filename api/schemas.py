@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from marshmallow import EXCLUDE, Schema, fields, validate
 
+LOG_STREAMS = ("stdout", "stderr", "prompt")  # the files under a run's logs/
+
 
 class JobCreate(Schema):
     class Meta:
@@ -72,6 +74,31 @@ class JobLogs(Schema):
     stdout = fields.String(allow_none=True)
     stderr = fields.String(allow_none=True)
     truncated = fields.List(fields.String())
+
+
+class LogRangeArgs(Schema):
+    class Meta:
+        unknown = EXCLUDE
+
+    stream = fields.String(load_default="stdout", validate=validate.OneOf(LOG_STREAMS), metadata={
+        "description": "which log: stdout, stderr or prompt"})
+    byte_from = fields.Integer(load_default=0, validate=validate.Range(min=0), metadata={
+        "description": "first byte (0-based); to follow a run, pass the last answer's byte_to"})
+    byte_to = fields.Integer(load_default=None, allow_none=True, validate=validate.Range(min=0),
+                             metadata={"description": "end (exclusive); default and cap: "
+                                                      "byte_from + 1 MiB, or the log's size"})
+
+
+class LogRange(Schema):
+    request_id = fields.String()
+    stream = fields.String()
+    byte_from = fields.Integer()
+    byte_to = fields.Integer(metadata={"description": "end of what `text` holds (exclusive); "
+                                                      "never splits a UTF-8 character"})
+    size = fields.Integer(metadata={"description": "the log's size now (0 when not written yet)"})
+    status = fields.String(metadata={"description": "the run's status: once it is terminal and "
+                                                    "byte_to == size, the log is complete"})
+    text = fields.String()
 
 
 class CancelResult(Schema):

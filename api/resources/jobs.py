@@ -11,7 +11,7 @@ from api.errors import ApiError
 from api.resources.skills import get_skill_or_404
 from api.schemas import (
     CancelResult, JobCreate, JobCreated, JobList, JobListArgs, JobLogs, JobResult, JobStatus,
-    WaitArgs,
+    LogRange, LogRangeArgs, WaitArgs,
 )
 from api.zip_bodies import receive_inputs
 
@@ -90,6 +90,19 @@ class Logs(MethodView):
         """Snapshot of the prompt, stdout and stderr (last 2 MiB of each)."""
         with db() as session:
             return actions.log_snapshot(*jobs.load_job(session, request_id, KIND))
+
+
+@blp.route("/<request_id>/logs/range")
+class LogsRange(MethodView):
+    @blp.arguments(LogRangeArgs(), location="query")
+    @blp.response(200, LogRange)
+    def get(self, args, request_id: str):
+        """A byte range of one log (stdout, stderr or prompt), at most 1 MiB: follow a run by
+        asking again from the last answer's `byte_to` until its status is terminal and
+        `byte_to` reaches `size`."""
+        with jobs.connect() as conn:
+            req, run = jobs.read_job(conn, request_id, KIND)
+        return actions.log_range(req, run, **args)
 
 
 @blp.route("/<request_id>/cancel")

@@ -11,7 +11,9 @@ from api.errors import ApiError
 from api.job_service import connect
 from api.package_schemas import TempRunCreated, package_form_doc
 from api.resources.run_files import bundle_response
-from api.schemas import CancelResult, JobCreated, JobLogs, JobResult, JobStatus, WaitArgs
+from api.schemas import (
+    CancelResult, JobCreated, JobLogs, JobResult, JobStatus, LogRange, LogRangeArgs, WaitArgs,
+)
 from api.temp_run_service import create_temp_run, load_temp, temp_skill
 from api.zip_bodies import receive_inputs
 
@@ -79,6 +81,17 @@ class TempLogs(MethodView):
         """Snapshot of the prompt, stdout and stderr (last 2 MiB of each)."""
         with db() as session:
             return run_actions.log_snapshot(*load_temp(session, request_id))
+
+
+@blp.route("/<request_id>/logs/range")
+class TempLogsRange(MethodView):
+    @blp.arguments(LogRangeArgs(), location="query")
+    @blp.response(200, LogRange)
+    def get(self, args, request_id: str):
+        """A byte range of one log (as /v1/jobs/{request_id}/logs/range)."""
+        with connect() as conn:
+            req, run = jobs.read_job(conn, request_id, "temp")
+        return run_actions.log_range(req, run, **args)
 
 
 @blp.route("/<request_id>/bundle")

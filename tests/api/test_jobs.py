@@ -317,3 +317,37 @@ def test_wait_sec_out_of_range_is_422_with_seed_error_body(client):
         assert resp.status_code == 422, bad
         assert set(resp.json["error"]) >= {"code", "message", "details", "request_id"}
     assert client.get(f"/v1/jobs/{rid}/result?wait_sec=0").status_code == 409
+
+
+def test_logs_range_reads_a_log_in_pieces_on_character_boundaries(client, settings, monkeypatch):
+    from api import run_actions
+    rid = create(client, skill_id="fenced-json", input={"text": "x"}).json["request_id"]
+    empty = client.get(f"/v1/jobs/{rid}/logs/range").json
+    assert empty == {"request_id": rid, "stream": "stdout", "byte_from": 0, "byte_to": 0,
+                     "size": 0, "status": "queued", "text": ""}
+    run_id = client.get(f"/v1/jobs/{rid}").json["run_id"]
+    logs = settings.runs_dir / run_id / "logs"
+    logs.mkdir(parents=True)
+    text = "a\u00e9\u2713\U0001f600 tail\n" * 3  # 1-, 2-, 3- and 4-byte characters
+    (logs / "stderr.txt").write_bytes(text.encode())
+    monkeypatch.setattr(run_actions, "RANGE_CAP", 5)  # every answer would split a character
+    pieces, offset = [], 0
+    while True:
+        part = client.get(f"/v1/jobs/{rid}/logs/range?stream=stderr&byte_from={offset}").json
+        assert part["size"] == len(text.encode()) and "\ufffd" not in part["text"]
+        assert 0 < part["byte_to"] - part["byte_from"] <= 5 or part["byte_to"] == part["size"]
+        pieces.append(part["text"])
+        if part["byte_to"] == offset:
+            break
+        offset = part["byte_to"]
+    assert "".join(pieces) == text
+    window = client.get(f"/v1/jobs/{rid}/logs/range?stream=stderr&byte_from=1&byte_to=3").json
+    assert window["text"] == "\u00e9" and window["byte_to"] == 3
+    past = client.get(f"/v1/jobs/{rid}/logs/range?stream=stderr&byte_from=999").json
+    assert past["byte_from"] == past["byte_to"] == past["size"] and past["text"] == ""
+    backwards = client.get(f"/v1/jobs/{rid}/logs/range?byte_from=4&byte_to=2")
+    assert backwards.status_code == 400
+    assert backwards.json["error"]["code"] == "INVALID_LOG_RANGE"
+    assert client.get(f"/v1/jobs/{rid}/logs/range?stream=pty").status_code == 422
+    assert client.get("/v1/jobs/nope/logs/range").status_code == 404
+    assert client.get(f"/v1/temp-skill-runs/{rid}/logs/range").status_code == 404

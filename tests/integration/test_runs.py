@@ -212,3 +212,24 @@ def test_run_directories_come_ready_from_the_pool_and_never_from_an_older_skill(
     assert "text.upper()" not in (run_dir / ".skill" / "fenced-json" / "scripts" / "run.py").read_text()
     new_keys = _wait_pool(stack.settings, "fenced-json", size)
     assert len(new_keys) == 1 and set(new_keys) != set(first_keys)  # the old version is gone
+
+
+def test_logs_range_follows_a_running_script(stack):
+    rid = stack.client.post("/v1/jobs", json={"skill_id": "slow-counter",
+                                              "parameter": {"sleep": 1.5, "ticks": 5}}
+                            ).json["request_id"]
+    seen, offset, while_running = [], 0, False
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        part = stack.client.get(f"/v1/jobs/{rid}/logs/range?byte_from={offset}").json
+        assert part["byte_from"] == offset and part["byte_to"] <= part["size"]
+        seen.append(part["text"])
+        offset = part["byte_to"]
+        while_running |= part["status"] == "running" and "tick 0" in "".join(seen)
+        if part["status"] in ("succeeded", "failed", "canceled") and offset == part["size"]:
+            break
+        time.sleep(0.1)
+    assert part["status"] == "succeeded" and while_running  # read before the run ended
+    text = "".join(seen)
+    assert text == stack.client.get(f"/v1/jobs/{rid}/logs").json["stdout"]
+    assert text.count("\u2713 étape") == 5

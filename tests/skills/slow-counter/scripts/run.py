@@ -15,7 +15,12 @@ kids = [subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
         for _ in range(params["children"])]
 pids = Path(os.environ["SKILL_RUNNER_RUN_DIR"]) / "raw" / "child_pids.txt"
 pids.write_text("\n".join(str(k.pid) for k in kids))
-time.sleep(params["sleep"])
+# Progress on stdout: `ticks` lines spread over the sleep (multi-byte text on purpose).
+ticks = params.get("ticks", 0)
+for i in range(ticks):
+    print(f"tick {i} \u2713 étape", flush=True)
+    time.sleep(params["sleep"] / ticks)
+time.sleep(params["sleep"] if not ticks else 0)
 # When this process really ran, for tests of the running limits.
 (Path(os.environ["SKILL_RUNNER_RUN_DIR"]) / "raw" / "interval.txt").write_text(
     f"{started} {time.time()}")
