@@ -59,9 +59,9 @@ def test_the_thread_copies_the_wal_into_the_database(tmp_path, fast):
     db = tmp_path / "runs.db"
     engine = make_engine(f"sqlite:///{db}")
     fill(engine, 100)
-    assert wait_for(lambda: os.path.getsize(db) > 100 * 3000)
     (thread,) = threads_for(db)
-    assert thread.runs >= 1
+    # the file grows while the checkpoint runs, before the thread counts it: wait for both
+    assert wait_for(lambda: os.path.getsize(db) > 100 * 3000 and thread.runs >= 1)
     with engine.connect() as conn:  # and the data is all there
         assert conn.exec_driver_sql("SELECT count(*) FROM t").scalar() == 100
     engine.dispose()
