@@ -98,11 +98,10 @@ def execute_run(self, run_id: str) -> str:
             raise self.retry(countdown=settings.limit_retry_sec)
         if claim == run_states.SKIPPED:
             return _not_claimed(run_id)
-        payload = run_states.request_payload(conn, run.request_id)
     _task.update(run_id=run_id, terminating=False)
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
     executor = RunExecutor(settings, run, lambda pkg: make_watch(settings, connect, run, pkg),
-                           payload)
+                           run.request_payload)
     try:
         with Heartbeat(connect, run_id, beat_interval(settings)):
             status = _execute(executor)

@@ -17,12 +17,15 @@ CLAIMED, LIMITED, SKIPPED = "claimed", "limited", "skipped"
 CLAIM_LOCK_KEY = 0x5C1A1117
 
 
-_runs = Run.__table__
+_runs, _requests = Run.__table__, Request.__table__
 
 
 def _claim_statement(*limit_guards):
-    """queued -> running for one run id, returning the whole row (one round trip)."""
+    """queued -> running for one run id, returning the whole row and the JSON body of its
+    request (`request_payload`: what the run's input.json records) in one round trip."""
     c = _runs.c
+    payload = (select(_requests.c.payload).where(_requests.c.id == c.request_id)
+               .scalar_subquery().label("request_payload"))
     return (update(_runs)
             .where(c.id == bindparam("run_id_"), c.status == "queued",
                    c.cancel_requested_at.is_(None), *limit_guards)
@@ -31,7 +34,7 @@ def _claim_statement(*limit_guards):
                     worker=bindparam("worker_", type_=c.worker.type), pgid=None,
                     celery_task_id=bindparam("task_id_", type_=c.celery_task_id.type),
                     attempt=c.attempt + 1)
-            .returning(*c))
+            .returning(*c, payload))
 
 
 _CLAIM = _claim_statement()  # built once: no per-run statement construction or cache key
@@ -42,7 +45,8 @@ def claim_run(session: Session | Connection, run_id: str, worker: str, task_id: 
               ) -> tuple[str, Row | None]:
     """queued -> running when still queued, not canceled and below the running limits.
 
-    Returns (CLAIMED, the claimed run's row: every column as an attribute, read-only),
+    Returns (CLAIMED, the claimed run's row: every column as an attribute, read-only, plus
+    `request_payload`),
     (LIMITED, None) when the run stays
     queued to be retried later, or (SKIPPED, None) when someone else has it or it ended.
     `engine_limits` maps an engine key ('script' for script runs) to its maximum.
@@ -86,15 +90,6 @@ def _limited_claim(session: Session | Connection, run_id: str, max_running: int,
         same_engine = running.where(func.coalesce(other.c.engine, "script") == key)
         guards.append(same_engine.scalar_subquery() < engine_limit)
     return _claim_statement(*guards), True
-
-
-_requests = Request.__table__
-_PAYLOAD = select(_requests.c.payload).where(_requests.c.id == bindparam("request_id_"))
-
-
-def request_payload(session: Session | Connection, request_id: str) -> dict[str, Any] | None:
-    """The JSON body the client sent for `request_id` (what the run's input.json records)."""
-    return session.execute(_PAYLOAD, {"request_id_": request_id}).scalar()
 
 
 _FINISH_OPTIONAL = ("warnings", "timings", "session_handle")

@@ -31,7 +31,9 @@ def test_demo_prime_number_succeeds(stack):
     run_dir = stack.settings.runs_dir / status["run_id"]
     for sub in ("uploads", "artifacts", "result", "logs", "bundle"):
         assert (run_dir / sub).is_dir()
-    assert json.loads((run_dir / "input.json").read_text())["parameter"] == {"divisor": 2}
+    assert json.loads((run_dir / "input.json").read_text()) == {  # the body as the client sent it
+        "skill_id": "demo-prime-number", "engine": None, "parameter": {"divisor": 2}, "input": {},
+        "model": None, "runtime_options": {}}
     manifest = json.loads((run_dir / "manifest.json").read_text())
     entry = manifest["artifacts"][0]
     assert entry["sha256"] == hashlib.sha256((run_dir / entry["path"]).read_bytes()).hexdigest()
