@@ -50,8 +50,24 @@ def serve(args) -> int:
     # Set explicitly: a shell that starts us in the background leaves SIGINT ignored.
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, lambda *_: stopping.append(1))
+    rc = 0
     try:
-        while not stopping and all(p.poll() is None for p in procs):
+        while not stopping:
+            gone = [p for p in procs if p.poll() is not None]
+            if gone:  # exit non-zero so whatever supervises us restarts the whole service
+                print(f"{os.path.basename(gone[0].args[0])} exited with code "
+                      f"{gone[0].returncode}; stopping the service", file=sys.stderr, flush=True)
+                rc = 1
+                break
+            if broker and broker.proc.poll() is not None:
+                # Memory only: the messages it held are re-sent from SQL by the sweeper.
+                print("the embedded broker exited; restarting it", file=sys.stderr, flush=True)
+                try:
+                    broker.start()
+                except RuntimeError as exc:
+                    print(f"{exc}; stopping the service", file=sys.stderr, flush=True)
+                    rc = 1
+                    break
             time.sleep(0.5)
     finally:
         for p in procs:
@@ -64,7 +80,7 @@ def serve(args) -> int:
                 p.kill()
         if broker:
             broker.stop()
-    return 0
+    return rc
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -102,6 +102,24 @@ class CeleryQueue:
             log.warning("enqueue of run %s failed (%s); the sweeper will retry", run_id, exc)
             return None
 
+    def ping(self) -> str:
+        """"ok" when the broker answers within a second, else "error: <what>"."""
+        try:
+            if self.direct is not None:
+                import redis
+                client = redis.Redis.from_url(self.direct.url, socket_timeout=1,
+                                              socket_connect_timeout=1)
+                try:
+                    client.ping()
+                finally:
+                    client.close()
+            else:
+                with self.celery.connection_for_write() as conn:
+                    conn.ensure_connection(max_retries=1, timeout=1)
+            return "ok"
+        except Exception as exc:
+            return f"error: {type(exc).__name__}"
+
     def revoke(self, task_id: str) -> None:
         try:
             self.celery.control.revoke(task_id)

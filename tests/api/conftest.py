@@ -16,6 +16,7 @@ class FakeQueue:
         self.sent: list[tuple[str, str]] = []
         self.revoked: list[str] = []
         self.task_ids: list[str | None] = []
+        self.broker_state = "ok"
 
     def enqueue(self, run_id: str, queue: str, task_id: str | None = None) -> str:
         self.sent.append((run_id, queue))
@@ -24,6 +25,9 @@ class FakeQueue:
 
     def revoke(self, task_id: str) -> None:
         self.revoked.append(task_id)
+
+    def ping(self) -> str:
+        return self.broker_state
 
 
 @pytest.fixture

@@ -2,9 +2,22 @@
 from __future__ import annotations
 
 
-def test_healthz(client):
+def test_healthz(client, queue):
     resp = client.get("/healthz")
-    assert resp.status_code == 200 and resp.json["database"] == "ok"
+    assert resp.status_code == 200
+    assert resp.json == {"status": "ok", "database": "ok", "broker": "ok"}
+    queue.broker_state = "error: ConnectionError"
+    resp = client.get("/healthz")
+    assert resp.status_code == 503 and resp.json["status"] == "degraded"
+    assert resp.json["broker"] == "error: ConnectionError"
+
+
+def test_broker_ping_reports_a_broker_that_does_not_answer():
+    import time
+    from api.queue import CeleryQueue
+    started = time.monotonic()
+    assert CeleryQueue("redis://127.0.0.1:1/0").ping().startswith("error: ")
+    assert time.monotonic() - started < 5
 
 
 def test_skills_list_includes_demo_with_health(client):

@@ -1,0 +1,109 @@
+"""The README's quick start: `skill-runner serve` on the embedded default (SQLite and the
+embedded broker), the demo job through it, a broker that dies and comes back, and a stop that
+leaves no process behind."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import psutil
+import pytest
+
+from tests.conftest import copy_skills, zip_bytes
+
+pytestmark = pytest.mark.integration
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_until(predicate, timeout: float, what: str):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.2)
+    pytest.fail(f"timed out waiting for {what}")
+
+
+def call(method: str, url: str, body: bytes | None = None, content_type: str = "",
+         timeout: float = 10) -> tuple[int, dict]:
+    request = urllib.request.Request(url, data=body, method=method,
+                                     headers={"Content-Type": content_type} if body else {})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as resp:
+            return resp.status, json.loads(resp.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+
+
+def health(base: str) -> dict | None:
+    try:
+        return call("GET", f"{base}/healthz", timeout=2)[1]
+    except (OSError, ValueError):
+        return None
+
+
+def demo_job(base: str) -> dict:
+    status, created = call("POST", f"{base}/v1/jobs", json.dumps(
+        {"skill_id": "demo-prime-number", "parameter": {"divisor": 2}}).encode(),
+        "application/json")
+    assert status == 200, created
+    rid = created["request_id"]
+    status, uploaded = call("POST", f"{base}/v1/jobs/{rid}/upload",
+                            zip_bytes({"input_file.txt": "100\n"}), "application/zip")
+    assert status == 200, uploaded
+    return call("GET", f"{base}/v1/jobs/{rid}/result?wait_sec=60", timeout=70)[1]
+
+
+def test_serve_runs_the_demo_heals_its_broker_and_stops_clean(tmp_path: Path):
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if k not in ("CELERY_BROKER_URL", "DATABASE_URL")}
+    env.update(SKILL_RUNNER_DATA_DIR=str(tmp_path / "data"), PORT=str(port), HOST="127.0.0.1",
+               SKILL_RUNNER_SKILLS_DIR=str(copy_skills(tmp_path / "skills")),
+               SKILL_RUNNER_SWEEP_GRACE_SEC="2", WEB_CONCURRENCY="1")
+    serve = subprocess.Popen([str(Path(sys.executable).parent / "skill-runner"), "serve"],
+                             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    family: list[psutil.Process] = []
+    try:
+        assert wait_until(lambda: (health(base) or {}).get("status") == "ok", 60, "/healthz")
+        family = psutil.Process(serve.pid).children(recursive=True)
+        result = demo_job(base)["result"]
+        assert result["status"] == "succeeded" and result["data"]["count"] == 15
+
+        broker = next(p for p in family if p.name() == "redis-server")
+        broker.kill()
+        broker.wait(10)
+
+        def new_broker():
+            return [p for p in psutil.Process(serve.pid).children()
+                    if p.name() == "redis-server" and p.pid != broker.pid]
+        wait_until(new_broker, 30, "the embedded broker to be restarted")
+        wait_until(lambda: (health(base) or {}).get("status") == "ok", 30, "/healthz ok again")
+        result = demo_job(base)["result"]  # the worker reconnected on its own
+        assert result["status"] == "succeeded", result
+        family = psutil.Process(serve.pid).children(recursive=True)
+    finally:
+        serve.send_signal(signal.SIGTERM)
+        try:
+            output = serve.communicate(timeout=60)[0].decode(errors="replace")
+        except subprocess.TimeoutExpired:
+            serve.kill()
+            raise
+    assert serve.returncode == 0, output
+    assert "the embedded broker exited; restarting it" in output
+    gone, alive = psutil.wait_procs(family, timeout=10)
+    assert alive == [], [p.info for p in alive] if alive else None
