@@ -6,6 +6,7 @@ import uuid
 from typing import Any
 
 from flask import Flask, g, jsonify, request
+from sqlalchemy.exc import OperationalError
 from werkzeug.exceptions import HTTPException
 
 log = logging.getLogger(__name__)
@@ -91,6 +92,13 @@ def register_error_handlers(app: Flask) -> None:
     def _unexpected(exc: Exception):
         if isinstance(exc, HTTPException):
             return http_exception_response(exc)
+        if isinstance(exc, OperationalError):  # down, unreachable or locked: try again later
+            log.warning("database unavailable: %s", exc.orig if exc.orig else exc)
+            response, status = error_response(
+                503, "DATABASE_UNAVAILABLE", "the database does not answer; retry later",
+                {"type": type(exc.orig or exc).__name__})
+            response.headers["Retry-After"] = "5"
+            return response, status
         log.exception("unhandled error")
         return error_response(500, "INTERNAL_ERROR", "internal error; see the server log",
                               {"type": type(exc).__name__})

@@ -62,3 +62,17 @@ def test_unknown_route_is_404_with_seed_body(client):
     assert resp.status_code == 404
     assert resp.json["error"]["code"] == "NOT_FOUND"
     assert resp.headers["X-Request-ID"] == resp.json["error"]["request_id"]
+
+
+def test_a_database_that_does_not_answer_is_503_with_retry_after(tmp_path, skills_root, queue):
+    from api import create_app
+    from tests.conftest import make_settings
+    settings = make_settings(tmp_path, DATABASE_URL="postgresql://nobody@127.0.0.1:1/none")
+    client = create_app({"SETTINGS": settings, "QUEUE": queue}).test_client()
+    resp = client.post("/v1/jobs", json={"skill_id": "fenced-json", "input": {"text": "x"}})
+    assert resp.status_code == 503 and resp.headers["Retry-After"] == "5"
+    assert resp.json["error"]["code"] == "DATABASE_UNAVAILABLE"
+    assert client.get("/v1/jobs/abc").status_code == 503
+    health = client.get("/healthz")
+    assert health.status_code == 503 and health.json["database"].startswith("error: ")
+    assert queue.sent == []
