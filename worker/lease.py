@@ -14,6 +14,8 @@ import time
 from collections.abc import Callable
 from datetime import datetime, timezone
 
+from sqlalchemy.exc import OperationalError
+
 from runner_core.settings import Settings
 from runner_core.store import runs as run_states
 from runner_core.store.models import Run
@@ -129,6 +131,11 @@ def make_watch(settings: Settings, connect: Callable, run: Run, pkg) -> Watch:
     deadline = time.monotonic() + max(0.0, started + timeout - time.time())
 
     def poll(pgid: int) -> bool:
-        with connect() as conn:
-            return run_states.beat(conn, run.id, pgid)
+        try:
+            with connect() as conn:
+                return run_states.beat(conn, run.id, pgid)
+        except OperationalError as exc:  # the database is away for a moment: keep running
+            log.warning("lease of run %s not refreshed: %s", run.id,
+                        exc.orig if exc.orig is not None else exc)
+            return False
     return Watch(deadline=deadline, poll=poll, grace_sec=settings.kill_grace_sec)

@@ -22,7 +22,7 @@ from runner_core.run_pool import IDLE_KEY_SEC, RunDirPool
 from runner_core.skill_copy import installed_signatures
 from runner_core.skills import load_skill
 from runner_core.store import runs as run_states
-from runner_core.store.db import make_engine, make_sessionmaker
+from runner_core.store.db import make_engine, make_sessionmaker, retry_unavailable
 from runner_core.store.models import Run
 from runner_core.workspace import RunPaths, write_json
 from worker.celery_app import app, settings
@@ -136,10 +136,14 @@ def _execute(executor: RunExecutor) -> str:
     run = executor.run
     try:
         outcome = executor.execute()
-        with connect() as conn:
-            run_states.finish_run(conn, run.id, outcome.status, error=outcome.error,
-                                  warnings=outcome.warnings, timings=outcome.timings,
-                                  session_handle=outcome.session_handle)
+
+        def record() -> bool:
+            with connect() as conn:
+                return run_states.finish_run(conn, run.id, outcome.status, error=outcome.error,
+                                             warnings=outcome.warnings, timings=outcome.timings,
+                                             session_handle=outcome.session_handle)
+        # result/result.json is written: a database away for a moment must not lose the run
+        retry_unavailable(record, f"finish of run {run.id}", settings.lease_sec / 2)
         finished.publish(run.id)
         return outcome.status
     except (Terminated, SoftTimeLimitExceeded) as exc:

@@ -2,12 +2,20 @@
 and its checkpoints run on a background thread (runner_core.store.checkpoint)."""
 from __future__ import annotations
 
+import logging
+import time
 import weakref
+from collections.abc import Callable
+from typing import TypeVar
 
 from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from runner_core.store import checkpoint
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 def make_engine(url: str) -> Engine:
@@ -43,3 +51,22 @@ def normalize_url(url: str) -> str:
         if url.startswith(prefix):
             return "postgresql+psycopg://" + url[len(prefix):]
     return url
+
+
+def retry_unavailable(write: Callable[[], T], what: str, budget_sec: float,
+                      first_delay: float = 0.2) -> T:
+    """`write()`, tried again with growing pauses while the database does not answer
+    (OperationalError: down, restarting, locked past the busy timeout) for up to `budget_sec`;
+    then the last error is raised. For the writes that record what a run did, which a short
+    outage must not lose."""
+    delay, end = first_delay, time.monotonic() + budget_sec
+    while True:
+        try:
+            return write()
+        except OperationalError as exc:
+            if time.monotonic() + delay > end:
+                raise
+            log.warning("%s: the database does not answer (%s); again in %.1f s", what,
+                        exc.orig if exc.orig is not None else exc, delay)
+            time.sleep(delay)
+            delay = min(delay * 2, 5.0)

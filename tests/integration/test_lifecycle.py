@@ -284,3 +284,28 @@ def test_cancel_of_a_waiting_run_ends_it_at_once(bare_stack):
     assert resp["accepted"] is True and resp["status"] == "canceled"
     status = job(bare_stack, rid)
     assert status["error"]["code"] == "CANCELED_BY_USER" and status["finished_at"]
+
+
+def test_a_database_outage_during_a_run_loses_neither_the_run_nor_its_result(bare_stack, backend):
+    """Postgres refuses every connection for ~3 s while the run works and then ends: the lease
+    polls fail and are ridden out, the finish is retried until it lands."""
+    if backend != "postgres":
+        pytest.skip("an outage is made by closing a Postgres database to connections")
+    import psycopg
+    from tests.integration.services import POSTGRES_URL
+    stack = bare_stack
+    stack.start_worker(extra_env={"SKILL_RUNNER_LEASE_SEC": "60"})
+    name = stack.settings.database_url.rsplit("/", 1)[1]
+    rid = create_job(stack, "slow-counter", sleep=3)
+    stack.wait(rid, until=("running",))
+    time.sleep(1.0)
+    with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
+        admin.execute(f'ALTER DATABASE "{name}" WITH ALLOW_CONNECTIONS false')
+        admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                      "WHERE datname = %s AND pid <> pg_backend_pid()", (name,))
+        time.sleep(3.0)  # the run's sleep ends in here: its finish meets the outage
+        admin.execute(f'ALTER DATABASE "{name}" WITH ALLOW_CONNECTIONS true')
+    status = stack.wait(rid, timeout=60)
+    assert status["status"] == "succeeded", status
+    log = stack.worker.log_path.read_text()
+    assert "does not answer" in log and "not refreshed" in log  # both paths were taken
