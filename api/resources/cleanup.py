@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import shutil
+import time
 from datetime import timedelta
 
 from flask import current_app
@@ -25,6 +26,12 @@ class CleanupResult(Schema):
     runs_deleted = fields.Integer()
     requests_deleted = fields.Integer()
     older_than_sec = fields.Integer()
+    more = fields.Boolean(metadata={"description": "true when the time budget ran out with runs "
+                                                   "left to delete: call again"})
+
+
+BATCH = 500  # runs per transaction: SQLite caps the parameters of one statement
+TIME_BUDGET_SEC = 20.0  # per request, well inside gunicorn's timeout
 
 
 @blp.route("/cleanup")
@@ -32,21 +39,38 @@ class Cleanup(MethodView):
     @blp.arguments(CleanupArgs())
     @blp.response(200, CleanupResult)
     def post(self, args):
-        """Delete finished runs older than `older_than_sec` with their requests and files."""
+        """Delete finished runs older than `older_than_sec` with their requests and files, in
+        batches of 500, for up to 20 s (`more: true`: call again for the rest)."""
         settings = current_app.config["SETTINGS"]
         cutoff = utcnow() - timedelta(seconds=args["older_than_sec"])
-        with current_app.extensions["db"]() as session:
-            run_ids = list(session.scalars(select(Run.id).where(
-                Run.status.in_(args["statuses"]), Run.finished_at.is_not(None),
-                Run.finished_at <= cutoff)))
-            request_ids = list(session.scalars(select(Request.id).where(Request.run_id.in_(run_ids))))
-            # Request rows of runs that never had a request of their own are removed with them.
-            session.execute(delete(Request).where(Request.id.in_(request_ids)))
-            session.execute(delete(Run).where(Run.id.in_(run_ids), Run.status.in_(TERMINAL_STATUSES)))
-            session.commit()
-        for run_id in run_ids:
-            shutil.rmtree(settings.runs_dir / run_id, ignore_errors=True)
-        for request_id in request_ids:
-            shutil.rmtree(settings.requests_dir / request_id, ignore_errors=True)
-        return {"runs_deleted": len(run_ids), "requests_deleted": len(request_ids),
-                "older_than_sec": args["older_than_sec"]}
+        deadline = time.monotonic() + TIME_BUDGET_SEC
+        runs_deleted = requests_deleted = 0
+        while True:
+            run_ids, request_ids = _delete_batch(args["statuses"], cutoff)
+            for run_id in run_ids:
+                shutil.rmtree(settings.runs_dir / run_id, ignore_errors=True)
+            for request_id in request_ids:
+                shutil.rmtree(settings.requests_dir / request_id, ignore_errors=True)
+            runs_deleted += len(run_ids)
+            requests_deleted += len(request_ids)
+            more = len(run_ids) == BATCH
+            if not more or time.monotonic() >= deadline:
+                break
+        return {"runs_deleted": runs_deleted, "requests_deleted": requests_deleted,
+                "older_than_sec": args["older_than_sec"], "more": more}
+
+
+def _delete_batch(statuses: list[str], cutoff) -> tuple[list[str], list[str]]:
+    """Delete up to BATCH finished runs (and the requests pointing at them) in one transaction."""
+    with current_app.extensions["db"]() as session:
+        run_ids = list(session.scalars(select(Run.id).where(
+            Run.status.in_(statuses), Run.finished_at.is_not(None), Run.finished_at <= cutoff)
+            .limit(BATCH)))
+        if not run_ids:
+            return [], []
+        request_ids = list(session.scalars(select(Request.id).where(Request.run_id.in_(run_ids))))
+        # Request rows of runs that never had a request of their own are removed with them.
+        session.execute(delete(Request).where(Request.run_id.in_(run_ids)))
+        session.execute(delete(Run).where(Run.id.in_(run_ids), Run.status.in_(TERMINAL_STATUSES)))
+        session.commit()
+    return run_ids, request_ids

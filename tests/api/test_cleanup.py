@@ -39,3 +39,34 @@ def test_cleanup_respects_age_and_never_touches_active_runs(client, app, setting
 def test_cleanup_rejects_a_negative_age(client):
     resp = client.post("/v1/jobs/cleanup", json={"older_than_sec": -1})
     assert resp.status_code == 422 and resp.json["error"]["code"] == "REQUEST_VALIDATION_FAILED"
+
+
+def test_cleanup_goes_in_batches_and_says_when_there_is_more(client, app, settings, monkeypatch):
+    import uuid
+    from sqlalchemy import func, insert
+    from api.resources import cleanup
+    old = utcnow() - timedelta(hours=1)
+    runs = [dict(id=str(uuid.uuid4()), request_id=f"r{i}", kind="job", skill_id="fenced-json",
+                 status="succeeded", created_at=old, updated_at=old, finished_at=old,
+                 parameter={}, input={}, runtime_options={}, warnings=[])
+            for i in range(1200)]
+    requests = [dict(id=run["request_id"], kind="job", skill_id="fenced-json",
+                     run_id=run["id"], cache_hit=False, payload={}, created_at=old)
+                for run in runs]
+    requests += [dict(id=f"hit{i}", kind="job", skill_id="fenced-json", run_id=runs[0]["id"],
+                      cache_hit=True, payload={}, created_at=old) for i in range(3)]
+    with app.extensions["db"]() as session:
+        session.execute(insert(Run), runs)
+        session.execute(insert(Request), requests)
+        session.commit()
+    monkeypatch.setattr(cleanup, "TIME_BUDGET_SEC", 0.0)  # one batch per call
+    first = client.post("/v1/jobs/cleanup", json={}).json
+    assert first["runs_deleted"] == cleanup.BATCH and first["more"] is True
+    rest = [client.post("/v1/jobs/cleanup", json={}).json for _ in range(3)]
+    assert [r["runs_deleted"] for r in rest] == [500, 200, 0]
+    assert [r["more"] for r in rest] == [True, False, False]
+    assert first["requests_deleted"] + sum(r["requests_deleted"] for r in rest) == 1203
+    monkeypatch.setattr(cleanup, "TIME_BUDGET_SEC", 20.0)
+    with app.extensions["db"]() as session:
+        assert session.scalar(select(func.count()).select_from(Run)) == 0
+        assert session.scalar(select(func.count()).select_from(Request)) == 0
