@@ -50,7 +50,7 @@ def log_snapshot(req: Request, run: Run) -> dict[str, Any]:
 def log_range(req: Request, run: Run, stream: str, byte_from: int,
               byte_to: int | None) -> dict[str, Any]:
     """Bytes [byte_from, byte_to) of one log as text, capped at RANGE_CAP, ending before a
-    UTF-8 character the range would split (unless that is the end of the log)."""
+    UTF-8 character the range would split (unless that is the end of a finished run's log)."""
     if byte_to is not None and byte_to < byte_from:
         raise ApiError(400, "INVALID_LOG_RANGE", "byte_to is before byte_from",
                        {"byte_from": byte_from, "byte_to": byte_to}, req.id)
@@ -65,8 +65,8 @@ def log_range(req: Request, run: Run, stream: str, byte_from: int,
             data = fh.read(end - start)
     except FileNotFoundError:
         start = 0
-    if start + len(data) < size:
-        data = _whole_characters(data)
+    if start + len(data) < size or run.status not in TERMINAL_STATUSES:
+        data = _whole_characters(data)  # a live log may end in half a character, too
     return {"request_id": req.id, "stream": stream, "byte_from": start,
             "byte_to": start + len(data), "size": size, "status": run.status,
             "text": data.decode("utf-8", errors="replace")}

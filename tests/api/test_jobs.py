@@ -341,6 +341,9 @@ def test_logs_range_reads_a_log_in_pieces_on_character_boundaries(client, settin
             break
         offset = part["byte_to"]
     assert "".join(pieces) == text
+    (logs / "stdout.txt").write_bytes("ok \u2713".encode()[:-1])  # a writer mid-character
+    live = client.get(f"/v1/jobs/{rid}/logs/range").json
+    assert live["text"] == "ok " and live["byte_to"] == 3 and live["size"] == 5
     window = client.get(f"/v1/jobs/{rid}/logs/range?stream=stderr&byte_from=1&byte_to=3").json
     assert window["text"] == "\u00e9" and window["byte_to"] == 3
     past = client.get(f"/v1/jobs/{rid}/logs/range?stream=stderr&byte_from=999").json
