@@ -19,7 +19,8 @@ def build_config(overrides: dict[str, Any] | None = None) -> dict[str, Any]:
         "OPENAPI_JSON_PATH": "openapi.json",
         "OPENAPI_SWAGGER_UI_PATH": "/docs",
         "OPENAPI_SWAGGER_UI_URL": "/docs-static/",
-        "MAX_CONTENT_LENGTH": None,
+        # JSON bodies and forms; the zip endpoints raise it for their own request
+        "MAX_CONTENT_LENGTH": settings.max_request_bytes,
         "JSON_SORT_KEYS": False,
     }
     config.update(overrides)

@@ -10,9 +10,9 @@ from sqlalchemy.orm import Session
 
 from api.errors import ApiError
 from api.job_service import iso
-from api.zip_bodies import package_api_error, save_zip_body
+from api.zip_bodies import body_cap, package_api_error, save_zip_body
 from runner_core.skills.installer import InstallResult, installer_for
-from runner_core.skills.package import PackageError, unpack_package
+from runner_core.skills.package import PACKAGE_LIMITS, PackageError, unpack_package
 from runner_core.store.models import SkillInstall, utcnow
 from runner_core.uploads import UploadError
 
@@ -23,7 +23,7 @@ def install_package(session: Session) -> SkillInstall:
     installer = installer_for(settings.data_dir, settings.skills_dir)
     workdir = installer.new_workdir()
     try:
-        size, sha256 = save_zip_body("package", workdir / "package.zip")
+        size, sha256 = save_zip_body("package", workdir / "package.zip", body_cap(PACKAGE_LIMITS))
         record = SkillInstall(id=str(uuid.uuid4()), status="installing", package_size=size,
                               package_sha256=sha256)
         session.add(record)

@@ -18,8 +18,9 @@ from sqlalchemy.orm import Session
 from api import job_service as jobs
 from api.errors import ApiError
 from api.package_schemas import TempRunCreate
-from api.zip_bodies import save_zip_body, unpack_package_or_400
+from api.zip_bodies import body_cap, body_limit, save_zip_body, unpack_package_or_400
 from runner_core.skills import SkillPackage, load_skill
+from runner_core.skills.package import PACKAGE_LIMITS
 from runner_core.store.models import Request, Run
 
 TEMP = "temp"
@@ -48,12 +49,14 @@ def parse_run_request() -> dict[str, Any]:
 
 def create_temp_run(conn: Connection) -> tuple[jobs.JobView, jobs.JobView | Row, SkillPackage]:
     """Validate the package and the request, unpack the skill, then create the run as a job."""
-    body = parse_run_request()
+    with body_limit(body_cap(PACKAGE_LIMITS)):  # the form holds the package
+        body = parse_run_request()
     request_id = str(uuid.uuid4())
     request_dir = current_app.config["SETTINGS"].requests_dir / request_id
     request_dir.mkdir(parents=True)
     try:
-        save_zip_body("package", request_dir / "package.zip", allow_raw=False)
+        save_zip_body("package", request_dir / "package.zip", body_cap(PACKAGE_LIMITS),
+                      allow_raw=False)
         pkg = unpack_package_or_400(request_dir / "package.zip", request_dir)
         (request_dir / "package.zip").unlink()
         req, run = jobs.create_job(conn, pkg, body, kind=TEMP, request_id=request_id)

@@ -7,9 +7,12 @@ whose `details.errors` lists every problem.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from flask import current_app, request
+from werkzeug.exceptions import RequestEntityTooLarge
 
 from api.errors import ApiError
 from runner_core.skills import SkillPackage
@@ -21,8 +24,37 @@ from runner_core.uploads import (
 CHUNK = 1024 * 1024
 
 
-def save_zip_body(field: str, dest: Path, *, allow_raw: bool = True) -> tuple[int, str]:
-    """Write the multipart `field` (or the raw body) to `dest`; returns (size, sha256)."""
+def body_cap(limits: UploadLimits) -> int:
+    """The largest zip body taken for `limits`: the content it may hold, plus room for the
+    zip's own headers and a multipart envelope."""
+    return limits.max_total_bytes + limits.max_entries * 1024 + CHUNK
+
+
+@contextmanager
+def body_limit(max_bytes: int) -> Iterator[None]:
+    """Read this request's body (raw or form) under a limit of `max_bytes`: over it is
+    413 UPLOAD_TOO_LARGE, known from the Content-Length or while the body streams."""
+    request.max_content_length = max_bytes  # before the body or the form is touched
+    try:
+        yield
+    except RequestEntityTooLarge as exc:
+        raise ApiError(413, "UPLOAD_TOO_LARGE", f"the upload is larger than the limit of "
+                       f"{max_bytes} bytes", {"limit_bytes": max_bytes}) from exc
+
+
+def save_zip_body(field: str, dest: Path, max_bytes: int, *,
+                  allow_raw: bool = True) -> tuple[int, str]:
+    """Write the multipart `field` (or the raw body) to `dest`; returns (size, sha256).
+    A body over `max_bytes` is refused (body_limit) and nothing of it is kept."""
+    try:
+        with body_limit(max_bytes):
+            return _save_zip_body(field, dest, allow_raw)
+    except ApiError:
+        dest.unlink(missing_ok=True)
+        raise
+
+
+def _save_zip_body(field: str, dest: Path, allow_raw: bool) -> tuple[int, str]:
     upload = request.files.get(field)
     if upload is None and not (allow_raw and request.mimetype in ("application/zip",
                                                                    "application/octet-stream")):
@@ -65,7 +97,7 @@ def upload_limits() -> UploadLimits:
 def receive_inputs(request_dir: Path, request_id: str) -> list[UploadedFile]:
     """Extract the input zip (field `file` or raw body) into `<request>/uploads/`."""
     tmp = request_dir / "inputs.zip.part"
-    save_zip_body("file", tmp)
+    save_zip_body("file", tmp, body_cap(upload_limits()))
     dest = request_dir / "uploads"
     try:
         if dest.is_dir() and not any(dest.iterdir()):

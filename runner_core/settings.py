@@ -41,6 +41,7 @@ class Settings:
     upload_max_bytes: int = 1024 ** 3
     upload_max_entries: int = 10_000
     upload_max_ratio: float = 200.0
+    max_request_bytes: int = 16 * 1024 ** 2  # any body but a zip upload
     task_events: bool = False
     run_pool: int = 2  # run directories made ahead per skill version and kind (0: off)
     snapshot_mode: str = "link"  # link: from a read-only copy per skill version; copy: full copies
@@ -113,6 +114,7 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         upload_max_bytes=int(env.get("SKILL_RUNNER_UPLOAD_MAX_BYTES", str(1024 ** 3))),
         upload_max_entries=int(env.get("SKILL_RUNNER_UPLOAD_MAX_ENTRIES", "10000")),
         upload_max_ratio=float(env.get("SKILL_RUNNER_UPLOAD_MAX_RATIO", "200")),
+        max_request_bytes=int(env.get("SKILL_RUNNER_MAX_REQUEST_BYTES", str(16 * 1024 ** 2))),
         sweep_interval_sec=float(env.get("SKILL_RUNNER_SWEEP_INTERVAL_SEC", "10")),
         kill_grace_sec=float(env.get("SKILL_RUNNER_KILL_GRACE_SEC", "3")),
         max_running=int(env.get("SKILL_RUNNER_MAX_RUNNING", "0")),

@@ -229,6 +229,33 @@ def test_upload_size_limit_is_configurable(tmp_path, skills_root, queue):
     assert queue.sent == []
 
 
+def test_a_body_over_the_limit_is_413_and_nothing_of_it_is_kept(tmp_path, skills_root, queue):
+    from api import create_app
+    from runner_core.store.migrate import upgrade
+    from tests.conftest import make_settings
+    settings = make_settings(tmp_path, SKILL_RUNNER_UPLOAD_MAX_BYTES="1000",
+                             SKILL_RUNNER_UPLOAD_MAX_ENTRIES="10", SKILL_RUNNER_MAX_REQUEST_BYTES="2000")
+    settings.data_dir.mkdir(parents=True)
+    upgrade(settings.database_url)
+    client = create_app({"SETTINGS": settings, "QUEUE": queue}).test_client()
+    rid = create(client).json["request_id"]
+    cap = 1000 + 10 * 1024 + 1024 * 1024
+    big = b"x" * (cap + 1)
+    for kwargs in ({"data": big, "content_type": "application/zip"},
+                   {"data": {"file": (io.BytesIO(big), "inputs.zip")}}):
+        resp = client.post(f"/v1/jobs/{rid}/upload", **kwargs)
+        assert resp.status_code == 413, resp.json
+        assert resp.json["error"]["code"] == "UPLOAD_TOO_LARGE"
+        assert resp.json["error"]["details"] == {"limit_bytes": cap}
+        assert [p.name for p in (settings.requests_dir / rid).iterdir()] == ["uploads"]
+        assert list((settings.requests_dir / rid / "uploads").iterdir()) == []
+    json_body = create(client, skill_id="fenced-json", input={"text": "x" * 3000})
+    assert json_body.status_code == 413
+    assert json_body.json["error"]["code"] == "PAYLOAD_TOO_LARGE"
+    assert create(client, skill_id="fenced-json", input={"text": "x"}).status_code == 200
+    assert len(queue.sent) == 1
+
+
 @BOTH_DATABASES
 def test_job_list_filters_and_pages_newest_first(client):
     ids = [create(client, skill_id="fenced-json", input={"text": str(i)}).json["request_id"]

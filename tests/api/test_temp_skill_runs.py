@@ -4,6 +4,7 @@ from __future__ import annotations
 import io
 import time
 import json
+import os
 import zipfile
 
 from sqlalchemy import select
@@ -82,6 +83,18 @@ def test_request_is_validated_like_a_job(client, settings):
 def test_package_is_required(client):
     resp = client.post("/v1/temp-skill-runs", data={"request": "{}"})
     assert resp.status_code == 400 and resp.json["error"]["code"] == "PACKAGE_MISSING"
+
+
+def test_a_package_over_the_limit_is_413_and_leaves_nothing(client, settings, monkeypatch):
+    from api import temp_run_service
+    from runner_core.uploads import UploadLimits
+    monkeypatch.setattr(temp_run_service, "PACKAGE_LIMITS", UploadLimits(max_total_bytes=1000,
+                                                                          max_entries=1))
+    files = echo_skill()
+    files["assets/padding.bin"] = os.urandom(2 * 1024 * 1024)  # incompressible
+    resp = start(client, files, request={"input": {"text": "hi"}})
+    assert resp.status_code == 413 and resp.json["error"]["code"] == "UPLOAD_TOO_LARGE"
+    assert not settings.requests_dir.exists() or not any(settings.requests_dir.iterdir())
 
 
 def test_file_inputs_wait_for_the_upload(client, queue, settings):
