@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import uuid
 from typing import Any
 
@@ -10,6 +11,7 @@ from sqlalchemy.exc import OperationalError
 from werkzeug.exceptions import HTTPException
 
 log = logging.getLogger(__name__)
+_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 
 HTTP_CODES = {400: "INVALID_REQUEST", 401: "UNAUTHORIZED", 403: "FORBIDDEN", 404: "NOT_FOUND",
               405: "METHOD_NOT_ALLOWED", 409: "CONFLICT", 413: "PAYLOAD_TOO_LARGE",
@@ -76,7 +78,8 @@ def register_error_handlers(app: Flask) -> None:
 
     @app.before_request
     def _request_id() -> None:
-        g.http_request_id = request.headers.get("X-Request-ID") or uuid.uuid4().hex
+        given = request.headers.get("X-Request-ID", "")  # echoed and logged: a safe token only
+        g.http_request_id = given if _REQUEST_ID.fullmatch(given) else uuid.uuid4().hex
 
     @app.after_request
     def _echo_request_id(response):

@@ -64,6 +64,16 @@ def test_unknown_route_is_404_with_seed_body(client):
     assert resp.headers["X-Request-ID"] == resp.json["error"]["request_id"]
 
 
+def test_a_client_request_id_is_echoed_only_when_it_is_a_safe_token(client):
+    given = client.get("/nope", headers={"X-Request-ID": "batch-7:item.42"})
+    assert given.headers["X-Request-ID"] == "batch-7:item.42"
+    assert given.json["error"]["request_id"] == "batch-7:item.42"
+    for unsafe in ("a" * 129, "<script>", "two words"):
+        resp = client.get("/nope", headers={"X-Request-ID": unsafe})
+        assert resp.headers["X-Request-ID"] != unsafe
+        assert len(resp.headers["X-Request-ID"]) == 32  # one of ours instead
+
+
 def test_a_database_that_does_not_answer_is_503_with_retry_after(tmp_path, skills_root, queue):
     from api import create_app
     from tests.conftest import make_settings
