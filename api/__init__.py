@@ -7,6 +7,7 @@ from typing import Any
 from flask import Flask, send_from_directory
 from flask_smorest import Api
 
+from api.auth import openapi_security, require_token
 from api.config import build_config
 from api.errors import http_exception_response, register_error_handlers
 from api.logs import configure_logging
@@ -38,6 +39,8 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     app.extensions["finish_watcher"] = FinishWatcher(
         settings.broker_url, max_waiters=int(os.environ.get("WEB_THREADS", "4")) - 1)
     register_error_handlers(app)
+    require_token(app, settings.api_tokens)
+    app.config.update(openapi_security(settings.api_tokens))
     api = RunnerApi(app)
     from api.resources import (
         cleanup, engines, health, jobs, run_files, skill_packages, skills, temp_skill_runs,

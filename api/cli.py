@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 
-from runner_core.settings import REPO_ROOT, load_settings
+from runner_core.settings import REPO_ROOT, SettingsError, load_settings
 from runner_core.store.migrate import upgrade
 
 
@@ -91,7 +91,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--concurrency", type=int, default=int(os.environ.get("WORKER_CONCURRENCY", "2")))
     p.set_defaults(fn=serve)
     args = parser.parse_args(argv)
-    return args.fn(args)
+    try:
+        return args.fn(args)
+    except SettingsError as exc:
+        print(f"skill-runner: configuration error: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -15,3 +15,11 @@ def post_worker_init(worker):
     over them took ~50 ms, a pause that lands on whatever request triggers it (the p99)."""
     import gc
     gc.freeze()
+
+
+def when_ready(server):
+    """Say so when the API is reachable beyond this host with no token asked for."""
+    host = bind.rsplit(":", 1)[0].strip("[]")
+    if host not in ("127.0.0.1", "localhost", "::1") and not os.environ.get("SKILL_RUNNER_API_TOKEN", "").strip():
+        server.log.warning("listening on %s without SKILL_RUNNER_API_TOKEN: anyone who can reach "
+                           "this address can run skills; set a token (README: Configuration)", bind)

@@ -45,6 +45,7 @@ class Settings:
     task_events: bool = False
     run_pool: int = 2  # run directories made ahead per skill version and kind (0: off)
     snapshot_mode: str = "link"  # link: from a read-only copy per skill version; copy: full copies
+    api_tokens: tuple[str, ...] = field(default=(), repr=False)  # empty: no token asked for
 
     def running_limit(self, engine: str | None) -> int:
         """The per-engine maximum of running runs for `engine` (script runs: 'script'); 0 = none."""
@@ -76,16 +77,70 @@ def engine_key(engine: str | None) -> str:
     return (engine or "script").lower()
 
 
+class SettingsError(ValueError):
+    """A setting with a value the service cannot use; the message names the variable."""
+
+
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off", "")
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
+class _Env:
+    """Typed reads of environment variables with one clear error per bad value."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.env = env
+
+    def text(self, name: str, default: str) -> str:
+        return self.env.get(name, default)
+
+    def number(self, name: str, default: float, kind: type = int, minimum: float | None = None,
+               maximum: float | None = None) -> float:
+        raw = self.env.get(name, "").strip()
+        if not raw:
+            return kind(default)
+        try:
+            value = kind(raw)
+        except ValueError:
+            what = "a whole number" if kind is int else "a number"
+            raise SettingsError(f"{name} must be {what}, not {raw!r}") from None
+        if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
+            bounds = (f"between {minimum:g} and {maximum:g}" if maximum is not None
+                      else f"at least {minimum:g}")
+            raise SettingsError(f"{name} must be {bounds}, not {raw!r}")
+        return value
+
+    def flag(self, name: str) -> bool:
+        raw = self.env.get(name, "").strip().lower()
+        if raw in _TRUE:
+            return True
+        if raw in _FALSE:
+            return False
+        raise SettingsError(f"{name} must be 1/true/yes/on or 0/false/no/off, not {raw!r}")
+
+
 def per_engine_limits(env: dict[str, str]) -> dict[str, int]:
     """SKILL_RUNNER_MAX_RUNNING_<ENGINE>=N (e.g. _CODEX, _SCRIPT) -> {"codex": N, ...}."""
     prefix = "SKILL_RUNNER_MAX_RUNNING_"
-    return {key[len(prefix):].lower(): int(value) for key, value in env.items()
+    read = _Env(env)
+    return {key[len(prefix):].lower(): read.number(key, 0, minimum=0) for key, value in env.items()
             if key.startswith(prefix) and value.strip()}
 
 
+def api_tokens(raw: str) -> tuple[str, ...]:
+    """SKILL_RUNNER_API_TOKEN: one token, or several separated by commas (to rotate them)."""
+    tokens = tuple(t.strip() for t in raw.split(",") if t.strip())
+    short = [t for t in tokens if len(t) < 16]
+    if short:
+        raise SettingsError("SKILL_RUNNER_API_TOKEN: every token must be at least 16 characters "
+                            f"(one has {len(short[0])})")
+    return tokens
+
+
 def load_settings(env: dict[str, str] | None = None) -> Settings:
-    """Build Settings from `env` (default: os.environ)."""
+    """Build Settings from `env` (default: os.environ); SettingsError names a bad value."""
     env = dict(os.environ if env is None else env)
+    read = _Env(env)
     data_dir = Path(env.get("SKILL_RUNNER_DATA_DIR", "./data")).resolve()
     skills_dir = Path(env.get("SKILL_RUNNER_SKILLS_DIR", "./skills")).resolve()
     database_url = env.get("DATABASE_URL") or f"sqlite:///{data_dir / 'runs.db'}"
@@ -93,41 +148,53 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
     embedded = not broker_url
     if embedded:
         broker_url = f"redis+socket://{data_dir / 'broker' / 'redis.sock'}"
+    log_level = read.text("LOG_LEVEL", "INFO").strip().upper()
+    log_level = {"WARN": "WARNING"}.get(log_level, log_level)
+    if log_level not in LOG_LEVELS:
+        raise SettingsError(f"LOG_LEVEL must be one of {', '.join(LOG_LEVELS)}, "
+                            f"not {env['LOG_LEVEL']!r}")
+    default_timeout = read.number("SKILL_RUNNER_DEFAULT_TIMEOUT_SEC", 600, minimum=1)
+    max_timeout = read.number("SKILL_RUNNER_MAX_TIMEOUT_SEC", 3600, minimum=1)
+    if default_timeout > max_timeout:
+        raise SettingsError(f"SKILL_RUNNER_DEFAULT_TIMEOUT_SEC ({default_timeout}) is above "
+                            f"SKILL_RUNNER_MAX_TIMEOUT_SEC ({max_timeout})")
     return Settings(
         data_dir=data_dir,
         skills_dir=skills_dir,
         database_url=database_url,
         broker_url=broker_url,
         embedded_broker=embedded,
-        host=env.get("HOST", "127.0.0.1"),
-        port=int(env.get("PORT", "8000")),
-        log_level=env.get("LOG_LEVEL", "INFO").upper(),
+        host=read.text("HOST", "127.0.0.1"),
+        port=read.number("PORT", 8000, minimum=1, maximum=65535),
+        log_level=log_level,
         log_file=env.get("LOG_FILE") or None,
-        log_max_bytes=int(env.get("LOG_MAX_BYTES", str(5 * 1024 * 1024))),
-        log_backup_count=int(env.get("LOG_BACKUP_COUNT", "5")),
-        default_timeout_sec=int(env.get("SKILL_RUNNER_DEFAULT_TIMEOUT_SEC", "600")),
-        max_timeout_sec=int(env.get("SKILL_RUNNER_MAX_TIMEOUT_SEC", "3600")),
-        queue_max=int(env.get("SKILL_RUNNER_QUEUE_MAX", "1000")),
-        sweep_grace_sec=int(env.get("SKILL_RUNNER_SWEEP_GRACE_SEC", "30")),
-        lease_sec=int(env.get("SKILL_RUNNER_LEASE_SEC", "60")),
-        repair_rounds=int(env.get("SKILL_RUNNER_REPAIR_ROUNDS", "0")),
-        upload_max_bytes=int(env.get("SKILL_RUNNER_UPLOAD_MAX_BYTES", str(1024 ** 3))),
-        upload_max_entries=int(env.get("SKILL_RUNNER_UPLOAD_MAX_ENTRIES", "10000")),
-        upload_max_ratio=float(env.get("SKILL_RUNNER_UPLOAD_MAX_RATIO", "200")),
-        max_request_bytes=int(env.get("SKILL_RUNNER_MAX_REQUEST_BYTES", str(16 * 1024 ** 2))),
-        sweep_interval_sec=float(env.get("SKILL_RUNNER_SWEEP_INTERVAL_SEC", "10")),
-        kill_grace_sec=float(env.get("SKILL_RUNNER_KILL_GRACE_SEC", "3")),
-        max_running=int(env.get("SKILL_RUNNER_MAX_RUNNING", "0")),
+        log_max_bytes=read.number("LOG_MAX_BYTES", 5 * 1024 * 1024, minimum=0),
+        log_backup_count=read.number("LOG_BACKUP_COUNT", 5, minimum=0),
+        default_timeout_sec=default_timeout,
+        max_timeout_sec=max_timeout,
+        queue_max=read.number("SKILL_RUNNER_QUEUE_MAX", 1000, minimum=1),
+        sweep_grace_sec=read.number("SKILL_RUNNER_SWEEP_GRACE_SEC", 30, minimum=0),
+        lease_sec=read.number("SKILL_RUNNER_LEASE_SEC", 60, minimum=1),
+        repair_rounds=read.number("SKILL_RUNNER_REPAIR_ROUNDS", 0, minimum=0, maximum=3),
+        upload_max_bytes=read.number("SKILL_RUNNER_UPLOAD_MAX_BYTES", 1024 ** 3, minimum=1),
+        upload_max_entries=read.number("SKILL_RUNNER_UPLOAD_MAX_ENTRIES", 10000, minimum=1),
+        upload_max_ratio=read.number("SKILL_RUNNER_UPLOAD_MAX_RATIO", 200, float, minimum=1),
+        max_request_bytes=read.number("SKILL_RUNNER_MAX_REQUEST_BYTES", 16 * 1024 ** 2,
+                                      minimum=1024),
+        sweep_interval_sec=read.number("SKILL_RUNNER_SWEEP_INTERVAL_SEC", 10, float, minimum=0.1),
+        kill_grace_sec=read.number("SKILL_RUNNER_KILL_GRACE_SEC", 3, float, minimum=0),
+        max_running=read.number("SKILL_RUNNER_MAX_RUNNING", 0, minimum=0),
         max_running_per_engine=per_engine_limits(env),
-        limit_retry_sec=float(env.get("SKILL_RUNNER_LIMIT_RETRY_SEC", "5")),
-        run_pool=int(env.get("SKILL_RUNNER_RUN_POOL", "2")),
+        limit_retry_sec=read.number("SKILL_RUNNER_LIMIT_RETRY_SEC", 5, float, minimum=0.1),
+        run_pool=read.number("SKILL_RUNNER_RUN_POOL", 2, minimum=0),
         snapshot_mode=_snapshot_mode(env.get("SKILL_RUNNER_SNAPSHOT", "link")),
-        task_events=env.get("SKILL_RUNNER_TASK_EVENTS", "0").strip().lower() in ("1", "true", "yes"),
+        task_events=read.flag("SKILL_RUNNER_TASK_EVENTS"),
+        api_tokens=api_tokens(env.get("SKILL_RUNNER_API_TOKEN", "")),
     )
 
 
 def _snapshot_mode(value: str) -> str:
     mode = value.strip().lower() or "link"
     if mode not in ("link", "copy"):
-        raise ValueError(f"SKILL_RUNNER_SNAPSHOT must be 'link' or 'copy', not {value!r}")
+        raise SettingsError(f"SKILL_RUNNER_SNAPSHOT must be 'link' or 'copy', not {value!r}")
     return mode
