@@ -6,6 +6,7 @@ import time
 import uuid
 from datetime import datetime, timezone
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 from flask import current_app
@@ -123,12 +124,28 @@ def create_job(conn: Connection, pkg: SkillPackage, body: dict[str, Any], *, kin
         if not needs_upload:
             stamp_dispatch(run)
         insert_rows(conn, run, req)
-    conn.commit()
-    if needs_upload:  # the payload itself is in the requests row (the run's input.json)
-        (settings.requests_dir / request_id / "uploads").mkdir(parents=True, exist_ok=True)
+    # The uploads folder before the commit: a disk that cannot take it leaves no job behind.
+    # (The payload itself is in the requests row: the run's input.json.)
+    uploads = settings.requests_dir / request_id / "uploads"
+    if needs_upload:
+        uploads.mkdir(parents=True, exist_ok=True)
+    try:
+        conn.commit()
+    except BaseException:
+        if needs_upload:
+            _remove_empty(uploads, uploads.parent)
+        raise
     if not needs_upload and cached is None:
         submit(run, pkg)
     return req, run
+
+
+def _remove_empty(*folders: Path) -> None:
+    for folder in folders:
+        try:
+            folder.rmdir()
+        except OSError:  # not empty (a one-off run's package) or already gone
+            return
 
 
 _INSERT_RUN, _INSERT_REQUEST = insert(Run.__table__), insert(Request.__table__)

@@ -7,6 +7,7 @@ whose `details.errors` lists every problem.
 from __future__ import annotations
 
 import hashlib
+import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -49,7 +50,7 @@ def save_zip_body(field: str, dest: Path, max_bytes: int, *,
     try:
         with body_limit(max_bytes):
             return _save_zip_body(field, dest, allow_raw)
-    except ApiError:
+    except BaseException:  # refused, cut off by the client, or the disk filled up
         dest.unlink(missing_ok=True)
         raise
 
@@ -96,17 +97,23 @@ def upload_limits() -> UploadLimits:
 
 def receive_inputs(request_dir: Path, request_id: str) -> list[UploadedFile]:
     """Extract the input zip (field `file` or raw body) into `<request>/uploads/`."""
-    tmp = request_dir / "inputs.zip.part"
-    save_zip_body("file", tmp, body_cap(upload_limits()))
-    dest = request_dir / "uploads"
+    tmp, dest = request_dir / "inputs.zip.part", request_dir / "uploads"
+    request_dir.mkdir(parents=True, exist_ok=True)
+    extracted = False
     try:
+        save_zip_body("file", tmp, body_cap(upload_limits()))
         if dest.is_dir() and not any(dest.iterdir()):
             dest.rmdir()
         files = extract_upload(tmp, dest, upload_limits())
+        extracted = True
+        write_input_manifest(files, request_dir / "input_manifest.json")
     except UploadError as exc:
-        dest.mkdir(exist_ok=True)
         raise ApiError(400, exc.code, exc.message, exc.details, request_id) from exc
+    except BaseException:
+        if extracted:  # the upload did not go through: the client may send it again
+            shutil.rmtree(dest, ignore_errors=True)
+        raise
     finally:
         tmp.unlink(missing_ok=True)
-    write_input_manifest(files, request_dir / "input_manifest.json")
+        dest.mkdir(exist_ok=True)
     return files

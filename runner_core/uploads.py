@@ -19,6 +19,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, Iterable
 
+from runner_core.workspace import write_file
+
 CHUNK_SIZE = 64 * 1024
 _DRIVE_LETTER = re.compile(r"^[A-Za-z]:")
 
@@ -88,7 +90,7 @@ def extract_upload(zip_path: Path, dest: Path, limits: UploadLimits = UploadLimi
 def write_input_manifest(files: Iterable[UploadedFile], path: Path) -> None:
     """Write `input_manifest.json`: {"files": [{path, size, sha256}, ...]}."""
     body = {"files": [asdict(f) for f in sorted(files, key=lambda f: f.path)]}
-    Path(path).write_text(json.dumps(body, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_file(path, (json.dumps(body, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
 
 
 def safe_entry_name(name: str) -> str:

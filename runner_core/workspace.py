@@ -2,15 +2,23 @@
 and a snapshot copy of the skill so edits to skills/ never reach a run in flight."""
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 RUN_SUBDIRS = ("uploads", "artifacts", "result", "logs", "bundle", "raw")
 SNAPSHOT_DIR = ".skill"
+STORAGE_FULL = "STORAGE_FULL"
+
+
+def disk_full(exc: BaseException) -> bool:
+    """Is `exc` the disk (or the user's quota) running out of space?"""
+    return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)
 
 
 @dataclass(frozen=True)
@@ -120,13 +128,19 @@ def write_file(path: Path | str, data: bytes, *, atomic: bool = True) -> None:
     name = target + ".tmp" if atomic else target
     fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
-    finally:
-        os.close(fd)
-    if atomic:
-        os.replace(name, target)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
+        if atomic:
+            os.replace(name, target)
+    except BaseException:
+        if atomic:  # a full disk must not leave half a file behind
+            with suppress(OSError):
+                os.unlink(name)
+        raise
 
 
 # A minimal git repository marker. CLIs that walk up from the run dir looking for skills,

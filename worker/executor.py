@@ -26,8 +26,8 @@ from runner_core.skills.memo import load_skill_signed, relocated, tree_signature
 from runner_core.skills.locks import locks_dir, skill_lock
 from runner_core.store.models import Run
 from runner_core.workspace import (
-    SNAPSHOT_DIR, RunPaths, create_run_dir, link_uploads, snapshot_skill, write_git_marker,
-    write_json,
+    SNAPSHOT_DIR, STORAGE_FULL, RunPaths, create_run_dir, disk_full, link_uploads, snapshot_skill,
+    write_git_marker, write_json,
 )
 from worker.engine_entry import run_engine
 from worker.script_entry import script_command, uv_cache_dir
@@ -86,15 +86,32 @@ class RunExecutor:
         except SoftTimeLimitExceeded:
             raise  # unwinds to the task, which records TIMEOUT (the group is already killed)
         except Exception as exc:  # unexpected: recorded on the run, never lost
-            log.exception("run %s crashed", self.run.id)
-            outcome = RunOutcome("failed", {"code": "INTERNAL_ERROR",
-                                            "message": f"{type(exc).__name__}: {exc}"}, self.warnings)
-        if not self.paths.root.is_dir():  # a run that failed early has none
-            create_run_dir(self.settings.runs_dir, self.run.id)
-        self._write_result(outcome)  # the bundle is built on its first download
+            outcome = RunOutcome("failed", self._unexpected(exc), self.warnings)
+        try:
+            if not self.paths.root.is_dir():  # a run that failed early has none
+                create_run_dir(self.settings.runs_dir, self.run.id)
+            self._write_result(outcome)  # the bundle is built on its first download
+        except OSError as exc:
+            # No result file: the API answers from the row, so the row must say what happened;
+            # output that cannot be stored is no success.
+            error = self._unexpected(exc)
+            if outcome.status == "succeeded":
+                outcome = RunOutcome("failed", error, self.warnings)
+            elif outcome.error is not None:
+                outcome.error = {**outcome.error, "result_not_written": error["message"]}
         outcome.timings = self.timings
         outcome.session_handle = self.session_handle
         return outcome
+
+    def _unexpected(self, exc: Exception) -> dict[str, Any]:
+        """The error of a failure no step expected: a full disk says so (STORAGE_FULL), the
+        rest is INTERNAL_ERROR with the exception (logged with its traceback)."""
+        if disk_full(exc):
+            log.error("run %s: no space left for its files (%s)", self.run.id, exc)
+            return {"code": STORAGE_FULL, "message": "the disk holding the run's directory is "
+                    f"full: {exc.strerror} ({_run_relative(str(exc.filename), self.paths.root)})"}
+        log.exception("run %s crashed", self.run.id)
+        return {"code": "INTERNAL_ERROR", "message": f"{type(exc).__name__}: {exc}"}
 
     def _timed(self, name: str, fn, *args):
         started = time.perf_counter()

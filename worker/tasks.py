@@ -165,6 +165,17 @@ def _execute(executor: RunExecutor) -> str:
         _write_failure(run, status, error)
         finished.publish(run.id)
         return status
+    except Exception as exc:
+        # A failure outside the executor's own handling (e.g. its result could not be
+        # recorded): end the run now rather than leave it `running` until its lease expires.
+        log.exception("run %s: the task failed", run.id)
+        error = {"code": "INTERNAL_ERROR", "message": f"{type(exc).__name__}: {exc}"}
+        with connect() as conn:
+            ended = run_states.finish_run(conn, run.id, "failed", error=error)
+        if ended:
+            _write_failure(run, "failed", error)
+            finished.publish(run.id)
+        return "failed"
 
 
 def _write_failure(run: Run, status: str, error: dict) -> None:

@@ -381,3 +381,24 @@ def test_logs_range_reads_a_log_in_pieces_on_character_boundaries(client, settin
     assert client.get(f"/v1/jobs/{rid}/logs/range?stream=pty").status_code == 422
     assert client.get("/v1/jobs/nope/logs/range").status_code == 404
     assert client.get(f"/v1/temp-skill-runs/{rid}/logs/range").status_code == 404
+
+
+def test_a_full_disk_at_create_is_507_and_leaves_no_job(client, queue, app, settings,
+                                                        monkeypatch):
+    import errno
+    from pathlib import Path
+    real_mkdir = Path.mkdir
+
+    def mkdir(self, *args, **kwargs):
+        if self.name == "uploads":
+            raise OSError(errno.ENOSPC, "No space left on device", str(self))
+        return real_mkdir(self, *args, **kwargs)
+    monkeypatch.setattr(Path, "mkdir", mkdir)
+    resp = create(client, skill_id="demo-prime-number")
+    assert resp.status_code == 507
+    assert resp.json["error"]["code"] == "STORAGE_FULL" and resp.headers["Retry-After"] == "60"
+    with app.extensions["db"]() as session:  # the job was never committed
+        assert session.scalars(select(Run)).all() == [] and session.scalars(select(Request)).all() == []
+    assert queue.sent == []
+    monkeypatch.setattr(Path, "mkdir", real_mkdir)
+    assert create(client, skill_id="demo-prime-number").status_code == 200

@@ -49,3 +49,19 @@ def test_git_marker_makes_the_run_dir_a_git_root(tmp_path: Path) -> None:
     assert sorted(p.name for p in (run_dir / ".git").iterdir()) == ["HEAD", "objects", "refs"]
     write_git_marker(run_dir)  # idempotent
     subprocess.run(["git", "status"], cwd=run_dir, capture_output=True, check=True)
+
+
+def test_a_write_that_fails_leaves_neither_half_a_file_nor_its_temp(tmp_path) -> None:
+    import errno
+    import os
+
+    from runner_core.workspace import disk_full, write_json
+    target = tmp_path / "result.json"
+    os.symlink("/dev/full", tmp_path / "result.json.tmp")  # every write there: ENOSPC
+    with pytest.raises(OSError) as caught:
+        write_json(target, {"a": 1})
+    assert caught.value.errno == errno.ENOSPC and disk_full(caught.value)
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+    write_json(target, {"a": 1})  # the next write goes through
+    assert target.read_text() == '{\n  "a": 1\n}'
+    assert not disk_full(PermissionError(errno.EACCES, "denied")) and not disk_full(ValueError())

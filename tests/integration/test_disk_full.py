@@ -1,0 +1,119 @@
+"""A full disk under the data directory: runs end with STORAGE_FULL instead of hanging in
+`running`, requests get 507 and leave nothing half-written, and the service goes on once
+there is space again. The data directory is a small tmpfs (the database lives elsewhere)."""
+from __future__ import annotations
+
+import io
+import subprocess
+import time
+
+import pytest
+
+from api import create_app
+from api.queue import CeleryQueue
+from runner_core.store.migrate import upgrade
+from tests.conftest import copy_skills, make_settings, zip_bytes
+from tests.integration.services import WorkerProcess, require_redis
+
+pytestmark = pytest.mark.integration
+TERMINAL = ("succeeded", "failed", "canceled")
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    mount = tmp_path / "data"
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"a small disk is made by mounting a tmpfs, which needs root: "
+                    f"{done.stderr.strip()}")
+    yield mount
+    subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+@pytest.fixture
+def service(tmp_path, small_disk):
+    copy_skills(tmp_path / "skills")
+    settings = make_settings(tmp_path, CELERY_BROKER_URL=require_redis(11),
+                             DATABASE_URL=f"sqlite:///{tmp_path / 'runs.db'}")
+    upgrade(settings.database_url)
+    app = create_app({"SETTINGS": settings, "QUEUE": CeleryQueue(settings.broker_url)})
+    worker = WorkerProcess(settings, "disk", tmp_path / "worker.log")
+    yield settings, app.test_client()
+    worker.stop()
+    app.extensions["db"].kw["bind"].dispose()
+
+
+def fill(path) -> None:
+    """Write zeros into `path` until the disk under it is full."""
+    with open(path, "ab") as out:
+        try:
+            while True:
+                out.write(b"\0" * 65536)
+                out.flush()
+        except OSError:
+            pass
+
+
+def wait(client, rid: str, timeout: float = 20.0) -> dict:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        status = client.get(f"/v1/jobs/{rid}").json
+        if status["status"] in TERMINAL:
+            return status
+        time.sleep(0.05)
+    raise AssertionError(f"job {rid} still {status['status']} after {timeout} s")
+
+
+def post(client, body: dict):
+    return client.post("/v1/jobs", json=body)
+
+
+def upload(client, rid: str, files: dict):
+    return client.post(f"/v1/jobs/{rid}/upload",
+                       data={"file": (io.BytesIO(zip_bytes(files)), "inputs.zip")})
+
+
+def leftovers(root) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*")
+                  if p.name.endswith((".tmp", ".part")))
+
+
+def test_a_full_disk_fails_runs_and_requests_cleanly_and_the_service_recovers(service,
+                                                                              small_disk):
+    settings, client = service
+    body = {"skill_id": "fenced-json", "input": {"text": "before"},
+            "runtime_options": {"no_cache": True}}
+    assert wait(client, post(client, body).json["request_id"])["status"] == "succeeded"
+
+    # a run on a full disk ends at once with a code that says why (it used to stay `running`)
+    fill(small_disk / "fill")
+    rid = post(client, {**body, "input": {"text": "full"}}).json["request_id"]
+    status = wait(client, rid)
+    assert status["status"] == "failed", status
+    assert status["error"]["code"] == "STORAGE_FULL", status["error"]
+    assert "No space left on device" in status["error"]["message"]
+    result = client.get(f"/v1/jobs/{rid}/result")
+    assert result.status_code == 200
+    assert result.json["result"]["status"] == "failed"
+    assert result.json["result"]["error"]["code"] == "STORAGE_FULL"
+
+    # an upload that does not fit: 507 with Retry-After, and nothing of it is kept
+    rid = post(client, {"skill_id": "demo-prime-number"}).json["request_id"]
+    big = upload(client, rid, {"input_file.txt": "100\n" + "7" * 2_000_000})
+    assert big.status_code == 507, big.json
+    assert big.json["error"]["code"] == "STORAGE_FULL"
+    assert big.headers["Retry-After"] == "60"
+    uploads = settings.requests_dir / rid / "uploads"
+    assert uploads.is_dir() and not any(uploads.iterdir())
+    assert leftovers(small_disk) == []
+    assert client.get(f"/v1/jobs/{rid}").json["waiting_for_upload"] is True
+
+    # space again: the same job takes its upload and runs; new jobs run
+    (small_disk / "fill").unlink()
+    assert upload(client, rid, {"input_file.txt": "100\n"}).status_code == 200
+    assert wait(client, rid)["status"] == "succeeded"
+    assert wait(client, post(client, {**body, "input": {"text": "after"}}).json["request_id"]
+                )["status"] == "succeeded"
+    assert leftovers(small_disk) == []
