@@ -15,6 +15,7 @@ from runner_core.skills.installer import InstallResult, installer_for
 from runner_core.skills.package import PACKAGE_LIMITS, PackageError, unpack_package
 from runner_core.store.models import SkillInstall, utcnow
 from runner_core.uploads import UploadError
+from runner_core.workspace import STORAGE_FULL, disk_full
 
 
 def install_package(session: Session) -> SkillInstall:
@@ -38,8 +39,9 @@ def install_package(session: Session) -> SkillInstall:
             _finish(session, record, "failed", error={"code": error.code, "message": error.message,
                                                       "details": error.details})
             raise error from exc
-        except Exception as exc:
-            _finish(session, record, "failed", error={"code": "INTERNAL_ERROR",
+        except Exception as exc:  # answered 507 (a full disk) or 500; the record says which
+            code = STORAGE_FULL if disk_full(exc) else "INTERNAL_ERROR"
+            _finish(session, record, "failed", error={"code": code,
                                                       "message": f"{type(exc).__name__}: {exc}"})
             raise
         _finish(session, record, "succeeded", result=result)

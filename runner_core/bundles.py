@@ -13,14 +13,17 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import uuid
+from contextlib import suppress
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import BinaryIO, Iterable, Iterator
 
 import zipstream
 
+log = logging.getLogger(__name__)
 BUNDLE_DIR = "bundle"
 _CONTENT_DIRS = ("result", "artifacts")
 _CONTENT_FILES = ("manifest.json",)
@@ -72,7 +75,9 @@ def bundle_path(run_dir: Path, debug: bool) -> Path:
 def stream_bundle(run_dir: Path, debug: bool, store: bool = True) -> Iterator[bytes]:
     """Zip bytes produced on the fly for an HTTP response. With `store`, the same bytes go to
     `bundle/<zip>` (through a temp file renamed at the end, so a download cut short leaves
-    nothing) and the manifest is written after the last member: the next download is a file."""
+    nothing) and the manifest is written after the last member: the next download is a file.
+    Storing is a cache: when it fails (a full disk) the client still gets the whole zip, the
+    partial copy is removed, and the next download streams again."""
     run_dir = Path(run_dir)
     listing: list[BundleFile] = []
     stream = _zip_stream(bundle_members(run_dir, debug), listing)
@@ -81,19 +86,56 @@ def stream_bundle(run_dir: Path, debug: bool, store: bool = True) -> Iterator[by
         return
     zip_name, manifest_name = bundle_names(debug)
     out_dir = run_dir / BUNDLE_DIR
-    out_dir.mkdir(parents=True, exist_ok=True)
     tmp = out_dir / f".{zip_name}.{uuid.uuid4().hex}.tmp"
+    copy = _open_copy(tmp)
     try:
-        with open(tmp, "wb") as fh:
-            for chunk in stream:
-                fh.write(chunk)
-                yield chunk
-        os.replace(tmp, out_dir / zip_name)
-        manifest = {"bundle": zip_name, "files": [asdict(f) for f in listing]}
-        _write_text(out_dir / manifest_name,
-                    json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
+        for chunk in stream:
+            if copy is not None:
+                copy = _copy_chunk(copy, chunk, tmp)
+            yield chunk
+        if copy is not None:
+            copy, finished = None, copy
+            _store(finished, tmp, out_dir / zip_name, out_dir / manifest_name,
+                   {"bundle": zip_name, "files": [asdict(f) for f in listing]})
     finally:
+        if copy is not None:  # the client went away mid-download
+            with suppress(OSError):
+                copy.close()
         tmp.unlink(missing_ok=True)
+
+
+def _open_copy(tmp: Path) -> BinaryIO | None:
+    try:
+        tmp.parent.mkdir(parents=True, exist_ok=True)
+        return open(tmp, "wb")
+    except OSError as exc:
+        log.warning("bundle not stored (%s); it is streamed each time", exc)
+        return None
+
+
+def _copy_chunk(copy: BinaryIO, chunk: bytes, tmp: Path) -> BinaryIO | None:
+    """Write `chunk` to the stored copy; None (copy dropped) when it cannot be written."""
+    try:
+        copy.write(chunk)
+        return copy
+    except OSError as exc:
+        log.warning("bundle not stored (%s); the download goes on", exc)
+        with suppress(OSError):
+            copy.close()
+        tmp.unlink(missing_ok=True)
+        return None
+
+
+def _store(copy: BinaryIO, tmp: Path, zip_path: Path, manifest_path: Path,
+           manifest: dict) -> None:
+    """Close the finished copy and put it in place with its manifest, or neither."""
+    try:
+        copy.close()  # flushes: a full disk may only show here
+        os.replace(tmp, zip_path)
+        _write_text(manifest_path, json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
+    except OSError as exc:
+        log.warning("bundle not stored (%s); it is streamed each time", exc)
+        zip_path.unlink(missing_ok=True)
 
 
 def build_bundle(run_dir: Path, debug: bool) -> Path:
@@ -105,8 +147,11 @@ def build_bundle(run_dir: Path, debug: bool) -> Path:
 
 def _write_text(path: Path, text: str) -> None:
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def _zip_stream(members: list[BundleMember], listing: list[BundleFile]) -> zipstream.ZipStream:

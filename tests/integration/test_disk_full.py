@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import subprocess
 import time
+import zipfile
 
 import pytest
 
@@ -85,7 +86,9 @@ def test_a_full_disk_fails_runs_and_requests_cleanly_and_the_service_recovers(se
     settings, client = service
     body = {"skill_id": "fenced-json", "input": {"text": "before"},
             "runtime_options": {"no_cache": True}}
-    assert wait(client, post(client, body).json["request_id"])["status"] == "succeeded"
+    first = post(client, body).json["request_id"]
+    first_run = wait(client, first)
+    assert first_run["status"] == "succeeded"
 
     # a run on a full disk ends at once with a code that says why (it used to stay `running`)
     fill(small_disk / "fill")
@@ -98,6 +101,13 @@ def test_a_full_disk_fails_runs_and_requests_cleanly_and_the_service_recovers(se
     assert result.status_code == 200
     assert result.json["result"]["status"] == "failed"
     assert result.json["result"]["error"]["code"] == "STORAGE_FULL"
+
+    # the first download of a bundle stores it on the way: on a full disk it is still sent whole
+    bundle = client.get(f"/v1/jobs/{first}/bundle")
+    assert bundle.status_code == 200
+    with zipfile.ZipFile(io.BytesIO(bundle.data)) as zf:
+        assert zf.testzip() is None and "result/result.json" in zf.namelist()
+    assert list((settings.runs_dir / first_run["run_id"] / "bundle").iterdir()) == []
 
     # an upload that does not fit: 507 with Retry-After, and nothing of it is kept
     rid = post(client, {"skill_id": "demo-prime-number"}).json["request_id"]

@@ -124,3 +124,25 @@ def test_bundle_of_run_without_outputs_is_an_empty_zip(tmp_path: Path) -> None:
     (tmp_path / "logs").mkdir()
     (tmp_path / "logs" / "stderr.txt").write_text("boom")
     assert names(build_bundle(tmp_path, debug=False)) == []
+
+
+@pytest.mark.parametrize("fails", ["copy", "manifest"])
+def test_a_store_that_fails_still_sends_the_whole_zip_and_keeps_nothing(run_dir, monkeypatch,
+                                                                         fails):
+    import errno
+
+    from runner_core import bundles
+    if fails == "copy":  # every write of the stored copy: ENOSPC
+        monkeypatch.setattr(bundles, "_open_copy", lambda _tmp: open("/dev/full", "wb", buffering=0))
+    else:
+        def no_space(*_args):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        monkeypatch.setattr(bundles, "_write_text", no_space)
+    data = b"".join(stream_bundle(run_dir, debug=False))
+    with zipfile.ZipFile(io.BytesIO(data)) as zf:
+        assert zf.testzip() is None and sorted(zf.namelist()) == sorted(CONTENT)
+    out = run_dir / "bundle"
+    assert not out.exists() or sorted(p.name for p in out.iterdir()) == []  # no zip, no temp
+    monkeypatch.undo()
+    assert b"".join(stream_bundle(run_dir, debug=False)) and \
+        sorted(p.name for p in (run_dir / "bundle").iterdir()) == ["manifest.json", "run_bundle.zip"]
