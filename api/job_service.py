@@ -7,6 +7,7 @@ import uuid
 from datetime import datetime, timezone
 from functools import lru_cache
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 from flask import current_app
@@ -15,6 +16,7 @@ from sqlalchemy.orm import Session
 
 from api import job_cache
 from api.errors import ApiError
+from api.zip_bodies import receive_inputs, upload_lock
 from runner_core.engines.catalog import check_model
 from runner_core.queues import queue_for
 from runner_core.inputs import InputError, file_fields, schema_errors, validate_parameters
@@ -159,6 +161,20 @@ def insert_rows(conn: Connection, run: JobView | None, req: JobView) -> None:
         run.created_at = run.updated_at = req.created_at
         conn.execute(_INSERT_RUN, vars(run))
     conn.execute(_INSERT_REQUEST, vars(req))
+
+
+def take_upload(session: Session, req: Request, run: Run, pkg_for: Callable[[], SkillPackage],
+                request_dir: Path) -> Run:
+    """Receive the input zip of a run that waits for one (a job or a one-off run) and send the
+    run; the run's state is checked again once this request's upload lock is held, so of two
+    uploads only one is ever taken."""
+    with upload_lock(request_dir, req.id):
+        session.refresh(run)
+        if not (run.needs_upload and run.status == "queued" and run.queued_at is None):
+            raise ApiError(409, "UPLOAD_NOT_ALLOWED", "this run takes no upload now (already "
+                           "uploaded, started or ended)", {"status": run.status}, req.id)
+        files = receive_inputs(request_dir, req.id)
+        return bind_upload(session, req, run, pkg_for(), {f.path: f.sha256 for f in files})
 
 
 def bind_upload(session: Session, req: Request, run: Run, pkg: SkillPackage,

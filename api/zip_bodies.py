@@ -6,7 +6,9 @@ whose `details.errors` lists every problem.
 """
 from __future__ import annotations
 
+import fcntl
 import hashlib
+import os
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -93,6 +95,24 @@ def upload_limits() -> UploadLimits:
     return UploadLimits(max_total_bytes=settings.upload_max_bytes,
                         max_entries=settings.upload_max_entries,
                         max_ratio=settings.upload_max_ratio)
+
+
+@contextmanager
+def upload_lock(request_dir: Path, request_id: str) -> Iterator[None]:
+    """One upload at a time per request: a second one while the first is still coming in (a
+    client retrying too early) is 409 UPLOAD_IN_PROGRESS and touches nothing. A flock, so it
+    holds across gunicorn's processes and is dropped if the holder dies."""
+    request_dir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(request_dir / ".upload.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ApiError(409, "UPLOAD_IN_PROGRESS", "another upload for this request is still "
+                           "coming in; wait for its answer", {}, request_id) from None
+        yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def receive_inputs(request_dir: Path, request_id: str) -> list[UploadedFile]:

@@ -13,7 +13,7 @@ import time
 
 from bench.context import Context
 from bench.engine import RESULT, SKILL_ID, TEXT, codex_setup, prepare_bare, run_bare
-from bench.services import TERMINAL, Stack, StackOptions, parse_time
+from bench.services import Stack, StackOptions, parse_time
 from bench.stats import Row, ratio, summarize
 
 WAIT_SEC = 60
@@ -47,8 +47,8 @@ def run(ctx: Context) -> list[Row]:
                 Stack(root / "stack", StackOptions(extra_env=codex.worker_env())) as stack:
             client = stack.client()
             bare_runs = root / "bare-runs"
-            warm = [run_bare(prepare_bare(bare_runs, stack.skills_dir)) for _ in range(2)]
-            for _ in range(2):
+            for _ in range(2):  # warm-up, not counted
+                run_bare(prepare_bare(bare_runs, stack.skills_dir))
                 submit_and_wait(client)
             bare, runner, rows_latency, process = [], [], [], []
             for i in range(n):

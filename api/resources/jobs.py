@@ -7,13 +7,11 @@ from flask.views import MethodView
 from api import job_service as jobs
 from api import run_actions as actions
 from api.blueprint import Blueprint
-from api.errors import ApiError
 from api.resources.skills import get_skill_or_404
 from api.schemas import (
     CancelResult, JobCreate, JobCreated, JobList, JobListArgs, JobLogs, JobResult, JobStatus,
     LogRange, LogRangeArgs, WaitArgs,
 )
-from api.zip_bodies import receive_inputs
 
 blp = Blueprint("jobs", __name__, url_prefix="/v1/jobs", description="Skill runs")
 
@@ -54,13 +52,8 @@ class Upload(MethodView):
         settings = current_app.config["SETTINGS"]
         with db() as session:
             req, run = jobs.load_job(session, request_id, KIND)
-            if not (run.needs_upload and run.status == "queued" and run.queued_at is None):
-                raise ApiError(409, "UPLOAD_NOT_ALLOWED",
-                               "this job takes no upload now (already uploaded, started or ended)",
-                               {"status": run.status}, request_id)
-            files = receive_inputs(settings.requests_dir / request_id, request_id)
-            run = jobs.bind_upload(session, req, run, get_skill_or_404(run.skill_id),
-                                   {f.path: f.sha256 for f in files})
+            run = jobs.take_upload(session, req, run, lambda: get_skill_or_404(run.skill_id),
+                                   settings.requests_dir / request_id)
             return {"request_id": req.id, "cache_hit": req.cache_hit, "status": run.status}
 
 

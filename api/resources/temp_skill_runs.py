@@ -7,7 +7,6 @@ from flask.views import MethodView
 from api import job_service as jobs
 from api import run_actions
 from api.blueprint import Blueprint
-from api.errors import ApiError
 from api.job_service import connect
 from api.package_schemas import TempRunCreated, package_form_doc
 from api.resources.run_files import bundle_response
@@ -15,7 +14,6 @@ from api.schemas import (
     CancelResult, JobCreated, JobLogs, JobResult, JobStatus, LogRange, LogRangeArgs, WaitArgs,
 )
 from api.temp_run_service import create_temp_run, load_temp, temp_skill
-from api.zip_bodies import receive_inputs
 
 blp = Blueprint("temp_skill_runs", __name__, url_prefix="/v1/temp-skill-runs",
                 description="One-off runs of an uploaded skill package")
@@ -44,14 +42,8 @@ class TempUpload(MethodView):
         """Upload the input zip (multipart field `file`, or a raw application/zip body)."""
         with db() as session:
             req, run = load_temp(session, request_id)
-            if not (run.needs_upload and run.status == "queued" and run.queued_at is None):
-                raise ApiError(409, "UPLOAD_NOT_ALLOWED",
-                               "this run takes no upload now (already uploaded, started or ended)",
-                               {"status": run.status}, request_id)
-            request_dir = current_app.config["SETTINGS"].requests_dir / request_id
-            files = receive_inputs(request_dir, request_id)
-            run = jobs.bind_upload(session, req, run, temp_skill(req),
-                                   {f.path: f.sha256 for f in files})
+            run = jobs.take_upload(session, req, run, lambda: temp_skill(req),
+                                   current_app.config["SETTINGS"].requests_dir / request_id)
             return {"request_id": req.id, "cache_hit": req.cache_hit, "status": run.status}
 
 

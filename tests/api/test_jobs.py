@@ -15,6 +15,28 @@ def create(client, **body):
     return client.post("/v1/jobs", json=body)
 
 
+def test_an_upload_while_another_is_coming_in_is_409_and_touches_nothing(client, queue,
+                                                                         settings):
+    import fcntl
+    import os
+    rid = create(client).json["request_id"]
+    body = {"file": (io.BytesIO(zip_bytes({"input_file.txt": "30"})), "in.zip")}
+    request_dir = settings.requests_dir / rid
+    fd = os.open(request_dir / ".upload.lock", os.O_RDWR | os.O_CREAT)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # what the first upload holds while its body streams in
+    try:
+        second = client.post(f"/v1/jobs/{rid}/upload", data=body)
+    finally:
+        os.close(fd)
+    assert second.status_code == 409
+    assert second.json["error"]["code"] == "UPLOAD_IN_PROGRESS"
+    assert sorted(p.name for p in request_dir.iterdir()) == [".upload.lock", "uploads"]
+    assert queue.sent == [] and client.get(f"/v1/jobs/{rid}").json["waiting_for_upload"] is True
+    body = {"file": (io.BytesIO(zip_bytes({"input_file.txt": "30"})), "in.zip")}
+    assert client.post(f"/v1/jobs/{rid}/upload", data=body).status_code == 200
+    assert len(queue.sent) == 1
+
+
 def test_create_with_file_input_waits_for_upload(client, queue):
     resp = create(client, parameter={"divisor": 3})
     assert resp.status_code == 200
@@ -247,7 +269,8 @@ def test_a_body_over_the_limit_is_413_and_nothing_of_it_is_kept(tmp_path, skills
         assert resp.status_code == 413, resp.json
         assert resp.json["error"]["code"] == "UPLOAD_TOO_LARGE"
         assert resp.json["error"]["details"] == {"limit_bytes": cap}
-        assert [p.name for p in (settings.requests_dir / rid).iterdir()] == ["uploads"]
+        assert sorted(p.name for p in (settings.requests_dir / rid).iterdir()) == [".upload.lock",
+                                                                           "uploads"]
         assert list((settings.requests_dir / rid / "uploads").iterdir()) == []
     json_body = create(client, skill_id="fenced-json", input={"text": "x" * 3000})
     assert json_body.status_code == 413
