@@ -9,6 +9,7 @@ from flask_smorest import Api
 
 from api.auth import openapi_security, require_token
 from api.config import build_config
+from api.cors import allow_origins
 from api.errors import http_exception_response, register_error_handlers
 from api.logs import configure_logging
 from api.queue import CeleryQueue
@@ -40,6 +41,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         settings.broker_url, max_waiters=int(os.environ.get("WEB_THREADS", "4")) - 1)
     register_error_handlers(app)
     require_token(app, settings.api_tokens)
+    allow_origins(app, settings.cors_origins)
     app.config.update(openapi_security(settings.api_tokens))
     api = RunnerApi(app)
     from api.resources import (

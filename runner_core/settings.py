@@ -6,6 +6,7 @@ broker and where run directories live.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -46,6 +47,7 @@ class Settings:
     run_pool: int = 2  # run directories made ahead per skill version and kind (0: off)
     snapshot_mode: str = "link"  # link: from a read-only copy per skill version; copy: full copies
     api_tokens: tuple[str, ...] = field(default=(), repr=False)  # empty: no token asked for
+    cors_origins: tuple[str, ...] = ()  # browser origins allowed to call the API ("*": any)
 
     def running_limit(self, engine: str | None) -> int:
         """The per-engine maximum of running runs for `engine` (script runs: 'script'); 0 = none."""
@@ -137,6 +139,20 @@ def api_tokens(raw: str) -> tuple[str, ...]:
     return tokens
 
 
+_ORIGIN = re.compile(r"https?://[^/\s]+")
+
+
+def cors_origins(raw: str) -> tuple[str, ...]:
+    """SKILL_RUNNER_CORS_ORIGINS: `*`, or origins (`https://app.example.org`) separated by
+    commas."""
+    origins = tuple(o.strip().rstrip("/") for o in raw.split(",") if o.strip())
+    bad = [o for o in origins if o != "*" and not _ORIGIN.fullmatch(o)]
+    if bad:
+        raise SettingsError(f"SKILL_RUNNER_CORS_ORIGINS: {bad[0]!r} is not an origin "
+                            "(scheme://host[:port], or *)")
+    return origins
+
+
 def load_settings(env: dict[str, str] | None = None) -> Settings:
     """Build Settings from `env` (default: os.environ); SettingsError names a bad value."""
     env = dict(os.environ if env is None else env)
@@ -190,6 +206,7 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         snapshot_mode=_snapshot_mode(env.get("SKILL_RUNNER_SNAPSHOT", "link")),
         task_events=read.flag("SKILL_RUNNER_TASK_EVENTS"),
         api_tokens=api_tokens(env.get("SKILL_RUNNER_API_TOKEN", "")),
+        cors_origins=cors_origins(env.get("SKILL_RUNNER_CORS_ORIGINS", "")),
     )
 
 

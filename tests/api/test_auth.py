@@ -80,3 +80,39 @@ def test_token_helpers() -> None:
     assert presented_token("Token abc") is None and presented_token("") is None
     assert token_matches("abc", ("x", "abc")) and not token_matches("ab", ("abc",))
     assert not token_matches("é", ("e",))  # non-ASCII is compared as bytes, no TypeError
+
+
+@pytest.fixture
+def browser_client(settings, queue):
+    configured = dataclasses.replace(settings, api_tokens=(TOKEN,),
+                                     cors_origins=("https://app.example.org",))
+    return create_app({"SETTINGS": configured, "QUEUE": queue, "TESTING": True}).test_client()
+
+
+def test_a_preflight_from_an_allowed_origin_needs_no_token(browser_client) -> None:
+    resp = browser_client.options("/v1/jobs", headers={
+        "Origin": "https://app.example.org", "Access-Control-Request-Method": "POST",
+        "Access-Control-Request-Headers": "authorization, content-type"})
+    assert resp.status_code == 200
+    assert resp.headers["Access-Control-Allow-Origin"] == "https://app.example.org"
+    assert "authorization" in resp.headers["Access-Control-Allow-Headers"].lower()
+    assert "POST" in resp.headers["Access-Control-Allow-Methods"]
+
+
+def test_answers_and_errors_carry_cors_headers_for_allowed_origins_only(browser_client) -> None:
+    origin = {"Origin": "https://app.example.org"}
+    ok = browser_client.get("/v1/skills", headers={**origin, **bearer(TOKEN)})
+    assert ok.status_code == 200
+    assert ok.headers["Access-Control-Allow-Origin"] == "https://app.example.org"
+    assert "X-Request-ID" in ok.headers["Access-Control-Expose-Headers"]
+    refused = browser_client.get("/v1/skills", headers=origin)  # no token: the page can read why
+    assert refused.status_code == 401
+    assert refused.headers["Access-Control-Allow-Origin"] == "https://app.example.org"
+    other = browser_client.get("/v1/skills", headers={"Origin": "https://evil.example.com",
+                                                       **bearer(TOKEN)})
+    assert "Access-Control-Allow-Origin" not in other.headers
+
+
+def test_no_cors_headers_unless_configured(client) -> None:
+    resp = client.get("/v1/skills", headers={"Origin": "https://app.example.org"})
+    assert "Access-Control-Allow-Origin" not in resp.headers

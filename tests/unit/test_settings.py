@@ -103,3 +103,14 @@ def test_gunicorn_warns_when_it_listens_beyond_loopback_without_a_token(monkeypa
     assert bool(said) is warned
     if warned:
         assert f"listening on {host}:" in said[0] and "SKILL_RUNNER_API_TOKEN" in said[0]
+
+
+def test_cors_origins_are_checked_and_normalised(tmp_path) -> None:
+    env = {"SKILL_RUNNER_DATA_DIR": str(tmp_path)}
+    assert load_settings(env).cors_origins == ()
+    assert load_settings({**env, "SKILL_RUNNER_CORS_ORIGINS": "https://a.example.org/, "
+                          "http://localhost:3000"}).cors_origins == (
+        "https://a.example.org", "http://localhost:3000")
+    assert load_settings({**env, "SKILL_RUNNER_CORS_ORIGINS": "*"}).cors_origins == ("*",)
+    with pytest.raises(SettingsError, match="'app.example.org' is not an origin"):
+        load_settings({**env, "SKILL_RUNNER_CORS_ORIGINS": "app.example.org"})
