@@ -56,13 +56,43 @@ def iter_json_values(text: str) -> Iterator[Any]:
     """Yield each top-level JSON object or array embedded in `text`, left to right."""
     pos = 0
     while match := _OPENER.search(text, pos):
-        try:
-            value, end = _DECODER.raw_decode(text, match.start())
-        except json.JSONDecodeError:
+        found = decode_at(text, match.start())
+        if found is None:
             pos = match.start() + 1
             continue
+        value, pos = found
         yield value
-        pos = end
+
+
+# Windows of text a candidate is decoded in first. A decode that fails reports its position
+# as a line and column counted from the start of the string it was given (JSONDecodeError),
+# so failing candidates decoded in place cost O(their offset) each: scanning a 1.8 MB log
+# with brackets on every line for the JSON at its end took 27 s. In a window they cost
+# O(window), and a value that does not fit (or may not) is decoded again in a larger one.
+_WINDOWS = (4096, 65536, 1 << 20)
+_MARGIN = 16  # a literal or an escape cut by the window's end fails within this of the end
+
+
+def decode_at(text: str, start: int) -> tuple[Any, int] | None:
+    """The JSON value that starts at `start` of `text` and the offset after it, or None."""
+    for size in _WINDOWS:
+        if start + size >= len(text):
+            break
+        window = text[start:start + size]
+        try:
+            value, used = _DECODER.raw_decode(window)
+        except RecursionError:  # nested deeper than the decoder goes: not a value we can use
+            return None
+        except json.JSONDecodeError as exc:
+            if exc.pos < size - _MARGIN and not exc.msg.startswith("Unterminated string"):
+                return None  # failed inside the window: the whole text fails there too
+            continue
+        return value, start + used  # an object or array ends at its own closing bracket
+    try:
+        value, used = _DECODER.raw_decode(text[start:] if start else text)
+    except (json.JSONDecodeError, RecursionError):
+        return None
+    return value, start + used
 
 
 def iter_extracted(text: str) -> Iterator[Extracted]:
@@ -78,7 +108,7 @@ def iter_extracted(text: str) -> Iterator[Extracted]:
         try:
             yield Extracted(json.loads(source), how)
             continue
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):  # too deep is not a value either
             pass
         for value in iter_json_values(source):
             yield Extracted(value, "embedded")

@@ -80,6 +80,6 @@ def decode_nested_json(value: Any) -> Any | None:
         inner = strip_fences(decoded.strip().removeprefix(BOM))
         try:
             decoded = json.loads(remove_trailing_commas(inner))
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             return None
     return decoded if isinstance(decoded, (dict, list)) and decoded is not value else None

@@ -66,3 +66,56 @@ def test_iter_json_values_yields_top_level_values_not_nested_ones() -> None:
 def test_iter_extracted_lists_later_values_after_the_first() -> None:
     values = [e.value for e in iter_extracted('I cite [1] here. {"ok": true}')]
     assert values == [[1], {"ok": True}]
+
+
+def _in_place(text: str) -> list:
+    """The plain scan (each candidate decoded in the whole text): what the windows must match."""
+    import json
+    decoder, out, pos = json.JSONDecoder(), [], 0
+    while (start := min((i for i in (text.find("{", pos), text.find("[", pos)) if i >= 0),
+                        default=-1)) >= 0:
+        try:
+            value, pos = decoder.raw_decode(text, start)
+            out.append(value)
+        except (json.JSONDecodeError, RecursionError):
+            pos = start + 1
+    return out
+
+
+def test_windowed_decoding_finds_exactly_what_decoding_in_place_finds() -> None:
+    import json
+    import random
+    rng = random.Random(7)
+    big_string = "s" * 70_000  # crosses the 4 KiB and 64 KiB windows
+    pieces = [
+        '{"a": 1}', "[1, 2, 3]", "[INFO]", "[2026-11-23 10:00]", "{oops}", "[1, 2", '{"k": "v',
+        "[true, false, null]", "[tru", '{"n": -12.5e3}', '["\\u00e9", "\\n"]', "]", "}",
+        json.dumps({"big": big_string}), json.dumps(list(range(3000))), "[" * 50 + "]" * 50,
+        json.dumps({"deep": [[{"x": [1, {"y": "}"}]}]]}), "prose with ] and [ and { }",
+    ]
+    for trial in range(300):
+        parts = [rng.choice(pieces) for _ in range(rng.randint(1, 12))]
+        filler = [" " * rng.randint(0, 5000) for _ in parts]  # moves values across window ends
+        text = "".join(f"{f}{p}\n" for f, p in zip(filler, parts))
+        assert list(iter_json_values(text)) == _in_place(text), trial
+
+
+def test_a_long_log_is_scanned_in_linear_work(monkeypatch) -> None:
+    """A 1.8 MB log with brackets on every line took 27 s: a failing decode reports its line
+    and column by counting from the start of the string it was given, and each candidate was
+    given the whole text. Counted here (not timed): the offsets failures are reported at."""
+    from runner_core.output import parse
+    counted = []
+
+    class Counting:
+        def raw_decode(self, s, idx=0):
+            try:
+                return parse.json.JSONDecoder().raw_decode(s, idx)
+            except parse.json.JSONDecodeError as exc:
+                counted.append(exc.pos)
+                raise
+    monkeypatch.setattr(parse, "_DECODER", Counting())
+    text = "".join(f"[2026-11-23 10:00:{i % 60:02d}] [INFO] step {i} done\n"
+                   for i in range(40_000)) + '{"ok": true}\n'
+    assert extract_json(text).value == {"ok": True}
+    assert len(counted) >= 80_000 and sum(counted) < 2 * len(text)  # in place: ~40,000x
