@@ -43,6 +43,7 @@ class Settings:
     upload_max_entries: int = 10_000
     upload_max_ratio: float = 200.0
     max_request_bytes: int = 16 * 1024 ** 2  # any body but a zip upload
+    max_output_bytes: int = 256 * 1024 ** 2  # a process's stdout + stderr (0: no limit)
     task_events: bool = False
     run_pool: int = 2  # run directories made ahead per skill version and kind (0: off)
     snapshot_mode: str = "link"  # link: from a read-only copy per skill version; copy: full copies
@@ -197,6 +198,8 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         upload_max_ratio=read.number("SKILL_RUNNER_UPLOAD_MAX_RATIO", 200, float, minimum=1),
         max_request_bytes=read.number("SKILL_RUNNER_MAX_REQUEST_BYTES", 16 * 1024 ** 2,
                                       minimum=1024),
+        max_output_bytes=read.number("SKILL_RUNNER_MAX_OUTPUT_BYTES", 256 * 1024 ** 2,
+                                     minimum=0),
         sweep_interval_sec=read.number("SKILL_RUNNER_SWEEP_INTERVAL_SEC", 10, float, minimum=0.1),
         kill_grace_sec=read.number("SKILL_RUNNER_KILL_GRACE_SEC", 3, float, minimum=0),
         max_running=read.number("SKILL_RUNNER_MAX_RUNNING", 0, minimum=0),

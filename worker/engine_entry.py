@@ -48,7 +48,7 @@ def run_engine(executor, pkg) -> tuple[str | None, Any]:
     executor.timings["engine_setup"] = round(time.perf_counter() - setup_started, 4)
     result = run_command(spec, paths.logs / "stdout.txt", paths.logs / "stderr.txt",
                          executor.make_watch(pkg))
-    if result.canceled or result.timed_out:
+    if result.canceled or result.timed_out or result.output_exceeded:
         check_process(result, "ENGINE_FAILED", paths)
     output = adapter.parse_output(result)
     executor.session_handle = output.session_id

@@ -331,6 +331,11 @@ def check_process(result, failure_code: str, paths: RunPaths) -> None:
         raise RunFailed("CANCELED_BY_USER", "canceled by user", status="canceled")
     if result.timed_out:
         raise RunFailed("TIMEOUT", "the run exceeded its time limit; the process group was killed")
+    if result.output_exceeded:
+        size = result.stdout_path.stat().st_size + result.stderr_path.stat().st_size
+        raise RunFailed("OUTPUT_TOO_LARGE", "the process wrote more output (stdout + stderr) than "
+                        "the server allows; the process group was killed",
+                        {"written_bytes": size})
     if result.exit_code != 0:
         raise RunFailed(failure_code, f"process exited with code {result.exit_code}",
                         {"exit_code": result.exit_code})

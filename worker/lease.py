@@ -138,4 +138,5 @@ def make_watch(settings: Settings, connect: Callable, run: Run, pkg) -> Watch:
             log.warning("lease of run %s not refreshed: %s", run.id,
                         exc.orig if exc.orig is not None else exc)
             return False
-    return Watch(deadline=deadline, poll=poll, grace_sec=settings.kill_grace_sec)
+    return Watch(deadline=deadline, poll=poll, grace_sec=settings.kill_grace_sec,
+                 max_output_bytes=settings.max_output_bytes)

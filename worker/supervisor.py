@@ -29,6 +29,7 @@ class Watch:
     deadline: float | None = None
     poll: Callable[[int], bool] | None = None
     grace_sec: float = 3.0
+    max_output_bytes: int = 0  # stdout + stderr beyond this: the group is killed (0: no limit)
 
 
 def group_alive(pgid: int) -> bool:
@@ -89,7 +90,7 @@ def run_command(spec: CommandSpec, stdout_path: Path, stderr_path: Path,
 def _watch(proc: subprocess.Popen, spec: CommandSpec, watch: Watch, stdout_path: Path,
            stderr_path: Path, started: float) -> ProcessResult:
     pgid = proc.pid
-    timed_out = canceled = False
+    timed_out = canceled = exceeded = False
     pidfd = _pidfd(proc.pid)
     try:
         if spec.stdin is not None:
@@ -97,16 +98,20 @@ def _watch(proc: subprocess.Popen, spec: CommandSpec, watch: Watch, stdout_path:
         # The claim just set the heartbeat: a process done within FIRST_WATCH_SEC costs no
         # extra database round trip; longer ones record their pgid right after.
         next_watch = time.monotonic() + FIRST_WATCH_SEC
-        if watch.poll is None:
+        if watch.poll is None and not watch.max_output_bytes:
             next_watch = float("inf")
         while proc.poll() is None:
             now = time.monotonic()
             if watch.deadline is not None and now >= watch.deadline:
                 timed_out = True
                 break
-            if watch.poll is not None and now >= next_watch:
+            if now >= next_watch:
                 next_watch = now + WATCH_EVERY_SEC
-                if watch.poll(pgid):
+                limit = watch.max_output_bytes
+                if limit and _written(stdout_path, stderr_path) > limit:
+                    exceeded = True
+                    break
+                if watch.poll is not None and watch.poll(pgid):
                     canceled = True
                     break
             wait_exit(proc, pidfd, min(next_watch, watch.deadline or next_watch) - now)
@@ -119,9 +124,21 @@ def _watch(proc: subprocess.Popen, spec: CommandSpec, watch: Watch, stdout_path:
         if proc.poll() is None:
             proc.kill()
         proc.wait()
-    code = None if (timed_out or canceled) else proc.returncode
+    code = None if (timed_out or canceled or exceeded) else proc.returncode
     return ProcessResult(code, stdout_path, stderr_path, started, time.time(),
-                         timed_out=timed_out, canceled=canceled)
+                         timed_out=timed_out, canceled=canceled, output_exceeded=exceeded)
+
+
+def _written(*paths: Path) -> int:
+    """Bytes in the process's output files (checked every WATCH_EVERY_SEC, so a process may
+    write up to half a second's worth past the limit)."""
+    total = 0
+    for path in paths:
+        try:
+            total += os.stat(path).st_size
+        except OSError:
+            pass
+    return total
 
 
 def _pidfd(pid: int) -> int | None:

@@ -47,6 +47,7 @@ class ProcessResult:
     ended: float
     timed_out: bool = False
     canceled: bool = False
+    output_exceeded: bool = False  # killed for writing more than its output limit
 
 
 @dataclass(frozen=True)

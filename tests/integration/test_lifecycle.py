@@ -67,6 +67,22 @@ def test_timeout_kills_the_whole_process_tree(bare_stack, workers):
     assert live_group(pgid) == [] and live_pids(kids) == []
 
 
+def test_a_run_that_floods_its_output_is_killed_at_the_limit(bare_stack, workers):
+    workers("w", SKILL_RUNNER_MAX_OUTPUT_BYTES=str(1024 ** 2))
+    # 10 KB lines, 1,000 of them over 20 s: 1 MiB is passed after ~2 s
+    rid = create_job(bare_stack, "slow-counter", sleep=20, ticks=1000, tick_bytes=10_000,
+                     children=1)
+    status = bare_stack.wait(rid, until=("running",))
+    pgid, kids = recorded_processes(bare_stack, status["run_id"], expect=1)
+    status = bare_stack.wait(rid, timeout=15)
+    assert status["status"] == "failed" and status["error"]["code"] == "OUTPUT_TOO_LARGE", status
+    written = status["error"]["written_bytes"]
+    assert 1024 ** 2 < written < 20 * 1024 ** 2, written  # stopped soon after the limit
+    assert live_group(pgid) == [] and live_pids(kids) == []
+    logs = bare_stack.client.get(f"/v1/jobs/{rid}/logs").json
+    assert logs["stdout"].startswith("tick 0 ")  # what it wrote is kept for a look
+
+
 def test_cancel_of_a_queued_run_holds_even_when_the_revoke_is_lost(bare_stack, workers):
     rid = create_job(bare_stack, "slow-counter", sleep=0)  # no worker online: revoke is lost
     resp = bare_stack.client.post(f"/v1/jobs/{rid}/cancel").json

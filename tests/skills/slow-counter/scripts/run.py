@@ -16,9 +16,9 @@ kids = [subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
 pids = Path(os.environ["SKILL_RUNNER_RUN_DIR"]) / "raw" / "child_pids.txt"
 pids.write_text("\n".join(str(k.pid) for k in kids))
 # Progress on stdout: `ticks` lines spread over the sleep (multi-byte text on purpose).
-ticks = params.get("ticks", 0)
+ticks, pad = params.get("ticks", 0), "." * params.get("tick_bytes", 0)
 for i in range(ticks):
-    print(f"tick {i} \u2713 étape", flush=True)
+    print(f"tick {i} \u2713 étape{pad}", flush=True)
     time.sleep(params["sleep"] / ticks)
 time.sleep(params["sleep"] if not ticks else 0)
 # When this process really ran, for tests of the running limits.
