@@ -36,6 +36,7 @@ def check_request(pkg: SkillPackage, body: dict[str, Any]) -> tuple[str | None, 
         raise ApiError(400, "SKILL_ENGINE_UNSUPPORTED",
                        f"engine '{engine}' is not supported by skill '{pkg.id}'",
                        {"engine": engine, "effective_engines": pkg.effective_engines})
+    _check_runtime_options(body["runtime_options"])
     mode = body["runtime_options"].get("execution_mode", "auto")
     if mode not in pkg.manifest.execution_modes:
         raise ApiError(400, "EXECUTION_MODE_UNSUPPORTED",
@@ -50,6 +51,32 @@ def check_request(pkg: SkillPackage, body: dict[str, Any]) -> tuple[str | None, 
         raise ApiError(400, exc.code, exc.message, exc.details) from exc
     _check_inline(pkg, body.get("input") or {})
     return engine, parameter
+
+
+# The runtime options the service acts on, typed (others are kept, unused): a wrong type used
+# to surface only when the run started, as an INTERNAL_ERROR or an option silently ignored.
+RUNTIME_OPTIONS_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "execution_mode": {"type": "string"},
+        "debug": {"type": "boolean"},
+        "no_cache": {"type": "boolean"},
+        "timeout_sec": {"type": "integer", "minimum": 1},
+        "repair_rounds": {"type": "integer", "minimum": 0, "maximum": 3},
+        "interactive_reply_timeout_sec": {"type": "integer", "minimum": 1},
+        "interactive_auto_reply": {"type": "boolean"},
+    },
+    "patternProperties": {"^[a-z][a-z0-9]*_config$": {"type": "object"}},
+}
+
+
+def _check_runtime_options(options: dict[str, Any]) -> None:
+    errors = schema_errors(RUNTIME_OPTIONS_SCHEMA, options) if options else []
+    if errors:
+        first = errors[0]
+        raise ApiError(400, "SCHEMA_VALIDATION_FAILED",
+                       f"runtime_options.{first['path']}: {first['message']}",
+                       {"schema": "runtime_options", "errors": errors})
 
 
 def _check_inline(pkg: SkillPackage, inline: dict[str, Any]) -> None:

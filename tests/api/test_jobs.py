@@ -425,3 +425,24 @@ def test_a_full_disk_at_create_is_507_and_leaves_no_job(client, queue, app, sett
     assert queue.sent == []
     monkeypatch.setattr(Path, "mkdir", real_mkdir)
     assert create(client, skill_id="demo-prime-number").status_code == 200
+
+
+def test_runtime_options_of_the_wrong_type_are_400_before_any_run(client, queue):
+    for options, path in (({"repair_rounds": "two"}, "repair_rounds"),
+                          ({"repair_rounds": 7}, "repair_rounds"),
+                          ({"timeout_sec": 0}, "timeout_sec"),
+                          ({"timeout_sec": "60"}, "timeout_sec"),
+                          ({"no_cache": "yes"}, "no_cache"),
+                          ({"codex_config": "model=x"}, "codex_config")):
+        resp = create(client, skill_id="fenced-json", input={"text": "hi"},
+                      runtime_options=options)
+        assert resp.status_code == 400, (options, resp.json)
+        error = resp.json["error"]
+        assert error["code"] == "SCHEMA_VALIDATION_FAILED"
+        assert error["message"].startswith(f"runtime_options.{path}: ")
+        assert error["details"]["schema"] == "runtime_options"
+    assert queue.sent == []
+    ok = create(client, skill_id="fenced-json", input={"text": "hi"},
+                runtime_options={"repair_rounds": 2, "timeout_sec": 30, "no_cache": True,
+                                 "debug": False, "codex_config": {"a": 1}, "custom": "kept"})
+    assert ok.status_code == 200, ok.json
