@@ -1,6 +1,8 @@
 """Liveness and readiness."""
 from __future__ import annotations
 
+import shutil
+
 from flask import current_app
 from flask.views import MethodView
 from sqlalchemy import text
@@ -13,8 +15,9 @@ blp = Blueprint("health", __name__, description="Service health")
 @blp.route("/healthz")
 class Health(MethodView):
     def get(self):
-        """Whether the API, its database and its broker answer: 503 "degraded" when one does
-        not (jobs are still accepted while the broker is away: the sweeper sends them later)."""
+        """Whether the API, its database and its broker answer and the data directory's disk
+        has room: 503 "degraded" when not (jobs are still accepted while the broker is away:
+        the sweeper sends them later)."""
         try:
             with current_app.extensions["db"]() as session:
                 session.execute(text("SELECT 1"))
@@ -22,6 +25,19 @@ class Health(MethodView):
         except Exception as exc:  # report, do not crash the probe
             db = f"error: {type(exc).__name__}"
         broker = current_app.extensions["queue"].ping()
-        status = 200 if db == broker == "ok" else 503
+        disk = disk_state(current_app.config["SETTINGS"])
+        status = 200 if db == broker == disk == "ok" else 503
         return {"status": "ok" if status == 200 else "degraded", "database": db,
-                "broker": broker}, status
+                "broker": broker, "disk": disk}, status
+
+
+def disk_state(settings) -> str:
+    """"ok", or "low: <N> MiB free" when the disk under the data directory has less than
+    SKILL_RUNNER_MIN_FREE_BYTES left (runs and uploads would soon fail with STORAGE_FULL)."""
+    try:
+        free = shutil.disk_usage(settings.data_dir).free
+    except OSError as exc:
+        return f"error: {type(exc).__name__}"
+    if free < settings.min_free_bytes:
+        return f"low: {free // 2 ** 20} MiB free"
+    return "ok"

@@ -5,11 +5,23 @@ from __future__ import annotations
 def test_healthz(client, queue):
     resp = client.get("/healthz")
     assert resp.status_code == 200
-    assert resp.json == {"status": "ok", "database": "ok", "broker": "ok"}
+    assert resp.json == {"status": "ok", "database": "ok", "broker": "ok", "disk": "ok"}
     queue.broker_state = "error: ConnectionError"
     resp = client.get("/healthz")
     assert resp.status_code == 503 and resp.json["status"] == "degraded"
     assert resp.json["broker"] == "error: ConnectionError"
+
+
+def test_healthz_reports_a_disk_that_is_nearly_full(settings, queue):
+    import dataclasses
+    import shutil
+    from api import create_app
+    free = shutil.disk_usage(settings.data_dir).free
+    tight = dataclasses.replace(settings, min_free_bytes=free + 2 ** 40)
+    resp = create_app({"SETTINGS": tight, "QUEUE": queue}).test_client().get("/healthz")
+    assert resp.status_code == 503 and resp.json["status"] == "degraded"
+    assert resp.json["disk"].startswith("low: ") and resp.json["disk"].endswith(" MiB free")
+    assert resp.json["database"] == resp.json["broker"] == "ok"
 
 
 def test_broker_ping_reports_a_broker_that_does_not_answer():

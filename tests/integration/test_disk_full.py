@@ -92,6 +92,8 @@ def test_a_full_disk_fails_runs_and_requests_cleanly_and_the_service_recovers(se
 
     # a run on a full disk ends at once with a code that says why (it used to stay `running`)
     fill(small_disk / "fill")
+    health = client.get("/healthz")
+    assert health.status_code == 503 and health.json["disk"] == "low: 0 MiB free"
     rid = post(client, {**body, "input": {"text": "full"}}).json["request_id"]
     status = wait(client, rid)
     assert status["status"] == "failed", status
@@ -122,6 +124,7 @@ def test_a_full_disk_fails_runs_and_requests_cleanly_and_the_service_recovers(se
 
     # space again: the same job takes its upload and runs; new jobs run
     (small_disk / "fill").unlink()
+    assert client.get("/healthz").json["disk"] == "low: 3 MiB free"  # under the 256 MiB floor
     assert upload(client, rid, {"input_file.txt": "100\n"}).status_code == 200
     assert wait(client, rid)["status"] == "succeeded"
     assert wait(client, post(client, {**body, "input": {"text": "after"}}).json["request_id"]
