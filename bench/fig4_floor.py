@@ -12,11 +12,13 @@ import statistics
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+import psutil
+
 from bench.bare_celery import BareWorker
 from bench.context import Context
 from bench.fig2_throughput import makespan, submit_batch
 from bench.services import (
-    TERMINAL, Stack, StackOptions, as_epoch, parse_time, wait_terminal,
+    TERMINAL, Stack, StackOptions, as_epoch, cpu_seconds, parse_time, wait_terminal,
 )
 from bench.stats import Row, ratio, summarize
 
@@ -62,6 +64,20 @@ def bare_throughput(bare: BareWorker, cwd, n: int) -> float:
     return time.perf_counter() - started
 
 
+def cpu_now(groups: dict[str, list]) -> dict[str, float]:
+    """CPU seconds so far of each group of processes (each process itself, not its children:
+    the spawned command is the same work on both sides)."""
+    return {name: sum(cpu_seconds(procs).values()) for name, procs in groups.items()}
+
+
+def cpu_per_run(groups: dict[str, list], batch, n: int) -> tuple[float, dict[str, float]]:
+    """Run `batch()` and return its result with each group's CPU seconds per run."""
+    before = cpu_now(groups)
+    result = batch()
+    after = cpu_now(groups)
+    return result, {name: (after[name] - before[name]) / n for name in groups}
+
+
 def runner_throughput(stack: Stack, client, n: int) -> float:
     """Seconds from the first POST of `n` noop jobs at once to the last run's finished_at."""
     started, ids = submit_batch(stack, n, body)
@@ -70,6 +86,23 @@ def runner_throughput(stack: Stack, client, n: int) -> float:
     if failed:
         raise RuntimeError(f"{len(failed)} noop runs failed: {failed[0]}")
     return makespan(started, statuses)
+
+
+def cpu_row(runner: list[dict[str, float]], bare: list[dict[str, float]]) -> Row:
+    """Machine CPU per noop run over the throughput batches (medians per process group): the
+    ratio the throughput ratio follows when both cores are busy."""
+    def medians(samples: list[dict[str, float]]) -> dict[str, float]:
+        return {name: statistics.median(s[name] for s in samples) for name in samples[0]}
+    r, b = medians(runner), medians(bare)
+    total_r, total_b = sum(r.values()), sum(b.values())
+
+    def split(parts: dict[str, float]) -> str:
+        return ", ".join(f"{name} {value * 1000:.2f}" for name, value in parts.items())
+    return Row("4", "CPU per noop run in the throughput batches, every process", total_r, "s",
+               total_b, "bare Celery task, every process", ratio(total_r, total_b),
+               note=f"ms per run (medians over the batches): service {split(r)}; bare "
+                    f"{split(b)}; processes' own CPU, not the spawned command's",
+               extra={"runner": r, "bare": b})
 
 
 def time_split(stack: Stack, skip: int) -> dict[str, float]:
@@ -150,9 +183,23 @@ def run(ctx: Context) -> list[Row]:
             ctx.log(f"fig4: {n_seq} sequential pairs done")
             split = time_split(stack, warm)
             tput_runner, tput_bare = [], []
+            me = [psutil.Process()]
+            broker = [psutil.Process(stack.broker.proc.pid)] if stack.broker.proc else []
+            cpu_runner: list[dict[str, float]] = []
+            cpu_bare: list[dict[str, float]] = []
             for _ in range(n_pairs):  # batches alternate: a drift hits both alike
-                tput_bare.append(n_tput / bare_throughput(bare, cwd, n_tput))
-                tput_runner.append(n_tput / runner_throughput(stack, client, n_tput))
+                took, cpu = cpu_per_run({"celery": bare.processes(), "bench client": me,
+                                         "broker": broker},
+                                        lambda: bare_throughput(bare, cwd, n_tput), n_tput)
+                tput_bare.append(n_tput / took)
+                cpu_bare.append(cpu)
+                took, cpu = cpu_per_run({"gunicorn": stack.web_processes(),
+                                         "celery main": stack.worker_processes()[:1],
+                                         "celery pool": stack.worker_processes()[1:],
+                                         "bench client": me, "broker": broker},
+                                        lambda: runner_throughput(stack, client, n_tput), n_tput)
+                tput_runner.append(n_tput / took)
+                cpu_runner.append(cpu)
             ctx.log(f"fig4: throughput {[round(t) for t in tput_runner]} vs bare "
                     f"{[round(t) for t in tput_bare]}")
     finally:
@@ -179,6 +226,7 @@ def run(ctx: Context) -> list[Row]:
                  f"(median {statistics.median(pairs):.3f})",
             extra={"runner_per_batch": tput_runner, "bare_per_batch": tput_bare,
                    "pair_ratios": pairs}),
+        cpu_row(cpu_runner, cpu_bare),
         Row("4", "runner time split (median per run)", sum(v for k, v in split.items()
                                                             if k.startswith("total")), "s",
             note="; ".join(f"{k} {v * 1000:.1f} ms" for k, v in split.items()
