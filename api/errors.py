@@ -25,11 +25,13 @@ class ApiError(Exception):
     """Raised by views: becomes the seed's error body with this status and code."""
 
     def __init__(self, status: int, code: str, message: str,
-                 details: dict[str, Any] | None = None, request_id: str | None = None) -> None:
+                 details: dict[str, Any] | None = None, request_id: str | None = None,
+                 retry_after: int | None = None) -> None:
         super().__init__(message)
         self.status, self.code, self.message = status, code, message
         self.details = details or {}
         self.request_id = request_id
+        self.retry_after = retry_after  # seconds, sent as Retry-After
 
 
 def error_response(status: int, code: str, message: str, details: Any = None,
@@ -91,7 +93,11 @@ def register_error_handlers(app: Flask) -> None:
 
     @app.errorhandler(ApiError)
     def _api_error(exc: ApiError):
-        return error_response(exc.status, exc.code, exc.message, exc.details, exc.request_id)
+        response, status = error_response(exc.status, exc.code, exc.message, exc.details,
+                                          exc.request_id)
+        if exc.retry_after is not None:
+            response.headers["Retry-After"] = str(exc.retry_after)
+        return response, status
 
     @app.errorhandler(Exception)
     def _unexpected(exc: Exception):

@@ -132,7 +132,7 @@ def create_job(conn: Connection, pkg: SkillPackage, body: dict[str, Any], *, kin
     queued = 0 if cached else conn.scalar(_QUEUED_COUNT)
     if queued >= settings.queue_max:
         raise ApiError(429, "QUEUE_FULL", f"{queued} runs are queued (limit {settings.queue_max}); retry later",
-                       {"queued": queued, "limit": settings.queue_max})
+                       {"queued": queued, "limit": settings.queue_max}, retry_after=5)
     request_id, run_id = request_id or str(uuid.uuid4()), str(uuid.uuid4())
     payload = {"skill_id": pkg.id, "engine": engine, "parameter": body.get("parameter") or {},
                "input": body.get("input") or {}, "model": body.get("model"),

@@ -206,7 +206,7 @@ def test_queue_bound_answers_429(tmp_path, skills_root, queue):
         assert create(client, skill_id="fenced-json", input={"text": "x"}).status_code == 200
     resp = create(client, skill_id="fenced-json", input={"text": "x"})
     assert resp.status_code == 429
-    assert resp.json["error"]["code"] == "QUEUE_FULL"
+    assert resp.json["error"]["code"] == "QUEUE_FULL" and resp.headers["Retry-After"] == "5"
 
 
 def hostile_zip(name: str, content: bytes = b"x", attr: int | None = None) -> bytes:
