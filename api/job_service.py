@@ -96,8 +96,10 @@ def _check_inline(pkg: SkillPackage, inline: dict[str, Any]) -> None:
                        {"schema": "input", "errors": errors})
 
 
+# The queue bound counts runs sent to the workers; jobs waiting for their upload are not in
+# any queue (they used to count: a client that never uploaded could fill the bound forever).
 _QUEUED_COUNT = select(func.count()).select_from(Run.__table__).where(
-    Run.__table__.c.status == "queued")
+    Run.__table__.c.status == "queued", Run.__table__.c.queued_at.is_not(None))
 
 
 class JobView:

@@ -45,6 +45,7 @@ class Settings:
     max_request_bytes: int = 16 * 1024 ** 2  # any body but a zip upload
     max_output_bytes: int = 256 * 1024 ** 2  # a process's stdout + stderr (0: no limit)
     min_free_bytes: int = 256 * 1024 ** 2  # /healthz is degraded below this much free disk
+    upload_wait_sec: int = 86400  # a job waiting this long for its upload fails UPLOAD_TIMEOUT
     task_events: bool = False
     run_pool: int = 2  # run directories made ahead per skill version and kind (0: off)
     snapshot_mode: str = "link"  # link: from a read-only copy per skill version; copy: full copies
@@ -201,6 +202,7 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
                                       minimum=1024),
         max_output_bytes=read.number("SKILL_RUNNER_MAX_OUTPUT_BYTES", 256 * 1024 ** 2,
                                      minimum=0),
+        upload_wait_sec=read.number("SKILL_RUNNER_UPLOAD_WAIT_SEC", 86400, minimum=1),
         min_free_bytes=read.number("SKILL_RUNNER_MIN_FREE_BYTES", 256 * 1024 ** 2, minimum=0),
         sweep_interval_sec=read.number("SKILL_RUNNER_SWEEP_INTERVAL_SEC", 10, float, minimum=0.1),
         kill_grace_sec=read.number("SKILL_RUNNER_KILL_GRACE_SEC", 3, float, minimum=0),

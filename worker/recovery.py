@@ -6,6 +6,8 @@
 - ended runs that still record a group on this host: the group is reaped;
 - queued runs whose message is older than the grace period: the message is sent again
   (a lost broker message never loses an accepted run; the claim guard drops duplicates);
+- jobs still waiting for their input upload after SKILL_RUNNER_UPLOAD_WAIT_SEC: failed
+  UPLOAD_TIMEOUT;
 - at startup, waiting_user runs keep waiting with a session handle, else SESSION_RESUME_FAILED.
 """
 from __future__ import annotations
@@ -31,7 +33,7 @@ Send = Callable[[Run], str]  # sends execute_run for a run, returns the task id
 def recover(settings: Settings, sessions: Callable, send: Send, startup: bool = False) -> dict:
     """One pass; safe to run concurrently from several workers (guarded transitions)."""
     counts = {"reconciled": 0, "requeued_retry": 0, "reaped": 0, "resent": 0,
-              "kept_waiting": 0, "failed_waiting": 0}
+              "kept_waiting": 0, "failed_waiting": 0, "upload_timeouts": 0}
     with sessions() as session:
         for run in rec.runs_in(session, "running"):
             if worker_gone(settings, run):
@@ -42,6 +44,8 @@ def recover(settings: Settings, sessions: Callable, send: Send, startup: bool = 
                 counts["reaped"] += 1
         for run in run_states.stale_queued(session, timedelta(seconds=settings.sweep_grace_sec)):
             counts["resent"] += _resend(session, run, send)
+        counts["upload_timeouts"] = len(run_states.expire_uploads(
+            session, timedelta(seconds=settings.upload_wait_sec)))
         if startup:
             for run in rec.runs_in(session, "waiting_user"):
                 counts["kept_waiting"] += rec.keep_waiting(session, run.id)

@@ -194,6 +194,23 @@ def stale_queued(session: Session, grace: timedelta) -> list[Run]:
         func.coalesce(Run.dispatched_at, Run.updated_at) < cutoff).limit(500)))
 
 
+def expire_uploads(session: Session, waited: timedelta) -> list[str]:
+    """Runs still waiting for their input upload after `waited` -> failed (UPLOAD_TIMEOUT): a
+    client that never uploads must not hold a job open forever. Returns the ids ended."""
+    now = utcnow()
+    waiting = (Run.status == "queued", Run.needs_upload.is_(True))
+    ids = list(session.scalars(select(Run.id).where(*waiting, Run.created_at < now - waited)
+                               .limit(500)))
+    error = {"code": "UPLOAD_TIMEOUT", "message": f"no input upload arrived within "
+             f"{waited.total_seconds():g} s; create the job again"}
+    ended = [run_id for run_id in ids if session.execute(
+        update(Run).where(Run.id == run_id, *waiting)
+        .values(status="failed", finished_at=now, updated_at=now, error_code="UPLOAD_TIMEOUT",
+                error=error)).rowcount == 1]
+    session.commit()
+    return ended
+
+
 def expired_leases(session: Session, lease: timedelta) -> list[Run]:
     """Running runs whose heartbeat is older than `lease`."""
     cutoff: datetime = utcnow() - lease

@@ -207,6 +207,22 @@ def test_queue_bound_answers_429(tmp_path, skills_root, queue):
     resp = create(client, skill_id="fenced-json", input={"text": "x"})
     assert resp.status_code == 429
     assert resp.json["error"]["code"] == "QUEUE_FULL" and resp.headers["Retry-After"] == "5"
+    assert resp.json["error"]["details"] == {"queued": 2, "limit": 2}
+
+
+def test_jobs_waiting_for_their_upload_do_not_fill_the_queue_bound(tmp_path, skills_root, queue):
+    from api import create_app
+    from runner_core.store.migrate import upgrade
+    from tests.conftest import make_settings
+    settings = make_settings(tmp_path, SKILL_RUNNER_QUEUE_MAX="2")
+    settings.data_dir.mkdir(parents=True)
+    upgrade(settings.database_url)
+    client = create_app({"SETTINGS": settings, "QUEUE": queue}).test_client()
+    for _ in range(3):  # never uploaded: not in any queue
+        assert create(client).json["status"] == "queued"
+    for _ in range(2):
+        assert create(client, skill_id="fenced-json", input={"text": "x"}).status_code == 200
+    assert create(client, skill_id="fenced-json", input={"text": "x"}).status_code == 429
 
 
 def hostile_zip(name: str, content: bytes = b"x", attr: int | None = None) -> bytes:

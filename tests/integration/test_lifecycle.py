@@ -3,6 +3,7 @@ crashes, lost broker messages and startup reconciliation (seed 003 R6, §6, §9,
 from __future__ import annotations
 
 import dataclasses
+import io
 import os
 import signal
 import time
@@ -14,6 +15,7 @@ import pytest
 from api import create_app
 from api.queue import CeleryQueue
 from runner_core.store.models import Run, utcnow
+from tests.conftest import zip_bytes
 from tests.integration.conftest import Stack
 from tests.integration.lifecycle_helpers import (
     PrivateRedis, create_job, job, job_states, live_group, live_pids, parse_iso, recorded_processes,
@@ -81,6 +83,18 @@ def test_a_run_that_floods_its_output_is_killed_at_the_limit(bare_stack, workers
     assert live_group(pgid) == [] and live_pids(kids) == []
     logs = bare_stack.client.get(f"/v1/jobs/{rid}/logs").json
     assert logs["stdout"].startswith("tick 0 ")  # what it wrote is kept for a look
+
+
+def test_a_job_whose_upload_never_comes_fails_with_upload_timeout(bare_stack, workers):
+    workers("w", SKILL_RUNNER_UPLOAD_WAIT_SEC="2")
+    rid = create_job(bare_stack, "demo-prime-number")
+    assert job(bare_stack, rid)["waiting_for_upload"] is True
+    status = bare_stack.wait(rid, timeout=15)
+    assert status["status"] == "failed" and status["error"]["code"] == "UPLOAD_TIMEOUT", status
+    assert "within 2 s" in status["error"]["message"] and not status["waiting_for_upload"]
+    late = bare_stack.client.post(f"/v1/jobs/{rid}/upload", data={
+        "file": (io.BytesIO(zip_bytes({"input_file.txt": "30"})), "in.zip")})
+    assert late.status_code == 409 and late.json["error"]["code"] == "UPLOAD_NOT_ALLOWED"
 
 
 def test_cancel_of_a_queued_run_holds_even_when_the_revoke_is_lost(bare_stack, workers):
