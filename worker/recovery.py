@@ -4,8 +4,9 @@
   their process group is reaped, then the run is failed ORCHESTRATOR_RESTART_INTERRUPTED
   (failed_reconciled) or, when the skill declares `retries`, queued again;
 - ended runs that still record a group on this host: the group is reaped;
-- queued runs whose message is older than the grace period: the message is sent again
-  (a lost broker message never loses an accepted run; the claim guard drops duplicates);
+- queued runs whose message is older than the grace period and no longer in the broker: the
+  message is sent again (a lost broker message never loses an accepted run; on Redis a run
+  still waiting behind a backlog is recognised and left alone, see worker.broker_view);
 - jobs still waiting for their input upload after SKILL_RUNNER_UPLOAD_WAIT_SEC: failed
   UPLOAD_TIMEOUT;
 - at startup, waiting_user runs keep waiting with a session handle, else SESSION_RESUME_FAILED.
@@ -16,12 +17,14 @@ import logging
 from collections.abc import Callable
 from datetime import timedelta
 
+from runner_core.queues import RUN_QUEUES
 from runner_core.settings import Settings
 from runner_core.skills import load_skill
 from runner_core.store import recovery as rec
 from runner_core.store import runs as run_states
 from runner_core.store.models import Run, utcnow
 from runner_core.workspace import find_snapshot
+from worker.broker_view import read_broker
 from worker.executor import engine_skill_dirs
 from worker.lease import aware, beat_interval
 from worker.reaper import FOREIGN, GONE, KILLED, parse_worker, pid_alive, reap_group, this_host
@@ -33,7 +36,7 @@ Send = Callable[[Run], str]  # sends execute_run for a run, returns the task id
 def recover(settings: Settings, sessions: Callable, send: Send, startup: bool = False) -> dict:
     """One pass; safe to run concurrently from several workers (guarded transitions)."""
     counts = {"reconciled": 0, "requeued_retry": 0, "reaped": 0, "resent": 0,
-              "kept_waiting": 0, "failed_waiting": 0, "upload_timeouts": 0}
+              "kept_waiting": 0, "failed_waiting": 0, "upload_timeouts": 0, "still_queued": 0}
     with sessions() as session:
         for run in rec.runs_in(session, "running"):
             if worker_gone(settings, run):
@@ -42,7 +45,12 @@ def recover(settings: Settings, sessions: Callable, send: Send, startup: bool = 
             if _reap(settings, run) in (GONE, KILLED, FOREIGN):
                 rec.clear_pgid(session, run.id)
                 counts["reaped"] += 1
-        for run in run_states.stale_queued(session, timedelta(seconds=settings.sweep_grace_sec)):
+        stale = run_states.stale_queued(session, timedelta(seconds=settings.sweep_grace_sec))
+        broker = read_broker(settings.broker_url, RUN_QUEUES) if stale else None
+        for run in stale:
+            if broker.holds(run.celery_task_id):  # still waiting behind others: not lost
+                counts["still_queued"] += 1
+                continue
             counts["resent"] += _resend(session, run, send)
         counts["upload_timeouts"] = len(run_states.expire_uploads(
             session, timedelta(seconds=settings.upload_wait_sec)))
@@ -50,7 +58,7 @@ def recover(settings: Settings, sessions: Callable, send: Send, startup: bool = 
             for run in rec.runs_in(session, "waiting_user"):
                 counts["kept_waiting"] += rec.keep_waiting(session, run.id)
                 counts["failed_waiting"] += rec.fail_waiting(session, run.id)
-    if any(counts.values()):
+    if any(n for name, n in counts.items() if name != "still_queued"):  # something was done
         log.info("recovery%s: %s", " at startup" if startup else "", counts)
     return counts
 

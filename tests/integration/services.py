@@ -63,11 +63,14 @@ class WorkerProcess:
     """A real `celery worker` (prefork) started and stopped by a test."""
 
     def __init__(self, settings: Settings, name: str, log_path: Path, concurrency: int = 2,
-                 beat: bool = False, extra_env: dict[str, str] | None = None) -> None:
+                 beat: bool = False, extra_env: dict[str, str] | None = None,
+                 queues: str | None = None) -> None:
         self.settings, self.name, self.log_path = settings, name, log_path
         argv = [sys.executable, "-m", "celery", "-A", "worker.celery_app", "worker",
                 "--loglevel", "info", "--concurrency", str(concurrency), "-n", f"{name}@%h",
                 "--without-gossip", "--without-mingle", "-O", "fair"]
+        if queues:
+            argv += ["-Q", queues]
         if beat:
             argv += ["-B", "--schedule", str(settings.data_dir / f"beat-{name}")]
         env = service_env(settings)

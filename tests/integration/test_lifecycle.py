@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import os
+import re
 import signal
 import time
 from datetime import timedelta
@@ -36,10 +37,12 @@ def workers(bare_stack):
     the sweep re-sends it as it would in production."""
     started: list[WorkerProcess] = []
 
-    def start(name: str, concurrency: int = 2, beat: bool = True, **env: str) -> WorkerProcess:
+    def start(name: str, concurrency: int = 2, beat: bool = True, queues: str | None = None,
+              **env: str) -> WorkerProcess:
         proc = WorkerProcess(bare_stack.settings, f"{name}-{bare_stack.backend}",
                              bare_stack.settings.data_dir / f"worker-{name}.log",
-                             concurrency=concurrency, beat=beat, extra_env={**FAST, **env})
+                             concurrency=concurrency, beat=beat, extra_env={**FAST, **env},
+                             queues=queues)
         started.append(proc)
         return proc
     yield start
@@ -252,6 +255,24 @@ def test_killed_worker_run_is_retried_when_the_skill_declares_retries(bare_stack
     calls = bare_stack.settings.runs_dir / status["run_id"] / "artifacts" / "calls.txt"
     assert len(calls.read_text().split()) == 2
     assert live_group(pgid) == [] and live_pids(kids) == []
+
+
+def test_a_backlog_is_not_sent_again_while_it_waits(bare_stack, workers):
+    """Runs waiting behind others longer than the grace are still in the broker: the sweep
+    (on a worker of its own, so it runs every second) must not send them again."""
+    workers("w", concurrency=1, beat=False)
+    sweeper = workers("sweep", queues="maintenance", SKILL_RUNNER_SWEEP_GRACE_SEC="1")
+    ids = [create_job(bare_stack, "slow-counter", sleep=1.0) for _ in range(6)]
+    for rid in ids:  # one process: the last waits ~5 s, five sweeps past the grace
+        assert bare_stack.wait(rid, timeout=40)["status"] == "succeeded"
+    log = sweeper.log_path.read_text()
+    resent = sum(int(n) for n in re.findall(r"'resent': (\d+)", log))
+    waiting = sum(int(n) for n in re.findall(r"'still_queued': (\d+)", log))
+    print(f"sweeps saw {waiting} stale runs still in the broker, re-sent {resent}")
+    assert waiting >= 4  # the sweep did look at the backlog (each pass counts it again)
+    # a sweep may catch a message in the instant a worker has popped it and not yet
+    # recorded it as reserved: at most one such re-send (the claim guard drops it)
+    assert resent <= 1, resent
 
 
 def test_lost_broker_message_never_loses_an_accepted_run(bare_stack, tmp_path):

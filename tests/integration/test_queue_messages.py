@@ -63,3 +63,25 @@ def test_task_events_or_other_brokers_use_send_task():
 def test_a_broker_that_is_down_is_reported_not_raised():
     queue = CeleryQueue("redis://127.0.0.1:1/0")  # nothing listens on port 1
     assert queue.enqueue("run-3", "runs.script", task_id="task-3") is None
+
+
+def test_the_sweep_reads_which_task_messages_the_broker_still_holds(monkeypatch):
+    from worker import broker_view
+    from worker.broker_view import read_broker
+    url = require_redis(12)
+    queue = CeleryQueue(url)
+    queue.enqueue("run-a", "runs.script", task_id="waiting-a")
+    queue.enqueue("run-b", "runs.codex", task_id="waiting-b")
+    client = redis.Redis.from_url(url)
+    # what kombu keeps for a message a worker has reserved: [message, exchange, routing key]
+    reserved = task_message(EXECUTE_RUN, ["run-c"], "runs.script", "reserved-c", "o", "r")
+    client.hset("unacked", "tag-1", json.dumps([reserved, "", "runs.script"]))
+    client.rpush("runs.script", b"not a kombu message")  # ignored, not an error
+    view = read_broker(url, ["runs.script", "runs.codex"])
+    assert view.holds("waiting-a") and view.holds("waiting-b") and view.holds("reserved-c")
+    assert view.holds("lost-d") is False and view.holds(None) is False
+    monkeypatch.setattr(broker_view, "READ_CAP", 2)  # a backlog too long to read: hold all
+    assert read_broker(url, ["runs.script", "runs.codex"]).holds("lost-d") is True
+    assert read_broker("amqp://guest@127.0.0.1:5672//", ["runs.script"]).holds("x") is None
+    assert read_broker("redis://127.0.0.1:1/0", ["runs.script"]).holds("x") is None  # away
+    client.flushdb()
