@@ -21,7 +21,7 @@ log = logging.getLogger(__name__)
 UNACKED = "unacked"  # kombu's Redis transport: reserved, not yet acknowledged messages
 PRIORITY_SEP = "\x06\x16"  # kombu's key of a queue's other priority levels: queue + SEP + level
 PRIORITY_STEPS = (3, 6, 9)
-READ_CAP = 50_000  # messages; a longer backlog is not read (every stale run counts as held)
+READ_CAP = 10_000  # messages (~8 MB, ~80 ms to parse); a longer backlog is not read: all count as held
 
 
 class BrokerView:
