@@ -16,6 +16,7 @@ from pathlib import Path
 
 from runner_core.engines.base import CommandSpec, ProcessResult
 from worker.reaper import group_members
+from worker.strays import end_strays
 
 POLL_SEC = 0.05
 WATCH_EVERY_SEC = 0.5
@@ -124,6 +125,7 @@ def _watch(proc: subprocess.Popen, spec: CommandSpec, watch: Watch, stdout_path:
         if proc.poll() is None:
             proc.kill()
         proc.wait()
+        end_strays(watch.grace_sec)  # those that left the group (setsid, daemons)
     code = None if (timed_out or canceled or exceeded) else proc.returncode
     return ProcessResult(code, stdout_path, stderr_path, started, time.time(),
                          timed_out=timed_out, canceled=canceled, output_exceeded=exceeded)

@@ -29,6 +29,7 @@ from worker.celery_app import app, settings
 from worker.executor import RunExecutor, skill_copies, skill_source
 from worker.lease import Heartbeat, beat_interval, make_watch
 from worker.recovery import recover
+from worker.strays import become_subreaper
 
 log = logging.getLogger(__name__)
 _sessions: dict = {"pid": None, "engine": None, "factory": None}
@@ -53,6 +54,12 @@ def _freeze_startup_objects(**_kwargs) -> None:
     """In each pool process: the loaded app's objects never need collecting, and a full
     collection over them pauses a run for tens of ms (as in the API's gunicorn workers)."""
     gc.freeze()
+
+
+@worker_process_init.connect
+def _adopt_orphans(**_kwargs) -> None:
+    """Each pool process adopts its runs' orphans, so none outlives its run (worker.strays)."""
+    become_subreaper()
 
 
 @worker_ready.connect

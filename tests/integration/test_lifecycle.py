@@ -72,6 +72,26 @@ def test_timeout_kills_the_whole_process_tree(bare_stack, workers):
     assert live_group(pgid) == [] and live_pids(kids) == []
 
 
+@pytest.mark.parametrize("sleep, cancel", [(0.3, False), (30, True)])
+def test_processes_that_leave_the_group_do_not_outlive_their_run(bare_stack, workers, sleep,
+                                                                cancel):
+    worker = workers("w")
+    rid = create_job(bare_stack, "slow-counter", sleep=sleep, escapes=2, children=1)
+    status = bare_stack.wait(rid, until=("running", "succeeded"))
+    escaped_file = bare_stack.settings.runs_dir / status["run_id"] / "raw" / "escaped_pids.txt"
+    wait_for(lambda: escaped_file.is_file() and len(escaped_file.read_text().split()) == 2, 10)
+    escaped = [int(p) for p in escaped_file.read_text().split()]
+    pgid, kids = recorded_processes(bare_stack, status["run_id"], expect=1)
+    assert all(os.getpgid(p) != pgid for p in escaped)  # really out of the run's group
+    if cancel:
+        assert bare_stack.client.post(f"/v1/jobs/{rid}/cancel").json["accepted"] is True
+    ended = bare_stack.wait(rid, timeout=20)
+    assert ended["status"] == ("canceled" if cancel else "succeeded"), ended
+    wait_for(lambda: live_pids(escaped) == [] and live_pids(kids) == [], 5)
+    pool = psutil.Process(worker.proc.pid).children()
+    assert [c.pid for p in pool for c in p.children()] == []  # adopted ones reaped, no zombie
+
+
 def test_a_run_that_floods_its_output_is_killed_at_the_limit(bare_stack, workers):
     workers("w", SKILL_RUNNER_MAX_OUTPUT_BYTES=str(1024 ** 2))
     # 10 KB lines, 1,000 of them over 20 s: 1 MiB is passed after ~2 s

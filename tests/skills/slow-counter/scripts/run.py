@@ -15,6 +15,11 @@ kids = [subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
         for _ in range(params["children"])]
 pids = Path(os.environ["SKILL_RUNNER_RUN_DIR"]) / "raw" / "child_pids.txt"
 pids.write_text("\n".join(str(k.pid) for k in kids))
+# Children that leave the process group (a session of their own, as daemons do).
+escaped = [subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"],
+                            start_new_session=True) for _ in range(params.get("escapes", 0))]
+(Path(os.environ["SKILL_RUNNER_RUN_DIR"]) / "raw" / "escaped_pids.txt").write_text(
+    "\n".join(str(e.pid) for e in escaped))
 # Progress on stdout: `ticks` lines spread over the sleep (multi-byte text on purpose).
 ticks, pad = params.get("ticks", 0), "." * params.get("tick_bytes", 0)
 for i in range(ticks):

@@ -1,0 +1,48 @@
+"""Processes that leave their run's group are ended with it (worker.strays)."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+from tests.conftest import REPO_ROOT
+
+SCRIPT = """
+import os, psutil, sys, tempfile, time
+from pathlib import Path
+from runner_core.engines.base import CommandSpec
+from worker.strays import become_subreaper
+from worker.supervisor import run_command
+assert become_subreaper()
+d = Path(tempfile.mkdtemp())
+# a daemon's double fork: the grandchild starts its own session, its parent exits at once
+cmd = "(setsid sh -c 'sleep 300 & echo $! > %s/pids; sleep 300' &) ; sleep 0.2" % d
+result = run_command(CommandSpec(argv=["sh", "-c", cmd], cwd=d, env=dict(os.environ)),
+                     d / "out", d / "err")
+escaped = [int(p) for p in (d / "pids").read_text().split()]
+time.sleep(0.2)
+alive = [p for p in escaped if psutil.pid_exists(p)
+         and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
+print(result.exit_code, alive, [c.status() for c in psutil.Process().children()])
+"""
+
+
+def test_a_double_forked_daemon_is_ended_with_its_command_and_reaped():
+    out = subprocess.run([sys.executable, "-c", SCRIPT], cwd=REPO_ROOT, capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    # the command succeeded; the processes that escaped its group are gone and reaped (the
+    # subreaper is left with no child, not even a zombie)
+    assert out.stdout.split("\n")[0] == "0 [] []", out.stdout
+
+
+def test_a_process_that_did_not_become_a_subreaper_leaves_its_children_alone():
+    from worker.strays import end_strays
+    child = subprocess.Popen(["sleep", "30"])
+    try:
+        assert end_strays(0.1) == []
+        time.sleep(0.05)
+        assert child.poll() is None
+    finally:
+        child.kill()
+        child.wait()

@@ -1,0 +1,102 @@
+"""Processes that left their run's process group (setsid, a daemon's double fork) and outlived it.
+
+Killing the run's group (worker.supervisor) reaches every process that stayed in it; one that
+started a session of its own escaped it and used to be adopted by init, running on after the
+run ended. A pool process that is a child subreaper (prctl PR_SET_CHILD_SUBREAPER, Linux) adopts
+such orphans instead, so once a command and its group are gone, whatever is still a child of
+the pool process is a stray of that command: it is ended (SIGTERM, grace, SIGKILL, with its own
+descendants) and reaped. Checking costs one read of /proc/self/task/<tid>/children when there
+are none, the usual case.
+"""
+from __future__ import annotations
+
+import ctypes
+import logging
+import os
+import threading
+
+import psutil
+
+log = logging.getLogger(__name__)
+
+PR_SET_CHILD_SUBREAPER = 36
+_adopting = {"pid": None}  # the process that became a subreaper (not one forked from it)
+
+
+def become_subreaper() -> bool:
+    """Adopt this process's orphaned descendants (once per process, at pool start). Only a
+    process that did this ends strays: elsewhere (tests, tools) its children are its own."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+            return False
+    except (OSError, AttributeError):  # not Linux: strays stay init's, as before
+        return False
+    _adopting["pid"] = os.getpid()
+    return True
+
+
+def child_pids() -> list[int]:
+    """Direct children of this thread (the one that spawns commands) and of the process."""
+    pids: set[int] = set()
+    for tid in {threading.get_native_id(), os.getpid()}:
+        try:
+            with open(f"/proc/self/task/{tid}/children", encoding="ascii") as fh:
+                pids.update(int(pid) for pid in fh.read().split())
+        except OSError:  # no /proc/.../children: ask psutil (a scan of every process)
+            pids.update(child.pid for child in psutil.Process().children())
+            break
+    return sorted(pids)
+
+
+def end_strays(grace_sec: float, spared: set[int] = frozenset()) -> list[int]:
+    """End every child of this process (and their descendants) but `spared`; returns the pids
+    of the children ended. Call it when the command's own group is gone."""
+    if _adopting["pid"] != os.getpid():
+        return []
+    pids = [pid for pid in child_pids() if pid not in spared]
+    if not pids:
+        return []
+    procs: list[psutil.Process] = []
+    for pid in pids:
+        try:
+            proc = psutil.Process(pid)
+            procs += [proc, *proc.children(recursive=True)]
+        except psutil.NoSuchProcess:
+            continue
+    live = [p for p in procs if _alive(p)]
+    if live:
+        log.warning("ending %d process(es) that outlived their run's process group: %s",
+                    len(live), ", ".join(f"{p.pid}" for p in live))
+    for proc in live:
+        _signal(proc, terminate=True)
+    _gone, alive = psutil.wait_procs(live, timeout=grace_sec)
+    for proc in alive:
+        _signal(proc, terminate=False)
+    psutil.wait_procs(alive, timeout=1.0)
+    _reap(spared)  # the ended processes' own children were adopted too
+    return pids
+
+
+def _alive(proc: psutil.Process) -> bool:
+    try:
+        return proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def _signal(proc: psutil.Process, terminate: bool) -> None:
+    try:
+        proc.terminate() if terminate else proc.kill()
+    except psutil.NoSuchProcess:
+        pass
+
+
+def _reap(spared: set[int]) -> None:
+    """Collect the exit status of adopted children that have ended, so no zombie is left."""
+    for pid in child_pids():
+        if pid not in spared:
+            try:
+                os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                pass
