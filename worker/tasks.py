@@ -22,6 +22,7 @@ from runner_core.run_pool import IDLE_KEY_SEC, RunDirPool
 from runner_core.skill_copy import installed_signatures
 from runner_core.skills import load_skill
 from runner_core.store import runs as run_states
+from runner_core.store import checkpoint
 from runner_core.store.db import make_engine, make_sessionmaker, retry_unavailable
 from runner_core.store.models import Run
 from runner_core.workspace import RunPaths, write_json
@@ -72,6 +73,7 @@ def _startup_reconciliation(**_kwargs) -> None:
         log.exception("startup reconciliation failed")
     finally:
         engine.dispose()
+        checkpoint.forget(engine)  # the main process writes nothing more
 
 
 def sessions():

@@ -63,6 +63,15 @@ def watch(path: str | None, engine) -> None:
             thread.engines.add(engine)
 
 
+def forget(engine) -> None:
+    """`engine` was disposed: its file needs no checkpoints from this process on its behalf
+    (the thread ends once no other engine of the file is left; a disposed engine caught in a
+    reference cycle would otherwise keep it running until a full collection)."""
+    with _lock:
+        for thread in _threads.values():
+            thread.engines.discard(engine)
+
+
 class Checkpointer(threading.Thread):
     """Checkpoints one database file every EVERY_SEC while one of `engines` is alive."""
 

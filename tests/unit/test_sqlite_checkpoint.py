@@ -141,3 +141,23 @@ def test_a_forked_child_gets_a_free_lock_and_its_own_thread(tmp_path, fast):
     os.waitpid(pid, 0)
     assert answer == b"ok"
     engine.dispose()
+
+
+def test_a_forgotten_engine_stops_its_checkpoint_thread(tmp_path, fast):
+    """The Celery main process opens an engine once (startup reconciliation): after it, no
+    thread of that process should go on checkpointing on the engine's behalf."""
+    import os
+
+    from sqlalchemy import text
+
+    from runner_core.store.db import make_engine
+    path = tmp_path / "runs.db"
+    engine = make_engine(f"sqlite:///{path}")
+    with engine.connect() as conn:
+        conn.execute(text("SELECT 1"))
+    thread = checkpoint._threads[(os.getpid(), str(path.resolve()))]
+    engine.dispose()
+    checkpoint.forget(engine)
+    thread.join(5)
+    assert not thread.is_alive()
+    assert engine is not None  # still referenced here: forget, not garbage collection, did it
