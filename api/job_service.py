@@ -4,10 +4,10 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from collections.abc import Callable
 from datetime import datetime, timezone
 from functools import lru_cache
 from pathlib import Path
-from collections.abc import Callable
 from typing import Any
 
 from flask import current_app
@@ -157,13 +157,13 @@ def create_job(conn: Connection, pkg: SkillPackage, body: dict[str, Any], *, kin
         insert_rows(conn, run, req)
     # The uploads folder before the commit: a disk that cannot take it leaves no job behind.
     # (The payload itself is in the requests row: the run's input.json.)
-    uploads = settings.requests_dir / request_id / "uploads"
-    if needs_upload:
+    uploads = settings.requests_dir / request_id / "uploads" if needs_upload else None
+    if uploads is not None:
         uploads.mkdir(parents=True, exist_ok=True)
     try:
         conn.commit()
     except BaseException:
-        if needs_upload:
+        if uploads is not None:
             _remove_empty(uploads, uploads.parent)
         raise
     if not needs_upload and cached is None:
