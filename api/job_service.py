@@ -20,6 +20,7 @@ from api.zip_bodies import receive_inputs, upload_lock
 from runner_core.engines.catalog import check_model
 from runner_core.queues import queue_for
 from runner_core.inputs import InputError, file_fields, schema_errors, validate_parameters
+from runner_core.settings import run_timeout, task_time_limits
 from runner_core.skills import SkillPackage
 from runner_core.store.models import Request, Run, utcnow
 
@@ -239,8 +240,14 @@ def stamp_dispatch(run: Run | JobView) -> None:
 def submit(run: Run | JobView, pkg: SkillPackage) -> None:
     """Send a committed, stamped run by task name (see stamp_dispatch)."""
     kind = pkg.manifest.entrypoint.type if pkg.manifest else "script"
+    # Celery's time limits follow the run's own (a backstop above its deadline): the worker
+    # keeps a timer per task until its limit would have passed, so a limit sized to the run
+    # keeps fewer of them than the server maximum would.
+    skill_timeout = pkg.manifest.automation.timeout_sec if pkg.manifest else None
+    timeout = run_timeout(current_app.config["SETTINGS"], skill_timeout, run.runtime_options)
     current_app.extensions["queue"].enqueue(run.id, queue_for(run.engine, kind),
-                                            task_id=run.celery_task_id)
+                                            task_id=run.celery_task_id,
+                                            time_limits=task_time_limits(timeout))
 
 
 def load_job(session: Session, request_id: str, kind: str | None = None) -> tuple[Request, Run]:

@@ -27,9 +27,10 @@ EMBED = {"callbacks": None, "errbacks": None, "chain": None, "chord": None}
 
 
 def task_message(name: str, args: list, queue: str, task_id: str, origin: str,
-                 reply_to: str) -> dict:
-    """The message `Celery.send_task(name, args, queue=queue, task_id=task_id)` puts on a
-    Redis list (protocol 2 inside kombu's virtual-transport envelope)."""
+                 reply_to: str, time_limits: tuple[int, int] | None = None) -> dict:
+    """The message `Celery.send_task(name, args, queue=queue, task_id=task_id,
+    time_limit=hard, soft_time_limit=soft)` puts on a Redis list (protocol 2 inside kombu's
+    virtual-transport envelope); `time_limits` is (hard, soft), None for the worker's own."""
     body = json.dumps([args, {}, EMBED])
     return {
         "body": base64.b64encode(body.encode("utf-8")).decode("ascii"),
@@ -38,7 +39,7 @@ def task_message(name: str, args: list, queue: str, task_id: str, origin: str,
         "headers": {
             "lang": "py", "task": name, "id": task_id, "shadow": None, "eta": None,
             "expires": None, "group": None, "group_index": None, "retries": 0,
-            "timelimit": [None, None], "root_id": task_id, "parent_id": None,
+            "timelimit": list(time_limits or (None, None)), "root_id": task_id, "parent_id": None,
             "argsrepr": repr(args), "kwargsrepr": "{}", "origin": origin, "ignore_result": None,
             "replaced_task_nesting": 0, "stamped_headers": None, "stamps": {},
         },
@@ -60,7 +61,8 @@ class RedisTaskSender:
         self._pid: int | None = None
         self._origin = ""
 
-    def send(self, name: str, args: list, queue: str, task_id: str) -> None:
+    def send(self, name: str, args: list, queue: str, task_id: str,
+             time_limits: tuple[int, int] | None = None) -> None:
         if self._pid != os.getpid():
             import redis
             from redis.backoff import ExponentialBackoff
@@ -72,7 +74,8 @@ class RedisTaskSender:
                 retry_on_error=[redis.ConnectionError, redis.TimeoutError])
             self._pid = os.getpid()
             self._origin = f"gen{self._pid}@{socket.gethostname()}"  # as Celery names it
-        message = task_message(name, args, queue, task_id, self._origin, self.reply_to)
+        message = task_message(name, args, queue, task_id, self._origin, self.reply_to,
+                               time_limits)
         self._client.lpush(queue, json.dumps(message))
 
 
@@ -89,15 +92,19 @@ class CeleryQueue:
         url = None if sent_events else redis_url(broker_url)
         self.direct = RedisTaskSender(url) if url else None
 
-    def enqueue(self, run_id: str, queue: str, task_id: str | None = None) -> str | None:
-        """Send execute_run(run_id); returns the task id, or None when the broker is down."""
+    def enqueue(self, run_id: str, queue: str, task_id: str | None = None,
+                time_limits: tuple[int, int] | None = None) -> str | None:
+        """Send execute_run(run_id) with Celery's (hard, soft) `time_limits` for it; returns
+        the task id, or None when the broker is down."""
         task_id = task_id or str(uuid.uuid4())
         try:
             if self.direct is not None:
-                self.direct.send(EXECUTE_RUN, [run_id], queue, task_id)
+                self.direct.send(EXECUTE_RUN, [run_id], queue, task_id, time_limits)
                 return task_id
+            hard, soft = time_limits or (None, None)
             return self.celery.send_task(EXECUTE_RUN, args=[run_id], queue=queue,
-                                         task_id=task_id).id
+                                         task_id=task_id, time_limit=hard,
+                                         soft_time_limit=soft).id
         except Exception as exc:  # the row is committed; the sweeper re-enqueues it
             log.warning("enqueue of run %s failed (%s); the sweeper will retry", run_id, exc)
             return None

@@ -77,6 +77,27 @@ class Settings:
         return self.data_dir / "broker" / "redis.sock"
 
 
+# Celery's soft and hard time limits sit this far above a run's own deadline: a backstop for a
+# task stuck outside the process watch (the watch kills the process group at the deadline).
+SOFT_LIMIT_MARGIN_SEC, HARD_LIMIT_MARGIN_SEC = 60, 120
+
+
+def run_timeout(settings: Settings, skill_timeout: int | None,
+                runtime_options: dict | None) -> int:
+    """A run's time limit in seconds: the request's `timeout_sec`, else the skill's
+    `automation.timeout_sec`, else the default; never above the server maximum."""
+    timeout = min(skill_timeout or settings.default_timeout_sec, settings.max_timeout_sec)
+    override = (runtime_options or {}).get("timeout_sec")
+    if isinstance(override, int) and not isinstance(override, bool) and override > 0:
+        timeout = min(override, settings.max_timeout_sec)
+    return timeout
+
+
+def task_time_limits(timeout_sec: int) -> tuple[int, int]:
+    """(hard, soft) Celery time limits for a run whose own limit is `timeout_sec`."""
+    return timeout_sec + HARD_LIMIT_MARGIN_SEC, timeout_sec + SOFT_LIMIT_MARGIN_SEC
+
+
 def engine_key(engine: str | None) -> str:
     """The concurrency key of a run: its engine, or 'script' for script skills."""
     return (engine or "script").lower()

@@ -11,7 +11,7 @@ from celery import Celery
 from kombu import Queue
 
 from runner_core.queues import MAINTENANCE_QUEUE, RUN_QUEUES, SCRIPT_QUEUE
-from runner_core.settings import load_settings
+from runner_core.settings import HARD_LIMIT_MARGIN_SEC, SOFT_LIMIT_MARGIN_SEC, load_settings
 
 settings = load_settings()
 
@@ -27,8 +27,9 @@ app.conf.update(
     task_queues=[Queue(name) for name in RUN_QUEUES + [MAINTENANCE_QUEUE]],
     task_default_queue=SCRIPT_QUEUE,
     task_routes={"worker.tasks.sweep": {"queue": MAINTENANCE_QUEUE}},
-    task_soft_time_limit=settings.max_timeout_sec + 60,
-    task_time_limit=settings.max_timeout_sec + 120,
+    # defaults for messages that carry no limits of their own (the API's carry the run's)
+    task_soft_time_limit=settings.max_timeout_sec + SOFT_LIMIT_MARGIN_SEC,
+    task_time_limit=settings.max_timeout_sec + HARD_LIMIT_MARGIN_SEC,
     # Task events cost a broker publish each; Flower turns the workers' events on while it runs
     # (its enable_events), SKILL_RUNNER_TASK_EVENTS=1 keeps them (and task-sent) always on.
     worker_send_task_events=settings.task_events,

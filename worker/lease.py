@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 
 from sqlalchemy.exc import OperationalError
 
-from runner_core.settings import Settings
+from runner_core.settings import Settings, run_timeout
 from runner_core.store import runs as run_states
 from runner_core.store.models import Run
 from worker.supervisor import Watch
@@ -122,11 +122,8 @@ def _beater() -> _Beater:
 def make_watch(settings: Settings, connect: Callable, run: Run, pkg) -> Watch:
     """Deadline from the skill's automation.timeout_sec (or the default), capped by the server
     maximum and counted from the claim; the poll beats and stops the process on cancel."""
-    timeout = pkg.manifest.automation.timeout_sec if pkg is not None and pkg.manifest else None
-    timeout = min(timeout or settings.default_timeout_sec, settings.max_timeout_sec)
-    override = (run.runtime_options or {}).get("timeout_sec")
-    if isinstance(override, int) and override > 0:
-        timeout = min(override, settings.max_timeout_sec)
+    skill_timeout = pkg.manifest.automation.timeout_sec if pkg is not None and pkg.manifest else None
+    timeout = run_timeout(settings, skill_timeout, run.runtime_options)
     started = aware(run.started_at).timestamp() if run.started_at else time.time()
     deadline = time.monotonic() + max(0.0, started + timeout - time.time())
 

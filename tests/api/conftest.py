@@ -16,11 +16,14 @@ class FakeQueue:
         self.sent: list[tuple[str, str]] = []
         self.revoked: list[str] = []
         self.task_ids: list[str | None] = []
+        self.time_limits: list[tuple[int, int] | None] = []
         self.broker_state = "ok"
 
-    def enqueue(self, run_id: str, queue: str, task_id: str | None = None) -> str:
+    def enqueue(self, run_id: str, queue: str, task_id: str | None = None,
+                time_limits: tuple[int, int] | None = None) -> str:
         self.sent.append((run_id, queue))
         self.task_ids.append(task_id)
+        self.time_limits.append(time_limits)
         return task_id or f"task-{len(self.sent)}"
 
     def revoke(self, task_id: str) -> None:

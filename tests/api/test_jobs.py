@@ -462,3 +462,12 @@ def test_runtime_options_of_the_wrong_type_are_400_before_any_run(client, queue)
                 runtime_options={"repair_rounds": 2, "timeout_sec": 30, "no_cache": True,
                                  "debug": False, "codex_config": {"a": 1}, "custom": "kept"})
     assert ok.status_code == 200, ok.json
+
+
+def test_each_message_carries_celery_time_limits_just_above_the_runs_own(client, queue):
+    create(client, skill_id="fenced-json", input={"text": "x"})  # no skill timeout: 600 s
+    create(client, skill_id="fenced-json", input={"text": "y"}, runtime_options={"timeout_sec": 30})
+    create(client, skill_id="slow-counter")  # automation.timeout_sec 30
+    create(client, skill_id="fenced-json", input={"text": "z"},
+           runtime_options={"timeout_sec": 10 ** 6})  # capped by the server maximum (3600 s)
+    assert queue.time_limits == [(720, 660), (150, 90), (150, 90), (3720, 3660)]

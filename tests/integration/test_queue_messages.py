@@ -41,6 +41,22 @@ def test_direct_message_equals_the_one_celery_sends():
     redis.Redis.from_url(url).flushdb()
 
 
+def test_a_message_with_time_limits_equals_the_one_celery_sends():
+    url = require_redis(12)
+    celery = Celery("reference", broker=url)
+    celery.conf.update(task_send_sent_event=False, broker_connection_retry_on_startup=True)
+    celery.send_task(EXECUTE_RUN, args=["run-1"], queue="runs.script", task_id="task-1",
+                     time_limit=720, soft_time_limit=660)
+    reference = pop_message(url, "runs.script")
+    assert reference["headers"]["timelimit"] == [720, 660]
+    ours = task_message(EXECUTE_RUN, ["run-1"], "runs.script", "task-1", "origin", "reply",
+                        (720, 660))
+    assert without_volatile(ours) == without_volatile(reference)
+    CeleryQueue(url).enqueue("run-2", "runs.script", task_id="task-2", time_limits=(150, 90))
+    assert pop_message(url, "runs.script")["headers"]["timelimit"] == [150, 90]
+    redis.Redis.from_url(url).flushdb()
+
+
 def test_enqueue_writes_one_message_and_nothing_else():
     url = require_redis(12)
     queue = CeleryQueue(url)
