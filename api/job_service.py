@@ -19,7 +19,9 @@ from api.errors import ApiError
 from api.zip_bodies import receive_inputs, upload_lock
 from runner_core.engines.catalog import check_model
 from runner_core.queues import queue_for
-from runner_core.inputs import InputError, file_fields, schema_errors, validate_parameters
+from runner_core.inputs import (
+    InputError, by_identity, file_fields, schema_errors, validate_parameters,
+)
 from runner_core.settings import run_timeout, task_time_limits
 from runner_core.skills import SkillPackage
 from runner_core.store.models import Request, Run, utcnow
@@ -80,6 +82,15 @@ def _check_runtime_options(options: dict[str, Any]) -> None:
                        {"schema": "runtime_options", "errors": errors})
 
 
+def inline_schema(input_schema: dict[str, Any]) -> dict[str, Any]:
+    """The input schema without its file fields (those come with the upload)."""
+    files = file_fields(input_schema)
+    schema = dict(input_schema)
+    schema["properties"] = {k: v for k, v in schema.get("properties", {}).items() if k not in files}
+    schema["required"] = [k for k in schema.get("required", []) if k not in files]
+    return schema
+
+
 def _check_inline(pkg: SkillPackage, inline: dict[str, Any]) -> None:
     """Inline fields are checked now; file fields wait for the upload."""
     files = file_fields(pkg.input_schema)
@@ -88,10 +99,7 @@ def _check_inline(pkg: SkillPackage, inline: dict[str, Any]) -> None:
         raise ApiError(400, "INPUT_FILE_AS_INLINE",
                        "file inputs must be uploaded, not sent inline: " + ", ".join(sent_as_inline),
                        {"fields": sent_as_inline})
-    schema = dict(pkg.input_schema)
-    schema["properties"] = {k: v for k, v in schema.get("properties", {}).items() if k not in files}
-    schema["required"] = [k for k in schema.get("required", []) if k not in files]
-    errors = schema_errors(schema, inline)
+    errors = schema_errors(by_identity(pkg.input_schema, inline_schema), inline)
     if errors:
         raise ApiError(400, "SCHEMA_VALIDATION_FAILED", "input does not match the skill's input schema",
                        {"schema": "input", "errors": errors})

@@ -3,12 +3,13 @@ and its checkpoints run on a background thread (runner_core.store.checkpoint).""
 from __future__ import annotations
 
 import logging
+import sqlite3
 import time
 import weakref
 from collections.abc import Callable
 from typing import TypeVar
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -18,11 +19,13 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
-def make_engine(url: str) -> Engine:
-    """An Engine for `url` with settings fit for concurrent API + worker processes."""
+def make_engine(url: str, *, busy_timeout_sec: float = 30.0) -> Engine:
+    """An Engine for `url` with settings fit for concurrent API + worker processes
+    (`busy_timeout_sec`: how long a SQLite statement waits for another writer's lock)."""
     url = normalize_url(url)
     if url.startswith("sqlite"):
-        engine = create_engine(url, connect_args={"timeout": 30, "check_same_thread": False})
+        engine = create_engine(url, connect_args={"timeout": busy_timeout_sec,
+                                                  "check_same_thread": False})
         ref = weakref.ref(engine)  # the listener must not keep the engine alive
 
         @event.listens_for(engine, "connect")
@@ -39,6 +42,58 @@ def make_engine(url: str) -> Engine:
 
         return engine
     return create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=10)
+
+
+class QuickWrites:
+    """Short write transactions of a process whose time is the throughput: a worker's claim
+    and finish.
+
+    SQLite lets one writer in at a time, and its busy handler sleeps 1, 2, 5, 10 ms... between
+    tries, while the lock of this service's short transactions is free again within ~0.1-0.3 ms:
+    with 300 jobs at once on two worker processes, one claim in six slept over 1 ms. A quick
+    write runs on a connection that does not wait (busy timeout 0) and tries again after 50
+    microseconds, doubling up to 1 ms, for up to SPIN_SEC; then once more on the ordinary
+    connection, which waits as every other does. Each write must be safe to run again after a
+    "database is locked" (the service's writes are guarded UPDATEs and INSERTs of new rows; a
+    failed try is rolled back). Other databases lock rows, not the file: the write runs once.
+    """
+
+    SPIN_SEC = 0.05
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.quick: Engine | None = None
+        if engine.dialect.name == "sqlite":
+            self.quick = make_engine(engine.url.render_as_string(hide_password=False),
+                                     busy_timeout_sec=0)
+
+    def run(self, write: Callable[[Connection], T]) -> T:
+        """`write(conn)` on a connection of its own; it commits what it writes."""
+        if self.quick is not None:
+            delay, end = 50e-6, time.monotonic() + self.SPIN_SEC
+            while True:
+                try:
+                    with self.quick.connect() as conn:
+                        return write(conn)
+                except OperationalError as exc:
+                    if not locked(exc):
+                        raise
+                if time.monotonic() + delay > end:
+                    break
+                time.sleep(delay)
+                delay = min(delay * 2, 1e-3)
+        with self.engine.connect() as conn:
+            return write(conn)
+
+    def dispose(self) -> None:
+        if self.quick is not None:
+            self.quick.dispose()
+
+
+def locked(exc: OperationalError) -> bool:
+    """Is `exc` SQLite's "database is locked" (another connection holds the write lock)?"""
+    orig = exc.orig
+    return isinstance(orig, sqlite3.OperationalError) and "locked" in str(orig)
 
 
 def make_sessionmaker(engine: Engine) -> sessionmaker[Session]:

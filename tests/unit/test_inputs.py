@@ -80,3 +80,18 @@ def test_parameter_type_error_lists_the_path():
 def test_parameter_must_be_an_object():
     with pytest.raises(InputError):
         validate_parameters(PARAMS, [1, 2])
+
+
+def test_validators_are_made_once_per_schema_object_and_never_mixed_up():
+    from runner_core.inputs import by_identity, schema_errors
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}}
+    made = []
+
+    def make(s):
+        made.append(s)
+        return {"made from": id(s)}
+    first = by_identity(schema, make)
+    assert by_identity(schema, make) is first and len(made) == 1
+    assert by_identity(dict(schema), make) is not first  # an equal but other object: made anew
+    assert schema_errors(schema, {"n": "x"})[0]["path"] == "n"  # another maker, same schema
+    assert schema_errors(schema, {"n": 1}) == []
