@@ -67,14 +67,15 @@ class QuickWrites:
             self.quick = make_engine(engine.url.render_as_string(hide_password=False),
                                      busy_timeout_sec=0)
 
-    def run(self, write: Callable[[Connection], T]) -> T:
-        """`write(conn)` on a connection of its own; it commits what it writes."""
+    def run(self, write: Callable[[Connection], T], conn: Connection | None = None) -> T:
+        """`write(c)` on a connection that commits what it writes: a quick one first on SQLite,
+        then `conn` (or one of the ordinary engine's), which waits for the lock."""
         if self.quick is not None:
             delay, end = 50e-6, time.monotonic() + self.SPIN_SEC
             while True:
                 try:
-                    with self.quick.connect() as conn:
-                        return write(conn)
+                    with self.quick.connect() as quick:
+                        return write(quick)
                 except OperationalError as exc:
                     if not locked(exc):
                         raise
@@ -82,8 +83,10 @@ class QuickWrites:
                     break
                 time.sleep(delay)
                 delay = min(delay * 2, 1e-3)
-        with self.engine.connect() as conn:
+        if conn is not None:
             return write(conn)
+        with self.engine.connect() as own:
+            return write(own)
 
     def dispose(self) -> None:
         if self.quick is not None:

@@ -94,3 +94,26 @@ def test_other_databases_write_once_on_the_ordinary_engine():
     writes = QuickWrites(engine)
     assert writes.quick is None
     engine.dispose()
+
+
+def test_other_databases_write_on_the_callers_connection_when_given_one():
+    engine = make_engine("postgresql://nobody@127.0.0.1:1/none")
+    given = object()
+    assert QuickWrites(engine).run(lambda conn: conn, given) is given
+    engine.dispose()
+
+
+def test_on_sqlite_the_callers_connection_is_the_last_resort(db, monkeypatch):
+    path, writes = db
+    monkeypatch.setattr(QuickWrites, "SPIN_SEC", 0.005)
+    hold_write_lock(path, 0.1)
+    used = []
+
+    def write(conn):
+        used.append(conn)
+        conn.execute(text("UPDATE t SET v = v + 1 WHERE id = 1"))
+        conn.commit()
+    with writes.engine.connect() as mine:
+        writes.run(write, mine)
+        assert used[-1] is mine and len(used) >= 2
+    assert value(path) == 1
