@@ -51,14 +51,15 @@ class QuickWrites:
     SQLite lets one writer in at a time, and its busy handler sleeps 1, 2, 5, 10 ms... between
     tries, while the lock of this service's short transactions is free again within ~0.1-0.3 ms:
     with 300 jobs at once on two worker processes, one claim in six slept over 1 ms. A quick
-    write runs on a connection that does not wait (busy timeout 0) and tries again after 50
-    microseconds, doubling up to 1 ms, for up to SPIN_SEC; then once more on the ordinary
-    connection, which waits as every other does. Each write must be safe to run again after a
-    "database is locked" (the service's writes are guarded UPDATEs and INSERTs of new rows; a
-    failed try is rolled back). Other databases lock rows, not the file: the write runs once.
+    write runs on a connection that does not wait (busy timeout 0) and tries again after
+    PAUSES (50 microseconds, doubling: 0.75 ms in all); then once more on an ordinary
+    connection, which waits as every other does. The tries are few: a lock held longer is
+    waited for, not spun on. Each write must be safe to run again after a "database is locked"
+    (the service's writes are guarded UPDATEs and INSERTs of new rows; a failed try is rolled
+    back). Other databases lock rows, not the file: the write runs once.
     """
 
-    SPIN_SEC = 0.05
+    PAUSES = (50e-6, 100e-6, 200e-6, 400e-6)
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
@@ -71,18 +72,15 @@ class QuickWrites:
         """`write(c)` on a connection that commits what it writes: a quick one first on SQLite,
         then `conn` (or one of the ordinary engine's), which waits for the lock."""
         if self.quick is not None:
-            delay, end = 50e-6, time.monotonic() + self.SPIN_SEC
-            while True:
+            for pause in (*self.PAUSES, None):
                 try:
                     with self.quick.connect() as quick:
                         return write(quick)
                 except OperationalError as exc:
                     if not locked(exc):
                         raise
-                if time.monotonic() + delay > end:
-                    break
-                time.sleep(delay)
-                delay = min(delay * 2, 1e-3)
+                if pause is not None:
+                    time.sleep(pause)
         if conn is not None:
             return write(conn)
         with self.engine.connect() as own:

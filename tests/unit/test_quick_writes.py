@@ -58,23 +58,30 @@ def value(path) -> int:
         conn.close()
 
 
-def test_a_write_behind_a_short_lock_is_tried_again_until_it_goes_through(db):
+def test_a_write_behind_a_short_lock_is_tried_again_until_it_goes_through(db, monkeypatch):
     path, writes = db
+    monkeypatch.setattr(QuickWrites, "PAUSES", (0.005,) * 20)
     hold_write_lock(path, 0.02)
     calls: list = []
-    assert writes.run(bump(calls)) == 1
+    engines = []
+
+    def write(conn):
+        engines.append(conn.engine)
+        return bump(calls)(conn)
+    assert writes.run(write) == 1
     assert len(calls) > 1  # the first tries met the lock and did not wait in SQLite
+    assert engines[-1] is writes.quick  # went through on a quick try, not the waiting one
     assert value(path) == 1  # written once: the failed tries were rolled back
 
 
 def test_a_lock_held_past_the_spin_is_waited_for_on_the_ordinary_connection(db, monkeypatch):
     path, writes = db
-    monkeypatch.setattr(QuickWrites, "SPIN_SEC", 0.01)
+    monkeypatch.setattr(QuickWrites, "PAUSES", (0.001,) * 3)
     hold_write_lock(path, 0.15)
     calls: list = []
     assert writes.run(bump(calls)) == 1
     assert value(path) == 1
-    assert len(calls) >= 2  # spun, then the last try waited for the lock
+    assert len(calls) == 5  # four quick tries (the first and one after each pause), then the wait
 
 
 def test_errors_other_than_the_lock_are_raised_at_once(db):
@@ -105,7 +112,7 @@ def test_other_databases_write_on_the_callers_connection_when_given_one():
 
 def test_on_sqlite_the_callers_connection_is_the_last_resort(db, monkeypatch):
     path, writes = db
-    monkeypatch.setattr(QuickWrites, "SPIN_SEC", 0.005)
+    monkeypatch.setattr(QuickWrites, "PAUSES", (0.001,))
     hold_write_lock(path, 0.1)
     used = []
 
