@@ -15,7 +15,7 @@ from api.logs import configure_logging
 from api.queue import CeleryQueue
 from runner_core.finish_events import FinishWatcher
 from runner_core.skills import SkillRegistry
-from runner_core.store.db import QuickWrites, make_engine, make_sessionmaker
+from runner_core.store.db import make_engine, make_sessionmaker
 
 
 class RunnerApi(Api):
@@ -34,7 +34,6 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     engine = make_engine(settings.database_url)
     app.extensions["db"] = make_sessionmaker(engine)
     app.extensions["db_engine"] = engine  # Core connections for the POSTs' few statements
-    app.extensions["db_writes"] = QuickWrites(engine)  # a job POST's INSERTs (SQLite's lock)
     app.extensions["skills"] = SkillRegistry(settings.skills_dir)
     app.extensions["queue"] = app.config.get("QUEUE") or CeleryQueue(settings.broker_url, settings.task_events)
     # long polls (wait_sec) hold a server thread each: leave one of gunicorn's threads free

@@ -158,23 +158,19 @@ def create_job(conn: Connection, pkg: SkillPackage, body: dict[str, Any], *, kin
                        cache_hit=False, payload=payload))
     if cached is not None:
         req.run_id, req.cache_hit = cached.id, True
-        new_run = None
+        insert_rows(conn, None, req)
         run = cached
     else:
         if not needs_upload:
             stamp_dispatch(run)
-        new_run = run
+        insert_rows(conn, run, req)
     # The uploads folder before the commit: a disk that cannot take it leaves no job behind.
     # (The payload itself is in the requests row: the run's input.json.)
     uploads = settings.requests_dir / request_id / "uploads" if needs_upload else None
     if uploads is not None:
         uploads.mkdir(parents=True, exist_ok=True)
-
-    def write(write_conn: Connection) -> None:
-        insert_rows(write_conn, new_run, req)
-        write_conn.commit()
     try:
-        current_app.extensions["db_writes"].run(write, conn)
+        conn.commit()
     except BaseException:
         if uploads is not None:
             _remove_empty(uploads, uploads.parent)

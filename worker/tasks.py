@@ -23,7 +23,7 @@ from runner_core.skill_copy import installed_signatures
 from runner_core.skills import load_skill
 from runner_core.store import runs as run_states
 from runner_core.store import checkpoint
-from runner_core.store.db import QuickWrites, make_engine, make_sessionmaker, retry_unavailable
+from runner_core.store.db import make_engine, make_sessionmaker, retry_unavailable
 from runner_core.store.models import Run
 from runner_core.workspace import RunPaths, write_json
 from worker.celery_app import app, settings
@@ -33,7 +33,7 @@ from worker.recovery import recover
 from worker.strays import become_subreaper
 
 log = logging.getLogger(__name__)
-_sessions: dict = {"pid": None, "engine": None, "factory": None, "writes": None}
+_sessions: dict = {"pid": None, "engine": None, "factory": None}
 finished = FinishPublisher(settings.broker_url)  # wakes API requests waiting on a run
 _task: dict = {"run_id": None, "terminating": False}
 
@@ -80,8 +80,7 @@ def sessions():
     """A sessionmaker for this process (engines must not cross a fork)."""
     if _sessions["pid"] != os.getpid():
         engine = make_engine(settings.database_url)
-        _sessions.update(pid=os.getpid(), engine=engine, factory=make_sessionmaker(engine),
-                         writes=QuickWrites(engine))
+        _sessions.update(pid=os.getpid(), engine=engine, factory=make_sessionmaker(engine))
     return _sessions["factory"]
 
 
@@ -92,13 +91,6 @@ def connect():
     return _sessions["engine"].connect()
 
 
-def quick_write(write):
-    """`write(conn)` through this process's QuickWrites: the claim and the finish, which
-    must not sleep milliseconds on SQLite's lock while it is free again in microseconds."""
-    sessions()
-    return _sessions["writes"].run(write)
-
-
 def worker_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
@@ -107,15 +99,14 @@ def worker_name() -> str:
 def execute_run(self, run_id: str) -> str:
     """Claim and execute one run; a redelivered or duplicate message does nothing, and a run
     over the running limits stays queued while this message retries with a countdown."""
-    claim, run = quick_write(lambda conn: run_states.claim_run(
-        conn, run_id, worker_name(), self.request.id, settings.max_running,
-        settings.max_running_per_engine))
-    if claim == run_states.LIMITED:
-        with connect() as conn:
+    with connect() as conn:
+        claim, run = run_states.claim_run(conn, run_id, worker_name(), self.request.id,
+                                          settings.max_running, settings.max_running_per_engine)
+        if claim == run_states.LIMITED:
             run_states.touch_dispatched(conn, run_id)
-        raise self.retry(countdown=settings.limit_retry_sec)
-    if claim == run_states.SKIPPED:
-        return _not_claimed(run_id)
+            raise self.retry(countdown=settings.limit_retry_sec)
+        if claim == run_states.SKIPPED:
+            return _not_claimed(run_id)
     _task.update(run_id=run_id, terminating=False)
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
     executor = RunExecutor(settings, run, lambda pkg: make_watch(settings, connect, run, pkg),
@@ -156,9 +147,10 @@ def _execute(executor: RunExecutor) -> str:
         outcome = executor.execute()
 
         def record() -> bool:
-            return quick_write(lambda conn: run_states.finish_run(
-                conn, run.id, outcome.status, error=outcome.error, warnings=outcome.warnings,
-                timings=outcome.timings, session_handle=outcome.session_handle))
+            with connect() as conn:
+                return run_states.finish_run(conn, run.id, outcome.status, error=outcome.error,
+                                             warnings=outcome.warnings, timings=outcome.timings,
+                                             session_handle=outcome.session_handle)
         # result/result.json is written: a database away for a moment must not lose the run
         retry_unavailable(record, f"finish of run {run.id}", settings.lease_sec / 2)
         finished.publish(run.id)
