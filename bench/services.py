@@ -72,6 +72,7 @@ class StackOptions:
     concurrency: int = 2             # WORKER_CONCURRENCY default
     access_log: bool = False         # gunicorn access log with the request time (%(D)s, µs)
     extra_env: dict[str, str] = field(default_factory=dict)
+    code: Path = REPO_ROOT           # the checkout whose API and worker run (bench.ab: another)
 
 
 class Stack:
@@ -114,7 +115,7 @@ class Stack:
                     "SKILL_RUNNER_SKILLS_DIR": str(self.skills_dir),
                     "DATABASE_URL": self.database_url, "CELERY_BROKER_URL": self.broker_url,
                     "PORT": str(self.port), "HOST": "127.0.0.1",
-                    "PYTHONPATH": str(REPO_ROOT)})
+                    "PYTHONPATH": str(self.options.code)})
         env.update(self.options.extra_env)
         return env
 
@@ -125,21 +126,21 @@ class Stack:
             self.pg = PostgresDatabase()
         if "BENCH_BROKER_URL" not in os.environ:
             self.broker.start()
-        subprocess.run([bin_path("skill-runner"), "migrate"], env=self.env(), cwd=REPO_ROOT,
+        subprocess.run([bin_path("skill-runner"), "migrate"], env=self.env(), cwd=self.options.code,
                        check=True, stdout=subprocess.DEVNULL)
         self.start_web()
         if self.options.worker:
             self.start_worker()
 
     def start_web(self) -> None:
-        argv = [bin_path("gunicorn"), "-c", str(REPO_ROOT / "deploy" / "gunicorn.conf.py")]
+        argv = [bin_path("gunicorn"), "-c", str(self.options.code / "deploy" / "gunicorn.conf.py")]
         if self.options.access_log:
             argv += ["--access-logfile", str(self.access_log),
                      "--access-logformat", '%(m)s %(U)s %(s)s %(D)s']
         argv.append("api.wsgi:app")
         log = (self.root / "web.log").open("ab")
         self._logs.append(log)
-        self.web = subprocess.Popen(argv, cwd=REPO_ROOT, env=self.env(), stdout=log,
+        self.web = subprocess.Popen(argv, cwd=self.options.code, env=self.env(), stdout=log,
                                     stderr=subprocess.STDOUT, start_new_session=True)
         client = Client(self.base_url, timeout=5)
         end = time.monotonic() + 60
@@ -166,7 +167,7 @@ class Stack:
         log = log_path.open("ab")
         self._logs.append(log)
         offset = log_path.stat().st_size
-        self.worker = subprocess.Popen(argv, cwd=REPO_ROOT, env=self.env(), stdout=log,
+        self.worker = subprocess.Popen(argv, cwd=self.options.code, env=self.env(), stdout=log,
                                        stderr=subprocess.STDOUT, start_new_session=True)
         wait_for_log(self.worker, log_path, offset, b"ready.")
 

@@ -1,0 +1,77 @@
+"""`python -m bench.ab OTHER [--pairs N] [--runs N]`: is this checkout's noop throughput
+(figure 4) better or worse than OTHER's (another checkout, e.g. `git worktree add /tmp/base
+HEAD~1`)?
+
+This machine's speed moves by a factor of two within minutes, so two bench runs one after the
+other compare phases, not code. Here both services are up at once (each its own broker,
+SQLite and processes, idle while the other works) and their batches alternate, the order
+flipping every pair; each pair's ratio (this / OTHER) is printed, then the medians.
+"""
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+from bench.fig4_floor import SKILL_ID, runner_throughput
+from bench.services import REPO_ROOT, Stack, StackOptions, cpu_seconds
+
+
+def batch(stack: Stack, client, runs: int) -> tuple[float, float]:
+    """(runs/s, CPU ms per run of the Celery pool processes) of one batch."""
+    pool = stack.worker_processes()[1:]
+    before = sum(cpu_seconds(pool).values())
+    seconds = runner_throughput(stack, client, runs)
+    after = sum(cpu_seconds(pool).values())
+    return runs / seconds, (after - before) * 1000 / runs
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.ab", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("other", type=Path, help="the other checkout (its own working tree)")
+    parser.add_argument("--pairs", type=int, default=10)
+    parser.add_argument("--runs", type=int, default=300, help="noop jobs per batch")
+    args = parser.parse_args(argv)
+    other = args.other.resolve()
+    if not (other / "worker" / "tasks.py").is_file():
+        parser.error(f"{other} is not a checkout of this project")
+    root = Path(tempfile.mkdtemp(prefix="skill-runner-ab-"))
+    names = {"this": REPO_ROOT, "other": other}
+    stacks: dict[str, Stack] = {}
+    try:
+        for name, code in names.items():
+            stacks[name] = Stack(root / name, StackOptions(code=code)).__enter__()
+        clients = {name: stack.client() for name, stack in stacks.items()}
+        for name, stack in stacks.items():  # warm: the run pool, imports, the skill copy
+            runner_throughput(stack, clients[name], 50)
+        results: dict[str, list[tuple[float, float]]] = {"this": [], "other": []}
+        for pair in range(args.pairs):
+            order = ("this", "other") if pair % 2 == 0 else ("other", "this")
+            for name in order:
+                results[name].append(batch(stacks[name], clients[name], args.runs))
+            this, that = results["this"][-1], results["other"][-1]
+            print(f"pair {pair + 1}: this {this[0]:.0f}/s (pool {this[1]:.2f} ms/run), other "
+                  f"{that[0]:.0f}/s (pool {that[1]:.2f} ms/run): ratio {this[0] / that[0]:.3f}",
+                  flush=True)
+        ratios = [a[0] / b[0] for a, b in zip(results["this"], results["other"])]
+        for name in names:
+            rates = [r[0] for r in results[name]]
+            pool = [r[1] for r in results[name]]
+            print(f"{name} ({names[name]}): median {statistics.median(rates):.1f} runs/s, pool "
+                  f"CPU {statistics.median(pool):.2f} ms/run")
+        print(f"this / other throughput: median {statistics.median(ratios):.3f} "
+              f"(pairs {min(ratios):.3f}-{max(ratios):.3f}; skill {SKILL_ID}, {args.runs} runs a "
+              f"batch)")
+    finally:
+        for stack in stacks.values():
+            stack.stop()
+        shutil.rmtree(root, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
