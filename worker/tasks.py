@@ -30,12 +30,14 @@ from worker.celery_app import app, settings
 from worker.executor import RunExecutor, skill_copies, skill_source
 from worker.lease import Heartbeat, beat_interval, make_watch
 from worker.recovery import recover
+from worker.refill import Refiller
 from worker.strays import become_subreaper
 
 log = logging.getLogger(__name__)
 _sessions: dict = {"pid": None, "engine": None, "factory": None}
 finished = FinishPublisher(settings.broker_url)  # wakes API requests waiting on a run
 _task: dict = {"run_id": None, "terminating": False}
+_refiller = Refiller()
 
 
 class Terminated(BaseException):
@@ -134,11 +136,9 @@ def _not_claimed(run_id: str) -> str:
 
 
 def _refill_pool(executor: RunExecutor) -> None:
-    """Once the run is recorded and announced: make the next run's directory ahead of time."""
-    try:
-        executor.refill_pool()
-    except Exception:  # the pool only saves time; a failure here must not touch the run
-        log.warning("run pool refill after run %s failed", executor.run.id, exc_info=True)
+    """Once the run is recorded and announced: make the next run's directory ahead of time,
+    on this process's refill thread, while Celery hands the next message over."""
+    _refiller.submit(executor.refill_pool, f"run {executor.run.id}")
 
 
 def _execute(executor: RunExecutor) -> str:
