@@ -1,7 +1,6 @@
 """Validate output data against a skill's output JSON Schema (spec S2)."""
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from jsonschema import Draft202012Validator
@@ -9,11 +8,11 @@ from jsonschema.exceptions import SchemaError
 from jsonschema.protocols import Validator
 from jsonschema.validators import validator_for
 
+from runner_core.inputs import by_identity
+
 # jsonschema puts the whole failing instance into some messages; a 2 MB agent answer must not
 # end up in every error record.
 _MAX_MESSAGE_CHARS = 500
-_MAX_CACHED = 256
-_validators: dict[str, Validator] = {}
 
 
 class OutputSchemaError(ValueError):
@@ -23,22 +22,20 @@ class OutputSchemaError(ValueError):
 def build_validator(schema: dict[str, Any] | bool) -> Validator:
     """Return a validator for `schema`: Draft 2020-12 unless its `$schema` names another draft.
 
-    Raises OutputSchemaError when the schema is not valid under its own metaschema. Checked
-    validators are reused per schema text: checking a schema costs more than most validations.
+    Raises OutputSchemaError when the schema is not valid under its own metaschema. A checked
+    validator is reused for the same schema object (a skill's schemas are loaded once per
+    version): checking a schema costs more than most validations.
     """
-    key = json.dumps(schema, sort_keys=True, default=str)
-    cached = _validators.get(key)
-    if cached is not None:
-        return cached
+    return by_identity(schema, _checked_validator)
+
+
+def _checked_validator(schema: dict[str, Any] | bool) -> Validator:
     cls = validator_for(schema, default=Draft202012Validator)
     try:
         cls.check_schema(schema)
     except SchemaError as exc:
         raise OutputSchemaError(exc.message) from exc
-    if len(_validators) >= _MAX_CACHED:
-        _validators.clear()
-    _validators[key] = validator = cls(schema)
-    return validator
+    return cls(schema)
 
 
 def collect_errors(validator: Validator, data: Any) -> list[dict[str, str]]:
