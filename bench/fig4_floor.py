@@ -5,12 +5,21 @@ throughput with 2 worker processes, vs a bare Celery task spawning the same comm
 (bench/bare_celery.py) with its own 2-process worker on the SAME broker. The runner's own time
 split comes from the run rows (`timings`, created/queued/started/finished), and the database
 writes per run from Postgres' row counters in a separate small pass on Postgres.
+
+A run creates ~19 files and folders (seeds 002/003's layout) and the bare task none, so the
+throughput also depends on what creating a file costs at that moment, which on this machine's
+disk swings by more than ten times (bench/RESULTS.md). A second service whose whole data
+directory is on tmpfs (/dev/shm) shows how much: its batches alternate with the first's (same
+code, same moment), and its rows are printed beside the main ones.
 """
 from __future__ import annotations
 
+import contextlib
 import statistics
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import psutil
 
@@ -86,6 +95,20 @@ def runner_throughput(stack: Stack, client, n: int) -> float:
     if failed:
         raise RuntimeError(f"{len(failed)} noop runs failed: {failed[0]}")
     return makespan(started, statuses)
+
+
+def tmpfs_dir() -> Path | None:
+    """/dev/shm when it is a tmpfs (Linux), else None."""
+    for part in psutil.disk_partitions(all=True):
+        if part.mountpoint == "/dev/shm" and part.fstype == "tmpfs":
+            return Path(part.mountpoint)
+    return None
+
+
+def service_groups(stack: Stack, me: list, broker: list) -> dict[str, list]:
+    """The processes whose CPU a batch through `stack` is charged with."""
+    return {"gunicorn": stack.web_processes(), "celery main": stack.worker_processes()[:1],
+            "celery pool": stack.worker_processes()[1:], "bench client": me, "broker": broker}
 
 
 def cpu_row(runner: list[dict[str, float]], bare: list[dict[str, float]]) -> Row:
@@ -167,9 +190,13 @@ def db_writes(ctx: Context, k: int) -> dict[str, float]:
 def run(ctx: Context) -> list[Row]:
     n_seq, n_tput, n_pairs, warm = ctx.count(200, 20), ctx.count(300, 40), ctx.count(6, 1), 5
     root = ctx.scratch("fig4")
+    shm = tmpfs_dir()
+    shm_root = Path(tempfile.mkdtemp(prefix="fig4-tmpfs-", dir=shm)) if shm else None
     try:
-        with Stack(root / "stack") as stack, \
-                BareWorker(root / "bare", stack.broker_url) as bare:
+        with contextlib.ExitStack() as stacks:
+            stack = stacks.enter_context(Stack(root / "stack"))
+            bare = stacks.enter_context(BareWorker(root / "bare", stack.broker_url))
+            fast = stacks.enter_context(Stack(shm_root / "stack")) if shm_root else None
             client, cwd = stack.client(), root
             for _ in range(warm):
                 runner_once(client)
@@ -182,33 +209,42 @@ def run(ctx: Context) -> list[Row]:
                 bare_lat.append(bare_once(bare, cwd))
             ctx.log(f"fig4: {n_seq} sequential pairs done")
             split = time_split(stack, warm)
-            tput_runner, tput_bare = [], []
             me = [psutil.Process()]
             broker = [psutil.Process(stack.broker.proc.pid)] if stack.broker.proc else []
-            cpu_runner: list[dict[str, float]] = []
-            cpu_bare: list[dict[str, float]] = []
-            for _ in range(n_pairs):  # batches alternate: a drift hits both alike
-                took, cpu = cpu_per_run({"celery": bare.processes(), "bench client": me,
-                                         "broker": broker},
-                                        lambda: bare_throughput(bare, cwd, n_tput), n_tput)
-                tput_bare.append(n_tput / took)
-                cpu_bare.append(cpu)
-                took, cpu = cpu_per_run({"gunicorn": stack.web_processes(),
-                                         "celery main": stack.worker_processes()[:1],
-                                         "celery pool": stack.worker_processes()[1:],
-                                         "bench client": me, "broker": broker},
-                                        lambda: runner_throughput(stack, client, n_tput), n_tput)
-                tput_runner.append(n_tput / took)
-                cpu_runner.append(cpu)
-            ctx.log(f"fig4: throughput {[round(t) for t in tput_runner]} vs bare "
-                    f"{[round(t) for t in tput_bare]}")
+            tput: dict[str, list[float]] = {"bare": [], "disk": [], "tmpfs": []}
+            cpu: dict[str, list[dict[str, float]]] = {"bare": [], "disk": [], "tmpfs": []}
+            sides = {"disk": stack}
+            if fast is not None:
+                sides["tmpfs"] = fast
+                fast_client = fast.client()
+                runner_throughput(fast, fast_client, 50)  # warm: the run pool, the skill copy
+            clients = {"disk": client, "tmpfs": fast_client if fast else None}
+            for pair in range(n_pairs):  # batches alternate: a drift hits every side alike
+                took, used = cpu_per_run({"celery": bare.processes(), "bench client": me,
+                                          "broker": broker},
+                                         lambda: bare_throughput(bare, cwd, n_tput), n_tput)
+                tput["bare"].append(n_tput / took)
+                cpu["bare"].append(used)
+                order = list(sides) if pair % 2 == 0 else list(reversed(sides))
+                for name in order:
+                    side = sides[name]
+                    side_broker = [psutil.Process(side.broker.proc.pid)] if side.broker.proc else []
+                    took, used = cpu_per_run(service_groups(side, me, side_broker),
+                                             lambda: runner_throughput(side, clients[name], n_tput),
+                                             n_tput)
+                    tput[name].append(n_tput / took)
+                    cpu[name].append(used)
+            ctx.log(f"fig4: throughput {[round(t) for t in tput['disk']]} (tmpfs "
+                    f"{[round(t) for t in tput['tmpfs']]}) vs bare {[round(t) for t in tput['bare']]}")
     finally:
         ctx.cleanup(root)
+        if shm_root:
+            ctx.cleanup(shm_root)
     writes = db_writes(ctx, ctx.count(30, 5))
     r, rl, b = summarize(runner), summarize(rows_latency), summarize(bare_lat)
     overhead = r.median - b.median
-    tr, tb = statistics.median(tput_runner), statistics.median(tput_bare)
-    pairs = [r / b for r, b in zip(tput_runner, tput_bare)]
+    tr, tb = statistics.median(tput["disk"]), statistics.median(tput["bare"])
+    pairs = [r / b for r, b in zip(tput["disk"], tput["bare"])]
     rows = [
         Row("4", "noop script: POST -> succeeded (client, sequential)", r.median, "s", b.median,
             "bare Celery task spawning the same command", ratio(r.median, b.median),
@@ -224,9 +260,23 @@ def run(ctx: Context) -> list[Row]:
             note=f"runs/s until the last finished_at; median of {len(pairs)} alternating batch pairs; "
                  f"per-pair ratios {min(pairs):.3f}-{max(pairs):.3f} "
                  f"(median {statistics.median(pairs):.3f})",
-            extra={"runner_per_batch": tput_runner, "bare_per_batch": tput_bare,
+            extra={"runner_per_batch": tput["disk"], "bare_per_batch": tput["bare"],
                    "pair_ratios": pairs}),
-        cpu_row(cpu_runner, cpu_bare),
+        cpu_row(cpu["disk"], cpu["bare"]),
+    ]
+    if tput["tmpfs"]:
+        tf = statistics.median(tput["tmpfs"])
+        fast_pairs = [f / b for f, b in zip(tput["tmpfs"], tput["bare"])]
+        rows.append(Row(
+            "4", "noop script throughput, the data directory on tmpfs (same batches)", tf, "/s",
+            tb, "bare Celery task, 2 processes", ratio(tf, tb),
+            note=f"a second service, its data directory (runs, SQLite) on /dev/shm, its batches "
+                 f"alternating with the first's; per-pair ratios {min(fast_pairs):.3f}-"
+                 f"{max(fast_pairs):.3f}; CPU ms per run (medians): "
+                 + ", ".join(f"{k} {v * 1000:.2f}" for k, v in
+                             cpu_row(cpu["tmpfs"], cpu["bare"]).extra["runner"].items()),
+            extra={"per_batch": tput["tmpfs"], "pair_ratios": fast_pairs}))
+    rows += [
         Row("4", "runner time split (median per run)", sum(v for k, v in split.items()
                                                             if k.startswith("total")), "s",
             note="; ".join(f"{k} {v * 1000:.1f} ms" for k, v in split.items()
