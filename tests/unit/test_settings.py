@@ -105,6 +105,17 @@ def test_gunicorn_warns_when_it_listens_beyond_loopback_without_a_token(monkeypa
         assert f"listening on {host}:" in said[0] and "SKILL_RUNNER_API_TOKEN" in said[0]
 
 
+def test_gunicorn_keeps_its_worker_heartbeat_files_in_memory_when_it_can() -> None:
+    import os
+    import runpy
+    from tests.conftest import REPO_ROOT
+    conf = runpy.run_path(str(REPO_ROOT / "deploy" / "gunicorn.conf.py"))
+    if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK):
+        assert conf["worker_tmp_dir"] == "/dev/shm"
+    else:  # gunicorn's default (the system temp dir)
+        assert conf["worker_tmp_dir"] is None
+
+
 def test_cors_origins_are_checked_and_normalised(tmp_path) -> None:
     env = {"SKILL_RUNNER_DATA_DIR": str(tmp_path)}
     assert load_settings(env).cors_origins == ()
