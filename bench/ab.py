@@ -1,6 +1,7 @@
-"""`python -m bench.ab OTHER [--pairs N] [--runs N]`: is this checkout's noop throughput
-(figure 4) better or worse than OTHER's (another checkout, e.g. `git worktree add /tmp/base
-HEAD~1`)?
+"""`python -m bench.ab OTHER [--pairs N] [--runs N] [--env-this K=V] [--env-other K=V]`: is
+this checkout's noop throughput (figure 4) better or worse than OTHER's (another checkout, e.g.
+`git worktree add /tmp/base HEAD~1`, or `.` with `--env-*` to compare settings of one
+checkout, e.g. `--env-other GUNICORN_CMD_ARGS="--threads 8"`)?
 
 This machine's speed moves by a factor of two within minutes, so two bench runs one after the
 other compare phases, not code. Here both services are up at once (each its own broker,
@@ -29,13 +30,29 @@ def batch(stack: Stack, client, runs: int) -> tuple[float, float]:
     return runs / seconds, (after - before) * 1000 / runs
 
 
+def env_pairs(items: list[str], parser: argparse.ArgumentParser) -> dict[str, str]:
+    """KEY=VALUE options as a dict (an error names the bad one)."""
+    env = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            parser.error(f"expected KEY=VALUE, not {item!r}")
+        env[key] = value
+    return env
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.ab", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("other", type=Path, help="the other checkout (its own working tree)")
     parser.add_argument("--pairs", type=int, default=10)
     parser.add_argument("--runs", type=int, default=300, help="noop jobs per batch")
+    parser.add_argument("--env-this", action="append", default=[], metavar="KEY=VALUE",
+                        help="extra environment of this checkout's service (repeatable)")
+    parser.add_argument("--env-other", action="append", default=[], metavar="KEY=VALUE",
+                        help="extra environment of OTHER's service (repeatable)")
     args = parser.parse_args(argv)
+    envs = {"this": env_pairs(args.env_this, parser), "other": env_pairs(args.env_other, parser)}
     other = args.other.resolve()
     if not (other / "worker" / "tasks.py").is_file():
         parser.error(f"{other} is not a checkout of this project")
@@ -44,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     stacks: dict[str, Stack] = {}
     try:
         for name, code in names.items():
-            stacks[name] = Stack(root / name, StackOptions(code=code)).__enter__()
+            stacks[name] = Stack(root / name, StackOptions(code=code, extra_env=envs[name])).__enter__()
         clients = {name: stack.client() for name, stack in stacks.items()}
         for name, stack in stacks.items():  # warm: the run pool, imports, the skill copy
             runner_throughput(stack, clients[name], 50)
@@ -61,7 +78,8 @@ def main(argv: list[str] | None = None) -> int:
         for name in names:
             rates = [r[0] for r in results[name]]
             pool = [r[1] for r in results[name]]
-            print(f"{name} ({names[name]}): median {statistics.median(rates):.1f} runs/s, pool "
+            extra = "".join(f" {k}={v}" for k, v in envs[name].items())
+            print(f"{name} ({names[name]}{extra}): median {statistics.median(rates):.1f} runs/s, pool "
                   f"CPU {statistics.median(pool):.2f} ms/run")
         print(f"this / other throughput: median {statistics.median(ratios):.3f} "
               f"(pairs {min(ratios):.3f}-{max(ratios):.3f}; skill {SKILL_ID}, {args.runs} runs a "
