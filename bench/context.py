@@ -32,8 +32,9 @@ class Context:
         Why not at once: on this machine's disk (ext4 without a journal) a new file's inode is
         looked for past every inode freed in the last minutes (the kernel's `recently_deleted`
         check), and the next figure's service lands in the block groups a removal just freed.
-        Removing a figure's ~50,000 files made the next figure's file creations several times
-        dearer for minutes (bench/RESULTS.md, "Why the machine's phase moves figure 4")."""
+        Removing a service's ~55,000 files made the next service's pool processes spend ~1.5x
+        the CPU per noop run in its first batches (bench/RESULTS.md, "Why the machine's phase
+        moves figure 4")."""
         if path.is_relative_to(self.root):
             return
         shutil.rmtree(path, ignore_errors=True)
