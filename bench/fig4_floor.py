@@ -213,12 +213,10 @@ def run(ctx: Context) -> list[Row]:
             broker = [psutil.Process(stack.broker.proc.pid)] if stack.broker.proc else []
             tput: dict[str, list[float]] = {"bare": [], "disk": [], "tmpfs": []}
             cpu: dict[str, list[dict[str, float]]] = {"bare": [], "disk": [], "tmpfs": []}
-            sides = {"disk": stack}
-            if fast is not None:
-                sides["tmpfs"] = fast
-                fast_client = fast.client()
-                runner_throughput(fast, fast_client, 50)  # warm: the run pool, the skill copy
-            clients = {"disk": client, "tmpfs": fast_client if fast else None}
+            sides = {"disk": stack, **({"tmpfs": fast} if fast is not None else {})}
+            clients = {name: side.client() for name, side in sides.items()}
+            if fast is not None:  # warm: the run pool, the skill copy (the disk side is warm)
+                runner_throughput(fast, clients["tmpfs"], 50)
             for pair in range(n_pairs):  # batches alternate: a drift hits every side alike
                 took, used = cpu_per_run({"celery": bare.processes(), "bench client": me,
                                           "broker": broker},
