@@ -25,6 +25,7 @@ import psutil
 
 from bench.bare_celery import BareWorker
 from bench.context import Context
+from bench.disk import creation_cost
 from bench.fig2_throughput import makespan, submit_batch
 from bench.services import (
     TERMINAL, Stack, StackOptions, as_epoch, cpu_seconds, parse_time, wait_terminal,
@@ -128,6 +129,21 @@ def cpu_row(runner: list[dict[str, float]], bare: list[dict[str, float]]) -> Row
                extra={"runner": r, "bare": b})
 
 
+def probe_row(probe: dict[str, list[float]]) -> Row:
+    """What creating a file cost in the service's data directory just before and just after
+    the throughput batches (the disk's phase, which moves the throughput: bench/disk.py)."""
+    disk, fast = probe["disk"], probe["tmpfs"]
+    note = "CPU per one-byte file, 1,000 files; before / after the batches: disk " + \
+        " / ".join(f"{v * 1e6:.0f} us" for v in disk)
+    if fast:
+        note += "; tmpfs " + " / ".join(f"{v * 1e6:.0f} us" for v in fast)
+    return Row("4", "file creation beside the data directory, before the batches",
+               disk[0] * 1e6, "us", fast[0] * 1e6 if fast else None,
+               "the same on tmpfs" if fast else "",
+               ratio(disk[0], fast[0]) if fast else None, note=note,
+               extra={"disk": disk, "tmpfs": fast})
+
+
 def time_split(stack: Stack, skip: int) -> dict[str, float]:
     """Median seconds of each phase of the succeeded noop runs, from their rows."""
     from sqlalchemy import create_engine, select
@@ -217,6 +233,8 @@ def run(ctx: Context) -> list[Row]:
             clients = {name: side.client() for name, side in sides.items()}
             if fast is not None:  # warm: the run pool, the skill copy (the disk side is warm)
                 runner_throughput(fast, clients["tmpfs"], 50)
+            probe = {"disk": [creation_cost(stack.root)],
+                     "tmpfs": [creation_cost(fast.root)] if fast is not None else []}
             for pair in range(n_pairs):  # batches alternate: a drift hits every side alike
                 took, used = cpu_per_run({"celery": bare.processes(), "bench client": me,
                                           "broker": broker},
@@ -232,6 +250,8 @@ def run(ctx: Context) -> list[Row]:
                                              n_tput)
                     tput[name].append(n_tput / took)
                     cpu[name].append(used)
+            for name, side in sides.items():
+                probe[name].append(creation_cost(side.root))
             ctx.log(f"fig4: throughput {[round(t) for t in tput['disk']]} (tmpfs "
                     f"{[round(t) for t in tput['tmpfs']]}) vs bare {[round(t) for t in tput['bare']]}")
     finally:
@@ -261,6 +281,7 @@ def run(ctx: Context) -> list[Row]:
             extra={"runner_per_batch": tput["disk"], "bare_per_batch": tput["bare"],
                    "pair_ratios": pairs}),
         cpu_row(cpu["disk"], cpu["bare"]),
+        probe_row(probe),
     ]
     if tput["tmpfs"]:
         tf = statistics.median(tput["tmpfs"])

@@ -1,0 +1,28 @@
+"""What creating a file costs right now, in a given folder: the disk's phase, printed beside the
+figures that create files (figure 4).
+
+On a file system that walks recently freed inodes before it hands out a new one (ext4 without a
+journal), creating a file costs ~10 us in a calm moment and up to ~1 ms for minutes after many
+files were removed nearby (bench/RESULTS.md, "Why the machine's phase moves figure 4"). The
+probe's files are left in place: removing them would slow the creations that follow.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from pathlib import Path
+
+
+def creation_cost(parent: Path, n: int = 1000) -> float:
+    """CPU seconds per file to create `n` one-byte files in a new folder under `parent`."""
+    folder = tempfile.mkdtemp(prefix="disk-probe-", dir=parent)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+    started = time.process_time()
+    for i in range(n):
+        fd = os.open(os.path.join(folder, f"f{i}"), flags, 0o644)
+        try:
+            os.write(fd, b"x")
+        finally:
+            os.close(fd)
+    return (time.process_time() - started) / n
