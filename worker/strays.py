@@ -6,7 +6,8 @@ run ended. A pool process that is a child subreaper (prctl PR_SET_CHILD_SUBREAPE
 such orphans instead, so once a command and its group are gone, whatever is still a child of
 the pool process is a stray of that command: it is ended (SIGTERM, grace, SIGKILL, with its own
 descendants) and reaped. Checking costs one read of /proc/self/task/<tid>/children when there
-are none, the usual case.
+are none, plus a waitpid for each orphan that has already exited (agent CLIs leave short-lived
+helpers behind: codex does on every run); only a stray still running costs a process scan.
 """
 from __future__ import annotations
 
@@ -57,8 +58,13 @@ def end_strays(grace_sec: float, spared: set[int] = frozenset()) -> list[int]:
     pids = [pid for pid in child_pids() if pid not in spared]
     if not pids:
         return []
+    # Most are orphans that already exited (a CLI's short-lived helpers): collecting their
+    # status is all they need, and it spares the process scan below (~1.5 ms).
+    running = [pid for pid in pids if not _collected(pid)]
+    if not running:
+        return pids
     procs: list[psutil.Process] = []
-    for pid in pids:
+    for pid in running:
         try:
             proc = psutil.Process(pid)
             procs += [proc, *proc.children(recursive=True)]
@@ -76,6 +82,15 @@ def end_strays(grace_sec: float, spared: set[int] = frozenset()) -> list[int]:
     psutil.wait_procs(alive, timeout=1.0)
     _reap(spared)  # the ended processes' own children were adopted too
     return pids
+
+
+def _collected(pid: int) -> bool:
+    """Reap `pid` if it has exited (a zombie); False while it runs."""
+    try:
+        done, _status = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:  # not (or no longer) our child
+        return True
+    return done == pid
 
 
 def _alive(proc: psutil.Process) -> bool:
