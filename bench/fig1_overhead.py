@@ -9,18 +9,32 @@ The row-based latency (client's POST time -> the run's finished_at) is reported 
 """
 from __future__ import annotations
 
+import statistics
 import time
+from dataclasses import dataclass
 
 from bench.context import Context
 from bench.engine import RESULT, SKILL_ID, TEXT, codex_setup, prepare_bare, run_bare
-from bench.services import Stack, StackOptions, parse_time
+from bench.services import Stack, StackOptions, as_epoch, parse_time
 from bench.stats import Row, ratio, summarize
 
 WAIT_SEC = 60
 
 
-def submit_and_wait(client) -> tuple[float, float, dict]:
-    """POST a codex job and long-poll its result (`?wait_sec`): (client s, row s, status)."""
+@dataclass
+class Observed:
+    """One run through the service as the client saw it."""
+
+    elapsed: float       # POST sent -> result answered (s)
+    row_latency: float   # POST sent (wall clock) -> the run's finished_at (s)
+    post: float          # the POST's own round trip (s)
+    sent_at: float       # wall clock when the POST was sent
+    run_id: str
+
+
+def submit_and_wait(client) -> tuple[float, float, dict, Observed]:
+    """POST a codex job and long-poll its result (`?wait_sec`): (client s, row s, status,
+    the observation)."""
     t0_wall, t0 = time.time(), time.perf_counter()
     resp = client.post("/v1/jobs", {"skill_id": SKILL_ID, "engine": "codex",
                                     "input": {"text": TEXT}, "runtime_options": {"no_cache": True}})
@@ -36,7 +50,8 @@ def submit_and_wait(client) -> tuple[float, float, dict]:
     if status["status"] != "succeeded" or result.body["result"]["data"] != RESULT:
         raise RuntimeError(f"runner codex run failed: {status} {result.body}")
     row_latency = parse_time(status["finished_at"]) - t0_wall
-    return elapsed, row_latency, status
+    return elapsed, row_latency, status, Observed(elapsed, row_latency, resp.seconds, t0_wall,
+                                                  status["run_id"])
 
 
 def run(ctx: Context) -> list[Row]:
@@ -50,15 +65,17 @@ def run(ctx: Context) -> list[Row]:
             for _ in range(2):  # warm-up, not counted
                 run_bare(prepare_bare(bare_runs, stack.skills_dir))
                 submit_and_wait(client)
-            bare, runner, rows_latency, process = [], [], [], []
+            bare, runner, rows_latency, process, seen = [], [], [], [], []
             for i in range(n):
                 bare.append(run_bare(prepare_bare(bare_runs, stack.skills_dir)))
-                elapsed, row_s, _status = submit_and_wait(client)
+                elapsed, row_s, _status, observed = submit_and_wait(client)
                 runner.append(elapsed)
                 rows_latency.append(row_s)
+                seen.append(observed)
                 if (i + 1) % 10 == 0:
                     ctx.log(f"fig1: {i + 1}/{n} pairs")
             process = engine_process_times(stack)
+            split = overhead_split(stack, seen)
     finally:
         ctx.cleanup(root)
     b, r, rl = summarize(bare), summarize(runner), summarize(rows_latency)
@@ -75,7 +92,44 @@ def run(ctx: Context) -> list[Row]:
         out.append(Row("1", "codex process inside the worker (timings.process - engine_setup)", p.median,
                        "s", b.median, "bare codex CLI", ratio(p.median, b.median), p99=p.p99,
                        baseline_p99=b.p99))
+    out.append(Row("1", "where a run's time goes (medians per run)", r.median, "s",
+                   note="; ".join(f"{k} {v * 1000:.1f} ms" for k, v in split.items()),
+                   extra=split))
     return out
+
+
+def overhead_split(stack: Stack, seen: list[Observed]) -> dict[str, float]:
+    """Median seconds of each step between the client's POST and its answer, from the client's
+    clock and the runs' rows (one machine, one wall clock): the codex process is the step the
+    bare run also has; the rest is the service's."""
+    from sqlalchemy import create_engine, select
+    from runner_core.store.models import Run
+    engine = create_engine(stack.database_url)
+    try:
+        with engine.connect() as conn:
+            rows = {row.id: row for row in conn.execute(
+                select(Run).where(Run.id.in_([o.run_id for o in seen]))).all()}
+    finally:
+        engine.dispose()
+    steps: dict[str, list[float]] = {}
+    for o in seen:
+        row = rows[o.run_id]
+        created = as_epoch(row.created_at)
+        started, finished = as_epoch(row.started_at), as_epoch(row.finished_at)
+        t = row.timings
+        phases = {"prepare": t.get("prepare", 0.0), "engine setup": t.get("engine_setup", 0.0),
+                  "codex process": t.get("process", 0.0) - t.get("engine_setup", 0.0),
+                  "output chain": t.get("output", 0.0), "artifacts": t.get("artifacts", 0.0)}
+        values = {"the POST's round trip at the client (overlaps the next steps)": o.post,
+                  "POST sent -> row created": created - o.sent_at,
+                  "row created -> claimed (commit, enqueue, Celery's hand-off, claim)":
+                      started - created,
+                  **phases,
+                  "claim, finish, rest in the worker": finished - started - sum(phases.values()),
+                  "finished_at -> answer at the client": o.sent_at + o.elapsed - finished}
+        for name, value in values.items():
+            steps.setdefault(name, []).append(value)
+    return {name: statistics.median(values) for name, values in steps.items()}
 
 
 def engine_process_times(stack: Stack) -> list[float]:
