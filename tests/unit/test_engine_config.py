@@ -117,6 +117,33 @@ def test_deep_merge_does_not_mutate_inputs() -> None:
     assert base == {"a": {"b": 1}}
 
 
+def test_deep_merge_result_shares_no_dict_or_list_with_its_inputs() -> None:
+    base, override = {"a": {"b": [1]}, "l": [{"x": 1}]}, {"a": {"c": {"d": 2}}}
+    merged = deep_merge(base, override)
+    merged["a"]["b"].append(2)
+    merged["l"][0]["x"] = 9
+    merged["a"]["c"]["d"] = 3
+    assert base == {"a": {"b": [1]}, "l": [{"x": 1}]} and override == {"a": {"c": {"d": 2}}}
+
+
+def test_a_changed_config_file_is_read_again(config_dir: Path, skill_dir: Path) -> None:
+    """Layers are parsed once per version of their file: an edit (or a replaced file) is seen
+    by the next load, and a caller changing its config never reaches the next caller."""
+    first = load_engine_config("gemini", skill_dir=skill_dir, user=None, config_dir=config_dir)
+    first["settings"]["general"]["x"] = "changed by a caller"
+    first["env"]["A"] = "changed by a caller"
+    again = load_engine_config("gemini", skill_dir=skill_dir, user=None, config_dir=config_dir)
+    assert again["settings"]["general"]["x"] == 1 and again["env"]["A"] == "default"
+    write_json(config_dir / "gemini" / "default.json", {"model": "edited-model"})
+    (skill_dir / "assets" / "gemini_settings.json").write_text('{"general": {"x": 5}}')
+    edited = load_engine_config("gemini", skill_dir=skill_dir, user=None, config_dir=config_dir)
+    assert edited["model"] == "edited-model" and "base_url" not in edited
+    assert edited["settings"]["general"] == {"x": 5}
+    (skill_dir / "assets" / "gemini_settings.json").unlink()
+    gone = load_engine_config("gemini", skill_dir=skill_dir, user=None, config_dir=config_dir)
+    assert "general" not in gone["settings"]
+
+
 @pytest.mark.parametrize(("engine", "path", "value"), [
     ("gemini", ("settings", "privacy", "usageStatisticsEnabled"), False),
     ("gemini", ("settings", "general", "enableAutoUpdate"), False),
