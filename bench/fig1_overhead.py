@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from bench.context import Context
 from bench.engine import RESULT, SKILL_ID, TEXT, codex_setup, prepare_bare, run_bare
 from bench.services import Stack, StackOptions, as_epoch, parse_time
-from bench.stats import Row, ratio, summarize
+from bench.stats import Row, median_ratio_interval, ratio, summarize
 
 WAIT_SEC = 60
 
@@ -79,14 +79,20 @@ def run(ctx: Context) -> list[Row]:
     finally:
         ctx.cleanup(root)
     b, r, rl = summarize(bare), summarize(runner), summarize(rows_latency)
+    lo, hi = median_ratio_interval(runner, bare)
+    row_lo, row_hi = median_ratio_interval(rows_latency, bare)
     out = [Row("1", "codex run through REST->Redis->worker->result (client)", r.median, "s",
                b.median, "bare codex CLI", ratio(r.median, b.median), "<= 1.03 at median",
                ratio(r.median, b.median) <= 1.03, p99=r.p99, baseline_p99=b.p99,
                note=f"n={n} pairs; overhead p50 {1000 * (r.median - b.median):.1f} ms; "
-                    f"result long-polled (GET /result?wait_sec)"),
+                    f"ratio's 95% interval {lo:.3f}-{hi:.3f} (bootstrap over the pairs); "
+                    f"result long-polled (GET /result?wait_sec)",
+               extra={"ratio_interval": [lo, hi]}),
            Row("1", "codex run, POST -> run finished_at (row)", rl.median, "s", b.median,
                "bare codex CLI", ratio(rl.median, b.median), "<= 1.03 at median",
-               ratio(rl.median, b.median) <= 1.03, p99=rl.p99, baseline_p99=b.p99)]
+               ratio(rl.median, b.median) <= 1.03, p99=rl.p99, baseline_p99=b.p99,
+               note=f"ratio's 95% interval {row_lo:.3f}-{row_hi:.3f}",
+               extra={"ratio_interval": [row_lo, row_hi]})]
     if process:
         p = summarize(process)
         out.append(Row("1", "codex process inside the worker (timings.process - engine_setup)", p.median,

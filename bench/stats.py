@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import random
 import statistics
 from dataclasses import asdict, dataclass, field
 from typing import Any, Sequence
@@ -27,6 +28,24 @@ def summarize(values: Sequence[float]) -> Summary:
     rank = max(1, math.ceil(0.99 * len(data)))
     return Summary(len(data), statistics.median(data), data[rank - 1], statistics.fmean(data),
                    data[0], data[-1])
+
+
+def median_ratio_interval(values: Sequence[float], baselines: Sequence[float],
+                          level: float = 0.95, rounds: int = 2000) -> tuple[float, float]:
+    """Bootstrap interval of median(values) / median(baselines), resampling the pairs
+    (values[i], baselines[i]) together: how far the ratio of two medians of this many runs
+    moves by chance alone. Seeded, so a report is reproducible from its samples."""
+    if len(values) != len(baselines) or not values:
+        raise ValueError("need paired samples")
+    rng = random.Random(0)
+    n, ratios = len(values), []
+    for _ in range(rounds):
+        picks = [rng.randrange(n) for _ in range(n)]
+        ratios.append(statistics.median(values[i] for i in picks)
+                      / statistics.median(baselines[i] for i in picks))
+    ratios.sort()
+    tail = (1 - level) / 2
+    return ratios[int(tail * rounds)], ratios[min(rounds - 1, int((1 - tail) * rounds))]
 
 
 @dataclass
