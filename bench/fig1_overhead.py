@@ -55,7 +55,7 @@ def submit_and_wait(client) -> tuple[float, float, dict, Observed]:
 
 
 def run(ctx: Context) -> list[Row]:
-    n = ctx.count(100, 6)
+    n = ctx.count(200, 6)  # the ratio of two medians of 200 runs: a 95% interval of ~±1%
     root = ctx.scratch("fig1")
     try:
         with codex_setup(root) as codex, \
