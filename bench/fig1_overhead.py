@@ -32,9 +32,8 @@ class Observed:
     run_id: str
 
 
-def submit_and_wait(client) -> tuple[float, float, dict, Observed]:
-    """POST a codex job and long-poll its result (`?wait_sec`): (client s, row s, status,
-    the observation)."""
+def submit_and_wait(client) -> Observed:
+    """POST a codex job and long-poll its result (`?wait_sec`)."""
     t0_wall, t0 = time.time(), time.perf_counter()
     resp = client.post("/v1/jobs", {"skill_id": SKILL_ID, "engine": "codex",
                                     "input": {"text": TEXT}, "runtime_options": {"no_cache": True}})
@@ -50,8 +49,7 @@ def submit_and_wait(client) -> tuple[float, float, dict, Observed]:
     if status["status"] != "succeeded" or result.body["result"]["data"] != RESULT:
         raise RuntimeError(f"runner codex run failed: {status} {result.body}")
     row_latency = parse_time(status["finished_at"]) - t0_wall
-    return elapsed, row_latency, status, Observed(elapsed, row_latency, resp.seconds, t0_wall,
-                                                  status["run_id"])
+    return Observed(elapsed, row_latency, resp.seconds, t0_wall, status["run_id"])
 
 
 def run(ctx: Context) -> list[Row]:
@@ -65,19 +63,18 @@ def run(ctx: Context) -> list[Row]:
             for _ in range(2):  # warm-up, not counted
                 run_bare(prepare_bare(bare_runs, stack.skills_dir))
                 submit_and_wait(client)
-            bare, runner, rows_latency, process, seen = [], [], [], [], []
+            bare, seen = [], []
             for i in range(n):
                 bare.append(run_bare(prepare_bare(bare_runs, stack.skills_dir)))
-                elapsed, row_s, _status, observed = submit_and_wait(client)
-                runner.append(elapsed)
-                rows_latency.append(row_s)
-                seen.append(observed)
+                seen.append(submit_and_wait(client))
                 if (i + 1) % 10 == 0:
                     ctx.log(f"fig1: {i + 1}/{n} pairs")
-            process = engine_process_times(stack)
-            split = overhead_split(stack, seen)
+            steps = run_steps(stack, seen)
     finally:
         ctx.cleanup(root)
+    runner, rows_latency = [o.elapsed for o in seen], [o.row_latency for o in seen]
+    process = steps["codex process"]
+    split = {name: statistics.median(values) for name, values in steps.items()}
     b, r, rl = summarize(bare), summarize(runner), summarize(rows_latency)
     lo, hi = median_ratio_interval(runner, bare)
     row_lo, row_hi = median_ratio_interval(rows_latency, bare)
@@ -93,7 +90,7 @@ def run(ctx: Context) -> list[Row]:
                ratio(rl.median, b.median) <= 1.03, p99=rl.p99, baseline_p99=b.p99,
                note=f"ratio's 95% interval {row_lo:.3f}-{row_hi:.3f}",
                extra={"ratio_interval": [row_lo, row_hi]})]
-    if process:
+    if process:  # the CLI as the supervisor saw it (prompt, config and skill files excluded)
         p = summarize(process)
         out.append(Row("1", "codex process inside the worker (timings.process - engine_setup)", p.median,
                        "s", b.median, "bare codex CLI", ratio(p.median, b.median), p99=p.p99,
@@ -104,10 +101,11 @@ def run(ctx: Context) -> list[Row]:
     return out
 
 
-def overhead_split(stack: Stack, seen: list[Observed]) -> dict[str, float]:
-    """Median seconds of each step between the client's POST and its answer, from the client's
-    clock and the runs' rows (one machine, one wall clock): the codex process is the step the
-    bare run also has; the rest is the service's."""
+def run_steps(stack: Stack, seen: list[Observed]) -> dict[str, list[float]]:
+    """Seconds of each step between the client's POST and its answer, per run, from the
+    client's clock and the runs' rows (one machine, one wall clock): the codex process
+    (`timings.process` less `engine_setup`) is the step the bare run also has; the rest is the
+    service's."""
     from sqlalchemy import create_engine, select
     from runner_core.store.models import Run
     engine = create_engine(stack.database_url)
@@ -135,20 +133,5 @@ def overhead_split(stack: Stack, seen: list[Observed]) -> dict[str, float]:
                   "finished_at -> answer at the client": o.sent_at + o.elapsed - finished}
         for name, value in values.items():
             steps.setdefault(name, []).append(value)
-    return {name: statistics.median(values) for name, values in steps.items()}
+    return steps
 
-
-def engine_process_times(stack: Stack) -> list[float]:
-    """The CLI as the supervisor saw it in the succeeded codex runs: `timings.process` less
-    `engine_setup` (prompt, config and skill files written before the spawn)."""
-    from sqlalchemy import create_engine, select
-    from runner_core.store.models import Run
-    engine = create_engine(stack.database_url)
-    try:
-        with engine.connect() as conn:
-            rows = conn.execute(select(Run.timings).where(Run.skill_id == SKILL_ID,
-                                                          Run.status == "succeeded")).all()
-    finally:
-        engine.dispose()
-    return [row.timings["process"] - row.timings.get("engine_setup", 0.0) for row in rows[2:]
-            if row.timings.get("process")]
