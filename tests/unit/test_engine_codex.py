@@ -169,3 +169,83 @@ def test_model_with_reasoning_effort_is_split_into_flags(tmp_path) -> None:
                                              model="gpt-5.2-codex@high"))
     assert spec.argv[spec.argv.index("-m") + 1] == "gpt-5.2-codex"
     assert 'model_reasoning_effort="high"' in spec.argv
+
+
+def npm_layout(root: Path, vendor: str) -> Path:
+    """An npm install of codex: bin/codex.js in @openai/codex, a native binary where `vendor`
+    says ("sibling": the platform package next to it, "nested": inside it, "own": the codex
+    package's vendor dir), and node_modules/.bin/codex linking the script. Returns the link."""
+    modules = root / "node_modules"
+    script = modules / "@openai" / "codex" / "bin" / "codex.js"
+    script.parent.mkdir(parents=True)
+    script.write_text("#!/usr/bin/env node\n")
+    script.chmod(0o755)
+    vendor_dir = {"sibling": modules / "@openai" / "codex-linux-x64" / "vendor",
+                  "nested": script.parents[1] / "node_modules" / "@openai" / "codex-linux-x64" / "vendor",
+                  "own": script.parents[1] / "vendor"}[vendor]
+    binary = vendor_dir / "x86_64-unknown-linux-musl" / "bin" / "codex"
+    binary.parent.mkdir(parents=True)
+    binary.write_bytes(b"\x7fELF")
+    binary.chmod(0o755)
+    link = modules / ".bin" / "codex"
+    link.parent.mkdir()
+    link.symlink_to(Path("..") / "@openai" / "codex" / "bin" / "codex.js")
+    return link
+
+
+@pytest.fixture
+def linux_x64(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(codex.platform, "system", lambda: "Linux")
+    monkeypatch.setattr(codex.platform, "machine", lambda: "x86_64")
+
+
+@pytest.mark.parametrize("vendor", ["sibling", "nested", "own"])
+def test_native_binary_is_found_where_the_npm_launcher_looks(tmp_path: Path, linux_x64: None,
+                                                             vendor: str) -> None:
+    link = npm_layout(tmp_path, vendor)
+    binary, root = codex.native_binary(link)
+    assert binary.name == "codex" and binary.parent.name == "bin"
+    assert "x86_64-unknown-linux-musl" in binary.parts
+    assert root == (tmp_path / "node_modules" / "@openai" / "codex").resolve()
+
+
+def test_native_binary_is_none_without_the_platform_package(tmp_path: Path, linux_x64: None,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    link = npm_layout(tmp_path, "sibling")
+    (tmp_path / "node_modules" / "@openai" / "codex-linux-x64" / "vendor" / "x86_64-unknown-linux-musl"
+     / "bin" / "codex").unlink()
+    assert codex.native_binary(link) is None
+    assert codex.native_binary(None) is None
+    assert codex.native_binary(tmp_path / "missing") is None
+    elf = tmp_path / "codex"  # a binary on PATH that is not the launcher script
+    elf.write_bytes(b"\x7fELF")
+    assert codex.native_binary(elf) is None
+    monkeypatch.setattr(codex.platform, "machine", lambda: "riscv64")
+    assert codex.native_binary(npm_layout(tmp_path / "again", "sibling")) is None
+
+
+def test_command_runs_the_native_binary_with_the_launchers_variables(
+        tmp_path: Path, linux_x64: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    link = npm_layout(tmp_path / "install", "sibling")
+    monkeypatch.setattr(codex, "resolve_binary", lambda name: link)
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    spec = codex.ADAPTER.build_command(context(run_dir))
+    assert spec.argv[0] == str(codex.native_binary(link)[0])
+    assert spec.env["CODEX_MANAGED_BY_NPM"] == "1"
+    assert spec.env["CODEX_MANAGED_PACKAGE_ROOT"] == str(codex.native_binary(link)[1])
+    assert spec.env["PATH"].split(":")[0] == str(link.parent)  # the engines' bin dir stays first
+
+
+def test_command_falls_back_to_the_launcher(tmp_path: Path, linux_x64: None,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    link = tmp_path / "bin" / "codex"
+    link.parent.mkdir()
+    link.write_text("#!/bin/sh\n")
+    link.chmod(0o755)
+    monkeypatch.setattr(codex, "resolve_binary", lambda name: link)
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    spec = codex.ADAPTER.build_command(context(run_dir))
+    assert spec.argv[0] == str(link)
+    assert "CODEX_MANAGED_PACKAGE_ROOT" not in spec.env
