@@ -114,6 +114,18 @@ def prepare_bare(runs_dir: Path, skills_dir: Path) -> BareRun:
     return BareRun(paths.root, spec.argv, spec.env, spec.stdin)
 
 
+def as_cli_command(run: BareRun) -> BareRun:
+    """The same run as a user types it: the `codex` command on PATH (the npm launcher, which
+    finds the native binary and runs it with the same arguments) instead of the native binary
+    the worker runs, without the two variables the launcher adds itself."""
+    from runner_core.engines import get_adapter
+    from runner_core.engines.config import resolve_binary
+    launcher = resolve_binary(get_adapter("codex").binary)
+    env = {k: v for k, v in run.env.items()
+           if k not in ("CODEX_MANAGED_BY_NPM", "CODEX_MANAGED_PACKAGE_ROOT")}
+    return BareRun(run.run_dir, [str(launcher), *run.argv[1:]], env, run.stdin)
+
+
 def run_bare(run: BareRun) -> float:
     """Run the codex command to completion (new session, stdin closed); its wall seconds.
     Raises when codex fails or its final message is not the expected JSON."""
