@@ -5,7 +5,8 @@ command with the worker's exact flags in a fresh run dir, and (b) through REST -
 worker -> result readable. The bare CLI command is `codex`, the npm launcher a user runs; the
 worker runs the native binary behind it (runner_core/engines/codex.py), so (a') that binary run
 bare with the same flags is measured too: b/a' is the service's own overhead on the same
-process. The three alternate (a a' b a a' b ...) so drift on a shared machine hits all alike. (b) is observed as a client should: one long poll of the result
+process. The three alternate (a a' b a a' b ...) so drift on a shared machine hits all alike.
+(b) is observed as a client should: one long poll of the result
 (`GET /v1/jobs/{id}/result?wait_sec=60`), answered when the worker's finish notice arrives.
 The row-based latency (client's POST time -> the run's finished_at) is reported beside it.
 """
