@@ -15,12 +15,15 @@ import os
 import shutil
 import signal
 import subprocess
+import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 
 from runner_core.engines.base import CommandSpec, EngineAdapter, EngineContext, EngineOutput, ProcessResult
@@ -158,3 +161,30 @@ def run_scenario(
         run_dir=run_dir, spec=spec, process=process, seconds=seconds,
         stdout=process.stdout_path.read_text(errors="replace"),
         stderr=process.stderr_path.read_text(errors="replace"))
+
+
+@contextmanager
+def node_counts(folder: Path, every: float = 0.05) -> Iterator[list[int]]:
+    """While the block runs, count every `every` s the node processes whose working directory
+    is inside `folder` (a CLI's run dir); yields the list of counts, one per sample."""
+    counts: list[int] = []
+    done = threading.Event()
+    root = str(Path(folder).resolve())
+
+    def sample() -> None:
+        while not done.is_set():
+            found = 0
+            for proc in psutil.process_iter(["name", "cwd"]):
+                cwd = proc.info.get("cwd") or ""
+                if proc.info.get("name") == "node" and (cwd == root or cwd.startswith(root + os.sep)):
+                    found += 1
+            counts.append(found)
+            done.wait(every)
+
+    thread = threading.Thread(target=sample, daemon=True)
+    thread.start()
+    try:
+        yield counts
+    finally:
+        done.set()
+        thread.join()
