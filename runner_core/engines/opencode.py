@@ -9,6 +9,9 @@ the execution mode: ``deny`` in auto (nobody can answer), ``allow`` in interacti
 Output is NDJSON; every event carries ``sessionID``: ``step_start``, ``tool_use{part.tool,
 part.state}``, ``text{part.text}``, ``step_finish{part.reason, part.tokens}`` and on failure
 ``error{error{name, data{message, statusCode}}}`` with exit 1.
+
+A new session gets ``--title "skill <id>"``: without a title, opencode spends a request to the
+(small) model on one before it starts, i.e. every run would cost two model calls instead of one.
 """
 from __future__ import annotations
 
@@ -48,6 +51,8 @@ class OpencodeAdapter:
             argv += ["-m", settings["model"]]
         if ctx.session_id:
             argv += ["-s", ctx.session_id]
+        else:  # named here, or opencode asks the model for a title: a second request per run
+            argv += ["--title", f"skill {ctx.skill_id}"]
         stdin = None
         if prompt_fits_argv(ctx.prompt):
             argv += ["--", ctx.prompt]  # a prompt may start with "-"

@@ -34,6 +34,8 @@ def test_opencode_advertises_the_installed_skill_to_the_model(scenario: Scenario
     run = scenario(ADAPTER, Script(tool=False, final_text=FINAL), config=OFFLINE)
     assert run.output.error is None, run.stderr[-2000:]
     assert PROBE_TOKEN in run.request_text
+    # the run names its session (--title), so opencode does not ask the model for a title
+    assert len([r for r in run.requests if r.method == "POST"]) == 1
 
 
 def test_opencode_resume_continues_the_same_session(scenario: Scenario) -> None:
@@ -44,6 +46,9 @@ def test_opencode_resume_continues_the_same_session(scenario: Scenario) -> None:
     assert second.output.error is None, second.stderr[-2000:]
     assert second.output.session_id == first.output.session_id
     assert "again" in second.request_text
+    assert "--title" not in second.spec.argv
+    # one model request per turn (the tool call, the answer), none for a title
+    assert [len([r for r in x.requests if r.method == "POST"]) for x in (first, second)] == [2, 2]
 
 
 def test_opencode_http_400_is_a_model_api_error_quickly(scenario: Scenario) -> None:

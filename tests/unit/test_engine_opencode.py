@@ -118,3 +118,11 @@ def test_prompt_too_long_for_argv_goes_to_stdin(tmp_path: Path) -> None:
     spec = opencode.ADAPTER.build_command(context(tmp_path, prompt=prompt))
     assert spec.stdin == prompt
     assert prompt not in spec.argv
+
+
+def test_new_sessions_are_named_so_opencode_asks_no_title_of_the_model(tmp_path: Path) -> None:
+    argv = opencode.ADAPTER.build_command(context(tmp_path)).argv
+    assert argv[argv.index("--title") + 1] == f"skill {context(tmp_path).skill_id}"
+    assert argv.index("--title") < argv.index("--")
+    resumed = opencode.ADAPTER.build_command(context(tmp_path, session_id="ses_1")).argv
+    assert "--title" not in resumed and resumed[resumed.index("-s") + 1] == "ses_1"
