@@ -91,3 +91,17 @@ def test_qwen_runs_as_one_node_process_with_the_shipped_defaults(tmp_path: Path)
         run = run_scenario(ADAPTER, tmp_path / "relaunch", script, config={"env": unset})
     assert run.output.error is None, run.stderr[-2000:]
     assert max(single) == 1 and max(relaunched) == 2, (single, relaunched)
+
+
+def test_qwen_with_the_shipped_defaults_asks_the_model_once_per_turn(tmp_path: Path) -> None:
+    """memory.enableManagedAutoMemory=false (deploy/engine-config/qwen/default.json): without
+    it qwen may follow a run with a memory-extraction request (the whole conversation sent to
+    the model again) whose result lands in the run's throwaway home."""
+    shipped = load_engine_config("qwen", skill_dir=None, user=None)
+    assert shipped["settings"]["memory"]["enableManagedAutoMemory"] is False
+    run = run_scenario(ADAPTER, tmp_path, Script(tool=False, final_text=FINAL),
+                       config={"env": shipped["env"], "settings": shipped["settings"]})
+    assert run.output.error is None, run.stderr[-2000:]
+    posts = [r for r in run.requests if r.method == "POST"]
+    assert len(posts) == 1, [r.body[:300] for r in posts]
+    assert not list((run.run_dir / ".home").rglob("memory/*.md"))
