@@ -162,6 +162,9 @@ def validate_config(config: Mapping[str, Any]) -> None:
     for name, value in config.get("env", {}).items():
         if not isinstance(value, str):
             raise EngineConfigError(f"engine config env {name!r} must be a string")
+    flags = config.get("node_flags")
+    if flags is not None and not (isinstance(flags, list) and all(isinstance(f, str) for f in flags)):
+        raise EngineConfigError("engine config key 'node_flags' must be a list of strings")
 
 
 def load_engine_config(
@@ -236,6 +239,33 @@ def run_env(
     """`engine_env` with HOME and TMPDIR under `run_dir` (see RUN_HOME, RUN_HOME_FILES)."""
     return engine_env(home=run_dir / RUN_HOME, tmp_dir=run_dir / RUN_TMP,
                       binary_path=binary_path, config=config, extra=extra)
+
+
+def program_argv(binary: str, binary_path: Path | None, config: Mapping[str, Any],
+                 env: Mapping[str, str]) -> list[str]:
+    """The start of an engine's argv: the CLI itself, or `node FLAGS SCRIPT` when the config
+    has ``node_flags`` and the CLI is a Node script (V8 flags such as --liftoff-only are not
+    allowed in NODE_OPTIONS). `node` is looked up on the child's PATH, as the script's own
+    `#!/usr/bin/env node` line would."""
+    program = [str(binary_path or binary)]
+    flags = config.get("node_flags") or []
+    if not flags or binary_path is None:
+        return program
+    script = Path(binary_path).resolve()
+    node = shutil.which("node", path=env.get("PATH"))
+    if node is None or not is_node_script(script):
+        return program
+    return [node, *flags, str(script)]
+
+
+def is_node_script(path: Path) -> bool:
+    """True when `path` starts with a `#!` line naming node."""
+    try:
+        with open(path, "rb") as handle:
+            first = handle.readline(256)
+    except OSError:
+        return False
+    return first.startswith(b"#!") and b"node" in first
 
 
 def prompt_fits_argv(prompt: str) -> bool:

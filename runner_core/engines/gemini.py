@@ -19,7 +19,8 @@ from typing import Any
 from runner_core.engines.base import CommandSpec, EngineContext, EngineError, EngineOutput, ProcessResult
 from runner_core.engines.config import (
     RUN_HOME, RUN_HOME_FILES, api_error, deep_merge, exit_error, json_lines, json_of_text,
-    missing_cli_error, read_output, prompt_fits_argv, resolve_api_key, resolve_binary, run_env,
+    missing_cli_error, program_argv, prompt_fits_argv, read_output, resolve_api_key, resolve_binary,
+    run_env,
 )
 
 BASE_SETTINGS: dict[str, Any] = {"security": {"auth": {"selectedType": "gemini-api-key"}}}
@@ -46,7 +47,9 @@ class GeminiAdapter:
             extra["GEMINI_API_KEY"] = key
         if config.get("base_url"):
             extra["GOOGLE_GEMINI_BASE_URL"] = str(config["base_url"]).rstrip("/")
-        argv = [str(binary_path or self.binary), "--yolo", "--output-format", "stream-json"]
+        env = run_env(ctx.run_dir, binary_path, config, extra)
+        argv = program_argv(self.binary, binary_path, config, env)
+        argv += ["--yolo", "--output-format", "stream-json"]
         model = ctx.model or config.get("model")
         if model:
             argv += ["-m", model]
@@ -62,7 +65,7 @@ class GeminiAdapter:
             argv=argv,
             cwd=ctx.run_dir,
             stdin=stdin,
-            env=run_env(ctx.run_dir, binary_path, config, extra),
+            env=env,
             files={**RUN_HOME_FILES, f"{RUN_HOME}/.gemini/settings.json": json.dumps(settings, indent=2)},
         )
 

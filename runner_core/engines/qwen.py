@@ -20,7 +20,8 @@ from typing import Any
 from runner_core.engines.base import CommandSpec, EngineContext, EngineError, EngineOutput, ProcessResult
 from runner_core.engines.config import (
     RUN_HOME, RUN_HOME_FILES, api_error, exit_error, json_lines, json_of_text,
-    missing_cli_error, read_output, prompt_fits_argv, resolve_api_key, resolve_binary, run_env,
+    missing_cli_error, program_argv, prompt_fits_argv, read_output, resolve_api_key, resolve_binary,
+    run_env,
 )
 
 _API_ERROR = re.compile(r"^\s*\[API Error:\s*(.*?)\]?\s*$", re.DOTALL)
@@ -49,8 +50,9 @@ class QwenAdapter:
             extra["OPENAI_BASE_URL"] = str(config["base_url"])
         if model:
             extra["OPENAI_MODEL"] = model
-        argv = [str(binary_path or self.binary), "--auth-type", "openai", "--yolo",
-                "--output-format", "stream-json"]
+        env = run_env(ctx.run_dir, binary_path, config, extra)
+        argv = program_argv(self.binary, binary_path, config, env)
+        argv += ["--auth-type", "openai", "--yolo", "--output-format", "stream-json"]
         if model:
             argv += ["-m", model]
         if ctx.session_id:
@@ -64,7 +66,7 @@ class QwenAdapter:
             argv=argv,
             cwd=ctx.run_dir,
             stdin=stdin,
-            env=run_env(ctx.run_dir, binary_path, config, extra),
+            env=env,
             files={**RUN_HOME_FILES,
                    f"{RUN_HOME}/.qwen/settings.json": json.dumps(config.get("settings", {}), indent=2)},
         )

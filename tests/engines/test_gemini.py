@@ -91,3 +91,16 @@ def test_gemini_runs_as_one_node_process_with_the_shipped_defaults(tmp_path: Pat
         run = run_scenario(ADAPTER, tmp_path / "relaunch", script, config={"env": unset})
     assert run.output.error is None, run.stderr[-2000:]
     assert max(single) == 1 and max(relaunched) == 2, (single, relaunched)
+
+
+def test_gemini_runs_a_shell_tool_under_the_shipped_node_flags(tmp_path: Path) -> None:
+    """node_flags ["--liftoff-only"] (deploy/engine-config/gemini/default.json): the CLI runs as
+    `node --liftoff-only SCRIPT`, so V8 does not recompile the shell parser's WASM in the
+    background, which the process would wait for at exit (~1 s per run with a shell call)."""
+    shipped = load_engine_config("gemini", skill_dir=None, user=None)
+    config = {key: shipped[key] for key in ("env", "settings", "node_flags")}
+    run = run_scenario(ADAPTER, tmp_path, Script(command=PROBE_COMMAND, final_text=FINAL), config=config)
+    assert Path(run.spec.argv[0]).name == "node" and run.spec.argv[1] == "--liftoff-only"
+    assert run.output.error is None, run.stderr[-2000:]
+    assert (run.run_dir / MARKER_FILE).read_text() == "probe"
+    assert run.output.parsed_json == json.loads(FINAL)

@@ -105,3 +105,16 @@ def test_qwen_with_the_shipped_defaults_asks_the_model_once_per_turn(tmp_path: P
     posts = [r for r in run.requests if r.method == "POST"]
     assert len(posts) == 1, [r.body[:300] for r in posts]
     assert not list((run.run_dir / ".home").rglob("memory/*.md"))
+
+
+def test_qwen_runs_a_shell_tool_under_the_shipped_node_flags(tmp_path: Path) -> None:
+    """node_flags ["--liftoff-only"] (deploy/engine-config/qwen/default.json): the CLI runs as
+    `node --liftoff-only SCRIPT`, so V8 does not recompile the shell parser's WASM in the
+    background, which the process would wait for at exit (~1 s per run with a shell call)."""
+    shipped = load_engine_config("qwen", skill_dir=None, user=None)
+    config = {key: shipped[key] for key in ("env", "settings", "node_flags")}
+    run = run_scenario(ADAPTER, tmp_path, Script(command=PROBE_COMMAND, final_text=FINAL), config=config)
+    assert Path(run.spec.argv[0]).name == "node" and run.spec.argv[1] == "--liftoff-only"
+    assert run.output.error is None, run.stderr[-2000:]
+    assert (run.run_dir / MARKER_FILE).read_text() == "probe"
+    assert run.output.parsed_json == json.loads(FINAL)
