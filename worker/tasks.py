@@ -27,7 +27,8 @@ from runner_core.store.db import make_engine, make_sessionmaker, retry_unavailab
 from runner_core.store.models import Run
 from runner_core.workspace import RunPaths, write_json
 from worker.celery_app import app, settings
-from worker.executor import RunExecutor, skill_copies, skill_source
+from worker.executor import RunExecutor
+from worker.run_layout import skill_copies, skill_source
 from worker.lease import Heartbeat, beat_interval, make_watch
 from worker.recovery import recover
 from worker.refill import Refiller
