@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -19,6 +18,7 @@ from typing import Any
 import psutil
 
 from bench.client import Client
+from runner_core.processes import stop_process_group
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 BENCH_SKILLS = Path(__file__).resolve().parent / "skills"
@@ -262,20 +262,8 @@ def wait_for_log(proc: subprocess.Popen, path: Path, offset: int, marker: bytes,
 
 def stop_group(proc: subprocess.Popen | None, timeout: float = 20.0) -> None:
     """SIGTERM the process group started for `proc`, SIGKILL it if it lingers."""
-    if proc is None:
-        return
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    try:
-        proc.wait(timeout)
-    except subprocess.TimeoutExpired:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        proc.wait()
+    if proc is not None:
+        stop_process_group(proc, timeout)
 
 
 def cpu_seconds(procs: list[psutil.Process]) -> dict[int, float]:

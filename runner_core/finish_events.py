@@ -8,11 +8,12 @@ ended by the API or the sweeper, a broker that is not Redis) costs latency, neve
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+
+from runner_core.per_process import PerProcess
 
 log = logging.getLogger(__name__)
 
@@ -35,21 +36,19 @@ class FinishPublisher:
 
     def __init__(self, broker_url: str) -> None:
         self.url = redis_url(broker_url)
-        self._client = None
-        self._pid: int | None = None
+        self._client = PerProcess(self._connect)
 
     def publish(self, run_id: str) -> None:
         if self.url is None:
             return
         try:
-            if self._pid != os.getpid():
-                import redis
-                self._client = redis.Redis.from_url(self.url, socket_timeout=2,
-                                                    socket_connect_timeout=2)
-                self._pid = os.getpid()
-            self._client.publish(CHANNEL, run_id)
+            self._client.get().publish(CHANNEL, run_id)
         except Exception as exc:  # waiters fall back to re-reading the database
             log.debug("finish notice for run %s not sent: %s", run_id, exc)
+
+    def _connect(self):
+        import redis
+        return redis.Redis.from_url(self.url, socket_timeout=2, socket_connect_timeout=2)
 
 
 class FinishWatcher:
@@ -62,7 +61,7 @@ class FinishWatcher:
         self._events: dict[str, list[threading.Event]] = {}
         self._lock = threading.Lock()
         self._slots = threading.BoundedSemaphore(max(1, max_waiters))
-        self._pid: int | None = None
+        self._listener = PerProcess(self._start_listener)
         self.subscribed = threading.Event()
 
     @property
@@ -97,15 +96,16 @@ class FinishWatcher:
                     self._events.pop(run_id, None)
 
     def _start(self) -> None:
-        if self.url is None or self._pid == os.getpid():
+        if self.url is None or self._listener.made():
             return
-        with self._lock:
-            if self._pid == os.getpid():
-                return
-            self._pid = os.getpid()
-            self.subscribed.clear()
-            threading.Thread(target=self._listen, name="finish-watcher", daemon=True).start()
-        self.subscribed.wait(0.5)  # the first waiter should not miss an early notice
+        self._listener.get()
+        self.subscribed.wait(0.5)  # the first waiters should not miss an early notice
+
+    def _start_listener(self) -> threading.Thread:
+        self.subscribed.clear()
+        thread = threading.Thread(target=self._listen, name="finish-watcher", daemon=True)
+        thread.start()
+        return thread
 
     def _listen(self) -> None:
         import redis

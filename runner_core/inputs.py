@@ -8,6 +8,8 @@ from typing import Any
 
 from jsonschema import validators
 
+from runner_core.bounded_cache import BoundedCache
+
 
 class InputError(Exception):
     """Bad input: carries the error code and details the API and the run record show."""
@@ -27,8 +29,8 @@ class ResolvedInputs:
     parameter: dict[str, Any] = field(default_factory=dict)
 
 
-_MAX_CACHED = 256
-_by_identity: dict[tuple, tuple[Any, Any]] = {}  # (id(schema), make) -> (schema, made)
+# (id(schema), make) -> (schema, made)
+_by_identity: BoundedCache[tuple, tuple[Any, Any]] = BoundedCache(256)
 
 
 def by_identity(schema: Any, make):
@@ -40,9 +42,7 @@ def by_identity(schema: Any, make):
     if hit is not None and hit[0] is schema:
         return hit[1]
     made = make(schema)
-    if len(_by_identity) >= _MAX_CACHED:
-        _by_identity.clear()
-    _by_identity[key] = (schema, made)
+    _by_identity.put(key, (schema, made))
     return made
 
 

@@ -5,22 +5,22 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import replace
-from typing import Any
 
 from runner_core.engines import get_adapter
-from runner_core.engines.base import EngineContext
+from runner_core.engines.base import EngineAdapter, EngineContext
 from runner_core.engines.config import EngineConfigError, load_engine_config
 from runner_core.output import RepairRequest
 from runner_core.prompts import PromptContext, PromptError, patch_skill_md, render_prompt
 from runner_core.workspace import install_skill_copy, write_git_marker, write_json
+from worker.entry import EntryContext, EntryResult
+from worker.failures import RunFailed, process_failure
 from worker.supervisor import run_command
 
 
-def run_engine(executor, pkg) -> tuple[str | None, Any]:
-    """Run the skill through the run's engine; returns (final text, None): the answer is the
-    final message, the CLI's envelope goes to raw/engine_envelope.json."""
-    from worker.executor import RunFailed, check_process
-    run, paths = executor.run, executor.paths
+def run_engine(entry: EntryContext) -> EntryResult:
+    """Run the skill through the run's engine. The answer is the final message; the CLI's
+    envelope goes to raw/engine_envelope.json. Raises RunFailed before the CLI starts."""
+    run, paths, pkg = entry.run, entry.paths, entry.pkg
     setup_started = time.perf_counter()
     try:
         adapter = get_adapter(run.engine)
@@ -30,8 +30,8 @@ def run_engine(executor, pkg) -> tuple[str | None, Any]:
             f"{run.engine}_config": run.runtime_options.get(f"{run.engine}_config")}
     try:
         config = load_engine_config(run.engine, skill_dir=pkg.root, user=user)
-        prompt = render_prompt(pkg, PromptContext(executor.resolved.input,
-                                                  executor.resolved.parameter, paths.root, run.engine))
+        prompt = render_prompt(pkg, PromptContext(entry.inputs.input, entry.inputs.parameter,
+                                                  paths.root, run.engine))
     except PromptError as exc:
         raise RunFailed(exc.code, str(exc)) from exc
     except EngineConfigError as exc:
@@ -45,22 +45,23 @@ def run_engine(executor, pkg) -> tuple[str | None, Any]:
                         output_schema_path=pkg.root / pkg.manifest.schemas["output"],
                         execution_mode=run.runtime_options.get("execution_mode", "auto"))
     spec = adapter.build_command(ctx)
-    executor.timings["engine_setup"] = round(time.perf_counter() - setup_started, 4)
-    result = run_command(spec, paths.logs / "stdout.txt", paths.logs / "stderr.txt",
-                         executor.make_watch(pkg))
+    timings = {"engine_setup": round(time.perf_counter() - setup_started, 4)}
+    result = run_command(spec, paths.logs / "stdout.txt", paths.logs / "stderr.txt", entry.watch())
     if result.canceled or result.timed_out or result.output_exceeded:
-        check_process(result, "ENGINE_FAILED", paths)
+        return EntryResult(None, timings=timings, failure=process_failure(result, "ENGINE_FAILED"))
     output = adapter.parse_output(result)
-    executor.session_handle = output.session_id
     if output.error is not None:
-        raise RunFailed(output.error.code, output.error.message,
-                        {"engine": run.engine, **output.error.details})
-    executor.repair = make_repair(executor, pkg, adapter, ctx)
+        failure = RunFailed(output.error.code, output.error.message,
+                            {"engine": run.engine, **output.error.details})
+        return EntryResult(None, session_handle=output.session_id, timings=timings,
+                           usage=output.usage, failure=failure)
     if output.envelope is not None:
         # The CLI's own envelope (session, stats, usage) is kept for audit; it is metadata, not
         # an answer, so it is not offered to the output chain as a candidate.
         write_json(paths.raw / "engine_envelope.json", output.envelope)
-    return output.final_text, None
+    return EntryResult(output.final_text, session_handle=output.session_id, timings=timings,
+                       repair=EngineRepair(entry, adapter, ctx, output.session_id),
+                       usage=output.usage)
 
 
 REPAIR_PROMPT = """Your last answer does not match the required JSON Schema.
@@ -71,21 +72,26 @@ Answer again with ONLY the corrected JSON object (no prose, no code fence). The 
 {schema}"""
 
 
-def make_repair(executor, pkg, adapter, ctx: EngineContext):
+class EngineRepair:
     """N3: re-ask the same engine session with the validation errors (one CLI turn a round)."""
-    paths = executor.paths
 
-    def repair(request: RepairRequest) -> str | None:
+    def __init__(self, entry: EntryContext, adapter: EngineAdapter, ctx: EngineContext,
+                 session_handle: str | None) -> None:
+        self.entry, self.adapter, self.ctx = entry, adapter, ctx
+        self.session_handle = session_handle
+
+    def __call__(self, request: RepairRequest) -> str | None:
         errors = "\n".join(f"- {e.get('path')}: {e.get('message')}" for e in request.errors)
         prompt = REPAIR_PROMPT.format(errors=errors or "- (no JSON found)",
-                                      schema=json.dumps(pkg.output_schema, ensure_ascii=False))
-        spec = adapter.build_command(replace(ctx, prompt=prompt, session_id=executor.session_handle))
-        name = f"repair_{request.round}"
-        result = run_command(spec, paths.logs / f"{name}_stdout.txt",
-                             paths.logs / f"{name}_stderr.txt", executor.make_watch(pkg))
-        output = adapter.parse_output(result)
+                                      schema=json.dumps(self.entry.pkg.output_schema,
+                                                        ensure_ascii=False))
+        spec = self.adapter.build_command(replace(self.ctx, prompt=prompt,
+                                                  session_id=self.session_handle))
+        logs, name = self.entry.paths.logs, f"repair_{request.round}"
+        result = run_command(spec, logs / f"{name}_stdout.txt", logs / f"{name}_stderr.txt",
+                             self.entry.watch())
+        output = self.adapter.parse_output(result)
         if output.error is not None:
             raise RuntimeError(f"{output.error.code}: {output.error.message}")
-        executor.session_handle = output.session_id or executor.session_handle
+        self.session_handle = output.session_id or self.session_handle
         return output.final_text
-    return repair

@@ -8,7 +8,6 @@ worker.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable
@@ -16,6 +15,7 @@ from datetime import datetime, timezone
 
 from sqlalchemy.exc import OperationalError
 
+from runner_core.per_process import PerProcess
 from runner_core.settings import Settings, run_timeout
 from runner_core.store import runs as run_states
 from runner_core.store.models import Run
@@ -46,11 +46,11 @@ class Heartbeat:
         self.due = 0.0
 
     def __enter__(self) -> Heartbeat:
-        _beater().add(self)
+        _beater.get().add(self)
         return self
 
     def __exit__(self, *_exc) -> None:
-        _beater().remove(self)
+        _beater.get().remove(self)
 
     def beat(self) -> None:
         try:
@@ -103,20 +103,7 @@ class _Beater:
                 heartbeat.beat()
 
 
-_beaters: dict[int, _Beater] = {}
-_beaters_lock = threading.Lock()
-
-
-def _beater() -> _Beater:
-    """This process's beater (a forked child starts its own: threads do not cross a fork)."""
-    pid = os.getpid()
-    beater = _beaters.get(pid)
-    if beater is None:
-        with _beaters_lock:
-            beater = _beaters.get(pid)
-            if beater is None:
-                beater = _beaters[pid] = _Beater()
-    return beater
+_beater: PerProcess[_Beater] = PerProcess(_Beater)  # threads do not cross a fork
 
 
 def make_watch(settings: Settings, connect: Callable, run: Run, pkg) -> Watch:

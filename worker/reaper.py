@@ -9,12 +9,12 @@ group ids are reused, and a stale id must never kill an unrelated process.
 from __future__ import annotations
 
 import os
-import signal
 import socket
-import time
 from pathlib import Path
 
 import psutil
+
+from runner_core.processes import group_members, terminate_group
 
 GONE, KILLED, FOREIGN, REMOTE = "gone", "killed", "foreign", "remote"
 
@@ -37,18 +37,6 @@ def pid_alive(pid: int) -> bool:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except (psutil.NoSuchProcess, psutil.AccessDenied):
         return False
-
-
-def group_members(pgid: int) -> list[psutil.Process]:
-    """Live (non-zombie) processes of the group `pgid`."""
-    members = []
-    for proc in psutil.process_iter(["status"]):
-        try:
-            if os.getpgid(proc.pid) == pgid and proc.info["status"] != psutil.STATUS_ZOMBIE:
-                members.append(proc)
-        except (ProcessLookupError, psutil.Error):
-            continue
-    return members
 
 
 def belongs_to_run(members: list[psutil.Process], run_dir: Path, run_id: str) -> bool:
@@ -80,17 +68,5 @@ def reap_group(pgid: int, worker: str | None, run_dir: Path, run_id: str,
         return GONE
     if not belongs_to_run(members, run_dir, run_id):
         return FOREIGN
-    _signal_group(pgid, signal.SIGTERM)
-    end = time.monotonic() + grace_sec
-    while time.monotonic() < end and group_members(pgid):
-        time.sleep(0.05)
-    if group_members(pgid):
-        _signal_group(pgid, signal.SIGKILL)
+    terminate_group(pgid, grace_sec)
     return KILLED
-
-
-def _signal_group(pgid: int, sig: int) -> None:
-    try:
-        os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass

@@ -25,7 +25,7 @@ from runner_core.store import runs as run_states
 from runner_core.store.models import Run, utcnow
 from runner_core.workspace import find_snapshot
 from worker.broker_view import read_broker
-from worker.executor import engine_skill_dirs
+from worker.run_layout import engine_skill_dirs
 from worker.lease import aware, beat_interval
 from worker.reaper import FOREIGN, GONE, KILLED, parse_worker, pid_alive, reap_group, this_host
 

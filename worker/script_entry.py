@@ -19,8 +19,12 @@ import sys
 from pathlib import Path
 
 from runner_core.engines.base import CommandSpec
-from runner_core.skills.model import Runtime
+from runner_core.output import NormalizeRequest, SkillCommand
+from runner_core.skills.model import Command, Runtime
 from runner_core.workspace import RunPaths
+from worker.entry import EntryContext, EntryResult
+from worker.failures import check_process
+from worker.supervisor import run_command
 
 BASE_ENV_KEYS = ("PATH", "LANG", "LC_ALL", "TZ", "TMPDIR", "SYSTEMROOT")
 # What uv needs to reach (or avoid) a package index; UV_* variables are passed as well.
@@ -102,3 +106,36 @@ def script_command(command: str, paths: RunPaths, skill_dir: Path, run_id: str, 
     if runtime and runtime.dependencies:
         env.update(uv_env(uv_cache))
     return CommandSpec(argv=script_argv(command, runtime), cwd=skill_dir, env=env)
+
+
+def run_script(entry: EntryContext) -> EntryResult:
+    """The script entrypoint: its stdout is its output text."""
+    paths, pkg = entry.paths, entry.pkg
+    spec = script_command(pkg.manifest.entrypoint.script_command, paths, pkg.root, entry.run.id,
+                          entry.run.request_id, pkg.manifest.runtime,
+                          uv_cache=uv_cache_dir(entry.settings.data_dir))
+    result = run_command(spec, paths.logs / "stdout.txt", paths.logs / "stderr.txt",
+                         entry.watch())
+    check_process(result, "SKILL_SCRIPT_FAILED")
+    text = result.stdout_path.read_text(encoding="utf-8", errors="replace")
+    return EntryResult(text, text_file=paths.logs / "stdout.txt")
+
+
+def skill_command(entry: EntryContext, command: Command | None) -> SkillCommand | None:
+    """The skill's normalizer (N1) or fallback (N2) command as the output chain calls it."""
+    if command is None or not command.enabled:
+        return None
+    paths, pkg = entry.paths, entry.pkg
+
+    def run(request: NormalizeRequest) -> None:
+        extra = {"SKILL_RUNNER_RAW_OUTPUT": str(request.raw_output_path),
+                 "SKILL_RUNNER_OUTPUT_SCHEMA": str(request.schema_path),
+                 "SKILL_RUNNER_NORMALIZATION_LEVEL": request.level}
+        spec = script_command(command.command, paths, pkg.root, entry.run.id,
+                              entry.run.request_id, pkg.manifest.runtime, extra,
+                              uv_cache_dir(entry.settings.data_dir))
+        name = request.level.lower()
+        result = run_command(spec, paths.logs / f"{name}_stdout.txt",
+                             paths.logs / f"{name}_stderr.txt", entry.watch())
+        check_process(result, f"{request.level}_COMMAND_FAILED")
+    return run

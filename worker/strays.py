@@ -18,6 +18,8 @@ import threading
 
 import psutil
 
+from runner_core.processes import terminate_processes
+
 log = logging.getLogger(__name__)
 
 PR_SET_CHILD_SUBREAPER = 36
@@ -74,12 +76,7 @@ def end_strays(grace_sec: float, spared: set[int] = frozenset()) -> list[int]:
     if live:
         log.warning("ending %d process(es) that outlived their run's process group: %s",
                     len(live), ", ".join(f"{p.pid}" for p in live))
-    for proc in live:
-        _signal(proc, terminate=True)
-    _gone, alive = psutil.wait_procs(live, timeout=grace_sec)
-    for proc in alive:
-        _signal(proc, terminate=False)
-    psutil.wait_procs(alive, timeout=1.0)
+    terminate_processes(live, grace_sec)
     _reap(spared)  # the ended processes' own children were adopted too
     return pids
 
@@ -98,13 +95,6 @@ def _alive(proc: psutil.Process) -> bool:
         return proc.status() != psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
         return False
-
-
-def _signal(proc: psutil.Process, terminate: bool) -> None:
-    try:
-        proc.terminate() if terminate else proc.kill()
-    except psutil.NoSuchProcess:
-        pass
 
 
 def _reap(spared: set[int]) -> None:

@@ -1,13 +1,12 @@
 """Spawn a command in its own process group, stream its output to files, and end it cleanly.
 
-Cancel, timeout, SIGTERM from Flower and Celery's soft time limit all end in `kill_group`, so
-no engine CLI or grandchild outlives its run (revoke(terminate=True) alone leaves orphans).
+Cancel, timeout, SIGTERM from Flower and Celery's soft time limit all end in `terminate_group`,
+so no engine CLI or grandchild outlives its run (revoke(terminate=True) alone leaves orphans).
 """
 from __future__ import annotations
 
 import os
 import select
-import signal
 import subprocess
 import time
 from collections.abc import Callable
@@ -15,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from runner_core.engines.base import CommandSpec, ProcessResult
-from worker.reaper import group_members
+from runner_core.processes import terminate_group
 from worker.strays import end_strays
 
 POLL_SEC = 0.05
@@ -31,41 +30,6 @@ class Watch:
     poll: Callable[[int], bool] | None = None
     grace_sec: float = 3.0
     max_output_bytes: int = 0  # stdout + stderr beyond this: the group is killed (0: no limit)
-
-
-def group_alive(pgid: int) -> bool:
-    """Does the group still have a live member? Zombies do not count: orphans are reparented
-    to init, and an init that never reaps (some containers) would keep them forever."""
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return bool(group_members(pgid))
-
-
-def kill_group(pgid: int, grace_sec: float = 3.0,
-               proc: subprocess.Popen | None = None) -> None:
-    """SIGTERM the whole group, wait up to `grace_sec`, then SIGKILL what is left.
-
-    `proc` (the group leader, when it is our child) is polled so it is reaped, not left a
-    zombie that keeps the group looking alive."""
-    try:
-        os.killpg(pgid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    end = time.monotonic() + grace_sec
-    while time.monotonic() < end:
-        if proc is not None:
-            proc.poll()
-        if not group_alive(pgid):
-            return
-        time.sleep(0.05)
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
 
 
 def run_command(spec: CommandSpec, stdout_path: Path, stderr_path: Path,
@@ -121,7 +85,7 @@ def _watch(proc: subprocess.Popen, spec: CommandSpec, watch: Watch, stdout_path:
             os.close(pidfd)
         # Runs on normal exit, cancel, timeout and on exceptions raised into this frame
         # (SIGTERM handler, SoftTimeLimitExceeded): the leader and every descendant go.
-        kill_group(pgid, 0 if proc.poll() is not None else watch.grace_sec, proc)
+        terminate_group(pgid, 0 if proc.poll() is not None else watch.grace_sec, proc)
         if proc.poll() is None:
             proc.kill()
         proc.wait()

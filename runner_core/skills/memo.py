@@ -8,17 +8,16 @@ from __future__ import annotations
 
 import hashlib
 import os
-import threading
 from dataclasses import replace
 from pathlib import Path
 
+from runner_core.bounded_cache import BoundedCache
 from runner_core.skills.loader import load_skill
 from runner_core.skills.model import SkillPackage
 
 IGNORED = frozenset({"__pycache__", ".git"})
-_lock = threading.Lock()
-_memo: dict[tuple[str, bool], tuple[tuple, SkillPackage]] = {}
-_MAX_ENTRIES = 512
+# (root, strict) -> (signature, package)
+_memo: BoundedCache[tuple[str, bool], tuple[tuple, SkillPackage]] = BoundedCache(512)
 
 
 def tree_signature(root: Path) -> tuple:
@@ -59,23 +58,18 @@ def load_skill_signed(root: Path, *, strict: bool = False) -> tuple[SkillPackage
     """`load_skill_cached(root)` and the tree signature it was checked against."""
     key = (os.path.abspath(root), strict)  # no resolve(): it stats every path component
     signature = tree_signature(root)
-    with _lock:
-        hit = _memo.get(key)
-        if hit and hit[0] == signature:
-            return hit[1], signature
+    hit = _memo.get(key)
+    if hit and hit[0] == signature:
+        return hit[1], signature
     pkg = load_skill(root, strict=strict)
-    with _lock:
-        if len(_memo) >= _MAX_ENTRIES:
-            _memo.clear()
-        _memo[key] = (signature, pkg)
+    _memo.put(key, (signature, pkg))
     return pkg, signature
 
 
 def memo_signature(pkg: SkillPackage) -> tuple | None:
     """The signature `pkg` was memoized under, when it is the memo's current object for its
     root (what `load_skill_cached` just handed out); else None."""
-    with _lock:
-        hit = _memo.get((os.path.abspath(pkg.root), False))
+    hit = _memo.get((os.path.abspath(pkg.root), False))
     return hit[0] if hit and hit[1] is pkg else None
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import subprocess
 import threading
 import time
@@ -28,6 +27,7 @@ import pytest
 
 from runner_core.engines.base import CommandSpec, EngineAdapter, EngineContext, EngineOutput, ProcessResult
 from runner_core.engines.config import resolve_binary
+from runner_core.processes import stop_process_group
 from tests.fake_llm import FakeLLM, RecordedRequest, Script
 
 PROBE_SKILL_DIR = Path(__file__).resolve().parent / "probe-skill"
@@ -122,8 +122,7 @@ def run_spec(spec: CommandSpec, log_dir: Path, timeout: float) -> ProcessResult:
             exit_code = proc.returncode
         except subprocess.TimeoutExpired:
             timed_out = True
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+            stop_process_group(proc, 0)
     return ProcessResult(exit_code, stdout_path, stderr_path, started, time.time(), timed_out=timed_out)
 
 

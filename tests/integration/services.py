@@ -13,6 +13,7 @@ import psycopg
 import pytest
 import redis
 
+from runner_core.processes import stop_process_group
 from runner_core.settings import REPO_ROOT, Settings
 
 REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379")
@@ -97,16 +98,6 @@ class WorkerProcess:
             self.proc.wait(30)
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
-        else:
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        # a main process already gone (killed by a test) leaves its pool children: no grace
+        stop_process_group(self.proc, 20 if self.proc.poll() is None else 0)
         self.log.close()

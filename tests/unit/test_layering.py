@@ -1,11 +1,14 @@
-"""runner_core is the pure domain: it must not import Flask, Celery, api or worker."""
+"""Import rules: runner_core is the pure domain (no Flask, Celery, api or worker), api never
+imports worker, and no module of api, worker, runner_core or bench imports itself in a circle."""
 from __future__ import annotations
 
 import ast
+from pathlib import Path
 
 from runner_core.settings import REPO_ROOT
 
 FORBIDDEN = ("flask", "flask_smorest", "celery", "kombu", "api", "worker")
+PACKAGES = ("api", "worker", "runner_core", "bench")
 
 
 def imported_modules(path):
@@ -30,3 +33,79 @@ def test_api_never_imports_worker():
     leaks = [f"{p.relative_to(REPO_ROOT)}: {m}" for p in (REPO_ROOT / "api").rglob("*.py")
              for m in imported_modules(p) if m.split(".")[0] == "worker"]
     assert leaks == []
+
+
+def module_name(path: Path, root: Path) -> str:
+    parts = path.relative_to(root).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_graph(root: Path = REPO_ROOT) -> dict[str, set[str]]:
+    """module -> the project modules it imports, at the top or inside functions; relative
+    imports resolved; `from pkg import name` points at `pkg.name` when that is a module."""
+    files = {module_name(p, root): p for pkg in PACKAGES for p in (root / pkg).rglob("*.py")}
+    graph: dict[str, set[str]] = {name: set() for name in files}
+    for name, path in files.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    anchor = package.split(".")[:len(package.split(".")) - node.level + 1]
+                    base = ".".join(anchor + ([base] if base else []))
+                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in files else base
+                           for a in node.names]
+            else:
+                continue
+            graph[name].update(t for t in targets if t in files and t != name)
+    return graph
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import cycle as [a, b, ..., a], or None."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                return stack[stack.index(nxt):] + [nxt]
+            if nxt not in state and (found := visit(nxt)):
+                return found
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state and (found := visit(node)):
+            return found
+    return None
+
+
+def test_no_import_cycles():
+    cycle = find_cycle(import_graph())
+    assert cycle is None, "import cycle: " + " -> ".join(cycle)
+
+
+def test_find_cycle_reports_a_cycle():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert find_cycle(graph) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_import_graph_follows_relative_and_nested_imports(tmp_path):
+    (tmp_path / "worker" / "sub").mkdir(parents=True)
+    for name, text in {"__init__.py": "", "a.py": "from . import b\n",
+                       "b.py": "def f():\n    from .sub.c import g\n",
+                       "sub/__init__.py": "", "sub/c.py": "from ..a import x\n"}.items():
+        (tmp_path / "worker" / name).write_text(text)
+    for pkg in ("api", "runner_core", "bench"):
+        (tmp_path / pkg).mkdir()
+    graph = import_graph(tmp_path)
+    assert graph["worker.a"] == {"worker.b"}
+    assert graph["worker.b"] == {"worker.sub.c"}
+    assert find_cycle(graph) == ["worker.a", "worker.b", "worker.sub.c", "worker.a"]

@@ -1,0 +1,57 @@
+"""What an entrypoint (script or engine) is given and what it hands back to the executor."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from runner_core.inputs import ResolvedInputs
+from runner_core.output import RepairRequest
+from runner_core.settings import Settings
+from runner_core.skills import SkillPackage
+from runner_core.store.models import Run
+from runner_core.workspace import RunPaths
+from worker.failures import RunFailed
+from worker.supervisor import Watch
+
+
+@dataclass(frozen=True)
+class EntryContext:
+    """A prepared run: its skill snapshot, resolved inputs and how its processes are watched."""
+
+    run: Run
+    paths: RunPaths
+    pkg: SkillPackage
+    inputs: ResolvedInputs
+    settings: Settings
+    make_watch: Callable[[SkillPackage], Watch]
+
+    def watch(self) -> Watch:
+        """A fresh watch (deadline + cancel poll) for one process of this run."""
+        return self.make_watch(self.pkg)
+
+
+class Repair(Protocol):
+    """N3: one more turn of the engine session; it follows the session id the engine reports."""
+
+    session_handle: str | None
+
+    def __call__(self, request: RepairRequest) -> str | None: ...
+
+
+@dataclass
+class EntryResult:
+    """The entrypoint's answer for the output chain, and what the run records about it.
+
+    `failure` is a failure found once the process ran (returned, not raised, so the run still
+    records the entrypoint's timings and engine session)."""
+
+    text: str | None
+    envelope: Any = None
+    session_handle: str | None = None
+    repair: Repair | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+    text_file: Path | None = None  # the file `text` was read from, shown in warnings
+    usage: dict[str, Any] = field(default_factory=dict)
+    failure: RunFailed | None = None

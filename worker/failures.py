@@ -1,0 +1,40 @@
+"""How a run step fails: `RunFailed` carries the error code the run ends with, and
+`check_process` turns what the supervisor saw (cancel, timeout, output cap, exit code) into one."""
+from __future__ import annotations
+
+from typing import Any
+
+from runner_core.engines.base import ProcessResult
+
+
+class RunFailed(Exception):
+    """A run ends here with `code` (and status failed unless told otherwise)."""
+
+    def __init__(self, code: str, message: str, details: dict[str, Any] | None = None,
+                 status: str = "failed") -> None:
+        super().__init__(message)
+        self.code, self.message, self.details, self.status = code, message, details or {}, status
+
+
+def process_failure(result: ProcessResult, failure_code: str) -> RunFailed | None:
+    """The failure a ProcessResult means (timeout, cancel, output cap, non-zero exit), or None."""
+    if result.canceled:
+        return RunFailed("CANCELED_BY_USER", "canceled by user", status="canceled")
+    if result.timed_out:
+        return RunFailed("TIMEOUT", "the run exceeded its time limit; the process group was killed")
+    if result.output_exceeded:
+        size = result.stdout_path.stat().st_size + result.stderr_path.stat().st_size
+        return RunFailed("OUTPUT_TOO_LARGE", "the process wrote more output (stdout + stderr) than "
+                         "the server allows; the process group was killed",
+                         {"written_bytes": size})
+    if result.exit_code != 0:
+        return RunFailed(failure_code, f"process exited with code {result.exit_code}",
+                         {"exit_code": result.exit_code})
+    return None
+
+
+def check_process(result: ProcessResult, failure_code: str) -> None:
+    """Raise the failure `result` means, if any."""
+    failure = process_failure(result, failure_code)
+    if failure is not None:
+        raise failure
