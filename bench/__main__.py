@@ -1,5 +1,6 @@
 """`python -m bench [figure ...] [--quick] [--json PATH]`: run the figures, print each with its
-baseline from the same run and the ratio, then a summary table."""
+baseline from the same run and the ratio, then a summary table. Figures are named by what they
+measure (`codex-overhead noop-throughput`); their old numbers 1-8 still work."""
 from __future__ import annotations
 
 import argparse
@@ -16,28 +17,30 @@ from bench.context import Context
 from bench.stats import Row, render_row
 
 FIGURES = {
-    "1": "bench.fig1_overhead",
-    "2": "bench.fig2_throughput",   # also reports figure 3 (runner CPU per run)
-    "3": "bench.fig2_throughput",
-    "4": "bench.fig4_floor",
-    "5": "bench.fig5_cache",
-    "6": "bench.fig6_scale",
-    "7": "bench.fig7_streaming",
-    "8": "bench.fig8_batch",
+    "codex-overhead": "bench.codex_overhead",
+    "codex-throughput": "bench.codex_throughput",
+    "runner-cpu": "bench.codex_throughput",  # measured over codex-throughput's batches
+    "noop-throughput": "bench.noop_throughput",
+    "cache-hit": "bench.cache_hit",
+    "many-runs": "bench.many_runs",
+    "streaming-memory": "bench.streaming_memory",
+    "batch-submit": "bench.batch_submit",
 }
+NUMBERS = dict(zip("12345678", FIGURES))
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
-    parser.add_argument("figures", nargs="*", help="figures to run (1-8); default: all")
+    parser.add_argument("figures", nargs="*",
+                        help=f"figures to run ({', '.join(FIGURES)}); default: all")
     parser.add_argument("--quick", action="store_true", help="small counts: a smoke run")
     parser.add_argument("--json", type=Path, help="also write the rows as JSON here")
     parser.add_argument("--tmp", type=Path, default=None, help="scratch directory parent")
     args = parser.parse_args(argv)
-    wanted = args.figures or sorted(FIGURES)
+    wanted = [NUMBERS.get(f, f) for f in args.figures] or list(FIGURES)
     unknown = [f for f in wanted if f not in FIGURES]
     if unknown:
-        parser.error(f"unknown figures: {', '.join(unknown)} (choose from 1-8)")
+        parser.error(f"unknown figures: {', '.join(unknown)} (choose from {', '.join(FIGURES)})")
     modules = list(dict.fromkeys(FIGURES[f] for f in wanted))
     root = Path(tempfile.mkdtemp(prefix="skill-runner-bench-", dir=args.tmp))
     ctx = Context(quick=args.quick, root=root)

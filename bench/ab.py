@@ -1,10 +1,10 @@
 """`python -m bench.ab OTHER [--pairs N] [--runs N] [--env-this K=V] [--env-other K=V]`: is
-this checkout's noop throughput (figure 4) better or worse than OTHER's (another checkout, e.g.
-`git worktree add /tmp/base HEAD~1`, or `.` with `--env-*` to compare settings of one
-checkout, e.g. `--env-other GUNICORN_CMD_ARGS="--threads 8"`)?
+this checkout's noop throughput (the noop-throughput figure) better or worse than OTHER's
+(another checkout, e.g. `git worktree add ../base HEAD~1`, or `.` with `--env-*` to compare
+settings of one checkout, e.g. `--env-other GUNICORN_CMD_ARGS="--threads 8"`)?
 
-This machine's speed moves by a factor of two within minutes, so two bench runs one after the
-other compare phases, not code. Here both services are up at once (each its own broker,
+A shared machine's speed can move by a factor of two within minutes, so two bench runs one
+after the other compare its phases, not the code. Here both services are up at once (each its own broker,
 SQLite and processes, idle while the other works) and their batches alternate, the order
 flipping every pair; each pair's ratio (this / OTHER) is printed, then the medians.
 """
@@ -17,7 +17,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench.fig4_floor import SKILL_ID, runner_throughput
+from bench.noop_throughput import SKILL_ID, runner_throughput
 from bench.services import REPO_ROOT, Stack, StackOptions, cpu_seconds
 
 

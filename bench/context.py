@@ -29,12 +29,9 @@ class Context:
         """Remove a figure's scratch directory: at the end of the bench when it is under the
         bench's root (the command removes the root last), now when it is elsewhere (tmpfs).
 
-        Why not at once: on this machine's disk (ext4 without a journal) a new file's inode is
-        looked for past every inode freed in the last minutes (the kernel's `recently_deleted`
-        check), and the next figure's service lands in the block groups a removal just freed.
-        Removing a service's ~55,000 files made the next service's pool processes spend ~1.5x
-        the CPU per noop run in its first batches (bench/RESULTS.md, "Why the machine's phase
-        moves figure 4")."""
+        Why not at once: on ext4 without a journal a new file's inode is looked for past every
+        inode freed in the last minutes, so a removal slows the next figure's service
+        (bench/RESULTS.md, "What moves the numbers")."""
         if path.is_relative_to(self.root):
             return
         shutil.rmtree(path, ignore_errors=True)

@@ -1,9 +1,9 @@
 """What creating a file costs right now, in a given folder: the disk's phase, printed beside the
-figures that create files (figure 4).
+figures that create files (noop-throughput).
 
 On a file system that walks recently freed inodes before it hands out a new one (ext4 without a
-journal), creating a file costs ~10 us in a calm moment and up to ~1 ms for minutes after many
-files were removed nearby (bench/RESULTS.md, "Why the machine's phase moves figure 4"). The
+journal), creating a file is cheap in a calm moment and up to a hundred times dearer for minutes
+after many files were removed nearby (bench/RESULTS.md, "What moves the numbers"). The
 probe's files are left in place: removing them would slow the creations that follow.
 """
 from __future__ import annotations

@@ -37,7 +37,7 @@ def codex_setup(root: Path) -> Iterator[CodexSetup]:
     """Fake LLM (one tool call, then the final JSON) + engine config dir enforcing it."""
     from runner_core.engines import get_adapter
     from runner_core.engines.config import CONFIG_DIR_ENV, resolve_binary
-    from tests.fake_llm import FakeLLM, Script
+    from fake_llm import FakeLLM, Script
     if resolve_binary(get_adapter("codex").binary) is None:
         raise RuntimeError("the codex CLI is not installed (deploy/install-engines.sh)")
     script = Script(command=f"echo {TEXT}", final_text=json.dumps(RESULT))

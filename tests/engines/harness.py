@@ -25,10 +25,10 @@ from typing import Any
 import psutil
 import pytest
 
+from fake_llm import FakeLLM, RecordedRequest, Script
 from runner_core.engines.base import CommandSpec, EngineAdapter, EngineContext, EngineOutput, ProcessResult
 from runner_core.engines.config import resolve_binary
 from runner_core.processes import stop_process_group
-from tests.fake_llm import FakeLLM, RecordedRequest, Script
 
 PROBE_SKILL_DIR = Path(__file__).resolve().parent / "probe-skill"
 PROBE_SKILL = "probe-skill"

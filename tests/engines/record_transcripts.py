@@ -14,9 +14,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from fake_llm import Script
 from runner_core.engines import get_adapter
 from tests.engines.harness import PROBE_COMMAND, ScenarioResult, run_scenario
-from tests.fake_llm import Script
 
 TRANSCRIPTS = Path(__file__).resolve().parent / "transcripts"
 FINAL = '{"status": "ok", "engine": "$model"}'

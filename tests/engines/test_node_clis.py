@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from fake_llm import Script
 from runner_core.engines import get_adapter
 from runner_core.engines.config import load_engine_config
 from tests.engines.harness import MARKER_FILE, PROBE_COMMAND, node_counts, run_scenario
-from tests.fake_llm import Script
 
 NO_RELAUNCH = {"gemini": "GEMINI_CLI_NO_RELAUNCH", "qwen": "QWEN_CODE_NO_RELAUNCH"}
 FINAL = '{"status": "ok"}'

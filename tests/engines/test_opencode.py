@@ -4,10 +4,10 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
+from fake_llm import Script
 from runner_core.engines import get_adapter
 from runner_core.engines.config import load_engine_config
 from tests.engines.harness import MARKER_FILE, PROBE_COMMAND, PROBE_TOKEN, ScenarioResult
-from tests.fake_llm import Script
 
 ADAPTER = get_adapter("opencode")
 FINAL = '{"status": "ok", "engine": "opencode"}'

@@ -5,12 +5,12 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+from fake_llm import Script
 from runner_core.engines import get_adapter
 from runner_core.engines.config import load_engine_config
 from tests.engines.harness import (
     MARKER_FILE, PROBE_COMMAND, PROBE_TOKEN, ScenarioResult, run_scenario,
 )
-from tests.fake_llm import Script
 
 ADAPTER = get_adapter("qwen")
 FINAL = '{"status": "ok", "engine": "qwen"}'

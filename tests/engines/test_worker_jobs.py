@@ -15,6 +15,7 @@ from dataclasses import asdict
 
 import pytest
 
+from fake_llm import FakeLLM, Script
 from api import create_app
 from api.queue import CeleryQueue
 from runner_core.engines import get_adapter
@@ -23,7 +24,6 @@ from runner_core.settings import REPO_ROOT
 from runner_core.store.migrate import upgrade
 from tests.conftest import copy_skills, make_settings
 from tests.engines.harness import FAKE_CONFIG, require_binary
-from tests.fake_llm import FakeLLM, Script
 from tests.integration.services import WorkerProcess, require_redis
 
 ENGINES = ["codex", "gemini", "opencode", "qwen", "claude"]

@@ -6,10 +6,10 @@ import shutil
 
 import pytest
 
+from fake_llm import FakeLLM, Script
 from runner_core.engines import get_adapter
 from runner_core.settings import REPO_ROOT
 from tests.engines.harness import require_binary
-from tests.fake_llm import FakeLLM, Script
 
 pytestmark = [pytest.mark.integration, pytest.mark.engines]
 

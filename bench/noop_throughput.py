@@ -1,4 +1,4 @@
-"""Figure 4: the orchestration floor, with a script skill that does almost nothing.
+"""Noop throughput: the orchestration floor, with a script skill that does almost nothing.
 
 `bench-noop` runs `printf '{"ok": true}'`. Sequential POST -> succeeded latency and sustained
 throughput with 2 worker processes, vs a bare Celery task spawning the same command
@@ -6,11 +6,12 @@ throughput with 2 worker processes, vs a bare Celery task spawning the same comm
 split comes from the run rows (`timings`, created/queued/started/finished), and the database
 writes per run from Postgres' row counters in a separate small pass on Postgres.
 
-A run creates ~19 files and folders (seeds 002/003's layout) and the bare task none, so the
-throughput also depends on what creating a file costs at that moment, which on this machine's
-disk swings by more than ten times (bench/RESULTS.md). A second service whose whole data
-directory is on tmpfs (/dev/shm) shows how much: its batches alternate with the first's (same
-code, same moment), and its rows are printed beside the main ones.
+A run creates about 20 files and folders (the run directory's layout) and the bare task none,
+so the throughput also depends on what creating a file costs at that moment, which on some
+disks swings by more than ten times (bench/RESULTS.md, "What moves the numbers"). A second
+service whose whole data directory is on tmpfs (/dev/shm) shows how much: its batches
+alternate with the first's (same code, same moment), and its rows are printed beside the main
+ones.
 """
 from __future__ import annotations
 
@@ -26,12 +27,13 @@ import psutil
 from bench.bare_celery import BareWorker
 from bench.context import Context
 from bench.disk import creation_cost
-from bench.fig2_throughput import makespan, submit_batch
+from bench.codex_throughput import makespan, submit_batch
 from bench.services import (
     TERMINAL, Stack, StackOptions, as_epoch, cpu_seconds, parse_time, wait_terminal,
 )
 from bench.stats import Row, ratio, summarize
 
+FIGURE = "noop-throughput"
 SKILL_ID = "bench-noop"
 COMMAND = ["printf", '{"ok": true}']
 _counter = iter(range(10 ** 9))
@@ -122,7 +124,7 @@ def cpu_row(runner: list[dict[str, float]], bare: list[dict[str, float]]) -> Row
 
     def split(parts: dict[str, float]) -> str:
         return ", ".join(f"{name} {value * 1000:.2f}" for name, value in parts.items())
-    return Row("4", "CPU per noop run in the throughput batches, every process", total_r, "s",
+    return Row(FIGURE, "CPU per noop run in the throughput batches, every process", total_r, "s",
                total_b, "bare Celery task, every process", ratio(total_r, total_b),
                note=f"ms per run (medians over the batches): service {split(r)}; bare "
                     f"{split(b)}; processes' own CPU, not the spawned command's",
@@ -137,7 +139,7 @@ def probe_row(probe: dict[str, list[float]]) -> Row:
         " / ".join(f"{v * 1e6:.0f} us" for v in disk)
     if fast:
         note += "; tmpfs " + " / ".join(f"{v * 1e6:.0f} us" for v in fast)
-    return Row("4", "file creation beside the data directory, before the batches",
+    return Row(FIGURE, "file creation beside the data directory, before the batches",
                disk[0] * 1e6, "us", fast[0] * 1e6 if fast else None,
                "the same on tmpfs" if fast else "",
                ratio(disk[0], fast[0]) if fast else None, note=note,
@@ -179,7 +181,7 @@ def time_split(stack: Stack, skip: int) -> dict[str, float]:
 def db_writes(ctx: Context, k: int) -> dict[str, float]:
     """Row inserts/updates/deletes per run on Postgres (pg_stat_user_tables), k sequential runs."""
     import psycopg
-    root = ctx.scratch("fig4-pg")
+    root = ctx.scratch(f"{FIGURE}-pg")
     try:
         with Stack(root / "stack", StackOptions(db="postgres")) as stack:
             client = stack.client()
@@ -205,9 +207,9 @@ def db_writes(ctx: Context, k: int) -> dict[str, float]:
 
 def run(ctx: Context) -> list[Row]:
     n_seq, n_tput, n_pairs, warm = ctx.count(200, 20), ctx.count(300, 40), ctx.count(6, 1), 5
-    root = ctx.scratch("fig4")
+    root = ctx.scratch(FIGURE)
     shm = tmpfs_dir()
-    shm_root = Path(tempfile.mkdtemp(prefix="fig4-tmpfs-", dir=shm)) if shm else None
+    shm_root = Path(tempfile.mkdtemp(prefix=f"{FIGURE}-tmpfs-", dir=shm)) if shm else None
     try:
         with contextlib.ExitStack() as stacks:
             stack = stacks.enter_context(Stack(root / "stack"))
@@ -223,7 +225,7 @@ def run(ctx: Context) -> list[Row]:
                 runner.append(elapsed)
                 rows_latency.append(row_s)
                 bare_lat.append(bare_once(bare, cwd))
-            ctx.log(f"fig4: {n_seq} sequential pairs done")
+            ctx.log(f"{FIGURE}: {n_seq} sequential pairs done")
             split = time_split(stack, warm)
             me = [psutil.Process()]
             broker = [psutil.Process(stack.broker.proc.pid)] if stack.broker.proc else []
@@ -252,7 +254,7 @@ def run(ctx: Context) -> list[Row]:
                     cpu[name].append(used)
             for name, side in sides.items():
                 probe[name].append(creation_cost(side.root))
-            ctx.log(f"fig4: throughput {[round(t) for t in tput['disk']]} (tmpfs "
+            ctx.log(f"{FIGURE}: throughput {[round(t) for t in tput['disk']]} (tmpfs "
                     f"{[round(t) for t in tput['tmpfs']]}) vs bare {[round(t) for t in tput['bare']]}")
     finally:
         ctx.cleanup(root)
@@ -264,16 +266,16 @@ def run(ctx: Context) -> list[Row]:
     tr, tb = statistics.median(tput["disk"]), statistics.median(tput["bare"])
     pairs = [r / b for r, b in zip(tput["disk"], tput["bare"])]
     rows = [
-        Row("4", "noop script: POST -> succeeded (client, sequential)", r.median, "s", b.median,
+        Row(FIGURE, "noop script: POST -> succeeded (client, sequential)", r.median, "s", b.median,
             "bare Celery task spawning the same command", ratio(r.median, b.median),
             "p50 overhead <= 15 ms", overhead <= 0.015, p99=r.p99, baseline_p99=b.p99,
             note=f"n={n_seq}; p50 overhead {overhead * 1000:.1f} ms (p99 "
                  f"{(r.p99 - b.p99) * 1000:.1f} ms); status long-polled (?wait_sec)"),
-        Row("4", "noop script: POST -> run finished_at (row)", rl.median, "s", b.median,
+        Row(FIGURE, "noop script: POST -> run finished_at (row)", rl.median, "s", b.median,
             "bare Celery task", ratio(rl.median, b.median), "p50 overhead <= 15 ms",
             rl.median - b.median <= 0.015, p99=rl.p99, baseline_p99=b.p99,
             note=f"p50 overhead {(rl.median - b.median) * 1000:.1f} ms"),
-        Row("4", f"noop script throughput, {n_tput} at once, 2 worker processes", tr, "/s", tb,
+        Row(FIGURE, f"noop script throughput, {n_tput} at once, 2 worker processes", tr, "/s", tb,
             "bare Celery task, 2 processes", ratio(tr, tb), ">= 0.5x", ratio(tr, tb) >= 0.5,
             note=f"runs/s until the last finished_at; median of {len(pairs)} alternating batch pairs; "
                  f"per-pair ratios {min(pairs):.3f}-{max(pairs):.3f} "
@@ -287,7 +289,7 @@ def run(ctx: Context) -> list[Row]:
         tf = statistics.median(tput["tmpfs"])
         fast_pairs = [f / b for f, b in zip(tput["tmpfs"], tput["bare"])]
         rows.append(Row(
-            "4", "noop script throughput, the data directory on tmpfs (same batches)", tf, "/s",
+            FIGURE, "noop script throughput, the data directory on tmpfs (same batches)", tf, "/s",
             tb, "bare Celery task, 2 processes", ratio(tf, tb),
             note=f"a second service, its data directory (runs, SQLite) on /dev/shm, its batches "
                  f"alternating with the first's; per-pair ratios {min(fast_pairs):.3f}-"
@@ -296,11 +298,11 @@ def run(ctx: Context) -> list[Row]:
                              cpu_row(cpu["tmpfs"], cpu["bare"]).extra["runner"].items()),
             extra={"per_batch": tput["tmpfs"], "pair_ratios": fast_pairs}))
     rows += [
-        Row("4", "runner time split (median per run)", sum(v for k, v in split.items()
+        Row(FIGURE, "runner time split (median per run)", sum(v for k, v in split.items()
                                                             if k.startswith("total")), "s",
             note="; ".join(f"{k} {v * 1000:.1f} ms" for k, v in split.items()
                            if not k.startswith("total")), extra=split),
-        Row("4", "DB row writes per run (Postgres counters)", sum(writes.values()), "rows",
+        Row(FIGURE, "DB row writes per run (Postgres counters)", sum(writes.values()), "rows",
             note="; ".join(f"{k} {v:.1f}" for k, v in writes.items()), extra=writes),
     ]
     return rows

@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tests.fake_llm.script import Conversation, Script, ToolCall, decide, estimate_tokens
-from tests.fake_llm.wire import Reply, json_reply, sse_reply
+from fake_llm.script import Conversation, Script, ToolCall, decide, estimate_tokens
+from fake_llm.wire import Reply, json_reply, sse_reply
 
 STATUS_NAMES = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED",
                 404: "NOT_FOUND", 429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 503: "UNAVAILABLE"}

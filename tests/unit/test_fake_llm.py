@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.fake_llm import FakeLLM, Script
+from fake_llm import FakeLLM, Script
 
 SCRIPT = Script(command="touch x", final_text='{"out": $tool_output_json}')
 

@@ -1,12 +1,12 @@
-"""Figures 2 and 3: throughput and runner CPU on a real engine.
+"""Codex throughput and runner CPU on a real engine.
 
-Figure 2: N codex jobs submitted at once (4 client threads) with the default configuration
+Codex throughput: N codex jobs submitted at once (4 client threads) with the default configuration
 (worker concurrency 2), time until all are terminal (the last run's finished_at, so slow
 polling does not blur it), vs the bare codex command run 2 at a time over the same N: the
 `codex` CLI command (the npm launcher a user runs), and the native binary behind it that the
 worker runs (the service's own cost on the same processes).
 
-Figure 3, measured over the same batches: CPU seconds (user+system of the processes
+Runner CPU, measured over the same batches: CPU seconds (user+system of the processes
 themselves, never their children) of the gunicorn master+workers and of the celery main
 process + pool children, per run; and the RSS of each. Baselines: the engine's own CPU per run
 (the bare codex process trees), and the RSS of a bare Celery worker with 2 processes.
@@ -25,6 +25,8 @@ from bench.engine import (
 from bench.services import Stack, StackOptions, cpu_seconds, parse_time, rss_mib, wait_terminal
 from bench.stats import Row, ratio, summarize
 
+FIGURE = "codex-throughput"
+CPU_FIGURE = "runner-cpu"  # measured over the same batches
 CLIENT_THREADS = 4
 
 
@@ -85,7 +87,7 @@ def bare_batch(runs_dir: Path, skills_dir: Path, n: int, cli: bool = True) -> di
 
 def run(ctx: Context) -> list[Row]:
     n, reps = ctx.count(40, 10), ctx.count(5, 1)
-    root = ctx.scratch("fig2")
+    root = ctx.scratch(FIGURE)
     runner, bare, native = [], [], []
     try:
         with codex_setup(root) as codex, \
@@ -97,7 +99,7 @@ def run(ctx: Context) -> list[Row]:
                 bare.append(bare_batch(root / "bare-runs", stack.skills_dir, n))
                 native.append(bare_batch(root / "bare-runs", stack.skills_dir, n, cli=False))
                 runner.append(runner_batch(stack, n))
-                ctx.log(f"fig2: rep {rep + 1}/{reps}: bare {bare[-1]['makespan']:.2f}s "
+                ctx.log(f"{FIGURE}: rep {rep + 1}/{reps}: bare {bare[-1]['makespan']:.2f}s "
                         f"native {native[-1]['makespan']:.2f}s runner {runner[-1]['makespan']:.2f}s")
             rss_web = rss_mib(stack.web_processes())
             rss_worker = rss_mib(stack.worker_processes())
@@ -115,25 +117,25 @@ def run(ctx: Context) -> list[Row]:
     main = summarize([r["worker_main_cpu"] for r in runner])
     reqs = runner[-1]["requests"] / n
     rows = [
-        Row("2", f"{n} codex jobs at once, all terminal (worker concurrency 2)", rm.median, "s",
+        Row(FIGURE, f"{n} codex jobs at once, all terminal (worker concurrency 2)", rm.median, "s",
             bm.median, "bare `codex` command, 2 in parallel", tput, ">= 0.95x throughput",
             tput is not None and tput >= 0.95, p99=rm.p99, baseline_p99=bm.p99,
             note=f"ratio = bare/runner time = throughput ratio; {reps} batches; "
                  f"{n / rm.median:.2f} vs {n / bm.median:.2f} jobs/s"),
-        Row("2", f"{n} codex jobs at once against the native binary (the service's own share)",
+        Row(FIGURE, f"{n} codex jobs at once against the native binary (the service's own share)",
             rm.median, "s", nm.median, "bare native codex binary, 2 in parallel", own,
             p99=rm.p99, baseline_p99=nm.p99,
             note=f"ratio = bare/runner time; {n / rm.median:.2f} vs {n / nm.median:.2f} jobs/s"),
-        Row("3", "runner CPU per run (gunicorn + celery processes, engines excluded)", tot.median,
+        Row(CPU_FIGURE, "runner CPU per run (gunicorn + celery processes, engines excluded)", tot.median,
             "s", eng.median, "native codex CPU per run", ratio(tot.median, eng.median), "<= 0.03 s",
             tot.median <= 0.03, p99=tot.p99,
             note=f"gunicorn {web.median * 1000:.1f} ms (incl. ~{reqs:.1f} HTTP requests/run of "
                  f"the bench client), celery {wrk.median * 1000:.1f} ms (main process "
                  f"{main.median * 1000:.1f} ms, pool children the rest)"),
-        Row("3", "RSS gunicorn master / workers", rss_web[0] if rss_web else 0, "MiB",
+        Row(CPU_FIGURE, "RSS gunicorn master / workers", rss_web[0] if rss_web else 0, "MiB",
             rss_bare[0] if rss_bare else None, "bare Celery main",
             note="workers " + ", ".join(f"{v:.1f}" for v in rss_web[1:]) + " MiB"),
-        Row("3", "RSS celery main / pool children", rss_worker[0] if rss_worker else 0, "MiB",
+        Row(CPU_FIGURE, "RSS celery main / pool children", rss_worker[0] if rss_worker else 0, "MiB",
             rss_bare[0] if rss_bare else None, "bare Celery main",
             ratio(rss_worker[0], rss_bare[0]) if rss_worker and rss_bare else None,
             note="children " + ", ".join(f"{v:.1f}" for v in rss_worker[1:])

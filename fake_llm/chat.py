@@ -10,8 +10,8 @@ import json
 import time
 from typing import Any
 
-from tests.fake_llm.script import Conversation, Script, ToolCall, decide, estimate_tokens, new_id
-from tests.fake_llm.wire import Reply, json_reply, sse_reply
+from fake_llm.script import Conversation, Script, ToolCall, decide, estimate_tokens, new_id
+from fake_llm.wire import Reply, json_reply, sse_reply
 
 
 def read_conversation(body: dict[str, Any]) -> Conversation:

@@ -1,4 +1,4 @@
-"""Figure 5: a cache hit, with no worker running.
+"""A cache hit, with no worker running.
 
 One noop request runs once (worker up), then the worker is stopped and the same request is
 POSTed again and again: each binds to the succeeded run (`cache_hit: true`) and its result is
@@ -11,12 +11,13 @@ from bench.context import Context
 from bench.services import Stack, StackOptions, wait_terminal
 from bench.stats import Row, ratio, summarize
 
+FIGURE = "cache-hit"
 BODY = {"skill_id": "bench-noop", "input": {"n": -1}}
 
 
 def run(ctx: Context) -> list[Row]:
     n = ctx.count(1000, 50)
-    root = ctx.scratch("fig5")
+    root = ctx.scratch(FIGURE)
     try:
         with Stack(root / "stack", StackOptions(access_log=True)) as stack:
             client = stack.client()
@@ -47,10 +48,10 @@ def run(ctx: Context) -> list[Row]:
     sp, sh, sr = summarize(server_post), summarize(server_health), summarize(server_result)
     ct = summarize(client_total)
     return [
-        Row("5", "cache hit: POST /v1/jobs server time (no worker)", sp.median, "s", sh.median,
+        Row(FIGURE, "cache hit: POST /v1/jobs server time (no worker)", sp.median, "s", sh.median,
             "GET /healthz server time", ratio(sp.median, sh.median), "p50 <= 5 ms",
             sp.median <= 0.005, p99=sp.p99, baseline_p99=sh.p99, note=f"n={n}"),
-        Row("5", "cache hit: POST + GET result, client time", ct.median, "s", sh.median,
+        Row(FIGURE, "cache hit: POST + GET result, client time", ct.median, "s", sh.median,
             "GET /healthz server time", ratio(ct.median, sh.median), p99=ct.p99,
             note=f"GET result server p50 {sr.median * 1000:.1f} ms"),
     ]

@@ -1,4 +1,4 @@
-"""Figure 1: per-run overhead on a real engine.
+"""Codex overhead: per-run overhead on a real engine.
 
 The same codex prompt skill (one tool call + final JSON from the fake LLM), (a) as the bare CLI
 command with the worker's exact flags in a fresh run dir, and (b) through REST -> Redis ->
@@ -21,6 +21,7 @@ from bench.engine import RESULT, SKILL_ID, TEXT, as_cli_command, codex_setup, pr
 from bench.services import Stack, StackOptions, as_epoch, parse_time
 from bench.stats import Row, median_ratio_interval, ratio, summarize
 
+FIGURE = "codex-overhead"
 WAIT_SEC = 60
 
 
@@ -57,7 +58,7 @@ def submit_and_wait(client) -> Observed:
 
 def run(ctx: Context) -> list[Row]:
     n = ctx.count(200, 6)  # the ratio of two medians of 200 runs: a 95% interval of ~±1%
-    root = ctx.scratch("fig1")
+    root = ctx.scratch(FIGURE)
     try:
         with codex_setup(root) as codex, \
                 Stack(root / "stack", StackOptions(extra_env=codex.worker_env())) as stack:
@@ -73,7 +74,7 @@ def run(ctx: Context) -> list[Row]:
                 native.append(run_bare(prepare_bare(bare_runs, stack.skills_dir)))
                 seen.append(submit_and_wait(client))
                 if (i + 1) % 10 == 0:
-                    ctx.log(f"fig1: {i + 1}/{n} pairs")
+                    ctx.log(f"{FIGURE}: {i + 1}/{n} pairs")
             steps = run_steps(stack, seen)
     finally:
         ctx.cleanup(root)
@@ -85,19 +86,19 @@ def run(ctx: Context) -> list[Row]:
     lo, hi = median_ratio_interval(runner, bare)
     row_lo, row_hi = median_ratio_interval(rows_latency, bare)
     own_lo, own_hi = median_ratio_interval(runner, native)
-    out = [Row("1", "codex run through REST->Redis->worker->result (client)", r.median, "s",
+    out = [Row(FIGURE, "codex run through REST->Redis->worker->result (client)", r.median, "s",
                b.median, "bare `codex` CLI command", ratio(r.median, b.median), "<= 1.03 at median",
                ratio(r.median, b.median) <= 1.03, p99=r.p99, baseline_p99=b.p99,
                note=f"n={n} pairs; overhead p50 {1000 * (r.median - b.median):.1f} ms; "
                     f"ratio's 95% interval {lo:.3f}-{hi:.3f} (bootstrap over the pairs); "
                     f"result long-polled (GET /result?wait_sec)",
                extra={"ratio_interval": [lo, hi]}),
-           Row("1", "codex run, POST -> run finished_at (row)", rl.median, "s", b.median,
+           Row(FIGURE, "codex run, POST -> run finished_at (row)", rl.median, "s", b.median,
                "bare `codex` CLI command", ratio(rl.median, b.median), "<= 1.03 at median",
                ratio(rl.median, b.median) <= 1.03, p99=rl.p99, baseline_p99=b.p99,
                note=f"ratio's 95% interval {row_lo:.3f}-{row_hi:.3f}",
                extra={"ratio_interval": [row_lo, row_hi]}),
-           Row("1", "the same run against the native codex binary run bare (the service's own share)",
+           Row(FIGURE, "the same run against the native codex binary run bare (the service's own share)",
                r.median, "s", nb.median, "bare native codex binary", ratio(r.median, nb.median),
                p99=r.p99, baseline_p99=nb.p99,
                note=f"overhead p50 {1000 * (r.median - nb.median):.1f} ms; ratio's 95% interval "
@@ -106,10 +107,10 @@ def run(ctx: Context) -> list[Row]:
                extra={"ratio_interval": [own_lo, own_hi]})]
     if process:  # the CLI as the supervisor saw it (prompt, config and skill files excluded)
         p = summarize(process)
-        out.append(Row("1", "codex process inside the worker (timings.process - engine_setup)", p.median,
+        out.append(Row(FIGURE, "codex process inside the worker (timings.process - engine_setup)", p.median,
                        "s", nb.median, "bare native codex binary", ratio(p.median, nb.median),
                        p99=p.p99, baseline_p99=nb.p99))
-    out.append(Row("1", "where a run's time goes (medians per run)", r.median, "s",
+    out.append(Row(FIGURE, "where a run's time goes (medians per run)", r.median, "s",
                    note="; ".join(f"{k} {v * 1000:.1f} ms" for k, v in split.items()),
                    extra=split))
     return out

@@ -1,4 +1,4 @@
-"""Figure 6: scale of state. With 100,000 runs in the database (SQLite and Postgres), GET
+"""Many runs: the scale of state. With 100,000 runs in the database (SQLite and Postgres), GET
 /v1/jobs/{id}, the filtered, paginated list GET /v1/jobs?status=&skill_id=&limit=50&cursor=, and
 POST /v1/jobs (a cache miss: the cache lookup, the queue count and the inserts all meet the
 big tables; no worker runs, so the new runs stay queued).
@@ -19,6 +19,7 @@ from bench.context import Context
 from bench.services import Stack, StackOptions
 from bench.stats import Row, ratio, summarize
 
+FIGURE = "many-runs"
 SKILLS = [f"bench-skill-{i:02d}" for i in range(20)]
 STATUSES = [("succeeded", 0.90), ("failed", 0.06), ("canceled", 0.02), ("queued", 0.015),
             ("running", 0.005)]
@@ -119,7 +120,7 @@ def run(ctx: Context) -> list[Row]:
     rows: list[Row] = []
     for db in ("sqlite", "postgres"):
         rng = random.Random(7)
-        root = ctx.scratch(f"fig6-{db}")
+        root = ctx.scratch(f"{FIGURE}-{db}")
         try:
             with Stack(root / "stack", StackOptions(db=db, worker=False, access_log=True, extra_env={
                     "SKILL_RUNNER_QUEUE_MAX": "1000000"})) as stack:  # 1.5% of the runs are queued
@@ -130,7 +131,7 @@ def run(ctx: Context) -> list[Row]:
                 ids += insert_runs(stack.database_url, small, total - small, rng)
                 if db == "postgres":
                     _analyze(stack.database_url)
-                ctx.log(f"fig6: {db}: {total} runs inserted")
+                ctx.log(f"{FIGURE}: {db}: {total} runs inserted")
                 big = measure(stack, ids, n_get, n_list, rng, n_post)
         finally:
             ctx.cleanup(root)
@@ -138,7 +139,7 @@ def run(ctx: Context) -> list[Row]:
             b, s = summarize(big[key]), summarize(base[key])
             label = {"get": "GET /v1/jobs/{id}", "post": "POST /v1/jobs (cache miss, enqueued)"}.get(
                 key) or f"GET /v1/jobs?status={key.split()[1]}&skill_id=..&limit=50 (+cursor pages)"
-            rows.append(Row("6", f"{db}, {total:,} runs: {label}", b.median, "s", s.median,
+            rows.append(Row(FIGURE, f"{db}, {total:,} runs: {label}", b.median, "s", s.median,
                             f"same at {small:,} runs", ratio(b.p99, s.p99), "p99 <= 15 ms",
                             b.p99 <= 0.015, p99=b.p99, baseline_p99=s.p99,
                             note=f"n={b.n}; ratio of p99s"))

@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tests.fake_llm.script import Conversation, Script, ToolCall, decide, estimate_tokens, new_id
-from tests.fake_llm.wire import Reply, json_reply, sse_reply
+from fake_llm.script import Conversation, Script, ToolCall, decide, estimate_tokens, new_id
+from fake_llm.wire import Reply, json_reply, sse_reply
 
 ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
                404: "not_found_error", 429: "rate_limit_error", 529: "overloaded_error"}

@@ -1,4 +1,4 @@
-"""Figure 7: streaming memory of the API process.
+"""Streaming memory of the API process.
 
 Upload of a 1 GiB zip (POST /v1/jobs/{id}/upload, raw application/zip body streamed from a
 file) and download of a 1 GiB bundle (GET /v1/jobs/{id}/bundle of a run whose script wrote a
@@ -20,6 +20,7 @@ from bench.context import Context
 from bench.services import Stack, StackOptions, wait_terminal
 from bench.stats import Row
 
+FIGURE = "streaming-memory"
 SAMPLE_SEC = 0.02
 
 
@@ -113,7 +114,7 @@ def download(stack: Stack, size_mib: int) -> tuple[float, float, int]:
 def run(ctx: Context) -> list[Row]:
     size_mib = ctx.count(1024, 64)
     size = size_mib * 2 ** 20 - 4096  # the zip itself is then ~size_mib MiB
-    root = ctx.scratch("fig7")
+    root = ctx.scratch(FIGURE)
     try:
         with Stack(root / "stack", StackOptions(extra_env={
                 "SKILL_RUNNER_UPLOAD_MAX_BYTES": str(2 * size_mib * 2 ** 20)})) as stack:
@@ -123,18 +124,18 @@ def run(ctx: Context) -> list[Row]:
             copy_s = copy_rate(zip_path)
             up_growth, up_s = upload(stack, zip_path)
             zip_path.unlink()
-            ctx.log(f"fig7: upload {zip_mib:.0f} MiB in {up_s:.1f}s, RSS +{up_growth:.1f} MiB")
+            ctx.log(f"{FIGURE}: upload {zip_mib:.0f} MiB in {up_s:.1f}s, RSS +{up_growth:.1f} MiB")
             down_growth, down_s, nbytes = download(stack, size_mib)
-            ctx.log(f"fig7: download {nbytes / 2 ** 20:.0f} MiB in {down_s:.1f}s, "
+            ctx.log(f"{FIGURE}: download {nbytes / 2 ** 20:.0f} MiB in {down_s:.1f}s, "
                     f"RSS +{down_growth:.1f} MiB")
     finally:
         ctx.cleanup(root)
     return [
-        Row("7", f"upload of a {zip_mib:.0f} MiB zip: peak RSS growth of the API worker",
+        Row(FIGURE, f"upload of a {zip_mib:.0f} MiB zip: peak RSS growth of the API worker",
             up_growth, "MiB", zip_mib, "payload", up_growth / zip_mib, "<= 64 MiB",
             up_growth <= 64, note=f"{zip_mib / up_s:.0f} MiB/s vs local copy "
                                   f"{zip_mib / copy_s:.0f} MiB/s"),
-        Row("7", f"download of a {nbytes / 2 ** 20:.0f} MiB bundle: peak RSS growth of the API worker",
+        Row(FIGURE, f"download of a {nbytes / 2 ** 20:.0f} MiB bundle: peak RSS growth of the API worker",
             down_growth, "MiB", nbytes / 2 ** 20, "payload", down_growth / (nbytes / 2 ** 20),
             "<= 64 MiB", down_growth <= 64,
             note=f"{nbytes / 2 ** 20 / down_s:.0f} MiB/s (zip built while streaming)"),

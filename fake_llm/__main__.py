@@ -1,4 +1,4 @@
-"""Run the fake LLM server: `python -m tests.fake_llm --port 0 --script FILE [--log FILE]`.
+"""Run the fake LLM server: `python -m fake_llm --port 0 --script FILE [--log FILE]`.
 
 Prints the bound port on the first line of stdout, then serves until interrupted. The script
 file is re-read on every request.
@@ -9,13 +9,13 @@ import argparse
 import sys
 from pathlib import Path
 
-from tests.fake_llm.script import Script
-from tests.fake_llm.server import FakeLLM
+from fake_llm.script import Script
+from fake_llm.server import FakeLLM
 
 
 def main(argv: list[str] | None = None) -> int:
     """Parse arguments, print the port and serve."""
-    parser = argparse.ArgumentParser(prog="python -m tests.fake_llm", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m fake_llm", description=__doc__)
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
     parser.add_argument("--script", type=Path, help="JSON script; defaults apply without one")
     parser.add_argument("--log", type=Path, help="append every request as a JSON line")

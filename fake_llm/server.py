@@ -5,7 +5,7 @@
         assert llm.requests
 
 `script` may also be a path to a JSON file, re-read on every request, so a test (or a shell
-session using `python -m tests.fake_llm`) can change behaviour while the server runs.
+session using `python -m fake_llm`) can change behaviour while the server runs.
 """
 from __future__ import annotations
 
@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from tests.fake_llm import anthropic, chat, gemini, responses
-from tests.fake_llm.script import Script
-from tests.fake_llm.wire import Reply, json_reply
+from fake_llm import anthropic, chat, gemini, responses
+from fake_llm.script import Script
+from fake_llm.wire import Reply, json_reply
 
 
 @dataclass(frozen=True)
@@ -166,7 +166,7 @@ class FakeLLM:
         self._server.server_close()
 
     def serve_forever(self) -> None:
-        """Serve in the calling thread (used by `python -m tests.fake_llm`)."""
+        """Serve in the calling thread (used by `python -m fake_llm`)."""
         self._server.serve_forever()
 
     def __enter__(self) -> FakeLLM:

@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tests.fake_llm.script import Conversation, Script, ToolCall, decide, estimate_tokens, new_id
-from tests.fake_llm.wire import Reply, json_reply, sse_reply
+from fake_llm.script import Conversation, Script, ToolCall, decide, estimate_tokens, new_id
+from fake_llm.wire import Reply, json_reply, sse_reply
 
 TOOL_OUTPUT_TYPES = ("function_call_output", "custom_tool_call_output", "local_shell_call_output")
 

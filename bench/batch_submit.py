@@ -1,4 +1,4 @@
-"""Figure 8: batch submission. 1,000 noop jobs POSTed by a script with 4 threads while 2 worker
+"""Batch submission. 1,000 noop jobs POSTed by a script with 4 threads while 2 worker
 processes drain them: accepted per second by gunicorn, per-POST latency, and the time until
 the last run finished. Baseline from the same run: the same 4 threads publishing 1,000 bare
 Celery tasks (bench/bare_celery.py) straight to the same broker, drained by a bare 2-process
@@ -11,16 +11,17 @@ from concurrent.futures import ThreadPoolExecutor
 
 from bench.bare_celery import BareWorker
 from bench.context import Context
-from bench.fig4_floor import COMMAND, body
+from bench.noop_throughput import COMMAND, body
 from bench.services import Stack, parse_time, wait_terminal
 from bench.stats import Row, ratio, summarize
 
+FIGURE = "batch-submit"
 THREADS = 4
 
 
 def run(ctx: Context) -> list[Row]:
     n = ctx.count(1000, 100)
-    root = ctx.scratch("fig8")
+    root = ctx.scratch(FIGURE)
     try:
         with Stack(root / "stack") as stack, BareWorker(root / "bare", stack.broker_url) as bare:
             client = stack.client()
@@ -34,7 +35,7 @@ def run(ctx: Context) -> list[Row]:
             for res in results:
                 res.get(timeout=300)
             bare_drain = time.perf_counter() - started
-            ctx.log(f"fig8: bare {n} tasks: submit {bare_submit:.2f}s drain {bare_drain:.2f}s")
+            ctx.log(f"{FIGURE}: bare {n} tasks: submit {bare_submit:.2f}s drain {bare_drain:.2f}s")
             # the service
             latencies: list[float] = []
             started_wall, started = time.time(), time.perf_counter()
@@ -55,11 +56,11 @@ def run(ctx: Context) -> list[Row]:
         ctx.cleanup(root)
     lat = summarize(latencies)
     return [
-        Row("8", f"{n} jobs by {THREADS} threads: accepted per second", n / submit, "/s",
+        Row(FIGURE, f"{n} jobs by {THREADS} threads: accepted per second", n / submit, "/s",
             n / bare_submit, "bare Celery publish rate", ratio(n / submit, n / bare_submit),
             note=f"POST p50 {lat.median * 1000:.1f} ms, p99 {lat.p99 * 1000:.1f} ms "
                  "(while 2 workers drain)"),
-        Row("8", f"{n} jobs: time to drain with 2 worker processes", drain, "s", bare_drain,
+        Row(FIGURE, f"{n} jobs: time to drain with 2 worker processes", drain, "s", bare_drain,
             "bare Celery, 2 processes", ratio(drain, bare_drain),
             note=f"{n / drain:.1f} vs {n / bare_drain:.1f} runs/s; {failed} failed"),
     ]
