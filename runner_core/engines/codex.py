@@ -36,17 +36,16 @@ from pathlib import Path
 from typing import Any
 
 from runner_core.engines.base import CommandSpec, EngineContext, EngineError, EngineOutput, ProcessResult
-from runner_core.engines.config import (
-    api_error, engine_env, exit_error, json_lines, json_of_text, missing_cli_error, prompt_fits_argv,
-    read_output, resolve_api_key, resolve_binary,
-)
+from runner_core.engines.config import resolve_api_key
+from runner_core.engines.failures import api_error, exit_error, http_status, missing_cli_error
+from runner_core.engines.invocation import engine_env, prompt_args, resolve_binary
+from runner_core.engines.streams import json_lines, json_of_text, read_output
 
 HOME_DIR = ".codex-home"
 PROVIDER = "skillrunner"
 DEFAULT_KEY_ENV = "SKILL_RUNNER_API_KEY"
 TOOL_ITEMS = ("command_execution", "mcp_tool_call", "file_change", "web_search")
 _AUTH_PATTERNS = ("missing environment variable", "not logged in", "no api key", "please login")
-_STATUS = re.compile(r"(?:status|API Error:?)\s*(\d{3})", re.IGNORECASE)
 _BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
 # (system, machine) -> the launcher's target triple and its platform package (bin/codex.js)
 _TARGETS = {
@@ -174,12 +173,10 @@ class CodexAdapter:
             argv += ["--output-schema", str(ctx.output_schema_path)]
         if ctx.session_id:
             argv += ["resume", ctx.session_id]
-        # A prompt may start with "-"; one too long for argv is read from stdin ("-").
-        fits = prompt_fits_argv(ctx.prompt)
-        argv += ["--", ctx.prompt] if fits else ["-"]
+        prompt, stdin = prompt_args(ctx.prompt, stdin_args=["-"])  # "-": read it from stdin
+        argv += prompt
         env = engine_env(home=home, binary_path=binary_path, config=ctx.config, extra=extra)
-        return CommandSpec(argv=argv, cwd=Path(ctx.run_dir), env=env,
-                           stdin=None if fits else ctx.prompt)
+        return CommandSpec(argv=argv, cwd=Path(ctx.run_dir), env=env, stdin=stdin)
 
     def parse_output(self, result: ProcessResult) -> EngineOutput:
         """Session id, final message, usage, tool calls and a typed error from the JSONL."""
@@ -227,11 +224,8 @@ def classify_api_error(message: str, timed_out: bool = False) -> EngineError:
     """AUTH_MISSING for a missing key, else MODEL_API_ERROR (with the HTTP status if known)."""
     if any(p in message.lower() for p in _AUTH_PATTERNS):
         return EngineError("AUTH_MISSING", message, {"timed_out": timed_out})
-    status: int | None = None
-    match = _STATUS.search(message)
-    if match:
-        status = int(match.group(1))
-    else:
+    status = http_status(message)
+    if status is None:
         body = json_of_text(message)  # codex relays some error bodies verbatim
         code = str((body.get("error") or {}).get("code", "")) if isinstance(body, dict) else ""
         status = int(code) if code.isdigit() else None

@@ -27,7 +27,7 @@ import psutil
 import pytest
 
 from runner_core.engines.base import CommandSpec, EngineAdapter, EngineContext, EngineOutput, ProcessResult
-from runner_core.engines.config import resolve_binary
+from runner_core.engines.invocation import resolve_binary
 from tests.fake_llm import FakeLLM, RecordedRequest, Script
 
 PROBE_SKILL_DIR = Path(__file__).resolve().parent / "probe-skill"
