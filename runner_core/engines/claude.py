@@ -25,7 +25,7 @@ from runner_core.engines.claude_stream import Stream, read_stream
 from runner_core.engines.config import resolve_api_key
 from runner_core.engines.failures import api_error, exit_error, missing_cli_error
 from runner_core.engines.invocation import engine_env, prompt_args, resolve_binary
-from runner_core.engines.streams import json_lines, json_of_text, read_output
+from runner_core.engines.streams import json_lines, json_of_text, read_output, token_counts
 
 HOME_DIR = ".claude-home"
 ALLOWED_TOOLS = ("Bash", "Read", "Write", "Edit", "MultiEdit", "Glob", "Grep", "Skill", "TodoWrite")
@@ -84,6 +84,7 @@ class ClaudeAdapter:
             out.usage = stream.usage
             if "total_cost_usd" in stream.result:
                 out.usage["cost_usd"] = stream.result["total_cost_usd"]
+        out.tokens = token_counts(out.usage)
         out.error = self._error(result, stream)
         if out.error is None:
             out.parsed_json = json_of_text(out.final_text)

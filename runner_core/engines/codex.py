@@ -39,7 +39,7 @@ from runner_core.engines.base import CommandSpec, EngineContext, EngineError, En
 from runner_core.engines.config import resolve_api_key
 from runner_core.engines.failures import api_error, exit_error, http_status, missing_cli_error
 from runner_core.engines.invocation import engine_env, prompt_args, resolve_binary
-from runner_core.engines.streams import json_lines, json_of_text, read_output
+from runner_core.engines.streams import json_lines, json_of_text, read_output, token_counts
 
 HOME_DIR = ".codex-home"
 PROVIDER = "skillrunner"
@@ -200,6 +200,7 @@ class CodexAdapter:
                 errors.append(str(event.get("message", "")))
             elif kind == "turn.failed":
                 failed = str((event.get("error") or {}).get("message", "")) or "turn failed"
+        out.tokens = token_counts(out.usage)
         out.parsed_json = json_of_text(out.final_text)
         out.error = self._error(result, events, failed, errors)
         return out

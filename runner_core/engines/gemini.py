@@ -21,7 +21,7 @@ from runner_core.engines.failures import api_error, http_status, process_error
 from runner_core.engines.invocation import (
     RUN_HOME, RUN_HOME_FILES, program_argv, prompt_args, resolve_binary, run_env,
 )
-from runner_core.engines.streams import json_lines, json_of_text, read_output
+from runner_core.engines.streams import json_lines, json_of_text, read_output, token_counts
 
 BASE_SETTINGS: dict[str, Any] = {"security": {"auth": {"selectedType": "gemini-api-key"}}}
 # Printed when no key is configured (exit 41); a refused key is a MODEL_API_ERROR instead.
@@ -100,6 +100,7 @@ def parse_stream_events(events: list[dict[str, Any]], exit_code: int | None) -> 
         elif kind == "result":
             output.envelope = event
             output.usage = dict(event.get("stats") or {})
+            output.tokens = token_counts(output.usage)
             if event.get("status") == "error":
                 output.error = result_error(event.get("error") or {})
     output.final_text = text or None

@@ -19,7 +19,7 @@ from runner_core.engines.base import CommandSpec, EngineContext, EngineError, En
 from runner_core.engines.config import deep_merge, resolve_api_key
 from runner_core.engines.failures import api_error, http_status, process_error
 from runner_core.engines.invocation import RUN_HOME, RUN_HOME_FILES, prompt_args, resolve_binary, run_env
-from runner_core.engines.streams import json_of_text, read_output
+from runner_core.engines.streams import json_of_text, read_output, token_counts
 
 _INFO = re.compile(r"<Execution Info>\s*(.*?)\s*</Execution Info>", re.DOTALL)
 _API_ERROR = re.compile(r"\[API Error:\s*(.*?)\]\s*$", re.DOTALL | re.MULTILINE)
@@ -84,6 +84,7 @@ def parse_text(stdout: str, stderr: str, exit_code: int | None) -> EngineOutput:
         output.session_id = info.get("session-id") or info.get("session_id")
         usage = info.get("tokenUsage") or info.get("usage") or {}
         output.usage = dict(usage) if isinstance(usage, dict) else {}
+        output.tokens = token_counts(output.usage, "input", "output")
     start = blocks[-2].end() if len(blocks) > 1 else 0
     text = _INFO.sub("", stdout[start:]).strip()
     output.final_text = text or None

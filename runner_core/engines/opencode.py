@@ -23,7 +23,7 @@ from runner_core.engines.base import CommandSpec, EngineContext, EngineError, En
 from runner_core.engines.config import deep_merge, resolve_api_key
 from runner_core.engines.failures import api_error, process_error
 from runner_core.engines.invocation import RUN_HOME_FILES, prompt_args, resolve_binary, run_env
-from runner_core.engines.streams import json_lines, json_of_text, read_output
+from runner_core.engines.streams import json_lines, json_of_text, read_output, token_counts
 from runner_core.workspace import GIT_MARKER  # opencode stops its upward scan at a git root
 
 PROVIDER_ID = "runner"
@@ -129,6 +129,7 @@ def parse_events(events: list[dict[str, Any]], exit_code: int | None) -> EngineO
         elif kind == "error":
             output.error = event_error(event.get("error") or {})
     output.usage = usage
+    output.tokens = token_counts(usage, "input", "output")
     output.final_text = text or None
     output.parsed_json = json_of_text(output.final_text)
     return output

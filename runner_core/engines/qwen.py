@@ -22,7 +22,7 @@ from runner_core.engines.failures import api_error, http_status, process_error
 from runner_core.engines.invocation import (
     RUN_HOME, RUN_HOME_FILES, program_argv, prompt_args, resolve_binary, run_env,
 )
-from runner_core.engines.streams import json_lines, json_of_text, read_output
+from runner_core.engines.streams import json_lines, json_of_text, read_output, token_counts
 
 _API_ERROR = re.compile(r"^\s*\[API Error:\s*(.*?)\]?\s*$", re.DOTALL)
 _AUTH_HINTS = ("Missing API key", "OPENAI_API_KEY environment variable")
@@ -75,6 +75,7 @@ class QwenAdapter:
         output = EngineOutput(exit_code=result.exit_code, final_text=stream.text or None,
                               envelope=stream.result, session_id=stream.session_id,
                               usage=stream.usage, tool_calls=stream.tool_calls)
+        output.tokens = token_counts(output.usage)
         output.error = result_error(stream.result) if stream.result is not None else None
         if output.error is None:
             output.parsed_json = json_of_text(output.final_text)
