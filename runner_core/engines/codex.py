@@ -13,16 +13,15 @@ Config keys read from `ctx.config` (see runner_core.engines.config):
 - ``settings``: codex config.toml keys, flattened into ``-c dotted.key=<toml>`` overrides, e.g.
   ``{"model_providers": {"skillrunner": {"stream_max_retries": 0}}}``.
 
-The npm ``codex`` command is a Node launcher: it finds the platform package's native binary and
-runs it with the same arguments (as its child on Node < 22.15). The worker runs that binary
-itself (`native_binary`), with the two variables the launcher adds, and falls back to the
-launcher when the layout is not the npm one. Same program, same flags, one process fewer and no
-Node start: ~0.13-0.16 s less per run on a 2-core machine (bench/RESULTS.md, figure 1).
+The npm ``codex`` command is a Node launcher that runs the platform package's native binary with
+the same arguments. The worker runs that binary itself (`native_binary`), with the two variables
+the launcher adds, to skip a Node start per run; it falls back to the launcher when the layout
+is not the npm one.
 
 Each run gets its own ``CODEX_HOME`` (and ``HOME``) at ``<run_dir>/.codex-home``; sessions live
 there, so a resume must use the same run dir. Profiles (``-p``) are never used. The prompt is
-the last argument (after ``--``), stdin is /dev/null. ``ctx.execution_mode`` changes nothing:
-codex exec has no way to ask the user.
+the last argument (after ``--``), or ``-`` with the prompt on stdin when it is too long for
+argv. ``ctx.execution_mode`` changes nothing: codex exec has no way to ask the user.
 """
 from __future__ import annotations
 
