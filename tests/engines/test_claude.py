@@ -26,6 +26,7 @@ def test_claude_runs_shell_tool_and_returns_final_json(scenario: Scenario) -> No
     assert [c["name"] for c in out.tool_calls] == ["Bash"]
     assert out.tool_calls[0]["is_error"] is False
     assert out.envelope["subtype"] == "success"
+    assert out.tokens is not None and out.tokens["input_tokens"] > 0 and out.tokens["output_tokens"] > 0
 
 
 def test_claude_advertises_the_installed_skill_to_the_model(scenario: Scenario) -> None:

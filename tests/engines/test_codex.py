@@ -27,6 +27,7 @@ def test_codex_runs_shell_tool_and_returns_final_json(scenario: Scenario) -> Non
     assert out.session_id
     assert [c["type"] for c in out.tool_calls] == ["command_execution"]
     assert out.usage.get("input_tokens", 0) > 0
+    assert out.tokens is not None and out.tokens["input_tokens"] > 0 and out.tokens["output_tokens"] > 0
 
 
 def test_codex_advertises_the_installed_skill_to_the_model(scenario: Scenario) -> None:

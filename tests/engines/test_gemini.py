@@ -24,6 +24,7 @@ def test_gemini_runs_shell_tool_and_returns_final_json(scenario: Scenario) -> No
     assert out.session_id
     assert [c["name"] for c in out.tool_calls] == ["run_shell_command"]
     assert out.usage.get("input_tokens", 0) > 0
+    assert out.tokens is not None and out.tokens["input_tokens"] > 0 and out.tokens["output_tokens"] > 0
 
 
 def test_gemini_advertises_the_installed_skill_to_the_model(scenario: Scenario) -> None:

@@ -28,6 +28,7 @@ def test_opencode_runs_shell_tool_and_returns_final_json(scenario: Scenario) -> 
     assert out.session_id and out.session_id.startswith("ses_")
     assert [c["name"] for c in out.tool_calls] == ["bash"]
     assert out.usage.get("input", 0) > 0
+    assert out.tokens is not None and out.tokens["input_tokens"] > 0 and out.tokens["output_tokens"] > 0
 
 
 def test_opencode_advertises_the_installed_skill_to_the_model(scenario: Scenario) -> None:
