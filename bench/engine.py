@@ -36,8 +36,9 @@ class CodexSetup:
 def codex_setup(root: Path) -> Iterator[CodexSetup]:
     """Fake LLM (one tool call, then the final JSON) + engine config dir enforcing it."""
     from runner_core.engines import get_adapter
-    from runner_core.engines.config import CONFIG_DIR_ENV, resolve_binary
     from fake_llm import FakeLLM, Script
+    from runner_core.engines.config import CONFIG_DIR_ENV
+    from runner_core.engines.invocation import resolve_binary
     if resolve_binary(get_adapter("codex").binary) is None:
         raise RuntimeError("the codex CLI is not installed (deploy/install-engines.sh)")
     script = Script(command=f"echo {TEXT}", final_text=json.dumps(RESULT))
@@ -119,7 +120,7 @@ def as_cli_command(run: BareRun) -> BareRun:
     finds the native binary and runs it with the same arguments) instead of the native binary
     the worker runs, without the two variables the launcher adds itself."""
     from runner_core.engines import get_adapter
-    from runner_core.engines.config import resolve_binary
+    from runner_core.engines.invocation import resolve_binary
     launcher = resolve_binary(get_adapter("codex").binary)
     env = {k: v for k, v in run.env.items()
            if k not in ("CODEX_MANAGED_BY_NPM", "CODEX_MANAGED_PACKAGE_ROOT")}

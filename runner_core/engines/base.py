@@ -68,7 +68,9 @@ class EngineOutput:
     parsed_json: Any = None
     envelope: Any = None          # the CLI's structured envelope, when it has one
     session_id: str | None = None
-    usage: dict[str, Any] = field(default_factory=dict)
+    usage: dict[str, Any] = field(default_factory=dict)  # the CLI's own usage record, as printed
+    # {"input_tokens": int, "output_tokens": int} as the CLI counts them; None when it has none
+    tokens: dict[str, int] | None = None
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     error: EngineError | None = None
 

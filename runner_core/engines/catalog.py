@@ -11,7 +11,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from runner_core.engines import SUPPORTED_ENGINES, get_adapter
-from runner_core.engines.config import load_engine_config, resolve_api_key, resolve_binary
+from runner_core.engines.config import load_engine_config, resolve_api_key
+from runner_core.engines.invocation import resolve_binary
 
 VERSION_TTL_SEC = 300.0
 _versions: dict[str, tuple[float, str | None, str | None]] = {}

@@ -21,10 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from runner_core.engines.base import CommandSpec, EngineContext, EngineError, EngineOutput, ProcessResult
-from runner_core.engines.config import (
-    api_error, engine_env, exit_error, json_lines, json_of_text, missing_cli_error, prompt_fits_argv,
-    read_output, resolve_api_key, resolve_binary,
-)
+from runner_core.engines.claude_stream import Stream, read_stream
+from runner_core.engines.config import resolve_api_key
+from runner_core.engines.failures import api_error, exit_error, missing_cli_error
+from runner_core.engines.invocation import engine_env, prompt_args, resolve_binary
+from runner_core.engines.streams import json_lines, json_of_text, read_output, token_counts
 
 HOME_DIR = ".claude-home"
 ALLOWED_TOOLS = ("Bash", "Read", "Write", "Edit", "MultiEdit", "Glob", "Grep", "Skill", "TodoWrite")
@@ -65,54 +66,33 @@ class ClaudeAdapter:
             argv += ["--model", str(model)]
         if ctx.session_id:
             argv += ["--resume", ctx.session_id]
-        # A prompt may start with "-"; one too long for argv is read from stdin.
-        fits = prompt_fits_argv(ctx.prompt)
-        if fits:
-            argv += ["--", ctx.prompt]
+        prompt, stdin = prompt_args(ctx.prompt)  # too long for argv: claude reads stdin
+        argv += prompt
         files: dict[str, str] = {}
         if ctx.config.get("settings"):
             rel = config_dir.relative_to(Path(ctx.run_dir)) / "settings.json"
             files[str(rel)] = json.dumps(ctx.config["settings"], indent=2)
         env = engine_env(home=home, binary_path=binary_path, config=ctx.config, extra=extra)
-        return CommandSpec(argv=argv, cwd=Path(ctx.run_dir), env=env,
-                           stdin=None if fits else ctx.prompt, files=files)
+        return CommandSpec(argv=argv, cwd=Path(ctx.run_dir), env=env, stdin=stdin, files=files)
 
     def parse_output(self, result: ProcessResult) -> EngineOutput:
         """Session id, final text, usage, tool calls and a typed error from the stream."""
-        events = last_invocation(json_lines(read_output(result.stdout_path)))
-        out = EngineOutput(exit_code=result.exit_code)
-        init: dict[str, Any] = {}
-        envelope: dict[str, Any] | None = None
-        calls: dict[str, dict[str, Any]] = {}
-        last_text: str | None = None
-        for event in events:
-            kind = event.get("type")
-            out.session_id = event.get("session_id") or out.session_id
-            if kind == "system" and event.get("subtype") == "init":
-                init = event
-            elif kind == "assistant":
-                last_text = _collect_assistant(event, calls) or last_text
-            elif kind == "user":
-                _collect_results(event, calls)
-            elif kind == "result":
-                envelope = event
-        out.tool_calls = list(calls.values())
-        out.envelope = envelope
-        if envelope is not None:
-            out.usage = dict(envelope.get("usage") or {})
-            if "total_cost_usd" in envelope:
-                out.usage["cost_usd"] = envelope["total_cost_usd"]
-            out.final_text = envelope.get("result") if isinstance(envelope.get("result"), str) else last_text
-        else:
-            out.final_text = last_text
-        out.error = self._error(result, events, init, envelope)
+        stream = read_stream(json_lines(read_output(result.stdout_path)), _tool_result)
+        out = EngineOutput(exit_code=result.exit_code, final_text=stream.text, envelope=stream.result,
+                           session_id=stream.session_id, tool_calls=stream.tool_calls)
+        if stream.result is not None:
+            out.usage = stream.usage
+            if "total_cost_usd" in stream.result:
+                out.usage["cost_usd"] = stream.result["total_cost_usd"]
+        out.tokens = token_counts(out.usage)
+        out.error = self._error(result, stream)
         if out.error is None:
             out.parsed_json = json_of_text(out.final_text)
         return out
 
-    def _error(self, result: ProcessResult, events: list[dict[str, Any]],
-               init: dict[str, Any], envelope: dict[str, Any] | None) -> EngineError | None:
-        if not events and (result.exit_code == 127 or resolve_binary(self.binary) is None):
+    def _error(self, result: ProcessResult, stream: Stream) -> EngineError | None:
+        envelope = stream.result
+        if not stream.events and (result.exit_code == 127 or resolve_binary(self.binary) is None):
             return missing_cli_error(self.binary)
         details: dict[str, Any] = {"timed_out": result.timed_out}
         if envelope is not None:
@@ -121,13 +101,13 @@ class ClaudeAdapter:
             if status is not None:
                 details["status"] = status
             if envelope.get("is_error") or text.startswith("API Error"):
-                no_key = init.get("apiKeySource") == "none" and status is None
+                no_key = stream.init.get("apiKeySource") == "none" and status is None
                 if no_key or (status is None and any(p in text.lower() for p in _AUTH_PATTERNS)):
                     return EngineError("AUTH_MISSING", text or "no API key", details)
                 return api_error(text or "model call failed", **details)
             if envelope.get("permission_denials"):
                 details["permission_denials"] = envelope["permission_denials"]
-        retries = [e for e in events if e.get("subtype") == "api_retry"]
+        retries = [e for e in stream.events if e.get("subtype") == "api_retry"]
         if envelope is None and retries:  # killed while retrying a failing model call
             last = retries[-1]
             details["status"] = last.get("error_status")
@@ -138,31 +118,8 @@ class ClaudeAdapter:
         return exit_error(result, self.binary, stderr)
 
 
-def last_invocation(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The events of the last claude process: resumed turns append to the same stdout log."""
-    starts = [i for i, e in enumerate(events) if e.get("type") == "system" and e.get("subtype") == "init"]
-    return events[starts[-1]:] if starts else events
-
-
-def _collect_assistant(event: dict[str, Any], calls: dict[str, dict[str, Any]]) -> str | None:
-    """Record tool_use blocks; return the message's text, if any."""
-    texts: list[str] = []
-    for block in (event.get("message") or {}).get("content") or []:
-        if block.get("type") == "tool_use":
-            calls[block.get("id", str(len(calls)))] = {
-                "id": block.get("id"), "name": block.get("name"), "input": block.get("input")}
-        elif block.get("type") == "text":
-            texts.append(block.get("text", ""))
-    return "".join(texts) or None
-
-
-def _collect_results(event: dict[str, Any], calls: dict[str, dict[str, Any]]) -> None:
-    content = (event.get("message") or {}).get("content")
-    for block in content if isinstance(content, list) else []:
-        call = calls.get(block.get("tool_use_id", ""))
-        if block.get("type") == "tool_result" and call is not None:
-            call["output"] = block.get("content")
-            call["is_error"] = bool(block.get("is_error"))
+def _tool_result(block: dict[str, Any]) -> dict[str, Any]:
+    return {"output": block.get("content"), "is_error": bool(block.get("is_error"))}
 
 
 ADAPTER = ClaudeAdapter()

@@ -13,16 +13,15 @@ Config keys read from `ctx.config` (see runner_core.engines.config):
 - ``settings``: codex config.toml keys, flattened into ``-c dotted.key=<toml>`` overrides, e.g.
   ``{"model_providers": {"skillrunner": {"stream_max_retries": 0}}}``.
 
-The npm ``codex`` command is a Node launcher: it finds the platform package's native binary and
-runs it with the same arguments (as its child on Node < 22.15). The worker runs that binary
-itself (`native_binary`), with the two variables the launcher adds, and falls back to the
-launcher when the layout is not the npm one. Same program, same flags, one process fewer and no
-Node start: ~0.13-0.16 s less per run on a 2-core machine (bench/RESULTS.md, figure 1).
+The npm ``codex`` command is a Node launcher that runs the platform package's native binary with
+the same arguments. The worker runs that binary itself (`native_binary`), with the two variables
+the launcher adds, to skip a Node start per run; it falls back to the launcher when the layout
+is not the npm one.
 
 Each run gets its own ``CODEX_HOME`` (and ``HOME``) at ``<run_dir>/.codex-home``; sessions live
 there, so a resume must use the same run dir. Profiles (``-p``) are never used. The prompt is
-the last argument (after ``--``), stdin is /dev/null. ``ctx.execution_mode`` changes nothing:
-codex exec has no way to ask the user.
+the last argument (after ``--``), or ``-`` with the prompt on stdin when it is too long for
+argv. ``ctx.execution_mode`` changes nothing: codex exec has no way to ask the user.
 """
 from __future__ import annotations
 
@@ -36,17 +35,16 @@ from pathlib import Path
 from typing import Any
 
 from runner_core.engines.base import CommandSpec, EngineContext, EngineError, EngineOutput, ProcessResult
-from runner_core.engines.config import (
-    api_error, engine_env, exit_error, json_lines, json_of_text, missing_cli_error, prompt_fits_argv,
-    read_output, resolve_api_key, resolve_binary,
-)
+from runner_core.engines.config import resolve_api_key
+from runner_core.engines.failures import api_error, exit_error, http_status, missing_cli_error
+from runner_core.engines.invocation import engine_env, prompt_args, resolve_binary
+from runner_core.engines.streams import json_lines, json_of_text, read_output, token_counts
 
 HOME_DIR = ".codex-home"
 PROVIDER = "skillrunner"
 DEFAULT_KEY_ENV = "SKILL_RUNNER_API_KEY"
 TOOL_ITEMS = ("command_execution", "mcp_tool_call", "file_change", "web_search")
 _AUTH_PATTERNS = ("missing environment variable", "not logged in", "no api key", "please login")
-_STATUS = re.compile(r"(?:status|API Error:?)\s*(\d{3})", re.IGNORECASE)
 _BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
 # (system, machine) -> the launcher's target triple and its platform package (bin/codex.js)
 _TARGETS = {
@@ -174,12 +172,10 @@ class CodexAdapter:
             argv += ["--output-schema", str(ctx.output_schema_path)]
         if ctx.session_id:
             argv += ["resume", ctx.session_id]
-        # A prompt may start with "-"; one too long for argv is read from stdin ("-").
-        fits = prompt_fits_argv(ctx.prompt)
-        argv += ["--", ctx.prompt] if fits else ["-"]
+        prompt, stdin = prompt_args(ctx.prompt, stdin_args=["-"])  # "-": read it from stdin
+        argv += prompt
         env = engine_env(home=home, binary_path=binary_path, config=ctx.config, extra=extra)
-        return CommandSpec(argv=argv, cwd=Path(ctx.run_dir), env=env,
-                           stdin=None if fits else ctx.prompt)
+        return CommandSpec(argv=argv, cwd=Path(ctx.run_dir), env=env, stdin=stdin)
 
     def parse_output(self, result: ProcessResult) -> EngineOutput:
         """Session id, final message, usage, tool calls and a typed error from the JSONL."""
@@ -203,6 +199,7 @@ class CodexAdapter:
                 errors.append(str(event.get("message", "")))
             elif kind == "turn.failed":
                 failed = str((event.get("error") or {}).get("message", "")) or "turn failed"
+        out.tokens = token_counts(out.usage)
         out.parsed_json = json_of_text(out.final_text)
         out.error = self._error(result, events, failed, errors)
         return out
@@ -227,11 +224,8 @@ def classify_api_error(message: str, timed_out: bool = False) -> EngineError:
     """AUTH_MISSING for a missing key, else MODEL_API_ERROR (with the HTTP status if known)."""
     if any(p in message.lower() for p in _AUTH_PATTERNS):
         return EngineError("AUTH_MISSING", message, {"timed_out": timed_out})
-    status: int | None = None
-    match = _STATUS.search(message)
-    if match:
-        status = int(match.group(1))
-    else:
+    status = http_status(message)
+    if status is None:
         body = json_of_text(message)  # codex relays some error bodies verbatim
         code = str((body.get("error") or {}).get("code", "")) if isinstance(body, dict) else ""
         status = int(code) if code.isdigit() else None

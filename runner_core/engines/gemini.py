@@ -12,21 +12,20 @@ stream-json events: ``init{session_id}``, ``message{role, content, delta}``,
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from typing import Any
 
 from runner_core.engines.base import CommandSpec, EngineContext, EngineError, EngineOutput, ProcessResult
-from runner_core.engines.config import (
-    RUN_HOME, RUN_HOME_FILES, api_error, deep_merge, exit_error, json_lines, json_of_text,
-    missing_cli_error, program_argv, prompt_fits_argv, read_output, resolve_api_key, resolve_binary,
-    run_env,
+from runner_core.engines.config import deep_merge, resolve_api_key
+from runner_core.engines.failures import api_error, http_status, process_error
+from runner_core.engines.invocation import (
+    RUN_HOME, RUN_HOME_FILES, program_argv, prompt_args, resolve_binary, run_env,
 )
+from runner_core.engines.streams import json_lines, json_of_text, read_output, token_counts
 
 BASE_SETTINGS: dict[str, Any] = {"security": {"auth": {"selectedType": "gemini-api-key"}}}
 # Printed when no key is configured (exit 41); a refused key is a MODEL_API_ERROR instead.
 _AUTH_HINTS = ("must specify the GEMINI_API_KEY", "Invalid auth method")
-_STATUS = re.compile(r"\b([45]\d\d)\b")
 
 
 @dataclass(frozen=True)
@@ -55,11 +54,8 @@ class GeminiAdapter:
             argv += ["-m", model]
         if ctx.session_id:
             argv += ["--resume", ctx.session_id]
-        stdin = None
-        if prompt_fits_argv(ctx.prompt):
-            argv.append(f"--prompt={ctx.prompt}")  # `=` form: a prompt may start with "-"
-        else:
-            stdin = ctx.prompt  # piped stdin alone makes the run headless
+        prompt, stdin = prompt_args(ctx.prompt, flag="--prompt")  # piped stdin alone is headless too
+        argv += prompt
         settings = deep_merge(BASE_SETTINGS, config.get("settings", {}))
         return CommandSpec(
             argv=argv,
@@ -75,10 +71,9 @@ class GeminiAdapter:
         events = json_lines(read_output(result.stdout_path))
         output = parse_stream_events(events, result.exit_code)
         if output.error is None and result.exit_code != 0:
-            output.error = startup_error(stderr, result.exit_code) or exit_error(result, self.binary, stderr)
-        if output.error is None and output.final_text is None and not events:
-            if resolve_binary(self.binary) is None:
-                output.error = missing_cli_error(self.binary)
+            output.error = startup_error(stderr, result.exit_code)
+        if output.error is None:
+            output.error = process_error(result, self.binary, stderr, printed=bool(events))
         return output
 
 
@@ -105,6 +100,7 @@ def parse_stream_events(events: list[dict[str, Any]], exit_code: int | None) -> 
         elif kind == "result":
             output.envelope = event
             output.usage = dict(event.get("stats") or {})
+            output.tokens = token_counts(output.usage)
             if event.get("status") == "error":
                 output.error = result_error(event.get("error") or {})
     output.final_text = text or None
@@ -115,7 +111,7 @@ def parse_stream_events(events: list[dict[str, Any]], exit_code: int | None) -> 
 def result_error(error: dict[str, Any]) -> EngineError:
     """Map a stream-json ``result.error`` to a typed error."""
     message = str(error.get("message") or "gemini reported an error")
-    status = _status_of(message)
+    status = http_status(message)
     if any(hint in message for hint in _AUTH_HINTS):
         return EngineError("AUTH_MISSING", message, {"type": error.get("type")})
     return api_error(message, status, type=error.get("type"))
@@ -127,11 +123,6 @@ def startup_error(stderr: str, exit_code: int | None) -> EngineError | None:
         return EngineError("AUTH_MISSING", stderr.strip()[-2000:] or "gemini auth failed",
                            {"exit_code": exit_code})
     return None
-
-
-def _status_of(message: str) -> int | None:
-    match = _STATUS.search(message)
-    return int(match.group(1)) if match else None
 
 
 ADAPTER = GeminiAdapter()

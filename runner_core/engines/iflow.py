@@ -16,14 +16,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from runner_core.engines.base import CommandSpec, EngineContext, EngineError, EngineOutput, ProcessResult
-from runner_core.engines.config import (
-    RUN_HOME, RUN_HOME_FILES, api_error, deep_merge, exit_error, json_of_text,
-    missing_cli_error, read_output, prompt_fits_argv, resolve_api_key, resolve_binary, run_env,
-)
+from runner_core.engines.config import deep_merge, resolve_api_key
+from runner_core.engines.failures import api_error, http_status, process_error
+from runner_core.engines.invocation import RUN_HOME, RUN_HOME_FILES, prompt_args, resolve_binary, run_env
+from runner_core.engines.streams import json_of_text, read_output, token_counts
 
 _INFO = re.compile(r"<Execution Info>\s*(.*?)\s*</Execution Info>", re.DOTALL)
 _API_ERROR = re.compile(r"\[API Error:\s*(.*?)\]\s*$", re.DOTALL | re.MULTILINE)
-_STATUS = re.compile(r"\b([45]\d\d)\b")
 _AUTH_HINTS = ("apiKey", "API key", "api key", "auth method", "Auth method")
 
 
@@ -51,11 +50,8 @@ class IflowAdapter:
         argv = [str(binary_path or self.binary), "--yolo", "--thinking"]
         if ctx.session_id:
             argv += ["--resume", ctx.session_id]
-        stdin = None
-        if prompt_fits_argv(ctx.prompt):
-            argv.append(f"--prompt={ctx.prompt}")  # `=` form: a prompt may start with "-"
-        else:
-            stdin = ctx.prompt  # piped stdin alone makes the run headless
+        prompt, stdin = prompt_args(ctx.prompt, flag="--prompt")  # piped stdin alone is headless too
+        argv += prompt
         return CommandSpec(
             argv=argv,
             cwd=ctx.run_dir,
@@ -70,9 +66,9 @@ class IflowAdapter:
         stderr = read_output(result.stderr_path)
         output = parse_text(stdout, stderr, result.exit_code)
         if output.error is None and result.exit_code != 0:
-            output.error = text_error(stderr or stdout) or exit_error(result, self.binary, stderr)
-        if output.error is None and not stdout.strip() and resolve_binary(self.binary) is None:
-            output.error = missing_cli_error(self.binary)
+            output.error = text_error(stderr or stdout)
+        if output.error is None:
+            output.error = process_error(result, self.binary, stderr, printed=bool(stdout.strip()))
         return output
 
 
@@ -88,6 +84,7 @@ def parse_text(stdout: str, stderr: str, exit_code: int | None) -> EngineOutput:
         output.session_id = info.get("session-id") or info.get("session_id")
         usage = info.get("tokenUsage") or info.get("usage") or {}
         output.usage = dict(usage) if isinstance(usage, dict) else {}
+        output.tokens = token_counts(output.usage, "input", "output")
     start = blocks[-2].end() if len(blocks) > 1 else 0
     text = _INFO.sub("", stdout[start:]).strip()
     output.final_text = text or None
@@ -103,8 +100,7 @@ def text_error(text: str) -> EngineError | None:
     """Type an error printed as text: ``[API Error: ...]`` or a missing key / auth method."""
     api = _API_ERROR.search(text)
     if api:
-        status = _STATUS.search(api.group(1))
-        return api_error(api.group(0).strip(), int(status.group(1)) if status else None)
+        return api_error(api.group(0).strip(), http_status(api.group(1)))
     if any(hint in text for hint in _AUTH_HINTS):
         return EngineError("AUTH_MISSING", text.strip()[-2000:])
     return None

@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from runner_core.engines.base import CommandSpec, EngineContext, EngineError, EngineOutput, ProcessResult
-from runner_core.engines.config import (
-    RUN_HOME_FILES, api_error, deep_merge, exit_error, json_lines, json_of_text,
-    missing_cli_error, read_output, prompt_fits_argv, resolve_api_key, resolve_binary, run_env,
-)
+from runner_core.engines.config import deep_merge, resolve_api_key
+from runner_core.engines.failures import api_error, process_error
+from runner_core.engines.invocation import RUN_HOME_FILES, prompt_args, resolve_binary, run_env
+from runner_core.engines.streams import json_lines, json_of_text, read_output, token_counts
 from runner_core.workspace import GIT_MARKER  # opencode stops its upward scan at a git root
 
 PROVIDER_ID = "runner"
@@ -53,11 +53,8 @@ class OpencodeAdapter:
             argv += ["-s", ctx.session_id]
         else:  # named here, or opencode asks the model for a title: a second request per run
             argv += ["--title", f"skill {ctx.skill_id}"]
-        stdin = None
-        if prompt_fits_argv(ctx.prompt):
-            argv += ["--", ctx.prompt]  # a prompt may start with "-"
-        else:
-            stdin = ctx.prompt  # opencode run reads piped stdin as the message
+        prompt, stdin = prompt_args(ctx.prompt)  # opencode run reads piped stdin as the message
+        argv += prompt
         files = {**RUN_HOME_FILES, "opencode.json": json.dumps(settings, indent=2)}
         if not (ctx.run_dir / ".git").exists():
             files.update(GIT_MARKER)
@@ -74,10 +71,8 @@ class OpencodeAdapter:
         stderr = read_output(result.stderr_path)
         events = json_lines(read_output(result.stdout_path))
         output = parse_events(events, result.exit_code)
-        if output.error is None and result.exit_code != 0:
-            output.error = exit_error(result, self.binary, stderr)
-        if output.error is None and not events and resolve_binary(self.binary) is None:
-            output.error = missing_cli_error(self.binary)
+        if output.error is None:
+            output.error = process_error(result, self.binary, stderr, printed=bool(events))
         return output
 
 
@@ -134,6 +129,7 @@ def parse_events(events: list[dict[str, Any]], exit_code: int | None) -> EngineO
         elif kind == "error":
             output.error = event_error(event.get("error") or {})
     output.usage = usage
+    output.tokens = token_counts(usage, "input", "output")
     output.final_text = text or None
     output.parsed_json = json_of_text(output.final_text)
     return output

@@ -4,11 +4,9 @@ Each run gets its own HOME (`<run>/.home`, never the run dir itself: qwen skips 
 when the working dir is HOME) holding `.qwen/settings.json`. The provider is OpenAI-compatible:
 ``base_url``, the key and the model become OPENAI_BASE_URL, OPENAI_API_KEY and OPENAI_MODEL.
 
-stream-json follows Claude Code's layout: ``system{subtype:init, session_id}``,
-``assistant{message.content[text|tool_use]}``, ``user{message.content[tool_result]}`` and a final
-``result{subtype, is_error, result, session_id, usage}``. Trap: a model API failure still ends
-with exit 0, ``subtype:"success"`` and ``result:"[API Error: ...]"``; it is reported as
-MODEL_API_ERROR here.
+stream-json follows Claude Code's layout (read by runner_core.engines.claude_stream). Trap: a
+model API failure still ends with exit 0, ``subtype:"success"`` and
+``result:"[API Error: ...]"``; it is reported as MODEL_API_ERROR here.
 """
 from __future__ import annotations
 
@@ -18,14 +16,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from runner_core.engines.base import CommandSpec, EngineContext, EngineError, EngineOutput, ProcessResult
-from runner_core.engines.config import (
-    RUN_HOME, RUN_HOME_FILES, api_error, exit_error, json_lines, json_of_text,
-    missing_cli_error, program_argv, prompt_fits_argv, read_output, resolve_api_key, resolve_binary,
-    run_env,
+from runner_core.engines.claude_stream import read_stream
+from runner_core.engines.config import resolve_api_key
+from runner_core.engines.failures import api_error, http_status, process_error
+from runner_core.engines.invocation import (
+    RUN_HOME, RUN_HOME_FILES, program_argv, prompt_args, resolve_binary, run_env,
 )
+from runner_core.engines.streams import json_lines, json_of_text, read_output, token_counts
 
 _API_ERROR = re.compile(r"^\s*\[API Error:\s*(.*?)\]?\s*$", re.DOTALL)
-_STATUS = re.compile(r"\b([45]\d\d)\b")
 _AUTH_HINTS = ("Missing API key", "OPENAI_API_KEY environment variable")
 
 
@@ -57,11 +56,8 @@ class QwenAdapter:
             argv += ["-m", model]
         if ctx.session_id:
             argv += ["--resume", ctx.session_id]
-        stdin = None
-        if prompt_fits_argv(ctx.prompt):
-            argv.append(f"--prompt={ctx.prompt}")  # `=` form: a prompt may start with "-"
-        else:
-            stdin = ctx.prompt  # piped stdin alone makes the run headless
+        prompt, stdin = prompt_args(ctx.prompt, flag="--prompt")  # piped stdin alone is headless too
+        argv += prompt
         return CommandSpec(
             argv=argv,
             cwd=ctx.run_dir,
@@ -75,52 +71,24 @@ class QwenAdapter:
         """Read the stream-json events, then type any failure."""
         stderr = read_output(result.stderr_path)
         events = json_lines(read_output(result.stdout_path))
-        output = parse_stream_events(events, result.exit_code)
-        if output.error is None and result.exit_code != 0:
-            if not events and any(hint in stderr for hint in _AUTH_HINTS):
-                output.error = EngineError("AUTH_MISSING", stderr.strip()[-2000:],
-                                           {"exit_code": result.exit_code})
-            else:
-                output.error = exit_error(result, self.binary, stderr)
-        if output.error is None and not events and resolve_binary(self.binary) is None:
-            output.error = missing_cli_error(self.binary)
+        stream = read_stream(events, _tool_result)
+        output = EngineOutput(exit_code=result.exit_code, final_text=stream.text or None,
+                              envelope=stream.result, session_id=stream.session_id,
+                              usage=stream.usage, tool_calls=stream.tool_calls)
+        output.tokens = token_counts(output.usage)
+        output.error = result_error(stream.result) if stream.result is not None else None
+        if output.error is None:
+            output.parsed_json = json_of_text(output.final_text)
+        if output.error is None and result.exit_code != 0 and not events \
+                and any(hint in stderr for hint in _AUTH_HINTS):
+            output.error = EngineError("AUTH_MISSING", stderr.strip()[-2000:], {"exit_code": result.exit_code})
+        if output.error is None:
+            output.error = process_error(result, self.binary, stderr, printed=bool(events))
         return output
 
 
-def parse_stream_events(events: list[dict[str, Any]], exit_code: int | None) -> EngineOutput:
-    """Turn qwen (Claude-style) stream-json events into an EngineOutput."""
-    output = EngineOutput(exit_code=exit_code)
-    calls: dict[str, dict[str, Any]] = {}
-    text = ""
-    for event in events:
-        kind = event.get("type")
-        output.session_id = event.get("session_id") or output.session_id
-        content = (event.get("message") or {}).get("content") or []
-        if kind == "system" and event.get("subtype") == "init":
-            text, output.error = "", None  # a new invocation: resumed turns append to the log
-        elif kind == "assistant":
-            for block in content:
-                if block.get("type") == "text":
-                    text += str(block.get("text") or "")
-                elif block.get("type") == "tool_use":
-                    text = ""
-                    call = {"id": block.get("id"), "name": block.get("name"), "input": block.get("input") or {}}
-                    calls[str(call["id"])] = call
-                    output.tool_calls.append(call)
-        elif kind == "user":
-            for block in content:
-                if block.get("type") == "tool_result" and str(block.get("tool_use_id")) in calls:
-                    calls[str(block.get("tool_use_id"))].update(
-                        status="error" if block.get("is_error") else "success", output=block.get("content"))
-        elif kind == "result":
-            output.envelope = event
-            output.usage = dict(event.get("usage") or {})
-            text = str(event.get("result")) if event.get("result") is not None else text
-            output.error = result_error(event)
-    output.final_text = text or None
-    if output.error is None:
-        output.parsed_json = json_of_text(output.final_text)
-    return output
+def _tool_result(block: dict[str, Any]) -> dict[str, Any]:
+    return {"status": "error" if block.get("is_error") else "success", "output": block.get("content")}
 
 
 def result_error(event: dict[str, Any]) -> EngineError | None:
@@ -128,8 +96,7 @@ def result_error(event: dict[str, Any]) -> EngineError | None:
     text = str(event.get("result") or "")
     match = _API_ERROR.match(text)
     if match:
-        status = _STATUS.search(match.group(1))
-        return api_error(text, int(status.group(1)) if status else None, subtype=event.get("subtype"))
+        return api_error(text, http_status(match.group(1)), subtype=event.get("subtype"))
     if event.get("is_error") or str(event.get("subtype", "success")) != "success":
         error = event.get("error") if isinstance(event.get("error"), dict) else {}
         message = str(error.get("message") or text or event.get("subtype"))

@@ -6,8 +6,8 @@ with the adapter, run it like the supervisor does (own session, stdin /dev/null,
 opened for append so a resumed turn lands in the same stdout log) and hand back the adapter's
 `EngineOutput` plus the fake server's request log.
 
-Adding an engine means adding its entry to `FAKE_CONFIG` (how it reaches the fake server) and
-one test module.
+Adding an engine means adding its entry to `FAKE_CONFIG` (how it reaches the fake server), a
+row in test_every_engine.ENGINES and one test module for what only it does.
 """
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ import pytest
 
 from fake_llm import FakeLLM, RecordedRequest, Script
 from runner_core.engines.base import CommandSpec, EngineAdapter, EngineContext, EngineOutput, ProcessResult
-from runner_core.engines.config import resolve_binary
+from runner_core.engines.invocation import resolve_binary
 from runner_core.processes import stop_process_group
 
 PROBE_SKILL_DIR = Path(__file__).resolve().parent / "probe-skill"

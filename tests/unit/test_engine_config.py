@@ -2,15 +2,13 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
 
 from runner_core.engines import config as engine_config
 from runner_core.engines.config import (
-    EngineConfigError, deep_merge, load_engine_config, program_argv, resolve_api_key, resolve_binary,
-    validate_config,
+    EngineConfigError, deep_merge, load_engine_config, resolve_api_key, validate_config,
 )
 
 
@@ -167,39 +165,6 @@ def test_api_key_literal_beats_env_name() -> None:
     assert resolve_api_key({"api_key": "lit", "api_key_env": "K"}, {"K": "env"}) == "lit"
     assert resolve_api_key({"api_key_env": "K"}, {"K": "env"}) == "env"
     assert resolve_api_key({"api_key_env": "K"}, {}) is None
-
-
-def test_resolve_binary_uses_bin_dir_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    tool = tmp_path / "fake-engine-cli-for-test"
-    tool.write_text("#!/bin/sh\n", encoding="utf-8")
-    tool.chmod(0o755)
-    monkeypatch.setenv("SKILL_RUNNER_ENGINE_BIN_DIR", str(tmp_path))
-    monkeypatch.setenv("PATH", os.defpath)
-    assert resolve_binary("fake-engine-cli-for-test") == tool
-    assert resolve_binary("fake-engine-cli-missing") is None
-
-
-def script(path: Path, first_line: bytes) -> Path:
-    path.write_bytes(first_line + b"\nconsole.log(1)\n")
-    path.chmod(0o755)
-    return path
-
-
-def test_node_flags_run_a_node_script_through_node(tmp_path: Path) -> None:
-    cli = script(tmp_path / "cli.js", b"#!/usr/bin/env node")
-    link = tmp_path / "cli"
-    link.symlink_to(cli)
-    node = tmp_path / "bin" / "node"
-    node.parent.mkdir()
-    script(node, b"#!/bin/sh")
-    env = {"PATH": str(node.parent)}
-    config = {"node_flags": ["--liftoff-only"]}
-    assert program_argv("cli", link, config, env) == [str(node), "--liftoff-only", str(cli)]
-    assert program_argv("cli", link, {}, env) == [str(link)]
-    assert program_argv("cli", None, config, env) == ["cli"]
-    assert program_argv("cli", link, config, {"PATH": str(tmp_path / "nowhere")}) == [str(link)]
-    native = script(tmp_path / "native", b"\x7fELF\x02\x01")
-    assert program_argv("native", native, config, env) == [str(native)]
 
 
 @pytest.mark.parametrize("flags", ["--liftoff-only", [1], {"a": "b"}])

@@ -83,7 +83,7 @@ def test_missing_key_is_auth_missing() -> None:
 
 def test_missing_binary_is_cli_not_installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(gemini, "resolve_binary", lambda name: None)
-    monkeypatch.setattr("runner_core.engines.config.resolve_binary", lambda name: None)
+    monkeypatch.setattr("runner_core.engines.failures.resolve_binary", lambda name: None)
     assert gemini.ADAPTER.build_command(context(tmp_path)).argv[0] == "gemini"
     (tmp_path / "empty").write_text("")
     result = ProcessResult(127, tmp_path / "empty", tmp_path / "empty", 0.0, 0.0)
@@ -92,7 +92,7 @@ def test_missing_binary_is_cli_not_installed(tmp_path: Path, monkeypatch: pytest
 
 
 def test_other_nonzero_exit_is_engine_failed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("runner_core.engines.config.resolve_binary", lambda name: tmp_path / name)
+    monkeypatch.setattr("runner_core.engines.failures.resolve_binary", lambda name: tmp_path / name)
     (tmp_path / "err").write_text("boom\n")
     (tmp_path / "out").write_text("")
     out = gemini.ADAPTER.parse_output(ProcessResult(3, tmp_path / "out", tmp_path / "err", 0.0, 0.0))

@@ -73,14 +73,14 @@ def test_api_error_is_a_model_api_error() -> None:
 
 
 def test_missing_key_is_auth_missing(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setattr("runner_core.engines.config.resolve_binary", lambda name: tmp_path / name)
+    monkeypatch.setattr("runner_core.engines.failures.resolve_binary", lambda name: tmp_path / name)
     out = iflow.ADAPTER.parse_output(written("iflow_auth_missing", 1))
     assert out.error is not None and out.error.code == "AUTH_MISSING"
 
 
 def test_missing_binary_is_cli_not_installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(iflow, "resolve_binary", lambda name: None)
-    monkeypatch.setattr("runner_core.engines.config.resolve_binary", lambda name: None)
+    monkeypatch.setattr("runner_core.engines.failures.resolve_binary", lambda name: None)
     (tmp_path / "empty").write_text("")
     out = iflow.ADAPTER.parse_output(ProcessResult(127, tmp_path / "empty", tmp_path / "empty", 0.0, 0.0))
     assert out.error is not None and out.error.code == "CLI_NOT_INSTALLED"

@@ -98,7 +98,7 @@ def test_http_401_is_a_model_api_error_with_its_status() -> None:
 
 def test_missing_binary_is_cli_not_installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(opencode, "resolve_binary", lambda name: None)
-    monkeypatch.setattr("runner_core.engines.config.resolve_binary", lambda name: None)
+    monkeypatch.setattr("runner_core.engines.failures.resolve_binary", lambda name: None)
     (tmp_path / "empty").write_text("")
     out = opencode.ADAPTER.parse_output(ProcessResult(127, tmp_path / "empty", tmp_path / "empty", 0.0, 0.0))
     assert out.error is not None and out.error.code == "CLI_NOT_INSTALLED"

@@ -69,14 +69,14 @@ def test_missing_key_is_auth_missing() -> None:
 
 def test_missing_binary_is_cli_not_installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(qwen, "resolve_binary", lambda name: None)
-    monkeypatch.setattr("runner_core.engines.config.resolve_binary", lambda name: None)
+    monkeypatch.setattr("runner_core.engines.failures.resolve_binary", lambda name: None)
     (tmp_path / "empty").write_text("")
     out = qwen.ADAPTER.parse_output(ProcessResult(127, tmp_path / "empty", tmp_path / "empty", 0.0, 0.0))
     assert out.error is not None and out.error.code == "CLI_NOT_INSTALLED"
 
 
 def test_timeout_is_engine_failed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("runner_core.engines.config.resolve_binary", lambda name: tmp_path / name)
+    monkeypatch.setattr("runner_core.engines.failures.resolve_binary", lambda name: tmp_path / name)
     (tmp_path / "empty").write_text("")
     result = ProcessResult(None, tmp_path / "empty", tmp_path / "empty", 0.0, 0.0, timed_out=True)
     out = qwen.ADAPTER.parse_output(result)

@@ -1,0 +1,64 @@
+"""Typed engine failures shared by the adapters: a CLI that is not installed, a failed model
+call (with the HTTP status pulled out of the CLI's error text) and a bad exit."""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from runner_core.engines.base import EngineError, ProcessResult
+from runner_core.engines.invocation import BIN_DIR_ENV, REPO_BIN_DIR, REPO_ROOT, resolve_binary
+
+# "status 429", "status: 429", "API Error: 429": a number named as the status wins over
+# any other 4xx/5xx number in the text (a port, a count).
+_NAMED_STATUS = re.compile(r"(?:status|API Error:?)\s*(\d{3})", re.IGNORECASE)
+_ERROR_STATUS = re.compile(r"\b([45]\d\d)\b")
+
+
+def http_status(text: str) -> int | None:
+    """The HTTP status a CLI's error text names, else the first 4xx/5xx number in it."""
+    match = _NAMED_STATUS.search(text) or _ERROR_STATUS.search(text)
+    return int(match.group(1)) if match else None
+
+
+def missing_cli_error(binary: str) -> EngineError:
+    """The typed error for a CLI that is not installed."""
+    return EngineError(
+        "CLI_NOT_INSTALLED",
+        f"{binary} not found in {REPO_BIN_DIR.relative_to(REPO_ROOT)}, ${BIN_DIR_ENV} or PATH "
+        "(run deploy/install-engines.sh)",
+        {"binary": binary},
+    )
+
+
+def api_error(message: str, status: int | None = None, **details: Any) -> EngineError:
+    """A failed model call: MODEL_API_ERROR with the HTTP status when known. A key that the
+    provider refuses (401/403) is an API error too; AUTH_MISSING means no key was configured."""
+    extra = {"status": status} if status is not None else {}
+    return EngineError("MODEL_API_ERROR", message, {**extra, **details})
+
+
+def exit_error(result: ProcessResult, binary: str, stderr: str) -> EngineError | None:
+    """The error of a run whose output held no typed error: missing CLI, kill or non-zero exit."""
+    if result.exit_code == 0:
+        return None
+    if resolve_binary(binary) is None or result.exit_code == 127:
+        return missing_cli_error(binary)
+    tail = stderr.strip()[-2000:]
+    reason = "timed out" if result.timed_out else "canceled" if result.canceled else None
+    message = f"{binary} {reason}" if reason else f"{binary} exited with {result.exit_code}"
+    return EngineError(
+        "ENGINE_FAILED",
+        f"{message}: {tail}" if tail else message,
+        {"exit_code": result.exit_code, "timed_out": result.timed_out, "canceled": result.canceled},
+    )
+
+
+def process_error(result: ProcessResult, binary: str, stderr: str, *,
+                  printed: bool) -> EngineError | None:
+    """`exit_error`, or CLI_NOT_INSTALLED for a clean exit that printed nothing (`printed`
+    False) when the binary cannot be found."""
+    if result.exit_code != 0:
+        return exit_error(result, binary, stderr)
+    if not printed and resolve_binary(binary) is None:
+        return missing_cli_error(binary)
+    return None

@@ -1,0 +1,60 @@
+"""How an engine CLI is started: binary lookup, node flags, and where the prompt goes."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from runner_core.engines.invocation import (
+    MAX_ARGV_PROMPT_BYTES, program_argv, prompt_args, resolve_binary,
+)
+
+
+def test_resolve_binary_uses_bin_dir_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tool = tmp_path / "fake-engine-cli-for-test"
+    tool.write_text("#!/bin/sh\n", encoding="utf-8")
+    tool.chmod(0o755)
+    monkeypatch.setenv("SKILL_RUNNER_ENGINE_BIN_DIR", str(tmp_path))
+    monkeypatch.setenv("PATH", os.defpath)
+    assert resolve_binary("fake-engine-cli-for-test") == tool
+    assert resolve_binary("fake-engine-cli-missing") is None
+
+
+def script(path: Path, first_line: bytes) -> Path:
+    path.write_bytes(first_line + b"\nconsole.log(1)\n")
+    path.chmod(0o755)
+    return path
+
+
+def test_node_flags_run_a_node_script_through_node(tmp_path: Path) -> None:
+    cli = script(tmp_path / "cli.js", b"#!/usr/bin/env node")
+    link = tmp_path / "cli"
+    link.symlink_to(cli)
+    node = tmp_path / "bin" / "node"
+    node.parent.mkdir()
+    script(node, b"#!/bin/sh")
+    env = {"PATH": str(node.parent)}
+    config = {"node_flags": ["--liftoff-only"]}
+    assert program_argv("cli", link, config, env) == [str(node), "--liftoff-only", str(cli)]
+    assert program_argv("cli", link, {}, env) == [str(link)]
+    assert program_argv("cli", None, config, env) == ["cli"]
+    assert program_argv("cli", link, config, {"PATH": str(tmp_path / "nowhere")}) == [str(link)]
+    native = script(tmp_path / "native", b"\x7fELF\x02\x01")
+    assert program_argv("native", native, config, env) == [str(native)]
+
+
+def test_a_prompt_that_fits_goes_after_a_double_dash_or_as_flag_value() -> None:
+    assert prompt_args("-starts with a dash") == (["--", "-starts with a dash"], None)
+    assert prompt_args("-x", flag="--prompt") == (["--prompt=-x"], None)
+
+
+def test_a_prompt_too_long_for_argv_goes_on_stdin() -> None:
+    prompt = "é" * (MAX_ARGV_PROMPT_BYTES // 2 + 1)  # fits in characters, not in bytes
+    assert prompt_args(prompt, flag="--prompt") == ([], prompt)
+    assert prompt_args(prompt, stdin_args=["-"]) == (["-"], prompt)
+
+
+def test_the_argv_limit_is_inclusive() -> None:
+    prompt = "x" * MAX_ARGV_PROMPT_BYTES
+    assert prompt_args(prompt) == (["--", prompt], None)
