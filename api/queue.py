@@ -1,4 +1,4 @@
-"""Enqueue runs by task name with Celery's `send_task`: the API never imports the worker package.
+"""Enqueue runs by task name with Celery's `send_task` (the API never imports the worker).
 
 Each process keeps one Celery client app, whose producer pool reuses broker connections across
 requests; a forked child (gunicorn's workers) builds its own, since a connection must not be

@@ -67,7 +67,8 @@ def test_the_time_limits_sent_with_a_run_are_applied_by_the_worker(bare_stack):
     status = bare_stack.wait(rid, timeout=15)
     assert status["status"] == "failed" and status["error"]["code"] == "TIMEOUT", status
     assert "soft time limit" in status["error"]["message"]
-    assert f"Soft time limit (1s) exceeded for {EXECUTE_RUN}[{task_id}]" in worker.log_path.read_text()
+    log = worker.log_path.read_text()
+    assert f"Soft time limit (1s) exceeded for {EXECUTE_RUN}[{task_id}]" in log
 
 
 class SentEvents:
