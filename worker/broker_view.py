@@ -1,12 +1,9 @@
-"""Which task messages a Redis broker still holds, so the sweep re-sends only lost ones.
+"""Which task ids a Redis broker still holds (waiting or reserved), so the sweep re-sends only
+lost messages, not runs still waiting behind a backlog.
 
-A queued run whose message is older than the grace period is either lost (Redis restarted
-with the queue in memory) or simply still waiting behind a backlog. Re-sending both kinds
-filled a backlog with duplicates: every run waiting longer than the grace was sent again on
-every pass (10 runs waiting 30 s behind one worker made 45 messages). On Redis the queues are
-lists and the messages workers have reserved sit in kombu's `unacked` hash, so one pass can
-read every task id the broker holds. Other brokers cannot be read this way: there every stale
-run is re-sent as before (the claim guard drops the duplicates).
+The kombu Redis layout read here is not public API: it is verified for the celery and kombu
+pinned in setup.cfg and checked by tests/integration/test_broker_view.py. Other brokers cannot
+be read: there every stale run is re-sent (the claim guard drops the duplicates).
 """
 from __future__ import annotations
 
@@ -14,14 +11,17 @@ import json
 import logging
 from collections.abc import Iterable
 
+from kombu.transport.redis import Channel as RedisChannel
+
 from runner_core.finish_events import redis_url
 
 log = logging.getLogger(__name__)
 
-UNACKED = "unacked"  # kombu's Redis transport: reserved, not yet acknowledged messages
-PRIORITY_SEP = "\x06\x16"  # kombu's key of a queue's other priority levels: queue + SEP + level
-PRIORITY_STEPS = (3, 6, 9)
-READ_CAP = 10_000  # messages (~8 MB, ~80 ms to parse); a longer backlog is not read: all count as held
+# kombu's defaults for its Redis transport options of the same names (this project sets none)
+UNACKED = RedisChannel.unacked_key  # reserved, not yet acknowledged messages
+PRIORITY_SEP = RedisChannel.sep  # a queue's other priority levels: queue + SEP + level
+PRIORITY_STEPS = tuple(step for step in RedisChannel.priority_steps if step)
+READ_CAP = 10_000  # messages; a longer backlog is not read and counts as held in full
 
 
 class BrokerView:

@@ -1,103 +1,148 @@
-"""The API writes run messages straight to the Redis broker: they must be the messages Celery
-itself would send (the worker consumes them in every other integration test)."""
+"""The API's queue client (api.queue) against real Redis and a real worker: what it sends is run
+under its task id and time limits, task-sent events go out when asked for, a broker that is
+down is reported, and a forked process sends on connections of its own."""
 from __future__ import annotations
 
-import json
+import os
+import threading
+import time
+import uuid
 
 import pytest
 import redis
 from celery import Celery
 
-from api.queue import EXECUTE_RUN, CeleryQueue, task_message
+from api.queue import EXECUTE_RUN, CeleryQueue
+from runner_core.store.migrate import upgrade
+from tests.conftest import copy_skills, make_settings
+from tests.integration.lifecycle_helpers import create_job, run_row
 from tests.integration.services import require_redis
 
 pytestmark = pytest.mark.integration
 
-VOLATILE = {("properties", "delivery_tag"), ("properties", "reply_to"), ("headers", "origin")}
+STACK_DB, CLIENT_DB = 10, 9  # of their own: a worker of another test run must not take these
 
 
-def pop_message(url: str, queue: str) -> dict:
-    client = redis.Redis.from_url(url)
-    raw = client.lpop(queue)
-    assert raw is not None, f"no message on {queue}"
-    return json.loads(raw)
+@pytest.fixture
+def backend():
+    """One SQL backend is enough here: the messages are what is tested."""
+    return "sqlite"
 
 
-def without_volatile(message: dict) -> dict:
-    return {part: ({k: v for k, v in value.items() if (part, k) not in VOLATILE}
-                   if isinstance(value, dict) else value) for part, value in message.items()}
+@pytest.fixture
+def stack_settings(tmp_path):
+    copy_skills(tmp_path / "skills")
+    settings = make_settings(tmp_path, CELERY_BROKER_URL=require_redis(STACK_DB))
+    settings.data_dir.mkdir(parents=True)
+    upgrade(settings.database_url)
+    return settings
 
 
-def test_direct_message_equals_the_one_celery_sends():
-    url = require_redis(12)
-    celery = Celery("reference", broker=url)
-    celery.conf.update(task_send_sent_event=False, broker_connection_retry_on_startup=True)
-    celery.send_task(EXECUTE_RUN, args=["run-1"], queue="runs.codex", task_id="task-1")
-    reference = pop_message(url, "runs.codex")
-    ours = task_message(EXECUTE_RUN, ["run-1"], "runs.codex", "task-1", "origin", "reply")
-    assert without_volatile(ours) == without_volatile(reference)
-    assert json.loads(__import__("base64").b64decode(ours["body"])) == [["run-1"], {}, {
-        "callbacks": None, "errbacks": None, "chain": None, "chord": None}]
-    redis.Redis.from_url(url).flushdb()
+def message_count(url: str, queue: str) -> int:
+    app = Celery("count", broker=url, set_as_current=False)
+    with app.connection_for_read() as conn:
+        return conn.default_channel.queue_declare(queue, passive=True).message_count
 
 
-def test_a_message_with_time_limits_equals_the_one_celery_sends():
-    url = require_redis(12)
-    celery = Celery("reference", broker=url)
-    celery.conf.update(task_send_sent_event=False, broker_connection_retry_on_startup=True)
-    celery.send_task(EXECUTE_RUN, args=["run-1"], queue="runs.script", task_id="task-1",
-                     time_limit=720, soft_time_limit=660)
-    reference = pop_message(url, "runs.script")
-    assert reference["headers"]["timelimit"] == [720, 660]
-    ours = task_message(EXECUTE_RUN, ["run-1"], "runs.script", "task-1", "origin", "reply",
-                        (720, 660))
-    assert without_volatile(ours) == without_volatile(reference)
-    CeleryQueue(url).enqueue("run-2", "runs.script", task_id="task-2", time_limits=(150, 90))
-    assert pop_message(url, "runs.script")["headers"]["timelimit"] == [150, 90]
-    redis.Redis.from_url(url).flushdb()
+def test_a_run_sent_by_the_api_runs_on_a_worker_under_its_celery_task_id(bare_stack):
+    rid = create_job(bare_stack, "slow-counter", sleep=0)
+    run_id = bare_stack.client.get(f"/v1/jobs/{rid}").json["run_id"]
+    task_id = run_row(bare_stack, run_id).celery_task_id
+    assert task_id and message_count(bare_stack.settings.broker_url, "runs.script") == 1
+    worker = bare_stack.start_worker()
+    assert bare_stack.wait(rid)["status"] == "succeeded"
+    log = worker.log_path.read_text()
+    assert f"Task {EXECUTE_RUN}[{task_id}] received" in log
+    assert f"Task {EXECUTE_RUN}[{task_id}] succeeded" in log
 
 
-def test_enqueue_writes_one_message_and_nothing_else():
-    url = require_redis(12)
-    queue = CeleryQueue(url)
-    assert queue.direct is not None
-    assert queue.enqueue("run-2", "runs.script", task_id="task-2") == "task-2"
-    client = redis.Redis.from_url(url)
-    assert client.keys("*") == [b"runs.script"] and client.llen("runs.script") == 1
-    message = pop_message(url, "runs.script")
-    assert message["headers"]["task"] == EXECUTE_RUN and message["headers"]["id"] == "task-2"
-    assert message["properties"]["delivery_info"]["routing_key"] == "runs.script"
-    client.flushdb()
+def test_the_time_limits_sent_with_a_run_are_applied_by_the_worker(bare_stack):
+    rid = create_job(bare_stack, "slow-counter", sleep=30)  # its own limit is 30 s
+    run_id = bare_stack.client.get(f"/v1/jobs/{rid}").json["run_id"]
+    task_id = run_row(bare_stack, run_id).celery_task_id
+    redis.Redis.from_url(bare_stack.settings.broker_url).flushdb()  # drop the API's message
+    queue = bare_stack.app.extensions["queue"]
+    assert queue.enqueue(run_id, "runs.script", task_id=task_id, time_limits=(10, 1)) == task_id
+    worker = bare_stack.start_worker()
+    status = bare_stack.wait(rid, timeout=15)
+    assert status["status"] == "failed" and status["error"]["code"] == "TIMEOUT", status
+    assert "soft time limit" in status["error"]["message"]
+    log = worker.log_path.read_text()
+    assert f"Soft time limit (1s) exceeded for {EXECUTE_RUN}[{task_id}]" in log
 
 
-def test_task_events_or_other_brokers_use_send_task():
-    url = require_redis(12)
-    assert CeleryQueue(url, sent_events=True).direct is None  # Flower's task-sent events
-    assert CeleryQueue("amqp://guest@127.0.0.1:5672//").direct is None
+class SentEvents:
+    """Captures task-sent events with Celery's event receiver, in a thread."""
+
+    def __init__(self, url: str) -> None:
+        self.app = Celery("events", broker=url, set_as_current=False)
+        self.task_ids: list[str] = []
+        self.events: list[dict] = []
+        self.conn = self.app.connection_for_read()
+        self.receiver = self.app.events.Receiver(self.conn, handlers={"task-sent": self.record})
+        self.thread = threading.Thread(target=self.receiver.capture,
+                                       kwargs={"wakeup": False}, daemon=True)
+        self.thread.start()
+
+    def record(self, event: dict) -> None:
+        self.events.append(event)
+        self.task_ids.append(event["uuid"])
+
+    def wait_for(self, send, timeout: float = 10.0) -> str:
+        """Send (again, while the receiver may still be subscribing) until one is heard."""
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            task_id = send()
+            heard = time.monotonic() + 0.5
+            while time.monotonic() < heard:
+                if task_id in self.task_ids:
+                    return task_id
+                time.sleep(0.02)
+        raise AssertionError("no task-sent event heard")
+
+    def stop(self) -> None:
+        self.receiver.should_stop = True
+        self.thread.join(5)
+        self.conn.release()
+
+
+def test_task_sent_events_are_emitted_only_when_events_are_on():
+    url = require_redis(CLIENT_DB)
+    with_events, without = CeleryQueue(url, sent_events=True), CeleryQueue(url)
+    events = SentEvents(url)
+    try:
+        def send(queue: CeleryQueue) -> str:
+            return queue.enqueue(f"run-{uuid.uuid4()}", "runs.script", time_limits=(150, 90))
+        first = events.wait_for(lambda: send(with_events))
+        silent = send(without)
+        last = events.wait_for(lambda: send(with_events))  # heard after `silent` was sent
+        assert first and last and silent not in events.task_ids
+        sent = next(e for e in events.events if e["uuid"] == first)
+        assert sent["name"] == EXECUTE_RUN and sent["queue"] == "runs.script"
+    finally:
+        events.stop()
+        redis.Redis.from_url(url).flushdb()
 
 
 def test_a_broker_that_is_down_is_reported_not_raised():
     queue = CeleryQueue("redis://127.0.0.1:1/0")  # nothing listens on port 1
+    started = time.monotonic()
     assert queue.enqueue("run-3", "runs.script", task_id="task-3") is None
+    assert queue.ping().startswith("error: ")
+    assert time.monotonic() - started < 5
 
 
-def test_the_sweep_reads_which_task_messages_the_broker_still_holds(monkeypatch):
-    from worker import broker_view
-    from worker.broker_view import read_broker
-    url = require_redis(12)
+def test_a_forked_process_sends_on_a_client_of_its_own():
+    url = require_redis(CLIENT_DB)
     queue = CeleryQueue(url)
-    queue.enqueue("run-a", "runs.script", task_id="waiting-a")
-    queue.enqueue("run-b", "runs.codex", task_id="waiting-b")
-    client = redis.Redis.from_url(url)
-    # what kombu keeps for a message a worker has reserved: [message, exchange, routing key]
-    reserved = task_message(EXECUTE_RUN, ["run-c"], "runs.script", "reserved-c", "o", "r")
-    client.hset("unacked", "tag-1", json.dumps([reserved, "", "runs.script"]))
-    client.rpush("runs.script", b"not a kombu message")  # ignored, not an error
-    view = read_broker(url, ["runs.script", "runs.codex"])
-    assert view.holds("waiting-a") and view.holds("waiting-b") and view.holds("reserved-c")
-    assert view.holds("lost-d") is False and view.holds(None) is False
-    monkeypatch.setattr(broker_view, "READ_CAP", 2)  # a backlog too long to read: hold all
-    assert read_broker(url, ["runs.script", "runs.codex"]).holds("lost-d") is True
-    assert read_broker("amqp://guest@127.0.0.1:5672//", ["runs.script"]).holds("x") is None
-    assert read_broker("redis://127.0.0.1:1/0", ["runs.script"]).holds("x") is None  # away
-    client.flushdb()
+    assert queue.enqueue("run-parent", "runs.script")
+    parent_app = queue.celery
+    pid = os.fork()
+    if pid == 0:  # the child: as a gunicorn worker forked from its master
+        ok = queue.celery is not parent_app and queue.enqueue("run-child", "runs.script")
+        os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert queue.celery is parent_app and queue.enqueue("run-parent-2", "runs.script")
+    assert message_count(url, "runs.script") == 3
+    redis.Redis.from_url(url).flushdb()
