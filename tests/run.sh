@@ -1,10 +1,24 @@
 #!/usr/bin/env bash
 # The whole test suite: installs the project and the pinned agent CLIs, makes sure Redis and
-# PostgreSQL answer, then runs every tier. Extra arguments go to pytest (e.g. tests/unit).
+# PostgreSQL answer, then runs every tier. Extra arguments go to pytest
+# (e.g. tests/unit); when they name only tests/unit, no CLI is installed and no service started.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
-bash deploy/bootstrap.sh test
-bash deploy/install-engines.sh
-bash deploy/services.sh
+bash deploy/bootstrap.sh test,lint
+
+unit_only=1
+[ $# -eq 0 ] && unit_only=0
+for arg in "$@"; do
+  case "$arg" in
+    tests/unit|tests/unit/*) ;;
+    -*) ;;                      # pytest options (-x, -q, --lf ...)
+    *) unit_only=0 ;;
+  esac
+done
+
+if [ "$unit_only" = 0 ]; then
+  bash deploy/install-engines.sh
+  bash deploy/services.sh
+fi
 exec .venv/bin/python -m pytest -q -p no:cacheprovider "${@:-tests}"

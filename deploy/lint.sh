@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# The linters CI runs: ruff (lint and format check) on the whole tree, mypy on the domain and the worker.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+.venv/bin/ruff check .
+.venv/bin/ruff format --check .
+.venv/bin/mypy
