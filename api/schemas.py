@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from marshmallow import EXCLUDE, Schema, fields, validate
 
+from api.precompiled import PrecompiledSchema
 from api.schema_fields import ListOrEmpty, UtcDateTime
 
 LOG_STREAMS = ("stdout", "stderr", "prompt")  # the files under a run's logs/
@@ -37,7 +38,7 @@ class ErrorBody(Schema):
     error = fields.Nested(ErrorInfo)
 
 
-class JobStatus(Schema):
+class JobStatus(PrecompiledSchema):
     """The status document of a job or one-off run, dumped from a JobRow."""
 
     request_id = fields.String()
@@ -155,7 +156,7 @@ class WaitArgs(Schema):
                        "the client (upload, reply); answers at once when the run ends"})
 
 
-class JobList(Schema):
+class JobList(PrecompiledSchema):
     """A page of jobs, dumped from a JobPage."""
 
     items = fields.List(fields.Nested(JobStatus))
