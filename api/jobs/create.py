@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -37,11 +38,12 @@ class Dispatch:
     sending costs no second write; a send that fails is re-sent by the sweeper)."""
 
     task_id: str
-    queued_at: Any
-    dispatched_at: Any
+    queued_at: datetime
+    dispatched_at: datetime
 
     @classmethod
-    def stamp(cls, queued_at: Any = None) -> Dispatch:
+    def stamp(cls, queued_at: datetime | None = None) -> Dispatch:
+        """A new task id, sent now; a run keeps its first queued_at."""
         now = utcnow()
         return cls(str(uuid.uuid4()), queued_at or now, now)
 

@@ -390,7 +390,7 @@ def test_wait_sec_out_of_range_is_422_with_seed_error_body(client):
 
 
 def test_logs_range_reads_a_log_in_pieces_on_character_boundaries(client, settings, monkeypatch):
-    from api.jobs import actions as run_actions
+    from api.jobs import actions
     rid = create(client, skill_id="fenced-json", input={"text": "x"}).json["request_id"]
     empty = client.get(f"/v1/jobs/{rid}/logs/range").json
     assert empty == {"request_id": rid, "stream": "stdout", "byte_from": 0, "byte_to": 0,
@@ -400,7 +400,7 @@ def test_logs_range_reads_a_log_in_pieces_on_character_boundaries(client, settin
     logs.mkdir(parents=True)
     text = "a\u00e9\u2713\U0001f600 tail\n" * 3  # 1-, 2-, 3- and 4-byte characters
     (logs / "stderr.txt").write_bytes(text.encode())
-    monkeypatch.setattr(run_actions, "RANGE_CAP", 5)  # every answer would split a character
+    monkeypatch.setattr(actions, "RANGE_CAP", 5)  # every answer would split a character
     pieces, offset = [], 0
     while True:
         part = client.get(f"/v1/jobs/{rid}/logs/range?stream=stderr&byte_from={offset}").json
