@@ -13,6 +13,7 @@ from api.cors import allow_origins
 from api.errors import http_exception_response, register_error_handlers
 from api.logs import configure_logging
 from api.queue import CeleryQueue
+from api.schema_fields import UtcDateTime
 from runner_core.finish_events import FinishWatcher
 from runner_core.skills import SkillRegistry
 from runner_core.store.db import make_engine, make_sessionmaker
@@ -44,6 +45,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     allow_origins(app, settings.cors_origins)
     app.config.update(openapi_security(settings.api_tokens))
     api = RunnerApi(app)
+    api.register_field(UtcDateTime, "string", None)  # documented as before: a plain string
     from api.resources import (
         cleanup, engines, health, jobs, run_files, skill_packages, skills, temp_skill_runs,
     )

@@ -5,11 +5,10 @@ import shutil
 import uuid
 from typing import Any
 
-from flask import current_app
 from sqlalchemy.orm import Session
 
+from api import context
 from api.errors import ApiError
-from api.job_service import iso
 from api.zip_bodies import body_cap, package_api_error, save_zip_body
 from runner_core.skills.installer import InstallResult, installer_for
 from runner_core.skills.package import PACKAGE_LIMITS, PackageError, unpack_package
@@ -20,7 +19,7 @@ from runner_core.workspace import STORAGE_FULL, disk_full
 
 def install_package(session: Session) -> SkillInstall:
     """Install or update the skill in the request's zip; a refusal is a 400 with every error."""
-    settings = current_app.config["SETTINGS"]
+    settings = context.settings()
     installer = installer_for(settings.data_dir, settings.skills_dir)
     workdir = installer.new_workdir()
     try:
@@ -56,7 +55,7 @@ def _finish(session: Session, record: SkillInstall, status: str, *,
     if error and not record.skill_id:
         record.skill_id = (error.get("details") or {}).get("skill_id")
     if result is not None:
-        settings = current_app.config["SETTINGS"]
+        settings = context.settings()
         record.previous_version, record.action = result.previous_version, result.action
         if result.archive_path is not None:
             record.archive_path = result.archive_path.relative_to(settings.data_dir).as_posix()
@@ -71,14 +70,3 @@ def load_install(session: Session, install_id: str) -> SkillInstall:
                        {"install_id": install_id})
     return record
 
-
-def install_status(record: SkillInstall) -> dict[str, Any]:
-    """The document of GET /v1/skill-packages/{install_id} (and of a successful POST)."""
-    return {
-        "install_id": record.id, "status": record.status, "skill_id": record.skill_id,
-        "version": record.version, "previous_version": record.previous_version,
-        "action": record.action, "archive_path": record.archive_path,
-        "package_sha256": record.package_sha256, "package_size": record.package_size,
-        "warnings": record.warnings or [], "error": record.error,
-        "created_at": iso(record.created_at), "finished_at": iso(record.finished_at),
-    }

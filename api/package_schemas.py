@@ -3,11 +3,14 @@ from __future__ import annotations
 
 from marshmallow import Schema, fields
 
+from api.schema_fields import ListOrEmpty, UtcDateTime
 from api.schemas import JobCreate
 
 
 class InstallStatus(Schema):
-    install_id = fields.String()
+    """GET /v1/skill-packages/{install_id} (and a successful POST), dumped from SkillInstall."""
+
+    install_id = fields.String(attribute="id")
     status = fields.String()  # installing | succeeded | failed
     skill_id = fields.String(allow_none=True)
     version = fields.String(allow_none=True)
@@ -16,10 +19,10 @@ class InstallStatus(Schema):
     archive_path = fields.String(allow_none=True)
     package_sha256 = fields.String(allow_none=True)
     package_size = fields.Integer(allow_none=True)
-    warnings = fields.List(fields.String())
+    warnings = ListOrEmpty(fields.String())
     error = fields.Dict(allow_none=True)
-    created_at = fields.String()
-    finished_at = fields.String(allow_none=True)
+    created_at = UtcDateTime()
+    finished_at = UtcDateTime(allow_none=True)
 
 
 class TempRunCreate(JobCreate):

@@ -3,6 +3,9 @@ from __future__ import annotations
 
 from marshmallow import EXCLUDE, Schema, fields, validate
 
+from api.precompiled import PrecompiledSchema
+from api.schema_fields import ListOrEmpty, UtcDateTime
+
 LOG_STREAMS = ("stdout", "stderr", "prompt")  # the files under a run's logs/
 
 
@@ -35,7 +38,9 @@ class ErrorBody(Schema):
     error = fields.Nested(ErrorInfo)
 
 
-class JobStatus(Schema):
+class JobStatus(PrecompiledSchema):
+    """The status document of a job or one-off run, dumped from a JobRow."""
+
     request_id = fields.String()
     run_id = fields.String(allow_none=True)
     status = fields.String()
@@ -44,22 +49,22 @@ class JobStatus(Schema):
     engine = fields.String(allow_none=True)
     model = fields.String(allow_none=True)
     cache_hit = fields.Boolean()
-    created_at = fields.String()
-    updated_at = fields.String()
-    queued_at = fields.String(allow_none=True)
-    started_at = fields.String(allow_none=True)
-    finished_at = fields.String(allow_none=True)
+    created_at = UtcDateTime()
+    updated_at = UtcDateTime()
+    queued_at = UtcDateTime(allow_none=True)
+    started_at = UtcDateTime(allow_none=True)
+    finished_at = UtcDateTime(allow_none=True)
     worker = fields.String(allow_none=True)
     attempt = fields.Integer()
     waiting_for_upload = fields.Boolean()
     pending_interaction_id = fields.Integer(allow_none=True)
     interaction_count = fields.Integer()
     recovery_state = fields.String()
-    recovered_at = fields.String(allow_none=True)
+    recovered_at = UtcDateTime(allow_none=True)
     recovery_reason = fields.String(allow_none=True)
     auto_decision_count = fields.Integer()
-    last_auto_decision_at = fields.String(allow_none=True)
-    warnings = fields.List(fields.Raw())
+    last_auto_decision_at = UtcDateTime(allow_none=True)
+    warnings = ListOrEmpty(fields.Raw())
     error = fields.Dict(allow_none=True)
 
 
@@ -151,6 +156,8 @@ class WaitArgs(Schema):
                        "the client (upload, reply); answers at once when the run ends"})
 
 
-class JobList(Schema):
+class JobList(PrecompiledSchema):
+    """A page of jobs, dumped from a JobPage."""
+
     items = fields.List(fields.Nested(JobStatus))
     next_cursor = fields.String(allow_none=True)

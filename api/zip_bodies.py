@@ -14,9 +14,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from flask import current_app, request
+from flask import request
 from werkzeug.exceptions import RequestEntityTooLarge
 
+from api import context
 from api.errors import ApiError
 from runner_core.skills import SkillPackage
 from runner_core.skills.package import PackageError, unpack_package
@@ -91,7 +92,7 @@ def package_api_error(exc: UploadError | PackageError, extra: dict | None = None
 
 def upload_limits() -> UploadLimits:
     """The operator's limits for input archives (SKILL_RUNNER_UPLOAD_MAX_*)."""
-    settings = current_app.config["SETTINGS"]
+    settings = context.settings()
     return UploadLimits(max_total_bytes=settings.upload_max_bytes,
                         max_entries=settings.upload_max_entries,
                         max_ratio=settings.upload_max_ratio)

@@ -5,11 +5,11 @@ import shutil
 import time
 from datetime import timedelta
 
-from flask import current_app
 from flask.views import MethodView
 from marshmallow import Schema, fields, validate
 from sqlalchemy import delete, select
 
+from api import context
 from api.blueprint import Blueprint
 from runner_core.store.models import TERMINAL_STATUSES, Request, Run, utcnow
 
@@ -41,7 +41,7 @@ class Cleanup(MethodView):
     def post(self, args):
         """Delete finished runs older than `older_than_sec` with their requests and files, in
         batches of 500, for up to 20 s (`more: true`: call again for the rest)."""
-        settings = current_app.config["SETTINGS"]
+        settings = context.settings()
         cutoff = utcnow() - timedelta(seconds=args["older_than_sec"])
         deadline = time.monotonic() + TIME_BUDGET_SEC
         runs_deleted = requests_deleted = 0
@@ -62,7 +62,7 @@ class Cleanup(MethodView):
 
 def _delete_batch(statuses: list[str], cutoff) -> tuple[list[str], list[str]]:
     """Delete up to BATCH finished runs (and the requests pointing at them) in one transaction."""
-    with current_app.extensions["db"]() as session:
+    with context.db_session() as session:
         run_ids = list(session.scalars(select(Run.id).where(
             Run.status.in_(statuses), Run.finished_at.is_not(None), Run.finished_at <= cutoff)
             .limit(BATCH)))

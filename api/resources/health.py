@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import shutil
 
-from flask import current_app
 from flask.views import MethodView
 from sqlalchemy import text
 
+from api import context
 from api.blueprint import Blueprint
 
 blp = Blueprint("health", __name__, description="Service health")
@@ -19,13 +19,13 @@ class Health(MethodView):
         has room: 503 "degraded" when not (jobs are still accepted while the broker is away:
         the sweeper sends them later)."""
         try:
-            with current_app.extensions["db"]() as session:
+            with context.db_session() as session:
                 session.execute(text("SELECT 1"))
             db = "ok"
         except Exception as exc:  # report, do not crash the probe
             db = f"error: {type(exc).__name__}"
-        broker = current_app.extensions["queue"].ping()
-        disk = disk_state(current_app.config["SETTINGS"])
+        broker = context.queue().ping()
+        disk = disk_state(context.settings())
         status = 200 if db == broker == disk == "ok" else 503
         return {"status": "ok" if status == 200 else "degraded", "database": db,
                 "broker": broker, "disk": disk}, status

@@ -1,19 +1,15 @@
 """Skill packages: install or update a skill from a zip, and query an install."""
 from __future__ import annotations
 
-from flask import current_app
 from flask.views import MethodView
 
 from api.blueprint import Blueprint
-from api.install_service import install_package, install_status, load_install
+from api.context import db_session
+from api.install_service import install_package, load_install
 from api.package_schemas import InstallStatus, package_form_doc
 
 blp = Blueprint("skill_packages", __name__, url_prefix="/v1/skill-packages",
                 description="Install and update skills")
-
-
-def db():
-    return current_app.extensions["db"]()
 
 
 @blp.route("")
@@ -22,8 +18,8 @@ class SkillPackages(MethodView):
     @blp.response(200, InstallStatus)
     def post(self):
         """Install a skill, or update it to a higher version (multipart `package` or raw zip)."""
-        with db() as session:
-            return install_status(install_package(session))
+        with db_session() as session:
+            return install_package(session)
 
 
 @blp.route("/<install_id>")
@@ -31,5 +27,5 @@ class SkillPackageInstall(MethodView):
     @blp.response(200, InstallStatus)
     def get(self, install_id: str):
         """Status of one install: succeeded or failed (with every error), versions, archive."""
-        with db() as session:
-            return install_status(load_install(session, install_id))
+        with db_session() as session:
+            return load_install(session, install_id)

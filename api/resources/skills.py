@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from flask import current_app
 from flask.views import MethodView
 
+from api import context
 from api.blueprint import Blueprint
 from api.errors import ApiError
 from api.schemas import SkillDetail, SkillSummary
@@ -43,7 +43,7 @@ def skill_detail(pkg: SkillPackage) -> dict:
 
 
 def get_skill_or_404(skill_id: str) -> SkillPackage:
-    pkg = current_app.extensions["skills"].get(skill_id)
+    pkg = context.skills().get(skill_id)
     if pkg is None:
         raise ApiError(404, "SKILL_NOT_FOUND", f"skill '{skill_id}' is not installed",
                        {"skill_id": skill_id})
@@ -55,7 +55,7 @@ class Skills(MethodView):
     @blp.response(200, SkillSummary(many=True))
     def get(self):
         """List installed skills with their health."""
-        return [skill_summary(p) for p in current_app.extensions["skills"].list()]
+        return [skill_summary(p) for p in context.skills().list()]
 
 
 @blp.route("/<skill_id>")

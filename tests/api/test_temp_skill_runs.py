@@ -86,10 +86,9 @@ def test_package_is_required(client):
 
 
 def test_a_package_over_the_limit_is_413_and_leaves_nothing(client, settings, monkeypatch):
-    from api import temp_run_service
+    from api.jobs import temp
     from runner_core.uploads import UploadLimits
-    monkeypatch.setattr(temp_run_service, "PACKAGE_LIMITS", UploadLimits(max_total_bytes=1000,
-                                                                          max_entries=1))
+    monkeypatch.setattr(temp, "PACKAGE_LIMITS", UploadLimits(max_total_bytes=1000, max_entries=1))
     files = echo_skill()
     files["assets/padding.bin"] = os.urandom(2 * 1024 * 1024)  # incompressible
     resp = start(client, files, request={"input": {"text": "hi"}})

@@ -5,11 +5,12 @@ import os
 from pathlib import Path
 from typing import Any
 
-from flask import current_app
 from sqlalchemy.orm import Session
 
-from api import job_service as jobs
+from api import context
 from api.errors import ApiError
+from api.jobs.read import read_result
+from api.jobs.rows import JobRow, RunState, waiting_for_upload
 from runner_core.store import runs as run_states
 from runner_core.store.models import TERMINAL_STATUSES, Request, Run
 
@@ -18,26 +19,26 @@ RANGE_CAP = 1024 * 1024  # bytes per logs/range answer
 LOG_NAMES = ("prompt", "stdout", "stderr")
 
 
-def require_finished(req: Request, run: Run) -> None:
+def require_finished(request_id: str, run: RunState) -> None:
     """409 RUN_NOT_FINISHED unless the run has ended."""
     if run.status not in TERMINAL_STATUSES:
-        waiting = run.needs_upload and run.status == "queued"
+        waiting = waiting_for_upload(run)
         message = ("the run waits for its input upload (POST .../upload)" if waiting
                    else f"the run is {run.status}; poll its status")
         raise ApiError(409, "RUN_NOT_FINISHED", message,
-                       {"status": run.status, "waiting_for_upload": waiting}, req.id)
+                       {"status": run.status, "waiting_for_upload": waiting}, request_id)
 
 
-def result_body(req: Request, run: Run) -> dict[str, Any]:
+def result_body(job: JobRow) -> dict[str, Any]:
     """`{request_id, result}` of a finished run."""
-    require_finished(req, run)
-    return {"request_id": req.id, "result": jobs.read_result(run)}
+    require_finished(job.request_id, job)
+    return {"request_id": job.request_id, "result": read_result(job)}
 
 
-def log_snapshot(req: Request, run: Run) -> dict[str, Any]:
+def log_snapshot(job: JobRow) -> dict[str, Any]:
     """Prompt, stdout and stderr: the last 2 MiB of each, and which ones were cut."""
-    logs = current_app.config["SETTINGS"].runs_dir / run.id / "logs"
-    body: dict[str, Any] = {"request_id": req.id}
+    logs = context.settings().runs_dir / job.run_id / "logs"
+    body: dict[str, Any] = {"request_id": job.request_id}
     truncated = []
     for name in LOG_NAMES:
         body[name], cut = tail(logs / f"{name}.txt")
@@ -47,14 +48,13 @@ def log_snapshot(req: Request, run: Run) -> dict[str, Any]:
     return body
 
 
-def log_range(req: Request, run: Run, stream: str, byte_from: int,
-              byte_to: int | None) -> dict[str, Any]:
+def log_range(job: JobRow, stream: str, byte_from: int, byte_to: int | None) -> dict[str, Any]:
     """Bytes [byte_from, byte_to) of one log as text, capped at RANGE_CAP, ending before a
     UTF-8 character the range would split (unless that is the end of a finished run's log)."""
     if byte_to is not None and byte_to < byte_from:
         raise ApiError(400, "INVALID_LOG_RANGE", "byte_to is before byte_from",
-                       {"byte_from": byte_from, "byte_to": byte_to}, req.id)
-    path = current_app.config["SETTINGS"].runs_dir / run.id / "logs" / f"{stream}.txt"
+                       {"byte_from": byte_from, "byte_to": byte_to}, job.request_id)
+    path = context.settings().runs_dir / job.run_id / "logs" / f"{stream}.txt"
     data, size = b"", 0
     try:
         with path.open("rb") as fh:
@@ -65,10 +65,10 @@ def log_range(req: Request, run: Run, stream: str, byte_from: int,
             data = fh.read(end - start)
     except FileNotFoundError:
         start = 0
-    if start + len(data) < size or run.status not in TERMINAL_STATUSES:
+    if start + len(data) < size or job.status not in TERMINAL_STATUSES:
         data = _whole_characters(data)  # a live log may end in half a character, too
-    return {"request_id": req.id, "stream": stream, "byte_from": start,
-            "byte_to": start + len(data), "size": size, "status": run.status,
+    return {"request_id": job.request_id, "stream": stream, "byte_from": start,
+            "byte_to": start + len(data), "size": size, "status": job.status,
             "text": data.decode("utf-8", errors="replace")}
 
 
@@ -97,10 +97,9 @@ def tail(path: Path, cap: int = LOG_CAP) -> tuple[str | None, bool]:
 def cancel_run(session: Session, req: Request, run: Run) -> dict[str, Any]:
     """Flag an active run canceled (revoking its queued message); finished runs: accepted false."""
     accepted = run_states.request_cancel(session, run.id)
-    # The DB flag is the cancel: a running run's worker sees it within 0.5 s and kills the
-    # process group; a queued or waiting run (no process) ends here, and the revoke only
+    # The DB flag is the cancel: a running run's worker sees it and kills the process group; a queued or waiting run (no process) ends here, and the revoke only
     # spares a worker the message (if it is lost, the claim guard still refuses the run).
     if accepted and run_states.cancel_idle(session, run.id) and run.celery_task_id:
-        current_app.extensions["queue"].revoke(run.celery_task_id)
+        context.queue().revoke(run.celery_task_id)
     session.refresh(run)
     return {"request_id": req.id, "accepted": accepted, "status": run.status}

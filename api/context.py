@@ -1,0 +1,43 @@
+"""The app's shared objects, reached from inside a request: one accessor each."""
+from __future__ import annotations
+
+from typing import Any
+
+from flask import current_app
+from sqlalchemy import Connection
+from sqlalchemy.orm import Session
+
+from runner_core.finish_events import FinishWatcher
+from runner_core.settings import Settings
+from runner_core.skills import SkillRegistry
+
+
+def settings() -> Settings:
+    """The service settings the app was built with."""
+    return current_app.config["SETTINGS"]
+
+
+def db_session() -> Session:
+    """A new ORM session (use as a context manager)."""
+    return current_app.extensions["db"]()
+
+
+def connect() -> Connection:
+    """A Core connection: for the few statements of creating, reading and listing jobs, where
+    an ORM session's bookkeeping would cost more than the SQL."""
+    return current_app.extensions["db_engine"].connect()
+
+
+def queue() -> Any:
+    """The queue client: `enqueue(run_id, queue, task_id=, time_limits=)`, `revoke`, `ping`."""
+    return current_app.extensions["queue"]
+
+
+def finish_watcher() -> FinishWatcher:
+    """What long polls wait on: the workers' finish notices."""
+    return current_app.extensions["finish_watcher"]
+
+
+def skills() -> SkillRegistry:
+    """The installed skills."""
+    return current_app.extensions["skills"]

@@ -1,0 +1,70 @@
+"""A finished run's files: the artifact manifest, single artifacts, and the bundle zip."""
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from flask import Response, send_file, stream_with_context
+
+from api import context
+from api.errors import ApiError
+from api.jobs.read import load_job
+from api.jobs.rows import RunState
+from runner_core.artifacts import resolve_artifact_path
+from runner_core.bundles import bundle_names, bundle_path, stream_bundle
+from runner_core.store.models import TERMINAL_STATUSES, Run
+
+
+def run_dir(run: Run) -> Path:
+    return context.settings().runs_dir / run.id
+
+
+def require_finished_job(request_id: str, run: RunState) -> None:
+    """The 409 of a job's artifacts or bundle while its run is active."""
+    if run.status not in TERMINAL_STATUSES:
+        raise ApiError(409, "RUN_NOT_FINISHED", f"the run is {run.status}; poll the job status",
+                       {"status": run.status}, request_id)
+
+
+def load_finished(request_id: str, kind: str,
+                  require_finished: Callable[[str, RunState], None]) -> Run:
+    """The run of a request of `kind` (404 when there is none), once it has ended."""
+    with context.db_session() as session:
+        _req, run = load_job(session, request_id, kind)
+    require_finished(request_id, run)
+    return run
+
+
+def artifacts_body(request_id: str, run: Run) -> dict[str, Any]:
+    path = run_dir(run) / "manifest.json"
+    manifest = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    return {"request_id": request_id, "artifacts": manifest.get("artifacts", []),
+            "missing_required": manifest.get("missing_required", [])}
+
+
+def artifact_file_response(request_id: str, run: Run, path: str) -> Response:
+    if not (path == "artifacts" or path.startswith("artifacts/")):
+        path = f"artifacts/{path}"
+    try:
+        target = resolve_artifact_path(run_dir(run), path)
+    except ValueError as exc:
+        raise ApiError(400, "INVALID_ARTIFACT_PATH", str(exc), {"path": path}, request_id) from exc
+    if not target.is_file():
+        raise ApiError(404, "ARTIFACT_NOT_FOUND", f"no artifact at {path}", {"path": path}, request_id)
+    return send_file(target, as_attachment=True, download_name=target.name)
+
+
+def bundle_response(run: Run) -> Response:
+    """The bundle (debug when the run asked for it): the stored zip when an earlier download
+    built it, otherwise streamed (never held in memory) and stored on the way."""
+    debug = bool((run.runtime_options or {}).get("debug"))
+    name = bundle_names(debug)[0]
+    stored = bundle_path(run_dir(run), debug)
+    if stored.is_file():
+        return send_file(stored, mimetype="application/zip", as_attachment=True,
+                         download_name=name, conditional=True)
+    body = stream_with_context(iter(stream_bundle(run_dir(run), debug)))
+    return Response(body, mimetype="application/zip",
+                    headers={"Content-Disposition": f'attachment; filename="{name}"'})

@@ -1,0 +1,81 @@
+"""GET /v1/jobs: jobs newest first, filtered, keyset-paginated on (created_at, id)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from functools import lru_cache
+from typing import Any
+
+from sqlalchemy import Connection, Select, bindparam, select
+
+from api.errors import ApiError
+from api.jobs.rows import JOB_COLUMNS, JobRow, requests_table, runs_table
+from api.schema_fields import iso
+
+# Statuses a cache hit never binds to: each of their runs has exactly one request, so those
+# lists can be walked from the runs index instead of sorting the skill's whole request history.
+RUN_DRIVEN_STATUSES = ("queued", "running", "waiting_user", "failed", "canceled")
+
+
+@dataclass(frozen=True, slots=True)
+class JobPage:
+    """One page of the list; `next_cursor` names its last item, None on the last page."""
+
+    items: list[JobRow]
+    next_cursor: str | None
+
+
+def list_jobs(conn: Connection, args: dict[str, Any]) -> JobPage:
+    """Newest first, filtered by status/skill_id/engine, from `args["cursor"]` on."""
+    by_run = args.get("status") in RUN_DRIVEN_STATUSES
+    filters = tuple(name for name in ("status", "skill_id", "engine") if args.get(name))
+    params = {f"{name}_": args[name] for name in filters}
+    if args.get("cursor"):
+        params["when_"], params["last_id_"] = parse_cursor(conn, args["cursor"])
+    limit = args.get("limit", 50)
+    statement = _list_statement(by_run, filters, bool(args.get("cursor"))).limit(limit + 1)
+    rows = [JobRow.from_row(row) for row in conn.execute(statement, params)]
+    next_cursor = None
+    if len(rows) > limit:
+        last = rows[limit - 1]
+        when, last_id = ((last.run_created_at, last.run_id) if by_run
+                         else (last.created_at, last.request_id))
+        next_cursor = f"{iso(when)}|{last_id}"
+    return JobPage(rows[:limit], next_cursor)
+
+
+@lru_cache(maxsize=None)
+def _list_statement(by_run: bool, filters: tuple[str, ...], cursor: bool) -> Select:
+    """The list's SELECT for one combination of filters, built once (values are bound)."""
+    if by_run:  # index runs(status, skill_id, created_at, id)
+        key = runs_table
+        query = (select(*JOB_COLUMNS)
+                 .join_from(runs_table, requests_table, requests_table.c.id == runs_table.c.request_id)
+                 .where(runs_table.c.kind == "job"))
+    else:  # index requests(skill_id, created_at, id)
+        key = requests_table
+        query = (select(*JOB_COLUMNS)
+                 .join_from(requests_table, runs_table, runs_table.c.id == requests_table.c.run_id)
+                 .where(requests_table.c.kind == "job"))
+    for name in filters:
+        table = runs_table if name == "status" else key
+        query = query.where(table.c[name] == bindparam(f"{name}_"))
+    if cursor:
+        when, last_id = bindparam("when_", type_=key.c.created_at.type), bindparam("last_id_")
+        # `created_at <= when` on its own is an index range (the OR alone is not, and Postgres
+        # then walks every newer row before the page); the OR settles ties on the id.
+        query = query.where(key.c.created_at <= when,
+                            (key.c.created_at < when) | (key.c.id < last_id))
+    return query.order_by(key.c.created_at.desc(), key.c.id.desc())
+
+
+def parse_cursor(conn: Connection, cursor: str) -> tuple[datetime, str]:
+    """The (created_at, id) a `next_cursor` names; 400 INVALID_CURSOR when it is not one."""
+    created, _, last_id = cursor.partition("|")
+    try:
+        when = datetime.fromisoformat(created.replace("Z", "+00:00"))
+    except ValueError as exc:
+        raise ApiError(400, "INVALID_CURSOR", "cursor is not one this API returned") from exc
+    if conn.dialect.name == "sqlite":
+        when = when.replace(tzinfo=None)  # stored naive (UTC) by SQLite
+    return when, last_id

@@ -1,0 +1,91 @@
+"""Checks of a job request before anything is written: engine, mode, model, parameters and
+inline input against the skill; file inputs are checked when they are uploaded."""
+from __future__ import annotations
+
+from typing import Any
+
+from api.errors import ApiError
+from runner_core.engines.catalog import check_model
+from runner_core.inputs import (
+    InputError, by_identity, file_fields, schema_errors, validate_parameters,
+)
+from runner_core.skills import SkillPackage
+
+
+def check_request(pkg: SkillPackage, body: dict[str, Any]) -> tuple[str | None, dict[str, Any]]:
+    """Engine, execution mode, parameters and inline input; returns (engine, parameter)."""
+    if pkg.health != "ok":
+        raise ApiError(400, "SKILL_INVALID", f"skill '{pkg.id}' is invalid: " + "; ".join(pkg.errors),
+                       {"skill_id": pkg.id, "errors": pkg.errors})
+    engine = body.get("engine")
+    if engine is None and pkg.manifest.entrypoint.type != "script":
+        engine = pkg.effective_engines[0]
+    if engine is not None and engine not in pkg.effective_engines:
+        raise ApiError(400, "SKILL_ENGINE_UNSUPPORTED",
+                       f"engine '{engine}' is not supported by skill '{pkg.id}'",
+                       {"engine": engine, "effective_engines": pkg.effective_engines})
+    check_runtime_options(body["runtime_options"])
+    mode = body["runtime_options"].get("execution_mode", "auto")
+    if mode not in pkg.manifest.execution_modes:
+        raise ApiError(400, "EXECUTION_MODE_UNSUPPORTED",
+                       f"execution_mode '{mode}' is not declared by skill '{pkg.id}'",
+                       {"execution_mode": mode, "execution_modes": list(pkg.manifest.execution_modes)})
+    model_error = check_model(engine, body.get("model")) if engine else None
+    if model_error:
+        raise ApiError(400, "MODEL_UNSUPPORTED", model_error, {"engine": engine, "model": body.get("model")})
+    try:
+        parameter = validate_parameters(pkg.parameter_schema, body.get("parameter"))
+    except InputError as exc:
+        raise ApiError(400, exc.code, exc.message, exc.details) from exc
+    check_inline(pkg, body.get("input") or {})
+    return engine, parameter
+
+
+# The runtime options the service acts on, typed, so a wrong type is a 400 now rather than an
+# error or an ignored option once the run starts; other options are kept, unused.
+RUNTIME_OPTIONS_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "execution_mode": {"type": "string"},
+        "debug": {"type": "boolean"},
+        "no_cache": {"type": "boolean"},
+        "timeout_sec": {"type": "integer", "minimum": 1},
+        "repair_rounds": {"type": "integer", "minimum": 0, "maximum": 3},
+        "interactive_reply_timeout_sec": {"type": "integer", "minimum": 1},
+        "interactive_auto_reply": {"type": "boolean"},
+    },
+    "patternProperties": {"^[a-z][a-z0-9]*_config$": {"type": "object"}},
+}
+
+
+def check_runtime_options(options: dict[str, Any]) -> None:
+    """400 SCHEMA_VALIDATION_FAILED naming the first option of the wrong type."""
+    errors = schema_errors(RUNTIME_OPTIONS_SCHEMA, options) if options else []
+    if errors:
+        first = errors[0]
+        raise ApiError(400, "SCHEMA_VALIDATION_FAILED",
+                       f"runtime_options.{first['path']}: {first['message']}",
+                       {"schema": "runtime_options", "errors": errors})
+
+
+def inline_schema(input_schema: dict[str, Any]) -> dict[str, Any]:
+    """The input schema without its file fields (those come with the upload)."""
+    files = file_fields(input_schema)
+    schema = dict(input_schema)
+    schema["properties"] = {k: v for k, v in schema.get("properties", {}).items() if k not in files}
+    schema["required"] = [k for k in schema.get("required", []) if k not in files]
+    return schema
+
+
+def check_inline(pkg: SkillPackage, inline: dict[str, Any]) -> None:
+    """Inline fields are checked now; file fields wait for the upload."""
+    files = file_fields(pkg.input_schema)
+    sent_as_inline = sorted(set(inline) & set(files))
+    if sent_as_inline:
+        raise ApiError(400, "INPUT_FILE_AS_INLINE",
+                       "file inputs must be uploaded, not sent inline: " + ", ".join(sent_as_inline),
+                       {"fields": sent_as_inline})
+    errors = schema_errors(by_identity(pkg.input_schema, inline_schema), inline)
+    if errors:
+        raise ApiError(400, "SCHEMA_VALIDATION_FAILED", "input does not match the skill's input schema",
+                       {"schema": "input", "errors": errors})

@@ -1,0 +1,106 @@
+"""The routes every run has, whether a job's or a one-off run's: upload, status, result, logs,
+log ranges, cancel and bundle, registered once for each kind on that kind's blueprint."""
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from flask import Response
+from flask.views import MethodView
+
+from api import context
+from api.blueprint import Blueprint
+from api.jobs import actions
+from api.jobs.create import Accepted, take_upload
+from api.jobs.files import bundle_response, load_finished
+from api.jobs.read import load_job, read_job, wait_for_job
+from api.jobs.rows import JobRow, RunState
+from api.schemas import (
+    CancelResult, JobCreated, JobLogs, JobResult, JobStatus, LogRange, LogRangeArgs, WaitArgs,
+)
+from runner_core.skills import SkillPackage
+from runner_core.store.models import Request, Run
+
+
+@dataclass(frozen=True)
+class RunKind:
+    """What differs between the kinds of run behind the same routes."""
+
+    name: str  # requests.kind
+    endpoint_prefix: str  # of the views' endpoint names, unique per blueprint
+    skill_for: Callable[[Request, Run], SkillPackage]  # the package an upload is bound with
+    require_finished: Callable[[str, RunState], None]  # the bundle's 409 while the run is active
+    summaries: Mapping[str, str]  # per route: the OpenAPI summary (the view's docstring)
+
+
+# schema instances, not classes: webargs would build a new schema object per request
+_WAIT_ARGS, _RANGE_ARGS = WaitArgs(), LogRangeArgs()
+
+
+def register_run_routes(blp: Blueprint, kind: RunKind) -> None:
+    """Add the upload, status, result, logs, logs/range and cancel views of `kind` to `blp`."""
+
+    class Upload(MethodView):
+        @blp.response(200, JobCreated)
+        def post(self, request_id: str) -> Accepted:
+            with context.db_session() as session:
+                req, run = load_job(session, request_id, kind.name)
+                return take_upload(session, req, run, lambda: kind.skill_for(req, run),
+                                   context.settings().requests_dir / request_id)
+
+    class Status(MethodView):
+        @blp.arguments(_WAIT_ARGS, location="query")
+        @blp.response(200, JobStatus)
+        def get(self, args: dict[str, Any], request_id: str) -> JobRow:
+            return wait_for_job(request_id, kind.name, args["wait_sec"])
+
+    class Result(MethodView):
+        @blp.arguments(_WAIT_ARGS, location="query")
+        @blp.response(200, JobResult)
+        def get(self, args: dict[str, Any], request_id: str) -> dict[str, Any]:
+            return actions.result_body(wait_for_job(request_id, kind.name, args["wait_sec"]))
+
+    class Logs(MethodView):
+        @blp.response(200, JobLogs)
+        def get(self, request_id: str) -> dict[str, Any]:
+            with context.connect() as conn:
+                job = read_job(conn, request_id, kind.name)
+            return actions.log_snapshot(job)
+
+    class LogsRange(MethodView):
+        @blp.arguments(_RANGE_ARGS, location="query")
+        @blp.response(200, LogRange)
+        def get(self, args: dict[str, Any], request_id: str) -> dict[str, Any]:
+            with context.connect() as conn:
+                job = read_job(conn, request_id, kind.name)
+            return actions.log_range(job, **args)
+
+    class Cancel(MethodView):
+        @blp.response(200, CancelResult)
+        def post(self, request_id: str) -> dict[str, Any]:
+            with context.db_session() as session:
+                return actions.cancel_run(session, *load_job(session, request_id, kind.name))
+
+    for rule, view in (("/<request_id>/upload", Upload), ("/<request_id>", Status),
+                       ("/<request_id>/result", Result), ("/<request_id>/logs", Logs),
+                       ("/<request_id>/logs/range", LogsRange), ("/<request_id>/cancel", Cancel)):
+        _register(blp, rule, view, kind)
+
+
+def register_bundle_route(blp: Blueprint, kind: RunKind) -> None:
+    """Add the bundle download of `kind` to `blp` (a job's sits beside its artifacts)."""
+
+    class Bundle(MethodView):
+        def get(self, request_id: str) -> Response:
+            return bundle_response(load_finished(request_id, kind.name, kind.require_finished))
+
+    _register(blp, "/<request_id>/bundle", Bundle, kind)
+
+
+def _register(blp: Blueprint, rule: str, view: type[MethodView], kind: RunKind) -> None:
+    """Route `view` under `kind`'s endpoint name with `kind`'s summary as its docstring."""
+    for method in ("get", "post"):
+        if hasattr(view, method):
+            getattr(view, method).__doc__ = kind.summaries[view.__name__]
+    blp.route(rule, endpoint=kind.endpoint_prefix + view.__name__)(view)
