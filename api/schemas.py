@@ -3,7 +3,6 @@ from __future__ import annotations
 
 from marshmallow import EXCLUDE, Schema, fields, validate
 
-from api.precompiled import PrecompiledSchema
 from api.schema_fields import ListOrEmpty, UtcDateTime
 
 LOG_STREAMS = ("stdout", "stderr", "prompt")  # the files under a run's logs/
@@ -38,7 +37,7 @@ class ErrorBody(Schema):
     error = fields.Nested(ErrorInfo)
 
 
-class JobStatus(PrecompiledSchema):
+class JobStatus(Schema):
     """The status document of a job or one-off run, dumped from a JobRow."""
 
     request_id = fields.String()
@@ -156,7 +155,7 @@ class WaitArgs(Schema):
                        "the client (upload, reply); answers at once when the run ends"})
 
 
-class JobList(PrecompiledSchema):
+class JobList(Schema):
     """A page of jobs, dumped from a JobPage."""
 
     items = fields.List(fields.Nested(JobStatus))
