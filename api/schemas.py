@@ -65,6 +65,10 @@ class JobStatus(Schema):
     last_auto_decision_at = UtcDateTime(allow_none=True)
     warnings = ListOrEmpty(fields.Raw())
     error = fields.Dict(allow_none=True)
+    token_usage = fields.Dict(allow_none=True, metadata={
+        "description": "tokens the engine CLI reported for the run, all its turns (repair "
+                       "rounds included): {input_tokens, output_tokens}; null for script "
+                       "skills and CLIs that report none"})
 
 
 class JobResult(Schema):

@@ -12,7 +12,7 @@ from runner_core.engines.config import EngineConfigError, load_engine_config
 from runner_core.output import RepairRequest
 from runner_core.prompts import PromptContext, PromptError, patch_skill_md, render_prompt
 from runner_core.workspace import install_skill_copy, write_git_marker, write_json
-from worker.entry import EntryContext, EntryResult
+from worker.entry import EntryContext, EntryResult, add_tokens
 from worker.failures import RunFailed, process_failure
 from worker.supervisor import run_command
 
@@ -54,14 +54,14 @@ def run_engine(entry: EntryContext) -> EntryResult:
         failure = RunFailed(output.error.code, output.error.message,
                             {"engine": run.engine, **output.error.details})
         return EntryResult(None, session_handle=output.session_id, timings=timings,
-                           usage=output.usage, failure=failure)
+                           usage=output.usage, tokens=output.tokens, failure=failure)
     if output.envelope is not None:
         # The CLI's own envelope (session, stats, usage) is kept for audit; it is metadata, not
         # an answer, so it is not offered to the output chain as a candidate.
         write_json(paths.raw / "engine_envelope.json", output.envelope)
     return EntryResult(output.final_text, session_handle=output.session_id, timings=timings,
                        repair=EngineRepair(entry, adapter, ctx, output.session_id),
-                       usage=output.usage)
+                       usage=output.usage, tokens=output.tokens)
 
 
 REPAIR_PROMPT = """Your last answer does not match the required JSON Schema.
@@ -79,6 +79,7 @@ class EngineRepair:
                  session_handle: str | None) -> None:
         self.entry, self.adapter, self.ctx = entry, adapter, ctx
         self.session_handle = session_handle
+        self.tokens: dict[str, int] | None = None  # of the repair turns
 
     def __call__(self, request: RepairRequest) -> str | None:
         errors = "\n".join(f"- {e.get('path')}: {e.get('message')}" for e in request.errors)
@@ -91,6 +92,7 @@ class EngineRepair:
         result = run_command(spec, logs / f"{name}_stdout.txt", logs / f"{name}_stderr.txt",
                              self.entry.watch())
         output = self.adapter.parse_output(result)
+        self.tokens = add_tokens(self.tokens, output.tokens)
         if output.error is not None:
             raise RuntimeError(f"{output.error.code}: {output.error.message}")
         self.session_handle = output.session_id or self.session_handle

@@ -33,9 +33,11 @@ class EntryContext:
 
 
 class Repair(Protocol):
-    """N3: one more turn of the engine session; it follows the session id the engine reports."""
+    """N3: one more turn of the engine session; it follows the session id the engine reports
+    and adds up the tokens its turns used."""
 
     session_handle: str | None
+    tokens: dict[str, int] | None
 
     def __call__(self, request: RepairRequest) -> str | None: ...
 
@@ -54,4 +56,14 @@ class EntryResult:
     timings: dict[str, float] = field(default_factory=dict)
     text_file: Path | None = None  # the file `text` was read from, shown in warnings
     usage: dict[str, Any] = field(default_factory=dict)
+    tokens: dict[str, int] | None = None  # the CLI's token counts for this turn
     failure: RunFailed | None = None
+
+
+def add_tokens(total: dict[str, int] | None, more: dict[str, int] | None) -> dict[str, int] | None:
+    """Token counts of two turns added up (None when neither reported any)."""
+    if more is None:
+        return total
+    if total is None:
+        return dict(more)
+    return {key: total.get(key, 0) + more.get(key, 0) for key in {**total, **more}}

@@ -25,7 +25,7 @@ from runner_core.skills.locks import locks_dir, skill_lock
 from runner_core.store.models import Run
 from runner_core.workspace import STORAGE_FULL, RunPaths, create_run_dir, disk_full, write_json
 from worker.engine_entry import run_engine
-from worker.entry import EntryContext, EntryResult
+from worker.entry import EntryContext, EntryResult, add_tokens
 from worker.failures import RunFailed
 from worker.prepare import stage_skill, write_inputs
 from worker.run_layout import PoolLayout, run_relative
@@ -42,6 +42,7 @@ class RunOutcome:
     warnings: list[dict[str, Any]] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
     session_handle: str | None = None
+    token_usage: dict[str, int] | None = None
 
 
 class RunExecutor:
@@ -90,6 +91,7 @@ class RunExecutor:
                 outcome.error = {**outcome.error, "result_not_written": error["message"]}
         outcome.timings = self.timings
         outcome.session_handle = self._session_handle()
+        outcome.token_usage = self._token_usage()
         return outcome
 
     def refill_pool(self) -> int:
@@ -146,6 +148,13 @@ class RunExecutor:
         if self.entry.repair is not None:
             return self.entry.repair.session_handle
         return self.entry.session_handle
+
+    def _token_usage(self) -> dict[str, int] | None:
+        """The tokens of the engine's first turn and of any repair rounds."""
+        if self.entry is None:
+            return None
+        repair = self.entry.repair
+        return add_tokens(self.entry.tokens, repair.tokens if repair is not None else None)
 
     def _output_chain(self, ctx: EntryContext) -> None:
         paths, pkg, entry = ctx.paths, ctx.pkg, self.entry

@@ -164,7 +164,8 @@ def _execute(executor: RunExecutor) -> str:
             with connect() as conn:
                 return run_states.finish_run(conn, run.id, outcome.status, error=outcome.error,
                                              warnings=outcome.warnings, timings=outcome.timings,
-                                             session_handle=outcome.session_handle)
+                                             session_handle=outcome.session_handle,
+                                             token_usage=outcome.token_usage)
         # result/result.json is written: a database away for a moment must not lose the run
         retry_unavailable(record, f"finish of run {run.id}", settings.lease_sec / 2)
         finished.publish(run.id)

@@ -58,6 +58,7 @@ class JobRow:
     last_auto_decision_at: datetime | None
     warnings: list[Any] | None
     error: dict[str, Any] | None
+    token_usage: dict[str, int] | None
 
     @property
     def waiting_for_upload(self) -> bool:

@@ -64,6 +64,8 @@ class Run(Base):
     recovery_reason: Mapped[str | None] = mapped_column(String(128))
     session_handle: Mapped[str | None] = mapped_column(String(255))
     timings: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    # {"input_tokens", "output_tokens"} of every engine turn of the run; None: none reported
+    token_usage: Mapped[dict[str, int] | None] = mapped_column(JSON)
 
     __table_args__ = (
         Index("ix_runs_status_queued_at", "status", "queued_at"),

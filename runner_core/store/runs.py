@@ -92,7 +92,7 @@ def _limited_claim(session: Session | Connection, run_id: str, max_running: int,
     return _claim_statement(*guards), True
 
 
-_FINISH_OPTIONAL = ("warnings", "timings", "session_handle")
+_FINISH_OPTIONAL = ("warnings", "timings", "session_handle", "token_usage")
 
 
 @lru_cache(maxsize=None)
@@ -110,9 +110,11 @@ def _finish_statement(optional: tuple[str, ...]):
 
 def finish_run(session: Session | Connection, run_id: str, status: str, *, error: dict[str, Any] | None = None,
                warnings: list[Any] | None = None, timings: dict[str, Any] | None = None,
-               session_handle: str | None = None) -> bool:
+               session_handle: str | None = None,
+               token_usage: dict[str, int] | None = None) -> bool:
     """running -> terminal status. False when the run was no longer running."""
-    given = {"warnings": warnings, "timings": timings, "session_handle": session_handle}
+    given = {"warnings": warnings, "timings": timings, "session_handle": session_handle,
+             "token_usage": token_usage}
     optional = tuple(name for name in _FINISH_OPTIONAL if given[name] is not None)
     params = {"run_id_": run_id, "status_": status, "now_": utcnow(), "error_": error,
               "error_code_": (error or {}).get("code")}

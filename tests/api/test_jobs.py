@@ -475,3 +475,20 @@ def test_each_message_carries_celery_time_limits_just_above_the_runs_own(client,
     create(client, skill_id="fenced-json", input={"text": "z"},
            runtime_options={"timeout_sec": 10 ** 6})  # capped by the server maximum (3600 s)
     assert queue.time_limits == [(720, 660), (150, 90), (150, 90), (3720, 3660)]
+
+
+def test_status_reports_the_token_usage_the_run_finished_with(client, app):
+    from sqlalchemy import update
+
+    from runner_core.store.runs import finish_run
+    rid = create(client, skill_id="echo-prompt", input={"text": "hi"}).json["request_id"]
+    status = client.get(f"/v1/jobs/{rid}").json
+    assert status["token_usage"] is None  # nothing ran yet
+    with app.extensions["db"]() as session:
+        session.execute(update(Run).where(Run.id == status["run_id"]).values(status="running"))
+        session.commit()
+        assert finish_run(session, status["run_id"], "succeeded",
+                          token_usage={"input_tokens": 120, "output_tokens": 7})
+    status = client.get(f"/v1/jobs/{rid}").json
+    assert status["token_usage"] == {"input_tokens": 120, "output_tokens": 7}
+    assert client.get("/v1/jobs").json["items"][0]["token_usage"] == status["token_usage"]

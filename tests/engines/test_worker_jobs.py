@@ -91,6 +91,8 @@ def test_job_runs_the_cli_and_returns_a_validated_result(service, engine):
     assert status["status"] == "succeeded", (status, result)
     assert result["data"] == RESULT
     assert result["artifacts"] == ["artifacts/note.txt"]
+    # the tokens the CLI reported are recorded on the run
+    assert status["token_usage"]["input_tokens"] > 0 < status["token_usage"]["output_tokens"]
     run_dir = service["settings"].runs_dir / status["run_id"]
     assert (run_dir / "artifacts" / "note.txt").read_text() == "made by the agent"
     first_line = (run_dir / "logs" / "prompt.txt").read_text().splitlines()[0]
@@ -111,6 +113,9 @@ def test_invalid_answer_is_repaired_by_resuming_the_session(service, engine):
     assert status["status"] == "succeeded", (status, result)
     assert result["data"] == RESULT
     assert "OUTPUT_REPAIRED_N3" in [w["code"] for w in result["validation_warnings"]]
+    # the repair turn's tokens are added to the first turn's
+    first, _ = run_job(service, engine, SUCCESS)
+    assert status["token_usage"]["input_tokens"] > first["token_usage"]["input_tokens"]
     run_dir = service["settings"].runs_dir / status["run_id"]
     assert (run_dir / "logs" / "repair_1_stdout.txt").stat().st_size > 0
 
