@@ -20,7 +20,7 @@ from runner_core.store.db import make_engine, make_sessionmaker
 
 
 class RunnerApi(Api):
-    """flask-smorest Api whose HTTP errors use the seed's error body."""
+    """flask-smorest Api whose HTTP errors use the API's error body."""
 
     def handle_http_exception(self, error):
         return http_exception_response(error)

@@ -1,4 +1,4 @@
-"""Input resolution (seed 000 §3): strict key matching of uploads, inline values, parameters."""
+"""Input resolution: strict key matching of uploads, inline values, parameters."""
 from __future__ import annotations
 
 from copy import deepcopy

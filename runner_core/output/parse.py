@@ -1,4 +1,4 @@
-"""Find the JSON value in an engine's output text (spec S1).
+"""Find the JSON value in an engine's output text (the first step of the output chain).
 
 Agents wrap their JSON in Markdown fences and prose. We look inside JSON-tagged (or untagged)
 fenced blocks first, then at the whole text, and otherwise take the first object or array that
