@@ -59,7 +59,7 @@ def _on_sigterm(_signum, _frame) -> None:
 @worker_process_init.connect
 def _freeze_startup_objects(**_kwargs) -> None:
     """In each pool process: the loaded app's objects never need collecting, and a full
-    collection over them pauses a run for tens of ms (as in the API's gunicorn workers)."""
+    collection over them pauses a run (as in the API's gunicorn workers)."""
     gc.freeze()
 
 
