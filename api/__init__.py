@@ -20,7 +20,7 @@ from runner_core.store.db import make_engine, make_sessionmaker
 
 
 class RunnerApi(Api):
-    """flask-smorest Api whose HTTP errors use the seed's error body."""
+    """flask-smorest Api whose HTTP errors use the API's error body."""
 
     def handle_http_exception(self, error):
         return http_exception_response(error)
@@ -45,7 +45,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     allow_origins(app, settings.cors_origins)
     app.config.update(openapi_security(settings.api_tokens))
     api = RunnerApi(app)
-    api.register_field(UtcDateTime, "string", None)  # documented as before: a plain string
+    api.register_field(UtcDateTime, "string", None)  # documented as a plain string
     from api.resources import (
         cleanup, engines, health, jobs, run_files, skill_packages, skills, temp_skill_runs,
     )

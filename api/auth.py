@@ -1,4 +1,4 @@
-"""Optional bearer token (seed 003 §11): with SKILL_RUNNER_API_TOKEN set, every request but the
+"""Optional bearer token: with SKILL_RUNNER_API_TOKEN set, every request but the
 health check and the API docs must carry `Authorization: Bearer <token>`.
 
 Several tokens (comma-separated) are all accepted, so a token can be rotated without downtime.

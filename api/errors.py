@@ -22,7 +22,7 @@ HTTP_CODES = {400: "INVALID_REQUEST", 401: "UNAUTHORIZED", 403: "FORBIDDEN", 404
 
 
 class ApiError(Exception):
-    """Raised by views: becomes the seed's error body with this status and code."""
+    """Raised by views: becomes the API's error body with this status and code."""
 
     def __init__(self, status: int, code: str, message: str,
                  details: dict[str, Any] | None = None, request_id: str | None = None,
@@ -42,7 +42,7 @@ def error_response(status: int, code: str, message: str, details: Any = None,
 
 
 def http_exception_response(exc: HTTPException):
-    """Shape werkzeug/flask-smorest HTTP errors (404, 405, 422...) as the seed's body."""
+    """Shape werkzeug/flask-smorest HTTP errors (404, 405, 422...) as the API's error body."""
     status = exc.code or 500
     data = getattr(exc, "data", None) or {}
     details: dict[str, Any] = {}

@@ -1,4 +1,4 @@
-"""The result cache (seed 001): a request whose key matches a succeeded run is bound to it
+"""The result cache: a request whose key matches a succeeded run is bound to it
 without touching a worker. Failed runs are never cached; `runtime_options.no_cache` opts out."""
 from __future__ import annotations
 

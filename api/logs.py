@@ -1,4 +1,4 @@
-"""Logging per seed 003 §16: console plus a rotating file under data/logs/."""
+"""Logging: console plus a rotating file under data/logs/."""
 from __future__ import annotations
 
 import logging

@@ -1,6 +1,6 @@
 """`python -m bench [figure ...] [--quick] [--json PATH]`: run the figures, print each with its
 baseline from the same run and the ratio, then a summary table. Figures are named by what they
-measure (`codex-overhead noop-throughput`); their old numbers 1-8 still work."""
+measure (`codex-overhead noop-throughput`); the numbers 1-8 are accepted too."""
 from __future__ import annotations
 
 import argparse

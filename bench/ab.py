@@ -3,9 +3,9 @@ this checkout's noop throughput (the noop-throughput figure) better or worse tha
 (another checkout, e.g. `git worktree add ../base HEAD~1`, or `.` with `--env-*` to compare
 settings of one checkout, e.g. `--env-other GUNICORN_CMD_ARGS="--threads 8"`)?
 
-A shared machine's speed can move by a factor of two within minutes, so two bench runs one
-after the other compare its phases, not the code. Here both services are up at once (each its own broker,
-SQLite and processes, idle while the other works) and their batches alternate, the order
+A shared machine's speed can move a lot within minutes, so two bench runs one after the other
+compare its phases, not the code. Here both services are up at once (each its own broker, SQLite
+and processes, idle while the other works) and their batches alternate, the order
 flipping every pair; each pair's ratio (this / OTHER) is printed, then the medians.
 """
 from __future__ import annotations

@@ -57,7 +57,7 @@ def submit_and_wait(client) -> Observed:
 
 
 def run(ctx: Context) -> list[Row]:
-    n = ctx.count(200, 6)  # the ratio of two medians of 200 runs: a 95% interval of ~±1%
+    n = ctx.count(200, 6)  # enough runs for a narrow interval on the ratio of medians (bench.stats)
     root = ctx.scratch(FIGURE)
     try:
         with codex_setup(root) as codex, \

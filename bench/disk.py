@@ -2,7 +2,7 @@
 figures that create files (noop-throughput).
 
 On a file system that walks recently freed inodes before it hands out a new one (ext4 without a
-journal), creating a file is cheap in a calm moment and up to a hundred times dearer for minutes
+journal), creating a file is cheap in a calm moment and far dearer for minutes
 after many files were removed nearby (bench/RESULTS.md, "What moves the numbers"). The
 probe's files are left in place: removing them would slow the creations that follow.
 """

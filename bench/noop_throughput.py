@@ -8,7 +8,7 @@ writes per run from Postgres' row counters in a separate small pass on Postgres.
 
 A run creates about 20 files and folders (the run directory's layout) and the bare task none,
 so the throughput also depends on what creating a file costs at that moment, which on some
-disks swings by more than ten times (bench/RESULTS.md, "What moves the numbers"). A second
+disks swings widely (bench/RESULTS.md, "What moves the numbers"). A second
 service whose whole data directory is on tmpfs (/dev/shm) shows how much: its batches
 alternate with the first's (same code, same moment), and its rows are printed beside the main
 ones.

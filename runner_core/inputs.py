@@ -1,4 +1,4 @@
-"""Input resolution (seed 000 §3): strict key matching of uploads, inline values, parameters."""
+"""Input resolution: strict key matching of uploads, inline values, parameters."""
 from __future__ import annotations
 
 from copy import deepcopy
@@ -35,8 +35,8 @@ _by_identity: BoundedCache[tuple, tuple[Any, Any]] = BoundedCache(256)
 
 def by_identity(schema: Any, make):
     """`make(schema)`, made once per schema object: a skill's schemas are loaded once per
-    version and never changed, so a job POST and a run need not build their validators again
-    (~30 microseconds each). The entry holds the schema itself, so its id is not reused."""
+    version and never changed, so a job POST and a run need not build their validators again.
+    The entry holds the schema itself, so its id is not reused."""
     key = (id(schema), make)
     hit = _by_identity.get(key)
     if hit is not None and hit[0] is schema:

@@ -1,4 +1,4 @@
-"""Prompt rendering (seed 000 §4-5, seed 002 §1) and the output contract patched into SKILL.md.
+"""Prompt rendering and the output contract patched into SKILL.md.
 
 Templates run in Jinja2's sandbox with StrictUndefined: a skill's template can neither reach
 Python internals nor silently print an empty value for a misspelled variable.

@@ -1,6 +1,6 @@
 """Run directories made ahead of time, so a run's start creates no files and folders.
 
-Making a run directory means creating some 10-30 files and folders (seed 002's sub-folders,
+Making a run directory means creating tens of files and folders (the run directory's sub-folders,
 the skill snapshot, the git marker of engine runs), and creating an inode is the slowest file
 operation on many disks, slower than writing the bytes. After a run ends, the worker builds
 the directory the next run of the same skill version will need under `<data>/run-pool/<key>/`;

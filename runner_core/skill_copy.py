@@ -1,8 +1,8 @@
 """Run snapshots linked from the service's own read-only copy of each skill version.
 
-Seed 002 §7: a run gets a complete copy of its skill, so editing or reinstalling the skill under
+A run gets a complete copy of its skill, so editing or reinstalling the skill under
 skills/ never reaches a run in flight. Creating a file is the slowest file operation on many
-disks (here 100-550 us of CPU, against ~20 us for a new name of an existing file), and a skill
+disks (far dearer than a new name for an existing file), and a skill
 has from a few to hundreds of files. So the worker copies each skill version once into
 `<data>/skill-copies/<skill_id>.<signature digest>/` (the "master"), makes its files read-only,
 and gives each run its own folders holding hard links to the master's files.

@@ -1,4 +1,4 @@
-"""The run directory (seed 002): uploads/ artifacts/ result/ logs/ bundle/ raw/, input.json,
+"""The run directory: uploads/ artifacts/ result/ logs/ bundle/ raw/, input.json,
 and a snapshot copy of the skill so edits to skills/ never reach a run in flight."""
 from __future__ import annotations
 

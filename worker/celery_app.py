@@ -1,8 +1,8 @@
 """The Celery app (the `celery -A worker.celery_app` target) and its settings.
 
-Settings follow measured behaviour on Redis: acks_late + prefetch 1 so a crashed worker's
-message is redelivered, a visibility timeout >= 2x the longest run so a long run is not
-redelivered while it is still running, and no reject_on_worker_lost (it loops on OOM kills). The sweep's period comes from
+Settings for Redis: acks_late + prefetch 1 so a crashed worker's message is redelivered, a
+visibility timeout >= 2x the longest run so a long run is not redelivered while it still runs,
+and no reject_on_worker_lost (it loops on OOM kills). The sweep's period comes from
 SKILL_RUNNER_SWEEP_INTERVAL_SEC (tests shorten it).
 """
 from __future__ import annotations

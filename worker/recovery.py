@@ -1,4 +1,4 @@
-"""Recovery: the periodic sweep and the startup reconciliation of seed 003 §6.
+"""Recovery: the periodic sweep and the startup reconciliation of runs whose worker is gone.
 
 - running runs whose worker is gone (lease expired, or on this host its process is dead):
   their process group is reaped, then the run is failed ORCHESTRATOR_RESTART_INTERRUPTED

@@ -1,7 +1,7 @@
 """Processes that left their run's process group (setsid, a daemon's double fork) and outlived it.
 
 Killing the run's group (worker.supervisor) reaches every process that stayed in it; one that
-started a session of its own escaped it and used to be adopted by init, running on after the
+started a session of its own escaped it and, adopted by init, would run on after the
 run ended. A pool process that is a child subreaper (prctl PR_SET_CHILD_SUBREAPER, Linux) adopts
 such orphans instead, so once a command and its group are gone, whatever is still a child of
 the pool process is a stray of that command: it is ended (SIGTERM, grace, SIGKILL, with its own
@@ -33,7 +33,7 @@ def become_subreaper() -> bool:
         libc = ctypes.CDLL(None, use_errno=True)
         if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
             return False
-    except (OSError, AttributeError):  # not Linux: strays stay init's, as before
+    except (OSError, AttributeError):  # not Linux: strays stay init's
         return False
     _adopting["pid"] = os.getpid()
     return True
@@ -61,7 +61,7 @@ def end_strays(grace_sec: float, spared: set[int] = frozenset()) -> list[int]:
     if not pids:
         return []
     # Most are orphans that already exited (a CLI's short-lived helpers): collecting their
-    # status is all they need, and it spares the process scan below (~1.5 ms).
+    # status is all they need, and it spares the process scan below.
     running = [pid for pid in pids if not _collected(pid)]
     if not running:
         return pids

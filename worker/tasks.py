@@ -59,7 +59,7 @@ def _on_sigterm(_signum, _frame) -> None:
 @worker_process_init.connect
 def _freeze_startup_objects(**_kwargs) -> None:
     """In each pool process: the loaded app's objects never need collecting, and a full
-    collection over them pauses a run for tens of ms (as in the API's gunicorn workers)."""
+    collection over them pauses a run (as in the API's gunicorn workers)."""
     gc.freeze()
 
 
@@ -71,7 +71,7 @@ def _adopt_orphans(**_kwargs) -> None:
 
 @worker_ready.connect
 def _startup_reconciliation(**_kwargs) -> None:
-    """Seed 003 §6 at worker start: reap orphans, reconcile runs of dead workers (idempotent)."""
+    """At worker start: reap orphans, reconcile runs of dead workers (idempotent)."""
     engine = make_engine(settings.database_url)
     try:
         recover(settings, make_sessionmaker(engine), _send, startup=True)
@@ -203,7 +203,7 @@ def _execute(executor: RunExecutor) -> str:
 
 
 def _write_failure(run: Run, status: str, error: dict) -> None:
-    """result/result.json in the seed's shape, also when the executor was cut short."""
+    """result/result.json as the API's result document, also when the executor was cut short."""
     try:
         paths = RunPaths(settings.runs_dir / run.id)
         if paths.root.is_dir():

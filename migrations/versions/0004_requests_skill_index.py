@@ -1,9 +1,8 @@
 """requests: index (skill_id, created_at, id) for the filtered job list
 
 GET /v1/jobs?skill_id=...&status=... orders by requests.created_at, id. Without this index
-SQLite found the runs by status and sorted every match in a temp B-tree (138 ms for a common
-status at 100,000 runs); with it, it walks one skill's requests newest first and stops at the
-page size (bench figure 6).
+SQLite found the runs by status and sorted every match in a temp B-tree; with it, it walks
+one skill's requests newest first and stops at the page size (the many-runs bench figure).
 
 Revision ID: 0004
 Revises: 0003

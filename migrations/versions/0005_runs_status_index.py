@@ -2,7 +2,7 @@
 
 GET /v1/jobs?status=<failed|queued|running|waiting_user|canceled>&skill_id=... walks runs by
 status newest first (those runs have exactly one request each) instead of a skill's whole
-request history: the rare-status pages of bench figure 6 at 100,000 runs.
+request history (the rare-status pages of the many-runs bench figure).
 
 Revision ID: 0005
 Revises: 0004

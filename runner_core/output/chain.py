@@ -1,4 +1,4 @@
-"""The output chain (spec section 7): parse, validate, then normalize N0 -> N1 -> N2 -> N3.
+"""The output chain: parse, validate, then normalize N0 -> N1 -> N2 -> N3.
 
 Sources are tried in order (result/result.json, the engine's envelope, the engine's text) at
 each level before moving to the next level, so the least-normalized valid output always wins.

@@ -1,4 +1,4 @@
-"""Find the JSON value in an engine's output text (spec S1).
+"""Find the JSON value in an engine's output text (the first step of the output chain).
 
 Agents wrap their JSON in Markdown fences and prose. We look inside JSON-tagged (or untagged)
 fenced blocks first, then at the whole text, and otherwise take the first object or array that
@@ -66,8 +66,8 @@ def iter_json_values(text: str) -> Iterator[Any]:
 
 # Windows of text a candidate is decoded in first. A decode that fails reports its position
 # as a line and column counted from the start of the string it was given (JSONDecodeError),
-# so failing candidates decoded in place cost O(their offset) each: scanning a 1.8 MB log
-# with brackets on every line for the JSON at its end took 27 s. In a window they cost
+# so failing candidates decoded in place cost O(their offset) each, quadratic over a long log
+# with brackets on every line. In a window they cost
 # O(window), and a value that does not fit (or may not) is decoded again in a larger one.
 _WINDOWS = (4096, 65536, 1 << 20)
 _MARGIN = 16  # a literal or an escape cut by the window's end fails within this of the end

@@ -1,4 +1,4 @@
-"""The runner's own stages of the output chain: parse + validate (S1, S2) and N0 repair.
+"""The runner's own stages of the output chain: parse + validate and N0 repair.
 
 Each stage turns one source of output into an `Attempt`, validates it and records a step.
 """
@@ -81,7 +81,7 @@ class ChainContext:
 
 
 def parse_candidate(ctx: ChainContext, candidate: Candidate) -> Attempt:
-    """S1 + S2: take the candidate's JSON as produced and validate it."""
+    """Parse + validate: take the candidate's JSON as produced and validate it."""
     started = time.perf_counter()
     attempt = Attempt(candidate.source, None, candidate.text)
     how = "structured"

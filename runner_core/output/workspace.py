@@ -1,4 +1,4 @@
-"""The run-directory files the output chain reads and writes (spec section 4)."""
+"""The run-directory files the output chain reads and writes."""
 from __future__ import annotations
 
 import json

@@ -1,7 +1,7 @@
 """Loaded skills memoized by a signature of their file tree.
 
 Loading validates SKILL.md, runner.json and three JSON Schemas; doing that on every request
-and again in the worker was most of a cache hit's time. A skill is reloaded as soon as any
+and again in the worker would dominate a cache hit. A skill is reloaded as soon as any
 file under it changes (mtime, size or inode), and an atomic install swap changes inodes.
 """
 from __future__ import annotations

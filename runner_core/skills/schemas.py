@@ -1,4 +1,4 @@
-"""Pre-check of a skill's three JSON Schemas before they are trusted (seed 003 §5.3, 000 §2/§7).
+"""Pre-check of a skill's three JSON Schemas before they are trusted (whenever a skill is loaded).
 
 Two checks per schema, both collecting every problem:
 

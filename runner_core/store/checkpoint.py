@@ -1,11 +1,10 @@
 """SQLite WAL checkpoints on a background thread instead of inside a request's commit.
 
 By default the commit that grows the WAL past 1,000 pages copies them back into the database
-file and syncs it: every ~50th job POST (each writes ~18 pages across the runs and requests
-indexes) then took 5-25 ms instead of ~1.5, which was the whole p99. Our connections raise
-that threshold to FALLBACK_PAGES (reached only if this thread falls behind), and one daemon
-thread per process and database file runs a PASSIVE checkpoint every EVERY_SEC: it never
-blocks readers or writers, and sqlite3 releases the GIL while it copies.
+file and syncs it, so every so often one request pays for a whole checkpoint (the tail latency).
+Our connections raise that threshold to FALLBACK_PAGES (reached only if this thread falls
+behind), and one daemon thread per process and database file runs a PASSIVE checkpoint every
+EVERY_SEC: it never blocks readers or writers, and sqlite3 releases the GIL while it copies.
 
 A PASSIVE checkpoint cannot rewind the WAL while writes keep coming (the writer that would
 restart it always finds frames newer than the checkpoint), so under sustained writes the file

@@ -1,4 +1,4 @@
-"""Recovery transitions (seed 003 §6): runs whose worker is gone, retries, waiting_user runs.
+"""Recovery transitions: runs whose worker is gone, retries, waiting_user runs.
 
 Every transition is a guarded UPDATE, so running the reconciliation twice (two workers
 starting at once, a sweep racing a startup) changes nothing the second time.

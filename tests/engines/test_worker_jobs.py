@@ -97,7 +97,7 @@ def test_job_runs_the_cli_and_returns_a_validated_result(service, engine):
     assert (run_dir / "artifacts" / "note.txt").read_text() == "made by the agent"
     first_line = (run_dir / "logs" / "prompt.txt").read_text().splitlines()[0]
     assert first_line in service["llm"].request_text()  # the rendered prompt reached the model
-    # the snapshot is the copy in the CLI's skill folder (seed 002), with the output contract
+    # the snapshot is the copy in the CLI's skill folder, with the output contract
     skill_md = run_dir / get_adapter(engine).skill_dirs[0] / "echo-prompt" / "SKILL.md"
     assert PATCH_MARKER in skill_md.read_text() and not (run_dir / ".skill").exists()
     # ... patched in the run's own file: the shared copy its other files link to is untouched

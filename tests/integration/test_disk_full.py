@@ -90,7 +90,7 @@ def test_a_full_disk_fails_runs_and_requests_cleanly_and_the_service_recovers(se
     first_run = wait(client, first)
     assert first_run["status"] == "succeeded"
 
-    # a run on a full disk ends at once with a code that says why (it used to stay `running`)
+    # a run on a full disk ends at once with a code that says why (not left `running`)
     fill(small_disk / "fill")
     health = client.get("/healthz")
     assert health.status_code == 503 and health.json["disk"] == "low: 0 MiB free"

@@ -1,5 +1,5 @@
 """Run lifecycle with real worker processes: timeouts, cancel, signals, running limits,
-crashes, lost broker messages and startup reconciliation (seed 003 R6, §6, §9, §11)."""
+crashes, lost broker messages and startup reconciliation."""
 from __future__ import annotations
 
 import dataclasses

@@ -1,4 +1,4 @@
-"""Strict key matching of uploads, inline values and parameter defaults (seed 000 §3)."""
+"""Strict key matching of uploads, inline values and parameter defaults."""
 from __future__ import annotations
 
 import pytest

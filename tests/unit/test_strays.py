@@ -61,8 +61,8 @@ def test_an_orphan_that_already_exited_is_reaped_without_a_process_scan():
     out = subprocess.run([sys.executable, "-c", ZOMBIE_SCRIPT], cwd=REPO_ROOT,
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
-    # end_strays reports the helper, looked no process up (a scan of /proc costs ~1.5 ms per
-    # run: codex leaves such helpers behind), and left no zombie
+    # end_strays reports the helper, looked no process up (a scan of /proc would run on
+    # every run: codex leaves such helpers behind), and left no zombie
     assert out.stdout.split("\n")[0] == "True [] []", out.stdout
 
 
