@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+from typing import cast
 
 from runner_core.settings import REPO_ROOT, SettingsError, load_settings
 from runner_core.store.migrate import upgrade
@@ -55,11 +56,11 @@ def serve(args) -> int:
         while not stopping:
             gone = [p for p in procs if p.poll() is not None]
             if gone:  # exit non-zero so whatever supervises us restarts the whole service
-                print(f"{os.path.basename(gone[0].args[0])} exited with code "
+                print(f"{os.path.basename(cast(list[str], gone[0].args)[0])} exited with code "
                       f"{gone[0].returncode}; stopping the service", file=sys.stderr, flush=True)
                 rc = 1
                 break
-            if broker and broker.proc.poll() is not None:
+            if broker and broker.proc is not None and broker.proc.poll() is not None:
                 # Memory only: the messages it held are re-sent from SQL by the sweeper.
                 print("the embedded broker exited; restarting it", file=sys.stderr, flush=True)
                 try:

@@ -24,7 +24,7 @@ def key_for(pkg: SkillPackage, engine: str | None, model: str | None, parameter:
             runtime_options: dict[str, Any]) -> str:
     """Hash of the skill's files, engine (+ its merged config), model, values and uploads."""
     engine_config: dict[str, Any] = {"debug": bool(runtime_options.get("debug"))}
-    if engine and pkg.manifest.entrypoint.type != "script":
+    if engine and pkg.loaded_manifest.entrypoint.type != "script":
         try:
             config = load_engine_config(engine, skill_dir=pkg.root, user={
                 "model": model, f"{engine}_config": runtime_options.get(f"{engine}_config")})

@@ -7,11 +7,11 @@ shared across a fork. A send that fails is logged and left to the sweeper.
 from __future__ import annotations
 
 import logging
-import os
-import threading
 import uuid
 
 from celery import Celery
+
+from runner_core.per_process import PerProcess
 
 log = logging.getLogger(__name__)
 
@@ -42,19 +42,12 @@ class CeleryQueue:
 
     def __init__(self, broker_url: str, sent_events: bool = False) -> None:
         self.broker_url, self.sent_events = broker_url, sent_events
-        self._app: Celery | None = None
-        self._pid: int | None = None
-        self._lock = threading.Lock()
+        self._app = PerProcess(lambda: client_app(self.broker_url, self.sent_events))
 
     @property
     def celery(self) -> Celery:
         """This process's client app, built on first use after start or fork."""
-        if self._pid != os.getpid():
-            with self._lock:
-                if self._pid != os.getpid():
-                    self._app = client_app(self.broker_url, self.sent_events)
-                    self._pid = os.getpid()
-        return self._app
+        return self._app.get()
 
     def enqueue(self, run_id: str, queue: str, task_id: str | None = None,
                 time_limits: tuple[int, int] | None = None) -> str | None:

@@ -27,5 +27,5 @@ class UtcDateTime(fields.DateTime):
 class ListOrEmpty(fields.List):
     """A list written as [] when the value is None."""
 
-    def _serialize(self, value: Any, attr: Any, obj: Any, **kwargs: Any) -> list[Any]:
+    def _serialize(self, value: Any, attr: Any, obj: Any, **kwargs: Any) -> list[Any] | None:
         return [] if value is None else super()._serialize(value, attr, obj, **kwargs)

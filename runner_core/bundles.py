@@ -94,7 +94,7 @@ def stream_bundle(run_dir: Path, debug: bool, store: bool = True) -> Iterator[by
                 copy = _copy_chunk(copy, chunk, tmp)
             yield chunk
         if copy is not None:
-            copy, finished = None, copy
+            finished, copy = copy, None
             _store(finished, tmp, out_dir / zip_name, out_dir / manifest_name,
                    {"bundle": zip_name, "files": [asdict(f) for f in listing]})
     finally:

@@ -109,6 +109,7 @@ class FinishWatcher:
 
     def _listen(self) -> None:
         import redis
+        assert self.url is not None  # the listener starts only with a Redis broker
         while True:
             try:
                 client = redis.Redis.from_url(self.url, socket_connect_timeout=2,

@@ -6,7 +6,7 @@ import os
 import threading
 import weakref
 from collections.abc import Callable
-from typing import Generic, TypeVar
+from typing import Generic, TypeVar, cast
 
 T = TypeVar("T")
 
@@ -29,7 +29,7 @@ class PerProcess(Generic[T]):
                 if self._pid != os.getpid():
                     self._value = self._factory()
                     self._pid = os.getpid()
-        return self._value  # type: ignore[return-value]
+        return cast(T, self._value)  # set above for this process; T itself may allow None
 
     def made(self) -> bool:
         """Has this process made its object yet?"""

@@ -82,7 +82,7 @@ def output_contract(pkg: SkillPackage, run_dir: Path) -> str:
 
 def select_template(pkg: SkillPackage, engine: str | None) -> tuple[str, str]:
     """(template text, where it came from): engine prompt > prompt.template file > default."""
-    entry = pkg.manifest.entrypoint
+    entry = pkg.loaded_manifest.entrypoint
     if engine and engine in entry.prompts:
         return entry.prompts[engine], f"entrypoint.prompts.{engine}"
     if entry.prompt_template:

@@ -9,6 +9,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import overload
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -119,6 +120,14 @@ class _Env:
 
     def text(self, name: str, default: str) -> str:
         return self.env.get(name, default)
+
+    @overload
+    def number(self, name: str, default: float, kind: type[int] = ...,
+               minimum: float | None = ..., maximum: float | None = ...) -> int: ...
+
+    @overload
+    def number(self, name: str, default: float, kind: type[float],
+               minimum: float | None = ..., maximum: float | None = ...) -> float: ...
 
     def number(self, name: str, default: float, kind: type = int, minimum: float | None = None,
                maximum: float | None = None) -> float:

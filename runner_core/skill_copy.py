@@ -25,6 +25,7 @@ import shutil
 import threading
 import time
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -163,7 +164,7 @@ class SkillCopies:
             if entry.name != keep and entry.name.rsplit(".", 1)[0] == skill_id:
                 self._discard(Master(Path(entry.path), (), ()))
 
-    def prune(self, current: dict[str, tuple | None]) -> int:
+    def prune(self, current: Mapping[str, tuple | None]) -> int:
         """The sweep: keep only the masters of the installed skills' current versions
         (`current`: skill id -> signature, None when not installed) and builds still going."""
         removed = remove_older(self.root, time.time() - STALE_BUILD_SEC,

@@ -9,14 +9,14 @@ import shutil
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 RUN_SUBDIRS = ("uploads", "artifacts", "result", "logs", "bundle", "raw")
 SNAPSHOT_DIR = ".skill"
 STORAGE_FULL = "STORAGE_FULL"
 
 
-def disk_full(exc: BaseException) -> bool:
+def disk_full(exc: BaseException) -> TypeGuard[OSError]:
     """Is `exc` the disk (or the user's quota) running out of space?"""
     return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)
 

@@ -71,8 +71,7 @@ def read_broker(broker_url: str, queues: Iterable[str]) -> BrokerView:
         client.close()
     ids = {task_id(raw) for messages in lists for raw in messages}
     ids.update(task_id(raw, reserved=True) for raw in reserved)
-    ids.discard(None)
-    return BrokerView(ids)
+    return BrokerView({tid for tid in ids if tid is not None})
 
 
 def task_id(raw: bytes, reserved: bool = False) -> str | None:

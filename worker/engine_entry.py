@@ -21,6 +21,7 @@ def run_engine(entry: EntryContext) -> EntryResult:
     """Run the skill through the run's engine. The answer is the final message; the CLI's
     envelope goes to raw/engine_envelope.json. Raises RunFailed before the CLI starts."""
     run, paths, pkg = entry.run, entry.paths, entry.pkg
+    assert run.engine is not None  # the API names an engine for every run that is not a script
     setup_started = time.perf_counter()
     try:
         adapter = get_adapter(run.engine)
@@ -42,7 +43,7 @@ def run_engine(entry: EntryContext) -> EntryResult:
     write_git_marker(paths.root)
     ctx = EngineContext(run_dir=paths.root, skill_id=pkg.id, prompt=prompt, config=config,
                         model=run.model or config.get("model"),
-                        output_schema_path=pkg.root / pkg.manifest.schemas["output"],
+                        output_schema_path=pkg.root / pkg.loaded_manifest.schemas["output"],
                         execution_mode=run.runtime_options.get("execution_mode", "auto"))
     spec = adapter.build_command(ctx)
     timings = {"engine_setup": round(time.perf_counter() - setup_started, 4)}

@@ -132,7 +132,7 @@ class RunExecutor:
         """Run the entrypoint; its own timings come before the step's total."""
         started = time.perf_counter()
         try:
-            script = ctx.pkg.manifest.entrypoint.type == "script"
+            script = ctx.pkg.loaded_manifest.entrypoint.type == "script"
             self.entry = run_script(ctx) if script else run_engine(ctx)
         finally:
             if self.entry is not None:
@@ -158,9 +158,10 @@ class RunExecutor:
 
     def _output_chain(self, ctx: EntryContext) -> None:
         paths, pkg, entry = ctx.paths, ctx.pkg, self.entry
+        assert entry is not None  # set by _process, which ran first
         if paths.result_file.is_file():  # a copy: N1/N2 commands may rewrite it in place
             shutil.copy2(paths.result_file, paths.raw / "skill_result.json")
-        manifest = pkg.manifest
+        manifest = pkg.loaded_manifest
         outcome = run_output_chain(
             paths.root, pkg.output_schema, engine_text=entry.text, envelope=entry.envelope,
             normalizer=skill_command(ctx, manifest.normalizer),

@@ -48,6 +48,7 @@ def recover(settings: Settings, sessions: Callable, send: Send, startup: bool = 
         stale = run_states.stale_queued(session, timedelta(seconds=settings.sweep_grace_sec))
         broker = read_broker(settings.broker_url, RUN_QUEUES) if stale else None
         for run in stale:
+            assert broker is not None  # read whenever there are stale runs
             if broker.holds(run.celery_task_id):  # still waiting behind others: not lost
                 counts["still_queued"] += 1
                 continue

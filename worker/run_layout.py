@@ -68,7 +68,7 @@ def skill_copies(settings: Settings) -> SkillCopies | None:
 
 
 def is_engine_run(pkg: SkillPackage) -> bool:
-    return bool(pkg.manifest) and pkg.manifest.entrypoint.type != "script"
+    return pkg.manifest is not None and pkg.manifest.entrypoint.type != "script"
 
 
 def snapshot_dir(run: Run, pkg: SkillPackage) -> str:

@@ -111,8 +111,10 @@ def script_command(command: str, paths: RunPaths, skill_dir: Path, run_id: str, 
 def run_script(entry: EntryContext) -> EntryResult:
     """The script entrypoint: its stdout is its output text."""
     paths, pkg = entry.paths, entry.pkg
-    spec = script_command(pkg.manifest.entrypoint.script_command, paths, pkg.root, entry.run.id,
-                          entry.run.request_id, pkg.manifest.runtime,
+    command = pkg.loaded_manifest.entrypoint.script_command
+    assert command is not None  # a loaded script skill declares entrypoint.script.command
+    spec = script_command(command, paths, pkg.root, entry.run.id,
+                          entry.run.request_id, pkg.loaded_manifest.runtime,
                           uv_cache=uv_cache_dir(entry.settings.data_dir))
     result = run_command(spec, paths.logs / "stdout.txt", paths.logs / "stderr.txt",
                          entry.watch())
@@ -132,7 +134,7 @@ def skill_command(entry: EntryContext, command: Command | None) -> SkillCommand 
                  "SKILL_RUNNER_OUTPUT_SCHEMA": str(request.schema_path),
                  "SKILL_RUNNER_NORMALIZATION_LEVEL": request.level}
         spec = script_command(command.command, paths, pkg.root, entry.run.id,
-                              entry.run.request_id, pkg.manifest.runtime, extra,
+                              entry.run.request_id, pkg.loaded_manifest.runtime, extra,
                               uv_cache_dir(entry.settings.data_dir))
         name = request.level.lower()
         result = run_command(spec, paths.logs / f"{name}_stdout.txt",

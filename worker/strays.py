@@ -15,6 +15,7 @@ import ctypes
 import logging
 import os
 import threading
+from collections.abc import Collection
 
 import psutil
 
@@ -23,6 +24,7 @@ from runner_core.processes import terminate_processes
 log = logging.getLogger(__name__)
 
 PR_SET_CHILD_SUBREAPER = 36
+_adopting: dict[str, int | None]
 _adopting = {"pid": None}  # the process that became a subreaper (not one forked from it)
 
 
@@ -52,7 +54,7 @@ def child_pids() -> list[int]:
     return sorted(pids)
 
 
-def end_strays(grace_sec: float, spared: set[int] = frozenset()) -> list[int]:
+def end_strays(grace_sec: float, spared: Collection[int] = frozenset()) -> list[int]:
     """End every child of this process (and their descendants) but `spared`; returns the pids
     of the children ended. Call it when the command's own group is gone."""
     if _adopting["pid"] != os.getpid():
@@ -97,7 +99,7 @@ def _alive(proc: psutil.Process) -> bool:
         return False
 
 
-def _reap(spared: set[int]) -> None:
+def _reap(spared: Collection[int]) -> None:
     """Collect the exit status of adopted children that have ended, so no zombie is left."""
     for pid in child_pids():
         if pid not in spared:

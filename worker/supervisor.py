@@ -128,6 +128,7 @@ def wait_exit(proc: subprocess.Popen, pidfd: int | None, timeout: float) -> None
 
 
 def _feed_stdin(proc: subprocess.Popen, text: str) -> None:
+    assert proc.stdin is not None  # started with stdin=PIPE
     try:
         proc.stdin.write(text.encode("utf-8"))
         proc.stdin.close()

@@ -13,6 +13,7 @@ import os
 import signal
 import socket
 from dataclasses import dataclass
+from typing import cast
 
 from celery.exceptions import SoftTimeLimitExceeded
 from celery.signals import worker_process_init, worker_ready
@@ -123,9 +124,12 @@ def execute_run(self, run_id: str) -> str:
             raise self.retry(countdown=settings.limit_retry_sec)
         if claim == run_states.SKIPPED:
             return _not_claimed(run_id)
+    assert run is not None  # CLAIMED comes with the claimed row
+    claimed = cast(Run, run)  # the row carries every column of Run as an attribute
     _task.update(run_id=run_id, terminating=False)
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
-    executor = RunExecutor(settings, run, lambda pkg: make_watch(settings, connect, run, pkg),
+    executor = RunExecutor(settings, claimed,
+                           lambda pkg: make_watch(settings, connect, claimed, pkg),
                            run.request_payload)
     try:
         with Heartbeat(connect, run_id, beat_interval(settings)):

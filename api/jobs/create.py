@@ -7,9 +7,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import Connection, func, insert, select
+from sqlalchemy import Connection, Table, func, insert, select
 from sqlalchemy.orm import Session
 
 from api import context, job_cache
@@ -56,7 +56,8 @@ class Dispatch:
 # queue, and a client that never uploads must not fill the bound.
 _QUEUED_COUNT = select(func.count()).select_from(Run.__table__).where(
     Run.__table__.c.status == "queued", Run.__table__.c.queued_at.is_not(None))
-_INSERT_RUN, _INSERT_REQUEST = insert(Run.__table__), insert(Request.__table__)
+_INSERT_RUN = insert(cast(Table, Run.__table__))
+_INSERT_REQUEST = insert(cast(Table, Request.__table__))
 
 
 def create_job(conn: Connection, pkg: SkillPackage, body: dict[str, Any], *, kind: str = "job",
@@ -74,7 +75,7 @@ def create_job(conn: Connection, pkg: SkillPackage, body: dict[str, Any], *, kin
     key = None if needs_upload else job_cache.key_for(
         pkg, engine, body.get("model"), parameter, inline, {}, options)
     cached = job_cache.find_cached(conn, key) if key and job_cache.cache_usable(pkg, options) else None
-    queued = 0 if cached else conn.scalar(_QUEUED_COUNT)
+    queued = 0 if cached else conn.execute(_QUEUED_COUNT).scalar_one()
     if queued >= settings.queue_max:
         raise ApiError(429, "QUEUE_FULL", f"{queued} runs are queued (limit {settings.queue_max}); retry later",
                        {"queued": queued, "limit": settings.queue_max}, retry_after=5)

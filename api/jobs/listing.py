@@ -6,7 +6,7 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import Connection, Select, bindparam, select
+from sqlalchemy import BindParameter, Connection, Select, bindparam, select
 
 from api.errors import ApiError
 from api.jobs.rows import JOB_COLUMNS, JobRow, requests_table, runs_table
@@ -61,6 +61,7 @@ def _list_statement(by_run: bool, filters: tuple[str, ...], cursor: bool) -> Sel
         table = runs_table if name == "status" else key
         query = query.where(table.c[name] == bindparam(f"{name}_"))
     if cursor:
+        last_id: BindParameter[Any]
         when, last_id = bindparam("when_", type_=key.c.created_at.type), bindparam("last_id_")
         # `created_at <= when` on its own is an index range (the OR alone is not, and Postgres
         # then walks every newer row before the page); the OR settles ties on the id.

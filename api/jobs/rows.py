@@ -76,5 +76,6 @@ _SOURCES = {"request_id": requests_table.c.id, "request_kind": requests_table.c.
             "run_id": runs_table.c.id, "run_created_at": runs_table.c.created_at}
 # JobRow's fields in order, each from its column (the rest are the run's of the same name)
 JOB_COLUMNS: tuple[ColumnElement[Any], ...] = tuple(
-    _SOURCES.get(field.name, runs_table.c.get(field.name)).label(field.name)
+    (_SOURCES[field.name] if field.name in _SOURCES else runs_table.c[field.name])
+    .label(field.name)
     for field in dataclasses.fields(JobRow))

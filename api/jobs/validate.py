@@ -17,8 +17,9 @@ def check_request(pkg: SkillPackage, body: dict[str, Any]) -> tuple[str | None, 
     if pkg.health != "ok":
         raise ApiError(400, "SKILL_INVALID", f"skill '{pkg.id}' is invalid: " + "; ".join(pkg.errors),
                        {"skill_id": pkg.id, "errors": pkg.errors})
+    manifest = pkg.loaded_manifest
     engine = body.get("engine")
-    if engine is None and pkg.manifest.entrypoint.type != "script":
+    if engine is None and manifest.entrypoint.type != "script":
         engine = pkg.effective_engines[0]
     if engine is not None and engine not in pkg.effective_engines:
         raise ApiError(400, "SKILL_ENGINE_UNSUPPORTED",
@@ -26,10 +27,10 @@ def check_request(pkg: SkillPackage, body: dict[str, Any]) -> tuple[str | None, 
                        {"engine": engine, "effective_engines": pkg.effective_engines})
     check_runtime_options(body["runtime_options"])
     mode = body["runtime_options"].get("execution_mode", "auto")
-    if mode not in pkg.manifest.execution_modes:
+    if mode not in manifest.execution_modes:
         raise ApiError(400, "EXECUTION_MODE_UNSUPPORTED",
                        f"execution_mode '{mode}' is not declared by skill '{pkg.id}'",
-                       {"execution_mode": mode, "execution_modes": list(pkg.manifest.execution_modes)})
+                       {"execution_mode": mode, "execution_modes": list(manifest.execution_modes)})
     model_error = check_model(engine, body.get("model")) if engine else None
     if model_error:
         raise ApiError(400, "MODEL_UNSUPPORTED", model_error, {"engine": engine, "model": body.get("model")})

@@ -28,6 +28,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from runner_core.bounded_cache import BoundedCache
+
 CONFIG_DIR_ENV = "SKILL_RUNNER_ENGINE_CONFIG_DIR"
 REPO_CONFIG_DIR = Path(__file__).resolve().parents[2] / "deploy" / "engine-config"
 
@@ -69,7 +71,7 @@ def config_dir_from_env() -> Path:
     return Path(override) if override else REPO_CONFIG_DIR
 
 
-_parsed: dict[str, tuple[tuple[int, int, int], dict[str, Any]]] = {}
+_parsed: BoundedCache[str, tuple[tuple[int, int, int], dict[str, Any]]] = BoundedCache(1024)
 
 
 def _read_file(path: Path) -> dict[str, Any]:
@@ -87,9 +89,7 @@ def _read_file(path: Path) -> dict[str, Any]:
     if hit is not None and hit[0] == version:
         return hit[1]
     data = _parse_file(path)
-    if len(_parsed) > 1024:
-        _parsed.clear()
-    _parsed[str(path)] = (version, data)
+    _parsed.put(str(path), (version, data))
     return data
 
 

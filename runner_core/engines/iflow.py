@@ -77,7 +77,7 @@ def parse_text(stdout: str, stderr: str, exit_code: int | None) -> EngineOutput:
     output = EngineOutput(exit_code=exit_code)
     # Resumed turns append to the same log: the last block and the text before it win.
     blocks = list(_INFO.finditer(stdout))
-    info_match = blocks[-1] if blocks else (list(_INFO.finditer(stderr)) or [None])[-1]
+    info_match = blocks[-1] if blocks else [None, *_INFO.finditer(stderr)][-1]
     info = json_of_text(info_match.group(1)) if info_match else None
     if isinstance(info, dict):
         output.envelope = info

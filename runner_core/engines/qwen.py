@@ -98,7 +98,8 @@ def result_error(event: dict[str, Any]) -> EngineError | None:
     if match:
         return api_error(text, http_status(match.group(1)), subtype=event.get("subtype"))
     if event.get("is_error") or str(event.get("subtype", "success")) != "success":
-        error = event.get("error") if isinstance(event.get("error"), dict) else {}
+        raw_error = event.get("error")
+        error = raw_error if isinstance(raw_error, dict) else {}
         message = str(error.get("message") or text or event.get("subtype"))
         code = "AUTH_MISSING" if any(hint in message for hint in _AUTH_HINTS) else "ENGINE_FAILED"
         return EngineError(code, message, {"subtype": event.get("subtype")})

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 
 def read_output(path: Path) -> str:
@@ -59,5 +59,5 @@ def token_counts(usage: Mapping[str, Any] | None, input_key: str = "input_tokens
     return {name: int(value) if _is_count(value) else 0 for name, value in counts.items()}
 
 
-def _is_count(value: Any) -> bool:
+def _is_count(value: Any) -> TypeGuard[int | float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool)

@@ -139,11 +139,11 @@ def _attempts(
         return
     previous = ctx.best()
     for round_number in range(1, repair_rounds + 1):
-        request = RepairRequest(
+        repair_request = RepairRequest(
             round_number, _repair_text(previous, raw), previous.errors if previous else [],
             schema, ctx.run_dir, raw.primary_path,
         )
-        attempt = run_repair_round(ctx, repair, request)
+        attempt = run_repair_round(ctx, repair, repair_request)
         previous = attempt or previous  # a round that failed outright leaves the input as it was
         yield attempt
 
@@ -173,7 +173,7 @@ def _finish(
     ok = winner is not None
     level = winner.level if winner else None
     source = winner.source if winner else None
-    record = {
+    record: dict[str, Any] = {
         "ok": ok,
         "source": source,
         "normalization_level": level,
@@ -182,7 +182,7 @@ def _finish(
         "steps": log.to_list(),
         "raw_output_path": raw.primary_path.relative_to(run_dir).as_posix(),
     }
-    if ok:
+    if winner is not None:
         write_json(run_dir / OUTPUT_FILE, winner.value)
     write_json(run_dir / VALIDATION_FILE, record)
     return OutputOutcome(ok, winner.value if winner else None, warnings, errors, record["steps"],

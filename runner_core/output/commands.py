@@ -99,7 +99,7 @@ def run_repair_round(
         _log_failure(ctx, name, "N3", started, "repair", "repair returned no text", "parse")
         return None
     first = extract_json(text)
-    plain = [(first.value, [])] if first is not None else []
+    plain: list[tuple[Any, list[str]]] = [(first.value, [])] if first is not None else []
     values = itertools.chain(plain, repaired_values(text))
     attempt = first_valid(ctx, "repair", "N3", text, values, seen=set())
     if attempt is None:

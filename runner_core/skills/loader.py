@@ -91,7 +91,7 @@ def unquoted_colon_in_description(skill_md: str) -> bool:
 
 def _load_schemas(pkg: SkillPackage) -> None:
     for kind in SCHEMA_KINDS:
-        rel = pkg.manifest.schemas.get(kind)
+        rel = pkg.loaded_manifest.schemas.get(kind)
         if not rel:
             pkg.errors.append(f"schemas.{kind} is not declared in runner.json")
             continue

@@ -22,7 +22,7 @@ _memo: BoundedCache[tuple[str, bool], tuple[tuple, SkillPackage]] = BoundedCache
 
 def tree_signature(root: Path) -> tuple:
     """(relative path, inode, size, mtime_ns) of every file below `root`, and each folder's inode."""
-    items = []
+    items: list[tuple[str, int | None, int | None, int | None]] = []
     stack = [(str(root), "")]
     while stack:
         path, rel = stack.pop()

@@ -88,6 +88,13 @@ class SkillPackage:
     def version(self) -> str | None:
         return self.manifest.version if self.manifest else None
 
+    @property
+    def loaded_manifest(self) -> RunnerManifest:
+        """The manifest, for code that runs only once runner.json has parsed (a loaded or
+        staged package)."""
+        assert self.manifest is not None, f"skill {self.id}: runner.json did not parse"
+        return self.manifest
+
     def file_inputs(self) -> list[str]:
         """Input fields read from uploads (x-input-source file, the default)."""
         props = self.input_schema.get("properties", {})

@@ -5,9 +5,9 @@ starting at once, a sweep racing a startup) changes nothing the second time.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import select, update
+from sqlalchemy import CursorResult, select, update
 from sqlalchemy.orm import Session
 
 from runner_core.store.models import TERMINAL_STATUSES, Run, utcnow
@@ -58,7 +58,7 @@ def keep_waiting(session: Session, run_id: str) -> bool:
         .values(recovery_state="recovered_waiting", recovered_at=now, updated_at=now,
                 recovery_reason="resumable_waiting_preserved"))
     session.commit()
-    return result.rowcount == 1
+    return cast(CursorResult, result).rowcount == 1
 
 
 def fail_waiting(session: Session, run_id: str) -> bool:
@@ -73,7 +73,7 @@ def fail_waiting(session: Session, run_id: str) -> bool:
                 error_code=error["code"], recovery_state="failed_reconciled",
                 recovered_at=now, recovery_reason="session_handle_invalid"))
     session.commit()
-    return result.rowcount == 1
+    return cast(CursorResult, result).rowcount == 1
 
 
 def runs_in(session: Session, *statuses: str, limit: int = 1000) -> list[Run]:
@@ -97,4 +97,4 @@ def _apply(session: Session, run_id: str, statuses: tuple[str, ...],
     result = session.execute(update(Run).where(Run.id == run_id, Run.status.in_(statuses))
                              .values(**values))
     session.commit()
-    return result.rowcount == 1
+    return cast(CursorResult, result).rowcount == 1

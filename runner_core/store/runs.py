@@ -4,9 +4,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 from functools import lru_cache
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import Connection, DateTime, Row, bindparam, func, literal, select, update
+from sqlalchemy import (
+    Connection,
+    CursorResult,
+    DateTime,
+    Row,
+    Table,
+    bindparam,
+    func,
+    literal,
+    select,
+    update,
+)
 from sqlalchemy.orm import Session
 
 from runner_core.settings import engine_key
@@ -17,7 +28,7 @@ CLAIMED, LIMITED, SKIPPED = "claimed", "limited", "skipped"
 CLAIM_LOCK_KEY = 0x5C1A1117
 
 
-_runs, _requests = Run.__table__, Request.__table__
+_runs, _requests = cast(Table, Run.__table__), cast(Table, Request.__table__)
 
 
 def _claim_statement(*limit_guards):
@@ -121,7 +132,7 @@ def finish_run(session: Session | Connection, run_id: str, status: str, *, error
     params.update({f"{name}_": given[name] for name in optional})
     result = session.execute(_finish_statement(optional), params)
     session.commit()
-    return result.rowcount == 1
+    return cast(CursorResult, result).rowcount == 1
 
 
 def cancel_queued(session: Session, run_id: str) -> bool:
@@ -141,7 +152,7 @@ def _cancel_idle(session: Session, run_id: str, statuses: tuple[str, ...]) -> bo
         .values(status="canceled", finished_at=now, updated_at=now, error_code="CANCELED_BY_USER",
                 error={"code": "CANCELED_BY_USER", "message": "canceled by user"}))
     session.commit()
-    return result.rowcount == 1
+    return cast(CursorResult, result).rowcount == 1
 
 
 def request_cancel(session: Session, run_id: str) -> bool:
@@ -151,7 +162,7 @@ def request_cancel(session: Session, run_id: str) -> bool:
         update(Run).where(Run.id == run_id, Run.status.in_(ACTIVE_STATUSES))
         .values(cancel_requested_at=now, updated_at=now))
     session.commit()
-    return result.rowcount == 1
+    return cast(CursorResult, result).rowcount == 1
 
 
 _BEAT = (update(_runs).where(_runs.c.id == bindparam("run_id_"), _runs.c.status == "running")
@@ -205,10 +216,10 @@ def expire_uploads(session: Session, waited: timedelta) -> list[str]:
                                .limit(500)))
     error = {"code": "UPLOAD_TIMEOUT", "message": f"no input upload arrived within "
              f"{waited.total_seconds():g} s; create the job again"}
-    ended = [run_id for run_id in ids if session.execute(
+    ended = [run_id for run_id in ids if cast(CursorResult, session.execute(
         update(Run).where(Run.id == run_id, *waiting)
         .values(status="failed", finished_at=now, updated_at=now, error_code="UPLOAD_TIMEOUT",
-                error=error)).rowcount == 1]
+                error=error))).rowcount == 1]
     session.commit()
     return ended
 
