@@ -5,6 +5,7 @@ ended (RUN); a warning code is a run's `warnings[].code`. The error table in doc
 exactly the error codes below with the same statuses; a unit test holds the two together.
 An HTTP error raised by werkzeug with a status api/errors.py does not map is named by werkzeug.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -101,8 +102,12 @@ class CodeUse:
 
 _C = ErrorCode
 CATALOGUE: dict[ErrorCode, CodeUse] = {
-    _C.INVALID_REQUEST: CodeUse((400,), "the body is not JSON, or not a request the endpoint reads"),
-    _C.REQUEST_VALIDATION_FAILED: CodeUse((422,), "the request does not match the endpoint's fields"),
+    _C.INVALID_REQUEST: CodeUse(
+        (400,), "the body is not JSON, or not a request the endpoint reads"
+    ),
+    _C.REQUEST_VALIDATION_FAILED: CodeUse(
+        (422,), "the request does not match the endpoint's fields"
+    ),
     _C.UNAUTHORIZED: CodeUse((401,), "an API token is required and the request has no valid one"),
     _C.NOT_FOUND: CodeUse((404,), "no such route"),
     _C.METHOD_NOT_ALLOWED: CodeUse((405,), "the route does not take this method"),
@@ -114,8 +119,9 @@ CATALOGUE: dict[ErrorCode, CodeUse] = {
     _C.SKILL_ENGINE_UNSUPPORTED: CodeUse((400,), "the skill does not run on that engine"),
     _C.EXECUTION_MODE_UNSUPPORTED: CodeUse((400,), "the skill does not declare that mode"),
     _C.MODEL_UNSUPPORTED: CodeUse((400,), "the model is not in the engine's list"),
-    _C.SCHEMA_VALIDATION_FAILED: CodeUse((400, RUN), "parameters, input or runtime_options do "
-                                         "not match their schema"),
+    _C.SCHEMA_VALIDATION_FAILED: CodeUse(
+        (400, RUN), "parameters, input or runtime_options do not match their schema"
+    ),
     _C.INPUT_FILE_AS_INLINE: CodeUse((400, RUN), "a file input was given as an inline value"),
     _C.INVALID_CURSOR: CodeUse((400,), "a list cursor this API did not return"),
     _C.INVALID_LOG_RANGE: CodeUse((400,), "byte_to is before byte_from"),
@@ -136,8 +142,9 @@ CATALOGUE: dict[ErrorCode, CodeUse] = {
     _C.UPLOAD_TOO_MANY_ENTRIES: CodeUse((400,), "more entries in the zip than the limit"),
     _C.UPLOAD_DUPLICATE_ENTRY: CodeUse((400,), "the same path twice, or a path under a file"),
     _C.UPLOAD_DEST_NOT_EMPTY: CodeUse((400,), "the request holds an earlier upload's files"),
-    _C.UPLOAD_TOO_LARGE: CodeUse((413, 400), "the body (413) or its extracted size (400) is "
-                                 "over the limit"),
+    _C.UPLOAD_TOO_LARGE: CodeUse(
+        (413, 400), "the body (413) or its extracted size (400) is over the limit"
+    ),
     _C.PACKAGE_MISSING: CodeUse((400,), "no package in a skill package request"),
     _C.SKILL_PACKAGE_INVALID: CodeUse((400,), "the skill package fails validation"),
     _C.SKILL_VERSION_NOT_INCREASED: CodeUse((400,), "an update to the same or a lower version"),
@@ -168,10 +175,12 @@ CATALOGUE: dict[ErrorCode, CodeUse] = {
     _C.OUTPUT_NORMALIZED_N1: CodeUse((WARNING,), "the skill's normalizer rewrote the output"),
     _C.OUTPUT_FALLBACK_N2: CodeUse((WARNING,), "the skill's fallback produced the output"),
     _C.OUTPUT_REPAIRED_N3: CodeUse((WARNING,), "the repair step rewrote the output"),
-    _C.OUTPUT_RESULT_FILE_INVALID: CodeUse((WARNING,), "the skill's result file did not "
-                                           "validate; another output was used"),
-    _C.ARTIFACT_SYMLINK_ESCAPE: CodeUse((WARNING,), "an artifact symlink leaves the run "
-                                        "directory or does not resolve"),
+    _C.OUTPUT_RESULT_FILE_INVALID: CodeUse(
+        (WARNING,), "the skill's result file did not validate; another output was used"
+    ),
+    _C.ARTIFACT_SYMLINK_ESCAPE: CodeUse(
+        (WARNING,), "an artifact symlink leaves the run directory or does not resolve"
+    ),
     _C.ARTIFACT_SYMLINK_DIR: CodeUse((WARNING,), "a symlinked artifact directory, not followed"),
 }
 del _C

@@ -1,5 +1,6 @@
 """The states a run and a skill install go through, spelled as the API and the database spell
 them. Each is a StrEnum, so a member is the plain string in JSON, SQL binds and comparisons."""
+
 from __future__ import annotations
 
 from enum import StrEnum
@@ -39,5 +40,11 @@ class RecoveryState(StrEnum):
     RECOVERED_WAITING = "recovered_waiting"  # waiting_user with a session: it keeps waiting
 
 
-__all__ = ["ACTIVE_STATUSES", "IDLE_STATUSES", "TERMINAL_STATUSES", "InstallStatus",
-           "RecoveryState", "RunStatus"]
+__all__ = [
+    "ACTIVE_STATUSES",
+    "IDLE_STATUSES",
+    "TERMINAL_STATUSES",
+    "InstallStatus",
+    "RecoveryState",
+    "RunStatus",
+]
