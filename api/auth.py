@@ -11,6 +11,7 @@ import hmac
 from flask import Flask, request
 
 from api.errors import error_response
+from runner_core.error_codes import ErrorCode
 
 # the health check (load balancers, `skill-runner serve`) and the API's own description
 PUBLIC_PATHS = ("/healthz", "/openapi.json", "/docs")
@@ -53,7 +54,7 @@ def require_token(app: Flask, tokens: tuple[str, ...]) -> None:
             return None
         message = ("this server needs an API token: send 'Authorization: Bearer <token>'"
                    if token is None else "the API token is not valid")
-        response, status = error_response(401, "UNAUTHORIZED", message)
+        response, status = error_response(401, ErrorCode.UNAUTHORIZED, message)
         response.headers["WWW-Authenticate"] = 'Bearer realm="skill-runner"'
         return response, status
 

@@ -10,15 +10,19 @@ from flask import Flask, g, jsonify, request
 from sqlalchemy.exc import OperationalError
 from werkzeug.exceptions import HTTPException
 
-from runner_core.workspace import STORAGE_FULL, disk_full
+from runner_core.error_codes import ErrorCode
+from runner_core.workspace import disk_full
 
 log = logging.getLogger(__name__)
 _REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 
-HTTP_CODES = {400: "INVALID_REQUEST", 401: "UNAUTHORIZED", 403: "FORBIDDEN", 404: "NOT_FOUND",
-              405: "METHOD_NOT_ALLOWED", 409: "CONFLICT", 413: "PAYLOAD_TOO_LARGE",
-              415: "UNSUPPORTED_MEDIA_TYPE", 422: "REQUEST_VALIDATION_FAILED",
-              429: "TOO_MANY_REQUESTS", 500: "INTERNAL_ERROR", 507: STORAGE_FULL}
+# The code of an HTTP error werkzeug or flask-smorest raises; werkzeug names any other status.
+HTTP_CODES = {400: ErrorCode.INVALID_REQUEST, 401: ErrorCode.UNAUTHORIZED, 404: ErrorCode.NOT_FOUND,
+              405: ErrorCode.METHOD_NOT_ALLOWED, 413: ErrorCode.PAYLOAD_TOO_LARGE,
+              415: ErrorCode.UNSUPPORTED_MEDIA_TYPE,
+              416: ErrorCode.REQUESTED_RANGE_NOT_SATISFIABLE,
+              422: ErrorCode.REQUEST_VALIDATION_FAILED, 500: ErrorCode.INTERNAL_ERROR,
+              507: ErrorCode.STORAGE_FULL}
 
 
 class ApiError(Exception):
@@ -106,17 +110,17 @@ def register_error_handlers(app: Flask) -> None:
         if isinstance(exc, OperationalError):  # down, unreachable or locked: try again later
             log.warning("database unavailable: %s", exc.orig if exc.orig else exc)
             response, status = error_response(
-                503, "DATABASE_UNAVAILABLE", "the database does not answer; retry later",
+                503, ErrorCode.DATABASE_UNAVAILABLE, "the database does not answer; retry later",
                 {"type": type(exc.orig or exc).__name__})
             response.headers["Retry-After"] = "5"
             return response, status
         if disk_full(exc):  # nothing half-written is kept (the writers clean up after themselves)
             log.error("no space left on the server's disk: %s", exc)
             response, status = error_response(
-                507, STORAGE_FULL, "the server's disk is full; nothing of this request was kept, "
-                "retry later", {})
+                507, ErrorCode.STORAGE_FULL,
+                "the server's disk is full; nothing of this request was kept, retry later", {})
             response.headers["Retry-After"] = "60"
             return response, status
         log.exception("unhandled error")
-        return error_response(500, "INTERNAL_ERROR", "internal error; see the server log",
+        return error_response(500, ErrorCode.INTERNAL_ERROR, "internal error; see the server log",
                               {"type": type(exc).__name__})

@@ -10,11 +10,13 @@ from sqlalchemy.orm import Session
 from api import context
 from api.errors import ApiError
 from api.zip_bodies import body_cap, package_api_error, save_zip_body
+from runner_core.error_codes import ErrorCode
 from runner_core.skills.installer import InstallResult, installer_for
 from runner_core.skills.package import PACKAGE_LIMITS, PackageError, unpack_package
+from runner_core.statuses import InstallStatus
 from runner_core.store.models import SkillInstall, utcnow
 from runner_core.uploads import UploadError
-from runner_core.workspace import STORAGE_FULL, disk_full
+from runner_core.workspace import disk_full
 
 
 def install_package(session: Session) -> SkillInstall:
@@ -24,8 +26,8 @@ def install_package(session: Session) -> SkillInstall:
     workdir = installer.new_workdir()
     try:
         size, sha256 = save_zip_body("package", workdir / "package.zip", body_cap(PACKAGE_LIMITS))
-        record = SkillInstall(id=str(uuid.uuid4()), status="installing", package_size=size,
-                              package_sha256=sha256)
+        record = SkillInstall(id=str(uuid.uuid4()), status=InstallStatus.INSTALLING,
+                              package_size=size, package_sha256=sha256)
         session.add(record)
         session.commit()
         try:
@@ -35,15 +37,15 @@ def install_package(session: Session) -> SkillInstall:
             result = installer.install(pkg)
         except (UploadError, PackageError) as exc:
             error = package_api_error(exc, {"install_id": record.id})
-            _finish(session, record, "failed", error={"code": error.code, "message": error.message,
-                                                      "details": error.details})
+            _finish(session, record, InstallStatus.FAILED,
+                    error={"code": error.code, "message": error.message, "details": error.details})
             raise error from exc
         except Exception as exc:  # answered 507 (a full disk) or 500; the record says which
-            code = STORAGE_FULL if disk_full(exc) else "INTERNAL_ERROR"
-            _finish(session, record, "failed", error={"code": code,
+            code = ErrorCode.STORAGE_FULL if disk_full(exc) else ErrorCode.INTERNAL_ERROR
+            _finish(session, record, InstallStatus.FAILED, error={"code": code,
                                                       "message": f"{type(exc).__name__}: {exc}"})
             raise
-        _finish(session, record, "succeeded", result=result)
+        _finish(session, record, InstallStatus.SUCCEEDED, result=result)
         return record
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
@@ -66,7 +68,7 @@ def load_install(session: Session, install_id: str) -> SkillInstall:
     """The install record, or 404 INSTALL_NOT_FOUND."""
     record = session.get(SkillInstall, install_id)
     if record is None:
-        raise ApiError(404, "INSTALL_NOT_FOUND", f"no skill package install '{install_id}'",
+        raise ApiError(404, ErrorCode.INSTALL_NOT_FOUND, f"no skill package install '{install_id}'",
                        {"install_id": install_id})
     return record
 

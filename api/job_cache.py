@@ -10,6 +10,7 @@ from runner_core.cache import cache_key, skill_fingerprint
 from runner_core.engines.config import EngineConfigError, load_engine_config
 from runner_core.skills import SkillPackage
 from runner_core.skills.memo import memo_signature, tree_signature
+from runner_core.statuses import RunStatus
 from runner_core.store.models import Run
 
 
@@ -60,7 +61,8 @@ _runs = Run.__table__
 # built once: a cache miss (most requests) costs one small indexed query, a hit the same
 # query returning the row, no ORM load
 _NEWEST_SUCCEEDED = (select(_runs)
-                     .where(_runs.c.cache_key == bindparam("key_"), _runs.c.status == "succeeded")
+                     .where(_runs.c.cache_key == bindparam("key_"),
+                            _runs.c.status == RunStatus.SUCCEEDED)
                      .order_by(_runs.c.finished_at.desc()).limit(1))
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 from marshmallow import EXCLUDE, Schema, fields, validate
 
 from api.schema_fields import ListOrEmpty, UtcDateTime
+from runner_core.statuses import RunStatus
 
 LOG_STREAMS = ("stdout", "stderr", "prompt")  # the files under a run's logs/
 
@@ -143,7 +144,7 @@ class JobListArgs(Schema):
         unknown = EXCLUDE
 
     status = fields.String(load_default=None, validate=validate.OneOf(
-        ["queued", "running", "waiting_user", "succeeded", "failed", "canceled"]))
+        list(RunStatus)))
     skill_id = fields.String(load_default=None)
     engine = fields.String(load_default=None)
     limit = fields.Integer(load_default=50, validate=validate.Range(min=1, max=500))

@@ -19,6 +19,7 @@ from werkzeug.exceptions import RequestEntityTooLarge
 
 from api import context
 from api.errors import ApiError
+from runner_core.error_codes import ErrorCode
 from runner_core.skills import SkillPackage
 from runner_core.skills.package import PackageError, unpack_package
 from runner_core.uploads import (
@@ -42,7 +43,7 @@ def body_limit(max_bytes: int) -> Iterator[None]:
     try:
         yield
     except RequestEntityTooLarge as exc:
-        raise ApiError(413, "UPLOAD_TOO_LARGE", f"the upload is larger than the limit of "
+        raise ApiError(413, ErrorCode.UPLOAD_TOO_LARGE, f"the upload is larger than the limit of "
                        f"{max_bytes} bytes", {"limit_bytes": max_bytes}) from exc
 
 
@@ -62,7 +63,8 @@ def _save_zip_body(field: str, dest: Path, allow_raw: bool) -> tuple[int, str]:
     upload = request.files.get(field)
     if upload is None and not (allow_raw and request.mimetype in ("application/zip",
                                                                    "application/octet-stream")):
-        raise ApiError(400, "PACKAGE_MISSING" if field == "package" else "UPLOAD_MISSING",
+        raise ApiError(400, ErrorCode.PACKAGE_MISSING if field == "package"
+                       else ErrorCode.UPLOAD_MISSING,
                        f"send the zip as the multipart field '{field}'"
                        + (" or as an application/zip body" if allow_raw else ""), {"field": field})
     source = upload.stream if upload is not None else request.stream
@@ -109,8 +111,8 @@ def upload_lock(request_dir: Path, request_id: str) -> Iterator[None]:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise ApiError(409, "UPLOAD_IN_PROGRESS", "another upload for this request is still "
-                           "coming in; wait for its answer", {}, request_id) from None
+            raise ApiError(409, ErrorCode.UPLOAD_IN_PROGRESS, "another upload for this request is "
+                           "still coming in; wait for its answer", {}, request_id) from None
         yield
     finally:
         os.close(fd)  # releases the lock

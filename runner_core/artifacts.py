@@ -16,6 +16,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
+from runner_core.error_codes import ErrorCode
 from runner_core.workspace import write_file
 
 ARTIFACTS_DIR = "artifacts"
@@ -156,10 +157,10 @@ def _walk_artifacts(run_dir: Path, warnings: list[dict[str, str]]) -> list[tuple
             rel = path.relative_to(run_dir).as_posix()
             real = _real_path(path)
             if real is None or path.is_symlink() and not real.is_relative_to(run_dir):
-                warnings.append({"code": "ARTIFACT_SYMLINK_ESCAPE", "path": rel,
+                warnings.append({"code": ErrorCode.ARTIFACT_SYMLINK_ESCAPE, "path": rel,
                                  "message": "symlink leaves the run directory or does not resolve; skipped"})
             elif path.is_symlink() and real.is_dir():
-                warnings.append({"code": "ARTIFACT_SYMLINK_DIR", "path": rel,
+                warnings.append({"code": ErrorCode.ARTIFACT_SYMLINK_DIR, "path": rel,
                                  "message": "symlinked directory not followed"})
             elif name in filenames and real.is_file():
                 found.append((rel, real))

@@ -9,6 +9,7 @@ from typing import Any
 from jsonschema import validators
 
 from runner_core.bounded_cache import BoundedCache
+from runner_core.error_codes import ErrorCode
 
 
 class InputError(Exception):
@@ -76,12 +77,12 @@ def validate_parameters(schema: dict[str, Any], parameter: Any) -> dict[str, Any
     if parameter is None:
         parameter = {}
     if not isinstance(parameter, dict):
-        raise InputError("SCHEMA_VALIDATION_FAILED", "parameter must be a JSON object",
+        raise InputError(ErrorCode.SCHEMA_VALIDATION_FAILED, "parameter must be a JSON object",
                          {"schema": "parameter"})
     filled = apply_defaults(schema, parameter)
     errors = schema_errors(schema, filled)
     if errors:
-        raise InputError("SCHEMA_VALIDATION_FAILED",
+        raise InputError(ErrorCode.SCHEMA_VALIDATION_FAILED,
                          "parameter does not match the skill's parameter schema: "
                          + "; ".join(f"{e['path'] or '(root)'}: {e['message']}" for e in errors),
                          {"schema": "parameter", "errors": errors})
@@ -99,10 +100,11 @@ def validate_inline(input_schema: dict[str, Any], inline: Any) -> dict[str, Any]
     if inline is None:
         return {}
     if not isinstance(inline, dict):
-        raise InputError("SCHEMA_VALIDATION_FAILED", "input must be a JSON object", {"schema": "input"})
+        raise InputError(ErrorCode.SCHEMA_VALIDATION_FAILED, "input must be a JSON object",
+                         {"schema": "input"})
     as_files = sorted(set(inline) & set(file_fields(input_schema)))
     if as_files:
-        raise InputError("INPUT_FILE_AS_INLINE",
+        raise InputError(ErrorCode.INPUT_FILE_AS_INLINE,
                          "file inputs must be uploaded, not sent inline: " + ", ".join(as_files),
                          {"fields": as_files})
     return dict(inline)
@@ -113,14 +115,14 @@ def match_upload(uploads: Path, key: str, extensions: list[str]) -> Path | None:
     candidates = [uploads / key] + [uploads / f"{key}{ext}" for ext in extensions]
     found = [p for p in candidates if p.is_file()]
     if len(found) > 1:
-        raise InputError("INPUT_FILE_AMBIGUOUS",
+        raise InputError(ErrorCode.INPUT_FILE_AMBIGUOUS,
                          f"more than one upload matches input '{key}': "
                          + ", ".join(p.name for p in found), {"field": key})
     if found:
         return found[0]
     others = sorted(p.name for p in uploads.glob(f"{key}.*")) if uploads.is_dir() else []
     if others:
-        raise InputError("INPUT_FILE_EXTENSION_NOT_ALLOWED",
+        raise InputError(ErrorCode.INPUT_FILE_EXTENSION_NOT_ALLOWED,
                          f"upload {others[0]} for input '{key}' has an extension outside "
                          f"{extensions or ['(none)']}", {"field": key, "files": others,
                                                           "allowed": extensions})
@@ -140,11 +142,11 @@ def resolve_inputs(input_schema: dict[str, Any], parameter_schema: dict[str, Any
         elif key in required:
             missing.append(key)
     if missing:
-        raise InputError("INPUT_FILE_MISSING",
+        raise InputError(ErrorCode.INPUT_FILE_MISSING,
                          "Missing required input files: " + ", ".join(missing), {"fields": missing})
     errors = schema_errors(input_schema, resolved)
     if errors:
-        raise InputError("SCHEMA_VALIDATION_FAILED",
+        raise InputError(ErrorCode.SCHEMA_VALIDATION_FAILED,
                          "input does not match the skill's input schema", {"schema": "input",
                                                                            "errors": errors})
     return ResolvedInputs(input=resolved, parameter=validate_parameters(parameter_schema, parameter))

@@ -14,6 +14,7 @@ from typing import Any
 from jinja2 import StrictUndefined, Template, TemplateError
 from jinja2.sandbox import SandboxedEnvironment
 
+from runner_core.error_codes import ErrorCode
 from runner_core.skills.model import SkillPackage
 from runner_core.workspace import write_file
 
@@ -50,7 +51,7 @@ PATCH_MARKER = "<!-- skill-runner: output contract -->"
 class PromptError(Exception):
     """A template that does not render: the run fails with PROMPT_TEMPLATE_ERROR."""
 
-    code = "PROMPT_TEMPLATE_ERROR"
+    code = ErrorCode.PROMPT_TEMPLATE_ERROR
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, Iterable
 
+from runner_core.error_codes import ErrorCode
 from runner_core.workspace import write_file
 
 CHUNK_SIZE = 64 * 1024
@@ -66,11 +67,12 @@ def extract_upload(zip_path: Path, dest: Path, limits: UploadLimits = UploadLimi
     """
     dest = Path(dest)
     if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
-        raise UploadError("UPLOAD_DEST_NOT_EMPTY", "upload destination already has content")
+        raise UploadError(ErrorCode.UPLOAD_DEST_NOT_EMPTY, "upload destination already has content")
     try:
         archive = zipfile.ZipFile(zip_path)
     except (zipfile.BadZipFile, OSError) as exc:
-        raise UploadError("UPLOAD_NOT_ZIP", "upload is not a valid zip archive", {"reason": str(exc)}) from exc
+        raise UploadError(ErrorCode.UPLOAD_NOT_ZIP, "upload is not a valid zip archive",
+                          {"reason": str(exc)}) from exc
     with archive:
         plan = _plan_entries(archive.infolist(), limits)
         dest.parent.mkdir(parents=True, exist_ok=True)
@@ -104,14 +106,14 @@ def safe_entry_name(name: str) -> str:
     )
     parts = [p for p in name.split("/") if p not in ("", ".")]
     if unsafe or ".." in parts or not parts:
-        raise UploadError("UPLOAD_UNSAFE_PATH", "unsafe path in archive", {"entry": name})
+        raise UploadError(ErrorCode.UPLOAD_UNSAFE_PATH, "unsafe path in archive", {"entry": name})
     return "/".join(parts)
 
 
 def _plan_entries(infos: list[zipfile.ZipInfo], limits: UploadLimits) -> list[tuple[zipfile.ZipInfo, str]]:
     """Check every header; return (info, normalised name) pairs to extract."""
     if len(infos) > limits.max_entries:
-        raise UploadError("UPLOAD_TOO_MANY_ENTRIES", "archive has too many entries",
+        raise UploadError(ErrorCode.UPLOAD_TOO_MANY_ENTRIES, "archive has too many entries",
                           {"entries": len(infos), "max_entries": limits.max_entries})
     plan: list[tuple[zipfile.ZipInfo, str]] = []
     files: set[str] = set()
@@ -122,15 +124,17 @@ def _plan_entries(infos: list[zipfile.ZipInfo], limits: UploadLimits) -> list[tu
         _check_entry_kind(info)
         is_dir = info.is_dir()
         if name in files or (name in dirs and not is_dir):
-            raise UploadError("UPLOAD_DUPLICATE_ENTRY", "duplicate entry in archive", {"entry": name})
+            raise UploadError(ErrorCode.UPLOAD_DUPLICATE_ENTRY, "duplicate entry in archive",
+                              {"entry": name})
         parents = [str(p) for p in PurePosixPath(name).parents if str(p) != "."]
         if any(p in files for p in parents):
-            raise UploadError("UPLOAD_DUPLICATE_ENTRY", "entry nested under a file", {"entry": name})
+            raise UploadError(ErrorCode.UPLOAD_DUPLICATE_ENTRY, "entry nested under a file",
+                              {"entry": name})
         (dirs if is_dir else files).add(name)
         dirs.update(parents)
         total += info.file_size
         if total > limits.max_total_bytes:
-            raise UploadError("UPLOAD_TOO_LARGE", "archive expands beyond the size limit",
+            raise UploadError(ErrorCode.UPLOAD_TOO_LARGE, "archive expands beyond the size limit",
                               {"max_total_bytes": limits.max_total_bytes})
         _check_ratio(name, info.file_size, info.compress_size, limits)
         plan.append((info, name))
@@ -139,15 +143,17 @@ def _plan_entries(infos: list[zipfile.ZipInfo], limits: UploadLimits) -> list[tu
 
 def _check_entry_kind(info: zipfile.ZipInfo) -> None:
     if info.flag_bits & 0x1:
-        raise UploadError("UPLOAD_ENCRYPTED", "encrypted entries are not supported", {"entry": info.filename})
+        raise UploadError(ErrorCode.UPLOAD_ENCRYPTED, "encrypted entries are not supported",
+                          {"entry": info.filename})
     mode = info.external_attr >> 16
     if stat.S_ISLNK(mode):
-        raise UploadError("UPLOAD_SYMLINK", "symlink entries are not allowed", {"entry": info.filename})
+        raise UploadError(ErrorCode.UPLOAD_SYMLINK, "symlink entries are not allowed",
+                          {"entry": info.filename})
 
 
 def _check_ratio(name: str, size: int, compressed: int, limits: UploadLimits) -> None:
     if size >= limits.ratio_min_bytes and size > limits.max_ratio * max(compressed, 1):
-        raise UploadError("UPLOAD_ZIP_BOMB", "entry compression ratio exceeds the limit",
+        raise UploadError(ErrorCode.UPLOAD_ZIP_BOMB, "entry compression ratio exceeds the limit",
                           {"entry": name, "max_ratio": limits.max_ratio})
 
 
@@ -178,14 +184,16 @@ def _stream_entry(archive: zipfile.ZipFile, info: zipfile.ZipInfo, name: str, ta
             while chunk := src.read(CHUNK_SIZE):
                 written += len(chunk)
                 if written > info.file_size:
-                    raise UploadError("UPLOAD_ZIP_BOMB", "entry is larger than its header claims", {"entry": name})
+                    raise UploadError(ErrorCode.UPLOAD_ZIP_BOMB,
+                                      "entry is larger than its header claims", {"entry": name})
                 if written > budget:
-                    raise UploadError("UPLOAD_TOO_LARGE", "archive expands beyond the size limit",
+                    raise UploadError(ErrorCode.UPLOAD_TOO_LARGE,
+                                      "archive expands beyond the size limit",
                                       {"max_total_bytes": limits.max_total_bytes})
                 digest.update(chunk)
                 out.write(chunk)
     except (zipfile.BadZipFile, EOFError, zlib.error, NotImplementedError) as exc:
         # NotImplementedError: a compression method zipfile cannot read.
-        raise UploadError("UPLOAD_NOT_ZIP", "corrupt or unsupported entry in archive",
+        raise UploadError(ErrorCode.UPLOAD_NOT_ZIP, "corrupt or unsupported entry in archive",
                           {"entry": name, "reason": str(exc)}) from exc
     return written, digest.hexdigest()

@@ -13,7 +13,6 @@ from typing import Any, TypeGuard
 
 RUN_SUBDIRS = ("uploads", "artifacts", "result", "logs", "bundle", "raw")
 SNAPSHOT_DIR = ".skill"
-STORAGE_FULL = "STORAGE_FULL"
 
 
 def disk_full(exc: BaseException) -> TypeGuard[OSError]:

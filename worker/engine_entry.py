@@ -9,6 +9,7 @@ from dataclasses import replace
 from runner_core.engines import get_adapter
 from runner_core.engines.base import EngineAdapter, EngineContext
 from runner_core.engines.config import EngineConfigError, load_engine_config
+from runner_core.error_codes import ErrorCode
 from runner_core.output import RepairRequest
 from runner_core.prompts import PromptContext, PromptError, patch_skill_md, render_prompt
 from runner_core.workspace import install_skill_copy, write_git_marker, write_json
@@ -26,7 +27,8 @@ def run_engine(entry: EntryContext) -> EntryResult:
     try:
         adapter = get_adapter(run.engine)
     except (KeyError, ImportError, AttributeError) as exc:
-        raise RunFailed("ENGINE_UNAVAILABLE", f"engine '{run.engine}' has no adapter: {exc}") from exc
+        raise RunFailed(ErrorCode.ENGINE_UNAVAILABLE,
+                        f"engine '{run.engine}' has no adapter: {exc}") from exc
     user = {"model": run.model, "runtime_options": run.runtime_options,
             f"{run.engine}_config": run.runtime_options.get(f"{run.engine}_config")}
     try:
@@ -36,7 +38,7 @@ def run_engine(entry: EntryContext) -> EntryResult:
     except PromptError as exc:
         raise RunFailed(exc.code, str(exc)) from exc
     except EngineConfigError as exc:
-        raise RunFailed("ENGINE_CONFIG_INVALID", str(exc)) from exc
+        raise RunFailed(ErrorCode.ENGINE_CONFIG_INVALID, str(exc)) from exc
     (paths.logs / "prompt.txt").write_text(prompt, encoding="utf-8")
     patch_skill_md(pkg.root, pkg, paths.root)
     install_skill_copy(pkg.root, paths, adapter.skill_dirs)
@@ -49,7 +51,8 @@ def run_engine(entry: EntryContext) -> EntryResult:
     timings = {"engine_setup": round(time.perf_counter() - setup_started, 4)}
     result = run_command(spec, paths.logs / "stdout.txt", paths.logs / "stderr.txt", entry.watch())
     if result.canceled or result.timed_out or result.output_exceeded:
-        return EntryResult(None, timings=timings, failure=process_failure(result, "ENGINE_FAILED"))
+        return EntryResult(None, timings=timings,
+                           failure=process_failure(result, ErrorCode.ENGINE_FAILED))
     output = adapter.parse_output(result)
     if output.error is not None:
         failure = RunFailed(output.error.code, output.error.message,

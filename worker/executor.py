@@ -17,13 +17,15 @@ from typing import Any
 from celery.exceptions import SoftTimeLimitExceeded
 
 from runner_core.artifacts import index_artifacts, write_manifest
+from runner_core.error_codes import ErrorCode
 from runner_core.output import run_output_chain
 from runner_core.run_pool import RunDirPool
 from runner_core.settings import Settings
 from runner_core.skills import SkillPackage
 from runner_core.skills.locks import locks_dir, skill_lock
+from runner_core.statuses import RunStatus
 from runner_core.store.models import Run
-from runner_core.workspace import STORAGE_FULL, RunPaths, create_run_dir, disk_full, write_json
+from runner_core.workspace import RunPaths, create_run_dir, disk_full, write_json
 from worker.engine_entry import run_engine
 from worker.entry import EntryContext, EntryResult, add_tokens
 from worker.failures import RunFailed
@@ -69,14 +71,14 @@ class RunExecutor:
             self._process(ctx)
             self._timed("output", self._output_chain, ctx)
             self._timed("artifacts", self._index_artifacts, ctx.pkg)
-            outcome = RunOutcome("succeeded", None, self.warnings)
+            outcome = RunOutcome(RunStatus.SUCCEEDED, None, self.warnings)
         except RunFailed as exc:
             error = {"code": exc.code, "message": exc.message, **exc.details}
             outcome = RunOutcome(exc.status, error, self.warnings)
         except SoftTimeLimitExceeded:
             raise  # unwinds to the task, which records TIMEOUT (the group is already killed)
         except Exception as exc:  # unexpected: recorded on the run, never lost
-            outcome = RunOutcome("failed", self._unexpected(exc), self.warnings)
+            outcome = RunOutcome(RunStatus.FAILED, self._unexpected(exc), self.warnings)
         try:
             if not self.paths.root.is_dir():  # a run that failed early has none
                 create_run_dir(self.settings.runs_dir, self.run.id)
@@ -85,8 +87,8 @@ class RunExecutor:
             # No result file: the API answers from the row, so the row must say what happened;
             # output that cannot be stored is no success.
             error = self._unexpected(exc)
-            if outcome.status == "succeeded":
-                outcome = RunOutcome("failed", error, self.warnings)
+            if outcome.status == RunStatus.SUCCEEDED:
+                outcome = RunOutcome(RunStatus.FAILED, error, self.warnings)
             elif outcome.error is not None:
                 outcome.error = {**outcome.error, "result_not_written": error["message"]}
         outcome.timings = self.timings
@@ -108,10 +110,11 @@ class RunExecutor:
         rest is INTERNAL_ERROR with the exception (logged with its traceback)."""
         if disk_full(exc):
             log.error("run %s: no space left for its files (%s)", self.run.id, exc)
-            return {"code": STORAGE_FULL, "message": "the disk holding the run's directory is "
+            return {"code": ErrorCode.STORAGE_FULL,
+                    "message": "the disk holding the run's directory is "
                     f"full: {exc.strerror} ({run_relative(str(exc.filename), self.paths.root)})"}
         log.exception("run %s crashed", self.run.id)
-        return {"code": "INTERNAL_ERROR", "message": f"{type(exc).__name__}: {exc}"}
+        return {"code": ErrorCode.INTERNAL_ERROR, "message": f"{type(exc).__name__}: {exc}"}
 
     def _timed(self, name: str, fn, *args):
         started = time.perf_counter()
@@ -171,7 +174,7 @@ class RunExecutor:
             engine_text_file=entry.text_file)
         self.warnings.extend(outcome.warnings)
         if not outcome.ok:
-            raise RunFailed("OUTPUT_VALIDATION_FAILED",
+            raise RunFailed(ErrorCode.OUTPUT_VALIDATION_FAILED,
                             "the output does not match the skill's output schema",
                             {"validation_errors": outcome.validation_errors,
                              "raw_output_path": run_relative(outcome.raw_output_path,
@@ -189,12 +192,12 @@ class RunExecutor:
         manifest = index_artifacts(self.paths.root, pkg.artifacts)
         write_manifest(self.paths.root, manifest)
         self.artifacts = [a.path for a in manifest.artifacts]
-        self.warnings.extend({"code": w.get("code", "ARTIFACT_WARNING"), "message": w.get("message", ""),
+        self.warnings.extend({"code": w["code"], "message": w.get("message", ""),
                               "level": "warning", "normalization_level": None, "details": w}
                              for w in manifest.warnings)
         if manifest.missing_required:
             missing = [s.pattern for s in manifest.missing_required]
-            raise RunFailed("ARTIFACT_MISSING", "required artifacts were not produced: "
+            raise RunFailed(ErrorCode.ARTIFACT_MISSING, "required artifacts were not produced: "
                             + ", ".join(missing), {"missing": missing})
 
     def _write_result(self, outcome: RunOutcome) -> None:
@@ -202,7 +205,8 @@ class RunExecutor:
         if error is not None:
             error = {**error, "stderr": _tail(self.paths.logs / "stderr.txt")}
         write_json(self.paths.result_file, {
-            "status": outcome.status, "data": self.data if outcome.status == "succeeded" else None,
+            "status": outcome.status,
+            "data": self.data if outcome.status == RunStatus.SUCCEEDED else None,
             "artifacts": self.artifacts, "validation_warnings": outcome.warnings, "error": error})
 
 

@@ -5,13 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 from runner_core.engines.base import ProcessResult
+from runner_core.error_codes import ErrorCode
+from runner_core.statuses import RunStatus
 
 
 class RunFailed(Exception):
     """A run ends here with `code` (and status failed unless told otherwise)."""
 
     def __init__(self, code: str, message: str, details: dict[str, Any] | None = None,
-                 status: str = "failed") -> None:
+                 status: str = RunStatus.FAILED) -> None:
         super().__init__(message)
         self.code, self.message, self.details, self.status = code, message, details or {}, status
 
@@ -19,13 +21,14 @@ class RunFailed(Exception):
 def process_failure(result: ProcessResult, failure_code: str) -> RunFailed | None:
     """The failure a ProcessResult means (timeout, cancel, output cap, non-zero exit), or None."""
     if result.canceled:
-        return RunFailed("CANCELED_BY_USER", "canceled by user", status="canceled")
+        return RunFailed(ErrorCode.CANCELED_BY_USER, "canceled by user", status=RunStatus.CANCELED)
     if result.timed_out:
-        return RunFailed("TIMEOUT", "the run exceeded its time limit; the process group was killed")
+        return RunFailed(ErrorCode.TIMEOUT,
+                         "the run exceeded its time limit; the process group was killed")
     if result.output_exceeded:
         size = result.stdout_path.stat().st_size + result.stderr_path.stat().st_size
-        return RunFailed("OUTPUT_TOO_LARGE", "the process wrote more output (stdout + stderr) than "
-                         "the server allows; the process group was killed",
+        return RunFailed(ErrorCode.OUTPUT_TOO_LARGE, "the process wrote more output (stdout + "
+                         "stderr) than the server allows; the process group was killed",
                          {"written_bytes": size})
     if result.exit_code != 0:
         return RunFailed(failure_code, f"process exited with code {result.exit_code}",

@@ -6,6 +6,7 @@ import shutil
 from dataclasses import dataclass
 from typing import Any
 
+from runner_core.error_codes import ErrorCode
 from runner_core.inputs import InputError, ResolvedInputs, resolve_inputs
 from runner_core.run_pool import RunDirPool
 from runner_core.settings import Settings
@@ -33,7 +34,7 @@ def stage_skill(settings: Settings, run: Run, paths: RunPaths, pool: RunDirPool)
     """Take a ready run directory from the pool, or make one with the skill's snapshot."""
     source = skill_source(settings, run)
     if not (source / "SKILL.md").is_file():
-        raise RunFailed("SKILL_NOT_FOUND", f"skill '{run.skill_id}' is not installed")
+        raise RunFailed(ErrorCode.SKILL_NOT_FOUND, f"skill '{run.skill_id}' is not installed")
     pool_layout = None
     # Shared lock: an install of this skill cannot swap it while it is being copied.
     with skill_lock(locks_dir(settings.data_dir), run.skill_id, shared=True):
@@ -57,7 +58,7 @@ def write_inputs(settings: Settings, run: Run, paths: RunPaths, pkg: SkillPackag
     """input.json, the uploads and resolved_input.json; raises RunFailed for a broken skill
     or inputs its schemas reject."""
     if pkg.health != "ok":
-        raise RunFailed("SKILL_INVALID", "; ".join(pkg.errors), {"errors": pkg.errors})
+        raise RunFailed(ErrorCode.SKILL_INVALID, "; ".join(pkg.errors), {"errors": pkg.errors})
     request_dir = settings.requests_dir / run.request_id
     write_json(paths.input_json, request_payload or {
         "skill_id": run.skill_id, "parameter": run.parameter})

@@ -20,6 +20,7 @@ from datetime import timedelta
 from runner_core.queues import RUN_QUEUES
 from runner_core.settings import Settings
 from runner_core.skills import load_skill
+from runner_core.statuses import RunStatus
 from runner_core.store import recovery as rec
 from runner_core.store import runs as run_states
 from runner_core.store.models import Run, utcnow
@@ -38,7 +39,7 @@ def recover(settings: Settings, sessions: Callable, send: Send, startup: bool = 
     counts = {"reconciled": 0, "requeued_retry": 0, "reaped": 0, "resent": 0,
               "kept_waiting": 0, "failed_waiting": 0, "upload_timeouts": 0, "still_queued": 0}
     with sessions() as session:
-        for run in rec.runs_in(session, "running"):
+        for run in rec.runs_in(session, RunStatus.RUNNING):
             if worker_gone(settings, run):
                 _recover_running(settings, session, run, send, counts)
         for run in rec.ended_with_group(session, this_host()):
@@ -56,7 +57,7 @@ def recover(settings: Settings, sessions: Callable, send: Send, startup: bool = 
         counts["upload_timeouts"] = len(run_states.expire_uploads(
             session, timedelta(seconds=settings.upload_wait_sec)))
         if startup:
-            for run in rec.runs_in(session, "waiting_user"):
+            for run in rec.runs_in(session, RunStatus.WAITING_USER):
                 counts["kept_waiting"] += rec.keep_waiting(session, run.id)
                 counts["failed_waiting"] += rec.fail_waiting(session, run.id)
     if any(n for name, n in counts.items() if name != "still_queued"):  # something was done

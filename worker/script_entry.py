@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 from runner_core.engines.base import CommandSpec
+from runner_core.error_codes import ErrorCode
 from runner_core.output import NormalizeRequest, SkillCommand
 from runner_core.skills.model import Command, Runtime
 from runner_core.workspace import RunPaths
@@ -118,7 +119,7 @@ def run_script(entry: EntryContext) -> EntryResult:
                           uv_cache=uv_cache_dir(entry.settings.data_dir))
     result = run_command(spec, paths.logs / "stdout.txt", paths.logs / "stderr.txt",
                          entry.watch())
-    check_process(result, "SKILL_SCRIPT_FAILED")
+    check_process(result, ErrorCode.SKILL_SCRIPT_FAILED)
     text = result.stdout_path.read_text(encoding="utf-8", errors="replace")
     return EntryResult(text, text_file=paths.logs / "stdout.txt")
 

@@ -20,12 +20,14 @@ from celery.signals import worker_process_init, worker_ready
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.orm import sessionmaker
 
+from runner_core.error_codes import ErrorCode
 from runner_core.finish_events import FinishPublisher
 from runner_core.per_process import PerProcess
 from runner_core.queues import queue_for
 from runner_core.run_pool import IDLE_KEY_SEC, RunDirPool
 from runner_core.skill_copy import installed_signatures
 from runner_core.skills import load_skill
+from runner_core.statuses import RunStatus
 from runner_core.store import runs as run_states
 from runner_core.store import checkpoint
 from runner_core.store.db import make_engine, make_sessionmaker, retry_unavailable
@@ -145,7 +147,8 @@ def _not_claimed(run_id: str) -> str:
     """A run someone else has, or that ended; a queued run canceled meanwhile ends here."""
     with sessions()() as session:
         current = session.get(Run, run_id)
-        if current is not None and current.status == "queued" and current.cancel_requested_at:
+        if current is not None and current.status == RunStatus.QUEUED \
+                and current.cancel_requested_at:
             if run_states.cancel_queued(session, run_id):
                 finished.publish(run_id)
         log.info("run %s not claimed (status %s)", run_id,
@@ -177,12 +180,14 @@ def _execute(executor: RunExecutor) -> str:
     except (Terminated, SoftTimeLimitExceeded) as exc:
         # the supervisor's `finally` has already killed the process group
         if isinstance(exc, SoftTimeLimitExceeded):
-            status, error = "failed", {"code": "TIMEOUT", "message": "the soft time limit was "
-                                       "reached; the process group was killed"}
+            status, error = RunStatus.FAILED, {
+                "code": ErrorCode.TIMEOUT,
+                "message": "the soft time limit was reached; the process group was killed"}
         else:
-            status, error = "canceled", {"code": "CANCELED_BY_USER", "message": "terminated "
-                                         "(SIGTERM to the worker process); the process group "
-                                         "was killed"}
+            status, error = RunStatus.CANCELED, {
+                "code": ErrorCode.CANCELED_BY_USER,
+                "message": "terminated (SIGTERM to the worker process); the process group "
+                           "was killed"}
         # The signal may land after the run's real end was recorded (e.g. a worker stopped
         # while it announced the end): the guarded UPDATE decides, and only the call that
         # ended the run writes its result file, so a recorded success is never overwritten.
@@ -197,13 +202,13 @@ def _execute(executor: RunExecutor) -> str:
         # A failure outside the executor's own handling (e.g. its result could not be
         # recorded): end the run now rather than leave it `running` until its lease expires.
         log.exception("run %s: the task failed", run.id)
-        error = {"code": "INTERNAL_ERROR", "message": f"{type(exc).__name__}: {exc}"}
+        error = {"code": ErrorCode.INTERNAL_ERROR, "message": f"{type(exc).__name__}: {exc}"}
         with connect() as conn:
-            ended = run_states.finish_run(conn, run.id, "failed", error=error)
+            ended = run_states.finish_run(conn, run.id, RunStatus.FAILED, error=error)
         if ended:
-            _write_failure(run, "failed", error)
+            _write_failure(run, RunStatus.FAILED, error)
             finished.publish(run.id)
-        return "failed"
+        return RunStatus.FAILED
 
 
 def _write_failure(run: Run, status: str, error: dict) -> None:

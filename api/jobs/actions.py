@@ -11,8 +11,10 @@ from api import context
 from api.errors import ApiError
 from api.jobs.read import read_result
 from api.jobs.rows import JobRow, RunState, waiting_for_upload
+from runner_core.error_codes import ErrorCode
+from runner_core.statuses import TERMINAL_STATUSES
 from runner_core.store import runs as run_states
-from runner_core.store.models import TERMINAL_STATUSES, Request, Run
+from runner_core.store.models import Request, Run
 
 LOG_CAP = 2 * 1024 * 1024
 RANGE_CAP = 1024 * 1024  # bytes per logs/range answer
@@ -25,7 +27,7 @@ def require_finished(request_id: str, run: RunState) -> None:
         waiting = waiting_for_upload(run)
         message = ("the run waits for its input upload (POST .../upload)" if waiting
                    else f"the run is {run.status}; poll its status")
-        raise ApiError(409, "RUN_NOT_FINISHED", message,
+        raise ApiError(409, ErrorCode.RUN_NOT_FINISHED, message,
                        {"status": run.status, "waiting_for_upload": waiting}, request_id)
 
 
@@ -52,7 +54,7 @@ def log_range(job: JobRow, stream: str, byte_from: int, byte_to: int | None) -> 
     """Bytes [byte_from, byte_to) of one log as text, capped at RANGE_CAP, ending before a
     UTF-8 character the range would split (unless that is the end of a finished run's log)."""
     if byte_to is not None and byte_to < byte_from:
-        raise ApiError(400, "INVALID_LOG_RANGE", "byte_to is before byte_from",
+        raise ApiError(400, ErrorCode.INVALID_LOG_RANGE, "byte_to is before byte_from",
                        {"byte_from": byte_from, "byte_to": byte_to}, job.request_id)
     path = context.settings().runs_dir / job.run_id / "logs" / f"{stream}.txt"
     data, size = b"", 0

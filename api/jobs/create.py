@@ -16,10 +16,12 @@ from api import context, job_cache
 from api.errors import ApiError
 from api.jobs.validate import check_request
 from api.zip_bodies import receive_inputs, upload_lock
+from runner_core.error_codes import ErrorCode
 from runner_core.inputs import file_fields
 from runner_core.queues import queue_for
 from runner_core.settings import run_timeout, task_time_limits
 from runner_core.skills import SkillPackage
+from runner_core.statuses import RunStatus
 from runner_core.store.models import Request, Run, utcnow
 
 
@@ -55,7 +57,7 @@ class Dispatch:
 # The queue bound counts runs sent to the workers: jobs waiting for their upload are in no
 # queue, and a client that never uploads must not fill the bound.
 _QUEUED_COUNT = select(func.count()).select_from(Run.__table__).where(
-    Run.__table__.c.status == "queued", Run.__table__.c.queued_at.is_not(None))
+    Run.__table__.c.status == RunStatus.QUEUED, Run.__table__.c.queued_at.is_not(None))
 _INSERT_RUN = insert(cast(Table, Run.__table__))
 _INSERT_REQUEST = insert(cast(Table, Request.__table__))
 
@@ -77,7 +79,8 @@ def create_job(conn: Connection, pkg: SkillPackage, body: dict[str, Any], *, kin
     cached = job_cache.find_cached(conn, key) if key and job_cache.cache_usable(pkg, options) else None
     queued = 0 if cached else conn.execute(_QUEUED_COUNT).scalar_one()
     if queued >= settings.queue_max:
-        raise ApiError(429, "QUEUE_FULL", f"{queued} runs are queued (limit {settings.queue_max}); retry later",
+        raise ApiError(429, ErrorCode.QUEUE_FULL,
+                       f"{queued} runs are queued (limit {settings.queue_max}); retry later",
                        {"queued": queued, "limit": settings.queue_max}, retry_after=5)
     request_id, run_id = request_id or str(uuid.uuid4()), str(uuid.uuid4())
     now = utcnow()
@@ -88,7 +91,8 @@ def create_job(conn: Connection, pkg: SkillPackage, body: dict[str, Any], *, kin
         conn.execute(_INSERT_RUN, {
             "id": run_id, "request_id": request_id, "kind": kind, "skill_id": pkg.id,
             "skill_version": pkg.version, "engine": engine, "model": body.get("model"),
-            "status": "queued", "parameter": parameter, "input": inline, "runtime_options": options,
+            "status": RunStatus.QUEUED, "parameter": parameter, "input": inline,
+            "runtime_options": options,
             "needs_upload": needs_upload, "cache_key": key, "queued_at": None,
             "created_at": now, "updated_at": now, **(dispatch.columns() if dispatch else {})})
     conn.execute(_INSERT_REQUEST, {
@@ -99,7 +103,7 @@ def create_job(conn: Connection, pkg: SkillPackage, body: dict[str, Any], *, kin
                              if needs_upload else None)
     if dispatch is not None:
         submit(pkg, run_id, engine, options, dispatch.task_id)
-    return Accepted(request_id, cached is not None, cached.status if cached else "queued")
+    return Accepted(request_id, cached is not None, cached.status if cached else RunStatus.QUEUED)
 
 
 def _commit_with_uploads_dir(conn: Connection, uploads: Path | None) -> None:
@@ -130,9 +134,9 @@ def take_upload(session: Session, req: Request, run: Run, pkg_for: Callable[[], 
     uploads only one is ever taken."""
     with upload_lock(request_dir, req.id):
         session.refresh(run)
-        if not (run.needs_upload and run.status == "queued" and run.queued_at is None):
-            raise ApiError(409, "UPLOAD_NOT_ALLOWED", "this run takes no upload now (already "
-                           "uploaded, started or ended)", {"status": run.status}, req.id)
+        if not (run.needs_upload and run.status == RunStatus.QUEUED and run.queued_at is None):
+            raise ApiError(409, ErrorCode.UPLOAD_NOT_ALLOWED, "this run takes no upload now "
+                           "(already uploaded, started or ended)", {"status": run.status}, req.id)
         files = receive_inputs(request_dir, req.id)
         return bind_upload(session, req, run, pkg_for(), {f.path: f.sha256 for f in files})
 

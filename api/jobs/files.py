@@ -14,7 +14,9 @@ from api.jobs.read import load_job
 from api.jobs.rows import RunState
 from runner_core.artifacts import resolve_artifact_path
 from runner_core.bundles import bundle_names, bundle_path, stream_bundle
-from runner_core.store.models import TERMINAL_STATUSES, Run
+from runner_core.error_codes import ErrorCode
+from runner_core.statuses import TERMINAL_STATUSES
+from runner_core.store.models import Run
 
 
 def run_dir(run: Run) -> Path:
@@ -24,8 +26,9 @@ def run_dir(run: Run) -> Path:
 def require_finished_job(request_id: str, run: RunState) -> None:
     """The 409 of a job's artifacts or bundle while its run is active."""
     if run.status not in TERMINAL_STATUSES:
-        raise ApiError(409, "RUN_NOT_FINISHED", f"the run is {run.status}; poll the job status",
-                       {"status": run.status}, request_id)
+        raise ApiError(409, ErrorCode.RUN_NOT_FINISHED,
+                       f"the run is {run.status}; poll the job status", {"status": run.status},
+                       request_id)
 
 
 def load_finished(request_id: str, kind: str,
@@ -50,9 +53,11 @@ def artifact_file_response(request_id: str, run: Run, path: str) -> Response:
     try:
         target = resolve_artifact_path(run_dir(run), path)
     except ValueError as exc:
-        raise ApiError(400, "INVALID_ARTIFACT_PATH", str(exc), {"path": path}, request_id) from exc
+        raise ApiError(400, ErrorCode.INVALID_ARTIFACT_PATH, str(exc), {"path": path},
+                       request_id) from exc
     if not target.is_file():
-        raise ApiError(404, "ARTIFACT_NOT_FOUND", f"no artifact at {path}", {"path": path}, request_id)
+        raise ApiError(404, ErrorCode.ARTIFACT_NOT_FOUND, f"no artifact at {path}", {"path": path},
+                       request_id)
     return send_file(target, as_attachment=True, download_name=target.name)
 
 

@@ -11,10 +11,12 @@ from sqlalchemy import BindParameter, Connection, Select, bindparam, select
 from api.errors import ApiError
 from api.jobs.rows import JOB_COLUMNS, JobRow, requests_table, runs_table
 from api.schema_fields import iso
+from runner_core.error_codes import ErrorCode
+from runner_core.statuses import RunStatus
 
 # Statuses a cache hit never binds to: each of their runs has exactly one request, so those
 # lists can be walked from the runs index instead of sorting the skill's whole request history.
-RUN_DRIVEN_STATUSES = ("queued", "running", "waiting_user", "failed", "canceled")
+RUN_DRIVEN_STATUSES = tuple(s for s in RunStatus if s is not RunStatus.SUCCEEDED)
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +78,8 @@ def parse_cursor(conn: Connection, cursor: str) -> tuple[datetime, str]:
     try:
         when = datetime.fromisoformat(created.replace("Z", "+00:00"))
     except ValueError as exc:
-        raise ApiError(400, "INVALID_CURSOR", "cursor is not one this API returned") from exc
+        raise ApiError(400, ErrorCode.INVALID_CURSOR,
+                       "cursor is not one this API returned") from exc
     if conn.dialect.name == "sqlite":
         when = when.replace(tzinfo=None)  # stored naive (UTC) by SQLite
     return when, last_id

@@ -12,13 +12,15 @@ from sqlalchemy.orm import Session
 from api import context
 from api.errors import ApiError
 from api.jobs.rows import JOB_COLUMNS, JobRow, requests_table, runs_table
+from runner_core.error_codes import ErrorCode
+from runner_core.statuses import RunStatus
 from runner_core.store.models import Request, Run
 
 
 def not_found(request_id: str, kind: str | None) -> ApiError:
     """The 404 of a request id that is unknown, has no run, or is of the other kind."""
     noun = "one-off run" if kind == "temp" else "job"
-    return ApiError(404, "REQUEST_NOT_FOUND", f"no {noun} with request_id '{request_id}'",
+    return ApiError(404, ErrorCode.REQUEST_NOT_FOUND, f"no {noun} with request_id '{request_id}'",
                     request_id=request_id)
 
 
@@ -72,7 +74,8 @@ def wait_for_job(request_id: str, kind: str | None, wait_sec: float) -> JobRow:
 
 def in_progress(job: JobRow) -> bool:
     """Moving on its own: queued (not waiting for an upload) or running."""
-    return job.status == "running" or (job.status == "queued" and not job.needs_upload)
+    return job.status == RunStatus.RUNNING or (
+        job.status == RunStatus.QUEUED and not job.needs_upload)
 
 
 def read_result(job: JobRow) -> dict[str, Any]:

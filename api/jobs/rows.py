@@ -9,6 +9,7 @@ from typing import Any, Protocol
 
 from sqlalchemy import ColumnElement, Row
 
+from runner_core.statuses import RunStatus
 from runner_core.store.models import Request, Run
 
 
@@ -24,7 +25,7 @@ class RunState(Protocol):
 
 def waiting_for_upload(run: RunState) -> bool:
     """Still queued because its input zip has not come yet."""
-    return bool(run.needs_upload) and run.status == "queued"
+    return bool(run.needs_upload) and run.status == RunStatus.QUEUED
 
 
 @dataclass(frozen=True, slots=True)

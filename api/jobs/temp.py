@@ -19,6 +19,7 @@ from api.errors import ApiError
 from api.jobs.create import Accepted, create_job
 from api.package_schemas import TempRunCreate
 from api.zip_bodies import body_cap, body_limit, save_zip_body, unpack_package_or_400
+from runner_core.error_codes import ErrorCode
 from runner_core.skills import SkillPackage, load_skill
 from runner_core.skills.package import PACKAGE_LIMITS
 from runner_core.store.models import Request
@@ -32,18 +33,18 @@ def parse_run_request() -> dict[str, Any]:
     try:
         body = json.loads(raw) if raw.strip() else {}
     except json.JSONDecodeError as exc:
-        raise ApiError(400, "INVALID_REQUEST", f"the 'request' field is not JSON: {exc}",
+        raise ApiError(400, ErrorCode.INVALID_REQUEST, f"the 'request' field is not JSON: {exc}",
                        {"field": "request"}) from exc
     except RecursionError as exc:
-        raise ApiError(400, "INVALID_REQUEST", "the 'request' field is nested too deeply",
+        raise ApiError(400, ErrorCode.INVALID_REQUEST, "the 'request' field is nested too deeply",
                        {"field": "request"}) from exc
     if not isinstance(body, dict):
-        raise ApiError(400, "INVALID_REQUEST", "the 'request' field must hold a JSON object",
-                       {"field": "request"})
+        raise ApiError(400, ErrorCode.INVALID_REQUEST,
+                       "the 'request' field must hold a JSON object", {"field": "request"})
     try:
         return TempRunCreate().load(body)
     except ValidationError as exc:
-        raise ApiError(422, "REQUEST_VALIDATION_FAILED", "the 'request' field is invalid",
+        raise ApiError(422, ErrorCode.REQUEST_VALIDATION_FAILED, "the 'request' field is invalid",
                        {"fields": {"request": exc.messages}}) from exc
 
 

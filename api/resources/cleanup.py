@@ -11,7 +11,8 @@ from sqlalchemy import delete, select
 
 from api import context
 from api.blueprint import Blueprint
-from runner_core.store.models import TERMINAL_STATUSES, Request, Run, utcnow
+from runner_core.statuses import TERMINAL_STATUSES
+from runner_core.store.models import Request, Run, utcnow
 
 blp = Blueprint("cleanup", __name__, url_prefix="/v1/jobs", description="Housekeeping")
 

@@ -7,13 +7,14 @@ from api.blueprint import Blueprint
 from api.errors import ApiError
 from runner_core.engines import SUPPORTED_ENGINES
 from runner_core.engines.catalog import all_engines, engine_info
+from runner_core.error_codes import ErrorCode
 
 blp = Blueprint("engines", __name__, url_prefix="/v1/engines", description="Engine CLIs")
 
 
 def info_or_404(engine: str):
     if engine not in SUPPORTED_ENGINES:
-        raise ApiError(404, "ENGINE_NOT_FOUND", f"unknown engine '{engine}'",
+        raise ApiError(404, ErrorCode.ENGINE_NOT_FOUND, f"unknown engine '{engine}'",
                        {"engines": list(SUPPORTED_ENGINES)})
     return engine_info(engine)
 

@@ -9,6 +9,7 @@ from api import context
 from api.blueprint import Blueprint
 from api.errors import ApiError
 from api.schemas import SkillDetail, SkillSummary
+from runner_core.error_codes import ErrorCode
 from runner_core.skills import SkillPackage
 
 blp = Blueprint("skills", __name__, url_prefix="/v1/skills", description="Installed skills")
@@ -45,7 +46,7 @@ def skill_detail(pkg: SkillPackage) -> dict:
 def get_skill_or_404(skill_id: str) -> SkillPackage:
     pkg = context.skills().get(skill_id)
     if pkg is None:
-        raise ApiError(404, "SKILL_NOT_FOUND", f"skill '{skill_id}' is not installed",
+        raise ApiError(404, ErrorCode.SKILL_NOT_FOUND, f"skill '{skill_id}' is not installed",
                        {"skill_id": skill_id})
     return pkg
 

@@ -26,6 +26,7 @@ from runner_core.engines.config import resolve_api_key
 from runner_core.engines.failures import api_error, exit_error, missing_cli_error
 from runner_core.engines.invocation import engine_env, prompt_args, resolve_binary
 from runner_core.engines.streams import json_lines, json_of_text, read_output, token_counts
+from runner_core.error_codes import ErrorCode
 
 HOME_DIR = ".claude-home"
 ALLOWED_TOOLS = ("Bash", "Read", "Write", "Edit", "MultiEdit", "Glob", "Grep", "Skill", "TodoWrite")
@@ -103,7 +104,7 @@ class ClaudeAdapter:
             if envelope.get("is_error") or text.startswith("API Error"):
                 no_key = stream.init.get("apiKeySource") == "none" and status is None
                 if no_key or (status is None and any(p in text.lower() for p in _AUTH_PATTERNS)):
-                    return EngineError("AUTH_MISSING", text or "no API key", details)
+                    return EngineError(ErrorCode.AUTH_MISSING, text or "no API key", details)
                 return api_error(text or "model call failed", **details)
             if envelope.get("permission_denials"):
                 details["permission_denials"] = envelope["permission_denials"]
@@ -114,7 +115,8 @@ class ClaudeAdapter:
             return api_error(str(last.get("error") or "model call failed"), **details)
         stderr = read_output(result.stderr_path)
         if envelope is None and result.exit_code == 0:
-            return EngineError("ENGINE_FAILED", "claude exited without a result", {"stderr_tail": stderr[-2000:]})
+            return EngineError(ErrorCode.ENGINE_FAILED, "claude exited without a result",
+                               {"stderr_tail": stderr[-2000:]})
         return exit_error(result, self.binary, stderr)
 
 

@@ -39,6 +39,7 @@ from runner_core.engines.config import resolve_api_key
 from runner_core.engines.failures import api_error, exit_error, http_status, missing_cli_error
 from runner_core.engines.invocation import engine_env, prompt_args, resolve_binary
 from runner_core.engines.streams import json_lines, json_of_text, read_output, token_counts
+from runner_core.error_codes import ErrorCode
 
 HOME_DIR = ".codex-home"
 PROVIDER = "skillrunner"
@@ -223,7 +224,7 @@ def last_invocation(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def classify_api_error(message: str, timed_out: bool = False) -> EngineError:
     """AUTH_MISSING for a missing key, else MODEL_API_ERROR (with the HTTP status if known)."""
     if any(p in message.lower() for p in _AUTH_PATTERNS):
-        return EngineError("AUTH_MISSING", message, {"timed_out": timed_out})
+        return EngineError(ErrorCode.AUTH_MISSING, message, {"timed_out": timed_out})
     status = http_status(message)
     if status is None:
         body = json_of_text(message)  # codex relays some error bodies verbatim

@@ -7,6 +7,7 @@ from typing import Any
 
 from runner_core.engines.base import EngineError, ProcessResult
 from runner_core.engines.invocation import BIN_DIR_ENV, REPO_BIN_DIR, REPO_ROOT, resolve_binary
+from runner_core.error_codes import ErrorCode
 
 # "status 429", "status: 429", "API Error: 429": a number named as the status wins over
 # any other 4xx/5xx number in the text (a port, a count).
@@ -23,7 +24,7 @@ def http_status(text: str) -> int | None:
 def missing_cli_error(binary: str) -> EngineError:
     """The typed error for a CLI that is not installed."""
     return EngineError(
-        "CLI_NOT_INSTALLED",
+        ErrorCode.CLI_NOT_INSTALLED,
         f"{binary} not found in {REPO_BIN_DIR.relative_to(REPO_ROOT)}, ${BIN_DIR_ENV} or PATH "
         "(run deploy/install-engines.sh)",
         {"binary": binary},
@@ -34,7 +35,7 @@ def api_error(message: str, status: int | None = None, **details: Any) -> Engine
     """A failed model call: MODEL_API_ERROR with the HTTP status when known. A key that the
     provider refuses (401/403) is an API error too; AUTH_MISSING means no key was configured."""
     extra = {"status": status} if status is not None else {}
-    return EngineError("MODEL_API_ERROR", message, {**extra, **details})
+    return EngineError(ErrorCode.MODEL_API_ERROR, message, {**extra, **details})
 
 
 def exit_error(result: ProcessResult, binary: str, stderr: str) -> EngineError | None:
@@ -47,7 +48,7 @@ def exit_error(result: ProcessResult, binary: str, stderr: str) -> EngineError |
     reason = "timed out" if result.timed_out else "canceled" if result.canceled else None
     message = f"{binary} {reason}" if reason else f"{binary} exited with {result.exit_code}"
     return EngineError(
-        "ENGINE_FAILED",
+        ErrorCode.ENGINE_FAILED,
         f"{message}: {tail}" if tail else message,
         {"exit_code": result.exit_code, "timed_out": result.timed_out, "canceled": result.canceled},
     )

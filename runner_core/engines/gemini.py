@@ -22,6 +22,7 @@ from runner_core.engines.invocation import (
     RUN_HOME, RUN_HOME_FILES, program_argv, prompt_args, resolve_binary, run_env,
 )
 from runner_core.engines.streams import json_lines, json_of_text, read_output, token_counts
+from runner_core.error_codes import ErrorCode
 
 BASE_SETTINGS: dict[str, Any] = {"security": {"auth": {"selectedType": "gemini-api-key"}}}
 # Printed when no key is configured (exit 41); a refused key is a MODEL_API_ERROR instead.
@@ -113,14 +114,14 @@ def result_error(error: dict[str, Any]) -> EngineError:
     message = str(error.get("message") or "gemini reported an error")
     status = http_status(message)
     if any(hint in message for hint in _AUTH_HINTS):
-        return EngineError("AUTH_MISSING", message, {"type": error.get("type")})
+        return EngineError(ErrorCode.AUTH_MISSING, message, {"type": error.get("type")})
     return api_error(message, status, type=error.get("type"))
 
 
 def startup_error(stderr: str, exit_code: int | None) -> EngineError | None:
     """Errors gemini prints before its stream starts (auth is checked at startup: exit 41)."""
     if any(hint in stderr for hint in _AUTH_HINTS) or exit_code == 41:
-        return EngineError("AUTH_MISSING", stderr.strip()[-2000:] or "gemini auth failed",
+        return EngineError(ErrorCode.AUTH_MISSING, stderr.strip()[-2000:] or "gemini auth failed",
                            {"exit_code": exit_code})
     return None
 

@@ -20,6 +20,7 @@ from runner_core.engines.config import deep_merge, resolve_api_key
 from runner_core.engines.failures import api_error, http_status, process_error
 from runner_core.engines.invocation import RUN_HOME, RUN_HOME_FILES, prompt_args, resolve_binary, run_env
 from runner_core.engines.streams import json_of_text, read_output, token_counts
+from runner_core.error_codes import ErrorCode
 
 _INFO = re.compile(r"<Execution Info>\s*(.*?)\s*</Execution Info>", re.DOTALL)
 _API_ERROR = re.compile(r"\[API Error:\s*(.*?)\]\s*$", re.DOTALL | re.MULTILINE)
@@ -102,7 +103,7 @@ def text_error(text: str) -> EngineError | None:
     if api:
         return api_error(api.group(0).strip(), http_status(api.group(1)))
     if any(hint in text for hint in _AUTH_HINTS):
-        return EngineError("AUTH_MISSING", text.strip()[-2000:])
+        return EngineError(ErrorCode.AUTH_MISSING, text.strip()[-2000:])
     return None
 
 

@@ -24,6 +24,7 @@ from runner_core.engines.config import deep_merge, resolve_api_key
 from runner_core.engines.failures import api_error, process_error
 from runner_core.engines.invocation import RUN_HOME_FILES, prompt_args, resolve_binary, run_env
 from runner_core.engines.streams import json_lines, json_of_text, read_output, token_counts
+from runner_core.error_codes import ErrorCode
 from runner_core.workspace import GIT_MARKER  # opencode stops its upward scan at a git root
 
 PROVIDER_ID = "runner"
@@ -152,7 +153,7 @@ def event_error(error: dict[str, Any]) -> EngineError:
     message = str(data.get("message") or error.get("name") or "opencode reported an error")
     status = data.get("statusCode")
     if error.get("name") == "ProviderAuthError":
-        return EngineError("AUTH_MISSING", message, {"name": error.get("name")})
+        return EngineError(ErrorCode.AUTH_MISSING, message, {"name": error.get("name")})
     return api_error(message, status if isinstance(status, int) else None, name=error.get("name"))
 
 

@@ -23,6 +23,7 @@ from runner_core.engines.invocation import (
     RUN_HOME, RUN_HOME_FILES, program_argv, prompt_args, resolve_binary, run_env,
 )
 from runner_core.engines.streams import json_lines, json_of_text, read_output, token_counts
+from runner_core.error_codes import ErrorCode
 
 _API_ERROR = re.compile(r"^\s*\[API Error:\s*(.*?)\]?\s*$", re.DOTALL)
 _AUTH_HINTS = ("Missing API key", "OPENAI_API_KEY environment variable")
@@ -81,7 +82,8 @@ class QwenAdapter:
             output.parsed_json = json_of_text(output.final_text)
         if output.error is None and result.exit_code != 0 and not events \
                 and any(hint in stderr for hint in _AUTH_HINTS):
-            output.error = EngineError("AUTH_MISSING", stderr.strip()[-2000:], {"exit_code": result.exit_code})
+            output.error = EngineError(ErrorCode.AUTH_MISSING, stderr.strip()[-2000:],
+                                       {"exit_code": result.exit_code})
         if output.error is None:
             output.error = process_error(result, self.binary, stderr, printed=bool(events))
         return output
@@ -101,7 +103,8 @@ def result_error(event: dict[str, Any]) -> EngineError | None:
         raw_error = event.get("error")
         error = raw_error if isinstance(raw_error, dict) else {}
         message = str(error.get("message") or text or event.get("subtype"))
-        code = "AUTH_MISSING" if any(hint in message for hint in _AUTH_HINTS) else "ENGINE_FAILED"
+        code = ErrorCode.AUTH_MISSING if any(hint in message for hint in _AUTH_HINTS) \
+            else ErrorCode.ENGINE_FAILED
         return EngineError(code, message, {"subtype": event.get("subtype")})
     return None
 

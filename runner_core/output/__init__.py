@@ -11,12 +11,11 @@ from runner_core.output.commands import (
     RepairRequest,
     SkillCommand,
 )
-from runner_core.output.record import RESULT_FILE_INVALID, WARNING_CODES
+from runner_core.output.record import WARNING_CODES
 
 __all__ = [
     "NormalizeRequest",
     "OutputOutcome",
-    "RESULT_FILE_INVALID",
     "RepairFunction",
     "RepairRequest",
     "SkillCommand",

@@ -5,17 +5,18 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from runner_core.error_codes import ErrorCode
+
 LEVEL_PARSE = "parse"
 LEVEL_VALIDATE = "validate"
 LEVEL_SCHEMA = "schema"
 
 WARNING_CODES = {
-    "N0": "OUTPUT_NORMALIZED_N0",
-    "N1": "OUTPUT_NORMALIZED_N1",
-    "N2": "OUTPUT_FALLBACK_N2",
-    "N3": "OUTPUT_REPAIRED_N3",
+    "N0": ErrorCode.OUTPUT_NORMALIZED_N0,
+    "N1": ErrorCode.OUTPUT_NORMALIZED_N1,
+    "N2": ErrorCode.OUTPUT_FALLBACK_N2,
+    "N3": ErrorCode.OUTPUT_REPAIRED_N3,
 }
-RESULT_FILE_INVALID = "OUTPUT_RESULT_FILE_INVALID"
 
 _WARNING_MESSAGES = {
     "N0": "The output needed syntax-only repair (fences, trailing commas, encoding) to parse.",
@@ -87,7 +88,7 @@ def normalization_warning(level: str, details: dict[str, Any]) -> dict[str, Any]
 def result_file_warning(errors: list[dict[str, Any]], used_source: str) -> dict[str, Any]:
     """Build the warning that says result/result.json was invalid and another source was used."""
     return {
-        "code": RESULT_FILE_INVALID,
+        "code": ErrorCode.OUTPUT_RESULT_FILE_INVALID,
         "message": f"result/result.json did not validate; the output was taken from {used_source}.",
         "level": "warning",
         "normalization_level": None,

@@ -15,6 +15,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from runner_core.error_codes import ErrorCode
 from runner_core.skills.loader import load_skill
 from runner_core.skills.locks import locks_dir, skill_lock
 from runner_core.skills.model import SkillPackage
@@ -93,7 +94,7 @@ def check_version_increase(skill_id: str, installed: str | None, new: str | None
         return
     problem = "is the installed version" if new_v == old_v else "is below the installed version"
     message = f"version {new} of '{skill_id}' {problem} {installed}; an update must raise it"
-    raise PackageError("SKILL_VERSION_NOT_INCREASED", message, [message],
+    raise PackageError(ErrorCode.SKILL_VERSION_NOT_INCREASED, message, [message],
                        {"skill_id": skill_id, "installed_version": installed, "version": new})
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
+from runner_core.error_codes import ErrorCode
 from runner_core.skills.loader import load_skill
 from runner_core.skills.model import SkillPackage
 from runner_core.uploads import UploadLimits, extract_upload
@@ -63,7 +64,7 @@ def unpack_package(zip_path: Path, workdir: Path) -> SkillPackage:
         errors.append(f"runner.json: version '{pkg.version}' is not a valid version (e.g. 1.2.0)")
     if errors:
         summary = f"the skill package is invalid ({len(errors)} problem(s)): " + "; ".join(errors)
-        raise PackageError("SKILL_PACKAGE_INVALID", summary, errors,
+        raise PackageError(ErrorCode.SKILL_PACKAGE_INVALID, summary, errors,
                            {"skill_id": pkg.id, "warnings": pkg.warnings})
     return pkg
 
@@ -76,8 +77,8 @@ def _skill_root(extracted: Path) -> Path:
     if len(entries) == 1 and entries[0].is_dir():
         return entries[0]
     found = sorted(p.name for p in entries)
-    raise PackageError("SKILL_PACKAGE_INVALID", "the zip must hold one skill: its files at the "
-                       "root, or a single top-level folder", [
+    raise PackageError(ErrorCode.SKILL_PACKAGE_INVALID, "the zip must hold one skill: its files at "
+                       "the root, or a single top-level folder", [
                            "the zip must hold one skill: SKILL.md at the root or a single "
                            f"top-level folder (found: {', '.join(found) or 'nothing'})"])
 

@@ -7,8 +7,7 @@ from typing import Any
 from sqlalchemy import JSON, Boolean, DateTime, ForeignKey, Index, Integer, String, Text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-ACTIVE_STATUSES = ("queued", "running", "waiting_user")
-TERMINAL_STATUSES = ("succeeded", "failed", "canceled")
+from runner_core.statuses import InstallStatus, RecoveryState, RunStatus
 
 
 def utcnow() -> datetime:
@@ -31,7 +30,7 @@ class Run(Base):
     skill_version: Mapped[str | None] = mapped_column(String(64))
     engine: Mapped[str | None] = mapped_column(String(32))
     model: Mapped[str | None] = mapped_column(String(128))
-    status: Mapped[str] = mapped_column(String(16), default="queued")
+    status: Mapped[str] = mapped_column(String(16), default=RunStatus.QUEUED)
     parameter: Mapped[dict[str, Any]] = mapped_column(default=dict)
     input: Mapped[dict[str, Any]] = mapped_column(default=dict)
     runtime_options: Mapped[dict[str, Any]] = mapped_column(default=dict)
@@ -59,7 +58,7 @@ class Run(Base):
     interaction_count: Mapped[int] = mapped_column(Integer, default=0)
     auto_decision_count: Mapped[int] = mapped_column(Integer, default=0)
     last_auto_decision_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
-    recovery_state: Mapped[str] = mapped_column(String(32), default="none")
+    recovery_state: Mapped[str] = mapped_column(String(32), default=RecoveryState.NONE)
     recovered_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     recovery_reason: Mapped[str | None] = mapped_column(String(128))
     session_handle: Mapped[str | None] = mapped_column(String(255))
@@ -102,7 +101,8 @@ class SkillInstall(Base):
     __tablename__ = "skill_installs"
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True)
-    status: Mapped[str] = mapped_column(String(16), default="installing")  # +succeeded|failed
+    status: Mapped[str] = mapped_column(String(16),
+                                        default=InstallStatus.INSTALLING)  # +succeeded|failed
     skill_id: Mapped[str | None] = mapped_column(String(128))
     version: Mapped[str | None] = mapped_column(String(64))
     previous_version: Mapped[str | None] = mapped_column(String(64))
@@ -118,5 +118,4 @@ class SkillInstall(Base):
     __table_args__ = (Index("ix_skill_installs_skill_created", "skill_id", "created_at"),)
 
 
-__all__ = ["Base", "Run", "Request", "SkillInstall", "Text", "ACTIVE_STATUSES", "TERMINAL_STATUSES",
-           "utcnow"]
+__all__ = ["Base", "Run", "Request", "SkillInstall", "Text", "utcnow"]

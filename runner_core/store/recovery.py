@@ -10,10 +10,9 @@ from typing import Any, cast
 from sqlalchemy import CursorResult, select, update
 from sqlalchemy.orm import Session
 
-from runner_core.store.models import TERMINAL_STATUSES, Run, utcnow
-
-INTERRUPTED = "ORCHESTRATOR_RESTART_INTERRUPTED"
-SESSION_RESUME_FAILED = "SESSION_RESUME_FAILED"
+from runner_core.error_codes import ErrorCode
+from runner_core.statuses import TERMINAL_STATUSES, RecoveryState, RunStatus
+from runner_core.store.models import Run, utcnow
 
 
 def reconcile_interrupted(session: Session, run_id: str, *, reaped: bool = True,
@@ -24,38 +23,41 @@ def reconcile_interrupted(session: Session, run_id: str, *, reaped: bool = True,
     now = utcnow()
     canceled = session.scalar(select(Run.cancel_requested_at).where(Run.id == run_id)) is not None
     if canceled:
-        status, error = "canceled", {"code": "CANCELED_BY_USER", "message": "canceled by user "
-                                     "(the worker running it stopped before it could end it)"}
+        status, error = RunStatus.CANCELED, {
+            "code": ErrorCode.CANCELED_BY_USER,
+            "message": "canceled by user (the worker running it stopped before it could end it)"}
     else:
-        status, error = "failed", {"code": INTERRUPTED,
-                                   "message": "the worker running this run stopped (lease lost)"}
+        status, error = RunStatus.FAILED, {
+            "code": ErrorCode.ORCHESTRATOR_RESTART_INTERRUPTED,
+            "message": "the worker running this run stopped (lease lost)"}
     values: dict[str, Any] = dict(status=status, finished_at=now, updated_at=now, error=error,
-                                  error_code=error["code"], recovery_state="failed_reconciled",
+                                  error_code=error["code"],
+                                  recovery_state=RecoveryState.FAILED_RECONCILED,
                                   recovered_at=now, recovery_reason=reason)
     if reaped:
         values["pgid"] = None
-    return _apply(session, run_id, ("running",), values)
+    return _apply(session, run_id, (RunStatus.RUNNING,), values)
 
 
 def requeue_interrupted(session: Session, run_id: str, *, reaped: bool = True) -> bool:
     """running -> queued again (the skill declares retries); the next claim is a new attempt."""
     now = utcnow()
-    values: dict[str, Any] = dict(status="queued", started_at=None, heartbeat_at=None,
+    values: dict[str, Any] = dict(status=RunStatus.QUEUED, started_at=None, heartbeat_at=None,
                                   worker=None, dispatched_at=None, updated_at=now,
                                   recovered_at=now, recovery_reason="requeued_after_worker_lost")
     if reaped:
         values["pgid"] = None
-    return _apply(session, run_id, ("running",), values)
+    return _apply(session, run_id, (RunStatus.RUNNING,), values)
 
 
 def keep_waiting(session: Session, run_id: str) -> bool:
     """waiting_user with a session handle stays waiting (recovered_waiting), once."""
     now = utcnow()
     result = session.execute(
-        update(Run).where(Run.id == run_id, Run.status == "waiting_user",
+        update(Run).where(Run.id == run_id, Run.status == RunStatus.WAITING_USER,
                           Run.session_handle.is_not(None),
-                          Run.recovery_state != "recovered_waiting")
-        .values(recovery_state="recovered_waiting", recovered_at=now, updated_at=now,
+                          Run.recovery_state != RecoveryState.RECOVERED_WAITING)
+        .values(recovery_state=RecoveryState.RECOVERED_WAITING, recovered_at=now, updated_at=now,
                 recovery_reason="resumable_waiting_preserved"))
     session.commit()
     return cast(CursorResult, result).rowcount == 1
@@ -64,13 +66,13 @@ def keep_waiting(session: Session, run_id: str) -> bool:
 def fail_waiting(session: Session, run_id: str) -> bool:
     """waiting_user without a session handle cannot resume: failed SESSION_RESUME_FAILED."""
     now = utcnow()
-    error = {"code": SESSION_RESUME_FAILED,
+    error = {"code": ErrorCode.SESSION_RESUME_FAILED,
              "message": "the run waited for a reply but has no engine session to resume"}
     result = session.execute(
-        update(Run).where(Run.id == run_id, Run.status == "waiting_user",
+        update(Run).where(Run.id == run_id, Run.status == RunStatus.WAITING_USER,
                           Run.session_handle.is_(None))
-        .values(status="failed", finished_at=now, updated_at=now, error=error,
-                error_code=error["code"], recovery_state="failed_reconciled",
+        .values(status=RunStatus.FAILED, finished_at=now, updated_at=now, error=error,
+                error_code=error["code"], recovery_state=RecoveryState.FAILED_RECONCILED,
                 recovered_at=now, recovery_reason="session_handle_invalid"))
     session.commit()
     return cast(CursorResult, result).rowcount == 1
@@ -88,7 +90,8 @@ def ended_with_group(session: Session, host: str, limit: int = 500) -> list[Run]
 
 
 def clear_pgid(session: Session, run_id: str) -> None:
-    session.execute(update(Run).where(Run.id == run_id, Run.status != "running").values(pgid=None))
+    session.execute(update(Run).where(Run.id == run_id, Run.status != RunStatus.RUNNING)
+                    .values(pgid=None))
     session.commit()
 
 

@@ -20,8 +20,10 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Session
 
+from runner_core.error_codes import ErrorCode
 from runner_core.settings import engine_key
-from runner_core.store.models import ACTIVE_STATUSES, Request, Run, utcnow
+from runner_core.statuses import ACTIVE_STATUSES, IDLE_STATUSES, RunStatus
+from runner_core.store.models import Request, Run, utcnow
 
 CLAIMED, LIMITED, SKIPPED = "claimed", "limited", "skipped"
 # Postgres advisory lock that serialises limited claims across every worker (any constant).
@@ -38,9 +40,9 @@ def _claim_statement(*limit_guards):
     payload = (select(_requests.c.payload).where(_requests.c.id == c.request_id)
                .scalar_subquery().label("request_payload"))
     return (update(_runs)
-            .where(c.id == bindparam("run_id_"), c.status == "queued",
+            .where(c.id == bindparam("run_id_"), c.status == RunStatus.QUEUED,
                    c.cancel_requested_at.is_(None), *limit_guards)
-            .values(status="running", started_at=bindparam("now_", type_=c.started_at.type),
+            .values(status=RunStatus.RUNNING, started_at=bindparam("now_", type_=c.started_at.type),
                     heartbeat_at=bindparam("now_"), updated_at=bindparam("now_"),
                     worker=bindparam("worker_", type_=c.worker.type), pgid=None,
                     celery_task_id=bindparam("task_id_", type_=c.celery_task_id.type),
@@ -77,7 +79,7 @@ def claim_run(session: Session | Connection, run_id: str, worker: str, task_id: 
         return SKIPPED, None
     state = session.execute(select(_runs.c.status, _runs.c.cancel_requested_at)
                             .where(_runs.c.id == run_id)).first()
-    still_queued = state is not None and state.status == "queued" \
+    still_queued = state is not None and state.status == RunStatus.QUEUED \
         and state.cancel_requested_at is None
     return (LIMITED if still_queued else SKIPPED), None
 
@@ -93,7 +95,7 @@ def _limited_claim(session: Session | Connection, run_id: str, max_running: int,
     if dialect.name == "postgresql":
         session.execute(select(func.pg_advisory_xact_lock(CLAIM_LOCK_KEY)))
     other = _runs.alias("other")
-    running = select(func.count()).select_from(other).where(other.c.status == "running")
+    running = select(func.count()).select_from(other).where(other.c.status == RunStatus.RUNNING)
     guards = []
     if max_running > 0:
         guards.append(running.scalar_subquery() < max_running)
@@ -115,7 +117,7 @@ def _finish_statement(optional: tuple[str, ...]):
                   error=bindparam("error_", type_=c.error.type),
                   error_code=bindparam("error_code_", type_=c.error_code.type))
     values.update({name: bindparam(f"{name}_", type_=c[name].type) for name in optional})
-    return (update(_runs).where(c.id == bindparam("run_id_"), c.status == "running")
+    return (update(_runs).where(c.id == bindparam("run_id_"), c.status == RunStatus.RUNNING)
             .values(**values))
 
 
@@ -137,20 +139,21 @@ def finish_run(session: Session | Connection, run_id: str, status: str, *, error
 
 def cancel_queued(session: Session, run_id: str) -> bool:
     """queued -> canceled (CANCELED_BY_USER)."""
-    return _cancel_idle(session, run_id, ("queued",))
+    return _cancel_idle(session, run_id, (RunStatus.QUEUED,))
 
 
 def cancel_idle(session: Session, run_id: str) -> bool:
     """queued or waiting_user (no process runs for either) -> canceled (CANCELED_BY_USER)."""
-    return _cancel_idle(session, run_id, ("queued", "waiting_user"))
+    return _cancel_idle(session, run_id, IDLE_STATUSES)
 
 
 def _cancel_idle(session: Session, run_id: str, statuses: tuple[str, ...]) -> bool:
     now = utcnow()
     result = session.execute(
         update(Run).where(Run.id == run_id, Run.status.in_(statuses))
-        .values(status="canceled", finished_at=now, updated_at=now, error_code="CANCELED_BY_USER",
-                error={"code": "CANCELED_BY_USER", "message": "canceled by user"}))
+        .values(status=RunStatus.CANCELED, finished_at=now, updated_at=now,
+                error_code=ErrorCode.CANCELED_BY_USER,
+                error={"code": ErrorCode.CANCELED_BY_USER, "message": "canceled by user"}))
     session.commit()
     return cast(CursorResult, result).rowcount == 1
 
@@ -165,7 +168,8 @@ def request_cancel(session: Session, run_id: str) -> bool:
     return cast(CursorResult, result).rowcount == 1
 
 
-_BEAT = (update(_runs).where(_runs.c.id == bindparam("run_id_"), _runs.c.status == "running")
+_BEAT = (update(_runs)
+         .where(_runs.c.id == bindparam("run_id_"), _runs.c.status == RunStatus.RUNNING)
          .values(heartbeat_at=bindparam("now_", type_=_runs.c.heartbeat_at.type))
          .returning(_runs.c.cancel_requested_at))
 _BEAT_PGID = _BEAT.values(pgid=bindparam("pgid_", type_=_runs.c.pgid.type))
@@ -193,7 +197,7 @@ def mark_enqueued(session: Session, run_id: str, task_id: str) -> None:
 
 def touch_dispatched(session: Session | Connection, run_id: str) -> None:
     """A limited claim re-sent itself with a countdown: its message is alive, do not sweep it."""
-    session.execute(update(Run).where(Run.id == run_id, Run.status == "queued")
+    session.execute(update(Run).where(Run.id == run_id, Run.status == RunStatus.QUEUED)
                     .values(dispatched_at=utcnow()))
     session.commit()
 
@@ -202,7 +206,7 @@ def stale_queued(session: Session, grace: timedelta) -> list[Run]:
     """Queued runs whose last message is older than `grace` and that no worker has claimed."""
     cutoff = utcnow() - grace
     return list(session.scalars(select(Run).where(
-        Run.status == "queued", Run.needs_upload.is_(False),
+        Run.status == RunStatus.QUEUED, Run.needs_upload.is_(False),
         Run.cancel_requested_at.is_(None),
         func.coalesce(Run.dispatched_at, Run.updated_at) < cutoff).limit(500)))
 
@@ -211,14 +215,15 @@ def expire_uploads(session: Session, waited: timedelta) -> list[str]:
     """Runs still waiting for their input upload after `waited` -> failed (UPLOAD_TIMEOUT): a
     client that never uploads must not hold a job open forever. Returns the ids ended."""
     now = utcnow()
-    waiting = (Run.status == "queued", Run.needs_upload.is_(True))
+    waiting = (Run.status == RunStatus.QUEUED, Run.needs_upload.is_(True))
     ids = list(session.scalars(select(Run.id).where(*waiting, Run.created_at < now - waited)
                                .limit(500)))
-    error = {"code": "UPLOAD_TIMEOUT", "message": f"no input upload arrived within "
+    error = {"code": ErrorCode.UPLOAD_TIMEOUT, "message": f"no input upload arrived within "
              f"{waited.total_seconds():g} s; create the job again"}
     ended = [run_id for run_id in ids if cast(CursorResult, session.execute(
         update(Run).where(Run.id == run_id, *waiting)
-        .values(status="failed", finished_at=now, updated_at=now, error_code="UPLOAD_TIMEOUT",
+        .values(status=RunStatus.FAILED, finished_at=now, updated_at=now,
+                error_code=ErrorCode.UPLOAD_TIMEOUT,
                 error=error))).rowcount == 1]
     session.commit()
     return ended
@@ -227,5 +232,5 @@ def expire_uploads(session: Session, waited: timedelta) -> list[str]:
 def expired_leases(session: Session, lease: timedelta) -> list[Run]:
     """Running runs whose heartbeat is older than `lease`."""
     cutoff: datetime = utcnow() - lease
-    return list(session.scalars(select(Run).where(Run.status == "running",
+    return list(session.scalars(select(Run).where(Run.status == RunStatus.RUNNING,
                                                   Run.heartbeat_at < cutoff).limit(500)))

@@ -1,0 +1,188 @@
+"""Every error and warning code the service emits: where each appears and what it means.
+
+An error code is the `error.code` of a refused request (with its HTTP status) or of a run that
+ended (RUN); a warning code is a run's `warnings[].code`. The error table in docs/api.md lists
+exactly the error codes below with the same statuses; a unit test holds the two together.
+An HTTP error raised by werkzeug with a status api/errors.py does not map is named by werkzeug.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+RUN = "run"  # the code a run ends with (its status and result carry it as `error.code`)
+WARNING = "warning"  # the code of one of a run's warnings
+
+
+class ErrorCode(StrEnum):
+    """One code the service emits; the value is the string clients see."""
+
+    INVALID_REQUEST = "INVALID_REQUEST"
+    REQUEST_VALIDATION_FAILED = "REQUEST_VALIDATION_FAILED"
+    UNAUTHORIZED = "UNAUTHORIZED"
+    NOT_FOUND = "NOT_FOUND"
+    METHOD_NOT_ALLOWED = "METHOD_NOT_ALLOWED"
+    UNSUPPORTED_MEDIA_TYPE = "UNSUPPORTED_MEDIA_TYPE"
+    PAYLOAD_TOO_LARGE = "PAYLOAD_TOO_LARGE"
+    REQUESTED_RANGE_NOT_SATISFIABLE = "REQUESTED_RANGE_NOT_SATISFIABLE"
+    SKILL_NOT_FOUND = "SKILL_NOT_FOUND"
+    SKILL_INVALID = "SKILL_INVALID"
+    SKILL_ENGINE_UNSUPPORTED = "SKILL_ENGINE_UNSUPPORTED"
+    EXECUTION_MODE_UNSUPPORTED = "EXECUTION_MODE_UNSUPPORTED"
+    MODEL_UNSUPPORTED = "MODEL_UNSUPPORTED"
+    SCHEMA_VALIDATION_FAILED = "SCHEMA_VALIDATION_FAILED"
+    INPUT_FILE_AS_INLINE = "INPUT_FILE_AS_INLINE"
+    INVALID_CURSOR = "INVALID_CURSOR"
+    INVALID_LOG_RANGE = "INVALID_LOG_RANGE"
+    INVALID_ARTIFACT_PATH = "INVALID_ARTIFACT_PATH"
+    REQUEST_NOT_FOUND = "REQUEST_NOT_FOUND"
+    ARTIFACT_NOT_FOUND = "ARTIFACT_NOT_FOUND"
+    ENGINE_NOT_FOUND = "ENGINE_NOT_FOUND"
+    INSTALL_NOT_FOUND = "INSTALL_NOT_FOUND"
+    RUN_NOT_FINISHED = "RUN_NOT_FINISHED"
+    UPLOAD_IN_PROGRESS = "UPLOAD_IN_PROGRESS"
+    UPLOAD_NOT_ALLOWED = "UPLOAD_NOT_ALLOWED"
+    UPLOAD_MISSING = "UPLOAD_MISSING"
+    UPLOAD_NOT_ZIP = "UPLOAD_NOT_ZIP"
+    UPLOAD_UNSAFE_PATH = "UPLOAD_UNSAFE_PATH"
+    UPLOAD_SYMLINK = "UPLOAD_SYMLINK"
+    UPLOAD_ENCRYPTED = "UPLOAD_ENCRYPTED"
+    UPLOAD_ZIP_BOMB = "UPLOAD_ZIP_BOMB"
+    UPLOAD_TOO_MANY_ENTRIES = "UPLOAD_TOO_MANY_ENTRIES"
+    UPLOAD_DUPLICATE_ENTRY = "UPLOAD_DUPLICATE_ENTRY"
+    UPLOAD_DEST_NOT_EMPTY = "UPLOAD_DEST_NOT_EMPTY"
+    UPLOAD_TOO_LARGE = "UPLOAD_TOO_LARGE"
+    PACKAGE_MISSING = "PACKAGE_MISSING"
+    SKILL_PACKAGE_INVALID = "SKILL_PACKAGE_INVALID"
+    SKILL_VERSION_NOT_INCREASED = "SKILL_VERSION_NOT_INCREASED"
+    QUEUE_FULL = "QUEUE_FULL"
+    DATABASE_UNAVAILABLE = "DATABASE_UNAVAILABLE"
+    STORAGE_FULL = "STORAGE_FULL"
+    INTERNAL_ERROR = "INTERNAL_ERROR"
+    INPUT_FILE_MISSING = "INPUT_FILE_MISSING"
+    INPUT_FILE_EXTENSION_NOT_ALLOWED = "INPUT_FILE_EXTENSION_NOT_ALLOWED"
+    INPUT_FILE_AMBIGUOUS = "INPUT_FILE_AMBIGUOUS"
+    UPLOAD_TIMEOUT = "UPLOAD_TIMEOUT"
+    SKILL_SCRIPT_FAILED = "SKILL_SCRIPT_FAILED"
+    PROMPT_TEMPLATE_ERROR = "PROMPT_TEMPLATE_ERROR"
+    OUTPUT_VALIDATION_FAILED = "OUTPUT_VALIDATION_FAILED"
+    ARTIFACT_MISSING = "ARTIFACT_MISSING"
+    OUTPUT_TOO_LARGE = "OUTPUT_TOO_LARGE"
+    ENGINE_FAILED = "ENGINE_FAILED"
+    ENGINE_CONFIG_INVALID = "ENGINE_CONFIG_INVALID"
+    ENGINE_UNAVAILABLE = "ENGINE_UNAVAILABLE"
+    CLI_NOT_INSTALLED = "CLI_NOT_INSTALLED"
+    AUTH_MISSING = "AUTH_MISSING"
+    MODEL_API_ERROR = "MODEL_API_ERROR"
+    TIMEOUT = "TIMEOUT"
+    CANCELED_BY_USER = "CANCELED_BY_USER"
+    ORCHESTRATOR_RESTART_INTERRUPTED = "ORCHESTRATOR_RESTART_INTERRUPTED"
+    SESSION_RESUME_FAILED = "SESSION_RESUME_FAILED"
+    OUTPUT_NORMALIZED_N0 = "OUTPUT_NORMALIZED_N0"
+    OUTPUT_NORMALIZED_N1 = "OUTPUT_NORMALIZED_N1"
+    OUTPUT_FALLBACK_N2 = "OUTPUT_FALLBACK_N2"
+    OUTPUT_REPAIRED_N3 = "OUTPUT_REPAIRED_N3"
+    OUTPUT_RESULT_FILE_INVALID = "OUTPUT_RESULT_FILE_INVALID"
+    ARTIFACT_SYMLINK_ESCAPE = "ARTIFACT_SYMLINK_ESCAPE"
+    ARTIFACT_SYMLINK_DIR = "ARTIFACT_SYMLINK_DIR"
+
+
+@dataclass(frozen=True)
+class CodeUse:
+    """Where a code appears (HTTP statuses, RUN, WARNING) and what it means, in one line."""
+
+    where: tuple[int | str, ...]
+    meaning: str
+
+    @property
+    def is_error(self) -> bool:
+        return WARNING not in self.where
+
+
+_C = ErrorCode
+CATALOGUE: dict[ErrorCode, CodeUse] = {
+    _C.INVALID_REQUEST: CodeUse(
+        (400,), "the body is not JSON, or not a request the endpoint reads"
+    ),
+    _C.REQUEST_VALIDATION_FAILED: CodeUse(
+        (422,), "the request does not match the endpoint's fields"
+    ),
+    _C.UNAUTHORIZED: CodeUse((401,), "an API token is required and the request has no valid one"),
+    _C.NOT_FOUND: CodeUse((404,), "no such route"),
+    _C.METHOD_NOT_ALLOWED: CodeUse((405,), "the route does not take this method"),
+    _C.UNSUPPORTED_MEDIA_TYPE: CodeUse((415,), "a body of a type the endpoint does not take"),
+    _C.PAYLOAD_TOO_LARGE: CodeUse((413,), "a JSON body over the request size limit"),
+    _C.REQUESTED_RANGE_NOT_SATISFIABLE: CodeUse((416,), "a download's Range is outside the file"),
+    _C.SKILL_NOT_FOUND: CodeUse((404, RUN), "no installed skill with that id"),
+    _C.SKILL_INVALID: CodeUse((400, RUN), "the skill does not pass its checks"),
+    _C.SKILL_ENGINE_UNSUPPORTED: CodeUse((400,), "the skill does not run on that engine"),
+    _C.EXECUTION_MODE_UNSUPPORTED: CodeUse((400,), "the skill does not declare that mode"),
+    _C.MODEL_UNSUPPORTED: CodeUse((400,), "the model is not in the engine's list"),
+    _C.SCHEMA_VALIDATION_FAILED: CodeUse(
+        (400, RUN), "parameters, input or runtime_options do not match their schema"
+    ),
+    _C.INPUT_FILE_AS_INLINE: CodeUse((400, RUN), "a file input was given as an inline value"),
+    _C.INVALID_CURSOR: CodeUse((400,), "a list cursor this API did not return"),
+    _C.INVALID_LOG_RANGE: CodeUse((400,), "byte_to is before byte_from"),
+    _C.INVALID_ARTIFACT_PATH: CodeUse((400,), "an artifact path that leaves the run's artifacts"),
+    _C.REQUEST_NOT_FOUND: CodeUse((404,), "no job or one-off run with that request_id"),
+    _C.ARTIFACT_NOT_FOUND: CodeUse((404,), "no artifact at that path"),
+    _C.ENGINE_NOT_FOUND: CodeUse((404,), "no such engine"),
+    _C.INSTALL_NOT_FOUND: CodeUse((404,), "no skill package install with that id"),
+    _C.RUN_NOT_FINISHED: CodeUse((409,), "the result or bundle of a run still going"),
+    _C.UPLOAD_IN_PROGRESS: CodeUse((409,), "a second upload while the first is coming in"),
+    _C.UPLOAD_NOT_ALLOWED: CodeUse((409,), "the run takes no upload now"),
+    _C.UPLOAD_MISSING: CodeUse((400,), "no zip in the upload request"),
+    _C.UPLOAD_NOT_ZIP: CodeUse((400,), "the upload is not a valid zip"),
+    _C.UPLOAD_UNSAFE_PATH: CodeUse((400,), "an absolute or '..' path in the zip"),
+    _C.UPLOAD_SYMLINK: CodeUse((400,), "a symlink in the zip"),
+    _C.UPLOAD_ENCRYPTED: CodeUse((400,), "an encrypted entry in the zip"),
+    _C.UPLOAD_ZIP_BOMB: CodeUse((400,), "an entry expands too far, or beyond its header's size"),
+    _C.UPLOAD_TOO_MANY_ENTRIES: CodeUse((400,), "more entries in the zip than the limit"),
+    _C.UPLOAD_DUPLICATE_ENTRY: CodeUse((400,), "the same path twice, or a path under a file"),
+    _C.UPLOAD_DEST_NOT_EMPTY: CodeUse((400,), "the request holds an earlier upload's files"),
+    _C.UPLOAD_TOO_LARGE: CodeUse(
+        (413, 400), "the body (413) or its extracted size (400) is over the limit"
+    ),
+    _C.PACKAGE_MISSING: CodeUse((400,), "no package in a skill package request"),
+    _C.SKILL_PACKAGE_INVALID: CodeUse((400,), "the skill package fails validation"),
+    _C.SKILL_VERSION_NOT_INCREASED: CodeUse((400,), "an update to the same or a lower version"),
+    _C.QUEUE_FULL: CodeUse((429,), "too many runs are queued; retry later"),
+    _C.DATABASE_UNAVAILABLE: CodeUse((503,), "the database does not answer; retry later"),
+    _C.STORAGE_FULL: CodeUse((507, RUN), "the data directory's disk is full"),
+    _C.INTERNAL_ERROR: CodeUse((500, RUN), "a bug; the server log has the traceback"),
+    _C.INPUT_FILE_MISSING: CodeUse((RUN,), "a required file input was not uploaded"),
+    _C.INPUT_FILE_EXTENSION_NOT_ALLOWED: CodeUse((RUN,), "an upload's extension is not allowed"),
+    _C.INPUT_FILE_AMBIGUOUS: CodeUse((RUN,), "more than one uploaded file matches a field"),
+    _C.UPLOAD_TIMEOUT: CodeUse((RUN,), "no upload arrived within the wait"),
+    _C.SKILL_SCRIPT_FAILED: CodeUse((RUN,), "the skill's script exited non-zero"),
+    _C.PROMPT_TEMPLATE_ERROR: CodeUse((RUN,), "the prompt template does not render"),
+    _C.OUTPUT_VALIDATION_FAILED: CodeUse((RUN,), "no output passed the output schema"),
+    _C.ARTIFACT_MISSING: CodeUse((RUN,), "a required artifact was not produced"),
+    _C.OUTPUT_TOO_LARGE: CodeUse((RUN,), "the process wrote more than the output limit"),
+    _C.ENGINE_FAILED: CodeUse((RUN,), "the engine CLI failed"),
+    _C.ENGINE_CONFIG_INVALID: CodeUse((RUN,), "the engine's layered configuration is invalid"),
+    _C.ENGINE_UNAVAILABLE: CodeUse((RUN,), "no adapter for the run's engine"),
+    _C.CLI_NOT_INSTALLED: CodeUse((RUN,), "the engine's CLI is not installed"),
+    _C.AUTH_MISSING: CodeUse((RUN,), "no API key configured for the engine"),
+    _C.MODEL_API_ERROR: CodeUse((RUN,), "a model call failed"),
+    _C.TIMEOUT: CodeUse((RUN,), "the run passed its time limit"),
+    _C.CANCELED_BY_USER: CodeUse((RUN,), "the run was canceled"),
+    _C.ORCHESTRATOR_RESTART_INTERRUPTED: CodeUse((RUN,), "the run's worker died"),
+    _C.SESSION_RESUME_FAILED: CodeUse((RUN,), "a waiting run had no session to resume"),
+    _C.OUTPUT_NORMALIZED_N0: CodeUse((WARNING,), "the output needed syntax-only repair"),
+    _C.OUTPUT_NORMALIZED_N1: CodeUse((WARNING,), "the skill's normalizer rewrote the output"),
+    _C.OUTPUT_FALLBACK_N2: CodeUse((WARNING,), "the skill's fallback produced the output"),
+    _C.OUTPUT_REPAIRED_N3: CodeUse((WARNING,), "the repair step rewrote the output"),
+    _C.OUTPUT_RESULT_FILE_INVALID: CodeUse(
+        (WARNING,), "the skill's result file did not validate; another output was used"
+    ),
+    _C.ARTIFACT_SYMLINK_ESCAPE: CodeUse(
+        (WARNING,), "an artifact symlink leaves the run directory or does not resolve"
+    ),
+    _C.ARTIFACT_SYMLINK_DIR: CodeUse((WARNING,), "a symlinked artifact directory, not followed"),
+}
+del _C
+
+__all__ = ["CATALOGUE", "RUN", "WARNING", "CodeUse", "ErrorCode"]
