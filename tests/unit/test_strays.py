@@ -5,7 +5,7 @@ import subprocess
 import sys
 import time
 
-from tests.conftest import REPO_ROOT
+from runner_core.settings import REPO_ROOT
 
 SCRIPT = """
 import os, psutil, sys, tempfile, time
