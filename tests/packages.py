@@ -3,11 +3,10 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import io
 import json
 from pathlib import Path
 
-from tests.conftest import zip_bytes
+from tests.helpers import upload_body, zip_bytes
 
 RUN_PY = '''\
 import json, os, time
@@ -70,7 +69,7 @@ def echo_skill(skill_id: str = "pkg-echo", version: str = "1.0.0", message: str 
 
 def package_upload(files: dict[str, str], field: str = "package") -> dict:
     """Multipart `data=` for the Flask test client."""
-    return {field: (io.BytesIO(zip_bytes(files)), "skill.zip")}
+    return upload_body(files, field, "skill.zip")
 
 
 def build_wheel(dest: Path, name: str, version: str = "0.1.0", value: str = "from-wheel") -> Path:

@@ -4,8 +4,7 @@ from __future__ import annotations
 import pytest
 
 from api import create_app
-from runner_core.store.migrate import upgrade
-from tests.conftest import make_settings
+from tests.helpers import migrated_settings
 from tests.integration.services import create_postgres_db
 
 
@@ -35,20 +34,13 @@ class FakeQueue:
 
 @pytest.fixture
 def settings(request, tmp_path, skills_root):
-    """SQLite unless a test asks for Postgres too (`BOTH_DATABASES` below)."""
+    """SQLite unless a test asks for Postgres too (`tests.helpers.BOTH_DATABASES`)."""
     env, drop = {}, None
     if getattr(request, "param", "sqlite") == "postgres":
         env["DATABASE_URL"], drop = create_postgres_db()
-    settings = make_settings(tmp_path, **env)
-    settings.data_dir.mkdir(parents=True)
-    upgrade(settings.database_url)
-    yield settings
+    yield migrated_settings(tmp_path, **env)
     if drop:  # forces out the app's pooled connections
         drop()
-
-
-# For tests whose SQL differs by dialect (keyset pages, timestamps): run on both databases.
-BOTH_DATABASES = pytest.mark.parametrize("settings", ["sqlite", "postgres"], indirect=True)
 
 
 @pytest.fixture

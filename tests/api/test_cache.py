@@ -1,12 +1,10 @@
 """The result cache binds identical requests to a succeeded run without a worker."""
 from __future__ import annotations
 
-import io
-
 from sqlalchemy import func, select, update
 
 from runner_core.store.models import Request, Run, utcnow
-from tests.conftest import zip_bytes
+from tests.helpers import upload_body
 
 
 def finish(app, request_id, status="succeeded"):
@@ -58,9 +56,8 @@ def test_changed_skill_script_misses(client, app, skills_root):
 def test_upload_with_same_files_hits_and_drops_the_placeholder_run(client, app, queue):
     def job():
         rid = client.post("/v1/jobs", json={"skill_id": "demo-prime-number"}).json["request_id"]
-        body = client.post(f"/v1/jobs/{rid}/upload", data={
-            "file": (io.BytesIO(zip_bytes({"input_file.txt": "42"})), "in.zip")}).json
-        return rid, body
+        upload = upload_body({"input_file.txt": "42"})
+        return rid, client.post(f"/v1/jobs/{rid}/upload", data=upload).json
     rid1, body1 = job()
     assert body1["cache_hit"] is False
     finish(app, rid1)

@@ -6,9 +6,9 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import select
 
+from api import create_app
 from runner_core.store.models import Request, Run
-from tests.api.conftest import BOTH_DATABASES
-from tests.conftest import zip_bytes
+from tests.helpers import BOTH_DATABASES, migrated_settings, upload_body, zip_bytes
 
 
 def create(client, **body):
@@ -16,12 +16,18 @@ def create(client, **body):
     return client.post("/v1/jobs", json=body)
 
 
+def client_with(tmp_path, queue, **env):
+    """Settings of a test's own (`env` on top of the defaults) and a test client on them."""
+    settings = migrated_settings(tmp_path, **env)
+    return settings, create_app({"SETTINGS": settings, "QUEUE": queue}).test_client()
+
+
 def test_an_upload_while_another_is_coming_in_is_409_and_touches_nothing(client, queue,
                                                                          settings):
     import fcntl
     import os
     rid = create(client).json["request_id"]
-    body = {"file": (io.BytesIO(zip_bytes({"input_file.txt": "30"})), "in.zip")}
+    body = upload_body({"input_file.txt": "30"})
     request_dir = settings.requests_dir / rid
     fd = os.open(request_dir / ".upload.lock", os.O_RDWR | os.O_CREAT)
     fcntl.flock(fd, fcntl.LOCK_EX)  # what the first upload holds while its body streams in
@@ -33,7 +39,7 @@ def test_an_upload_while_another_is_coming_in_is_409_and_touches_nothing(client,
     assert second.json["error"]["code"] == "UPLOAD_IN_PROGRESS"
     assert sorted(p.name for p in request_dir.iterdir()) == [".upload.lock", "uploads"]
     assert queue.sent == [] and client.get(f"/v1/jobs/{rid}").json["waiting_for_upload"] is True
-    body = {"file": (io.BytesIO(zip_bytes({"input_file.txt": "30"})), "in.zip")}
+    body = upload_body({"input_file.txt": "30"})
     assert client.post(f"/v1/jobs/{rid}/upload", data=body).status_code == 200
     assert len(queue.sent) == 1
 
@@ -49,14 +55,12 @@ def test_create_with_file_input_waits_for_upload(client, queue):
 
 def test_upload_starts_the_run_and_writes_input_manifest(client, queue, settings):
     rid = create(client).json["request_id"]
-    resp = client.post(f"/v1/jobs/{rid}/upload",
-                       data={"file": (io.BytesIO(zip_bytes({"input_file.txt": "30"})), "in.zip")})
+    resp = client.post(f"/v1/jobs/{rid}/upload", data=upload_body({"input_file.txt": "30"}))
     assert resp.status_code == 200, resp.json
     assert len(queue.sent) == 1 and queue.sent[0][1] == "runs.script"
     manifest = (settings.requests_dir / rid / "input_manifest.json").read_text()
     assert "input_file.txt" in manifest
-    again = client.post(f"/v1/jobs/{rid}/upload",
-                        data={"file": (io.BytesIO(zip_bytes({"input_file.txt": "30"})), "in.zip")})
+    again = client.post(f"/v1/jobs/{rid}/upload", data=upload_body({"input_file.txt": "30"}))
     assert again.status_code == 409
     assert again.json["error"]["code"] == "UPLOAD_NOT_ALLOWED"
 
@@ -196,13 +200,7 @@ def test_cancel_queued_run_and_then_again(client, queue):
 
 
 def test_queue_bound_answers_429(tmp_path, skills_root, queue):
-    from api import create_app
-    from runner_core.store.migrate import upgrade
-    from tests.conftest import make_settings
-    settings = make_settings(tmp_path, SKILL_RUNNER_QUEUE_MAX="2")
-    settings.data_dir.mkdir(parents=True)
-    upgrade(settings.database_url)
-    client = create_app({"SETTINGS": settings, "QUEUE": queue}).test_client()
+    _, client = client_with(tmp_path, queue, SKILL_RUNNER_QUEUE_MAX="2")
     for _ in range(2):
         assert create(client, skill_id="fenced-json", input={"text": "x"}).status_code == 200
     resp = create(client, skill_id="fenced-json", input={"text": "x"})
@@ -212,13 +210,7 @@ def test_queue_bound_answers_429(tmp_path, skills_root, queue):
 
 
 def test_jobs_waiting_for_their_upload_do_not_fill_the_queue_bound(tmp_path, skills_root, queue):
-    from api import create_app
-    from runner_core.store.migrate import upgrade
-    from tests.conftest import make_settings
-    settings = make_settings(tmp_path, SKILL_RUNNER_QUEUE_MAX="2")
-    settings.data_dir.mkdir(parents=True)
-    upgrade(settings.database_url)
-    client = create_app({"SETTINGS": settings, "QUEUE": queue}).test_client()
+    _, client = client_with(tmp_path, queue, SKILL_RUNNER_QUEUE_MAX="2")
     for _ in range(3):  # never uploaded: not in any queue
         assert create(client).json["status"] == "queued"
     for _ in range(2):
@@ -254,13 +246,7 @@ def test_symlink_entry_is_refused(client):
 
 
 def test_upload_size_limit_is_configurable(tmp_path, skills_root, queue):
-    from api import create_app
-    from runner_core.store.migrate import upgrade
-    from tests.conftest import make_settings
-    settings = make_settings(tmp_path, SKILL_RUNNER_UPLOAD_MAX_BYTES="100")
-    settings.data_dir.mkdir(parents=True)
-    upgrade(settings.database_url)
-    client = create_app({"SETTINGS": settings, "QUEUE": queue}).test_client()
+    _, client = client_with(tmp_path, queue, SKILL_RUNNER_UPLOAD_MAX_BYTES="100")
     rid = create(client).json["request_id"]
     resp = client.post(f"/v1/jobs/{rid}/upload", data=zip_bytes({"input_file.txt": "7" * 500}),
                        content_type="application/zip")
@@ -269,14 +255,9 @@ def test_upload_size_limit_is_configurable(tmp_path, skills_root, queue):
 
 
 def test_a_body_over_the_limit_is_413_and_nothing_of_it_is_kept(tmp_path, skills_root, queue):
-    from api import create_app
-    from runner_core.store.migrate import upgrade
-    from tests.conftest import make_settings
-    settings = make_settings(tmp_path, SKILL_RUNNER_UPLOAD_MAX_BYTES="1000",
-                             SKILL_RUNNER_UPLOAD_MAX_ENTRIES="10", SKILL_RUNNER_MAX_REQUEST_BYTES="2000")
-    settings.data_dir.mkdir(parents=True)
-    upgrade(settings.database_url)
-    client = create_app({"SETTINGS": settings, "QUEUE": queue}).test_client()
+    settings, client = client_with(tmp_path, queue, SKILL_RUNNER_UPLOAD_MAX_BYTES="1000",
+                                   SKILL_RUNNER_UPLOAD_MAX_ENTRIES="10",
+                                   SKILL_RUNNER_MAX_REQUEST_BYTES="2000")
     rid = create(client).json["request_id"]
     cap = 1000 + 10 * 1024 + 1024 * 1024
     big = b"x" * (cap + 1)

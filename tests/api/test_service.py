@@ -88,7 +88,7 @@ def test_a_client_request_id_is_echoed_only_when_it_is_a_safe_token(client):
 
 def test_a_database_that_does_not_answer_is_503_with_retry_after(tmp_path, skills_root, queue):
     from api import create_app
-    from tests.conftest import make_settings
+    from tests.helpers import make_settings
     settings = make_settings(tmp_path, DATABASE_URL="postgresql://nobody@127.0.0.1:1/none")
     client = create_app({"SETTINGS": settings, "QUEUE": queue}).test_client()
     resp = client.post("/v1/jobs", json={"skill_id": "fenced-json", "input": {"text": "x"}})

@@ -4,7 +4,7 @@ from __future__ import annotations
 import io
 import json
 
-from tests.conftest import zip_bytes
+from tests.helpers import zip_bytes
 from tests.packages import echo_skill, package_upload
 
 

@@ -10,7 +10,7 @@ import zipfile
 from sqlalchemy import select
 
 from runner_core.store.models import Request, Run
-from tests.conftest import zip_bytes
+from tests.helpers import upload_body
 from tests.packages import echo_skill, package_upload
 
 
@@ -100,14 +100,12 @@ def test_file_inputs_wait_for_the_upload(client, queue, settings):
     rid = start(client, echo_skill(file_input=True)).json["request_id"]
     assert queue.sent == []
     assert client.get(f"/v1/temp-skill-runs/{rid}").json["waiting_for_upload"] is True
-    resp = client.post(f"/v1/temp-skill-runs/{rid}/upload",
-                       data={"file": (io.BytesIO(zip_bytes({"notes.txt": "n"})), "in.zip")})
+    resp = client.post(f"/v1/temp-skill-runs/{rid}/upload", data=upload_body({"notes.txt": "n"}))
     assert resp.status_code == 200, resp.json
     assert len(queue.sent) == 1
     assert (settings.requests_dir / rid / "uploads" / "notes.txt").read_text() == "n"
     assert (settings.requests_dir / rid / "input_manifest.json").is_file()
-    again = client.post(f"/v1/temp-skill-runs/{rid}/upload",
-                        data={"file": (io.BytesIO(zip_bytes({"notes.txt": "n"})), "in.zip")})
+    again = client.post(f"/v1/temp-skill-runs/{rid}/upload", data=upload_body({"notes.txt": "n"}))
     assert again.status_code == 409 and again.json["error"]["code"] == "UPLOAD_NOT_ALLOWED"
 
 

@@ -21,10 +21,9 @@ from api.queue import CeleryQueue
 from runner_core.engines import get_adapter
 from runner_core.prompts import PATCH_MARKER
 from runner_core.settings import REPO_ROOT
-from runner_core.store.migrate import upgrade
-from tests.conftest import copy_skills, make_settings
 from tests.engines.harness import FAKE_CONFIG, require_binary
-from tests.integration.services import WorkerProcess, require_redis
+from tests.helpers import wait_for_job
+from tests.integration.services import WorkerProcess, broker_settings
 
 ENGINES = ["codex", "gemini", "opencode", "qwen", "claude"]
 RESULT = {"text": "hello", "length": 5}
@@ -38,25 +37,20 @@ TWO_TURNS = Script(
             """else touch .seen; echo '{"text": "hello"}'; fi""",
     final_text="$tool_output")
 API_400 = Script(status=400, error_message="bad request from the test")
-TERMINAL = ("succeeded", "failed", "canceled")
 
 
 @pytest.fixture(scope="module")
 def service(tmp_path_factory):
     """One worker and one fake LLM for the module; each test sets the LLM's script."""
     root = tmp_path_factory.mktemp("engine-jobs")
-    copy_skills(root / "skills")
     script_file = root / "llm-script.json"
     script_file.write_text(json.dumps(asdict(SUCCESS)))
-    with FakeLLM(script_file) as llm:
+    with FakeLLM(script_file) as llm, broker_settings(root, 13) as settings:
         config_dir = root / "engine-config"
         shutil.copytree(REPO_ROOT / "deploy" / "engine-config", config_dir)
         for engine in ENGINES:
             (config_dir / engine).mkdir(exist_ok=True)
             (config_dir / engine / "enforced.json").write_text(json.dumps(FAKE_CONFIG[engine](llm)))
-        settings = make_settings(root, CELERY_BROKER_URL=require_redis(13))
-        settings.data_dir.mkdir(parents=True)
-        upgrade(settings.database_url)
         worker = WorkerProcess(settings, "engines", settings.data_dir / "worker.log", concurrency=2,
                                extra_env={"SKILL_RUNNER_ENGINE_CONFIG_DIR": str(config_dir)})
         app = create_app({"SETTINGS": settings, "QUEUE": CeleryQueue(settings.broker_url)})
@@ -75,14 +69,12 @@ def run_job(service, engine: str, script: Script, **options) -> tuple[dict, dict
                                         "input": {"text": "hello"},
                                         "runtime_options": {"no_cache": True, **options}}
                       ).json["request_id"]
-    end = time.monotonic() + 120
-    while time.monotonic() < end:
-        status = client.get(f"/v1/jobs/{rid}").json
-        if status["status"] in TERMINAL:
-            return status, client.get(f"/v1/jobs/{rid}/result").json["result"]
-        time.sleep(0.1)
-    raise AssertionError(f"{engine} job still {status['status']}: "
-                         f"{client.get(f'/v1/jobs/{rid}/logs').json}")
+    try:
+        status = wait_for_job(client, rid, timeout=120, interval=0.1)
+    except AssertionError as exc:
+        logs = client.get(f"/v1/jobs/{rid}/logs").json
+        raise AssertionError(f"{engine}: {exc}: {logs}") from None
+    return status, client.get(f"/v1/jobs/{rid}/result").json["result"]
 
 
 @pytest.mark.parametrize("engine", ENGINES)

@@ -6,8 +6,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import time
-from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
@@ -15,6 +13,7 @@ import psutil
 import redis as redis_lib
 
 from runner_core.store.models import Run
+from tests.helpers import wait_for
 
 
 def create_job(stack, skill_id: str, **parameter) -> str:
@@ -43,15 +42,6 @@ def run_row(stack, run_id: str) -> Run:
 
 def parse_iso(value: str) -> datetime:
     return datetime.fromisoformat(value.replace("Z", "+00:00"))
-
-
-def wait_for(predicate: Callable[[], bool], timeout: float, every: float = 0.05) -> None:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if predicate():
-            return
-        time.sleep(every)
-    raise AssertionError(f"condition not met within {timeout}s")
 
 
 def recorded_processes(stack, run_id: str, expect: int) -> tuple[int, list[int]]:

@@ -5,16 +5,22 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
 import redis
+from celery import Celery
 
 from runner_core.processes import stop_process_group
 from runner_core.settings import REPO_ROOT, Settings
+from runner_core.store.models import TERMINAL_STATUSES
+from tests.helpers import copy_skills, migrated_settings, wait_for, wait_for_job
 
 REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379")
 POSTGRES_URL = os.environ.get("TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
@@ -46,6 +52,30 @@ def create_postgres_db() -> tuple[str, callable]:
         admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         admin.close()
     return f"{base}/{name}", drop
+
+
+@contextmanager
+def broker_settings(root: Path, redis_db: int, backend: str = "sqlite",
+                    **env: str) -> Iterator[Settings]:
+    """Migrated settings under `root` with the test skills, flushed Redis database `redis_db` as
+    the broker and, for backend "postgres", a Postgres database of their own (dropped after)."""
+    copy_skills(root / "skills")
+    env = {"CELERY_BROKER_URL": require_redis(redis_db), **env}
+    drop = None
+    if backend == "postgres":
+        env["DATABASE_URL"], drop = create_postgres_db()
+    try:
+        yield migrated_settings(root, **env)
+    finally:
+        if drop:
+            drop()
+
+
+def message_count(url: str, queue: str) -> int:
+    """How many messages wait in `queue` of the broker at `url`."""
+    app = Celery("count", broker=url, set_as_current=False)
+    with app.connection_for_read() as conn:
+        return conn.default_channel.queue_declare(queue, passive=True).message_count
 
 
 def service_env(settings: Settings) -> dict[str, str]:
@@ -82,14 +112,14 @@ class WorkerProcess:
         self.wait_ready()
 
     def wait_ready(self, timeout: float = 30.0) -> None:
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
+        def ready() -> bool:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"worker exited: {self.log_path.read_text()[-3000:]}")
-            if b"ready." in self.log_path.read_bytes():
-                return
-            time.sleep(0.1)
-        raise RuntimeError(f"worker not ready: {self.log_path.read_text()[-3000:]}")
+            return b"ready." in self.log_path.read_bytes()
+        try:
+            wait_for(ready, timeout, interval=0.1)
+        except AssertionError:
+            raise RuntimeError(f"worker not ready: {self.log_path.read_text()[-3000:]}") from None
 
     def kill(self, sig: int = signal.SIGKILL) -> None:
         """Signal the main worker process only (SIGKILL leaves its pool children orphaned)."""
@@ -101,3 +131,24 @@ class WorkerProcess:
         # a main process already gone (killed by a test) leaves its pool children: no grace
         stop_process_group(self.proc, 20 if self.proc.poll() is None else 0)
         self.log.close()
+
+
+@dataclass
+class Stack:
+    """The API (test client) on real services, with the worker a test started, if any."""
+
+    settings: Settings
+    client: Any
+    app: Any
+    worker: WorkerProcess | None
+    backend: str
+
+    def start_worker(self, name: str = "w", **kwargs: Any) -> WorkerProcess:
+        """Start a real worker process for this stack (stopped by the fixture)."""
+        self.worker = WorkerProcess(self.settings, f"{name}-{self.backend}",
+                                    self.settings.data_dir / f"worker-{name}.log", **kwargs)
+        return self.worker
+
+    def wait(self, request_id: str, timeout: float = 30.0,
+             until: tuple[str, ...] = TERMINAL_STATUSES) -> dict:
+        return wait_for_job(self.client, request_id, timeout, until)

@@ -6,14 +6,12 @@ from __future__ import annotations
 
 import pytest
 import redis
-from celery import Celery
 
 from api.queue import EXECUTE_RUN, CeleryQueue
 from runner_core.queues import RUN_QUEUES
-from runner_core.store.migrate import upgrade
-from tests.conftest import copy_skills, make_settings
-from tests.integration.lifecycle_helpers import create_job, run_row, wait_for
-from tests.integration.services import require_redis
+from tests.helpers import wait_for
+from tests.integration.lifecycle_helpers import create_job, run_row
+from tests.integration.services import broker_settings, message_count, require_redis
 from worker import broker_view
 from worker.broker_view import read_broker
 
@@ -29,17 +27,8 @@ def backend():
 
 @pytest.fixture
 def stack_settings(tmp_path):
-    copy_skills(tmp_path / "skills")
-    settings = make_settings(tmp_path, CELERY_BROKER_URL=require_redis(STACK_DB))
-    settings.data_dir.mkdir(parents=True)
-    upgrade(settings.database_url)
-    return settings
-
-
-def message_count(url: str, queue: str) -> int:
-    app = Celery("count", broker=url, set_as_current=False)
-    with app.connection_for_read() as conn:
-        return conn.default_channel.queue_declare(queue, passive=True).message_count
+    with broker_settings(tmp_path, STACK_DB) as settings:
+        yield settings
 
 
 def test_waiting_messages_are_held_at_every_priority(monkeypatch):

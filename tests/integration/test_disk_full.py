@@ -5,19 +5,16 @@ from __future__ import annotations
 
 import io
 import subprocess
-import time
 import zipfile
 
 import pytest
 
 from api import create_app
 from api.queue import CeleryQueue
-from runner_core.store.migrate import upgrade
-from tests.conftest import copy_skills, make_settings, zip_bytes
-from tests.integration.services import WorkerProcess, require_redis
+from tests.helpers import upload_body, wait_for_job
+from tests.integration.services import WorkerProcess, broker_settings
 
 pytestmark = pytest.mark.integration
-TERMINAL = ("succeeded", "failed", "canceled")
 
 
 @pytest.fixture
@@ -35,15 +32,13 @@ def small_disk(tmp_path):
 
 @pytest.fixture
 def service(tmp_path, small_disk):
-    copy_skills(tmp_path / "skills")
-    settings = make_settings(tmp_path, CELERY_BROKER_URL=require_redis(11),
-                             DATABASE_URL=f"sqlite:///{tmp_path / 'runs.db'}")
-    upgrade(settings.database_url)
-    app = create_app({"SETTINGS": settings, "QUEUE": CeleryQueue(settings.broker_url)})
-    worker = WorkerProcess(settings, "disk", tmp_path / "worker.log")
-    yield settings, app.test_client()
-    worker.stop()
-    app.extensions["db"].kw["bind"].dispose()
+    database = f"sqlite:///{tmp_path / 'runs.db'}"  # off the small disk
+    with broker_settings(tmp_path, 11, DATABASE_URL=database) as settings:
+        app = create_app({"SETTINGS": settings, "QUEUE": CeleryQueue(settings.broker_url)})
+        worker = WorkerProcess(settings, "disk", tmp_path / "worker.log")
+        yield settings, app.test_client()
+        worker.stop()
+        app.extensions["db"].kw["bind"].dispose()
 
 
 def fill(path) -> None:
@@ -57,23 +52,12 @@ def fill(path) -> None:
             pass
 
 
-def wait(client, rid: str, timeout: float = 20.0) -> dict:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        status = client.get(f"/v1/jobs/{rid}").json
-        if status["status"] in TERMINAL:
-            return status
-        time.sleep(0.05)
-    raise AssertionError(f"job {rid} still {status['status']} after {timeout} s")
-
-
 def post(client, body: dict):
     return client.post("/v1/jobs", json=body)
 
 
 def upload(client, rid: str, files: dict):
-    return client.post(f"/v1/jobs/{rid}/upload",
-                       data={"file": (io.BytesIO(zip_bytes(files)), "inputs.zip")})
+    return client.post(f"/v1/jobs/{rid}/upload", data=upload_body(files))
 
 
 def leftovers(root) -> list[str]:
@@ -87,7 +71,7 @@ def test_a_full_disk_fails_runs_and_requests_cleanly_and_the_service_recovers(se
     body = {"skill_id": "fenced-json", "input": {"text": "before"},
             "runtime_options": {"no_cache": True}}
     first = post(client, body).json["request_id"]
-    first_run = wait(client, first)
+    first_run = wait_for_job(client, first)
     assert first_run["status"] == "succeeded"
 
     # a run on a full disk ends at once with a code that says why (not left `running`)
@@ -95,7 +79,7 @@ def test_a_full_disk_fails_runs_and_requests_cleanly_and_the_service_recovers(se
     health = client.get("/healthz")
     assert health.status_code == 503 and health.json["disk"] == "low: 0 MiB free"
     rid = post(client, {**body, "input": {"text": "full"}}).json["request_id"]
-    status = wait(client, rid)
+    status = wait_for_job(client, rid)
     assert status["status"] == "failed", status
     assert status["error"]["code"] == "STORAGE_FULL", status["error"]
     assert "No space left on device" in status["error"]["message"]
@@ -126,7 +110,7 @@ def test_a_full_disk_fails_runs_and_requests_cleanly_and_the_service_recovers(se
     (small_disk / "fill").unlink()
     assert client.get("/healthz").json["disk"] == "low: 3 MiB free"  # under the 256 MiB floor
     assert upload(client, rid, {"input_file.txt": "100\n"}).status_code == 200
-    assert wait(client, rid)["status"] == "succeeded"
-    assert wait(client, post(client, {**body, "input": {"text": "after"}}).json["request_id"]
-                )["status"] == "succeeded"
+    assert wait_for_job(client, rid)["status"] == "succeeded"
+    after = post(client, {**body, "input": {"text": "after"}}).json["request_id"]
+    assert wait_for_job(client, after)["status"] == "succeeded"
     assert leftovers(small_disk) == []

@@ -3,7 +3,6 @@ crashes, lost broker messages and startup reconciliation."""
 from __future__ import annotations
 
 import dataclasses
-import io
 import os
 import re
 import signal
@@ -16,13 +15,12 @@ import pytest
 from api import create_app
 from api.queue import CeleryQueue
 from runner_core.store.models import Run, utcnow
-from tests.conftest import zip_bytes
-from tests.integration.conftest import Stack
+from tests.helpers import upload_body, wait_for
 from tests.integration.lifecycle_helpers import (
     PrivateRedis, create_job, job, job_states, live_group, live_pids, parse_iso, recorded_processes,
-    run_row, wait_for,
+    run_row,
 )
-from tests.integration.services import WorkerProcess
+from tests.integration.services import Stack, WorkerProcess
 
 pytestmark = pytest.mark.integration
 
@@ -115,8 +113,8 @@ def test_a_job_whose_upload_never_comes_fails_with_upload_timeout(bare_stack, wo
     status = bare_stack.wait(rid, timeout=15)
     assert status["status"] == "failed" and status["error"]["code"] == "UPLOAD_TIMEOUT", status
     assert "within 2 s" in status["error"]["message"] and not status["waiting_for_upload"]
-    late = bare_stack.client.post(f"/v1/jobs/{rid}/upload", data={
-        "file": (io.BytesIO(zip_bytes({"input_file.txt": "30"})), "in.zip")})
+    late = bare_stack.client.post(f"/v1/jobs/{rid}/upload",
+                                  data=upload_body({"input_file.txt": "30"}))
     assert late.status_code == 409 and late.json["error"]["code"] == "UPLOAD_NOT_ALLOWED"
 
 

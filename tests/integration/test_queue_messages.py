@@ -13,10 +13,8 @@ import redis
 from celery import Celery
 
 from api.queue import EXECUTE_RUN, CeleryQueue
-from runner_core.store.migrate import upgrade
-from tests.conftest import copy_skills, make_settings
 from tests.integration.lifecycle_helpers import create_job, run_row
-from tests.integration.services import require_redis
+from tests.integration.services import broker_settings, message_count, require_redis
 
 pytestmark = pytest.mark.integration
 
@@ -31,17 +29,8 @@ def backend():
 
 @pytest.fixture
 def stack_settings(tmp_path):
-    copy_skills(tmp_path / "skills")
-    settings = make_settings(tmp_path, CELERY_BROKER_URL=require_redis(STACK_DB))
-    settings.data_dir.mkdir(parents=True)
-    upgrade(settings.database_url)
-    return settings
-
-
-def message_count(url: str, queue: str) -> int:
-    app = Celery("count", broker=url, set_as_current=False)
-    with app.connection_for_read() as conn:
-        return conn.default_channel.queue_declare(queue, passive=True).message_count
+    with broker_settings(tmp_path, STACK_DB) as settings:
+        yield settings
 
 
 def test_a_run_sent_by_the_api_runs_on_a_worker_under_its_celery_task_id(bare_stack):

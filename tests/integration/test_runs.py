@@ -6,7 +6,7 @@ import io
 import json
 import time
 
-from tests.conftest import zip_bytes
+from tests.helpers import upload_body
 
 import pytest
 
@@ -14,8 +14,7 @@ pytestmark = pytest.mark.integration
 
 
 def upload(client, rid, files):
-    return client.post(f"/v1/jobs/{rid}/upload",
-                       data={"file": (io.BytesIO(zip_bytes(files)), "inputs.zip")})
+    return client.post(f"/v1/jobs/{rid}/upload", data=upload_body(files))
 
 
 def test_demo_prime_number_succeeds(stack):

@@ -9,7 +9,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -17,7 +16,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.conftest import copy_skills, zip_bytes
+from tests.helpers import copy_skills, wait_for, zip_bytes
 
 pytestmark = pytest.mark.integration
 
@@ -26,16 +25,6 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
-
-
-def wait_until(predicate, timeout: float, what: str):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.2)
-    pytest.fail(f"timed out waiting for {what}")
 
 
 def call(method: str, url: str, body: bytes | None = None, content_type: str = "",
@@ -79,7 +68,7 @@ def test_serve_runs_the_demo_heals_its_broker_and_stops_clean(tmp_path: Path):
     base = f"http://127.0.0.1:{port}"
     family: list[psutil.Process] = []
     try:
-        assert wait_until(lambda: (health(base) or {}).get("status") == "ok", 60, "/healthz")
+        wait_for(lambda: (health(base) or {}).get("status") == "ok", 60, 0.2, what="/healthz")
         family = psutil.Process(serve.pid).children(recursive=True)
         result = demo_job(base)["result"]
         assert result["status"] == "succeeded" and result["data"]["count"] == 15
@@ -91,8 +80,9 @@ def test_serve_runs_the_demo_heals_its_broker_and_stops_clean(tmp_path: Path):
         def new_broker():
             return [p for p in psutil.Process(serve.pid).children()
                     if p.name() == "redis-server" and p.pid != broker.pid]
-        wait_until(new_broker, 30, "the embedded broker to be restarted")
-        wait_until(lambda: (health(base) or {}).get("status") == "ok", 30, "/healthz ok again")
+        wait_for(new_broker, 30, 0.2, what="the embedded broker to be restarted")
+        wait_for(lambda: (health(base) or {}).get("status") == "ok", 30, 0.2,
+                 what="/healthz ok again")
         result = demo_job(base)["result"]  # the worker reconnected on its own
         assert result["status"] == "succeeded", result
         family = psutil.Process(serve.pid).children(recursive=True)

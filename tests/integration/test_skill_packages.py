@@ -3,12 +3,11 @@ run is in flight, one-off runs, and runtime dependencies through uv (no network)
 from __future__ import annotations
 
 import importlib.util
-import io
 import time
 
 import pytest
 
-from tests.conftest import zip_bytes
+from tests.helpers import upload_body
 from tests.packages import build_wheel, echo_skill, package_upload
 
 pytestmark = pytest.mark.integration
@@ -75,7 +74,7 @@ def test_temp_run_with_upload_runs_through_the_worker(stack):
     assert resp.status_code == 200, resp.json
     rid = resp.json["request_id"]
     upload = stack.client.post(f"/v1/temp-skill-runs/{rid}/upload",
-                               data={"file": (io.BytesIO(zip_bytes({"notes.txt": "N"})), "i.zip")})
+                               data=upload_body({"notes.txt": "N"}))
     assert upload.status_code == 200, upload.json
     status = wait_temp(stack, rid)
     assert status["status"] == "succeeded", status

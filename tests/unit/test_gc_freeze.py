@@ -4,7 +4,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from tests.conftest import REPO_ROOT
+from runner_core.settings import REPO_ROOT
 
 
 def run_python(code: str, tmp_path) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import threading
 import time
 
+from tests.helpers import wait_for
 from worker.lease import Heartbeat, _Beater
 
 
@@ -31,8 +32,10 @@ def test_a_shorter_interval_wakes_an_idle_beater():
     beater.idle_sec = 30.0
     slow = make(counter, "slow", 30.0)
     beater.add(slow)
-    beater.remove(slow)  # the thread now sleeps ~30 s
-    time.sleep(0.05)
+    beater.remove(slow)
+    with beater.cond:  # a spurious wake-up: the thread plans its wait again, now ~30 s long
+        beater.cond.notify()
+    wait_for(lambda: beater.wake_at - time.monotonic() > 10)
     fast = make(counter, "fast", 0.05)
     started = time.monotonic()
     beater.add(fast)
@@ -48,10 +51,14 @@ def test_removed_heartbeats_stop_and_active_ones_repeat():
     beater.add(a)
     beater.add(b)
     beater.remove(b)
-    time.sleep(0.4)
+    wait_for(lambda: counter.beats.count("a") >= 3)
     beater.remove(a)
-    assert counter.beats.count("a") >= 3
+    c = make(counter, "c", 0.05)
+    beater.add(c)
+    # beats run one after another on the thread: once c has beaten, a's last beat is done
+    wait_for(lambda: "c" in counter.beats)
+    seen = counter.beats.count("a")
+    wait_for(lambda: counter.beats.count("c") >= 4)  # three more rounds at a's interval
+    assert counter.beats.count("a") == seen
     assert "b" not in counter.beats
-    seen = len(counter.beats)
-    time.sleep(0.2)
-    assert len(counter.beats) == seen
+    beater.remove(c)

@@ -1,8 +1,10 @@
 """Import rules: runner_core is the pure domain (no Flask, Celery, api or worker), api never
-imports worker, and no module of api, worker, runner_core or bench imports itself in a circle."""
+imports worker, fake_llm (offered to skill authors) needs nothing but the standard library,
+and no module of api, worker, runner_core or bench imports itself in a circle."""
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 from runner_core.settings import REPO_ROOT
@@ -33,6 +35,24 @@ def test_api_never_imports_worker():
     leaks = [f"{p.relative_to(REPO_ROOT)}: {m}" for p in (REPO_ROOT / "api").rglob("*.py")
              for m in imported_modules(p) if m.split(".")[0] == "worker"]
     assert leaks == []
+
+
+def outside_stdlib(package: Path) -> list[str]:
+    """`file: module` for each import in `package` of neither the standard library nor itself."""
+    allowed = sys.stdlib_module_names | {package.name}
+    return [f"{p.relative_to(package.parent)}: {m}" for p in sorted(package.rglob("*.py"))
+            for m in imported_modules(p) if m.split(".")[0] not in allowed]
+
+
+def test_fake_llm_imports_only_the_standard_library():
+    assert outside_stdlib(REPO_ROOT / "fake_llm") == []
+
+
+def test_outside_stdlib_reports_a_third_party_import(tmp_path):
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "a.py").write_text("import json\nfrom pkg import b\nfrom . import c\n")
+    (tmp_path / "pkg" / "b.py").write_text("def f():\n    import requests\n")
+    assert outside_stdlib(tmp_path / "pkg") == ["pkg/b.py: requests"]
 
 
 def module_name(path: Path, root: Path) -> str:

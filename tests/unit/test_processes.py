@@ -10,6 +10,7 @@ import psutil
 from runner_core.processes import (
     group_alive, stop_process_group, terminate_group, terminate_processes,
 )
+from tests.helpers import wait_for
 
 IGNORES_TERM = ("import signal, sys, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
                 "print('ready', flush=True); time.sleep(120)")
@@ -19,16 +20,6 @@ LEADER_WITH_STUBBORN_CHILD = (
     "import subprocess, sys, time; "
     f"c = subprocess.Popen([sys.executable, '-c', {IGNORES_TERM!r}], stdout=subprocess.PIPE); "
     "c.stdout.readline(); print(c.pid, flush=True); time.sleep(120)")
-
-
-def wait_for(condition, timeout: float) -> bool:
-    """Poll `condition` until it holds or `timeout` seconds pass."""
-    end = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > end:
-            return False
-        time.sleep(0.02)
-    return True
 
 
 def start(code: str) -> tuple[subprocess.Popen, str]:
@@ -59,7 +50,7 @@ def test_a_member_left_behind_by_its_leader_is_killed_with_the_group():
     assert stop_process_group(proc, 0.5) is False
     assert proc.returncode == -15
     # SIGKILL is delivered asynchronously: the member is gone moments after it was sent
-    assert wait_for(lambda: not group_alive(proc.pid), 10.0)
+    wait_for(lambda: not group_alive(proc.pid), 10.0)
     child = int(child_pid)
     assert not psutil.pid_exists(child) or psutil.Process(child).status() == psutil.STATUS_ZOMBIE
 

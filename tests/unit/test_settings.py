@@ -89,7 +89,7 @@ def test_the_cli_reports_a_configuration_error_without_a_traceback(tmp_path, mon
 def test_gunicorn_warns_when_it_listens_beyond_loopback_without_a_token(monkeypatch, host, token,
                                                                         warned) -> None:
     import runpy
-    from tests.conftest import REPO_ROOT
+    from runner_core.settings import REPO_ROOT
     monkeypatch.setenv("HOST", host)
     monkeypatch.setenv("SKILL_RUNNER_API_TOKEN", token)
     conf = runpy.run_path(str(REPO_ROOT / "deploy" / "gunicorn.conf.py"))
@@ -108,7 +108,7 @@ def test_gunicorn_warns_when_it_listens_beyond_loopback_without_a_token(monkeypa
 def test_gunicorn_keeps_its_worker_heartbeat_files_in_memory_when_it_can() -> None:
     import os
     import runpy
-    from tests.conftest import REPO_ROOT
+    from runner_core.settings import REPO_ROOT
     conf = runpy.run_path(str(REPO_ROOT / "deploy" / "gunicorn.conf.py"))
     if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK):
         assert conf["worker_tmp_dir"] == "/dev/shm"

@@ -14,7 +14,7 @@ from runner_core.skills.installer import check_version_increase, installer_for, 
 from runner_core.skills.locks import locks_dir, skill_lock
 from runner_core.skills.package import PackageError, unpack_package
 from runner_core.uploads import UploadError
-from tests.conftest import zip_bytes
+from tests.helpers import zip_bytes
 
 DEMO = REPO_ROOT / "skills" / "demo-prime-number"
 

@@ -5,28 +5,21 @@ import gc
 import os
 import select
 import signal
+import sqlite3
 import threading
-import time
+from types import SimpleNamespace
 
 import pytest
 from sqlalchemy import text
 
 from runner_core.store import checkpoint
 from runner_core.store.db import make_engine
+from tests.helpers import wait_for
 
 
 @pytest.fixture
 def fast(monkeypatch):
     monkeypatch.setattr(checkpoint, "EVERY_SEC", 0.05)
-
-
-def wait_for(predicate, timeout: float = 5.0) -> bool:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return predicate()
 
 
 def fill(engine, rows: int) -> None:
@@ -61,7 +54,7 @@ def test_the_thread_copies_the_wal_into_the_database(tmp_path, fast):
     fill(engine, 100)
     (thread,) = threads_for(db)
     # the file grows while the checkpoint runs, before the thread counts it: wait for both
-    assert wait_for(lambda: os.path.getsize(db) > 100 * 3000 and thread.runs >= 1)
+    wait_for(lambda: os.path.getsize(db) > 100 * 3000 and thread.runs >= 1)
     with engine.connect() as conn:  # and the data is all there
         assert conn.exec_driver_sql("SELECT count(*) FROM t").scalar() == 100
     engine.dispose()
@@ -72,8 +65,8 @@ def test_a_wal_past_the_limit_is_emptied(tmp_path, fast, monkeypatch):
     db = tmp_path / "runs.db"
     engine = make_engine(f"sqlite:///{db}")
     fill(engine, 200)
-    assert wait_for(lambda: threads_for(db) and threads_for(db)[0].truncations >= 1)
-    assert wait_for(lambda: os.path.getsize(f"{db}-wal") <= 256 * 1024)
+    wait_for(lambda: threads_for(db) and threads_for(db)[0].truncations >= 1)
+    wait_for(lambda: os.path.getsize(f"{db}-wal") <= 256 * 1024)
     engine.dispose()
 
 
@@ -82,20 +75,28 @@ def test_one_thread_per_file_and_it_ends_with_its_engines(tmp_path, fast):
     first, second = make_engine(f"sqlite:///{db}"), make_engine(f"sqlite:///{db}")
     fill(first, 1)
     fill(second, 1)
-    assert len(threads_for(db)) == 1
+    (thread,) = threads_for(db)
     first.dispose()
     del first
     gc.collect()
-    time.sleep(0.2)
-    assert len(threads_for(db)) == 1  # the second engine still uses the file
+    runs = thread.runs  # two more checkpoints: it went on after the first engine was gone
+    wait_for(lambda: thread.runs >= runs + 2)
+    assert threads_for(db) == [thread]  # the second engine still uses the file
     second.dispose()
     del second
     gc.collect()
-    assert wait_for(lambda: not threads_for(db))
+    wait_for(lambda: not threads_for(db))
 
 
 def test_the_thread_never_creates_a_database_that_was_removed(tmp_path, monkeypatch):
     monkeypatch.setattr(checkpoint, "EVERY_SEC", 0.3)
+    opened: list[str] = []
+
+    def connect(database: str, **kwargs):
+        opened.append(database)
+        return sqlite3.connect(database, **kwargs)
+    monkeypatch.setattr(checkpoint, "sqlite3", SimpleNamespace(connect=connect,
+                                                               Error=sqlite3.Error))
     folder = tmp_path / "data"
     folder.mkdir()
     db = folder / "runs.db"
@@ -104,7 +105,8 @@ def test_the_thread_never_creates_a_database_that_was_removed(tmp_path, monkeypa
     (thread,) = threads_for(db)
     for name in os.listdir(folder):  # before the thread's first tick opened its connection
         os.remove(folder / name)
-    time.sleep(0.8)
+    # two ticks that tried to open the file (or one that opened it and checkpointed)
+    wait_for(lambda: len(opened) >= 2 or thread.runs)
     assert not db.exists() and thread.runs == 0
     engine.dispose()
 
@@ -129,8 +131,11 @@ def test_a_forked_child_gets_a_free_lock_and_its_own_thread(tmp_path, fast):
             try:  # still inside the `with`: the child's copy of the lock was never released
                 child = make_engine(f"sqlite:///{db}")
                 fill(child, 1)  # its first connection registers with the checkpointer
-                ok = wait_for(lambda: threads_for(db) and threads_for(db)[0].runs >= 1, 3.0)
-                os.write(write, b"ok" if ok else b"no thread")
+                try:
+                    wait_for(lambda: threads_for(db) and threads_for(db)[0].runs >= 1, 3.0)
+                    os.write(write, b"ok")
+                except AssertionError:
+                    os.write(write, b"no thread")
             finally:
                 os._exit(0)
     os.close(write)

@@ -5,12 +5,13 @@ import subprocess
 import sys
 import time
 
-from tests.conftest import REPO_ROOT
+from runner_core.settings import REPO_ROOT
 
 SCRIPT = """
-import os, psutil, sys, tempfile, time
+import os, psutil, sys, tempfile
 from pathlib import Path
 from runner_core.engines.base import CommandSpec
+from tests.helpers import wait_for
 from worker.strays import become_subreaper
 from worker.supervisor import run_command
 assert become_subreaper()
@@ -20,10 +21,22 @@ cmd = "(setsid sh -c 'sleep 300 & echo $! > %s/pids; sleep 300' &) ; sleep 0.2" 
 result = run_command(CommandSpec(argv=["sh", "-c", cmd], cwd=d, env=dict(os.environ)),
                      d / "out", d / "err")
 escaped = [int(p) for p in (d / "pids").read_text().split()]
-time.sleep(0.2)
-alive = [p for p in escaped if psutil.pid_exists(p)
-         and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
-print(result.exit_code, alive, [c.status() for c in psutil.Process().children()])
+
+def alive():
+    left = []
+    for pid in escaped:
+        try:
+            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                left.append(pid)
+        except psutil.NoSuchProcess:
+            pass
+    return left
+
+try:  # the kill is sent, not awaited: give it until the processes are gone and reaped
+    wait_for(lambda: not alive() and not psutil.Process().children())
+except AssertionError:
+    pass  # the line below says what is left
+print(result.exit_code, alive(), [c.status() for c in psutil.Process().children()])
 """
 
 
@@ -37,9 +50,10 @@ def test_a_double_forked_daemon_is_ended_with_its_command_and_reaped():
 
 
 ZOMBIE_SCRIPT = """
-import os, subprocess, tempfile, time, types
+import os, subprocess, tempfile, types
 from pathlib import Path
 import psutil
+from tests.helpers import wait_for
 from worker import strays
 assert strays.become_subreaper()
 lookups = []
@@ -51,7 +65,13 @@ d = Path(tempfile.mkdtemp())
 # a helper that leaves the group and exits at once: an orphan the subreaper adopts as a zombie
 cmd = "(setsid sh -c 'echo $$ > %s/pid' &) ; sleep 0.05" % d
 subprocess.run(["sh", "-c", cmd], start_new_session=True, check=True)
-time.sleep(0.2)
+
+def adopted_zombie():
+    pid = (d / "pid").read_text().strip() if (d / "pid").exists() else ""
+    return pid and any(c.pid == int(pid) and c.status() == psutil.STATUS_ZOMBIE
+                       for c in psutil.Process().children())
+
+wait_for(adopted_zombie)  # the helper has exited and is ours to reap
 helper = int((d / "pid").read_text())
 print(strays.end_strays(1.0) == [helper], lookups, psutil.Process().children())
 """

@@ -1,0 +1,96 @@
+"""What tests of every tier share: waiting on a condition, zip bodies, settings on a fresh
+directory. Fixtures live in the conftest.py files and build on these; tests import from here,
+never from a conftest."""
+from __future__ import annotations
+
+import io
+import shutil
+import time
+import zipfile
+from collections.abc import Callable, Collection
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+from runner_core.settings import REPO_ROOT, Settings, load_settings
+from runner_core.store.migrate import upgrade
+from runner_core.store.models import TERMINAL_STATUSES
+
+T = TypeVar("T")
+TEST_SKILLS = Path(__file__).parent / "skills"
+
+# For tests whose SQL differs by dialect (keyset pages, timestamps): the API tier's `settings`
+# fixture runs them on both databases.
+BOTH_DATABASES = pytest.mark.parametrize("settings", ["sqlite", "postgres"], indirect=True)
+
+
+def wait_for(condition: Callable[[], T], timeout: float = 5.0, interval: float = 0.05,
+             what: str = "condition") -> T:
+    """Poll `condition` until it returns something truthy and return that; fail the test when
+    `timeout` seconds pass first."""
+    end = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() >= end:
+            raise AssertionError(f"{what} not met within {timeout} s")
+        time.sleep(interval)
+
+
+def wait_for_job(client: Any, request_id: str, timeout: float = 30.0,
+                 until: Collection[str] = TERMINAL_STATUSES, interval: float = 0.05) -> dict:
+    """The job's status document once its status is one of `until` (by default: it ended)."""
+    last: list[dict] = [{}]
+
+    def reached() -> dict | None:
+        last[0] = client.get(f"/v1/jobs/{request_id}").json
+        return last[0] if last[0]["status"] in until else None
+
+    try:
+        return wait_for(reached, timeout, interval)
+    except AssertionError:
+        raise AssertionError(f"job {request_id} still {last[0]['status']} after {timeout} s"
+                             ) from None
+
+
+def zip_bytes(files: dict[str, bytes | str]) -> bytes:
+    """An in-memory zip of name -> content."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name, content in files.items():
+            zf.writestr(name, content)
+    return buf.getvalue()
+
+
+def upload_body(files: dict[str, bytes | str], field: str = "file",
+                name: str = "inputs.zip") -> dict:
+    """A multipart `data=` for the Flask test client: `files` zipped as one uploaded file."""
+    return {field: (io.BytesIO(zip_bytes(files)), name)}
+
+
+def copy_skills(dest: Path) -> Path:
+    """The built-in skills plus the test skills, in one directory of their own."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for source in (REPO_ROOT / "skills", TEST_SKILLS):
+        for skill in source.iterdir():
+            if skill.is_dir():
+                shutil.copytree(skill, dest / skill.name, dirs_exist_ok=True)
+    return dest
+
+
+def make_settings(root: Path, **env: str) -> Settings:
+    """Settings with the data and skills directories under `root`, plus `env`."""
+    base = {"SKILL_RUNNER_DATA_DIR": str(root / "data"),
+            "SKILL_RUNNER_SKILLS_DIR": str(root / "skills")}
+    base.update(env)
+    return load_settings(base)
+
+
+def migrated_settings(root: Path, **env: str) -> Settings:
+    """`make_settings` with the data directory made and the database migrated."""
+    settings = make_settings(root, **env)
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    upgrade(settings.database_url)
+    return settings
