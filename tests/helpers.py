@@ -15,7 +15,7 @@ import pytest
 
 from runner_core.settings import REPO_ROOT, Settings, load_settings
 from runner_core.store.migrate import upgrade
-from runner_core.store.models import TERMINAL_STATUSES
+from runner_core.statuses import TERMINAL_STATUSES
 
 T = TypeVar("T")
 TEST_SKILLS = Path(__file__).parent / "skills"

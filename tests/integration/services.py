@@ -19,7 +19,7 @@ from celery import Celery
 
 from runner_core.processes import stop_process_group
 from runner_core.settings import REPO_ROOT, Settings
-from runner_core.store.models import TERMINAL_STATUSES
+from runner_core.statuses import TERMINAL_STATUSES
 from tests.helpers import copy_skills, migrated_settings, wait_for, wait_for_job
 
 REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379")
