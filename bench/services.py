@@ -19,11 +19,11 @@ import psutil
 
 from bench.client import Client
 from runner_core.processes import stop_process_group
+from runner_core.statuses import TERMINAL_STATUSES as TERMINAL
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 BENCH_SKILLS = Path(__file__).resolve().parent / "skills"
 POSTGRES_ADMIN_URL = os.environ.get("BENCH_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
-TERMINAL = ("succeeded", "failed", "canceled")
 
 
 def bin_path(name: str) -> str:
