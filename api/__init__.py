@@ -1,4 +1,5 @@
 """The REST API: Flask app factory wiring config, SQL, the queue client and blueprints."""
+
 from __future__ import annotations
 
 import os
@@ -36,10 +37,13 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     app.extensions["db"] = make_sessionmaker(engine)
     app.extensions["db_engine"] = engine  # Core connections for the POSTs' few statements
     app.extensions["skills"] = SkillRegistry(settings.skills_dir)
-    app.extensions["queue"] = app.config.get("QUEUE") or CeleryQueue(settings.broker_url, settings.task_events)
+    app.extensions["queue"] = app.config.get("QUEUE") or CeleryQueue(
+        settings.broker_url, settings.task_events
+    )
     # long polls (wait_sec) hold a server thread each: leave one of gunicorn's threads free
     app.extensions["finish_watcher"] = FinishWatcher(
-        settings.broker_url, max_waiters=int(os.environ.get("WEB_THREADS", "4")) - 1)
+        settings.broker_url, max_waiters=int(os.environ.get("WEB_THREADS", "4")) - 1
+    )
     register_error_handlers(app)
     require_token(app, settings.api_tokens)
     allow_origins(app, settings.cors_origins)
@@ -47,10 +51,26 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     api = RunnerApi(app)
     api.register_field(UtcDateTime, "string", None)  # documented as a plain string
     from api.resources import (
-        cleanup, engines, health, jobs, run_files, skill_packages, skills, temp_skill_runs,
+        cleanup,
+        engines,
+        health,
+        jobs,
+        run_files,
+        skill_packages,
+        skills,
+        temp_skill_runs,
     )
-    for module in (health, skills, skill_packages, cleanup, jobs, run_files, temp_skill_runs,
-                   engines):
+
+    for module in (
+        health,
+        skills,
+        skill_packages,
+        cleanup,
+        jobs,
+        run_files,
+        temp_skill_runs,
+        engines,
+    ):
         api.register_blueprint(module.blp)
     _serve_swagger_assets(app)
     return app

@@ -4,6 +4,7 @@ health check and the API docs must carry `Authorization: Bearer <token>`.
 Several tokens (comma-separated) are all accepted, so a token can be rotated without downtime.
 Tokens are compared in constant time and never logged.
 """
+
 from __future__ import annotations
 
 import hmac
@@ -52,8 +53,11 @@ def require_token(app: Flask, tokens: tuple[str, ...]) -> None:
         token = presented_token(request.headers.get("Authorization", ""))
         if token is not None and token_matches(token, tokens):
             return None
-        message = ("this server needs an API token: send 'Authorization: Bearer <token>'"
-                   if token is None else "the API token is not valid")
+        message = (
+            "this server needs an API token: send 'Authorization: Bearer <token>'"
+            if token is None
+            else "the API token is not valid"
+        )
         response, status = error_response(401, ErrorCode.UNAUTHORIZED, message)
         response.headers["WWW-Authenticate"] = 'Bearer realm="skill-runner"'
         return response, status
@@ -64,7 +68,9 @@ def openapi_security(tokens: tuple[str, ...]) -> dict:
     describe the token; empty when no token is set."""
     if not tokens:
         return {}
-    return {"API_SPEC_OPTIONS": {
-        "components": {"securitySchemes": {SCHEME: {"type": "http", "scheme": "bearer"}}},
-        "security": [{SCHEME: []}],
-    }}
+    return {
+        "API_SPEC_OPTIONS": {
+            "components": {"securitySchemes": {SCHEME: {"type": "http", "scheme": "bearer"}}},
+            "security": [{SCHEME: []}],
+        }
+    }

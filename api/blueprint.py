@@ -1,5 +1,6 @@
 """flask-smorest's Blueprint with our request parser: a body that is not JSON, or JSON nested
 deeper than the parser's recursion limit, is a 400 that says so (not a 500)."""
+
 from __future__ import annotations
 
 import json

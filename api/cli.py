@@ -1,4 +1,5 @@
 """`skill-runner`: migrate the database, or serve everything on the embedded default."""
+
 from __future__ import annotations
 
 import argparse
@@ -24,29 +25,57 @@ def migrate(_args) -> int:
 def serve(args) -> int:
     """Migrate, start the embedded broker when none is configured, then web + worker (+ beat)."""
     from api.embedded_broker import EmbeddedBroker
+
     settings = load_settings()
     migrate(args)
     broker = None
-    env = dict(os.environ, SKILL_RUNNER_DATA_DIR=str(settings.data_dir),
-               SKILL_RUNNER_SKILLS_DIR=str(settings.skills_dir))
+    env = dict(
+        os.environ,
+        SKILL_RUNNER_DATA_DIR=str(settings.data_dir),
+        SKILL_RUNNER_SKILLS_DIR=str(settings.skills_dir),
+    )
     if settings.embedded_broker:
         broker = EmbeddedBroker(settings.broker_socket)
         broker.start()
         env["CELERY_BROKER_URL"] = settings.broker_url
     bin_dir = os.path.dirname(sys.executable)
     procs = [
-        subprocess.Popen([os.path.join(bin_dir, "gunicorn"), "-c",
-                          str(REPO_ROOT / "deploy" / "gunicorn.conf.py"), "api.wsgi:app"],
-                         env=env, cwd=REPO_ROOT),
-        subprocess.Popen([os.path.join(bin_dir, "celery"), "-A", "worker.celery_app", "worker",
-                          "-B", "--loglevel", settings.log_level.lower(),
-                          "--concurrency", str(args.concurrency),
-                          "--schedule", str(settings.data_dir / "celerybeat-schedule"),
-                          "-n", "worker@%h"], env=env, cwd=REPO_ROOT),
+        subprocess.Popen(
+            [
+                os.path.join(bin_dir, "gunicorn"),
+                "-c",
+                str(REPO_ROOT / "deploy" / "gunicorn.conf.py"),
+                "api.wsgi:app",
+            ],
+            env=env,
+            cwd=REPO_ROOT,
+        ),
+        subprocess.Popen(
+            [
+                os.path.join(bin_dir, "celery"),
+                "-A",
+                "worker.celery_app",
+                "worker",
+                "-B",
+                "--loglevel",
+                settings.log_level.lower(),
+                "--concurrency",
+                str(args.concurrency),
+                "--schedule",
+                str(settings.data_dir / "celerybeat-schedule"),
+                "-n",
+                "worker@%h",
+            ],
+            env=env,
+            cwd=REPO_ROOT,
+        ),
     ]
-    print(f"Agent Skill Runner on http://{settings.host}:{settings.port} "
-          f"(docs: /docs; data: {settings.data_dir}; broker: "
-          f"{'embedded' if broker else settings.broker_url})", flush=True)
+    print(
+        f"Agent Skill Runner on http://{settings.host}:{settings.port} "
+        f"(docs: /docs; data: {settings.data_dir}; broker: "
+        f"{'embedded' if broker else settings.broker_url})",
+        flush=True,
+    )
     stopping = []
     # Set explicitly: a shell that starts us in the background leaves SIGINT ignored.
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
@@ -56,8 +85,12 @@ def serve(args) -> int:
         while not stopping:
             gone = [p for p in procs if p.poll() is not None]
             if gone:  # exit non-zero so whatever supervises us restarts the whole service
-                print(f"{os.path.basename(cast(list[str], gone[0].args)[0])} exited with code "
-                      f"{gone[0].returncode}; stopping the service", file=sys.stderr, flush=True)
+                print(
+                    f"{os.path.basename(cast(list[str], gone[0].args)[0])} exited with code "
+                    f"{gone[0].returncode}; stopping the service",
+                    file=sys.stderr,
+                    flush=True,
+                )
                 rc = 1
                 break
             if broker and broker.proc is not None and broker.proc.poll() is not None:
@@ -89,7 +122,9 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("migrate", help="apply database migrations").set_defaults(fn=migrate)
     p = sub.add_parser("serve", help="run API + worker on the embedded default")
-    p.add_argument("--concurrency", type=int, default=int(os.environ.get("WORKER_CONCURRENCY", "2")))
+    p.add_argument(
+        "--concurrency", type=int, default=int(os.environ.get("WORKER_CONCURRENCY", "2"))
+    )
     p.set_defaults(fn=serve)
     args = parser.parse_args(argv)
     try:

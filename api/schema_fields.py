@@ -1,8 +1,9 @@
 """Output fields the API's schemas share: timestamps in UTC with a trailing Z, and lists that
 are written as [] when the value is None."""
+
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from marshmallow import fields
@@ -13,7 +14,7 @@ def iso(value: datetime | None) -> str | None:
     if value is None:
         return None
     if value.tzinfo is None:
-        value = value.replace(tzinfo=timezone.utc)
+        value = value.replace(tzinfo=UTC)
     return value.isoformat().replace("+00:00", "Z")
 
 

@@ -1,4 +1,5 @@
 """Request/response schemas shared by the resources (they also document the OpenAPI)."""
+
 from __future__ import annotations
 
 from marshmallow import EXCLUDE, Schema, fields, validate
@@ -66,10 +67,14 @@ class JobStatus(Schema):
     last_auto_decision_at = UtcDateTime(allow_none=True)
     warnings = ListOrEmpty(fields.Raw())
     error = fields.Dict(allow_none=True)
-    token_usage = fields.Dict(allow_none=True, metadata={
-        "description": "tokens the engine CLI reported for the run, all its turns (repair "
-                       "rounds included): {input_tokens, output_tokens}; null for script "
-                       "skills and CLIs that report none"})
+    token_usage = fields.Dict(
+        allow_none=True,
+        metadata={
+            "description": "tokens the engine CLI reported for the run, all its turns (repair "
+            "rounds included): {input_tokens, output_tokens}; null for script "
+            "skills and CLIs that report none"
+        },
+    )
 
 
 class JobResult(Schema):
@@ -89,24 +94,44 @@ class LogRangeArgs(Schema):
     class Meta:
         unknown = EXCLUDE
 
-    stream = fields.String(load_default="stdout", validate=validate.OneOf(LOG_STREAMS), metadata={
-        "description": "which log: stdout, stderr or prompt"})
-    byte_from = fields.Integer(load_default=0, validate=validate.Range(min=0), metadata={
-        "description": "first byte (0-based); to follow a run, pass the last answer's byte_to"})
-    byte_to = fields.Integer(load_default=None, allow_none=True, validate=validate.Range(min=0),
-                             metadata={"description": "end (exclusive); default and cap: "
-                                                      "byte_from + 1 MiB, or the log's size"})
+    stream = fields.String(
+        load_default="stdout",
+        validate=validate.OneOf(LOG_STREAMS),
+        metadata={"description": "which log: stdout, stderr or prompt"},
+    )
+    byte_from = fields.Integer(
+        load_default=0,
+        validate=validate.Range(min=0),
+        metadata={
+            "description": "first byte (0-based); to follow a run, pass the last answer's byte_to"
+        },
+    )
+    byte_to = fields.Integer(
+        load_default=None,
+        allow_none=True,
+        validate=validate.Range(min=0),
+        metadata={
+            "description": "end (exclusive); default and cap: byte_from + 1 MiB, or the log's size"
+        },
+    )
 
 
 class LogRange(Schema):
     request_id = fields.String()
     stream = fields.String()
     byte_from = fields.Integer()
-    byte_to = fields.Integer(metadata={"description": "end of what `text` holds (exclusive); "
-                                                      "never splits a UTF-8 character"})
+    byte_to = fields.Integer(
+        metadata={
+            "description": "end of what `text` holds (exclusive); never splits a UTF-8 character"
+        }
+    )
     size = fields.Integer(metadata={"description": "the log's size now (0 when not written yet)"})
-    status = fields.String(metadata={"description": "the run's status: once it is terminal and "
-                                                    "byte_to == size, the log is complete"})
+    status = fields.String(
+        metadata={
+            "description": "the run's status: once it is terminal and "
+            "byte_to == size, the log is complete"
+        }
+    )
     text = fields.String()
 
 
@@ -143,8 +168,7 @@ class JobListArgs(Schema):
     class Meta:
         unknown = EXCLUDE
 
-    status = fields.String(load_default=None, validate=validate.OneOf(
-        list(RunStatus)))
+    status = fields.String(load_default=None, validate=validate.OneOf(list(RunStatus)))
     skill_id = fields.String(load_default=None)
     engine = fields.String(load_default=None)
     limit = fields.Integer(load_default=50, validate=validate.Range(min=1, max=500))
@@ -155,9 +179,14 @@ class WaitArgs(Schema):
     class Meta:
         unknown = EXCLUDE
 
-    wait_sec = fields.Float(load_default=0.0, validate=validate.Range(min=0, max=60), metadata={
-        "description": "block up to this many seconds (max 60) until the run has ended or needs "
-                       "the client (upload, reply); answers at once when the run ends"})
+    wait_sec = fields.Float(
+        load_default=0.0,
+        validate=validate.Range(min=0, max=60),
+        metadata={
+            "description": "block up to this many seconds (max 60) until the run has ended or needs "
+            "the client (upload, reply); answers at once when the run ends"
+        },
+    )
 
 
 class JobList(Schema):

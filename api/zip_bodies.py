@@ -4,6 +4,7 @@ A zip arrives as a multipart field or as a raw `application/zip` body; it is str
 first, then handed to the safe extractor of `runner_core.uploads`. Refusals become ApiErrors
 whose `details.errors` lists every problem.
 """
+
 from __future__ import annotations
 
 import fcntl
@@ -23,7 +24,11 @@ from runner_core.error_codes import ErrorCode
 from runner_core.skills import SkillPackage
 from runner_core.skills.package import PackageError, unpack_package
 from runner_core.uploads import (
-    UploadedFile, UploadError, UploadLimits, extract_upload, write_input_manifest,
+    UploadedFile,
+    UploadError,
+    UploadLimits,
+    extract_upload,
+    write_input_manifest,
 )
 
 CHUNK = 1024 * 1024
@@ -43,12 +48,17 @@ def body_limit(max_bytes: int) -> Iterator[None]:
     try:
         yield
     except RequestEntityTooLarge as exc:
-        raise ApiError(413, ErrorCode.UPLOAD_TOO_LARGE, f"the upload is larger than the limit of "
-                       f"{max_bytes} bytes", {"limit_bytes": max_bytes}) from exc
+        raise ApiError(
+            413,
+            ErrorCode.UPLOAD_TOO_LARGE,
+            f"the upload is larger than the limit of {max_bytes} bytes",
+            {"limit_bytes": max_bytes},
+        ) from exc
 
 
-def save_zip_body(field: str, dest: Path, max_bytes: int, *,
-                  allow_raw: bool = True) -> tuple[int, str]:
+def save_zip_body(
+    field: str, dest: Path, max_bytes: int, *, allow_raw: bool = True
+) -> tuple[int, str]:
     """Write the multipart `field` (or the raw body) to `dest`; returns (size, sha256).
     A body over `max_bytes` is refused (body_limit) and nothing of it is kept."""
     try:
@@ -61,12 +71,16 @@ def save_zip_body(field: str, dest: Path, max_bytes: int, *,
 
 def _save_zip_body(field: str, dest: Path, allow_raw: bool) -> tuple[int, str]:
     upload = request.files.get(field)
-    if upload is None and not (allow_raw and request.mimetype in ("application/zip",
-                                                                   "application/octet-stream")):
-        raise ApiError(400, ErrorCode.PACKAGE_MISSING if field == "package"
-                       else ErrorCode.UPLOAD_MISSING,
-                       f"send the zip as the multipart field '{field}'"
-                       + (" or as an application/zip body" if allow_raw else ""), {"field": field})
+    if upload is None and not (
+        allow_raw and request.mimetype in ("application/zip", "application/octet-stream")
+    ):
+        raise ApiError(
+            400,
+            ErrorCode.PACKAGE_MISSING if field == "package" else ErrorCode.UPLOAD_MISSING,
+            f"send the zip as the multipart field '{field}'"
+            + (" or as an application/zip body" if allow_raw else ""),
+            {"field": field},
+        )
     source = upload.stream if upload is not None else request.stream
     digest, size = hashlib.sha256(), 0
     with dest.open("wb") as out:
@@ -95,9 +109,11 @@ def package_api_error(exc: UploadError | PackageError, extra: dict | None = None
 def upload_limits() -> UploadLimits:
     """The operator's limits for input archives (SKILL_RUNNER_UPLOAD_MAX_*)."""
     settings = context.settings()
-    return UploadLimits(max_total_bytes=settings.upload_max_bytes,
-                        max_entries=settings.upload_max_entries,
-                        max_ratio=settings.upload_max_ratio)
+    return UploadLimits(
+        max_total_bytes=settings.upload_max_bytes,
+        max_entries=settings.upload_max_entries,
+        max_ratio=settings.upload_max_ratio,
+    )
 
 
 @contextmanager
@@ -111,8 +127,13 @@ def upload_lock(request_dir: Path, request_id: str) -> Iterator[None]:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise ApiError(409, ErrorCode.UPLOAD_IN_PROGRESS, "another upload for this request is "
-                           "still coming in; wait for its answer", {}, request_id) from None
+            raise ApiError(
+                409,
+                ErrorCode.UPLOAD_IN_PROGRESS,
+                "another upload for this request is still coming in; wait for its answer",
+                {},
+                request_id,
+            ) from None
         yield
     finally:
         os.close(fd)  # releases the lock

@@ -1,6 +1,7 @@
 """`python -m bench [figure ...] [--quick] [--json PATH]`: run the figures, print each with its
 baseline from the same run and the ratio, then a summary table. Figures are named by what they
 measure (`codex-overhead noop-throughput`); the numbers 1-8 are accepted too."""
+
 from __future__ import annotations
 
 import argparse
@@ -31,8 +32,9 @@ NUMBERS = dict(zip("12345678", FIGURES))
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
-    parser.add_argument("figures", nargs="*",
-                        help=f"figures to run ({', '.join(FIGURES)}); default: all")
+    parser.add_argument(
+        "figures", nargs="*", help=f"figures to run ({', '.join(FIGURES)}); default: all"
+    )
     parser.add_argument("--quick", action="store_true", help="small counts: a smoke run")
     parser.add_argument("--json", type=Path, help="also write the rows as JSON here")
     parser.add_argument("--tmp", type=Path, default=None, help="scratch directory parent")

@@ -8,6 +8,7 @@ compare its phases, not the code. Here both services are up at once (each its ow
 and processes, idle while the other works) and their batches alternate, the order
 flipping every pair; each pair's ratio (this / OTHER) is printed, then the medians.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -42,15 +43,28 @@ def env_pairs(items: list[str], parser: argparse.ArgumentParser) -> dict[str, st
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.ab", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.ab",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("other", type=Path, help="the other checkout (its own working tree)")
     parser.add_argument("--pairs", type=int, default=10)
     parser.add_argument("--runs", type=int, default=300, help="noop jobs per batch")
-    parser.add_argument("--env-this", action="append", default=[], metavar="KEY=VALUE",
-                        help="extra environment of this checkout's service (repeatable)")
-    parser.add_argument("--env-other", action="append", default=[], metavar="KEY=VALUE",
-                        help="extra environment of OTHER's service (repeatable)")
+    parser.add_argument(
+        "--env-this",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra environment of this checkout's service (repeatable)",
+    )
+    parser.add_argument(
+        "--env-other",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra environment of OTHER's service (repeatable)",
+    )
     args = parser.parse_args(argv)
     envs = {"this": env_pairs(args.env_this, parser), "other": env_pairs(args.env_other, parser)}
     other = args.other.resolve()
@@ -61,7 +75,9 @@ def main(argv: list[str] | None = None) -> int:
     stacks: dict[str, Stack] = {}
     try:
         for name, code in names.items():
-            stacks[name] = Stack(root / name, StackOptions(code=code, extra_env=envs[name])).__enter__()
+            stacks[name] = Stack(
+                root / name, StackOptions(code=code, extra_env=envs[name])
+            ).__enter__()
         clients = {name: stack.client() for name, stack in stacks.items()}
         for name, stack in stacks.items():  # warm: the run pool, imports, the skill copy
             runner_throughput(stack, clients[name], 50)
@@ -71,19 +87,25 @@ def main(argv: list[str] | None = None) -> int:
             for name in order:
                 results[name].append(batch(stacks[name], clients[name], args.runs))
             this, that = results["this"][-1], results["other"][-1]
-            print(f"pair {pair + 1}: this {this[0]:.0f}/s (pool {this[1]:.2f} ms/run), other "
-                  f"{that[0]:.0f}/s (pool {that[1]:.2f} ms/run): ratio {this[0] / that[0]:.3f}",
-                  flush=True)
+            print(
+                f"pair {pair + 1}: this {this[0]:.0f}/s (pool {this[1]:.2f} ms/run), other "
+                f"{that[0]:.0f}/s (pool {that[1]:.2f} ms/run): ratio {this[0] / that[0]:.3f}",
+                flush=True,
+            )
         ratios = [a[0] / b[0] for a, b in zip(results["this"], results["other"])]
         for name in names:
             rates = [r[0] for r in results[name]]
             pool = [r[1] for r in results[name]]
             extra = "".join(f" {k}={v}" for k, v in envs[name].items())
-            print(f"{name} ({names[name]}{extra}): median {statistics.median(rates):.1f} runs/s, pool "
-                  f"CPU {statistics.median(pool):.2f} ms/run")
-        print(f"this / other throughput: median {statistics.median(ratios):.3f} "
-              f"(pairs {min(ratios):.3f}-{max(ratios):.3f}; skill {SKILL_ID}, {args.runs} runs a "
-              f"batch)")
+            print(
+                f"{name} ({names[name]}{extra}): median {statistics.median(rates):.1f} runs/s, pool "
+                f"CPU {statistics.median(pool):.2f} ms/run"
+            )
+        print(
+            f"this / other throughput: median {statistics.median(ratios):.3f} "
+            f"(pairs {min(ratios):.3f}-{max(ratios):.3f}; skill {SKILL_ID}, {args.runs} runs a "
+            f"batch)"
+        )
     finally:
         for stack in stacks.values():
             stack.stop()

@@ -4,6 +4,7 @@ It runs as its own `celery -A bench.bare_celery worker` (2 processes) on the SAM
 the service, with the same reliability settings (acks_late, prefetch 1), and keeps results in
 that Redis so the bench can wait for them.
 """
+
 from __future__ import annotations
 
 import os
@@ -19,15 +20,21 @@ TASK = "bench.spawn"
 def make_app(broker_url: str) -> Celery:
     """The bare app on `broker_url` (results in the same Redis)."""
     app = Celery("bench_bare", broker=broker_url, backend=broker_url)
-    app.conf.update(task_acks_late=True, worker_prefetch_multiplier=1,
-                    task_default_queue=QUEUE, broker_connection_retry_on_startup=True,
-                    result_expires=3600, worker_hijack_root_logger=False)
+    app.conf.update(
+        task_acks_late=True,
+        worker_prefetch_multiplier=1,
+        task_default_queue=QUEUE,
+        broker_connection_retry_on_startup=True,
+        result_expires=3600,
+        worker_hijack_root_logger=False,
+    )
 
     @app.task(name=TASK)
     def spawn(argv: list[str], cwd: str) -> str:
         """Run `argv` in `cwd` and hand back its stdout."""
-        proc = subprocess.run(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, check=True)
+        proc = subprocess.run(
+            argv, cwd=cwd, stdin=subprocess.DEVNULL, capture_output=True, check=True
+        )
         return proc.stdout.decode()
 
     return app
@@ -41,15 +48,32 @@ class BareWorker:
 
     def __init__(self, root: Path, broker_url: str, concurrency: int = 2) -> None:
         from bench.services import REPO_ROOT, bin_path, wait_for_log
+
         root.mkdir(parents=True, exist_ok=True)
         self.log_path = root / "bare-worker.log"
         self._log = self.log_path.open("ab")
         env = dict(os.environ, BENCH_BARE_BROKER=broker_url, PYTHONPATH=str(REPO_ROOT))
         self.proc = subprocess.Popen(
-            [bin_path("celery"), "-A", "bench.bare_celery", "worker", "--loglevel", "info",
-             "--concurrency", str(concurrency), "-Q", QUEUE, "-n", "bare@%h"],
-            cwd=REPO_ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT,
-            start_new_session=True)
+            [
+                bin_path("celery"),
+                "-A",
+                "bench.bare_celery",
+                "worker",
+                "--loglevel",
+                "info",
+                "--concurrency",
+                str(concurrency),
+                "-Q",
+                QUEUE,
+                "-n",
+                "bare@%h",
+            ],
+            cwd=REPO_ROOT,
+            env=env,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         wait_for_log(self.proc, self.log_path, 0, b"ready.")
         self.client = make_app(broker_url)
 
@@ -58,10 +82,12 @@ class BareWorker:
 
     def processes(self):
         from bench.services import family
+
         return family(self.proc)
 
     def stop(self) -> None:
         from bench.services import stop_group
+
         stop_group(self.proc)
         self._log.close()
 

@@ -4,6 +4,7 @@ the last run finished. Baseline from the same run: the same 4 threads publishing
 Celery tasks (bench/bare_celery.py) straight to the same broker, drained by a bare 2-process
 worker.
 """
+
 from __future__ import annotations
 
 import time
@@ -46,6 +47,7 @@ def run(ctx: Context) -> list[Row]:
                     raise RuntimeError(f"POST /v1/jobs: {resp.status} {resp.body}")
                 latencies.append(resp.seconds)
                 return resp.body["request_id"]
+
             with ThreadPoolExecutor(THREADS) as pool:
                 ids = list(pool.map(post, range(n)))
             submit = time.perf_counter() - started
@@ -56,11 +58,25 @@ def run(ctx: Context) -> list[Row]:
         ctx.cleanup(root)
     lat = summarize(latencies)
     return [
-        Row(FIGURE, f"{n} jobs by {THREADS} threads: accepted per second", n / submit, "/s",
-            n / bare_submit, "bare Celery publish rate", ratio(n / submit, n / bare_submit),
+        Row(
+            FIGURE,
+            f"{n} jobs by {THREADS} threads: accepted per second",
+            n / submit,
+            "/s",
+            n / bare_submit,
+            "bare Celery publish rate",
+            ratio(n / submit, n / bare_submit),
             note=f"POST p50 {lat.median * 1000:.1f} ms, p99 {lat.p99 * 1000:.1f} ms "
-                 "(while 2 workers drain)"),
-        Row(FIGURE, f"{n} jobs: time to drain with 2 worker processes", drain, "s", bare_drain,
-            "bare Celery, 2 processes", ratio(drain, bare_drain),
-            note=f"{n / drain:.1f} vs {n / bare_drain:.1f} runs/s; {failed} failed"),
+            "(while 2 workers drain)",
+        ),
+        Row(
+            FIGURE,
+            f"{n} jobs: time to drain with 2 worker processes",
+            drain,
+            "s",
+            bare_drain,
+            "bare Celery, 2 processes",
+            ratio(drain, bare_drain),
+            note=f"{n / drain:.1f} vs {n / bare_drain:.1f} runs/s; {failed} failed",
+        ),
     ]

@@ -5,6 +5,7 @@ POSTed again and again: each binds to the succeeded run (`cache_hit: true`) and 
 read at once. Server time comes from gunicorn's access log (%(D)s); the baseline is GET
 /healthz (one `SELECT 1`) served by the same processes in the same run.
 """
+
 from __future__ import annotations
 
 from bench.context import Context
@@ -30,7 +31,7 @@ def run(ctx: Context) -> list[Row]:
                 client.get("/healthz")
             offset = stack.access_log_offset()
             client_post, client_total = [], []
-            for i in range(n):
+            for _ in range(n):
                 resp = client.post("/v1/jobs", BODY)
                 if not resp.body.get("cache_hit"):
                     raise RuntimeError(f"expected a cache hit: {resp.body}")
@@ -48,10 +49,29 @@ def run(ctx: Context) -> list[Row]:
     sp, sh, sr = summarize(server_post), summarize(server_health), summarize(server_result)
     ct = summarize(client_total)
     return [
-        Row(FIGURE, "cache hit: POST /v1/jobs server time (no worker)", sp.median, "s", sh.median,
-            "GET /healthz server time", ratio(sp.median, sh.median), "p50 <= 5 ms",
-            sp.median <= 0.005, p99=sp.p99, baseline_p99=sh.p99, note=f"n={n}"),
-        Row(FIGURE, "cache hit: POST + GET result, client time", ct.median, "s", sh.median,
-            "GET /healthz server time", ratio(ct.median, sh.median), p99=ct.p99,
-            note=f"GET result server p50 {sr.median * 1000:.1f} ms"),
+        Row(
+            FIGURE,
+            "cache hit: POST /v1/jobs server time (no worker)",
+            sp.median,
+            "s",
+            sh.median,
+            "GET /healthz server time",
+            ratio(sp.median, sh.median),
+            "p50 <= 5 ms",
+            sp.median <= 0.005,
+            p99=sp.p99,
+            baseline_p99=sh.p99,
+            note=f"n={n}",
+        ),
+        Row(
+            FIGURE,
+            "cache hit: POST + GET result, client time",
+            ct.median,
+            "s",
+            sh.median,
+            "GET /healthz server time",
+            ratio(ct.median, sh.median),
+            p99=ct.p99,
+            note=f"GET result server p50 {sr.median * 1000:.1f} ms",
+        ),
     ]

@@ -1,4 +1,5 @@
 """A keep-alive HTTP client on http.client: one connection per thread."""
+
 from __future__ import annotations
 
 import http.client
@@ -31,8 +32,9 @@ class Client:
     def _conn(self) -> http.client.HTTPConnection:
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout,
-                                              blocksize=1 << 20)
+            conn = http.client.HTTPConnection(
+                self.host, self.port, timeout=self.timeout, blocksize=1 << 20
+            )
             self._local.conn = conn
         return conn
 
@@ -42,12 +44,22 @@ class Client:
             conn.close()
             self._local.conn = None
 
-    def request(self, method: str, path: str, body: Any = None,
-                headers: dict[str, str] | None = None, raw: bool = False) -> Response:
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        headers: dict[str, str] | None = None,
+        raw: bool = False,
+    ) -> Response:
         """Send one request; JSON bodies are encoded, JSON answers decoded (unless `raw`)."""
         hdrs = dict(headers or {})
         data: bytes | BinaryIO | None = None
-        if body is not None and not isinstance(body, (bytes, bytearray)) and not hasattr(body, "read"):
+        if (
+            body is not None
+            and not isinstance(body, (bytes, bytearray))
+            and not hasattr(body, "read")
+        ):
             data = json.dumps(body).encode()
             hdrs.setdefault("Content-Type", "application/json")
         else:

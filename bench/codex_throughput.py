@@ -11,6 +11,7 @@ themselves, never their children) of the gunicorn master+workers and of the cele
 process + pool children, per run; and the RSS of each. Baselines: the engine's own CPU per run
 (the bare codex process trees), and the RSS of a bare Celery worker with 2 processes.
 """
+
 from __future__ import annotations
 
 import time
@@ -20,7 +21,13 @@ from pathlib import Path
 from bench.bare_celery import BareWorker
 from bench.context import Context
 from bench.engine import (
-    SKILL_ID, TEXT, as_cli_command, children_cpu, codex_setup, prepare_bare, run_bare,
+    SKILL_ID,
+    TEXT,
+    as_cli_command,
+    children_cpu,
+    codex_setup,
+    prepare_bare,
+    run_bare,
 )
 from bench.services import Stack, StackOptions, cpu_seconds, parse_time, rss_mib, wait_terminal
 from bench.stats import Row, ratio, summarize
@@ -54,8 +61,12 @@ def runner_batch(stack: Stack, n: int) -> dict:
     """One batch through the service with CPU accounting around it."""
     procs_web, procs_worker = stack.web_processes(), stack.worker_processes()
     cpu_web0, cpu_worker0 = cpu_seconds(procs_web), cpu_seconds(procs_worker)
-    body = {"skill_id": SKILL_ID, "engine": "codex", "input": {"text": TEXT},
-            "runtime_options": {"no_cache": True}}
+    body = {
+        "skill_id": SKILL_ID,
+        "engine": "codex",
+        "input": {"text": TEXT},
+        "runtime_options": {"no_cache": True},
+    }
     client = stack.client()
     started, ids = submit_batch(stack, n, body)
     statuses = wait_terminal(client, ids)
@@ -63,12 +74,16 @@ def runner_batch(stack: Stack, n: int) -> dict:
     if bad:
         raise RuntimeError(f"{len(bad)} codex jobs did not succeed: {bad[0]}")
     cpu_web1, cpu_worker1 = cpu_seconds(procs_web), cpu_seconds(procs_worker)
-    return {"makespan": makespan(started, statuses),
-            "web_cpu": sum(cpu_web1[p] - cpu_web0.get(p, 0) for p in cpu_web1) / n,
-            "worker_cpu": sum(cpu_worker1[p] - cpu_worker0.get(p, 0) for p in cpu_worker1) / n,
-            "worker_main_cpu": (cpu_worker1.get(procs_worker[0].pid, 0)
-                                - cpu_worker0.get(procs_worker[0].pid, 0)) / n,
-            "requests": n + client.requests}
+    return {
+        "makespan": makespan(started, statuses),
+        "web_cpu": sum(cpu_web1[p] - cpu_web0.get(p, 0) for p in cpu_web1) / n,
+        "worker_cpu": sum(cpu_worker1[p] - cpu_worker0.get(p, 0) for p in cpu_worker1) / n,
+        "worker_main_cpu": (
+            cpu_worker1.get(procs_worker[0].pid, 0) - cpu_worker0.get(procs_worker[0].pid, 0)
+        )
+        / n,
+        "requests": n + client.requests,
+    }
 
 
 def bare_batch(runs_dir: Path, skills_dir: Path, n: int, cli: bool = True) -> dict:
@@ -90,8 +105,10 @@ def run(ctx: Context) -> list[Row]:
     root = ctx.scratch(FIGURE)
     runner, bare, native = [], [], []
     try:
-        with codex_setup(root) as codex, \
-                Stack(root / "stack", StackOptions(extra_env=codex.worker_env())) as stack:
+        with (
+            codex_setup(root) as codex,
+            Stack(root / "stack", StackOptions(extra_env=codex.worker_env())) as stack,
+        ):
             bare_batch(root / "bare-runs", stack.skills_dir, 2)
             bare_batch(root / "bare-runs", stack.skills_dir, 2, cli=False)
             runner_batch(stack, 2)
@@ -99,8 +116,10 @@ def run(ctx: Context) -> list[Row]:
                 bare.append(bare_batch(root / "bare-runs", stack.skills_dir, n))
                 native.append(bare_batch(root / "bare-runs", stack.skills_dir, n, cli=False))
                 runner.append(runner_batch(stack, n))
-                ctx.log(f"{FIGURE}: rep {rep + 1}/{reps}: bare {bare[-1]['makespan']:.2f}s "
-                        f"native {native[-1]['makespan']:.2f}s runner {runner[-1]['makespan']:.2f}s")
+                ctx.log(
+                    f"{FIGURE}: rep {rep + 1}/{reps}: bare {bare[-1]['makespan']:.2f}s "
+                    f"native {native[-1]['makespan']:.2f}s runner {runner[-1]['makespan']:.2f}s"
+                )
             rss_web = rss_mib(stack.web_processes())
             rss_worker = rss_mib(stack.worker_processes())
             with BareWorker(root / "bare", stack.broker_url) as bw:
@@ -117,28 +136,70 @@ def run(ctx: Context) -> list[Row]:
     main = summarize([r["worker_main_cpu"] for r in runner])
     reqs = runner[-1]["requests"] / n
     rows = [
-        Row(FIGURE, f"{n} codex jobs at once, all terminal (worker concurrency 2)", rm.median, "s",
-            bm.median, "bare `codex` command, 2 in parallel", tput, ">= 0.95x throughput",
-            tput is not None and tput >= 0.95, p99=rm.p99, baseline_p99=bm.p99,
+        Row(
+            FIGURE,
+            f"{n} codex jobs at once, all terminal (worker concurrency 2)",
+            rm.median,
+            "s",
+            bm.median,
+            "bare `codex` command, 2 in parallel",
+            tput,
+            ">= 0.95x throughput",
+            tput is not None and tput >= 0.95,
+            p99=rm.p99,
+            baseline_p99=bm.p99,
             note=f"ratio = bare/runner time = throughput ratio; {reps} batches; "
-                 f"{n / rm.median:.2f} vs {n / bm.median:.2f} jobs/s"),
-        Row(FIGURE, f"{n} codex jobs at once against the native binary (the service's own share)",
-            rm.median, "s", nm.median, "bare native codex binary, 2 in parallel", own,
-            p99=rm.p99, baseline_p99=nm.p99,
-            note=f"ratio = bare/runner time; {n / rm.median:.2f} vs {n / nm.median:.2f} jobs/s"),
-        Row(CPU_FIGURE, "runner CPU per run (gunicorn + celery processes, engines excluded)", tot.median,
-            "s", eng.median, "native codex CPU per run", ratio(tot.median, eng.median), "<= 0.03 s",
-            tot.median <= 0.03, p99=tot.p99,
+            f"{n / rm.median:.2f} vs {n / bm.median:.2f} jobs/s",
+        ),
+        Row(
+            FIGURE,
+            f"{n} codex jobs at once against the native binary (the service's own share)",
+            rm.median,
+            "s",
+            nm.median,
+            "bare native codex binary, 2 in parallel",
+            own,
+            p99=rm.p99,
+            baseline_p99=nm.p99,
+            note=f"ratio = bare/runner time; {n / rm.median:.2f} vs {n / nm.median:.2f} jobs/s",
+        ),
+        Row(
+            CPU_FIGURE,
+            "runner CPU per run (gunicorn + celery processes, engines excluded)",
+            tot.median,
+            "s",
+            eng.median,
+            "native codex CPU per run",
+            ratio(tot.median, eng.median),
+            "<= 0.03 s",
+            tot.median <= 0.03,
+            p99=tot.p99,
             note=f"gunicorn {web.median * 1000:.1f} ms (incl. ~{reqs:.1f} HTTP requests/run of "
-                 f"the bench client), celery {wrk.median * 1000:.1f} ms (main process "
-                 f"{main.median * 1000:.1f} ms, pool children the rest)"),
-        Row(CPU_FIGURE, "RSS gunicorn master / workers", rss_web[0] if rss_web else 0, "MiB",
-            rss_bare[0] if rss_bare else None, "bare Celery main",
-            note="workers " + ", ".join(f"{v:.1f}" for v in rss_web[1:]) + " MiB"),
-        Row(CPU_FIGURE, "RSS celery main / pool children", rss_worker[0] if rss_worker else 0, "MiB",
-            rss_bare[0] if rss_bare else None, "bare Celery main",
+            f"the bench client), celery {wrk.median * 1000:.1f} ms (main process "
+            f"{main.median * 1000:.1f} ms, pool children the rest)",
+        ),
+        Row(
+            CPU_FIGURE,
+            "RSS gunicorn master / workers",
+            rss_web[0] if rss_web else 0,
+            "MiB",
+            rss_bare[0] if rss_bare else None,
+            "bare Celery main",
+            note="workers " + ", ".join(f"{v:.1f}" for v in rss_web[1:]) + " MiB",
+        ),
+        Row(
+            CPU_FIGURE,
+            "RSS celery main / pool children",
+            rss_worker[0] if rss_worker else 0,
+            "MiB",
+            rss_bare[0] if rss_bare else None,
+            "bare Celery main",
             ratio(rss_worker[0], rss_bare[0]) if rss_worker and rss_bare else None,
-            note="children " + ", ".join(f"{v:.1f}" for v in rss_worker[1:])
-                 + " MiB vs bare children " + ", ".join(f"{v:.1f}" for v in rss_bare[1:]) + " MiB"),
+            note="children "
+            + ", ".join(f"{v:.1f}" for v in rss_worker[1:])
+            + " MiB vs bare children "
+            + ", ".join(f"{v:.1f}" for v in rss_bare[1:])
+            + " MiB",
+        ),
     ]
     return rows

@@ -1,4 +1,5 @@
 """What every figure gets: counts (full or --quick), a scratch directory, a logger."""
+
 from __future__ import annotations
 
 import shutil

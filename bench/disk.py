@@ -6,6 +6,7 @@ journal), creating a file is cheap in a calm moment and far dearer for minutes
 after many files were removed nearby (bench/RESULTS.md, "What moves the numbers"). The
 probe's files are left in place: removing them would slow the creations that follow.
 """
+
 from __future__ import annotations
 
 import os

@@ -1,5 +1,6 @@
 """The real codex CLI against the fake LLM: an engine config dir for the service, and bare
 invocations built exactly the way the worker builds them (worker/engine_entry.py)."""
+
 from __future__ import annotations
 
 import json
@@ -9,10 +10,10 @@ import shutil
 import subprocess
 import time
 import uuid
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 from bench.services import REPO_ROOT
 
@@ -35,10 +36,11 @@ class CodexSetup:
 @contextmanager
 def codex_setup(root: Path) -> Iterator[CodexSetup]:
     """Fake LLM (one tool call, then the final JSON) + engine config dir enforcing it."""
-    from runner_core.engines import get_adapter
     from fake_llm import FakeLLM, Script
+    from runner_core.engines import get_adapter
     from runner_core.engines.config import CONFIG_DIR_ENV
     from runner_core.engines.invocation import resolve_binary
+
     if resolve_binary(get_adapter("codex").binary) is None:
         raise RuntimeError("the codex CLI is not installed (deploy/install-engines.sh)")
     script = Script(command=f"echo {TEXT}", final_text=json.dumps(RESULT))
@@ -46,8 +48,11 @@ def codex_setup(root: Path) -> Iterator[CodexSetup]:
         config_dir = root / "engine-config"
         shutil.copytree(REPO_ROOT / "deploy" / "engine-config", config_dir, dirs_exist_ok=True)
         (config_dir / "codex").mkdir(exist_ok=True)
-        (config_dir / "codex" / "enforced.json").write_text(json.dumps(
-            {"base_url": f"{llm.base_url}/v1", "api_key": "fake-key", "model": "fake-model"}))
+        (config_dir / "codex" / "enforced.json").write_text(
+            json.dumps(
+                {"base_url": f"{llm.base_url}/v1", "api_key": "fake-key", "model": "fake-model"}
+            )
+        )
         previous = os.environ.get(CONFIG_DIR_ENV)
         os.environ[CONFIG_DIR_ENV] = str(config_dir)
         try:
@@ -88,25 +93,38 @@ def prepare_bare(runs_dir: Path, skills_dir: Path) -> BareRun:
     from runner_core.prompts import PromptContext, patch_skill_md, render_prompt
     from runner_core.skills import load_skill
     from runner_core.workspace import (
-        create_run_dir, install_skill_copy, snapshot_skill, write_git_marker, write_json,
+        create_run_dir,
+        install_skill_copy,
+        snapshot_skill,
+        write_git_marker,
+        write_json,
     )
 
     paths = create_run_dir(runs_dir, str(uuid.uuid4()))
     adapter = get_adapter("codex")
     pkg = load_skill(snapshot_skill(skills_dir / SKILL_ID, paths, SKILL_ID, adapter.skill_dirs[0]))
-    resolved = resolve_inputs(pkg.input_schema, pkg.parameter_schema, paths.uploads,
-                              {"text": TEXT}, {})
+    resolved = resolve_inputs(
+        pkg.input_schema, pkg.parameter_schema, paths.uploads, {"text": TEXT}, {}
+    )
     write_json(paths.resolved_input, {"input": resolved.input, "parameter": resolved.parameter})
-    config = load_engine_config("codex", skill_dir=pkg.root, user={"model": None,
-                                                                   "runtime_options": {}})
-    prompt = render_prompt(pkg, PromptContext(resolved.input, resolved.parameter, paths.root, "codex"))
+    config = load_engine_config(
+        "codex", skill_dir=pkg.root, user={"model": None, "runtime_options": {}}
+    )
+    prompt = render_prompt(
+        pkg, PromptContext(resolved.input, resolved.parameter, paths.root, "codex")
+    )
     (paths.logs / "prompt.txt").write_text(prompt, encoding="utf-8")
     patch_skill_md(pkg.root, pkg, paths.root)
     install_skill_copy(pkg.root, paths, adapter.skill_dirs)
     write_git_marker(paths.root)
-    ctx = EngineContext(run_dir=paths.root, skill_id=pkg.id, prompt=prompt, config=config,
-                        model=config.get("model"),
-                        output_schema_path=pkg.root / pkg.manifest.schemas["output"])
+    ctx = EngineContext(
+        run_dir=paths.root,
+        skill_id=pkg.id,
+        prompt=prompt,
+        config=config,
+        model=config.get("model"),
+        output_schema_path=pkg.root / pkg.manifest.schemas["output"],
+    )
     spec = adapter.build_command(ctx)
     for rel, content in spec.files.items():
         target = spec.cwd / rel
@@ -121,9 +139,13 @@ def as_cli_command(run: BareRun) -> BareRun:
     the worker runs, without the two variables the launcher adds itself."""
     from runner_core.engines import get_adapter
     from runner_core.engines.invocation import resolve_binary
+
     launcher = resolve_binary(get_adapter("codex").binary)
-    env = {k: v for k, v in run.env.items()
-           if k not in ("CODEX_MANAGED_BY_NPM", "CODEX_MANAGED_PACKAGE_ROOT")}
+    env = {
+        k: v
+        for k, v in run.env.items()
+        if k not in ("CODEX_MANAGED_BY_NPM", "CODEX_MANAGED_PACKAGE_ROOT")
+    }
     return BareRun(run.run_dir, [str(launcher), *run.argv[1:]], env, run.stdin)
 
 
@@ -132,12 +154,19 @@ def run_bare(run: BareRun) -> float:
     Raises when codex fails or its final message is not the expected JSON."""
     from runner_core.engines import get_adapter
     from runner_core.engines.base import ProcessResult
+
     out_path, err_path = run.run_dir / "logs" / "stdout.txt", run.run_dir / "logs" / "stderr.txt"
     with out_path.open("wb") as out, err_path.open("wb") as err:
         started = time.perf_counter()
-        proc = subprocess.Popen(run.argv, cwd=run.run_dir, env=run.env, stdout=out, stderr=err,
-                                stdin=subprocess.PIPE if run.stdin is not None else subprocess.DEVNULL,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            run.argv,
+            cwd=run.run_dir,
+            env=run.env,
+            stdout=out,
+            stderr=err,
+            stdin=subprocess.PIPE if run.stdin is not None else subprocess.DEVNULL,
+            start_new_session=True,
+        )
         if run.stdin is not None:
             proc.communicate(run.stdin.encode())
         code = proc.wait()

@@ -9,11 +9,12 @@ Rows are bulk-inserted into `runs` and `requests` with SQLAlchemy Core executema
 holding 1,000 runs (measured first, in the same run). Server times come from gunicorn's access
 log (%(D)s).
 """
+
 from __future__ import annotations
 
 import random
 import uuid
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from bench.context import Context
 from bench.services import Stack, StackOptions
@@ -21,8 +22,13 @@ from bench.stats import Row, ratio, summarize
 
 FIGURE = "many-runs"
 SKILLS = [f"bench-skill-{i:02d}" for i in range(20)]
-STATUSES = [("succeeded", 0.90), ("failed", 0.06), ("canceled", 0.02), ("queued", 0.015),
-            ("running", 0.005)]
+STATUSES = [
+    ("succeeded", 0.90),
+    ("failed", 0.06),
+    ("canceled", 0.02),
+    ("queued", 0.015),
+    ("running", 0.005),
+]
 LIST_STATUSES = ("succeeded", "failed", "queued")
 CHUNK = 5000
 POST_SKILL = "bench-noop"  # bench/skills: a script skill taking {"n": ...}
@@ -31,9 +37,11 @@ POST_SKILL = "bench-noop"  # bench/skills: a script skill taking {"n": ...}
 def insert_runs(url: str, start: int, count: int, rng: random.Random) -> list[str]:
     """Insert `count` runs + requests (indexes start.. of a 30-day timeline); request ids."""
     from sqlalchemy import create_engine, insert
-    from runner_core.store.models import Request, Run
+
     from runner_core.store.db import normalize_url
-    base = datetime(2026, 10, 1, tzinfo=timezone.utc)
+    from runner_core.store.models import Request, Run
+
+    base = datetime(2026, 10, 1, tzinfo=UTC)
     names, weights = zip(*STATUSES)
     engine = create_engine(normalize_url(url))
     ids = []
@@ -43,26 +51,56 @@ def insert_runs(url: str, start: int, count: int, rng: random.Random) -> list[st
             for i in range(offset, min(offset + CHUNK, start + count)):
                 run_id, req_id = str(uuid.uuid4()), str(uuid.uuid4())
                 status, skill = rng.choices(names, weights)[0], rng.choice(SKILLS)
-                created = base + timedelta(seconds=i * 25, microseconds=rng.randrange(10 ** 6))
+                created = base + timedelta(seconds=i * 25, microseconds=rng.randrange(10**6))
                 done = status in ("succeeded", "failed", "canceled")
-                runs.append(dict(
-                    id=run_id, request_id=req_id, kind="job", skill_id=skill, skill_version="1.0.0",
-                    engine=None, model=None, status=status, parameter={}, input={"n": i},
-                    runtime_options={}, needs_upload=False, cache_key=uuid.uuid4().hex,
-                    error_code="SKILL_SCRIPT_FAILED" if status == "failed" else None,
-                    error={"code": "SKILL_SCRIPT_FAILED", "message": "exit 1"} if status == "failed" else None,
-                    warnings=[], attempt=1 if status != "queued" else 0, worker="bench@host",
-                    celery_task_id=str(uuid.uuid4()), created_at=created, queued_at=created,
-                    dispatched_at=created,
-                    started_at=created + timedelta(seconds=1) if status != "queued" else None,
-                    finished_at=created + timedelta(seconds=3) if done else None,
-                    heartbeat_at=created + timedelta(seconds=2) if status != "queued" else None,
-                    updated_at=created + timedelta(seconds=3), interaction_count=0,
-                    auto_decision_count=0, recovery_state="none",
-                    timings={"prepare": 0.01, "process": 1.9} if done else {}))
-                reqs.append(dict(id=req_id, kind="job", skill_id=skill, engine=None, run_id=run_id,
-                                 cache_hit=False, payload={"skill_id": skill, "input": {"n": i}},
-                                 created_at=created))
+                runs.append(
+                    dict(
+                        id=run_id,
+                        request_id=req_id,
+                        kind="job",
+                        skill_id=skill,
+                        skill_version="1.0.0",
+                        engine=None,
+                        model=None,
+                        status=status,
+                        parameter={},
+                        input={"n": i},
+                        runtime_options={},
+                        needs_upload=False,
+                        cache_key=uuid.uuid4().hex,
+                        error_code="SKILL_SCRIPT_FAILED" if status == "failed" else None,
+                        error={"code": "SKILL_SCRIPT_FAILED", "message": "exit 1"}
+                        if status == "failed"
+                        else None,
+                        warnings=[],
+                        attempt=1 if status != "queued" else 0,
+                        worker="bench@host",
+                        celery_task_id=str(uuid.uuid4()),
+                        created_at=created,
+                        queued_at=created,
+                        dispatched_at=created,
+                        started_at=created + timedelta(seconds=1) if status != "queued" else None,
+                        finished_at=created + timedelta(seconds=3) if done else None,
+                        heartbeat_at=created + timedelta(seconds=2) if status != "queued" else None,
+                        updated_at=created + timedelta(seconds=3),
+                        interaction_count=0,
+                        auto_decision_count=0,
+                        recovery_state="none",
+                        timings={"prepare": 0.01, "process": 1.9} if done else {},
+                    )
+                )
+                reqs.append(
+                    dict(
+                        id=req_id,
+                        kind="job",
+                        skill_id=skill,
+                        engine=None,
+                        run_id=run_id,
+                        cache_hit=False,
+                        payload={"skill_id": skill, "input": {"n": i}},
+                        created_at=created,
+                    )
+                )
                 ids.append(req_id)
             with engine.begin() as conn:
                 conn.execute(insert(Run.__table__), runs)
@@ -72,8 +110,9 @@ def insert_runs(url: str, start: int, count: int, rng: random.Random) -> list[st
     return ids
 
 
-def measure(stack: Stack, ids: list[str], n_get: int, n_list: int, rng: random.Random,
-            n_post: int) -> dict:
+def measure(
+    stack: Stack, ids: list[str], n_get: int, n_list: int, rng: random.Random, n_post: int
+) -> dict:
     """Server times of random GET /v1/jobs/{id}, of list pages (walking cursors) and of
     POST /v1/jobs (last: it adds queued runs)."""
     client = stack.client()
@@ -103,11 +142,15 @@ def measure(stack: Stack, ids: list[str], n_get: int, n_list: int, rng: random.R
                 cursor = resp.body.get("next_cursor")
                 if not cursor:
                     break
-            out.setdefault(f"list {status}", []).extend(stack.server_times("GET", "/v1/jobs?", offset)
-                                                        or stack.server_times("GET", "/v1/jobs", offset))
+            out.setdefault(f"list {status}", []).extend(
+                stack.server_times("GET", "/v1/jobs?", offset)
+                or stack.server_times("GET", "/v1/jobs", offset)
+            )
     offset = stack.access_log_offset()
     for _ in range(n_post):
-        resp = client.post("/v1/jobs", {"skill_id": POST_SKILL, "input": {"n": rng.randrange(10 ** 9)}})
+        resp = client.post(
+            "/v1/jobs", {"skill_id": POST_SKILL, "input": {"n": rng.randrange(10**9)}}
+        )
         if resp.status != 200:
             raise RuntimeError(f"POST /v1/jobs failed: {resp.status} {resp.body}")
     out["post"] = stack.server_times("POST", "/v1/jobs", offset)
@@ -122,8 +165,15 @@ def run(ctx: Context) -> list[Row]:
         rng = random.Random(7)
         root = ctx.scratch(f"{FIGURE}-{db}")
         try:
-            with Stack(root / "stack", StackOptions(db=db, worker=False, access_log=True, extra_env={
-                    "SKILL_RUNNER_QUEUE_MAX": "1000000"})) as stack:  # 1.5% of the runs are queued
+            with Stack(
+                root / "stack",
+                StackOptions(
+                    db=db,
+                    worker=False,
+                    access_log=True,
+                    extra_env={"SKILL_RUNNER_QUEUE_MAX": "1000000"},
+                ),
+            ) as stack:  # 1.5% of the runs are queued
                 ids = insert_runs(stack.database_url, 0, small, rng)
                 if db == "postgres":
                     _analyze(stack.database_url)
@@ -137,17 +187,34 @@ def run(ctx: Context) -> list[Row]:
             ctx.cleanup(root)
         for key in big:
             b, s = summarize(big[key]), summarize(base[key])
-            label = {"get": "GET /v1/jobs/{id}", "post": "POST /v1/jobs (cache miss, enqueued)"}.get(
-                key) or f"GET /v1/jobs?status={key.split()[1]}&skill_id=..&limit=50 (+cursor pages)"
-            rows.append(Row(FIGURE, f"{db}, {total:,} runs: {label}", b.median, "s", s.median,
-                            f"same at {small:,} runs", ratio(b.p99, s.p99), "p99 <= 15 ms",
-                            b.p99 <= 0.015, p99=b.p99, baseline_p99=s.p99,
-                            note=f"n={b.n}; ratio of p99s"))
+            label = {
+                "get": "GET /v1/jobs/{id}",
+                "post": "POST /v1/jobs (cache miss, enqueued)",
+            }.get(
+                key
+            ) or f"GET /v1/jobs?status={key.split()[1]}&skill_id=..&limit=50 (+cursor pages)"
+            rows.append(
+                Row(
+                    FIGURE,
+                    f"{db}, {total:,} runs: {label}",
+                    b.median,
+                    "s",
+                    s.median,
+                    f"same at {small:,} runs",
+                    ratio(b.p99, s.p99),
+                    "p99 <= 15 ms",
+                    b.p99 <= 0.015,
+                    p99=b.p99,
+                    baseline_p99=s.p99,
+                    note=f"n={b.n}; ratio of p99s",
+                )
+            )
     return rows
 
 
 def _analyze(url: str) -> None:
     """Postgres autovacuum would analyze soon after a bulk load; do it now."""
     import psycopg
+
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("ANALYZE")

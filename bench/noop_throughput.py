@@ -13,6 +13,7 @@ service whose whole data directory is on tmpfs (/dev/shm) shows how much: its ba
 alternate with the first's (same code, same moment), and its rows are printed beside the main
 ones.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -25,18 +26,24 @@ from pathlib import Path
 import psutil
 
 from bench.bare_celery import BareWorker
+from bench.codex_throughput import makespan, submit_batch
 from bench.context import Context
 from bench.disk import creation_cost
-from bench.codex_throughput import makespan, submit_batch
 from bench.services import (
-    TERMINAL, Stack, StackOptions, as_epoch, cpu_seconds, parse_time, wait_terminal,
+    TERMINAL,
+    Stack,
+    StackOptions,
+    as_epoch,
+    cpu_seconds,
+    parse_time,
+    wait_terminal,
 )
 from bench.stats import Row, ratio, summarize
 
 FIGURE = "noop-throughput"
 SKILL_ID = "bench-noop"
 COMMAND = ["printf", '{"ok": true}']
-_counter = iter(range(10 ** 9))
+_counter = iter(range(10**9))
 
 
 def body(_i: int = 0) -> dict:
@@ -110,53 +117,79 @@ def tmpfs_dir() -> Path | None:
 
 def service_groups(stack: Stack, me: list, broker: list) -> dict[str, list]:
     """The processes whose CPU a batch through `stack` is charged with."""
-    return {"gunicorn": stack.web_processes(), "celery main": stack.worker_processes()[:1],
-            "celery pool": stack.worker_processes()[1:], "bench client": me, "broker": broker}
+    return {
+        "gunicorn": stack.web_processes(),
+        "celery main": stack.worker_processes()[:1],
+        "celery pool": stack.worker_processes()[1:],
+        "bench client": me,
+        "broker": broker,
+    }
 
 
 def cpu_row(runner: list[dict[str, float]], bare: list[dict[str, float]]) -> Row:
     """Machine CPU per noop run over the throughput batches (medians per process group): the
     ratio the throughput ratio follows when both cores are busy."""
+
     def medians(samples: list[dict[str, float]]) -> dict[str, float]:
         return {name: statistics.median(s[name] for s in samples) for name in samples[0]}
+
     r, b = medians(runner), medians(bare)
     total_r, total_b = sum(r.values()), sum(b.values())
 
     def split(parts: dict[str, float]) -> str:
         return ", ".join(f"{name} {value * 1000:.2f}" for name, value in parts.items())
-    return Row(FIGURE, "CPU per noop run in the throughput batches, every process", total_r, "s",
-               total_b, "bare Celery task, every process", ratio(total_r, total_b),
-               note=f"ms per run (medians over the batches): service {split(r)}; bare "
-                    f"{split(b)}; processes' own CPU, not the spawned command's",
-               extra={"runner": r, "bare": b})
+
+    return Row(
+        FIGURE,
+        "CPU per noop run in the throughput batches, every process",
+        total_r,
+        "s",
+        total_b,
+        "bare Celery task, every process",
+        ratio(total_r, total_b),
+        note=f"ms per run (medians over the batches): service {split(r)}; bare "
+        f"{split(b)}; processes' own CPU, not the spawned command's",
+        extra={"runner": r, "bare": b},
+    )
 
 
 def probe_row(probe: dict[str, list[float]]) -> Row:
     """What creating a file cost in the service's data directory just before and just after
     the throughput batches (the disk's phase, which moves the throughput: bench/disk.py)."""
     disk, fast = probe["disk"], probe["tmpfs"]
-    note = "CPU per one-byte file, 1,000 files; before / after the batches: disk " + \
-        " / ".join(f"{v * 1e6:.0f} us" for v in disk)
+    note = "CPU per one-byte file, 1,000 files; before / after the batches: disk " + " / ".join(
+        f"{v * 1e6:.0f} us" for v in disk
+    )
     if fast:
         note += "; tmpfs " + " / ".join(f"{v * 1e6:.0f} us" for v in fast)
-    return Row(FIGURE, "file creation beside the data directory, before the batches",
-               disk[0] * 1e6, "us", fast[0] * 1e6 if fast else None,
-               "the same on tmpfs" if fast else "",
-               ratio(disk[0], fast[0]) if fast else None, note=note,
-               extra={"disk": disk, "tmpfs": fast})
+    return Row(
+        FIGURE,
+        "file creation beside the data directory, before the batches",
+        disk[0] * 1e6,
+        "us",
+        fast[0] * 1e6 if fast else None,
+        "the same on tmpfs" if fast else "",
+        ratio(disk[0], fast[0]) if fast else None,
+        note=note,
+        extra={"disk": disk, "tmpfs": fast},
+    )
 
 
 def time_split(stack: Stack, skip: int) -> dict[str, float]:
     """Median seconds of each phase of the succeeded noop runs, from their rows."""
     from sqlalchemy import create_engine, select
+
     from runner_core.store.models import Request, Run
+
     engine = create_engine(stack.database_url)
     try:
         with engine.connect() as conn:
-            rows = conn.execute(select(Run, Request.created_at.label("req_created"))
-                                .join(Request, Request.run_id == Run.id)
-                                .where(Run.skill_id == SKILL_ID, Run.status == "succeeded")
-                                .order_by(Run.created_at)).all()[skip:]
+            rows = conn.execute(
+                select(Run, Request.created_at.label("req_created"))
+                .join(Request, Request.run_id == Run.id)
+                .where(Run.skill_id == SKILL_ID, Run.status == "succeeded")
+                .order_by(Run.created_at)
+            ).all()[skip:]
     finally:
         engine.dispose()
     split: dict[str, list[float]] = {}
@@ -164,6 +197,7 @@ def time_split(stack: Stack, skip: int) -> dict[str, float]:
     def add(name: str, value: float | None) -> None:
         if value is not None:
             split.setdefault(name, []).append(value)
+
     for row in rows:
         created, queued = as_epoch(row.created_at), as_epoch(row.queued_at)
         started, finished = as_epoch(row.started_at), as_epoch(row.finished_at)
@@ -171,9 +205,15 @@ def time_split(stack: Stack, skip: int) -> dict[str, float]:
         add("queue wait (started_at - queued_at)", started - queued)
         for phase in ("prepare", "process", "output", "artifacts", "bundle"):
             add(f"worker: {phase}", row.timings.get(phase))
-        add("worker: claim/finish/rest (finished - started - phases)",
-            finished - started - sum(row.timings.get(p, 0) for p in
-                                     ("prepare", "process", "output", "artifacts", "bundle")))
+        add(
+            "worker: claim/finish/rest (finished - started - phases)",
+            finished
+            - started
+            - sum(
+                row.timings.get(p, 0)
+                for p in ("prepare", "process", "output", "artifacts", "bundle")
+            ),
+        )
         add("total row time (finished_at - created_at)", finished - created)
     return {name: statistics.median(values) for name, values in split.items()}
 
@@ -181,6 +221,7 @@ def time_split(stack: Stack, skip: int) -> dict[str, float]:
 def db_writes(ctx: Context, k: int) -> dict[str, float]:
     """Row inserts/updates/deletes per run on Postgres (pg_stat_user_tables), k sequential runs."""
     import psycopg
+
     root = ctx.scratch(f"{FIGURE}-pg")
     try:
         with Stack(root / "stack", StackOptions(db="postgres")) as stack:
@@ -191,9 +232,10 @@ def db_writes(ctx: Context, k: int) -> dict[str, float]:
             time.sleep(1.0)
             with psycopg.connect(stack.pg.url, autocommit=True) as conn:
                 conn.execute("SELECT pg_stat_clear_snapshot()")
-                rows = conn.execute("SELECT relname, n_tup_ins, n_tup_upd, n_tup_del FROM "
-                                    "pg_stat_user_tables WHERE relname IN ('runs', 'requests')"
-                                    ).fetchall()
+                rows = conn.execute(
+                    "SELECT relname, n_tup_ins, n_tup_upd, n_tup_del FROM "
+                    "pg_stat_user_tables WHERE relname IN ('runs', 'requests')"
+                ).fetchall()
     finally:
         ctx.cleanup(root)
     out = {}
@@ -220,7 +262,7 @@ def run(ctx: Context) -> list[Row]:
                 runner_once(client)
                 bare_once(bare, cwd)
             runner, rows_latency, bare_lat = [], [], []
-            for i in range(n_seq):
+            for _ in range(n_seq):
                 elapsed, row_s = runner_once(client)
                 runner.append(elapsed)
                 rows_latency.append(row_s)
@@ -235,27 +277,35 @@ def run(ctx: Context) -> list[Row]:
             clients = {name: side.client() for name, side in sides.items()}
             if fast is not None:  # warm: the run pool, the skill copy (the disk side is warm)
                 runner_throughput(fast, clients["tmpfs"], 50)
-            probe = {"disk": [creation_cost(stack.root)],
-                     "tmpfs": [creation_cost(fast.root)] if fast is not None else []}
+            probe = {
+                "disk": [creation_cost(stack.root)],
+                "tmpfs": [creation_cost(fast.root)] if fast is not None else [],
+            }
             for pair in range(n_pairs):  # batches alternate: a drift hits every side alike
-                took, used = cpu_per_run({"celery": bare.processes(), "bench client": me,
-                                          "broker": broker},
-                                         lambda: bare_throughput(bare, cwd, n_tput), n_tput)
+                took, used = cpu_per_run(
+                    {"celery": bare.processes(), "bench client": me, "broker": broker},
+                    lambda: bare_throughput(bare, cwd, n_tput),
+                    n_tput,
+                )
                 tput["bare"].append(n_tput / took)
                 cpu["bare"].append(used)
                 order = list(sides) if pair % 2 == 0 else list(reversed(sides))
                 for name in order:
                     side = sides[name]
                     side_broker = [psutil.Process(side.broker.proc.pid)] if side.broker.proc else []
-                    took, used = cpu_per_run(service_groups(side, me, side_broker),
-                                             lambda: runner_throughput(side, clients[name], n_tput),
-                                             n_tput)
+                    took, used = cpu_per_run(
+                        service_groups(side, me, side_broker),
+                        lambda side=side, name=name: runner_throughput(side, clients[name], n_tput),
+                        n_tput,
+                    )
                     tput[name].append(n_tput / took)
                     cpu[name].append(used)
             for name, side in sides.items():
                 probe[name].append(creation_cost(side.root))
-            ctx.log(f"{FIGURE}: throughput {[round(t) for t in tput['disk']]} (tmpfs "
-                    f"{[round(t) for t in tput['tmpfs']]}) vs bare {[round(t) for t in tput['bare']]}")
+            ctx.log(
+                f"{FIGURE}: throughput {[round(t) for t in tput['disk']]} (tmpfs "
+                f"{[round(t) for t in tput['tmpfs']]}) vs bare {[round(t) for t in tput['bare']]}"
+            )
     finally:
         ctx.cleanup(root)
         if shm_root:
@@ -266,43 +316,97 @@ def run(ctx: Context) -> list[Row]:
     tr, tb = statistics.median(tput["disk"]), statistics.median(tput["bare"])
     pairs = [r / b for r, b in zip(tput["disk"], tput["bare"])]
     rows = [
-        Row(FIGURE, "noop script: POST -> succeeded (client, sequential)", r.median, "s", b.median,
-            "bare Celery task spawning the same command", ratio(r.median, b.median),
-            "p50 overhead <= 15 ms", overhead <= 0.015, p99=r.p99, baseline_p99=b.p99,
+        Row(
+            FIGURE,
+            "noop script: POST -> succeeded (client, sequential)",
+            r.median,
+            "s",
+            b.median,
+            "bare Celery task spawning the same command",
+            ratio(r.median, b.median),
+            "p50 overhead <= 15 ms",
+            overhead <= 0.015,
+            p99=r.p99,
+            baseline_p99=b.p99,
             note=f"n={n_seq}; p50 overhead {overhead * 1000:.1f} ms (p99 "
-                 f"{(r.p99 - b.p99) * 1000:.1f} ms); status long-polled (?wait_sec)"),
-        Row(FIGURE, "noop script: POST -> run finished_at (row)", rl.median, "s", b.median,
-            "bare Celery task", ratio(rl.median, b.median), "p50 overhead <= 15 ms",
-            rl.median - b.median <= 0.015, p99=rl.p99, baseline_p99=b.p99,
-            note=f"p50 overhead {(rl.median - b.median) * 1000:.1f} ms"),
-        Row(FIGURE, f"noop script throughput, {n_tput} at once, 2 worker processes", tr, "/s", tb,
-            "bare Celery task, 2 processes", ratio(tr, tb), ">= 0.5x", ratio(tr, tb) >= 0.5,
+            f"{(r.p99 - b.p99) * 1000:.1f} ms); status long-polled (?wait_sec)",
+        ),
+        Row(
+            FIGURE,
+            "noop script: POST -> run finished_at (row)",
+            rl.median,
+            "s",
+            b.median,
+            "bare Celery task",
+            ratio(rl.median, b.median),
+            "p50 overhead <= 15 ms",
+            rl.median - b.median <= 0.015,
+            p99=rl.p99,
+            baseline_p99=b.p99,
+            note=f"p50 overhead {(rl.median - b.median) * 1000:.1f} ms",
+        ),
+        Row(
+            FIGURE,
+            f"noop script throughput, {n_tput} at once, 2 worker processes",
+            tr,
+            "/s",
+            tb,
+            "bare Celery task, 2 processes",
+            ratio(tr, tb),
+            ">= 0.5x",
+            ratio(tr, tb) >= 0.5,
             note=f"runs/s until the last finished_at; median of {len(pairs)} alternating batch pairs; "
-                 f"per-pair ratios {min(pairs):.3f}-{max(pairs):.3f} "
-                 f"(median {statistics.median(pairs):.3f})",
-            extra={"runner_per_batch": tput["disk"], "bare_per_batch": tput["bare"],
-                   "pair_ratios": pairs}),
+            f"per-pair ratios {min(pairs):.3f}-{max(pairs):.3f} "
+            f"(median {statistics.median(pairs):.3f})",
+            extra={
+                "runner_per_batch": tput["disk"],
+                "bare_per_batch": tput["bare"],
+                "pair_ratios": pairs,
+            },
+        ),
         cpu_row(cpu["disk"], cpu["bare"]),
         probe_row(probe),
     ]
     if tput["tmpfs"]:
         tf = statistics.median(tput["tmpfs"])
         fast_pairs = [f / b for f, b in zip(tput["tmpfs"], tput["bare"])]
-        rows.append(Row(
-            FIGURE, "noop script throughput, the data directory on tmpfs (same batches)", tf, "/s",
-            tb, "bare Celery task, 2 processes", ratio(tf, tb),
-            note=f"a second service, its data directory (runs, SQLite) on /dev/shm, its batches "
-                 f"alternating with the first's; per-pair ratios {min(fast_pairs):.3f}-"
-                 f"{max(fast_pairs):.3f}; CPU ms per run (medians): "
-                 + ", ".join(f"{k} {v * 1000:.2f}" for k, v in
-                             cpu_row(cpu["tmpfs"], cpu["bare"]).extra["runner"].items()),
-            extra={"per_batch": tput["tmpfs"], "pair_ratios": fast_pairs}))
+        rows.append(
+            Row(
+                FIGURE,
+                "noop script throughput, the data directory on tmpfs (same batches)",
+                tf,
+                "/s",
+                tb,
+                "bare Celery task, 2 processes",
+                ratio(tf, tb),
+                note=f"a second service, its data directory (runs, SQLite) on /dev/shm, its batches "
+                f"alternating with the first's; per-pair ratios {min(fast_pairs):.3f}-"
+                f"{max(fast_pairs):.3f}; CPU ms per run (medians): "
+                + ", ".join(
+                    f"{k} {v * 1000:.2f}"
+                    for k, v in cpu_row(cpu["tmpfs"], cpu["bare"]).extra["runner"].items()
+                ),
+                extra={"per_batch": tput["tmpfs"], "pair_ratios": fast_pairs},
+            )
+        )
     rows += [
-        Row(FIGURE, "runner time split (median per run)", sum(v for k, v in split.items()
-                                                            if k.startswith("total")), "s",
-            note="; ".join(f"{k} {v * 1000:.1f} ms" for k, v in split.items()
-                           if not k.startswith("total")), extra=split),
-        Row(FIGURE, "DB row writes per run (Postgres counters)", sum(writes.values()), "rows",
-            note="; ".join(f"{k} {v:.1f}" for k, v in writes.items()), extra=writes),
+        Row(
+            FIGURE,
+            "runner time split (median per run)",
+            sum(v for k, v in split.items() if k.startswith("total")),
+            "s",
+            note="; ".join(
+                f"{k} {v * 1000:.1f} ms" for k, v in split.items() if not k.startswith("total")
+            ),
+            extra=split,
+        ),
+        Row(
+            FIGURE,
+            "DB row writes per run (Postgres counters)",
+            sum(writes.values()),
+            "rows",
+            note="; ".join(f"{k} {v:.1f}" for k, v in writes.items()),
+            extra=writes,
+        ),
     ]
     return rows

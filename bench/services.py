@@ -1,5 +1,6 @@
 """The service under test, started from scratch in a temp dir: broker, database, gunicorn
 (`deploy/gunicorn.conf.py`, `api.wsgi:app`) and a `celery -A worker.celery_app worker`."""
+
 from __future__ import annotations
 
 import os
@@ -11,7 +12,7 @@ import sys
 import time
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,9 @@ from runner_core.statuses import TERMINAL_STATUSES as TERMINAL
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 BENCH_SKILLS = Path(__file__).resolve().parent / "skills"
-POSTGRES_ADMIN_URL = os.environ.get("BENCH_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
+POSTGRES_ADMIN_URL = os.environ.get(
+    "BENCH_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
+)
 
 
 def bin_path(name: str) -> str:
@@ -43,8 +46,12 @@ def copy_skills(dest: Path) -> Path:
     for source in (REPO_ROOT / "skills", BENCH_SKILLS):
         for skill in source.iterdir():
             if skill.is_dir():
-                shutil.copytree(skill, dest / skill.name, dirs_exist_ok=True,
-                                ignore=shutil.ignore_patterns("__pycache__"))
+                shutil.copytree(
+                    skill,
+                    dest / skill.name,
+                    dirs_exist_ok=True,
+                    ignore=shutil.ignore_patterns("__pycache__"),
+                )
     return dest
 
 
@@ -53,6 +60,7 @@ class PostgresDatabase:
 
     def __init__(self) -> None:
         import psycopg
+
         self.name = f"bench_{uuid.uuid4().hex[:10]}"
         self.admin = psycopg.connect(POSTGRES_ADMIN_URL, autocommit=True, connect_timeout=5)
         self.admin.execute(f'CREATE DATABASE "{self.name}"')
@@ -67,12 +75,12 @@ class PostgresDatabase:
 class StackOptions:
     """How to start the service; the defaults are the project's defaults."""
 
-    db: str = "sqlite"               # sqlite | postgres
+    db: str = "sqlite"  # sqlite | postgres
     worker: bool = True
-    concurrency: int = 2             # WORKER_CONCURRENCY default
-    access_log: bool = False         # gunicorn access log with the request time (%(D)s, µs)
+    concurrency: int = 2  # WORKER_CONCURRENCY default
+    access_log: bool = False  # gunicorn access log with the request time (%(D)s, µs)
     extra_env: dict[str, str] = field(default_factory=dict)
-    code: Path = REPO_ROOT           # the checkout whose API and worker run (bench.ab: another)
+    code: Path = REPO_ROOT  # the checkout whose API and worker run (bench.ab: another)
 
 
 class Stack:
@@ -80,11 +88,14 @@ class Stack:
 
     def __init__(self, root: Path, options: StackOptions | None = None) -> None:
         from api.embedded_broker import EmbeddedBroker
+
         self.root, self.options = root, options or StackOptions()
         root.mkdir(parents=True, exist_ok=True)
         self.data_dir, self.skills_dir = root / "data", root / "skills"
         self.broker = EmbeddedBroker(root / "broker" / "redis.sock")
-        self.broker_url = os.environ.get("BENCH_BROKER_URL") or f"redis+socket://{self.broker.socket_path}"
+        self.broker_url = (
+            os.environ.get("BENCH_BROKER_URL") or f"redis+socket://{self.broker.socket_path}"
+        )
         self.pg: PostgresDatabase | None = None
         self.port = free_port()
         self.base_url = f"http://127.0.0.1:{self.port}"
@@ -111,11 +122,17 @@ class Stack:
 
     def env(self) -> dict[str, str]:
         env = dict(os.environ)
-        env.update({"SKILL_RUNNER_DATA_DIR": str(self.data_dir),
-                    "SKILL_RUNNER_SKILLS_DIR": str(self.skills_dir),
-                    "DATABASE_URL": self.database_url, "CELERY_BROKER_URL": self.broker_url,
-                    "PORT": str(self.port), "HOST": "127.0.0.1",
-                    "PYTHONPATH": str(self.options.code)})
+        env.update(
+            {
+                "SKILL_RUNNER_DATA_DIR": str(self.data_dir),
+                "SKILL_RUNNER_SKILLS_DIR": str(self.skills_dir),
+                "DATABASE_URL": self.database_url,
+                "CELERY_BROKER_URL": self.broker_url,
+                "PORT": str(self.port),
+                "HOST": "127.0.0.1",
+                "PYTHONPATH": str(self.options.code),
+            }
+        )
         env.update(self.options.extra_env)
         return env
 
@@ -126,8 +143,13 @@ class Stack:
             self.pg = PostgresDatabase()
         if "BENCH_BROKER_URL" not in os.environ:
             self.broker.start()
-        subprocess.run([bin_path("skill-runner"), "migrate"], env=self.env(), cwd=self.options.code,
-                       check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(
+            [bin_path("skill-runner"), "migrate"],
+            env=self.env(),
+            cwd=self.options.code,
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
         self.start_web()
         if self.options.worker:
             self.start_worker()
@@ -135,18 +157,30 @@ class Stack:
     def start_web(self) -> None:
         argv = [bin_path("gunicorn"), "-c", str(self.options.code / "deploy" / "gunicorn.conf.py")]
         if self.options.access_log:
-            argv += ["--access-logfile", str(self.access_log),
-                     "--access-logformat", '%(m)s %(U)s %(s)s %(D)s']
+            argv += [
+                "--access-logfile",
+                str(self.access_log),
+                "--access-logformat",
+                "%(m)s %(U)s %(s)s %(D)s",
+            ]
         argv.append("api.wsgi:app")
         log = (self.root / "web.log").open("ab")
         self._logs.append(log)
-        self.web = subprocess.Popen(argv, cwd=self.options.code, env=self.env(), stdout=log,
-                                    stderr=subprocess.STDOUT, start_new_session=True)
+        self.web = subprocess.Popen(
+            argv,
+            cwd=self.options.code,
+            env=self.env(),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         client = Client(self.base_url, timeout=5)
         end = time.monotonic() + 60
         while time.monotonic() < end:
             if self.web.poll() is not None:
-                raise RuntimeError(f"gunicorn exited: {(self.root / 'web.log').read_text()[-2000:]}")
+                raise RuntimeError(
+                    f"gunicorn exited: {(self.root / 'web.log').read_text()[-2000:]}"
+                )
             try:
                 if client.get("/healthz").status == 200:
                     break
@@ -162,13 +196,29 @@ class Stack:
 
     def start_worker(self, name: str = "bench") -> None:
         log_path = self.root / "worker.log"
-        argv = [bin_path("celery"), "-A", "worker.celery_app", "worker", "--loglevel", "info",
-                "--concurrency", str(self.options.concurrency), "-n", f"{name}@%h"]
+        argv = [
+            bin_path("celery"),
+            "-A",
+            "worker.celery_app",
+            "worker",
+            "--loglevel",
+            "info",
+            "--concurrency",
+            str(self.options.concurrency),
+            "-n",
+            f"{name}@%h",
+        ]
         log = log_path.open("ab")
         self._logs.append(log)
         offset = log_path.stat().st_size
-        self.worker = subprocess.Popen(argv, cwd=self.options.code, env=self.env(), stdout=log,
-                                       stderr=subprocess.STDOUT, start_new_session=True)
+        self.worker = subprocess.Popen(
+            argv,
+            cwd=self.options.code,
+            env=self.env(),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         wait_for_log(self.worker, log_path, offset, b"ready.")
 
     def stop_worker(self) -> None:
@@ -246,8 +296,9 @@ def _is_python(proc: psutil.Process) -> bool:
         return False
 
 
-def wait_for_log(proc: subprocess.Popen, path: Path, offset: int, marker: bytes,
-                 timeout: float = 60.0) -> None:
+def wait_for_log(
+    proc: subprocess.Popen, path: Path, offset: int, marker: bytes, timeout: float = 60.0
+) -> None:
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         if proc.poll() is not None:
@@ -282,7 +333,7 @@ def rss_mib(procs: list[psutil.Process]) -> list[float]:
     out = []
     for proc in procs:
         try:
-            out.append(proc.memory_info().rss / 2 ** 20)
+            out.append(proc.memory_info().rss / 2**20)
         except psutil.Error:
             pass
     return out
@@ -300,12 +351,13 @@ def as_epoch(value: datetime | None) -> float | None:
     if value is None:
         return None
     if value.tzinfo is None:
-        value = value.replace(tzinfo=timezone.utc)
+        value = value.replace(tzinfo=UTC)
     return value.timestamp()
 
 
-def wait_terminal(client: Client, request_ids: list[str], wait_sec: float = 30.0,
-                  timeout: float = 600.0) -> dict[str, dict]:
+def wait_terminal(
+    client: Client, request_ids: list[str], wait_sec: float = 30.0, timeout: float = 600.0
+) -> dict[str, dict]:
     """Wait until every job is terminal; their status documents.
 
     Jobs finish roughly in submission order, so only the newest pending one is waited for, with

@@ -1,11 +1,13 @@
 """Small statistics and the result rows every figure reports."""
+
 from __future__ import annotations
 
 import math
 import random
 import statistics
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -26,12 +28,19 @@ def summarize(values: Sequence[float]) -> Summary:
     if not data:
         raise ValueError("no samples")
     rank = max(1, math.ceil(0.99 * len(data)))
-    return Summary(len(data), statistics.median(data), data[rank - 1], statistics.fmean(data),
-                   data[0], data[-1])
+    return Summary(
+        len(data),
+        statistics.median(data),
+        data[rank - 1],
+        statistics.fmean(data),
+        data[0],
+        data[-1],
+    )
 
 
-def median_ratio_interval(values: Sequence[float], baselines: Sequence[float],
-                          level: float = 0.95, rounds: int = 2000) -> tuple[float, float]:
+def median_ratio_interval(
+    values: Sequence[float], baselines: Sequence[float], level: float = 0.95, rounds: int = 2000
+) -> tuple[float, float]:
     """Bootstrap interval of median(values) / median(baselines), resampling the pairs
     (values[i], baselines[i]) together: how far the ratio of two medians of this many runs
     moves by chance alone. Seeded, so a report is reproducible from its samples."""
@@ -41,8 +50,10 @@ def median_ratio_interval(values: Sequence[float], baselines: Sequence[float],
     n, ratios = len(values), []
     for _ in range(rounds):
         picks = [rng.randrange(n) for _ in range(n)]
-        ratios.append(statistics.median(values[i] for i in picks)
-                      / statistics.median(baselines[i] for i in picks))
+        ratios.append(
+            statistics.median(values[i] for i in picks)
+            / statistics.median(baselines[i] for i in picks)
+        )
     ratios.sort()
     tail = (1 - level) / 2
     return ratios[int(tail * rounds)], ratios[min(rounds - 1, int((1 - tail) * rounds))]

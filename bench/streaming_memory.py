@@ -7,6 +7,7 @@ largest growth of one worker over its RSS just before the transfer. Baselines fr
 run: the payload size (ratio = growth / payload) and, for speed, a local file copy.
 Files are deleted as soon as they are no longer needed.
 """
+
 from __future__ import annotations
 
 import os
@@ -54,7 +55,7 @@ class RssSampler:
 
     @property
     def growth_mib(self) -> float:
-        return max(self.peak[pid] - self.base[pid] for pid in self.base) / 2 ** 20
+        return max(self.peak[pid] - self.base[pid] for pid in self.base) / 2**20
 
 
 def write_zip(path: Path, size: int) -> None:
@@ -85,8 +86,12 @@ def upload(stack: Stack, zip_path: Path) -> tuple[float, float]:
     rid = client.post("/v1/jobs", {"skill_id": "bench-upload"}).body["request_id"]
     size = zip_path.stat().st_size
     with RssSampler(stack.web_workers()) as sampler, zip_path.open("rb") as fh:
-        resp = client.request("POST", f"/v1/jobs/{rid}/upload", fh,
-                              {"Content-Type": "application/zip", "Content-Length": str(size)})
+        resp = client.request(
+            "POST",
+            f"/v1/jobs/{rid}/upload",
+            fh,
+            {"Content-Type": "application/zip", "Content-Length": str(size)},
+        )
     if resp.status != 200:
         raise RuntimeError(f"upload failed: {resp.status} {resp.body}")
     wait_terminal(client, [rid])
@@ -96,8 +101,9 @@ def upload(stack: Stack, zip_path: Path) -> tuple[float, float]:
 
 def download(stack: Stack, size_mib: int) -> tuple[float, float, int]:
     client = stack.client()
-    rid = client.post("/v1/jobs", {"skill_id": "bench-big-artifact",
-                                   "parameter": {"size_mib": size_mib}}).body["request_id"]
+    rid = client.post(
+        "/v1/jobs", {"skill_id": "bench-big-artifact", "parameter": {"size_mib": size_mib}}
+    ).body["request_id"]
     status = wait_terminal(client, [rid], timeout=1800)[rid]
     if status["status"] != "succeeded":
         raise RuntimeError(f"big artifact run failed: {status}")
@@ -113,30 +119,50 @@ def download(stack: Stack, size_mib: int) -> tuple[float, float, int]:
 
 def run(ctx: Context) -> list[Row]:
     size_mib = ctx.count(1024, 64)
-    size = size_mib * 2 ** 20 - 4096  # the zip itself is then ~size_mib MiB
+    size = size_mib * 2**20 - 4096  # the zip itself is then ~size_mib MiB
     root = ctx.scratch(FIGURE)
     try:
-        with Stack(root / "stack", StackOptions(extra_env={
-                "SKILL_RUNNER_UPLOAD_MAX_BYTES": str(2 * size_mib * 2 ** 20)})) as stack:
+        with Stack(
+            root / "stack",
+            StackOptions(extra_env={"SKILL_RUNNER_UPLOAD_MAX_BYTES": str(2 * size_mib * 2**20)}),
+        ) as stack:
             zip_path = root / "upload.zip"
             write_zip(zip_path, size)
-            zip_mib = zip_path.stat().st_size / 2 ** 20
+            zip_mib = zip_path.stat().st_size / 2**20
             copy_s = copy_rate(zip_path)
             up_growth, up_s = upload(stack, zip_path)
             zip_path.unlink()
             ctx.log(f"{FIGURE}: upload {zip_mib:.0f} MiB in {up_s:.1f}s, RSS +{up_growth:.1f} MiB")
             down_growth, down_s, nbytes = download(stack, size_mib)
-            ctx.log(f"{FIGURE}: download {nbytes / 2 ** 20:.0f} MiB in {down_s:.1f}s, "
-                    f"RSS +{down_growth:.1f} MiB")
+            ctx.log(
+                f"{FIGURE}: download {nbytes / 2**20:.0f} MiB in {down_s:.1f}s, "
+                f"RSS +{down_growth:.1f} MiB"
+            )
     finally:
         ctx.cleanup(root)
     return [
-        Row(FIGURE, f"upload of a {zip_mib:.0f} MiB zip: peak RSS growth of the API worker",
-            up_growth, "MiB", zip_mib, "payload", up_growth / zip_mib, "<= 64 MiB",
-            up_growth <= 64, note=f"{zip_mib / up_s:.0f} MiB/s vs local copy "
-                                  f"{zip_mib / copy_s:.0f} MiB/s"),
-        Row(FIGURE, f"download of a {nbytes / 2 ** 20:.0f} MiB bundle: peak RSS growth of the API worker",
-            down_growth, "MiB", nbytes / 2 ** 20, "payload", down_growth / (nbytes / 2 ** 20),
-            "<= 64 MiB", down_growth <= 64,
-            note=f"{nbytes / 2 ** 20 / down_s:.0f} MiB/s (zip built while streaming)"),
+        Row(
+            FIGURE,
+            f"upload of a {zip_mib:.0f} MiB zip: peak RSS growth of the API worker",
+            up_growth,
+            "MiB",
+            zip_mib,
+            "payload",
+            up_growth / zip_mib,
+            "<= 64 MiB",
+            up_growth <= 64,
+            note=f"{zip_mib / up_s:.0f} MiB/s vs local copy {zip_mib / copy_s:.0f} MiB/s",
+        ),
+        Row(
+            FIGURE,
+            f"download of a {nbytes / 2**20:.0f} MiB bundle: peak RSS growth of the API worker",
+            down_growth,
+            "MiB",
+            nbytes / 2**20,
+            "payload",
+            down_growth / (nbytes / 2**20),
+            "<= 64 MiB",
+            down_growth <= 64,
+            note=f"{nbytes / 2**20 / down_s:.0f} MiB/s (zip built while streaming)",
+        ),
     ]

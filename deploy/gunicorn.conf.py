@@ -1,4 +1,5 @@
 """gunicorn settings; HOST/PORT/WEB_CONCURRENCY from the environment."""
+
 import os
 
 bind = f"{os.environ.get('HOST', '127.0.0.1')}:{os.environ.get('PORT', '8000')}"
@@ -10,19 +11,28 @@ graceful_timeout = 20
 accesslog = "-" if os.environ.get("ACCESS_LOG", "0") == "1" else None
 # Each worker touches a heartbeat file on every turn of its loop: in memory it costs less and
 # never waits on the disk.
-worker_tmp_dir = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
+worker_tmp_dir = (
+    "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
+)
 
 
 def post_worker_init(worker):
     """Move the loaded app's objects out of the collector's reach: a full collection over
     them is a pause that lands on whatever request triggers it."""
     import gc
+
     gc.freeze()
 
 
 def when_ready(server):
     """Say so when the API is reachable beyond this host with no token asked for."""
     host = bind.rsplit(":", 1)[0].strip("[]")
-    if host not in ("127.0.0.1", "localhost", "::1") and not os.environ.get("SKILL_RUNNER_API_TOKEN", "").strip():
-        server.log.warning("listening on %s without SKILL_RUNNER_API_TOKEN: anyone who can reach "
-                           "this address can run skills; set a token (README: Configuration)", bind)
+    if (
+        host not in ("127.0.0.1", "localhost", "::1")
+        and not os.environ.get("SKILL_RUNNER_API_TOKEN", "").strip()
+    ):
+        server.log.warning(
+            "listening on %s without SKILL_RUNNER_API_TOKEN: anyone who can reach "
+            "this address can run skills; set a token (README: Configuration)",
+            bind,
+        )

@@ -3,6 +3,7 @@
 It speaks OpenAI Responses, OpenAI Chat Completions, Gemini and Anthropic Messages, and answers
 by a stateless script rule (see `fake_llm.script`).
 """
+
 from __future__ import annotations
 
 from fake_llm.script import Script, ToolCall

@@ -3,6 +3,7 @@
 Prints the bound port on the first line of stdout, then serves until interrupted. The script
 file is re-read on every request.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -21,8 +22,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--log", type=Path, help="append every request as a JSON line")
     parser.add_argument("--verbose", action="store_true", help="log each request to stderr")
     args = parser.parse_args(argv)
-    server = FakeLLM(args.script if args.script else Script(), port=args.port,
-                     log_path=args.log, verbose=args.verbose)
+    server = FakeLLM(
+        args.script if args.script else Script(),
+        port=args.port,
+        log_path=args.log,
+        verbose=args.verbose,
+    )
     print(server.port, flush=True)
     try:
         server.serve_forever()

@@ -5,6 +5,7 @@ Streams `message_start`, one content block (`content_block_start/delta/stop`, te
 tool_use with `input_json_delta`), `message_delta` with the stop reason and `message_stop`.
 Tool results are `tool_result` blocks inside a user message.
 """
+
 from __future__ import annotations
 
 import json
@@ -13,13 +14,21 @@ from typing import Any
 from fake_llm.script import Conversation, Script, ToolCall, decide, estimate_tokens, new_id
 from fake_llm.wire import Reply, json_reply, sse_reply
 
-ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
-               404: "not_found_error", 429: "rate_limit_error", 529: "overloaded_error"}
+ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    429: "rate_limit_error",
+    529: "overloaded_error",
+}
 
 
 def read_conversation(body: dict[str, Any]) -> Conversation:
     """Extract offered tools and the tool-result state from a Messages request."""
-    tools = {t["name"]: t.get("input_schema") or {} for t in body.get("tools") or [] if t.get("name")}
+    tools = {
+        t["name"]: t.get("input_schema") or {} for t in body.get("tools") or [] if t.get("name")
+    }
     pending, last_output = False, ""
     for msg in body.get("messages") or []:
         if msg.get("role") != "user":
@@ -33,10 +42,16 @@ def read_conversation(body: dict[str, Any]) -> Conversation:
         for block in blocks:
             if block.get("type") == "tool_result":
                 pending, last_output = True, _result_text(block.get("content"))
-            elif block.get("type") == "text" and not block.get("text", "").startswith("<system-reminder>"):
+            elif block.get("type") == "text" and not block.get("text", "").startswith(
+                "<system-reminder>"
+            ):
                 pending = False
-    return Conversation(tools=tools, tool_result_pending=pending,
-                        last_tool_output=last_output, model=body.get("model", ""))
+    return Conversation(
+        tools=tools,
+        tool_result_pending=pending,
+        last_tool_output=last_output,
+        model=body.get("model", ""),
+    )
 
 
 def _result_text(content: Any) -> str:
@@ -47,7 +62,12 @@ def _result_text(content: Any) -> str:
 
 def _block(answer: ToolCall | str) -> dict[str, Any]:
     if isinstance(answer, ToolCall):
-        return {"type": "tool_use", "id": answer.call_id.replace("call_", "toolu_", 1), "name": answer.name, "input": answer.arguments}
+        return {
+            "type": "tool_use",
+            "id": answer.call_id.replace("call_", "toolu_", 1),
+            "name": answer.name,
+            "input": answer.arguments,
+        }
     return {"type": "text", "text": answer}
 
 
@@ -57,17 +77,30 @@ def handle(path: str, body: dict[str, Any], script: Script) -> Reply:
         return json_reply({"input_tokens": estimate_tokens(body)})
     if script.status != 200:
         kind = ERROR_TYPES.get(script.status, "api_error")
-        return json_reply({"type": "error", "error": {"type": kind, "message": script.error_message}},
-                          status=script.status)
+        return json_reply(
+            {"type": "error", "error": {"type": kind, "message": script.error_message}},
+            status=script.status,
+        )
     convo = read_conversation(body)
     answer = decide(script, convo)
     block = _block(answer)
     stop = "tool_use" if isinstance(answer, ToolCall) else "end_turn"
-    usage = {"input_tokens": estimate_tokens(body), "output_tokens": estimate_tokens(block),
-             "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
-    message = {"id": new_id("msg"), "type": "message", "role": "assistant",
-               "model": convo.model or script.model, "content": [block],
-               "stop_reason": stop, "stop_sequence": None, "usage": usage}
+    usage = {
+        "input_tokens": estimate_tokens(body),
+        "output_tokens": estimate_tokens(block),
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 0,
+    }
+    message = {
+        "id": new_id("msg"),
+        "type": "message",
+        "role": "assistant",
+        "model": convo.model or script.model,
+        "content": [block],
+        "stop_reason": stop,
+        "stop_sequence": None,
+        "usage": usage,
+    }
     if not body.get("stream"):
         return json_reply(message)
     if isinstance(answer, ToolCall):
@@ -75,13 +108,29 @@ def handle(path: str, body: dict[str, Any], script: Script) -> Reply:
         delta = {"type": "input_json_delta", "partial_json": json.dumps(answer.arguments)}
     else:
         start_block, delta = {"type": "text", "text": ""}, {"type": "text_delta", "text": answer}
-    started = {**message, "content": [], "stop_reason": None, "usage": {**usage, "output_tokens": 1}}
-    return sse_reply([
-        ("message_start", {"type": "message_start", "message": started}),
-        ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": start_block}),
-        ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta}),
-        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
-        ("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None},
-                           "usage": {"output_tokens": usage["output_tokens"]}}),
-        ("message_stop", {"type": "message_stop"}),
-    ])
+    started = {
+        **message,
+        "content": [],
+        "stop_reason": None,
+        "usage": {**usage, "output_tokens": 1},
+    }
+    return sse_reply(
+        [
+            ("message_start", {"type": "message_start", "message": started}),
+            (
+                "content_block_start",
+                {"type": "content_block_start", "index": 0, "content_block": start_block},
+            ),
+            ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta}),
+            ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+            (
+                "message_delta",
+                {
+                    "type": "message_delta",
+                    "delta": {"stop_reason": stop, "stop_sequence": None},
+                    "usage": {"output_tokens": usage["output_tokens"]},
+                },
+            ),
+            ("message_stop", {"type": "message_stop"}),
+        ]
+    )

@@ -4,6 +4,7 @@ Streaming ends with a `finish_reason` chunk, a usage chunk (`choices: []`) and
 `data: [DONE]`; without `stream` it returns one `chat.completion` object. Tool results are
 messages with `role: "tool"`.
 """
+
 from __future__ import annotations
 
 import json
@@ -27,8 +28,12 @@ def read_conversation(body: dict[str, Any]) -> Conversation:
             pending, last_output = True, _content_text(msg.get("content"))
         elif msg.get("role") == "user":
             pending = False
-    return Conversation(tools=tools, tool_result_pending=pending,
-                        last_tool_output=last_output, model=body.get("model", ""))
+    return Conversation(
+        tools=tools,
+        tool_result_pending=pending,
+        last_tool_output=last_output,
+        model=body.get("model", ""),
+    )
 
 
 def _content_text(content: Any) -> str:
@@ -39,28 +44,57 @@ def _content_text(content: Any) -> str:
 
 def _message(answer: ToolCall | str) -> dict[str, Any]:
     if isinstance(answer, ToolCall):
-        return {"role": "assistant", "content": None, "tool_calls": [
-            {"id": answer.call_id, "type": "function",
-             "function": {"name": answer.name, "arguments": json.dumps(answer.arguments)}}]}
+        return {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": answer.call_id,
+                    "type": "function",
+                    "function": {"name": answer.name, "arguments": json.dumps(answer.arguments)},
+                }
+            ],
+        }
     return {"role": "assistant", "content": answer}
 
 
 def handle(body: dict[str, Any], script: Script) -> Reply:
     """Answer one Chat Completions request."""
     if script.status != 200:
-        return json_reply({"error": {"message": script.error_message, "type": "invalid_request_error",
-                                     "code": str(script.status)}}, status=script.status)
+        return json_reply(
+            {
+                "error": {
+                    "message": script.error_message,
+                    "type": "invalid_request_error",
+                    "code": str(script.status),
+                }
+            },
+            status=script.status,
+        )
     convo = read_conversation(body)
     answer = decide(script, convo)
     message = _message(answer)
     finish = "tool_calls" if isinstance(answer, ToolCall) else "stop"
     prompt_tokens, completion_tokens = estimate_tokens(body), estimate_tokens(message)
-    usage = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-             "total_tokens": prompt_tokens + completion_tokens}
-    base = {"id": new_id("chatcmpl"), "created": int(time.time()), "model": convo.model or script.model}
+    usage = {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "total_tokens": prompt_tokens + completion_tokens,
+    }
+    base = {
+        "id": new_id("chatcmpl"),
+        "created": int(time.time()),
+        "model": convo.model or script.model,
+    }
     if not body.get("stream"):
-        return json_reply({**base, "object": "chat.completion", "usage": usage,
-                           "choices": [{"index": 0, "message": message, "finish_reason": finish}]})
+        return json_reply(
+            {
+                **base,
+                "object": "chat.completion",
+                "usage": usage,
+                "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+            }
+        )
     chunk = {**base, "object": "chat.completion.chunk"}
     delta: dict[str, Any] = {"role": "assistant"}
     if isinstance(answer, ToolCall):

@@ -6,6 +6,7 @@ A stream is a single SSE `data:` candidate carrying `finishReason`. Tool results
 application/json` with a schema, e.g. gemini-cli's next-speaker check) get a minimal object
 that satisfies the schema instead of the script's text.
 """
+
 from __future__ import annotations
 
 import json
@@ -14,8 +15,15 @@ from typing import Any
 from fake_llm.script import Conversation, Script, ToolCall, decide, estimate_tokens
 from fake_llm.wire import Reply, json_reply, sse_reply
 
-STATUS_NAMES = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED",
-                404: "NOT_FOUND", 429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 503: "UNAVAILABLE"}
+STATUS_NAMES = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    429: "RESOURCE_EXHAUSTED",
+    500: "INTERNAL",
+    503: "UNAVAILABLE",
+}
 
 
 def read_conversation(body: dict[str, Any], model: str) -> Conversation:
@@ -24,7 +32,9 @@ def read_conversation(body: dict[str, Any], model: str) -> Conversation:
     for group in body.get("tools") or []:
         for decl in group.get("functionDeclarations") or []:
             if decl.get("name"):
-                tools[decl["name"]] = decl.get("parametersJsonSchema") or decl.get("parameters") or {}
+                tools[decl["name"]] = (
+                    decl.get("parametersJsonSchema") or decl.get("parameters") or {}
+                )
     pending, last_output = False, ""
     for content in body.get("contents") or []:
         parts = content.get("parts") or []
@@ -33,8 +43,9 @@ def read_conversation(body: dict[str, Any], model: str) -> Conversation:
             pending, last_output = True, _response_text(responses[-1].get("response"))
         elif content.get("role") == "user" and any("text" in p for p in parts):
             pending = False
-    return Conversation(tools=tools, tool_result_pending=pending,
-                        last_tool_output=last_output, model=model)
+    return Conversation(
+        tools=tools, tool_result_pending=pending, last_tool_output=last_output, model=model
+    )
 
 
 def _response_text(response: Any) -> str:
@@ -66,9 +77,16 @@ def handle(model: str, method: str, body: dict[str, Any], script: Script) -> Rep
     if method == "countTokens":
         return json_reply({"totalTokens": estimate_tokens(body)})
     if script.status != 200:
-        return json_reply({"error": {"code": script.status, "message": script.error_message,
-                                     "status": STATUS_NAMES.get(script.status, "UNKNOWN")}},
-                          status=script.status)
+        return json_reply(
+            {
+                "error": {
+                    "code": script.status,
+                    "message": script.error_message,
+                    "status": STATUS_NAMES.get(script.status, "UNKNOWN"),
+                }
+            },
+            status=script.status,
+        )
     config = body.get("generationConfig") or {}
     schema = config.get("responseJsonSchema") or config.get("responseSchema")
     if config.get("responseMimeType") == "application/json" and isinstance(schema, dict):
@@ -78,10 +96,18 @@ def handle(model: str, method: str, body: dict[str, Any], script: Script) -> Rep
     prompt_tokens = estimate_tokens(body)
     out_tokens = estimate_tokens(_parts(answer))
     payload = {
-        "candidates": [{"content": {"role": "model", "parts": _parts(answer)},
-                        "finishReason": "STOP", "index": 0}],
-        "usageMetadata": {"promptTokenCount": prompt_tokens, "candidatesTokenCount": out_tokens,
-                          "totalTokenCount": prompt_tokens + out_tokens},
+        "candidates": [
+            {
+                "content": {"role": "model", "parts": _parts(answer)},
+                "finishReason": "STOP",
+                "index": 0,
+            }
+        ],
+        "usageMetadata": {
+            "promptTokenCount": prompt_tokens,
+            "candidatesTokenCount": out_tokens,
+            "totalTokenCount": prompt_tokens + out_tokens,
+        },
         "modelVersion": model,
     }
     if method == "streamGenerateContent":

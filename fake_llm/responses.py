@@ -5,6 +5,7 @@ and ends with `response.completed` carrying usage; without `stream` it returns t
 object. Tool results are `function_call_output` / `custom_tool_call_output` /
 `local_shell_call_output` input items.
 """
+
 from __future__ import annotations
 
 import json
@@ -29,8 +30,12 @@ def read_conversation(body: dict[str, Any]) -> Conversation:
             pending, last_output = True, _output_text(item.get("output"))
         elif item.get("role") == "user":
             pending = False
-    return Conversation(tools=tools, tool_result_pending=pending,
-                        last_tool_output=last_output, model=body.get("model", ""))
+    return Conversation(
+        tools=tools,
+        tool_result_pending=pending,
+        last_tool_output=last_output,
+        model=body.get("model", ""),
+    )
 
 
 def _output_text(output: Any) -> str:
@@ -46,44 +51,87 @@ def _output_text(output: Any) -> str:
 def output_item(answer: ToolCall | str) -> dict[str, Any]:
     """The single output item of the fake response."""
     if isinstance(answer, ToolCall):
-        return {"type": "function_call", "id": answer.call_id.replace("call_", "fc_", 1), "status": "completed",
-                "call_id": answer.call_id, "name": answer.name,
-                "arguments": json.dumps(answer.arguments)}
-    return {"type": "message", "id": new_id("msg"), "role": "assistant", "status": "completed",
-            "content": [{"type": "output_text", "text": answer, "annotations": []}]}
+        return {
+            "type": "function_call",
+            "id": answer.call_id.replace("call_", "fc_", 1),
+            "status": "completed",
+            "call_id": answer.call_id,
+            "name": answer.name,
+            "arguments": json.dumps(answer.arguments),
+        }
+    return {
+        "type": "message",
+        "id": new_id("msg"),
+        "role": "assistant",
+        "status": "completed",
+        "content": [{"type": "output_text", "text": answer, "annotations": []}],
+    }
 
 
 def handle(body: dict[str, Any], script: Script) -> Reply:
     """Answer one Responses request."""
     if script.status != 200:
-        return json_reply({"error": {"message": script.error_message, "type": "invalid_request_error",
-                                     "code": str(script.status)}}, status=script.status)
+        return json_reply(
+            {
+                "error": {
+                    "message": script.error_message,
+                    "type": "invalid_request_error",
+                    "code": str(script.status),
+                }
+            },
+            status=script.status,
+        )
     convo = read_conversation(body)
     answer = decide(script, convo)
     item = output_item(answer)
     out_tokens = estimate_tokens(item)
     in_tokens = estimate_tokens(body)
     response = {
-        "id": new_id("resp"), "object": "response", "status": "completed",
-        "model": convo.model or script.model, "output": [item],
-        "usage": {"input_tokens": in_tokens, "input_tokens_details": {"cached_tokens": 0},
-                  "output_tokens": out_tokens, "output_tokens_details": {"reasoning_tokens": 0},
-                  "total_tokens": in_tokens + out_tokens},
+        "id": new_id("resp"),
+        "object": "response",
+        "status": "completed",
+        "model": convo.model or script.model,
+        "output": [item],
+        "usage": {
+            "input_tokens": in_tokens,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": out_tokens,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": in_tokens + out_tokens,
+        },
     }
     if not body.get("stream"):
         return json_reply(response)
     created = {**response, "status": "in_progress", "output": [], "usage": None}
     events: list[tuple[str | None, Any]] = [
         ("response.created", {"type": "response.created", "response": created}),
-        ("response.output_item.added",
-         {"type": "response.output_item.added", "output_index": 0, "item": {**item, "status": "in_progress"}}),
+        (
+            "response.output_item.added",
+            {
+                "type": "response.output_item.added",
+                "output_index": 0,
+                "item": {**item, "status": "in_progress"},
+            },
+        ),
     ]
     if not isinstance(answer, ToolCall):
-        events.append(("response.output_text.delta",
-                       {"type": "response.output_text.delta", "item_id": item["id"],
-                        "output_index": 0, "content_index": 0, "delta": answer}))
+        events.append(
+            (
+                "response.output_text.delta",
+                {
+                    "type": "response.output_text.delta",
+                    "item_id": item["id"],
+                    "output_index": 0,
+                    "content_index": 0,
+                    "delta": answer,
+                },
+            )
+        )
     events += [
-        ("response.output_item.done", {"type": "response.output_item.done", "output_index": 0, "item": item}),
+        (
+            "response.output_item.done",
+            {"type": "response.output_item.done", "output_index": 0, "item": item},
+        ),
         ("response.completed", {"type": "response.completed", "response": response}),
     ]
     return sse_reply(events)

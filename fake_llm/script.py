@@ -10,6 +10,7 @@ HTTP status and a protocol-shaped error body.
 result) and `$tool_output_json` (the same as a JSON string literal) are substituted; any other
 `$name` is left as is, and JSON braces need no escaping.
 """
+
 from __future__ import annotations
 
 import json
@@ -21,7 +22,12 @@ from typing import Any
 
 # Preference order when a request offers several shell-like tools.
 SHELL_TOOLS: tuple[str, ...] = (
-    "exec_command", "shell_command", "shell", "run_shell_command", "bash", "Bash",
+    "exec_command",
+    "shell_command",
+    "shell",
+    "run_shell_command",
+    "bash",
+    "Bash",
 )
 
 
@@ -61,8 +67,8 @@ class ToolCall:
 class Conversation:
     """What a protocol module extracts from a request, in protocol-neutral form."""
 
-    tools: dict[str, dict[str, Any]]   # offered tool name -> JSON schema of its arguments
-    tool_result_pending: bool          # a tool result follows the last user message
+    tools: dict[str, dict[str, Any]]  # offered tool name -> JSON schema of its arguments
+    tool_result_pending: bool  # a tool result follows the last user message
     last_tool_output: str = ""
     model: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
@@ -98,7 +104,13 @@ def fill_arguments(schema: dict[str, Any], command: str) -> dict[str, Any]:
 
 
 def _placeholder(kind: str) -> Any:
-    defaults: dict[str, Any] = {"boolean": False, "integer": 0, "number": 0, "array": [], "object": {}}
+    defaults: dict[str, Any] = {
+        "boolean": False,
+        "integer": 0,
+        "number": 0,
+        "array": [],
+        "object": {},
+    }
     return defaults.get(kind, "")
 
 

@@ -7,6 +7,7 @@
 `script` may also be a path to a JSON file, re-read on every request, so a test (or a shell
 session using `python -m fake_llm`) can change behaviour while the server runs.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -32,16 +33,28 @@ class RecordedRequest:
     path: str
     query: dict[str, list[str]]
     headers: dict[str, str]
-    body: Any            # parsed JSON, or the raw text when it is not JSON
+    body: Any  # parsed JSON, or the raw text when it is not JSON
     raw: str
 
 
 def model_list(script: Script) -> dict[str, Any]:
     """A model list readable as both OpenAI and Anthropic shapes."""
-    entry = {"id": script.model, "object": "model", "type": "model", "created": 0,
-             "created_at": "2025-01-01T00:00:00Z", "owned_by": "fake", "display_name": script.model}
-    return {"object": "list", "data": [entry], "has_more": False,
-            "first_id": script.model, "last_id": script.model}
+    entry = {
+        "id": script.model,
+        "object": "model",
+        "type": "model",
+        "created": 0,
+        "created_at": "2025-01-01T00:00:00Z",
+        "owned_by": "fake",
+        "display_name": script.model,
+    }
+    return {
+        "object": "list",
+        "data": [entry],
+        "has_more": False,
+        "first_id": script.model,
+        "last_id": script.model,
+    }
 
 
 def route(method: str, path: str, body: Any, script: Script) -> Reply:
@@ -51,8 +64,17 @@ def route(method: str, path: str, body: Any, script: Script) -> Reply:
         if path.rstrip("/").endswith("/v1/models"):
             return json_reply(model_list(script))
         if "/v1beta/models" in path:
-            return json_reply({"models": [{"name": f"models/{script.model}", "displayName": script.model,
-                                           "supportedGenerationMethods": ["generateContent"]}]})
+            return json_reply(
+                {
+                    "models": [
+                        {
+                            "name": f"models/{script.model}",
+                            "displayName": script.model,
+                            "supportedGenerationMethods": ["generateContent"],
+                        }
+                    ]
+                }
+            )
         return json_reply({"error": {"message": f"no route for GET {path}"}}, status=404)
     if path.endswith("/responses"):
         return responses.handle(data, script)
@@ -93,8 +115,11 @@ class _Handler(BaseHTTPRequestHandler):
         except json.JSONDecodeError:
             body = text
         parts = urlsplit(self.path)
-        self.server.owner.record(RecordedRequest(method, parts.path, parse_qs(parts.query),
-                                                 dict(self.headers.items()), body, text))
+        self.server.owner.record(
+            RecordedRequest(
+                method, parts.path, parse_qs(parts.query), dict(self.headers.items()), body, text
+            )
+        )
         reply = route(method, parts.path, body, self.server.owner.current_script())
         self.send_response(reply.status)
         self.send_header("Content-Type", reply.content_type)
@@ -117,8 +142,13 @@ class _Server(ThreadingHTTPServer):
 class FakeLLM:
     """A fake LLM server on 127.0.0.1 in a background thread."""
 
-    def __init__(self, script: Script | Path | None = None, port: int = 0,
-                 log_path: Path | None = None, verbose: bool = False) -> None:
+    def __init__(
+        self,
+        script: Script | Path | None = None,
+        port: int = 0,
+        log_path: Path | None = None,
+        verbose: bool = False,
+    ) -> None:
         self.script: Script | Path = script if script is not None else Script()
         self.requests: list[RecordedRequest] = []
         self.log_path = log_path
@@ -147,8 +177,17 @@ class FakeLLM:
             self.requests.append(request)
             if self.log_path is not None:
                 with self.log_path.open("a", encoding="utf-8") as fh:
-                    fh.write(json.dumps({"method": request.method, "path": request.path,
-                                         "query": request.query, "body": request.body}) + "\n")
+                    fh.write(
+                        json.dumps(
+                            {
+                                "method": request.method,
+                                "path": request.path,
+                                "query": request.query,
+                                "body": request.body,
+                            }
+                        )
+                        + "\n"
+                    )
 
     def request_text(self) -> str:
         """All request bodies joined: handy for 'was X sent to the model' assertions."""
@@ -156,8 +195,9 @@ class FakeLLM:
             return "\n".join(r.raw for r in self.requests)
 
     def start(self) -> FakeLLM:
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
-                                        daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
         self._thread.start()
         return self
 

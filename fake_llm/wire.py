@@ -1,4 +1,5 @@
 """HTTP reply values and the SSE / JSON encodings shared by the protocol modules."""
+
 from __future__ import annotations
 
 import json

@@ -1,4 +1,5 @@
 """Alembic environment: the URL comes from DATABASE_URL (or the default SQLite file)."""
+
 from __future__ import annotations
 
 from logging.config import fileConfig
@@ -19,8 +20,11 @@ url = config.attributes.get("url") or load_settings().database_url
 def run_migrations() -> None:
     engine = make_engine(url)
     with engine.connect() as connection:
-        context.configure(connection=connection, target_metadata=Base.metadata,
-                          render_as_batch=connection.dialect.name == "sqlite")
+        context.configure(
+            connection=connection,
+            target_metadata=Base.metadata,
+            render_as_batch=connection.dialect.name == "sqlite",
+        )
         with context.begin_transaction():
             context.run_migrations()
     engine.dispose()

@@ -4,6 +4,7 @@ A skill declares its artifacts by marking output-schema properties with `"x-type
 (or in runner.json). After a run every file under `artifacts/` is hashed and listed; files the
 contract names get their role, the rest are plain "output".
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -24,10 +25,19 @@ MANIFEST_NAME = "manifest.json"
 _CHUNK = 64 * 1024
 # mimetypes depends on the host's /etc/mime.types; pin the types skills actually produce.
 _MIME_FALLBACKS = {
-    ".md": "text/markdown", ".markdown": "text/markdown", ".json": "application/json",
-    ".jsonl": "application/x-ndjson", ".txt": "text/plain", ".csv": "text/csv",
-    ".yaml": "application/yaml", ".yml": "application/yaml", ".toml": "application/toml",
-    ".html": "text/html", ".pdf": "application/pdf", ".png": "image/png", ".zip": "application/zip",
+    ".md": "text/markdown",
+    ".markdown": "text/markdown",
+    ".json": "application/json",
+    ".jsonl": "application/x-ndjson",
+    ".txt": "text/plain",
+    ".csv": "text/csv",
+    ".yaml": "application/yaml",
+    ".yml": "application/yaml",
+    ".toml": "application/toml",
+    ".html": "text/html",
+    ".pdf": "application/pdf",
+    ".png": "image/png",
+    ".zip": "application/zip",
 }
 _DRIVE_LETTER = re.compile(r"^[A-Za-z]:")
 
@@ -84,9 +94,14 @@ def artifact_fields(output_schema: dict[str, Any]) -> list[ArtifactSpec]:
     specs = []
     for key, prop in (output_schema.get("properties") or {}).items():
         if isinstance(prop, dict) and prop.get("x-type") == "artifact":
-            specs.append(ArtifactSpec(role=prop.get("x-role") or "output",
-                                      pattern=prop.get("x-filename") or key,
-                                      mime=prop.get("x-mime"), required=key in required))
+            specs.append(
+                ArtifactSpec(
+                    role=prop.get("x-role") or "output",
+                    pattern=prop.get("x-filename") or key,
+                    mime=prop.get("x-mime"),
+                    required=key in required,
+                )
+            )
     return specs
 
 
@@ -117,26 +132,43 @@ def index_artifacts(run_dir: Path, contract: list[ArtifactSpec]) -> ArtifactMani
     for rel, real in _walk_artifacts(run_dir, manifest.warnings):
         spec = next((s for s in contract if s.matches(rel)), None)
         filename = rel.rsplit("/", 1)[-1]
-        manifest.artifacts.append(ArtifactEntry(
-            role=spec.role if spec else "output", path=rel, filename=filename,
-            mime=(spec.mime if spec and spec.mime else guess_mime(filename)),
-            size=real.stat().st_size, sha256=file_sha256(real), required=bool(spec and spec.required)))
+        manifest.artifacts.append(
+            ArtifactEntry(
+                role=spec.role if spec else "output",
+                path=rel,
+                filename=filename,
+                mime=(spec.mime if spec and spec.mime else guess_mime(filename)),
+                size=real.stat().st_size,
+                sha256=file_sha256(real),
+                required=bool(spec and spec.required),
+            )
+        )
     found = [a.path for a in manifest.artifacts]
-    manifest.missing_required = [s for s in contract if s.required and not any(s.matches(p) for p in found)]
+    manifest.missing_required = [
+        s for s in contract if s.required and not any(s.matches(p) for p in found)
+    ]
     return manifest
 
 
 def write_manifest(run_dir: Path, manifest: ArtifactManifest) -> Path:
     """Write `run_dir/manifest.json` atomically and return its path."""
     target = Path(run_dir) / MANIFEST_NAME
-    write_file(target, (json.dumps(manifest.to_dict(), indent=2, ensure_ascii=False) + "\n").encode())
+    write_file(
+        target, (json.dumps(manifest.to_dict(), indent=2, ensure_ascii=False) + "\n").encode()
+    )
     return target
 
 
 def resolve_artifact_path(run_dir: Path, rel_path: str) -> Path:
     """Resolve a client-supplied run-relative path; raise ValueError if it leaves the run dir."""
-    if (not rel_path or "\x00" in rel_path or "\\" in rel_path or rel_path.startswith("/")
-            or _DRIVE_LETTER.match(rel_path) or ".." in rel_path.split("/")):
+    if (
+        not rel_path
+        or "\x00" in rel_path
+        or "\\" in rel_path
+        or rel_path.startswith("/")
+        or _DRIVE_LETTER.match(rel_path)
+        or ".." in rel_path.split("/")
+    ):
         raise ValueError(f"unsafe path: {rel_path!r}")
     root = Path(run_dir).resolve()
     resolved = _real_path(root / rel_path)
@@ -157,11 +189,21 @@ def _walk_artifacts(run_dir: Path, warnings: list[dict[str, str]]) -> list[tuple
             rel = path.relative_to(run_dir).as_posix()
             real = _real_path(path)
             if real is None or path.is_symlink() and not real.is_relative_to(run_dir):
-                warnings.append({"code": ErrorCode.ARTIFACT_SYMLINK_ESCAPE, "path": rel,
-                                 "message": "symlink leaves the run directory or does not resolve; skipped"})
+                warnings.append(
+                    {
+                        "code": ErrorCode.ARTIFACT_SYMLINK_ESCAPE,
+                        "path": rel,
+                        "message": "symlink leaves the run directory or does not resolve; skipped",
+                    }
+                )
             elif path.is_symlink() and real.is_dir():
-                warnings.append({"code": ErrorCode.ARTIFACT_SYMLINK_DIR, "path": rel,
-                                 "message": "symlinked directory not followed"})
+                warnings.append(
+                    {
+                        "code": ErrorCode.ARTIFACT_SYMLINK_DIR,
+                        "path": rel,
+                        "message": "symlinked directory not followed",
+                    }
+                )
             elif name in filenames and real.is_file():
                 found.append((rel, real))
     return sorted(found)

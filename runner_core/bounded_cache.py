@@ -1,4 +1,5 @@
 """A thread-safe map that keeps at most `max_items` entries, dropping the least recently used."""
+
 from __future__ import annotations
 
 import threading

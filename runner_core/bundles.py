@@ -9,6 +9,7 @@ the zip while storing it as `bundle/run_bundle[_debug].zip` with its manifest, a
 send the stored file. A run nobody downloads costs no zip (a large artifact would otherwise be
 deflated at the end of every run).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -16,10 +17,11 @@ import json
 import logging
 import os
 import uuid
+from collections.abc import Iterable, Iterator
 from contextlib import suppress
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import BinaryIO, Iterable, Iterator
+from typing import BinaryIO
 
 import zipstream
 
@@ -48,7 +50,11 @@ class BundleFile:
 
 def bundle_names(debug: bool) -> tuple[str, str]:
     """(zip name, manifest name) inside `bundle/` for the chosen flavour."""
-    return ("run_bundle_debug.zip", "manifest_debug.json") if debug else ("run_bundle.zip", "manifest.json")
+    return (
+        ("run_bundle_debug.zip", "manifest_debug.json")
+        if debug
+        else ("run_bundle.zip", "manifest.json")
+    )
 
 
 def bundle_members(run_dir: Path, debug: bool) -> list[BundleMember]:
@@ -95,8 +101,13 @@ def stream_bundle(run_dir: Path, debug: bool, store: bool = True) -> Iterator[by
             yield chunk
         if copy is not None:
             finished, copy = copy, None
-            _store(finished, tmp, out_dir / zip_name, out_dir / manifest_name,
-                   {"bundle": zip_name, "files": [asdict(f) for f in listing]})
+            _store(
+                finished,
+                tmp,
+                out_dir / zip_name,
+                out_dir / manifest_name,
+                {"bundle": zip_name, "files": [asdict(f) for f in listing]},
+            )
     finally:
         if copy is not None:  # the client went away mid-download
             with suppress(OSError):
@@ -126,8 +137,7 @@ def _copy_chunk(copy: BinaryIO, chunk: bytes, tmp: Path) -> BinaryIO | None:
         return None
 
 
-def _store(copy: BinaryIO, tmp: Path, zip_path: Path, manifest_path: Path,
-           manifest: dict) -> None:
+def _store(copy: BinaryIO, tmp: Path, zip_path: Path, manifest_path: Path, manifest: dict) -> None:
     """Close the finished copy and put it in place with its manifest, or neither."""
     try:
         copy.close()  # flushes: a full disk may only show here
@@ -159,13 +169,15 @@ def _zip_stream(members: list[BundleMember], listing: list[BundleFile]) -> zipst
     the zip reads it (one pass over the data)."""
     zs = zipstream.ZipStream(compress_type=zipstream.ZIP_DEFLATED)
     for member in members:
-        zs.add(_read_hashing(member, listing), arcname=member.path,
-               size=member.source.stat().st_size)
+        zs.add(
+            _read_hashing(member, listing), arcname=member.path, size=member.source.stat().st_size
+        )
     return zs
 
 
-def _read_hashing(member: BundleMember, listing: list[BundleFile],
-                  chunk_size: int = 1 << 20) -> Iterator[bytes]:
+def _read_hashing(
+    member: BundleMember, listing: list[BundleFile], chunk_size: int = 1 << 20
+) -> Iterator[bytes]:
     digest, size = hashlib.sha256(), 0
     with open(member.source, "rb") as fh:
         while chunk := fh.read(chunk_size):
@@ -193,6 +205,10 @@ def _inside_source(root: Path, path: Path) -> Path | None:
         real = path.resolve()
     except (RuntimeError, OSError):  # symlink loop
         return None
-    if not real.is_relative_to(root) or real.is_relative_to(root / BUNDLE_DIR) or not real.is_file():
+    if (
+        not real.is_relative_to(root)
+        or real.is_relative_to(root / BUNDLE_DIR)
+        or not real.is_file()
+    ):
         return None
     return real

@@ -4,6 +4,7 @@ A finished run can be reused for a new request when the skill, the engine set-up
 input are the same. The key is a sha256 over canonical JSON, so dict ordering never matters,
 and the skill contributes a fingerprint of the files that shape its behaviour.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -30,9 +31,16 @@ def skill_fingerprint(skill_dir: Path) -> str:
     return digest.hexdigest()
 
 
-def cache_key(*, fingerprint: str, engine: str, model: str | None, parameter: dict[str, Any],
-              inline_input: dict[str, Any], upload_hashes: dict[str, str],
-              engine_config: dict[str, Any] | None = None) -> str:
+def cache_key(
+    *,
+    fingerprint: str,
+    engine: str,
+    model: str | None,
+    parameter: dict[str, Any],
+    inline_input: dict[str, Any],
+    upload_hashes: dict[str, str],
+    engine_config: dict[str, Any] | None = None,
+) -> str:
     """sha256 of the canonical JSON of every input that can change a run's result."""
     payload = {
         "v": _KEY_VERSION,
@@ -49,23 +57,33 @@ def cache_key(*, fingerprint: str, engine: str, model: str | None, parameter: di
 
 def canonical_json(value: Any) -> str:
     """Compact, key-sorted JSON; NaN and non-JSON types are refused rather than guessed."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    )
 
 
 def _fingerprint_files(skill_dir: Path) -> set[str]:
     """Skill-relative POSIX paths of every file that can change a run: SKILL.md, assets,
     scripts, templates, references (caches and VCS folders excluded), plus declared schemas."""
-    candidates = [p for p in skill_dir.rglob("*")
-                  if not (set(p.relative_to(skill_dir).parts) & _IGNORED_PARTS)]
-    candidates.extend(skill_dir / rel for rel in _declared_schemas(skill_dir / "assets" / "runner.json"))
+    candidates = [
+        p
+        for p in skill_dir.rglob("*")
+        if not (set(p.relative_to(skill_dir).parts) & _IGNORED_PARTS)
+    ]
+    candidates.extend(
+        skill_dir / rel for rel in _declared_schemas(skill_dir / "assets" / "runner.json")
+    )
     found: set[str] = set()
     for path in candidates:
         if path.is_symlink() and not path.resolve().is_relative_to(skill_dir):
             continue  # a link out of the skill must not pull host files into the key
         real = path.resolve()
         if real.is_file() and real.is_relative_to(skill_dir):
-            found.add(path.relative_to(skill_dir).as_posix() if not path.is_symlink()
-                      else real.relative_to(skill_dir).as_posix())
+            found.add(
+                path.relative_to(skill_dir).as_posix()
+                if not path.is_symlink()
+                else real.relative_to(skill_dir).as_posix()
+            )
     return found
 
 

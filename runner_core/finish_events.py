@@ -1,10 +1,11 @@
-""""A run ended" notices over Redis pub/sub, so a client waiting on a job hears of it at once.
+""" "A run ended" notices over Redis pub/sub, so a client waiting on a job hears of it at once.
 
 The worker publishes the run id after it records the outcome; each API process has one listener
 thread that wakes the requests waiting on that run. The notice only shortens a wait: waiters
 re-read the database at least every `RECHECK_SEC`, so a lost notice (broker restart, a run
 ended by the API or the sweeper, a broker that is not Redis) costs latency, never a wrong answer.
 """
+
 from __future__ import annotations
 
 import logging
@@ -18,14 +19,14 @@ from runner_core.per_process import PerProcess
 log = logging.getLogger(__name__)
 
 CHANNEL = "skill-runner:run-finished"
-RECHECK_SEC = 1.0          # a waiter re-reads the database at least this often
+RECHECK_SEC = 1.0  # a waiter re-reads the database at least this often
 RECHECK_SEC_NO_LISTENER = 0.1
 
 
 def redis_url(broker_url: str) -> str | None:
     """The redis-py URL of a Celery broker URL; None when the broker is not Redis."""
     if broker_url.startswith("redis+socket://"):
-        return "unix://" + broker_url[len("redis+socket://"):]
+        return "unix://" + broker_url[len("redis+socket://") :]
     if broker_url.startswith(("redis://", "rediss://", "unix://")):
         return broker_url
     return None
@@ -48,6 +49,7 @@ class FinishPublisher:
 
     def _connect(self):
         import redis
+
         return redis.Redis.from_url(self.url, socket_timeout=2, socket_connect_timeout=2)
 
 
@@ -109,11 +111,13 @@ class FinishWatcher:
 
     def _listen(self) -> None:
         import redis
+
         assert self.url is not None  # the listener starts only with a Redis broker
         while True:
             try:
-                client = redis.Redis.from_url(self.url, socket_connect_timeout=2,
-                                              health_check_interval=30)
+                client = redis.Redis.from_url(
+                    self.url, socket_connect_timeout=2, health_check_interval=30
+                )
                 pubsub = client.pubsub(ignore_subscribe_messages=True)
                 pubsub.subscribe(CHANNEL)
                 self.subscribed.set()

@@ -1,4 +1,5 @@
 """Input resolution: strict key matching of uploads, inline values, parameters."""
+
 from __future__ import annotations
 
 from copy import deepcopy
@@ -53,10 +54,17 @@ def _validator(schema: dict[str, Any]):
 
 def schema_errors(schema: dict[str, Any], instance: Any) -> list[dict[str, Any]]:
     """Every validation error of `instance`, as {path, message, validator}."""
-    errors = sorted(by_identity(schema, _validator).iter_errors(instance),
-                    key=lambda e: list(e.absolute_path))
-    return [{"path": "/".join(str(p) for p in e.absolute_path), "message": e.message,
-             "validator": str(e.validator)} for e in errors]
+    errors = sorted(
+        by_identity(schema, _validator).iter_errors(instance), key=lambda e: list(e.absolute_path)
+    )
+    return [
+        {
+            "path": "/".join(str(p) for p in e.absolute_path),
+            "message": e.message,
+            "validator": str(e.validator),
+        }
+        for e in errors
+    ]
 
 
 def apply_defaults(schema: dict[str, Any], value: dict[str, Any]) -> dict[str, Any]:
@@ -77,22 +85,30 @@ def validate_parameters(schema: dict[str, Any], parameter: Any) -> dict[str, Any
     if parameter is None:
         parameter = {}
     if not isinstance(parameter, dict):
-        raise InputError(ErrorCode.SCHEMA_VALIDATION_FAILED, "parameter must be a JSON object",
-                         {"schema": "parameter"})
+        raise InputError(
+            ErrorCode.SCHEMA_VALIDATION_FAILED,
+            "parameter must be a JSON object",
+            {"schema": "parameter"},
+        )
     filled = apply_defaults(schema, parameter)
     errors = schema_errors(schema, filled)
     if errors:
-        raise InputError(ErrorCode.SCHEMA_VALIDATION_FAILED,
-                         "parameter does not match the skill's parameter schema: "
-                         + "; ".join(f"{e['path'] or '(root)'}: {e['message']}" for e in errors),
-                         {"schema": "parameter", "errors": errors})
+        raise InputError(
+            ErrorCode.SCHEMA_VALIDATION_FAILED,
+            "parameter does not match the skill's parameter schema: "
+            + "; ".join(f"{e['path'] or '(root)'}: {e['message']}" for e in errors),
+            {"schema": "parameter", "errors": errors},
+        )
     return filled
 
 
 def file_fields(input_schema: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """Input properties read from uploads (`x-input-source: file`, the default)."""
-    return {k: v for k, v in input_schema.get("properties", {}).items()
-            if isinstance(v, dict) and v.get("x-input-source", "file") == "file"}
+    return {
+        k: v
+        for k, v in input_schema.get("properties", {}).items()
+        if isinstance(v, dict) and v.get("x-input-source", "file") == "file"
+    }
 
 
 def validate_inline(input_schema: dict[str, Any], inline: Any) -> dict[str, Any]:
@@ -100,13 +116,16 @@ def validate_inline(input_schema: dict[str, Any], inline: Any) -> dict[str, Any]
     if inline is None:
         return {}
     if not isinstance(inline, dict):
-        raise InputError(ErrorCode.SCHEMA_VALIDATION_FAILED, "input must be a JSON object",
-                         {"schema": "input"})
+        raise InputError(
+            ErrorCode.SCHEMA_VALIDATION_FAILED, "input must be a JSON object", {"schema": "input"}
+        )
     as_files = sorted(set(inline) & set(file_fields(input_schema)))
     if as_files:
-        raise InputError(ErrorCode.INPUT_FILE_AS_INLINE,
-                         "file inputs must be uploaded, not sent inline: " + ", ".join(as_files),
-                         {"fields": as_files})
+        raise InputError(
+            ErrorCode.INPUT_FILE_AS_INLINE,
+            "file inputs must be uploaded, not sent inline: " + ", ".join(as_files),
+            {"fields": as_files},
+        )
     return dict(inline)
 
 
@@ -115,22 +134,31 @@ def match_upload(uploads: Path, key: str, extensions: list[str]) -> Path | None:
     candidates = [uploads / key] + [uploads / f"{key}{ext}" for ext in extensions]
     found = [p for p in candidates if p.is_file()]
     if len(found) > 1:
-        raise InputError(ErrorCode.INPUT_FILE_AMBIGUOUS,
-                         f"more than one upload matches input '{key}': "
-                         + ", ".join(p.name for p in found), {"field": key})
+        raise InputError(
+            ErrorCode.INPUT_FILE_AMBIGUOUS,
+            f"more than one upload matches input '{key}': " + ", ".join(p.name for p in found),
+            {"field": key},
+        )
     if found:
         return found[0]
     others = sorted(p.name for p in uploads.glob(f"{key}.*")) if uploads.is_dir() else []
     if others:
-        raise InputError(ErrorCode.INPUT_FILE_EXTENSION_NOT_ALLOWED,
-                         f"upload {others[0]} for input '{key}' has an extension outside "
-                         f"{extensions or ['(none)']}", {"field": key, "files": others,
-                                                          "allowed": extensions})
+        raise InputError(
+            ErrorCode.INPUT_FILE_EXTENSION_NOT_ALLOWED,
+            f"upload {others[0]} for input '{key}' has an extension outside "
+            f"{extensions or ['(none)']}",
+            {"field": key, "files": others, "allowed": extensions},
+        )
     return None
 
 
-def resolve_inputs(input_schema: dict[str, Any], parameter_schema: dict[str, Any],
-                   uploads: Path, inline: Any, parameter: Any) -> ResolvedInputs:
+def resolve_inputs(
+    input_schema: dict[str, Any],
+    parameter_schema: dict[str, Any],
+    uploads: Path,
+    inline: Any,
+    parameter: Any,
+) -> ResolvedInputs:
     """Resolve every input field and validate both contexts; raises InputError."""
     resolved = validate_inline(input_schema, inline)
     required = set(input_schema.get("required", []))
@@ -142,11 +170,18 @@ def resolve_inputs(input_schema: dict[str, Any], parameter_schema: dict[str, Any
         elif key in required:
             missing.append(key)
     if missing:
-        raise InputError(ErrorCode.INPUT_FILE_MISSING,
-                         "Missing required input files: " + ", ".join(missing), {"fields": missing})
+        raise InputError(
+            ErrorCode.INPUT_FILE_MISSING,
+            "Missing required input files: " + ", ".join(missing),
+            {"fields": missing},
+        )
     errors = schema_errors(input_schema, resolved)
     if errors:
-        raise InputError(ErrorCode.SCHEMA_VALIDATION_FAILED,
-                         "input does not match the skill's input schema", {"schema": "input",
-                                                                           "errors": errors})
-    return ResolvedInputs(input=resolved, parameter=validate_parameters(parameter_schema, parameter))
+        raise InputError(
+            ErrorCode.SCHEMA_VALIDATION_FAILED,
+            "input does not match the skill's input schema",
+            {"schema": "input", "errors": errors},
+        )
+    return ResolvedInputs(
+        input=resolved, parameter=validate_parameters(parameter_schema, parameter)
+    )

@@ -1,5 +1,6 @@
 """One object per process, rebuilt in a forked child: connections, threads and their locks do
 not cross a fork, so a child must not use what its parent made."""
+
 from __future__ import annotations
 
 import os

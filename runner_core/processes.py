@@ -4,6 +4,7 @@ A process group (a command started with `start_new_session=True`) is ended as a 
 child or grandchild that stayed in it outlives it; `terminate_processes` ends processes that
 left their group, one by one.
 """
+
 from __future__ import annotations
 
 import os

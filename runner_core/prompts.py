@@ -3,6 +3,7 @@
 Templates run in Jinja2's sandbox with StrictUndefined: a skill's template can neither reach
 Python internals nor silently print an empty value for a misspelled variable.
 """
+
 from __future__ import annotations
 
 import json
@@ -62,23 +63,35 @@ class PromptContext:
     engine: str | None
 
 
-_env = SandboxedEnvironment(undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True,
-                            keep_trailing_newline=True, autoescape=False)
+_env = SandboxedEnvironment(
+    undefined=StrictUndefined,
+    trim_blocks=True,
+    lstrip_blocks=True,
+    keep_trailing_newline=True,
+    autoescape=False,
+)
 
 
 def artifact_field_list(output_schema: dict[str, Any]) -> list[dict[str, str]]:
-    return [{"key": k, "filename": v.get("x-filename", k), "role": v.get("x-role", "output")}
-            for k, v in output_schema.get("properties", {}).items()
-            if isinstance(v, dict) and v.get("x-type") == "artifact"]
+    return [
+        {"key": k, "filename": v.get("x-filename", k), "role": v.get("x-role", "output")}
+        for k, v in output_schema.get("properties", {}).items()
+        if isinstance(v, dict) and v.get("x-type") == "artifact"
+    ]
 
 
 def output_contract(pkg: SkillPackage, run_dir: Path) -> str:
     """The output contract text (result file, schema, artifact fields)."""
-    return _render(CONTRACT_TEMPLATE, {
-        "result_file": str(run_dir / "result" / "result.json"),
-        "artifacts_dir": str(run_dir / "artifacts"),
-        "output_schema": json.dumps(pkg.output_schema, indent=2, ensure_ascii=False),
-        "artifact_fields": artifact_field_list(pkg.output_schema)}, "output contract")
+    return _render(
+        CONTRACT_TEMPLATE,
+        {
+            "result_file": str(run_dir / "result" / "result.json"),
+            "artifacts_dir": str(run_dir / "artifacts"),
+            "output_schema": json.dumps(pkg.output_schema, indent=2, ensure_ascii=False),
+            "artifact_fields": artifact_field_list(pkg.output_schema),
+        },
+        "output contract",
+    )
 
 
 def select_template(pkg: SkillPackage, engine: str | None) -> tuple[str, str]:
@@ -99,10 +112,18 @@ def render_prompt(pkg: SkillPackage, ctx: PromptContext) -> str:
     template, source = select_template(pkg, ctx.engine)
     contract = output_contract(pkg, ctx.run_dir)
     variables = {
-        "input": ctx.input, "parameter": ctx.parameter, "engine": ctx.engine,
-        "skill": {"id": pkg.id, "name": pkg.name, "description": pkg.description,
-                  "body": pkg.body, "version": pkg.version},
-        "skill_md": pkg.body, "output_contract": contract,
+        "input": ctx.input,
+        "parameter": ctx.parameter,
+        "engine": ctx.engine,
+        "skill": {
+            "id": pkg.id,
+            "name": pkg.name,
+            "description": pkg.description,
+            "body": pkg.body,
+            "version": pkg.version,
+        },
+        "skill_md": pkg.body,
+        "output_contract": contract,
         "result_file": str(ctx.run_dir / "result" / "result.json"),
         "artifacts_dir": str(ctx.run_dir / "artifacts"),
     }

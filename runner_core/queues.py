@@ -1,5 +1,6 @@
 """Queue names: one per engine plus one for script skills, so one engine's flood of runs
 cannot starve the others."""
+
 from __future__ import annotations
 
 from runner_core.engines import SUPPORTED_ENGINES

@@ -11,6 +11,7 @@ git marker (the "kind"), and a digest of the skill's file signature. A directory
 taken for the signature it was built from, so a changed or reinstalled skill is never served
 from the pool; directories of older signatures are removed when the pool is refilled.
 """
+
 from __future__ import annotations
 
 import errno
@@ -20,8 +21,8 @@ import os
 import shutil
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from runner_core.skills.memo import signature_digest
 
@@ -124,8 +125,9 @@ class RunDirPool:
         except FileNotFoundError:
             return removed
         for folder in keys:
-            remove_older(Path(folder), time.time() - STALE_BUILD_SEC,
-                          lambda name: name.startswith(BUILDING))
+            remove_older(
+                Path(folder), time.time() - STALE_BUILD_SEC, lambda name: name.startswith(BUILDING)
+            )
         return removed
 
 
@@ -138,8 +140,11 @@ def remove_older(folder: Path, cutoff: float, match: Callable[[str], bool]) -> i
         return 0
     for entry in entries:
         try:
-            if (match(entry.name) and entry.is_dir(follow_symlinks=False)
-                    and entry.stat().st_mtime < cutoff):
+            if (
+                match(entry.name)
+                and entry.is_dir(follow_symlinks=False)
+                and entry.stat().st_mtime < cutoff
+            ):
                 shutil.rmtree(entry.path, ignore_errors=True)
                 removed += 1
         except FileNotFoundError:

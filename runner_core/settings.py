@@ -3,6 +3,7 @@
 Both the API and the worker read the same settings so they agree on the database, the
 broker and where run directories live.
 """
+
 from __future__ import annotations
 
 import os
@@ -40,12 +41,12 @@ class Settings:
     max_running_per_engine: dict[str, int] = field(default_factory=dict)
     limit_retry_sec: float = 5.0
     repair_rounds: int = 0
-    upload_max_bytes: int = 1024 ** 3
+    upload_max_bytes: int = 1024**3
     upload_max_entries: int = 10_000
     upload_max_ratio: float = 200.0
-    max_request_bytes: int = 16 * 1024 ** 2  # any body but a zip upload
-    max_output_bytes: int = 256 * 1024 ** 2  # a process's stdout + stderr (0: no limit)
-    min_free_bytes: int = 256 * 1024 ** 2  # /healthz is degraded below this much free disk
+    max_request_bytes: int = 16 * 1024**2  # any body but a zip upload
+    max_output_bytes: int = 256 * 1024**2  # a process's stdout + stderr (0: no limit)
+    min_free_bytes: int = 256 * 1024**2  # /healthz is degraded below this much free disk
     upload_wait_sec: int = 86400  # a job waiting this long for its upload fails UPLOAD_TIMEOUT
     task_events: bool = False
     run_pool: int = 2  # run directories made ahead per skill version and kind (0: off)
@@ -83,8 +84,7 @@ class Settings:
 SOFT_LIMIT_MARGIN_SEC, HARD_LIMIT_MARGIN_SEC = 60, 120
 
 
-def run_timeout(settings: Settings, skill_timeout: int | None,
-                runtime_options: dict | None) -> int:
+def run_timeout(settings: Settings, skill_timeout: int | None, runtime_options: dict | None) -> int:
     """A run's time limit in seconds: the request's `timeout_sec`, else the skill's
     `automation.timeout_sec`, else the default; never above the server maximum."""
     timeout = min(skill_timeout or settings.default_timeout_sec, settings.max_timeout_sec)
@@ -122,15 +122,33 @@ class _Env:
         return self.env.get(name, default)
 
     @overload
-    def number(self, name: str, default: float, kind: type[int] = ...,
-               minimum: float | None = ..., maximum: float | None = ...) -> int: ...
+    def number(
+        self,
+        name: str,
+        default: float,
+        kind: type[int] = ...,
+        minimum: float | None = ...,
+        maximum: float | None = ...,
+    ) -> int: ...
 
     @overload
-    def number(self, name: str, default: float, kind: type[float],
-               minimum: float | None = ..., maximum: float | None = ...) -> float: ...
+    def number(
+        self,
+        name: str,
+        default: float,
+        kind: type[float],
+        minimum: float | None = ...,
+        maximum: float | None = ...,
+    ) -> float: ...
 
-    def number(self, name: str, default: float, kind: type = int, minimum: float | None = None,
-               maximum: float | None = None) -> float:
+    def number(
+        self,
+        name: str,
+        default: float,
+        kind: type = int,
+        minimum: float | None = None,
+        maximum: float | None = None,
+    ) -> float:
         raw = self.env.get(name, "").strip()
         if not raw:
             return kind(default)
@@ -140,8 +158,11 @@ class _Env:
             what = "a whole number" if kind is int else "a number"
             raise SettingsError(f"{name} must be {what}, not {raw!r}") from None
         if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
-            bounds = (f"between {minimum:g} and {maximum:g}" if maximum is not None
-                      else f"at least {minimum:g}")
+            bounds = (
+                f"between {minimum:g} and {maximum:g}"
+                if maximum is not None
+                else f"at least {minimum:g}"
+            )
             raise SettingsError(f"{name} must be {bounds}, not {raw!r}")
         return value
 
@@ -158,8 +179,11 @@ def per_engine_limits(env: dict[str, str]) -> dict[str, int]:
     """SKILL_RUNNER_MAX_RUNNING_<ENGINE>=N (e.g. _CODEX, _SCRIPT) -> {"codex": N, ...}."""
     prefix = "SKILL_RUNNER_MAX_RUNNING_"
     read = _Env(env)
-    return {key[len(prefix):].lower(): read.number(key, 0, minimum=0) for key, value in env.items()
-            if key.startswith(prefix) and value.strip()}
+    return {
+        key[len(prefix) :].lower(): read.number(key, 0, minimum=0)
+        for key, value in env.items()
+        if key.startswith(prefix) and value.strip()
+    }
 
 
 def api_tokens(raw: str) -> tuple[str, ...]:
@@ -167,8 +191,10 @@ def api_tokens(raw: str) -> tuple[str, ...]:
     tokens = tuple(t.strip() for t in raw.split(",") if t.strip())
     short = [t for t in tokens if len(t) < 16]
     if short:
-        raise SettingsError("SKILL_RUNNER_API_TOKEN: every token must be at least 16 characters "
-                            f"(one has {len(short[0])})")
+        raise SettingsError(
+            "SKILL_RUNNER_API_TOKEN: every token must be at least 16 characters "
+            f"(one has {len(short[0])})"
+        )
     return tokens
 
 
@@ -181,8 +207,9 @@ def cors_origins(raw: str) -> tuple[str, ...]:
     origins = tuple(o.strip().rstrip("/") for o in raw.split(",") if o.strip())
     bad = [o for o in origins if o != "*" and not _ORIGIN.fullmatch(o)]
     if bad:
-        raise SettingsError(f"SKILL_RUNNER_CORS_ORIGINS: {bad[0]!r} is not an origin "
-                            "(scheme://host[:port], or *)")
+        raise SettingsError(
+            f"SKILL_RUNNER_CORS_ORIGINS: {bad[0]!r} is not an origin (scheme://host[:port], or *)"
+        )
     return origins
 
 
@@ -200,13 +227,16 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
     log_level = read.text("LOG_LEVEL", "INFO").strip().upper()
     log_level = {"WARN": "WARNING"}.get(log_level, log_level)
     if log_level not in LOG_LEVELS:
-        raise SettingsError(f"LOG_LEVEL must be one of {', '.join(LOG_LEVELS)}, "
-                            f"not {env['LOG_LEVEL']!r}")
+        raise SettingsError(
+            f"LOG_LEVEL must be one of {', '.join(LOG_LEVELS)}, not {env['LOG_LEVEL']!r}"
+        )
     default_timeout = read.number("SKILL_RUNNER_DEFAULT_TIMEOUT_SEC", 600, minimum=1)
     max_timeout = read.number("SKILL_RUNNER_MAX_TIMEOUT_SEC", 3600, minimum=1)
     if default_timeout > max_timeout:
-        raise SettingsError(f"SKILL_RUNNER_DEFAULT_TIMEOUT_SEC ({default_timeout}) is above "
-                            f"SKILL_RUNNER_MAX_TIMEOUT_SEC ({max_timeout})")
+        raise SettingsError(
+            f"SKILL_RUNNER_DEFAULT_TIMEOUT_SEC ({default_timeout}) is above "
+            f"SKILL_RUNNER_MAX_TIMEOUT_SEC ({max_timeout})"
+        )
     return Settings(
         data_dir=data_dir,
         skills_dir=skills_dir,
@@ -225,15 +255,13 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         sweep_grace_sec=read.number("SKILL_RUNNER_SWEEP_GRACE_SEC", 30, minimum=0),
         lease_sec=read.number("SKILL_RUNNER_LEASE_SEC", 60, minimum=1),
         repair_rounds=read.number("SKILL_RUNNER_REPAIR_ROUNDS", 0, minimum=0, maximum=3),
-        upload_max_bytes=read.number("SKILL_RUNNER_UPLOAD_MAX_BYTES", 1024 ** 3, minimum=1),
+        upload_max_bytes=read.number("SKILL_RUNNER_UPLOAD_MAX_BYTES", 1024**3, minimum=1),
         upload_max_entries=read.number("SKILL_RUNNER_UPLOAD_MAX_ENTRIES", 10000, minimum=1),
         upload_max_ratio=read.number("SKILL_RUNNER_UPLOAD_MAX_RATIO", 200, float, minimum=1),
-        max_request_bytes=read.number("SKILL_RUNNER_MAX_REQUEST_BYTES", 16 * 1024 ** 2,
-                                      minimum=1024),
-        max_output_bytes=read.number("SKILL_RUNNER_MAX_OUTPUT_BYTES", 256 * 1024 ** 2,
-                                     minimum=0),
+        max_request_bytes=read.number("SKILL_RUNNER_MAX_REQUEST_BYTES", 16 * 1024**2, minimum=1024),
+        max_output_bytes=read.number("SKILL_RUNNER_MAX_OUTPUT_BYTES", 256 * 1024**2, minimum=0),
         upload_wait_sec=read.number("SKILL_RUNNER_UPLOAD_WAIT_SEC", 86400, minimum=1),
-        min_free_bytes=read.number("SKILL_RUNNER_MIN_FREE_BYTES", 256 * 1024 ** 2, minimum=0),
+        min_free_bytes=read.number("SKILL_RUNNER_MIN_FREE_BYTES", 256 * 1024**2, minimum=0),
         sweep_interval_sec=read.number("SKILL_RUNNER_SWEEP_INTERVAL_SEC", 10, float, minimum=0.1),
         kill_grace_sec=read.number("SKILL_RUNNER_KILL_GRACE_SEC", 3, float, minimum=0),
         max_running=read.number("SKILL_RUNNER_MAX_RUNNING", 0, minimum=0),

@@ -15,6 +15,7 @@ What keeps a run's snapshot independent:
   master that was written to anyway is discarded and rebuilt.
 SKILL_RUNNER_SNAPSHOT=copy copies every file for every run instead.
 """
+
 from __future__ import annotations
 
 import errno
@@ -125,8 +126,9 @@ class SkillCopies:
         self.root.mkdir(parents=True, exist_ok=True)
         tmp = self.root / f"{BUILDING}{uuid.uuid4().hex}"
         try:
-            shutil.copytree(source, tmp / FILES, symlinks=False,
-                            ignore=shutil.ignore_patterns("__pycache__"))
+            shutil.copytree(
+                source, tmp / FILES, symlinks=False, ignore=shutil.ignore_patterns("__pycache__")
+            )
             master = _index(tmp)
             if tree_signature(source) != signature:  # edited while being copied
                 shutil.rmtree(tmp, ignore_errors=True)
@@ -167,8 +169,9 @@ class SkillCopies:
     def prune(self, current: Mapping[str, tuple | None]) -> int:
         """The sweep: keep only the masters of the installed skills' current versions
         (`current`: skill id -> signature, None when not installed) and builds still going."""
-        removed = remove_older(self.root, time.time() - STALE_BUILD_SEC,
-                               lambda name: name.startswith(BUILDING))
+        removed = remove_older(
+            self.root, time.time() - STALE_BUILD_SEC, lambda name: name.startswith(BUILDING)
+        )
         for entry in _entries(self.root):
             if entry.name.startswith(BUILDING):
                 continue

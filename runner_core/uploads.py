@@ -4,6 +4,7 @@ Every header is checked before a single byte is written, then entries are stream
 private staging directory next to `dest` while real byte counts are enforced (headers can lie).
 Only a fully successful extraction is renamed into place, so a refused upload leaves nothing.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -15,9 +16,10 @@ import stat
 import tempfile
 import zipfile
 import zlib
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any, Iterable
+from typing import Any
 
 from runner_core.error_codes import ErrorCode
 from runner_core.workspace import write_file
@@ -30,7 +32,7 @@ _DRIVE_LETTER = re.compile(r"^[A-Za-z]:")
 class UploadLimits:
     """Limits applied to one uploaded archive."""
 
-    max_total_bytes: int = 1024 ** 3
+    max_total_bytes: int = 1024**3
     max_entries: int = 10_000
     max_ratio: float = 200.0
     # Entries this small cannot amplify meaningfully, and tiny text files routinely
@@ -60,7 +62,9 @@ class UploadError(Exception):
         return f"{self.code}: {self.message}"
 
 
-def extract_upload(zip_path: Path, dest: Path, limits: UploadLimits = UploadLimits()) -> list[UploadedFile]:
+def extract_upload(
+    zip_path: Path, dest: Path, limits: UploadLimits = UploadLimits()
+) -> list[UploadedFile]:
     """Extract `zip_path` into `dest` (absent or empty) and return the files, sorted by path.
 
     Raises UploadError and leaves `dest` untouched when the archive is refused.
@@ -71,8 +75,9 @@ def extract_upload(zip_path: Path, dest: Path, limits: UploadLimits = UploadLimi
     try:
         archive = zipfile.ZipFile(zip_path)
     except (zipfile.BadZipFile, OSError) as exc:
-        raise UploadError(ErrorCode.UPLOAD_NOT_ZIP, "upload is not a valid zip archive",
-                          {"reason": str(exc)}) from exc
+        raise UploadError(
+            ErrorCode.UPLOAD_NOT_ZIP, "upload is not a valid zip archive", {"reason": str(exc)}
+        ) from exc
     with archive:
         plan = _plan_entries(archive.infolist(), limits)
         dest.parent.mkdir(parents=True, exist_ok=True)
@@ -110,11 +115,16 @@ def safe_entry_name(name: str) -> str:
     return "/".join(parts)
 
 
-def _plan_entries(infos: list[zipfile.ZipInfo], limits: UploadLimits) -> list[tuple[zipfile.ZipInfo, str]]:
+def _plan_entries(
+    infos: list[zipfile.ZipInfo], limits: UploadLimits
+) -> list[tuple[zipfile.ZipInfo, str]]:
     """Check every header; return (info, normalised name) pairs to extract."""
     if len(infos) > limits.max_entries:
-        raise UploadError(ErrorCode.UPLOAD_TOO_MANY_ENTRIES, "archive has too many entries",
-                          {"entries": len(infos), "max_entries": limits.max_entries})
+        raise UploadError(
+            ErrorCode.UPLOAD_TOO_MANY_ENTRIES,
+            "archive has too many entries",
+            {"entries": len(infos), "max_entries": limits.max_entries},
+        )
     plan: list[tuple[zipfile.ZipInfo, str]] = []
     files: set[str] = set()
     dirs: set[str] = set()
@@ -124,18 +134,23 @@ def _plan_entries(infos: list[zipfile.ZipInfo], limits: UploadLimits) -> list[tu
         _check_entry_kind(info)
         is_dir = info.is_dir()
         if name in files or (name in dirs and not is_dir):
-            raise UploadError(ErrorCode.UPLOAD_DUPLICATE_ENTRY, "duplicate entry in archive",
-                              {"entry": name})
+            raise UploadError(
+                ErrorCode.UPLOAD_DUPLICATE_ENTRY, "duplicate entry in archive", {"entry": name}
+            )
         parents = [str(p) for p in PurePosixPath(name).parents if str(p) != "."]
         if any(p in files for p in parents):
-            raise UploadError(ErrorCode.UPLOAD_DUPLICATE_ENTRY, "entry nested under a file",
-                              {"entry": name})
+            raise UploadError(
+                ErrorCode.UPLOAD_DUPLICATE_ENTRY, "entry nested under a file", {"entry": name}
+            )
         (dirs if is_dir else files).add(name)
         dirs.update(parents)
         total += info.file_size
         if total > limits.max_total_bytes:
-            raise UploadError(ErrorCode.UPLOAD_TOO_LARGE, "archive expands beyond the size limit",
-                              {"max_total_bytes": limits.max_total_bytes})
+            raise UploadError(
+                ErrorCode.UPLOAD_TOO_LARGE,
+                "archive expands beyond the size limit",
+                {"max_total_bytes": limits.max_total_bytes},
+            )
         _check_ratio(name, info.file_size, info.compress_size, limits)
         plan.append((info, name))
     return plan
@@ -143,22 +158,33 @@ def _plan_entries(infos: list[zipfile.ZipInfo], limits: UploadLimits) -> list[tu
 
 def _check_entry_kind(info: zipfile.ZipInfo) -> None:
     if info.flag_bits & 0x1:
-        raise UploadError(ErrorCode.UPLOAD_ENCRYPTED, "encrypted entries are not supported",
-                          {"entry": info.filename})
+        raise UploadError(
+            ErrorCode.UPLOAD_ENCRYPTED,
+            "encrypted entries are not supported",
+            {"entry": info.filename},
+        )
     mode = info.external_attr >> 16
     if stat.S_ISLNK(mode):
-        raise UploadError(ErrorCode.UPLOAD_SYMLINK, "symlink entries are not allowed",
-                          {"entry": info.filename})
+        raise UploadError(
+            ErrorCode.UPLOAD_SYMLINK, "symlink entries are not allowed", {"entry": info.filename}
+        )
 
 
 def _check_ratio(name: str, size: int, compressed: int, limits: UploadLimits) -> None:
     if size >= limits.ratio_min_bytes and size > limits.max_ratio * max(compressed, 1):
-        raise UploadError(ErrorCode.UPLOAD_ZIP_BOMB, "entry compression ratio exceeds the limit",
-                          {"entry": name, "max_ratio": limits.max_ratio})
+        raise UploadError(
+            ErrorCode.UPLOAD_ZIP_BOMB,
+            "entry compression ratio exceeds the limit",
+            {"entry": name, "max_ratio": limits.max_ratio},
+        )
 
 
-def _extract_planned(archive: zipfile.ZipFile, plan: list[tuple[zipfile.ZipInfo, str]],
-                     staging: Path, limits: UploadLimits) -> list[UploadedFile]:
+def _extract_planned(
+    archive: zipfile.ZipFile,
+    plan: list[tuple[zipfile.ZipInfo, str]],
+    staging: Path,
+    limits: UploadLimits,
+) -> list[UploadedFile]:
     files: list[UploadedFile] = []
     total = 0
     for info, name in plan:
@@ -174,8 +200,14 @@ def _extract_planned(archive: zipfile.ZipFile, plan: list[tuple[zipfile.ZipInfo,
     return files
 
 
-def _stream_entry(archive: zipfile.ZipFile, info: zipfile.ZipInfo, name: str, target: Path,
-                  limits: UploadLimits, budget: int) -> tuple[int, str]:
+def _stream_entry(
+    archive: zipfile.ZipFile,
+    info: zipfile.ZipInfo,
+    name: str,
+    target: Path,
+    limits: UploadLimits,
+    budget: int,
+) -> tuple[int, str]:
     """Copy one entry in chunks, counting real bytes against the header and the limits."""
     digest = hashlib.sha256()
     written = 0
@@ -184,16 +216,24 @@ def _stream_entry(archive: zipfile.ZipFile, info: zipfile.ZipInfo, name: str, ta
             while chunk := src.read(CHUNK_SIZE):
                 written += len(chunk)
                 if written > info.file_size:
-                    raise UploadError(ErrorCode.UPLOAD_ZIP_BOMB,
-                                      "entry is larger than its header claims", {"entry": name})
+                    raise UploadError(
+                        ErrorCode.UPLOAD_ZIP_BOMB,
+                        "entry is larger than its header claims",
+                        {"entry": name},
+                    )
                 if written > budget:
-                    raise UploadError(ErrorCode.UPLOAD_TOO_LARGE,
-                                      "archive expands beyond the size limit",
-                                      {"max_total_bytes": limits.max_total_bytes})
+                    raise UploadError(
+                        ErrorCode.UPLOAD_TOO_LARGE,
+                        "archive expands beyond the size limit",
+                        {"max_total_bytes": limits.max_total_bytes},
+                    )
                 digest.update(chunk)
                 out.write(chunk)
     except (zipfile.BadZipFile, EOFError, zlib.error, NotImplementedError) as exc:
         # NotImplementedError: a compression method zipfile cannot read.
-        raise UploadError(ErrorCode.UPLOAD_NOT_ZIP, "corrupt or unsupported entry in archive",
-                          {"entry": name, "reason": str(exc)}) from exc
+        raise UploadError(
+            ErrorCode.UPLOAD_NOT_ZIP,
+            "corrupt or unsupported entry in archive",
+            {"entry": name, "reason": str(exc)},
+        ) from exc
     return written, digest.hexdigest()

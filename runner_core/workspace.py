@@ -1,5 +1,6 @@
 """The run directory: uploads/ artifacts/ result/ logs/ bundle/ raw/, input.json,
 and a snapshot copy of the skill so edits to skills/ never reach a run in flight."""
+
 from __future__ import annotations
 
 import errno
@@ -64,8 +65,9 @@ def create_run_dir(runs_dir: Path, run_id: str) -> RunPaths:
     return paths
 
 
-def snapshot_skill(source: Path, paths: RunPaths, skill_id: str,
-                   rel_dir: str = SNAPSHOT_DIR) -> Path:
+def snapshot_skill(
+    source: Path, paths: RunPaths, skill_id: str, rel_dir: str = SNAPSHOT_DIR
+) -> Path:
     """Copy the skill into the run under `rel_dir` (an engine run puts it in the folder its
     CLI discovers skills in, so that copy is the snapshot); returns the copy's root."""
     dest = paths.root / rel_dir / skill_id
@@ -130,7 +132,7 @@ def write_file(path: Path | str, data: bytes, *, atomic: bool = True) -> None:
         try:
             view = memoryview(data)
             while view:
-                view = view[os.write(fd, view):]
+                view = view[os.write(fd, view) :]
         finally:
             os.close(fd)
         if atomic:

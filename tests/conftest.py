@@ -1,4 +1,5 @@
 """Fixtures shared by every tier (their logic is in tests.helpers)."""
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -1,6 +1,7 @@
 """What tests of every tier share: waiting on a condition, zip bodies, settings on a fresh
 directory. Fixtures live in the conftest.py files and build on these; tests import from here,
 never from a conftest."""
+
 from __future__ import annotations
 
 import io
@@ -14,8 +15,8 @@ from typing import Any, TypeVar
 import pytest
 
 from runner_core.settings import REPO_ROOT, Settings, load_settings
-from runner_core.store.migrate import upgrade
 from runner_core.statuses import TERMINAL_STATUSES
+from runner_core.store.migrate import upgrade
 
 T = TypeVar("T")
 TEST_SKILLS = Path(__file__).parent / "skills"
@@ -25,8 +26,12 @@ TEST_SKILLS = Path(__file__).parent / "skills"
 BOTH_DATABASES = pytest.mark.parametrize("settings", ["sqlite", "postgres"], indirect=True)
 
 
-def wait_for(condition: Callable[[], T], timeout: float = 5.0, interval: float = 0.05,
-             what: str = "condition") -> T:
+def wait_for(
+    condition: Callable[[], T],
+    timeout: float = 5.0,
+    interval: float = 0.05,
+    what: str = "condition",
+) -> T:
     """Poll `condition` until it returns something truthy and return that; fail the test when
     `timeout` seconds pass first."""
     end = time.monotonic() + timeout
@@ -39,8 +44,13 @@ def wait_for(condition: Callable[[], T], timeout: float = 5.0, interval: float =
         time.sleep(interval)
 
 
-def wait_for_job(client: Any, request_id: str, timeout: float = 30.0,
-                 until: Collection[str] = TERMINAL_STATUSES, interval: float = 0.05) -> dict:
+def wait_for_job(
+    client: Any,
+    request_id: str,
+    timeout: float = 30.0,
+    until: Collection[str] = TERMINAL_STATUSES,
+    interval: float = 0.05,
+) -> dict:
     """The job's status document once its status is one of `until` (by default: it ended)."""
     last: list[dict] = [{}]
 
@@ -51,8 +61,9 @@ def wait_for_job(client: Any, request_id: str, timeout: float = 30.0,
     try:
         return wait_for(reached, timeout, interval)
     except AssertionError:
-        raise AssertionError(f"job {request_id} still {last[0]['status']} after {timeout} s"
-                             ) from None
+        raise AssertionError(
+            f"job {request_id} still {last[0]['status']} after {timeout} s"
+        ) from None
 
 
 def zip_bytes(files: dict[str, bytes | str]) -> bytes:
@@ -64,8 +75,9 @@ def zip_bytes(files: dict[str, bytes | str]) -> bytes:
     return buf.getvalue()
 
 
-def upload_body(files: dict[str, bytes | str], field: str = "file",
-                name: str = "inputs.zip") -> dict:
+def upload_body(
+    files: dict[str, bytes | str], field: str = "file", name: str = "inputs.zip"
+) -> dict:
     """A multipart `data=` for the Flask test client: `files` zipped as one uploaded file."""
     return {field: (io.BytesIO(zip_bytes(files)), name)}
 
@@ -82,8 +94,10 @@ def copy_skills(dest: Path) -> Path:
 
 def make_settings(root: Path, **env: str) -> Settings:
     """Settings with the data and skills directories under `root`, plus `env`."""
-    base = {"SKILL_RUNNER_DATA_DIR": str(root / "data"),
-            "SKILL_RUNNER_SKILLS_DIR": str(root / "skills")}
+    base = {
+        "SKILL_RUNNER_DATA_DIR": str(root / "data"),
+        "SKILL_RUNNER_SKILLS_DIR": str(root / "skills"),
+    }
     base.update(env)
     return load_settings(base)
 

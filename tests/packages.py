@@ -1,4 +1,5 @@
 """Skill packages for tests: a small script skill built in memory, zipped as an upload would be."""
+
 from __future__ import annotations
 
 import base64
@@ -8,7 +9,7 @@ from pathlib import Path
 
 from tests.helpers import upload_body, zip_bytes
 
-RUN_PY = '''\
+RUN_PY = """\
 import json, os, time
 from pathlib import Path
 
@@ -27,40 +28,66 @@ if ctx["parameter"].get("import_module"):
     module = __import__(ctx["parameter"]["import_module"])
     out["imported"] = getattr(module, "VALUE", module.__name__)
 Path(os.environ["SKILL_RUNNER_RESULT_FILE"]).write_text(json.dumps(out))
-'''
+"""
 
 
-def echo_skill(skill_id: str = "pkg-echo", version: str = "1.0.0", message: str = "hello",
-               *, prefix: str = "", file_input: bool = False, runner: dict | None = None,
-               dependencies: list[str] | None = None) -> dict[str, str]:
+def echo_skill(
+    skill_id: str = "pkg-echo",
+    version: str = "1.0.0",
+    message: str = "hello",
+    *,
+    prefix: str = "",
+    file_input: bool = False,
+    runner: dict | None = None,
+    dependencies: list[str] | None = None,
+) -> dict[str, str]:
     """The files of a script skill that returns `message` (read from its own assets)."""
     inputs = {"text": {"type": "string", "x-input-source": "inline"}}
     if file_input:
         inputs["notes"] = {"type": "string", "extensions": [".txt"]}
     manifest = {
-        "id": skill_id, "version": version, "execution_modes": ["auto"],
+        "id": skill_id,
+        "version": version,
+        "execution_modes": ["auto"],
         "entrypoint": {"type": "script", "script": {"command": "python scripts/run.py"}},
-        "schemas": {"input": "assets/input.schema.json",
-                    "parameter": "assets/parameter.schema.json",
-                    "output": "assets/output.schema.json"},
+        "schemas": {
+            "input": "assets/input.schema.json",
+            "parameter": "assets/parameter.schema.json",
+            "output": "assets/output.schema.json",
+        },
         "automation": {"timeout_sec": 120},
     }
     if dependencies:
         manifest["runtime"] = {"language": "python", "dependencies": dependencies}
     manifest.update(runner or {})
     files = {
-        "SKILL.md": f"---\nname: {skill_id}\ndescription: \"Echo a message shipped in the "
-                    f"package. Used by the package tests.\"\n---\n\n# {skill_id}\n\nRun scripts/run.py.\n",
+        "SKILL.md": f'---\nname: {skill_id}\ndescription: "Echo a message shipped in the '
+        f'package. Used by the package tests."\n---\n\n# {skill_id}\n\nRun scripts/run.py.\n',
         "assets/runner.json": json.dumps(manifest, indent=2),
-        "assets/input.schema.json": json.dumps({"type": "object", "properties": inputs,
-                                                "required": ["notes"] if file_input else []}),
-        "assets/parameter.schema.json": json.dumps({"type": "object", "properties": {
-            "wait_for_go": {"type": "boolean", "default": False},
-            "import_module": {"type": "string"}}}),
-        "assets/output.schema.json": json.dumps({"type": "object", "properties": {
-            "message": {"type": "string"}, "text": {"type": ["string", "null"]},
-            "notes": {"type": "string"}, "imported": {"type": "string"}},
-            "required": ["message"]}),
+        "assets/input.schema.json": json.dumps(
+            {"type": "object", "properties": inputs, "required": ["notes"] if file_input else []}
+        ),
+        "assets/parameter.schema.json": json.dumps(
+            {
+                "type": "object",
+                "properties": {
+                    "wait_for_go": {"type": "boolean", "default": False},
+                    "import_module": {"type": "string"},
+                },
+            }
+        ),
+        "assets/output.schema.json": json.dumps(
+            {
+                "type": "object",
+                "properties": {
+                    "message": {"type": "string"},
+                    "text": {"type": ["string", "null"]},
+                    "notes": {"type": "string"},
+                    "imported": {"type": "string"},
+                },
+                "required": ["message"],
+            }
+        ),
         "assets/message.txt": message,
         "scripts/run.py": RUN_PY,
     }
@@ -79,7 +106,7 @@ def build_wheel(dest: Path, name: str, version: str = "0.1.0", value: str = "fro
         f"{name}/__init__.py": f'VALUE = "{value}"\n',
         f"{dist}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
         f"{dist}/WHEEL": "Wheel-Version: 1.0\nGenerator: tests\nRoot-Is-Purelib: true\n"
-                         "Tag: py3-none-any\n",
+        "Tag: py3-none-any\n",
     }
     record = []
     for path, text in files.items():

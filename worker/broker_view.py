@@ -5,6 +5,7 @@ The kombu Redis layout read here is not public API: it is verified for the celer
 pinned in setup.cfg and checked by tests/integration/test_broker_view.py. Other brokers cannot
 be read: there every stale run is re-sent (the claim guard drops the duplicates).
 """
+
 from __future__ import annotations
 
 import json
@@ -45,18 +46,25 @@ def read_broker(broker_url: str, queues: Iterable[str]) -> BrokerView:
     if url is None:
         return BrokerView(None)
     import redis
+
     client = redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=5)
     try:
-        keys = [key for queue in queues
-                for key in (queue, *(f"{queue}{PRIORITY_SEP}{step}" for step in PRIORITY_STEPS))]
+        keys = [
+            key
+            for queue in queues
+            for key in (queue, *(f"{queue}{PRIORITY_SEP}{step}" for step in PRIORITY_STEPS))
+        ]
         pipe = client.pipeline(transaction=False)
         for key in keys:
             pipe.llen(key)
         pipe.hlen(UNACKED)
         sizes = pipe.execute()
         if sum(sizes) > READ_CAP:
-            log.info("broker backlog of %d messages not read; stale runs are not re-sent "
-                     "while it is this long", sum(sizes))
+            log.info(
+                "broker backlog of %d messages not read; stale runs are not re-sent "
+                "while it is this long",
+                sum(sizes),
+            )
             return BrokerView(None, everything=True)
         pipe = client.pipeline(transaction=False)
         for key, size in zip(keys, sizes):

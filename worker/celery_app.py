@@ -5,6 +5,7 @@ visibility timeout >= 2x the longest run so a long run is not redelivered while 
 and no reject_on_worker_lost (it loops on OOM kills). The sweep's period comes from
 SKILL_RUNNER_SWEEP_INTERVAL_SEC (tests shorten it).
 """
+
 from __future__ import annotations
 
 from celery import Celery
@@ -37,7 +38,10 @@ app.conf.update(
     # the sweep re-sends lost messages, reconciles expired leases and reaps orphan groups;
     # a sweep not picked up within one interval is dropped (the next one does the same work)
     beat_schedule={
-        "sweep": {"task": "worker.tasks.sweep", "schedule": settings.sweep_interval_sec,
-                  "options": {"expires": max(1.0, settings.sweep_interval_sec)}},
+        "sweep": {
+            "task": "worker.tasks.sweep",
+            "schedule": settings.sweep_interval_sec,
+            "options": {"expires": max(1.0, settings.sweep_interval_sec)},
+        },
     },
 )

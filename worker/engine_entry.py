@@ -1,5 +1,6 @@
 """Prompt and hybrid entrypoints: render the prompt, install the skill where the engine CLI
 discovers it, drive the CLI under the supervisor, and hand its output to the output chain."""
+
 from __future__ import annotations
 
 import json
@@ -27,14 +28,19 @@ def run_engine(entry: EntryContext) -> EntryResult:
     try:
         adapter = get_adapter(run.engine)
     except (KeyError, ImportError, AttributeError) as exc:
-        raise RunFailed(ErrorCode.ENGINE_UNAVAILABLE,
-                        f"engine '{run.engine}' has no adapter: {exc}") from exc
-    user = {"model": run.model, "runtime_options": run.runtime_options,
-            f"{run.engine}_config": run.runtime_options.get(f"{run.engine}_config")}
+        raise RunFailed(
+            ErrorCode.ENGINE_UNAVAILABLE, f"engine '{run.engine}' has no adapter: {exc}"
+        ) from exc
+    user = {
+        "model": run.model,
+        "runtime_options": run.runtime_options,
+        f"{run.engine}_config": run.runtime_options.get(f"{run.engine}_config"),
+    }
     try:
         config = load_engine_config(run.engine, skill_dir=pkg.root, user=user)
-        prompt = render_prompt(pkg, PromptContext(entry.inputs.input, entry.inputs.parameter,
-                                                  paths.root, run.engine))
+        prompt = render_prompt(
+            pkg, PromptContext(entry.inputs.input, entry.inputs.parameter, paths.root, run.engine)
+        )
     except PromptError as exc:
         raise RunFailed(exc.code, str(exc)) from exc
     except EngineConfigError as exc:
@@ -43,29 +49,47 @@ def run_engine(entry: EntryContext) -> EntryResult:
     patch_skill_md(pkg.root, pkg, paths.root)
     install_skill_copy(pkg.root, paths, adapter.skill_dirs)
     write_git_marker(paths.root)
-    ctx = EngineContext(run_dir=paths.root, skill_id=pkg.id, prompt=prompt, config=config,
-                        model=run.model or config.get("model"),
-                        output_schema_path=pkg.root / pkg.loaded_manifest.schemas["output"],
-                        execution_mode=run.runtime_options.get("execution_mode", "auto"))
+    ctx = EngineContext(
+        run_dir=paths.root,
+        skill_id=pkg.id,
+        prompt=prompt,
+        config=config,
+        model=run.model or config.get("model"),
+        output_schema_path=pkg.root / pkg.loaded_manifest.schemas["output"],
+        execution_mode=run.runtime_options.get("execution_mode", "auto"),
+    )
     spec = adapter.build_command(ctx)
     timings = {"engine_setup": round(time.perf_counter() - setup_started, 4)}
     result = run_command(spec, paths.logs / "stdout.txt", paths.logs / "stderr.txt", entry.watch())
     if result.canceled or result.timed_out or result.output_exceeded:
-        return EntryResult(None, timings=timings,
-                           failure=process_failure(result, ErrorCode.ENGINE_FAILED))
+        return EntryResult(
+            None, timings=timings, failure=process_failure(result, ErrorCode.ENGINE_FAILED)
+        )
     output = adapter.parse_output(result)
     if output.error is not None:
-        failure = RunFailed(output.error.code, output.error.message,
-                            {"engine": run.engine, **output.error.details})
-        return EntryResult(None, session_handle=output.session_id, timings=timings,
-                           usage=output.usage, tokens=output.tokens, failure=failure)
+        failure = RunFailed(
+            output.error.code, output.error.message, {"engine": run.engine, **output.error.details}
+        )
+        return EntryResult(
+            None,
+            session_handle=output.session_id,
+            timings=timings,
+            usage=output.usage,
+            tokens=output.tokens,
+            failure=failure,
+        )
     if output.envelope is not None:
         # The CLI's own envelope (session, stats, usage) is kept for audit; it is metadata, not
         # an answer, so it is not offered to the output chain as a candidate.
         write_json(paths.raw / "engine_envelope.json", output.envelope)
-    return EntryResult(output.final_text, session_handle=output.session_id, timings=timings,
-                       repair=EngineRepair(entry, adapter, ctx, output.session_id),
-                       usage=output.usage, tokens=output.tokens)
+    return EntryResult(
+        output.final_text,
+        session_handle=output.session_id,
+        timings=timings,
+        repair=EngineRepair(entry, adapter, ctx, output.session_id),
+        usage=output.usage,
+        tokens=output.tokens,
+    )
 
 
 REPAIR_PROMPT = """Your last answer does not match the required JSON Schema.
@@ -79,22 +103,30 @@ Answer again with ONLY the corrected JSON object (no prose, no code fence). The 
 class EngineRepair:
     """N3: re-ask the same engine session with the validation errors (one CLI turn a round)."""
 
-    def __init__(self, entry: EntryContext, adapter: EngineAdapter, ctx: EngineContext,
-                 session_handle: str | None) -> None:
+    def __init__(
+        self,
+        entry: EntryContext,
+        adapter: EngineAdapter,
+        ctx: EngineContext,
+        session_handle: str | None,
+    ) -> None:
         self.entry, self.adapter, self.ctx = entry, adapter, ctx
         self.session_handle = session_handle
         self.tokens: dict[str, int] | None = None  # of the repair turns
 
     def __call__(self, request: RepairRequest) -> str | None:
         errors = "\n".join(f"- {e.get('path')}: {e.get('message')}" for e in request.errors)
-        prompt = REPAIR_PROMPT.format(errors=errors or "- (no JSON found)",
-                                      schema=json.dumps(self.entry.pkg.output_schema,
-                                                        ensure_ascii=False))
-        spec = self.adapter.build_command(replace(self.ctx, prompt=prompt,
-                                                  session_id=self.session_handle))
+        prompt = REPAIR_PROMPT.format(
+            errors=errors or "- (no JSON found)",
+            schema=json.dumps(self.entry.pkg.output_schema, ensure_ascii=False),
+        )
+        spec = self.adapter.build_command(
+            replace(self.ctx, prompt=prompt, session_id=self.session_handle)
+        )
         logs, name = self.entry.paths.logs, f"repair_{request.round}"
-        result = run_command(spec, logs / f"{name}_stdout.txt", logs / f"{name}_stderr.txt",
-                             self.entry.watch())
+        result = run_command(
+            spec, logs / f"{name}_stdout.txt", logs / f"{name}_stderr.txt", self.entry.watch()
+        )
         output = self.adapter.parse_output(result)
         self.tokens = add_tokens(self.tokens, output.tokens)
         if output.error is not None:

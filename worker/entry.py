@@ -1,4 +1,5 @@
 """What an entrypoint (script or engine) is given and what it hands back to the executor."""
+
 from __future__ import annotations
 
 from collections.abc import Callable

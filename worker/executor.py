@@ -4,6 +4,7 @@ index, and record what happened.
 Every failure becomes a RunOutcome with an error code; nothing here raises to the task
 except the signals that must unwind it (SIGTERM, soft time limit), which `finally` covers.
 """
+
 from __future__ import annotations
 
 import logging
@@ -51,8 +52,13 @@ class RunExecutor:
     """Runs one run end to end. `make_watch` gives each process a fresh watch (deadline +
     cancel poll)."""
 
-    def __init__(self, settings: Settings, run: Run, make_watch: Callable[[SkillPackage], Watch],
-                 request_payload: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        run: Run,
+        make_watch: Callable[[SkillPackage], Watch],
+        request_payload: dict[str, Any] | None = None,
+    ) -> None:
         self.settings, self.run, self.make_watch = settings, run, make_watch
         self.request_payload = request_payload  # the client's JSON body, for input.json
         self.paths = RunPaths(settings.runs_dir / run.id)  # made (or taken ready) in _prepare
@@ -110,9 +116,11 @@ class RunExecutor:
         rest is INTERNAL_ERROR with the exception (logged with its traceback)."""
         if disk_full(exc):
             log.error("run %s: no space left for its files (%s)", self.run.id, exc)
-            return {"code": ErrorCode.STORAGE_FULL,
-                    "message": "the disk holding the run's directory is "
-                    f"full: {exc.strerror} ({run_relative(str(exc.filename), self.paths.root)})"}
+            return {
+                "code": ErrorCode.STORAGE_FULL,
+                "message": "the disk holding the run's directory is "
+                f"full: {exc.strerror} ({run_relative(str(exc.filename), self.paths.root)})",
+            }
         log.exception("run %s crashed", self.run.id)
         return {"code": ErrorCode.INTERNAL_ERROR, "message": f"{type(exc).__name__}: {exc}"}
 
@@ -126,10 +134,10 @@ class RunExecutor:
     def _prepare(self) -> EntryContext:
         staged = stage_skill(self.settings, self.run, self.paths, self.pool)
         self.pool_layout = staged.pool_layout  # refilled even when this run's inputs fail
-        inputs = write_inputs(self.settings, self.run, self.paths, staged.pkg,
-                              self.request_payload)
-        return EntryContext(self.run, self.paths, staged.pkg, inputs, self.settings,
-                            self.make_watch)
+        inputs = write_inputs(self.settings, self.run, self.paths, staged.pkg, self.request_payload)
+        return EntryContext(
+            self.run, self.paths, staged.pkg, inputs, self.settings, self.make_watch
+        )
 
     def _process(self, ctx: EntryContext) -> None:
         """Run the entrypoint; its own timings come before the step's total."""
@@ -166,19 +174,27 @@ class RunExecutor:
             shutil.copy2(paths.result_file, paths.raw / "skill_result.json")
         manifest = pkg.loaded_manifest
         outcome = run_output_chain(
-            paths.root, pkg.output_schema, engine_text=entry.text, envelope=entry.envelope,
+            paths.root,
+            pkg.output_schema,
+            engine_text=entry.text,
+            envelope=entry.envelope,
             normalizer=skill_command(ctx, manifest.normalizer),
             fallback=skill_command(ctx, manifest.fallback),
-            repair=entry.repair, repair_rounds=self._repair_rounds(),
+            repair=entry.repair,
+            repair_rounds=self._repair_rounds(),
             schema_path=pkg.root / manifest.schemas["output"],
-            engine_text_file=entry.text_file)
+            engine_text_file=entry.text_file,
+        )
         self.warnings.extend(outcome.warnings)
         if not outcome.ok:
-            raise RunFailed(ErrorCode.OUTPUT_VALIDATION_FAILED,
-                            "the output does not match the skill's output schema",
-                            {"validation_errors": outcome.validation_errors,
-                             "raw_output_path": run_relative(outcome.raw_output_path,
-                                                             paths.root)})
+            raise RunFailed(
+                ErrorCode.OUTPUT_VALIDATION_FAILED,
+                "the output does not match the skill's output schema",
+                {
+                    "validation_errors": outcome.validation_errors,
+                    "raw_output_path": run_relative(outcome.raw_output_path, paths.root),
+                },
+            )
         self.data = outcome.data
 
     def _repair_rounds(self) -> int:
@@ -192,22 +208,38 @@ class RunExecutor:
         manifest = index_artifacts(self.paths.root, pkg.artifacts)
         write_manifest(self.paths.root, manifest)
         self.artifacts = [a.path for a in manifest.artifacts]
-        self.warnings.extend({"code": w["code"], "message": w.get("message", ""),
-                              "level": "warning", "normalization_level": None, "details": w}
-                             for w in manifest.warnings)
+        self.warnings.extend(
+            {
+                "code": w["code"],
+                "message": w.get("message", ""),
+                "level": "warning",
+                "normalization_level": None,
+                "details": w,
+            }
+            for w in manifest.warnings
+        )
         if manifest.missing_required:
             missing = [s.pattern for s in manifest.missing_required]
-            raise RunFailed(ErrorCode.ARTIFACT_MISSING, "required artifacts were not produced: "
-                            + ", ".join(missing), {"missing": missing})
+            raise RunFailed(
+                ErrorCode.ARTIFACT_MISSING,
+                "required artifacts were not produced: " + ", ".join(missing),
+                {"missing": missing},
+            )
 
     def _write_result(self, outcome: RunOutcome) -> None:
         error = outcome.error
         if error is not None:
             error = {**error, "stderr": _tail(self.paths.logs / "stderr.txt")}
-        write_json(self.paths.result_file, {
-            "status": outcome.status,
-            "data": self.data if outcome.status == RunStatus.SUCCEEDED else None,
-            "artifacts": self.artifacts, "validation_warnings": outcome.warnings, "error": error})
+        write_json(
+            self.paths.result_file,
+            {
+                "status": outcome.status,
+                "data": self.data if outcome.status == RunStatus.SUCCEEDED else None,
+                "artifacts": self.artifacts,
+                "validation_warnings": outcome.warnings,
+                "error": error,
+            },
+        )
 
 
 def _tail(path: Path, limit: int = 4000) -> str:

@@ -1,5 +1,6 @@
 """How a run step fails: `RunFailed` carries the error code the run ends with, and
 `check_process` turns what the supervisor saw (cancel, timeout, output cap, exit code) into one."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -12,8 +13,13 @@ from runner_core.statuses import RunStatus
 class RunFailed(Exception):
     """A run ends here with `code` (and status failed unless told otherwise)."""
 
-    def __init__(self, code: str, message: str, details: dict[str, Any] | None = None,
-                 status: str = RunStatus.FAILED) -> None:
+    def __init__(
+        self,
+        code: str,
+        message: str,
+        details: dict[str, Any] | None = None,
+        status: str = RunStatus.FAILED,
+    ) -> None:
         super().__init__(message)
         self.code, self.message, self.details, self.status = code, message, details or {}, status
 
@@ -23,16 +29,23 @@ def process_failure(result: ProcessResult, failure_code: str) -> RunFailed | Non
     if result.canceled:
         return RunFailed(ErrorCode.CANCELED_BY_USER, "canceled by user", status=RunStatus.CANCELED)
     if result.timed_out:
-        return RunFailed(ErrorCode.TIMEOUT,
-                         "the run exceeded its time limit; the process group was killed")
+        return RunFailed(
+            ErrorCode.TIMEOUT, "the run exceeded its time limit; the process group was killed"
+        )
     if result.output_exceeded:
         size = result.stdout_path.stat().st_size + result.stderr_path.stat().st_size
-        return RunFailed(ErrorCode.OUTPUT_TOO_LARGE, "the process wrote more output (stdout + "
-                         "stderr) than the server allows; the process group was killed",
-                         {"written_bytes": size})
+        return RunFailed(
+            ErrorCode.OUTPUT_TOO_LARGE,
+            "the process wrote more output (stdout + "
+            "stderr) than the server allows; the process group was killed",
+            {"written_bytes": size},
+        )
     if result.exit_code != 0:
-        return RunFailed(failure_code, f"process exited with code {result.exit_code}",
-                         {"exit_code": result.exit_code})
+        return RunFailed(
+            failure_code,
+            f"process exited with code {result.exit_code}",
+            {"exit_code": result.exit_code},
+        )
     return None
 
 

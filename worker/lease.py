@@ -5,13 +5,14 @@ heartbeat and reads the cancel flag. The heartbeat thread covers the phases with
 (preparing inputs, indexing artifacts), so a long phase with no process never looks like a dead
 worker.
 """
+
 from __future__ import annotations
 
 import logging
 import threading
 import time
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from sqlalchemy.exc import OperationalError
 
@@ -26,7 +27,7 @@ log = logging.getLogger(__name__)
 
 def aware(value: datetime) -> datetime:
     """SQLite hands back naive datetimes that were stored as UTC."""
-    return value if value.tzinfo is not None else value.replace(tzinfo=timezone.utc)
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
 
 
 def beat_interval(settings: Settings) -> float:
@@ -109,7 +110,9 @@ _beater: PerProcess[_Beater] = PerProcess(_Beater)  # threads do not cross a for
 def make_watch(settings: Settings, connect: Callable, run: Run, pkg) -> Watch:
     """Deadline from the skill's automation.timeout_sec (or the default), capped by the server
     maximum and counted from the claim; the poll beats and stops the process on cancel."""
-    skill_timeout = pkg.manifest.automation.timeout_sec if pkg is not None and pkg.manifest else None
+    skill_timeout = (
+        pkg.manifest.automation.timeout_sec if pkg is not None and pkg.manifest else None
+    )
     timeout = run_timeout(settings, skill_timeout, run.runtime_options)
     started = aware(run.started_at).timestamp() if run.started_at else time.time()
     deadline = time.monotonic() + max(0.0, started + timeout - time.time())
@@ -119,8 +122,16 @@ def make_watch(settings: Settings, connect: Callable, run: Run, pkg) -> Watch:
             with connect() as conn:
                 return run_states.beat(conn, run.id, pgid)
         except OperationalError as exc:  # the database is away for a moment: keep running
-            log.warning("lease of run %s not refreshed: %s", run.id,
-                        exc.orig if exc.orig is not None else exc)
+            log.warning(
+                "lease of run %s not refreshed: %s",
+                run.id,
+                exc.orig if exc.orig is not None else exc,
+            )
             return False
-    return Watch(deadline=deadline, poll=poll, grace_sec=settings.kill_grace_sec,
-                 max_output_bytes=settings.max_output_bytes)
+
+    return Watch(
+        deadline=deadline,
+        poll=poll,
+        grace_sec=settings.kill_grace_sec,
+        max_output_bytes=settings.max_output_bytes,
+    )

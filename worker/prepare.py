@@ -1,5 +1,6 @@
 """Prepare a claimed run: its directory (taken ready from the run pool, or made), the skill's
 snapshot, input.json and the uploads, and the inputs resolved against the skill's schemas."""
+
 from __future__ import annotations
 
 import shutil
@@ -17,7 +18,11 @@ from runner_core.store.models import Run
 from runner_core.workspace import RunPaths, create_run_dir, link_uploads, write_json
 from worker.failures import RunFailed
 from worker.run_layout import (
-    PoolLayout, is_engine_run, skill_copies, skill_source, snapshot_dir,
+    PoolLayout,
+    is_engine_run,
+    skill_copies,
+    skill_source,
+    snapshot_dir,
 )
 
 
@@ -40,9 +45,14 @@ def stage_skill(settings: Settings, run: Run, paths: RunPaths, pool: RunDirPool)
     with skill_lock(locks_dir(settings.data_dir), run.skill_id, shared=True):
         loaded, signature = load_skill_signed(source)  # validated once per version
         installed = run.kind == "job"  # one-off runs bring their own package
-        layout = PoolLayout(source, run.skill_id, snapshot_dir(run, loaded),
-                            git=is_engine_run(loaded), signature=signature,
-                            copies=skill_copies(settings) if installed else None)
+        layout = PoolLayout(
+            source,
+            run.skill_id,
+            snapshot_dir(run, loaded),
+            git=is_engine_run(loaded),
+            signature=signature,
+            copies=skill_copies(settings) if installed else None,
+        )
         if installed and loaded.health == "ok":  # one-off runs: no next run
             pool_layout = layout
         if pool_layout and pool.take(layout.key, paths.root):
@@ -53,21 +63,28 @@ def stage_skill(settings: Settings, run: Run, paths: RunPaths, pool: RunDirPool)
     return StagedSkill(relocated(loaded, snapshot), pool_layout)
 
 
-def write_inputs(settings: Settings, run: Run, paths: RunPaths, pkg: SkillPackage,
-                 request_payload: dict[str, Any] | None) -> ResolvedInputs:
+def write_inputs(
+    settings: Settings,
+    run: Run,
+    paths: RunPaths,
+    pkg: SkillPackage,
+    request_payload: dict[str, Any] | None,
+) -> ResolvedInputs:
     """input.json, the uploads and resolved_input.json; raises RunFailed for a broken skill
     or inputs its schemas reject."""
     if pkg.health != "ok":
         raise RunFailed(ErrorCode.SKILL_INVALID, "; ".join(pkg.errors), {"errors": pkg.errors})
     request_dir = settings.requests_dir / run.request_id
-    write_json(paths.input_json, request_payload or {
-        "skill_id": run.skill_id, "parameter": run.parameter})
+    write_json(
+        paths.input_json, request_payload or {"skill_id": run.skill_id, "parameter": run.parameter}
+    )
     link_uploads(request_dir / "uploads", paths)
     if (request_dir / "input_manifest.json").is_file():
         shutil.copy2(request_dir / "input_manifest.json", paths.root / "input_manifest.json")
     try:
-        resolved = resolve_inputs(pkg.input_schema, pkg.parameter_schema, paths.uploads,
-                                  run.input, run.parameter)
+        resolved = resolve_inputs(
+            pkg.input_schema, pkg.parameter_schema, paths.uploads, run.input, run.parameter
+        )
     except InputError as exc:
         raise RunFailed(exc.code, exc.message, exc.details) from exc
     write_json(paths.resolved_input, {"input": resolved.input, "parameter": resolved.parameter})

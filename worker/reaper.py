@@ -6,6 +6,7 @@ Before killing a recorded group the reaper checks that it still belongs to the r
 working directory is inside the run directory, or its environment names the run): process
 group ids are reused, and a stale id must never kill an unrelated process.
 """
+
 from __future__ import annotations
 
 import os
@@ -54,8 +55,7 @@ def belongs_to_run(members: list[psutil.Process], run_dir: Path, run_id: str) ->
     return False
 
 
-def reap_group(pgid: int, worker: str | None, run_dir: Path, run_id: str,
-               grace_sec: float) -> str:
+def reap_group(pgid: int, worker: str | None, run_dir: Path, run_id: str, grace_sec: float) -> str:
     """Kill the run's recorded group when it is on this host and still the run's.
 
     Returns GONE (nothing left), KILLED, FOREIGN (the id now names someone else's group: left

@@ -11,6 +11,7 @@
   UPLOAD_TIMEOUT;
 - at startup, waiting_user runs keep waiting with a session handle, else SESSION_RESUME_FAILED.
 """
+
 from __future__ import annotations
 
 import logging
@@ -26,9 +27,9 @@ from runner_core.store import runs as run_states
 from runner_core.store.models import Run, utcnow
 from runner_core.workspace import find_snapshot
 from worker.broker_view import read_broker
-from worker.run_layout import engine_skill_dirs
 from worker.lease import aware, beat_interval
 from worker.reaper import FOREIGN, GONE, KILLED, parse_worker, pid_alive, reap_group, this_host
+from worker.run_layout import engine_skill_dirs
 
 log = logging.getLogger(__name__)
 Send = Callable[[Run], str]  # sends execute_run for a run, returns the task id
@@ -36,8 +37,16 @@ Send = Callable[[Run], str]  # sends execute_run for a run, returns the task id
 
 def recover(settings: Settings, sessions: Callable, send: Send, startup: bool = False) -> dict:
     """One pass; safe to run concurrently from several workers (guarded transitions)."""
-    counts = {"reconciled": 0, "requeued_retry": 0, "reaped": 0, "resent": 0,
-              "kept_waiting": 0, "failed_waiting": 0, "upload_timeouts": 0, "still_queued": 0}
+    counts = {
+        "reconciled": 0,
+        "requeued_retry": 0,
+        "reaped": 0,
+        "resent": 0,
+        "kept_waiting": 0,
+        "failed_waiting": 0,
+        "upload_timeouts": 0,
+        "still_queued": 0,
+    }
     with sessions() as session:
         for run in rec.runs_in(session, RunStatus.RUNNING):
             if worker_gone(settings, run):
@@ -54,8 +63,9 @@ def recover(settings: Settings, sessions: Callable, send: Send, startup: bool = 
                 counts["still_queued"] += 1
                 continue
             counts["resent"] += _resend(session, run, send)
-        counts["upload_timeouts"] = len(run_states.expire_uploads(
-            session, timedelta(seconds=settings.upload_wait_sec)))
+        counts["upload_timeouts"] = len(
+            run_states.expire_uploads(session, timedelta(seconds=settings.upload_wait_sec))
+        )
         if startup:
             for run in rec.runs_in(session, RunStatus.WAITING_USER):
                 counts["kept_waiting"] += rec.keep_waiting(session, run.id)
@@ -74,13 +84,19 @@ def worker_gone(settings: Settings, run: Run) -> bool:
     if silent > settings.lease_sec:
         return True
     host, pid = parse_worker(run.worker)
-    return (host == this_host() and pid is not None and not pid_alive(pid)
-            and silent > 3 * beat_interval(settings))
+    return (
+        host == this_host()
+        and pid is not None
+        and not pid_alive(pid)
+        and silent > 3 * beat_interval(settings)
+    )
 
 
 def retries_left(settings: Settings, run: Run) -> bool:
     """Does the run's skill (as snapshotted into the run) declare retries beyond this attempt?"""
-    snapshot = find_snapshot(settings.runs_dir / run.id, run.skill_id, engine_skill_dirs(run.engine))
+    snapshot = find_snapshot(
+        settings.runs_dir / run.id, run.skill_id, engine_skill_dirs(run.engine)
+    )
     root = snapshot or settings.skills_dir / run.skill_id
     try:
         pkg = load_skill(root)
@@ -105,8 +121,9 @@ def _recover_running(settings: Settings, session, run: Run, send: Send, counts: 
 def _reap(settings: Settings, run: Run) -> str:
     if run.pgid is None:
         return GONE
-    return reap_group(run.pgid, run.worker, settings.runs_dir / run.id, run.id,
-                      settings.kill_grace_sec)
+    return reap_group(
+        run.pgid, run.worker, settings.runs_dir / run.id, run.id, settings.kill_grace_sec
+    )
 
 
 def _resend(session, run: Run, send: Send) -> bool:

@@ -6,6 +6,7 @@ instead of delaying the task's result. A run that starts before the refill is do
 own directory, as when the pool is empty; a refill cut short by the process's end leaves a
 `.building-` folder the sweep removes.
 """
+
 from __future__ import annotations
 
 import logging

@@ -1,5 +1,6 @@
 """Where a run's files come from and where they go: the skill's source, the snapshot folder
 the engine's CLI discovers skills in, and the ready-made run directories of the run pool."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -13,7 +14,11 @@ from runner_core.skills import SkillPackage
 from runner_core.skills.memo import tree_signature
 from runner_core.store.models import Run
 from runner_core.workspace import (
-    SNAPSHOT_DIR, RunPaths, create_run_dir, snapshot_skill, write_git_marker,
+    SNAPSHOT_DIR,
+    RunPaths,
+    create_run_dir,
+    snapshot_skill,
+    write_git_marker,
 )
 
 
@@ -40,8 +45,9 @@ class PoolLayout:
         """Put the skill's snapshot into the run: linked from the copy of exactly `signature`
         (True), or copied from the skill's folder as it is now (False)."""
         dest = paths.root / self.rel_dir / self.skill_id
-        if self.copies is not None and self.copies.snapshot(self.source, self.skill_id,
-                                                             self.signature, dest):
+        if self.copies is not None and self.copies.snapshot(
+            self.source, self.skill_id, self.signature, dest
+        ):
             return dest, True
         return snapshot_skill(self.source, paths, self.skill_id, self.rel_dir), False
 

@@ -10,6 +10,7 @@ A skill with `runtime.dependencies` runs under `uv run --no-project --with <dep>
 service's interpreter. HOME is per run, so uv gets a shared cache (`<data>/uv-cache`) and the
 operator's index settings (UV_* and proxy variables) explicitly.
 """
+
 from __future__ import annotations
 
 import os
@@ -29,8 +30,18 @@ from worker.supervisor import run_command
 
 BASE_ENV_KEYS = ("PATH", "LANG", "LC_ALL", "TZ", "TMPDIR", "SYSTEMROOT")
 # What uv needs to reach (or avoid) a package index; UV_* variables are passed as well.
-NETWORK_ENV_KEYS = ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY", "http_proxy",
-                    "https_proxy", "no_proxy", "all_proxy", "SSL_CERT_FILE", "SSL_CERT_DIR")
+NETWORK_ENV_KEYS = (
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+    "ALL_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
+    "all_proxy",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+)
 
 
 def uv_cache_dir(data_dir: Path) -> Path:
@@ -50,28 +61,36 @@ def uv_binary() -> str:
     """The uv installed with the service (the `uv` wheel), else the one on PATH."""
     try:
         from uv import find_uv_bin
+
         return find_uv_bin()
     except (ImportError, FileNotFoundError):
         return shutil.which("uv") or "uv"
 
 
-def script_env(paths: RunPaths, skill_dir: Path, run_id: str, request_id: str,
-               extra: dict[str, str] | None = None) -> dict[str, str]:
+def script_env(
+    paths: RunPaths,
+    skill_dir: Path,
+    run_id: str,
+    request_id: str,
+    extra: dict[str, str] | None = None,
+) -> dict[str, str]:
     """A minimal environment: no API keys or service secrets leak into skill scripts."""
     env = {k: os.environ[k] for k in BASE_ENV_KEYS if k in os.environ}
     bin_dir = str(Path(sys.executable).parent)
     env["PATH"] = bin_dir + os.pathsep + env.get("PATH", os.defpath)
     env["HOME"] = str(paths.root / ".home")
-    env.update({
-        "PYTHONUNBUFFERED": "1",
-        "SKILL_RUNNER_RUN_DIR": str(paths.root),
-        "SKILL_RUNNER_SKILL_DIR": str(skill_dir),
-        "SKILL_RUNNER_INPUT_FILE": str(paths.resolved_input),
-        "SKILL_RUNNER_RESULT_FILE": str(paths.result_file),
-        "SKILL_RUNNER_ARTIFACTS_DIR": str(paths.artifacts),
-        "SKILL_RUNNER_RUN_ID": run_id,
-        "SKILL_RUNNER_REQUEST_ID": request_id,
-    })
+    env.update(
+        {
+            "PYTHONUNBUFFERED": "1",
+            "SKILL_RUNNER_RUN_DIR": str(paths.root),
+            "SKILL_RUNNER_SKILL_DIR": str(skill_dir),
+            "SKILL_RUNNER_INPUT_FILE": str(paths.resolved_input),
+            "SKILL_RUNNER_RESULT_FILE": str(paths.result_file),
+            "SKILL_RUNNER_ARTIFACTS_DIR": str(paths.artifacts),
+            "SKILL_RUNNER_RUN_ID": run_id,
+            "SKILL_RUNNER_REQUEST_ID": request_id,
+        }
+    )
     env.update(extra or {})
     return env
 
@@ -99,9 +118,16 @@ def _python(runtime: Runtime) -> str:
     return runtime.version
 
 
-def script_command(command: str, paths: RunPaths, skill_dir: Path, run_id: str, request_id: str,
-                   runtime: Runtime | None, extra_env: dict[str, str] | None = None,
-                   uv_cache: Path | None = None) -> CommandSpec:
+def script_command(
+    command: str,
+    paths: RunPaths,
+    skill_dir: Path,
+    run_id: str,
+    request_id: str,
+    runtime: Runtime | None,
+    extra_env: dict[str, str] | None = None,
+    uv_cache: Path | None = None,
+) -> CommandSpec:
     """The CommandSpec for a skill script run from the skill's root."""
     env = script_env(paths, skill_dir, run_id, request_id, extra_env)
     if runtime and runtime.dependencies:
@@ -114,11 +140,16 @@ def run_script(entry: EntryContext) -> EntryResult:
     paths, pkg = entry.paths, entry.pkg
     command = pkg.loaded_manifest.entrypoint.script_command
     assert command is not None  # a loaded script skill declares entrypoint.script.command
-    spec = script_command(command, paths, pkg.root, entry.run.id,
-                          entry.run.request_id, pkg.loaded_manifest.runtime,
-                          uv_cache=uv_cache_dir(entry.settings.data_dir))
-    result = run_command(spec, paths.logs / "stdout.txt", paths.logs / "stderr.txt",
-                         entry.watch())
+    spec = script_command(
+        command,
+        paths,
+        pkg.root,
+        entry.run.id,
+        entry.run.request_id,
+        pkg.loaded_manifest.runtime,
+        uv_cache=uv_cache_dir(entry.settings.data_dir),
+    )
+    result = run_command(spec, paths.logs / "stdout.txt", paths.logs / "stderr.txt", entry.watch())
     check_process(result, ErrorCode.SKILL_SCRIPT_FAILED)
     text = result.stdout_path.read_text(encoding="utf-8", errors="replace")
     return EntryResult(text, text_file=paths.logs / "stdout.txt")
@@ -131,14 +162,28 @@ def skill_command(entry: EntryContext, command: Command | None) -> SkillCommand 
     paths, pkg = entry.paths, entry.pkg
 
     def run(request: NormalizeRequest) -> None:
-        extra = {"SKILL_RUNNER_RAW_OUTPUT": str(request.raw_output_path),
-                 "SKILL_RUNNER_OUTPUT_SCHEMA": str(request.schema_path),
-                 "SKILL_RUNNER_NORMALIZATION_LEVEL": request.level}
-        spec = script_command(command.command, paths, pkg.root, entry.run.id,
-                              entry.run.request_id, pkg.loaded_manifest.runtime, extra,
-                              uv_cache_dir(entry.settings.data_dir))
+        extra = {
+            "SKILL_RUNNER_RAW_OUTPUT": str(request.raw_output_path),
+            "SKILL_RUNNER_OUTPUT_SCHEMA": str(request.schema_path),
+            "SKILL_RUNNER_NORMALIZATION_LEVEL": request.level,
+        }
+        spec = script_command(
+            command.command,
+            paths,
+            pkg.root,
+            entry.run.id,
+            entry.run.request_id,
+            pkg.loaded_manifest.runtime,
+            extra,
+            uv_cache_dir(entry.settings.data_dir),
+        )
         name = request.level.lower()
-        result = run_command(spec, paths.logs / f"{name}_stdout.txt",
-                             paths.logs / f"{name}_stderr.txt", entry.watch())
+        result = run_command(
+            spec,
+            paths.logs / f"{name}_stdout.txt",
+            paths.logs / f"{name}_stderr.txt",
+            entry.watch(),
+        )
         check_process(result, f"{request.level}_COMMAND_FAILED")
+
     return run

@@ -9,6 +9,7 @@ descendants) and reaped. Checking costs one read of /proc/self/task/<tid>/childr
 are none, plus a waitpid for each orphan that has already exited (agent CLIs leave short-lived
 helpers behind: codex does on every run); only a stray still running costs a process scan.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -76,8 +77,11 @@ def end_strays(grace_sec: float, spared: Collection[int] = frozenset()) -> list[
             continue
     live = [p for p in procs if _alive(p)]
     if live:
-        log.warning("ending %d process(es) that outlived their run's process group: %s",
-                    len(live), ", ".join(f"{p.pid}" for p in live))
+        log.warning(
+            "ending %d process(es) that outlived their run's process group: %s",
+            len(live),
+            ", ".join(f"{p.pid}" for p in live),
+        )
     terminate_processes(live, grace_sec)
     _reap(spared)  # the ended processes' own children were adopted too
     return pids

@@ -3,6 +3,7 @@
 Cancel, timeout, SIGTERM from Flower and Celery's soft time limit all end in `terminate_group`,
 so no engine CLI or grandchild outlives its run (revoke(terminate=True) alone leaves orphans).
 """
+
 from __future__ import annotations
 
 import os
@@ -32,8 +33,9 @@ class Watch:
     max_output_bytes: int = 0  # stdout + stderr beyond this: the group is killed (0: no limit)
 
 
-def run_command(spec: CommandSpec, stdout_path: Path, stderr_path: Path,
-                watch: Watch | None = None) -> ProcessResult:
+def run_command(
+    spec: CommandSpec, stdout_path: Path, stderr_path: Path, watch: Watch | None = None
+) -> ProcessResult:
     """Run `spec` to completion (or until canceled/timed out); the group never outlives this."""
     watch = watch or Watch()
     for rel, content in spec.files.items():
@@ -44,16 +46,29 @@ def run_command(spec: CommandSpec, stdout_path: Path, stderr_path: Path,
     started = time.time()
     with stdout_path.open("ab") as out, stderr_path.open("ab") as err:
         try:
-            proc = subprocess.Popen(spec.argv, cwd=spec.cwd, env=spec.env, stdin=stdin, stdout=out,
-                                    stderr=err, start_new_session=True)
+            proc = subprocess.Popen(
+                spec.argv,
+                cwd=spec.cwd,
+                env=spec.env,
+                stdin=stdin,
+                stdout=out,
+                stderr=err,
+                start_new_session=True,
+            )
         except OSError as exc:
             err.write(f"cannot start {spec.argv[0]}: {exc}\n".encode())
             return ProcessResult(127, stdout_path, stderr_path, started, time.time())
         return _watch(proc, spec, watch, stdout_path, stderr_path, started)
 
 
-def _watch(proc: subprocess.Popen, spec: CommandSpec, watch: Watch, stdout_path: Path,
-           stderr_path: Path, started: float) -> ProcessResult:
+def _watch(
+    proc: subprocess.Popen,
+    spec: CommandSpec,
+    watch: Watch,
+    stdout_path: Path,
+    stderr_path: Path,
+    started: float,
+) -> ProcessResult:
     pgid = proc.pid
     timed_out = canceled = exceeded = False
     pidfd = _pidfd(proc.pid)
@@ -91,8 +106,16 @@ def _watch(proc: subprocess.Popen, spec: CommandSpec, watch: Watch, stdout_path:
         proc.wait()
         end_strays(watch.grace_sec)  # those that left the group (setsid, daemons)
     code = None if (timed_out or canceled or exceeded) else proc.returncode
-    return ProcessResult(code, stdout_path, stderr_path, started, time.time(),
-                         timed_out=timed_out, canceled=canceled, output_exceeded=exceeded)
+    return ProcessResult(
+        code,
+        stdout_path,
+        stderr_path,
+        started,
+        time.time(),
+        timed_out=timed_out,
+        canceled=canceled,
+        output_exceeded=exceeded,
+    )
 
 
 def _written(*paths: Path) -> int:

@@ -5,6 +5,7 @@ the watch, Flower's revoke-with-terminate (SIGTERM to the pool child) through `T
 soft time limit through SoftTimeLimitExceeded. Hard kills are covered by leases and the reaper
 (`worker.recovery`), which also runs once when a worker starts.
 """
+
 from __future__ import annotations
 
 import gc
@@ -28,17 +29,17 @@ from runner_core.run_pool import IDLE_KEY_SEC, RunDirPool
 from runner_core.skill_copy import installed_signatures
 from runner_core.skills import load_skill
 from runner_core.statuses import RunStatus
-from runner_core.store import runs as run_states
 from runner_core.store import checkpoint
+from runner_core.store import runs as run_states
 from runner_core.store.db import make_engine, make_sessionmaker, retry_unavailable
 from runner_core.store.models import Run
 from runner_core.workspace import RunPaths, write_json
 from worker.celery_app import app, settings
 from worker.executor import RunExecutor
-from worker.run_layout import skill_copies, skill_source
 from worker.lease import Heartbeat, beat_interval, make_watch
 from worker.recovery import recover
 from worker.refill import Refiller
+from worker.run_layout import skill_copies, skill_source
 from worker.strays import become_subreaper
 
 log = logging.getLogger(__name__)
@@ -119,8 +120,14 @@ def execute_run(self, run_id: str) -> str:
     """Claim and execute one run; a redelivered or duplicate message does nothing, and a run
     over the running limits stays queued while this message retries with a countdown."""
     with connect() as conn:
-        claim, run = run_states.claim_run(conn, run_id, worker_name(), self.request.id,
-                                          settings.max_running, settings.max_running_per_engine)
+        claim, run = run_states.claim_run(
+            conn,
+            run_id,
+            worker_name(),
+            self.request.id,
+            settings.max_running,
+            settings.max_running_per_engine,
+        )
         if claim == run_states.LIMITED:
             run_states.touch_dispatched(conn, run_id)
             raise self.retry(countdown=settings.limit_retry_sec)
@@ -130,9 +137,12 @@ def execute_run(self, run_id: str) -> str:
     claimed = cast(Run, run)  # the row carries every column of Run as an attribute
     _task.update(run_id=run_id, terminating=False)
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
-    executor = RunExecutor(settings, claimed,
-                           lambda pkg: make_watch(settings, connect, claimed, pkg),
-                           run.request_payload)
+    executor = RunExecutor(
+        settings,
+        claimed,
+        lambda pkg: make_watch(settings, connect, claimed, pkg),
+        run.request_payload,
+    )
     try:
         with Heartbeat(connect, run_id, beat_interval(settings)):
             status = _execute(executor)
@@ -147,12 +157,14 @@ def _not_claimed(run_id: str) -> str:
     """A run someone else has, or that ended; a queued run canceled meanwhile ends here."""
     with sessions()() as session:
         current = session.get(Run, run_id)
-        if current is not None and current.status == RunStatus.QUEUED \
-                and current.cancel_requested_at:
+        if (
+            current is not None
+            and current.status == RunStatus.QUEUED
+            and current.cancel_requested_at
+        ):
             if run_states.cancel_queued(session, run_id):
                 finished.publish(run_id)
-        log.info("run %s not claimed (status %s)", run_id,
-                 current.status if current else "missing")
+        log.info("run %s not claimed (status %s)", run_id, current.status if current else "missing")
     return "skipped"
 
 
@@ -169,10 +181,17 @@ def _execute(executor: RunExecutor) -> str:
 
         def record() -> bool:
             with connect() as conn:
-                return run_states.finish_run(conn, run.id, outcome.status, error=outcome.error,
-                                             warnings=outcome.warnings, timings=outcome.timings,
-                                             session_handle=outcome.session_handle,
-                                             token_usage=outcome.token_usage)
+                return run_states.finish_run(
+                    conn,
+                    run.id,
+                    outcome.status,
+                    error=outcome.error,
+                    warnings=outcome.warnings,
+                    timings=outcome.timings,
+                    session_handle=outcome.session_handle,
+                    token_usage=outcome.token_usage,
+                )
+
         # result/result.json is written: a database away for a moment must not lose the run
         retry_unavailable(record, f"finish of run {run.id}", settings.lease_sec / 2)
         finished.publish(run.id)
@@ -180,14 +199,22 @@ def _execute(executor: RunExecutor) -> str:
     except (Terminated, SoftTimeLimitExceeded) as exc:
         # the supervisor's `finally` has already killed the process group
         if isinstance(exc, SoftTimeLimitExceeded):
-            status, error = RunStatus.FAILED, {
-                "code": ErrorCode.TIMEOUT,
-                "message": "the soft time limit was reached; the process group was killed"}
+            status, error = (
+                RunStatus.FAILED,
+                {
+                    "code": ErrorCode.TIMEOUT,
+                    "message": "the soft time limit was reached; the process group was killed",
+                },
+            )
         else:
-            status, error = RunStatus.CANCELED, {
-                "code": ErrorCode.CANCELED_BY_USER,
-                "message": "terminated (SIGTERM to the worker process); the process group "
-                           "was killed"}
+            status, error = (
+                RunStatus.CANCELED,
+                {
+                    "code": ErrorCode.CANCELED_BY_USER,
+                    "message": "terminated (SIGTERM to the worker process); the process group "
+                    "was killed",
+                },
+            )
         # The signal may land after the run's real end was recorded (e.g. a worker stopped
         # while it announced the end): the guarded UPDATE decides, and only the call that
         # ended the run writes its result file, so a recorded success is never overwritten.
@@ -216,8 +243,16 @@ def _write_failure(run: Run, status: str, error: dict) -> None:
     try:
         paths = RunPaths(settings.runs_dir / run.id)
         if paths.root.is_dir():
-            write_json(paths.result_file, {"status": status, "data": None, "artifacts": [],
-                                           "validation_warnings": [], "error": error})
+            write_json(
+                paths.result_file,
+                {
+                    "status": status,
+                    "data": None,
+                    "artifacts": [],
+                    "validation_warnings": [],
+                    "error": error,
+                },
+            )
     except OSError:
         log.warning("could not write the result of run %s", run.id, exc_info=True)
 
@@ -241,5 +276,6 @@ def _send(run: Run) -> str:
     """Send execute_run for `run` to its queue; returns the task id."""
     pkg = load_skill(skill_source(settings, run))
     kind = pkg.manifest.entrypoint.type if pkg.manifest else "script"
-    return app.send_task("worker.tasks.execute_run", args=[run.id],
-                         queue=queue_for(run.engine, kind)).id
+    return app.send_task(
+        "worker.tasks.execute_run", args=[run.id], queue=queue_for(run.engine, kind)
+    ).id

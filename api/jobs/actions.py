@@ -1,4 +1,5 @@
 """Reading a run's logs and result, and canceling it: the same for jobs and one-off runs."""
+
 from __future__ import annotations
 
 import os
@@ -25,10 +26,18 @@ def require_finished(request_id: str, run: RunState) -> None:
     """409 RUN_NOT_FINISHED unless the run has ended."""
     if run.status not in TERMINAL_STATUSES:
         waiting = waiting_for_upload(run)
-        message = ("the run waits for its input upload (POST .../upload)" if waiting
-                   else f"the run is {run.status}; poll its status")
-        raise ApiError(409, ErrorCode.RUN_NOT_FINISHED, message,
-                       {"status": run.status, "waiting_for_upload": waiting}, request_id)
+        message = (
+            "the run waits for its input upload (POST .../upload)"
+            if waiting
+            else f"the run is {run.status}; poll its status"
+        )
+        raise ApiError(
+            409,
+            ErrorCode.RUN_NOT_FINISHED,
+            message,
+            {"status": run.status, "waiting_for_upload": waiting},
+            request_id,
+        )
 
 
 def result_body(job: JobRow) -> dict[str, Any]:
@@ -54,8 +63,13 @@ def log_range(job: JobRow, stream: str, byte_from: int, byte_to: int | None) -> 
     """Bytes [byte_from, byte_to) of one log as text, capped at RANGE_CAP, ending before a
     UTF-8 character the range would split (unless that is the end of a finished run's log)."""
     if byte_to is not None and byte_to < byte_from:
-        raise ApiError(400, ErrorCode.INVALID_LOG_RANGE, "byte_to is before byte_from",
-                       {"byte_from": byte_from, "byte_to": byte_to}, job.request_id)
+        raise ApiError(
+            400,
+            ErrorCode.INVALID_LOG_RANGE,
+            "byte_to is before byte_from",
+            {"byte_from": byte_from, "byte_to": byte_to},
+            job.request_id,
+        )
     path = context.settings().runs_dir / job.run_id / "logs" / f"{stream}.txt"
     data, size = b"", 0
     try:
@@ -69,9 +83,15 @@ def log_range(job: JobRow, stream: str, byte_from: int, byte_to: int | None) -> 
         start = 0
     if start + len(data) < size or job.status not in TERMINAL_STATUSES:
         data = _whole_characters(data)  # a live log may end in half a character, too
-    return {"request_id": job.request_id, "stream": stream, "byte_from": start,
-            "byte_to": start + len(data), "size": size, "status": job.status,
-            "text": data.decode("utf-8", errors="replace")}
+    return {
+        "request_id": job.request_id,
+        "stream": stream,
+        "byte_from": start,
+        "byte_to": start + len(data),
+        "size": size,
+        "status": job.status,
+        "text": data.decode("utf-8", errors="replace"),
+    }
 
 
 def _whole_characters(data: bytes) -> bytes:
@@ -79,8 +99,15 @@ def _whole_characters(data: bytes) -> bytes:
     for cut in range(1, min(4, len(data)) + 1):
         lead = data[-cut]
         if lead & 0xC0 != 0x80:  # the last character's first byte
-            width = 2 if lead >> 5 == 0b110 else 3 if lead >> 4 == 0b1110 else \
-                4 if lead >> 3 == 0b11110 else 1
+            width = (
+                2
+                if lead >> 5 == 0b110
+                else 3
+                if lead >> 4 == 0b1110
+                else 4
+                if lead >> 3 == 0b11110
+                else 1
+            )
             return data[:-cut] if width > cut else data
     return data
 

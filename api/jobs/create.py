@@ -1,5 +1,6 @@
 """Creating a job: check it, commit its request and run, then send the run; or, for a skill
 that takes files, send it once its upload has come (unless the result cache serves it)."""
+
 from __future__ import annotations
 
 import uuid
@@ -50,20 +51,32 @@ class Dispatch:
         return cls(str(uuid.uuid4()), queued_at or now, now)
 
     def columns(self) -> dict[str, Any]:
-        return {"celery_task_id": self.task_id, "queued_at": self.queued_at,
-                "dispatched_at": self.dispatched_at}
+        return {
+            "celery_task_id": self.task_id,
+            "queued_at": self.queued_at,
+            "dispatched_at": self.dispatched_at,
+        }
 
 
 # The queue bound counts runs sent to the workers: jobs waiting for their upload are in no
 # queue, and a client that never uploads must not fill the bound.
-_QUEUED_COUNT = select(func.count()).select_from(Run.__table__).where(
-    Run.__table__.c.status == RunStatus.QUEUED, Run.__table__.c.queued_at.is_not(None))
+_QUEUED_COUNT = (
+    select(func.count())
+    .select_from(Run.__table__)
+    .where(Run.__table__.c.status == RunStatus.QUEUED, Run.__table__.c.queued_at.is_not(None))
+)
 _INSERT_RUN = insert(cast(Table, Run.__table__))
 _INSERT_REQUEST = insert(cast(Table, Request.__table__))
 
 
-def create_job(conn: Connection, pkg: SkillPackage, body: dict[str, Any], *, kind: str = "job",
-               request_id: str | None = None) -> Accepted:
+def create_job(
+    conn: Connection,
+    pkg: SkillPackage,
+    body: dict[str, Any],
+    *,
+    kind: str = "job",
+    request_id: str | None = None,
+) -> Accepted:
     """Commit the request and its run; send the run at once when no upload is expected.
 
     `pkg` may come from anywhere: the installed skills (kind "job") or a one-off package
@@ -74,33 +87,73 @@ def create_job(conn: Connection, pkg: SkillPackage, body: dict[str, Any], *, kin
     needs_upload = bool(file_fields(pkg.input_schema))
     options = body.get("runtime_options") or {}
     inline = body.get("input") or {}
-    key = None if needs_upload else job_cache.key_for(
-        pkg, engine, body.get("model"), parameter, inline, {}, options)
-    cached = job_cache.find_cached(conn, key) if key and job_cache.cache_usable(pkg, options) else None
+    key = (
+        None
+        if needs_upload
+        else job_cache.key_for(pkg, engine, body.get("model"), parameter, inline, {}, options)
+    )
+    cached = (
+        job_cache.find_cached(conn, key) if key and job_cache.cache_usable(pkg, options) else None
+    )
     queued = 0 if cached else conn.execute(_QUEUED_COUNT).scalar_one()
     if queued >= settings.queue_max:
-        raise ApiError(429, ErrorCode.QUEUE_FULL,
-                       f"{queued} runs are queued (limit {settings.queue_max}); retry later",
-                       {"queued": queued, "limit": settings.queue_max}, retry_after=5)
+        raise ApiError(
+            429,
+            ErrorCode.QUEUE_FULL,
+            f"{queued} runs are queued (limit {settings.queue_max}); retry later",
+            {"queued": queued, "limit": settings.queue_max},
+            retry_after=5,
+        )
     request_id, run_id = request_id or str(uuid.uuid4()), str(uuid.uuid4())
     now = utcnow()
-    payload = {"skill_id": pkg.id, "engine": engine, "parameter": body.get("parameter") or {},
-               "input": inline, "model": body.get("model"), "runtime_options": options}
+    payload = {
+        "skill_id": pkg.id,
+        "engine": engine,
+        "parameter": body.get("parameter") or {},
+        "input": inline,
+        "model": body.get("model"),
+        "runtime_options": options,
+    }
     dispatch = None if needs_upload or cached is not None else Dispatch.stamp()
     if cached is None:
-        conn.execute(_INSERT_RUN, {
-            "id": run_id, "request_id": request_id, "kind": kind, "skill_id": pkg.id,
-            "skill_version": pkg.version, "engine": engine, "model": body.get("model"),
-            "status": RunStatus.QUEUED, "parameter": parameter, "input": inline,
-            "runtime_options": options,
-            "needs_upload": needs_upload, "cache_key": key, "queued_at": None,
-            "created_at": now, "updated_at": now, **(dispatch.columns() if dispatch else {})})
-    conn.execute(_INSERT_REQUEST, {
-        "id": request_id, "kind": kind, "skill_id": pkg.id, "engine": engine,
-        "run_id": cached.id if cached else run_id, "cache_hit": cached is not None,
-        "payload": payload, "created_at": now})
-    _commit_with_uploads_dir(conn, settings.requests_dir / request_id / "uploads"
-                             if needs_upload else None)
+        conn.execute(
+            _INSERT_RUN,
+            {
+                "id": run_id,
+                "request_id": request_id,
+                "kind": kind,
+                "skill_id": pkg.id,
+                "skill_version": pkg.version,
+                "engine": engine,
+                "model": body.get("model"),
+                "status": RunStatus.QUEUED,
+                "parameter": parameter,
+                "input": inline,
+                "runtime_options": options,
+                "needs_upload": needs_upload,
+                "cache_key": key,
+                "queued_at": None,
+                "created_at": now,
+                "updated_at": now,
+                **(dispatch.columns() if dispatch else {}),
+            },
+        )
+    conn.execute(
+        _INSERT_REQUEST,
+        {
+            "id": request_id,
+            "kind": kind,
+            "skill_id": pkg.id,
+            "engine": engine,
+            "run_id": cached.id if cached else run_id,
+            "cache_hit": cached is not None,
+            "payload": payload,
+            "created_at": now,
+        },
+    )
+    _commit_with_uploads_dir(
+        conn, settings.requests_dir / request_id / "uploads" if needs_upload else None
+    )
     if dispatch is not None:
         submit(pkg, run_id, engine, options, dispatch.task_id)
     return Accepted(request_id, cached is not None, cached.status if cached else RunStatus.QUEUED)
@@ -127,28 +180,39 @@ def _remove_empty(*folders: Path) -> None:
             return
 
 
-def take_upload(session: Session, req: Request, run: Run, pkg_for: Callable[[], SkillPackage],
-                request_dir: Path) -> Accepted:
+def take_upload(
+    session: Session, req: Request, run: Run, pkg_for: Callable[[], SkillPackage], request_dir: Path
+) -> Accepted:
     """Receive the input zip of a run that waits for one (a job or a one-off run) and send the
     run; the run's state is checked again once this request's upload lock is held, so of two
     uploads only one is ever taken."""
     with upload_lock(request_dir, req.id):
         session.refresh(run)
         if not (run.needs_upload and run.status == RunStatus.QUEUED and run.queued_at is None):
-            raise ApiError(409, ErrorCode.UPLOAD_NOT_ALLOWED, "this run takes no upload now "
-                           "(already uploaded, started or ended)", {"status": run.status}, req.id)
+            raise ApiError(
+                409,
+                ErrorCode.UPLOAD_NOT_ALLOWED,
+                "this run takes no upload now (already uploaded, started or ended)",
+                {"status": run.status},
+                req.id,
+            )
         files = receive_inputs(request_dir, req.id)
         return bind_upload(session, req, run, pkg_for(), {f.path: f.sha256 for f in files})
 
 
-def bind_upload(session: Session, req: Request, run: Run, pkg: SkillPackage,
-                upload_hashes: dict[str, str]) -> Accepted:
+def bind_upload(
+    session: Session, req: Request, run: Run, pkg: SkillPackage, upload_hashes: dict[str, str]
+) -> Accepted:
     """After an upload: serve from the cache when a succeeded run matches, else send the run."""
     options = run.runtime_options or {}
-    run.cache_key = job_cache.key_for(pkg, run.engine, run.model, run.parameter, run.input,
-                                      upload_hashes, options)
-    cached = (job_cache.find_cached(session.connection(), run.cache_key)
-              if job_cache.cache_usable(pkg, options) else None)
+    run.cache_key = job_cache.key_for(
+        pkg, run.engine, run.model, run.parameter, run.input, upload_hashes, options
+    )
+    cached = (
+        job_cache.find_cached(session.connection(), run.cache_key)
+        if job_cache.cache_usable(pkg, options)
+        else None
+    )
     if cached is not None:
         req.run_id, req.cache_hit = cached.id, True
         session.flush()
@@ -158,19 +222,28 @@ def bind_upload(session: Session, req: Request, run: Run, pkg: SkillPackage,
     run.needs_upload = False
     dispatch = Dispatch.stamp(run.queued_at)
     run.celery_task_id, run.queued_at, run.dispatched_at = (
-        dispatch.task_id, dispatch.queued_at, dispatch.dispatched_at)
+        dispatch.task_id,
+        dispatch.queued_at,
+        dispatch.dispatched_at,
+    )
     session.commit()
     submit(pkg, run.id, run.engine, options, dispatch.task_id)
     return Accepted(req.id, req.cache_hit, run.status)
 
 
-def submit(pkg: SkillPackage, run_id: str, engine: str | None, runtime_options: dict[str, Any],
-           task_id: str) -> None:
+def submit(
+    pkg: SkillPackage,
+    run_id: str,
+    engine: str | None,
+    runtime_options: dict[str, Any],
+    task_id: str,
+) -> None:
     """Send a committed, stamped run by task name, on its engine's queue."""
     kind = pkg.manifest.entrypoint.type if pkg.manifest else "script"
     # Celery's time limits follow the run's own (a backstop above its deadline): the worker
     # keeps a timer per task until its limit passes, so limits sized to the run keep fewer.
     skill_timeout = pkg.manifest.automation.timeout_sec if pkg.manifest else None
     timeout = run_timeout(context.settings(), skill_timeout, runtime_options)
-    context.queue().enqueue(run_id, queue_for(engine, kind), task_id=task_id,
-                            time_limits=task_time_limits(timeout))
+    context.queue().enqueue(
+        run_id, queue_for(engine, kind), task_id=task_id, time_limits=task_time_limits(timeout)
+    )

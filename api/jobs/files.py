@@ -1,4 +1,5 @@
 """A finished run's files: the artifact manifest, single artifacts, and the bundle zip."""
+
 from __future__ import annotations
 
 import json
@@ -26,13 +27,18 @@ def run_dir(run: Run) -> Path:
 def require_finished_job(request_id: str, run: RunState) -> None:
     """The 409 of a job's artifacts or bundle while its run is active."""
     if run.status not in TERMINAL_STATUSES:
-        raise ApiError(409, ErrorCode.RUN_NOT_FINISHED,
-                       f"the run is {run.status}; poll the job status", {"status": run.status},
-                       request_id)
+        raise ApiError(
+            409,
+            ErrorCode.RUN_NOT_FINISHED,
+            f"the run is {run.status}; poll the job status",
+            {"status": run.status},
+            request_id,
+        )
 
 
-def load_finished(request_id: str, kind: str,
-                  require_finished: Callable[[str, RunState], None]) -> Run:
+def load_finished(
+    request_id: str, kind: str, require_finished: Callable[[str, RunState], None]
+) -> Run:
     """The run of a request of `kind` (404 when there is none), once it has ended."""
     with context.db_session() as session:
         _req, run = load_job(session, request_id, kind)
@@ -43,8 +49,11 @@ def load_finished(request_id: str, kind: str,
 def artifacts_body(request_id: str, run: Run) -> dict[str, Any]:
     path = run_dir(run) / "manifest.json"
     manifest = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
-    return {"request_id": request_id, "artifacts": manifest.get("artifacts", []),
-            "missing_required": manifest.get("missing_required", [])}
+    return {
+        "request_id": request_id,
+        "artifacts": manifest.get("artifacts", []),
+        "missing_required": manifest.get("missing_required", []),
+    }
 
 
 def artifact_file_response(request_id: str, run: Run, path: str) -> Response:
@@ -53,11 +62,13 @@ def artifact_file_response(request_id: str, run: Run, path: str) -> Response:
     try:
         target = resolve_artifact_path(run_dir(run), path)
     except ValueError as exc:
-        raise ApiError(400, ErrorCode.INVALID_ARTIFACT_PATH, str(exc), {"path": path},
-                       request_id) from exc
+        raise ApiError(
+            400, ErrorCode.INVALID_ARTIFACT_PATH, str(exc), {"path": path}, request_id
+        ) from exc
     if not target.is_file():
-        raise ApiError(404, ErrorCode.ARTIFACT_NOT_FOUND, f"no artifact at {path}", {"path": path},
-                       request_id)
+        raise ApiError(
+            404, ErrorCode.ARTIFACT_NOT_FOUND, f"no artifact at {path}", {"path": path}, request_id
+        )
     return send_file(target, as_attachment=True, download_name=target.name)
 
 
@@ -68,8 +79,16 @@ def bundle_response(run: Run) -> Response:
     name = bundle_names(debug)[0]
     stored = bundle_path(run_dir(run), debug)
     if stored.is_file():
-        return send_file(stored, mimetype="application/zip", as_attachment=True,
-                         download_name=name, conditional=True)
+        return send_file(
+            stored,
+            mimetype="application/zip",
+            as_attachment=True,
+            download_name=name,
+            conditional=True,
+        )
     body = stream_with_context(iter(stream_bundle(run_dir(run), debug)))
-    return Response(body, mimetype="application/zip",
-                    headers={"Content-Disposition": f'attachment; filename="{name}"'})
+    return Response(
+        body,
+        mimetype="application/zip",
+        headers={"Content-Disposition": f'attachment; filename="{name}"'},
+    )

@@ -1,9 +1,10 @@
 """GET /v1/jobs: jobs newest first, filtered, keyset-paginated on (created_at, id)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 from sqlalchemy import BindParameter, Connection, Select, bindparam, select
@@ -40,25 +41,30 @@ def list_jobs(conn: Connection, args: dict[str, Any]) -> JobPage:
     next_cursor = None
     if len(rows) > limit:
         last = rows[limit - 1]
-        when, last_id = ((last.run_created_at, last.run_id) if by_run
-                         else (last.created_at, last.request_id))
+        when, last_id = (
+            (last.run_created_at, last.run_id) if by_run else (last.created_at, last.request_id)
+        )
         next_cursor = f"{iso(when)}|{last_id}"
     return JobPage(rows[:limit], next_cursor)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _list_statement(by_run: bool, filters: tuple[str, ...], cursor: bool) -> Select:
     """The list's SELECT for one combination of filters, built once (values are bound)."""
     if by_run:  # index runs(status, skill_id, created_at, id)
         key = runs_table
-        query = (select(*JOB_COLUMNS)
-                 .join_from(runs_table, requests_table, requests_table.c.id == runs_table.c.request_id)
-                 .where(runs_table.c.kind == "job"))
+        query = (
+            select(*JOB_COLUMNS)
+            .join_from(runs_table, requests_table, requests_table.c.id == runs_table.c.request_id)
+            .where(runs_table.c.kind == "job")
+        )
     else:  # index requests(skill_id, created_at, id)
         key = requests_table
-        query = (select(*JOB_COLUMNS)
-                 .join_from(requests_table, runs_table, runs_table.c.id == requests_table.c.run_id)
-                 .where(requests_table.c.kind == "job"))
+        query = (
+            select(*JOB_COLUMNS)
+            .join_from(requests_table, runs_table, runs_table.c.id == requests_table.c.run_id)
+            .where(requests_table.c.kind == "job")
+        )
     for name in filters:
         table = runs_table if name == "status" else key
         query = query.where(table.c[name] == bindparam(f"{name}_"))
@@ -67,8 +73,9 @@ def _list_statement(by_run: bool, filters: tuple[str, ...], cursor: bool) -> Sel
         when, last_id = bindparam("when_", type_=key.c.created_at.type), bindparam("last_id_")
         # `created_at <= when` on its own is an index range (the OR alone is not, and Postgres
         # then walks every newer row before the page); the OR settles ties on the id.
-        query = query.where(key.c.created_at <= when,
-                            (key.c.created_at < when) | (key.c.id < last_id))
+        query = query.where(
+            key.c.created_at <= when, (key.c.created_at < when) | (key.c.id < last_id)
+        )
     return query.order_by(key.c.created_at.desc(), key.c.id.desc())
 
 
@@ -78,8 +85,9 @@ def parse_cursor(conn: Connection, cursor: str) -> tuple[datetime, str]:
     try:
         when = datetime.fromisoformat(created.replace("Z", "+00:00"))
     except ValueError as exc:
-        raise ApiError(400, ErrorCode.INVALID_CURSOR,
-                       "cursor is not one this API returned") from exc
+        raise ApiError(
+            400, ErrorCode.INVALID_CURSOR, "cursor is not one this API returned"
+        ) from exc
     if conn.dialect.name == "sqlite":
         when = when.replace(tzinfo=None)  # stored naive (UTC) by SQLite
     return when, last_id

@@ -1,5 +1,6 @@
 """Reading a job: its rows by request id (404 when unknown or of the other kind), the long
 poll that waits for its run to end, and its result file."""
+
 from __future__ import annotations
 
 import json
@@ -20,8 +21,12 @@ from runner_core.store.models import Request, Run
 def not_found(request_id: str, kind: str | None) -> ApiError:
     """The 404 of a request id that is unknown, has no run, or is of the other kind."""
     noun = "one-off run" if kind == "temp" else "job"
-    return ApiError(404, ErrorCode.REQUEST_NOT_FOUND, f"no {noun} with request_id '{request_id}'",
-                    request_id=request_id)
+    return ApiError(
+        404,
+        ErrorCode.REQUEST_NOT_FOUND,
+        f"no {noun} with request_id '{request_id}'",
+        request_id=request_id,
+    )
 
 
 def load_job(session: Session, request_id: str, kind: str | None = None) -> tuple[Request, Run]:
@@ -34,9 +39,11 @@ def load_job(session: Session, request_id: str, kind: str | None = None) -> tupl
     return req, run
 
 
-_READ_JOB = (select(*JOB_COLUMNS)
-             .join_from(requests_table, runs_table, runs_table.c.id == requests_table.c.run_id)
-             .where(requests_table.c.id == bindparam("request_id_")))
+_READ_JOB = (
+    select(*JOB_COLUMNS)
+    .join_from(requests_table, runs_table, runs_table.c.id == requests_table.c.run_id)
+    .where(requests_table.c.id == bindparam("request_id_"))
+)
 
 
 def read_job(conn: Connection, request_id: str, kind: str | None = None) -> JobRow:
@@ -75,7 +82,8 @@ def wait_for_job(request_id: str, kind: str | None, wait_sec: float) -> JobRow:
 def in_progress(job: JobRow) -> bool:
     """Moving on its own: queued (not waiting for an upload) or running."""
     return job.status == RunStatus.RUNNING or (
-        job.status == RunStatus.QUEUED and not job.needs_upload)
+        job.status == RunStatus.QUEUED and not job.needs_upload
+    )
 
 
 def read_result(job: JobRow) -> dict[str, Any]:
@@ -84,5 +92,10 @@ def read_result(job: JobRow) -> dict[str, Any]:
     if path.is_file():
         return json.loads(path.read_text(encoding="utf-8"))
     # A run that ended before its workspace existed (canceled while queued, reconciled...)
-    return {"status": job.status, "data": None, "artifacts": [], "validation_warnings": [],
-            "error": job.error}
+    return {
+        "status": job.status,
+        "data": None,
+        "artifacts": [],
+        "validation_warnings": [],
+        "error": job.error,
+    }

@@ -1,5 +1,6 @@
 """JobRow: a request joined with its run, as the status, result, logs and list reads select
 it (one Core SELECT, no ORM objects); and what a run's status says to the client."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -72,11 +73,16 @@ class JobRow:
 
 
 requests_table, runs_table = Request.__table__, Run.__table__
-_SOURCES = {"request_id": requests_table.c.id, "request_kind": requests_table.c.kind,
-            "cache_hit": requests_table.c.cache_hit, "created_at": requests_table.c.created_at,
-            "run_id": runs_table.c.id, "run_created_at": runs_table.c.created_at}
+_SOURCES = {
+    "request_id": requests_table.c.id,
+    "request_kind": requests_table.c.kind,
+    "cache_hit": requests_table.c.cache_hit,
+    "created_at": requests_table.c.created_at,
+    "run_id": runs_table.c.id,
+    "run_created_at": runs_table.c.created_at,
+}
 # JobRow's fields in order, each from its column (the rest are the run's of the same name)
 JOB_COLUMNS: tuple[ColumnElement[Any], ...] = tuple(
-    (_SOURCES[field.name] if field.name in _SOURCES else runs_table.c[field.name])
-    .label(field.name)
-    for field in dataclasses.fields(JobRow))
+    (_SOURCES[field.name] if field.name in _SOURCES else runs_table.c[field.name]).label(field.name)
+    for field in dataclasses.fields(JobRow)
+)

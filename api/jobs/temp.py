@@ -3,6 +3,7 @@
 The package is unpacked to `<data>/requests/<request_id>/skill/<skill_id>/`, where the worker
 reads the skill of a run of kind "temp"; everything else is the jobs flow of `api.jobs`.
 """
+
 from __future__ import annotations
 
 import json
@@ -33,19 +34,35 @@ def parse_run_request() -> dict[str, Any]:
     try:
         body = json.loads(raw) if raw.strip() else {}
     except json.JSONDecodeError as exc:
-        raise ApiError(400, ErrorCode.INVALID_REQUEST, f"the 'request' field is not JSON: {exc}",
-                       {"field": "request"}) from exc
+        raise ApiError(
+            400,
+            ErrorCode.INVALID_REQUEST,
+            f"the 'request' field is not JSON: {exc}",
+            {"field": "request"},
+        ) from exc
     except RecursionError as exc:
-        raise ApiError(400, ErrorCode.INVALID_REQUEST, "the 'request' field is nested too deeply",
-                       {"field": "request"}) from exc
+        raise ApiError(
+            400,
+            ErrorCode.INVALID_REQUEST,
+            "the 'request' field is nested too deeply",
+            {"field": "request"},
+        ) from exc
     if not isinstance(body, dict):
-        raise ApiError(400, ErrorCode.INVALID_REQUEST,
-                       "the 'request' field must hold a JSON object", {"field": "request"})
+        raise ApiError(
+            400,
+            ErrorCode.INVALID_REQUEST,
+            "the 'request' field must hold a JSON object",
+            {"field": "request"},
+        )
     try:
         return TempRunCreate().load(body)
     except ValidationError as exc:
-        raise ApiError(422, ErrorCode.REQUEST_VALIDATION_FAILED, "the 'request' field is invalid",
-                       {"fields": {"request": exc.messages}}) from exc
+        raise ApiError(
+            422,
+            ErrorCode.REQUEST_VALIDATION_FAILED,
+            "the 'request' field is invalid",
+            {"fields": {"request": exc.messages}},
+        ) from exc
 
 
 def create_temp_run(conn: Connection) -> tuple[Accepted, SkillPackage]:
@@ -56,8 +73,9 @@ def create_temp_run(conn: Connection) -> tuple[Accepted, SkillPackage]:
     request_dir = context.settings().requests_dir / request_id
     request_dir.mkdir(parents=True)
     try:
-        save_zip_body("package", request_dir / "package.zip", body_cap(PACKAGE_LIMITS),
-                      allow_raw=False)
+        save_zip_body(
+            "package", request_dir / "package.zip", body_cap(PACKAGE_LIMITS), allow_raw=False
+        )
         pkg = unpack_package_or_400(request_dir / "package.zip", request_dir)
         (request_dir / "package.zip").unlink()
         accepted = create_job(conn, pkg, body, kind=TEMP, request_id=request_id)

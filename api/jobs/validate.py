@@ -1,5 +1,6 @@
 """Checks of a job request before anything is written: engine, mode, model, parameters and
 inline input against the skill; file inputs are checked when they are uploaded."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -8,7 +9,11 @@ from api.errors import ApiError
 from runner_core.engines.catalog import check_model
 from runner_core.error_codes import ErrorCode
 from runner_core.inputs import (
-    InputError, by_identity, file_fields, schema_errors, validate_parameters,
+    InputError,
+    by_identity,
+    file_fields,
+    schema_errors,
+    validate_parameters,
 )
 from runner_core.skills import SkillPackage
 
@@ -16,27 +21,40 @@ from runner_core.skills import SkillPackage
 def check_request(pkg: SkillPackage, body: dict[str, Any]) -> tuple[str | None, dict[str, Any]]:
     """Engine, execution mode, parameters and inline input; returns (engine, parameter)."""
     if pkg.health != "ok":
-        raise ApiError(400, ErrorCode.SKILL_INVALID,
-                       f"skill '{pkg.id}' is invalid: " + "; ".join(pkg.errors),
-                       {"skill_id": pkg.id, "errors": pkg.errors})
+        raise ApiError(
+            400,
+            ErrorCode.SKILL_INVALID,
+            f"skill '{pkg.id}' is invalid: " + "; ".join(pkg.errors),
+            {"skill_id": pkg.id, "errors": pkg.errors},
+        )
     manifest = pkg.loaded_manifest
     engine = body.get("engine")
     if engine is None and manifest.entrypoint.type != "script":
         engine = pkg.effective_engines[0]
     if engine is not None and engine not in pkg.effective_engines:
-        raise ApiError(400, ErrorCode.SKILL_ENGINE_UNSUPPORTED,
-                       f"engine '{engine}' is not supported by skill '{pkg.id}'",
-                       {"engine": engine, "effective_engines": pkg.effective_engines})
+        raise ApiError(
+            400,
+            ErrorCode.SKILL_ENGINE_UNSUPPORTED,
+            f"engine '{engine}' is not supported by skill '{pkg.id}'",
+            {"engine": engine, "effective_engines": pkg.effective_engines},
+        )
     check_runtime_options(body["runtime_options"])
     mode = body["runtime_options"].get("execution_mode", "auto")
     if mode not in manifest.execution_modes:
-        raise ApiError(400, ErrorCode.EXECUTION_MODE_UNSUPPORTED,
-                       f"execution_mode '{mode}' is not declared by skill '{pkg.id}'",
-                       {"execution_mode": mode, "execution_modes": list(manifest.execution_modes)})
+        raise ApiError(
+            400,
+            ErrorCode.EXECUTION_MODE_UNSUPPORTED,
+            f"execution_mode '{mode}' is not declared by skill '{pkg.id}'",
+            {"execution_mode": mode, "execution_modes": list(manifest.execution_modes)},
+        )
     model_error = check_model(engine, body.get("model")) if engine else None
     if model_error:
-        raise ApiError(400, ErrorCode.MODEL_UNSUPPORTED, model_error,
-                       {"engine": engine, "model": body.get("model")})
+        raise ApiError(
+            400,
+            ErrorCode.MODEL_UNSUPPORTED,
+            model_error,
+            {"engine": engine, "model": body.get("model")},
+        )
     try:
         parameter = validate_parameters(pkg.parameter_schema, body.get("parameter"))
     except InputError as exc:
@@ -67,9 +85,12 @@ def check_runtime_options(options: dict[str, Any]) -> None:
     errors = schema_errors(RUNTIME_OPTIONS_SCHEMA, options) if options else []
     if errors:
         first = errors[0]
-        raise ApiError(400, ErrorCode.SCHEMA_VALIDATION_FAILED,
-                       f"runtime_options.{first['path']}: {first['message']}",
-                       {"schema": "runtime_options", "errors": errors})
+        raise ApiError(
+            400,
+            ErrorCode.SCHEMA_VALIDATION_FAILED,
+            f"runtime_options.{first['path']}: {first['message']}",
+            {"schema": "runtime_options", "errors": errors},
+        )
 
 
 def inline_schema(input_schema: dict[str, Any]) -> dict[str, Any]:
@@ -86,11 +107,17 @@ def check_inline(pkg: SkillPackage, inline: dict[str, Any]) -> None:
     files = file_fields(pkg.input_schema)
     sent_as_inline = sorted(set(inline) & set(files))
     if sent_as_inline:
-        raise ApiError(400, ErrorCode.INPUT_FILE_AS_INLINE,
-                       "file inputs must be uploaded, not sent inline: " + ", ".join(sent_as_inline),
-                       {"fields": sent_as_inline})
+        raise ApiError(
+            400,
+            ErrorCode.INPUT_FILE_AS_INLINE,
+            "file inputs must be uploaded, not sent inline: " + ", ".join(sent_as_inline),
+            {"fields": sent_as_inline},
+        )
     errors = schema_errors(by_identity(pkg.input_schema, inline_schema), inline)
     if errors:
-        raise ApiError(400, ErrorCode.SCHEMA_VALIDATION_FAILED,
-                       "input does not match the skill's input schema",
-                       {"schema": "input", "errors": errors})
+        raise ApiError(
+            400,
+            ErrorCode.SCHEMA_VALIDATION_FAILED,
+            "input does not match the skill's input schema",
+            {"schema": "input", "errors": errors},
+        )

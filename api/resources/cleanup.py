@@ -1,4 +1,5 @@
 """POST /v1/jobs/cleanup: remove finished runs (rows and directories) older than a cutoff."""
+
 from __future__ import annotations
 
 import shutil
@@ -19,16 +20,21 @@ blp = Blueprint("cleanup", __name__, url_prefix="/v1/jobs", description="Houseke
 
 class CleanupArgs(Schema):
     older_than_sec = fields.Integer(load_default=0, validate=validate.Range(min=0))
-    statuses = fields.List(fields.String(validate=validate.OneOf(TERMINAL_STATUSES)),
-                           load_default=list(TERMINAL_STATUSES))
+    statuses = fields.List(
+        fields.String(validate=validate.OneOf(TERMINAL_STATUSES)),
+        load_default=list(TERMINAL_STATUSES),
+    )
 
 
 class CleanupResult(Schema):
     runs_deleted = fields.Integer()
     requests_deleted = fields.Integer()
     older_than_sec = fields.Integer()
-    more = fields.Boolean(metadata={"description": "true when the time budget ran out with runs "
-                                                   "left to delete: call again"})
+    more = fields.Boolean(
+        metadata={
+            "description": "true when the time budget ran out with runs left to delete: call again"
+        }
+    )
 
 
 BATCH = 500  # runs per transaction: SQLite caps the parameters of one statement
@@ -57,16 +63,28 @@ class Cleanup(MethodView):
             more = len(run_ids) == BATCH
             if not more or time.monotonic() >= deadline:
                 break
-        return {"runs_deleted": runs_deleted, "requests_deleted": requests_deleted,
-                "older_than_sec": args["older_than_sec"], "more": more}
+        return {
+            "runs_deleted": runs_deleted,
+            "requests_deleted": requests_deleted,
+            "older_than_sec": args["older_than_sec"],
+            "more": more,
+        }
 
 
 def _delete_batch(statuses: list[str], cutoff) -> tuple[list[str], list[str]]:
     """Delete up to BATCH finished runs (and the requests pointing at them) in one transaction."""
     with context.db_session() as session:
-        run_ids = list(session.scalars(select(Run.id).where(
-            Run.status.in_(statuses), Run.finished_at.is_not(None), Run.finished_at <= cutoff)
-            .limit(BATCH)))
+        run_ids = list(
+            session.scalars(
+                select(Run.id)
+                .where(
+                    Run.status.in_(statuses),
+                    Run.finished_at.is_not(None),
+                    Run.finished_at <= cutoff,
+                )
+                .limit(BATCH)
+            )
+        )
         if not run_ids:
             return [], []
         request_ids = list(session.scalars(select(Request.id).where(Request.run_id.in_(run_ids))))

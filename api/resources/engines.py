@@ -1,4 +1,5 @@
 """Engines: installed CLIs, versions, auth readiness and models."""
+
 from __future__ import annotations
 
 from flask.views import MethodView
@@ -14,8 +15,12 @@ blp = Blueprint("engines", __name__, url_prefix="/v1/engines", description="Engi
 
 def info_or_404(engine: str):
     if engine not in SUPPORTED_ENGINES:
-        raise ApiError(404, ErrorCode.ENGINE_NOT_FOUND, f"unknown engine '{engine}'",
-                       {"engines": list(SUPPORTED_ENGINES)})
+        raise ApiError(
+            404,
+            ErrorCode.ENGINE_NOT_FOUND,
+            f"unknown engine '{engine}'",
+            {"engines": list(SUPPORTED_ENGINES)},
+        )
     return engine_info(engine)
 
 

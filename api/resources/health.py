@@ -1,4 +1,5 @@
 """Liveness and readiness."""
+
 from __future__ import annotations
 
 import shutil
@@ -27,17 +28,21 @@ class Health(MethodView):
         broker = context.queue().ping()
         disk = disk_state(context.settings())
         status = 200 if db == broker == disk == "ok" else 503
-        return {"status": "ok" if status == 200 else "degraded", "database": db,
-                "broker": broker, "disk": disk}, status
+        return {
+            "status": "ok" if status == 200 else "degraded",
+            "database": db,
+            "broker": broker,
+            "disk": disk,
+        }, status
 
 
 def disk_state(settings) -> str:
-    """"ok", or "low: <N> MiB free" when the disk under the data directory has less than
+    """ "ok", or "low: <N> MiB free" when the disk under the data directory has less than
     SKILL_RUNNER_MIN_FREE_BYTES left (runs and uploads would soon fail with STORAGE_FULL)."""
     try:
         free = shutil.disk_usage(settings.data_dir).free
     except OSError as exc:
         return f"error: {type(exc).__name__}"
     if free < settings.min_free_bytes:
-        return f"low: {free // 2 ** 20} MiB free"
+        return f"low: {free // 2**20} MiB free"
     return "ok"

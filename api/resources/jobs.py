@@ -1,5 +1,6 @@
 """Jobs: create and list; the per-run routes (upload, status, result, logs, cancel) are the
 shared run routes of kind "job"."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -18,22 +19,24 @@ from api.schemas import JobCreate, JobCreated, JobList, JobListArgs
 blp = Blueprint("jobs", __name__, url_prefix="/v1/jobs", description="Skill runs")
 
 JOB = RunKind(
-    name="job", endpoint_prefix="",
+    name="job",
+    endpoint_prefix="",
     skill_for=lambda _req, run: get_skill_or_404(run.skill_id),
     require_finished=require_finished_job,
     summaries={
         "Upload": "Upload the input zip (multipart field `file`, or a raw application/zip body).",
         "Status": "Status and summary of a job; `wait_sec` waits (long poll) for the run to end.",
         "Result": "The final structured result (valid against the skill's output schema); 409 "
-                  "while\nthe run is active, unless it ends within `wait_sec`.",
+        "while\nthe run is active, unless it ends within `wait_sec`.",
         "Logs": "Snapshot of the prompt, stdout and stderr (last 2 MiB of each).",
         "LogsRange": "A byte range of one log (stdout, stderr or prompt), at most 1 MiB: follow "
-                     "a run by\nasking again from the last answer's `byte_to` until its status "
-                     "is terminal and\n`byte_to` reaches `size`.",
+        "a run by\nasking again from the last answer's `byte_to` until its status "
+        "is terminal and\n`byte_to` reaches `size`.",
         "Cancel": "Cancel an active run; a finished run answers accepted=false.",
         "Bundle": "Download the run bundle zip (result + artifacts + manifest; whole run with "
-                  "debug).",
-    })
+        "debug).",
+    },
+)
 
 
 @blp.route("")

@@ -1,4 +1,5 @@
 """A job's files: the artifact manifest, single artifact downloads, and the bundle."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -11,7 +12,9 @@ from api.jobs.files import artifact_file_response, artifacts_body, load_finished
 from api.resources.jobs import JOB
 from api.resources.run_routes import register_bundle_route
 
-blp = Blueprint("run_files", __name__, url_prefix="/v1/jobs", description="Run artifacts and bundles")
+blp = Blueprint(
+    "run_files", __name__, url_prefix="/v1/jobs", description="Run artifacts and bundles"
+)
 
 
 def _finished(request_id: str):

@@ -1,5 +1,6 @@
 """The routes every run has, whether a job's or a one-off run's: upload, status, result, logs,
 log ranges, cancel and bundle, registered once for each kind on that kind's blueprint."""
+
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
@@ -17,7 +18,14 @@ from api.jobs.files import bundle_response, load_finished
 from api.jobs.read import load_job, read_job, wait_for_job
 from api.jobs.rows import JobRow, RunState
 from api.schemas import (
-    CancelResult, JobCreated, JobLogs, JobResult, JobStatus, LogRange, LogRangeArgs, WaitArgs,
+    CancelResult,
+    JobCreated,
+    JobLogs,
+    JobResult,
+    JobStatus,
+    LogRange,
+    LogRangeArgs,
+    WaitArgs,
 )
 from runner_core.skills import SkillPackage
 from runner_core.store.models import Request, Run
@@ -46,8 +54,13 @@ def register_run_routes(blp: Blueprint, kind: RunKind) -> None:
         def post(self, request_id: str) -> Accepted:
             with context.db_session() as session:
                 req, run = load_job(session, request_id, kind.name)
-                return take_upload(session, req, run, lambda: kind.skill_for(req, run),
-                                   context.settings().requests_dir / request_id)
+                return take_upload(
+                    session,
+                    req,
+                    run,
+                    lambda: kind.skill_for(req, run),
+                    context.settings().requests_dir / request_id,
+                )
 
     class Status(MethodView):
         @blp.arguments(_WAIT_ARGS, location="query")
@@ -82,9 +95,14 @@ def register_run_routes(blp: Blueprint, kind: RunKind) -> None:
             with context.db_session() as session:
                 return actions.cancel_run(session, *load_job(session, request_id, kind.name))
 
-    for rule, view in (("/<request_id>/upload", Upload), ("/<request_id>", Status),
-                       ("/<request_id>/result", Result), ("/<request_id>/logs", Logs),
-                       ("/<request_id>/logs/range", LogsRange), ("/<request_id>/cancel", Cancel)):
+    for rule, view in (
+        ("/<request_id>/upload", Upload),
+        ("/<request_id>", Status),
+        ("/<request_id>/result", Result),
+        ("/<request_id>/logs", Logs),
+        ("/<request_id>/logs/range", LogsRange),
+        ("/<request_id>/cancel", Cancel),
+    ):
         _register(blp, rule, view, kind)
 
 

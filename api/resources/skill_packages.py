@@ -1,4 +1,5 @@
 """Skill packages: install or update a skill from a zip, and query an install."""
+
 from __future__ import annotations
 
 from flask.views import MethodView
@@ -8,8 +9,12 @@ from api.context import db_session
 from api.install_service import install_package, load_install
 from api.package_schemas import InstallStatus, package_form_doc
 
-blp = Blueprint("skill_packages", __name__, url_prefix="/v1/skill-packages",
-                description="Install and update skills")
+blp = Blueprint(
+    "skill_packages",
+    __name__,
+    url_prefix="/v1/skill-packages",
+    description="Install and update skills",
+)
 
 
 @blp.route("")

@@ -1,4 +1,5 @@
 """Installed skills: list and detail."""
+
 from __future__ import annotations
 
 from dataclasses import asdict
@@ -18,36 +19,53 @@ blp = Blueprint("skills", __name__, url_prefix="/v1/skills", description="Instal
 def skill_summary(pkg: SkillPackage) -> dict:
     m = pkg.manifest
     return {
-        "id": pkg.id, "name": pkg.name, "version": pkg.version, "description": pkg.description,
+        "id": pkg.id,
+        "name": pkg.name,
+        "version": pkg.version,
+        "description": pkg.description,
         "engines": list(m.engines) if m and m.engines is not None else None,
         "unsupported_engines": list(m.unsupported_engines) if m else [],
         "effective_engines": pkg.effective_engines,
         "execution_modes": list(m.execution_modes) if m else [],
-        "health": pkg.health, "errors": pkg.errors, "warnings": pkg.warnings,
+        "health": pkg.health,
+        "errors": pkg.errors,
+        "warnings": pkg.warnings,
     }
 
 
 def skill_detail(pkg: SkillPackage) -> dict:
     m = pkg.manifest
     detail = skill_summary(pkg)
-    detail.update({
-        "entrypoint": asdict(m.entrypoint) if m else {},
-        "schemas": {"input": pkg.input_schema, "parameter": pkg.parameter_schema,
-                    "output": pkg.output_schema},
-        "artifacts": [asdict(a) for a in pkg.artifacts],
-        "runtime": asdict(m.runtime) if m and m.runtime else None,
-        "automation": asdict(m.automation) if m else {},
-        "files": sorted(str(p.relative_to(pkg.root)) for p in pkg.root.rglob("*")
-                        if p.is_file() and "__pycache__" not in p.parts),
-    })
+    detail.update(
+        {
+            "entrypoint": asdict(m.entrypoint) if m else {},
+            "schemas": {
+                "input": pkg.input_schema,
+                "parameter": pkg.parameter_schema,
+                "output": pkg.output_schema,
+            },
+            "artifacts": [asdict(a) for a in pkg.artifacts],
+            "runtime": asdict(m.runtime) if m and m.runtime else None,
+            "automation": asdict(m.automation) if m else {},
+            "files": sorted(
+                str(p.relative_to(pkg.root))
+                for p in pkg.root.rglob("*")
+                if p.is_file() and "__pycache__" not in p.parts
+            ),
+        }
+    )
     return detail
 
 
 def get_skill_or_404(skill_id: str) -> SkillPackage:
     pkg = context.skills().get(skill_id)
     if pkg is None:
-        raise ApiError(404, ErrorCode.SKILL_NOT_FOUND, f"skill '{skill_id}' is not installed",
-                       {"skill_id": skill_id})
+        raise ApiError(
+            404,
+            ErrorCode.SKILL_NOT_FOUND,
+            f"skill '{skill_id}' is not installed",
+            {"skill_id": skill_id},
+        )
     return pkg
 
 

@@ -1,5 +1,6 @@
 """One-off runs: run a skill package without installing it; the per-run routes are the shared
 run routes (as under /v1/jobs) of kind "temp"."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -13,23 +14,29 @@ from api.jobs.temp import TEMP, create_temp_run, temp_skill
 from api.package_schemas import TempRunCreated, package_form_doc
 from api.resources.run_routes import RunKind, register_bundle_route, register_run_routes
 
-blp = Blueprint("temp_skill_runs", __name__, url_prefix="/v1/temp-skill-runs",
-                description="One-off runs of an uploaded skill package")
+blp = Blueprint(
+    "temp_skill_runs",
+    __name__,
+    url_prefix="/v1/temp-skill-runs",
+    description="One-off runs of an uploaded skill package",
+)
 
 TEMP_RUN = RunKind(
-    name=TEMP, endpoint_prefix="Temp",
+    name=TEMP,
+    endpoint_prefix="Temp",
     skill_for=lambda req, _run: temp_skill(req),
     require_finished=require_finished,
     summaries={
         "Upload": "Upload the input zip (multipart field `file`, or a raw application/zip body).",
         "Status": "Status and summary of a one-off run; `wait_sec` waits (long poll) for its end.",
         "Result": "The final structured result (409 RUN_NOT_FINISHED while it runs, unless it "
-                  "ends\nwithin `wait_sec`).",
+        "ends\nwithin `wait_sec`).",
         "Logs": "Snapshot of the prompt, stdout and stderr (last 2 MiB of each).",
         "LogsRange": "A byte range of one log (as /v1/jobs/{request_id}/logs/range).",
         "Cancel": "Cancel an active one-off run; a finished run answers accepted=false.",
         "Bundle": "Download the run bundle zip (409 RUN_NOT_FINISHED while it runs).",
-    })
+    },
+)
 
 
 @blp.route("")
@@ -40,9 +47,14 @@ class TempRuns(MethodView):
         """Run a skill package once (multipart `package` zip + `request` JSON); never installed."""
         with context.connect() as conn:
             accepted, pkg = create_temp_run(conn)
-        return {"request_id": accepted.request_id, "skill_id": pkg.id,
-                "skill_version": pkg.version, "cache_hit": accepted.cache_hit,
-                "status": accepted.status, "warnings": pkg.warnings}
+        return {
+            "request_id": accepted.request_id,
+            "skill_id": pkg.id,
+            "skill_version": pkg.version,
+            "cache_hit": accepted.cache_hit,
+            "status": accepted.status,
+            "warnings": pkg.warnings,
+        }
 
 
 register_run_routes(blp, TEMP_RUN)

@@ -3,6 +3,7 @@
 Modules are imported on first use so importing this package has no side effects and a
 broken adapter cannot break the others.
 """
+
 from __future__ import annotations
 
 import importlib

@@ -4,6 +4,7 @@ An adapter turns a prepared run (prompt, run directory, merged engine config) in
 `CommandSpec`; the worker's supervisor runs it and hands back a `ProcessResult`; the adapter
 parses that into an `EngineOutput`. Adapters never spawn processes themselves.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -15,10 +16,10 @@ from typing import Any, Protocol
 class EngineContext:
     """Everything an adapter needs to build one invocation."""
 
-    run_dir: Path                 # absolute run directory; the CLI's working directory
+    run_dir: Path  # absolute run directory; the CLI's working directory
     skill_id: str
-    prompt: str                   # the rendered prompt (already saved to logs/prompt.txt)
-    config: dict[str, Any]        # merged engine config (default < skill < user < enforced)
+    prompt: str  # the rendered prompt (already saved to logs/prompt.txt)
+    config: dict[str, Any]  # merged engine config (default < skill < user < enforced)
     model: str | None = None
     session_id: str | None = None  # set to resume a previous session
     output_schema_path: Path | None = None
@@ -31,16 +32,18 @@ class CommandSpec:
 
     argv: list[str]
     cwd: Path
-    env: dict[str, str]           # full environment for the child
-    stdin: str | None = None      # None means /dev/null
-    files: dict[str, str] = field(default_factory=dict)  # run-relative path -> content to write first
+    env: dict[str, str]  # full environment for the child
+    stdin: str | None = None  # None means /dev/null
+    files: dict[str, str] = field(
+        default_factory=dict
+    )  # run-relative path -> content to write first
 
 
 @dataclass(frozen=True)
 class ProcessResult:
     """What the supervisor observed."""
 
-    exit_code: int | None         # None when killed
+    exit_code: int | None  # None when killed
     stdout_path: Path
     stderr_path: Path
     started: float
@@ -54,7 +57,7 @@ class ProcessResult:
 class EngineError:
     """A typed engine failure."""
 
-    code: str                     # AUTH_MISSING | MODEL_API_ERROR | CLI_NOT_INSTALLED | ENGINE_FAILED
+    code: str  # AUTH_MISSING | MODEL_API_ERROR | CLI_NOT_INSTALLED | ENGINE_FAILED
     message: str
     details: dict[str, Any] = field(default_factory=dict)
 
@@ -66,7 +69,7 @@ class EngineOutput:
     exit_code: int | None
     final_text: str | None = None
     parsed_json: Any = None
-    envelope: Any = None          # the CLI's structured envelope, when it has one
+    envelope: Any = None  # the CLI's structured envelope, when it has one
     session_id: str | None = None
     usage: dict[str, Any] = field(default_factory=dict)  # the CLI's own usage record, as printed
     # {"input_tokens": int, "output_tokens": int} as the CLI counts them; None when it has none
@@ -80,7 +83,7 @@ class EngineAdapter(Protocol):
 
     name: str
     binary: str
-    skill_dirs: tuple[str, ...]   # run-relative folders the CLI discovers skills in
+    skill_dirs: tuple[str, ...]  # run-relative folders the CLI discovers skills in
 
     def build_command(self, ctx: EngineContext) -> CommandSpec:
         """Return the command (and per-run config files) for one invocation."""

@@ -3,6 +3,7 @@
 Models come from the engine config's `models` list (operators set it in the default or
 enforced layer); codex models are written `name@reasoning_effort`.
 """
+
 from __future__ import annotations
 
 import subprocess
@@ -34,8 +35,13 @@ class EngineInfo:
         return len(self.models)
 
     def summary(self) -> dict[str, Any]:
-        return {"engine": self.engine, "cli_version": self.cli_version, "installed": self.installed,
-                "auth_ready": self.auth_ready, "models_count": self.models_count}
+        return {
+            "engine": self.engine,
+            "cli_version": self.cli_version,
+            "installed": self.installed,
+            "auth_ready": self.auth_ready,
+            "models_count": self.models_count,
+        }
 
     def detail(self) -> dict[str, Any]:
         return {**asdict(self), "models_count": self.models_count}
@@ -52,8 +58,13 @@ def cli_version(binary: str) -> tuple[str | None, str | None]:
         error = f"{binary} is not installed"
     else:
         try:
-            proc = subprocess.run([str(path), "--version"], capture_output=True, text=True,
-                                  timeout=20, stdin=subprocess.DEVNULL)
+            proc = subprocess.run(
+                [str(path), "--version"],
+                capture_output=True,
+                text=True,
+                timeout=20,
+                stdin=subprocess.DEVNULL,
+            )
             text = (proc.stdout or proc.stderr).strip().splitlines()
             version = text[-1].strip() if text and proc.returncode == 0 else None
             error = None if version else f"{binary} --version exited {proc.returncode}"
@@ -69,11 +80,16 @@ def engine_info(engine: str, *, with_version: bool = True) -> EngineInfo:
     config = load_engine_config(engine, skill_dir=None, user=None)
     path = resolve_binary(adapter.binary)
     version, error = cli_version(adapter.binary) if with_version else (None, None)
-    return EngineInfo(engine=engine, installed=path is not None,
-                      binary_path=str(path) if path else None, cli_version=version,
-                      auth_ready=bool(resolve_api_key(config)),
-                      models=list(config.get("models") or []),
-                      default_model=config.get("model"), last_error=error)
+    return EngineInfo(
+        engine=engine,
+        installed=path is not None,
+        binary_path=str(path) if path else None,
+        cli_version=version,
+        auth_ready=bool(resolve_api_key(config)),
+        models=list(config.get("models") or []),
+        default_model=config.get("model"),
+        last_error=error,
+    )
 
 
 def all_engines(with_version: bool = True) -> list[EngineInfo]:

@@ -13,6 +13,7 @@ Each run gets ``HOME=<run_dir>/.claude-home`` and ``CLAUDE_CONFIG_DIR`` below it
 there, so a resume (``--resume``) must use the same run dir. Tools the skill needs are
 pre-approved with ``--allowedTools``; in ``auto`` mode the ask-the-user tool is disallowed.
 """
+
 from __future__ import annotations
 
 import json
@@ -20,7 +21,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from runner_core.engines.base import CommandSpec, EngineContext, EngineError, EngineOutput, ProcessResult
+from runner_core.engines.base import (
+    CommandSpec,
+    EngineContext,
+    EngineError,
+    EngineOutput,
+    ProcessResult,
+)
 from runner_core.engines.claude_stream import Stream, read_stream
 from runner_core.engines.config import resolve_api_key
 from runner_core.engines.failures import api_error, exit_error, missing_cli_error
@@ -58,8 +65,15 @@ class ClaudeAdapter:
         key = resolve_api_key(ctx.config)
         if key:
             extra["ANTHROPIC_API_KEY"] = key
-        argv = [str(binary_path or self.binary), "--print", "--output-format", "stream-json",
-                "--verbose", "--allowedTools", ",".join(ALLOWED_TOOLS)]
+        argv = [
+            str(binary_path or self.binary),
+            "--print",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--allowedTools",
+            ",".join(ALLOWED_TOOLS),
+        ]
         if ctx.execution_mode != "interactive":
             argv += ["--disallowedTools", "AskUserQuestion"]
         model = ctx.model or ctx.config.get("model")
@@ -79,8 +93,13 @@ class ClaudeAdapter:
     def parse_output(self, result: ProcessResult) -> EngineOutput:
         """Session id, final text, usage, tool calls and a typed error from the stream."""
         stream = read_stream(json_lines(read_output(result.stdout_path)), _tool_result)
-        out = EngineOutput(exit_code=result.exit_code, final_text=stream.text, envelope=stream.result,
-                           session_id=stream.session_id, tool_calls=stream.tool_calls)
+        out = EngineOutput(
+            exit_code=result.exit_code,
+            final_text=stream.text,
+            envelope=stream.result,
+            session_id=stream.session_id,
+            tool_calls=stream.tool_calls,
+        )
         if stream.result is not None:
             out.usage = stream.usage
             if "total_cost_usd" in stream.result:
@@ -115,8 +134,11 @@ class ClaudeAdapter:
             return api_error(str(last.get("error") or "model call failed"), **details)
         stderr = read_output(result.stderr_path)
         if envelope is None and result.exit_code == 0:
-            return EngineError(ErrorCode.ENGINE_FAILED, "claude exited without a result",
-                               {"stderr_tail": stderr[-2000:]})
+            return EngineError(
+                ErrorCode.ENGINE_FAILED,
+                "claude exited without a result",
+                {"stderr_tail": stderr[-2000:]},
+            )
         return exit_error(result, self.binary, stderr)
 
 

@@ -5,6 +5,7 @@ Events: ``system{subtype:init, session_id}``, ``assistant{message.content[text|t
 session_id, usage}``. Resumed turns append to the same log, so only the events from the last
 ``init`` on are read. Each CLI types its own errors from what is collected here.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -20,8 +21,8 @@ class Stream:
     """The last invocation of a Claude-style stream, collected."""
 
     events: list[dict[str, Any]]
-    init: dict[str, Any] = field(default_factory=dict)      # the ``system/init`` event
-    result: dict[str, Any] | None = None                    # the final ``result`` event
+    init: dict[str, Any] = field(default_factory=dict)  # the ``system/init`` event
+    result: dict[str, Any] | None = None  # the final ``result`` event
     session_id: str | None = None
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     text: str | None = None  # the result's text, else the last assistant message's text
@@ -56,8 +57,10 @@ def read_stream(events: list[dict[str, Any]], tool_result: ToolResultFields) -> 
 
 def last_invocation(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The events from the last ``system/init`` on (all of them when there is none)."""
-    starts = [i for i, e in enumerate(events) if e.get("type") == "system" and e.get("subtype") == "init"]
-    return events[starts[-1]:] if starts else events
+    starts = [
+        i for i, e in enumerate(events) if e.get("type") == "system" and e.get("subtype") == "init"
+    ]
+    return events[starts[-1] :] if starts else events
 
 
 def _collect_assistant(event: dict[str, Any], calls: dict[str, dict[str, Any]]) -> str | None:
@@ -66,14 +69,18 @@ def _collect_assistant(event: dict[str, Any], calls: dict[str, dict[str, Any]]) 
     for block in (event.get("message") or {}).get("content") or []:
         if block.get("type") == "tool_use":
             calls[block.get("id", str(len(calls)))] = {
-                "id": block.get("id"), "name": block.get("name"), "input": block.get("input")}
+                "id": block.get("id"),
+                "name": block.get("name"),
+                "input": block.get("input"),
+            }
         elif block.get("type") == "text":
             texts.append(block.get("text", ""))
     return "".join(texts) or None
 
 
-def _collect_results(event: dict[str, Any], calls: dict[str, dict[str, Any]],
-                     tool_result: ToolResultFields) -> None:
+def _collect_results(
+    event: dict[str, Any], calls: dict[str, dict[str, Any]], tool_result: ToolResultFields
+) -> None:
     content = (event.get("message") or {}).get("content")
     for block in content if isinstance(content, list) else []:
         call = calls.get(block.get("tool_use_id", ""))

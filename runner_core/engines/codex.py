@@ -23,6 +23,7 @@ there, so a resume must use the same run dir. Profiles (``-p``) are never used. 
 the last argument (after ``--``), or ``-`` with the prompt on stdin when it is too long for
 argv. ``ctx.execution_mode`` changes nothing: codex exec has no way to ask the user.
 """
+
 from __future__ import annotations
 
 import json
@@ -34,7 +35,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from runner_core.engines.base import CommandSpec, EngineContext, EngineError, EngineOutput, ProcessResult
+from runner_core.engines.base import (
+    CommandSpec,
+    EngineContext,
+    EngineError,
+    EngineOutput,
+    ProcessResult,
+)
 from runner_core.engines.config import resolve_api_key
 from runner_core.engines.failures import api_error, exit_error, http_status, missing_cli_error
 from runner_core.engines.invocation import engine_env, prompt_args, resolve_binary
@@ -71,8 +78,11 @@ def native_binary(launcher: Path | None) -> tuple[Path, Path] | None:
         return None
     triple, package = target
     root = script.parent.parent
-    vendors = (root / "node_modules" / "@openai" / package / "vendor",
-               root.parent / package / "vendor", root / "vendor")
+    vendors = (
+        root / "node_modules" / "@openai" / package / "vendor",
+        root.parent / package / "vendor",
+        root / "vendor",
+    )
     for vendor in vendors:
         binary = vendor / triple / "bin" / "codex"
         if binary.is_file() and os.access(binary, os.X_OK):
@@ -143,8 +153,10 @@ class CodexAdapter:
         home.mkdir(parents=True, exist_ok=True)  # codex refuses a missing CODEX_HOME
         binary_path = resolve_binary(self.binary)
         native = native_binary(binary_path)
-        settings: dict[str, Any] = {"analytics": {"enabled": False},
-                                    "check_for_update_on_startup": False}
+        settings: dict[str, Any] = {
+            "analytics": {"enabled": False},
+            "check_for_update_on_startup": False,
+        }
         extra = {"CODEX_HOME": str(home)}
         if native is not None:  # what the launcher would add before running the binary
             extra.update(CODEX_MANAGED_BY_NPM="1", CODEX_MANAGED_PACKAGE_ROOT=str(native[1]))
@@ -152,17 +164,30 @@ class CodexAdapter:
         if ctx.config.get("base_url"):
             key_env = ctx.config.get("api_key_env") or DEFAULT_KEY_ENV
             settings["model_provider"] = PROVIDER
-            settings["model_providers"] = {PROVIDER: {
-                "name": PROVIDER, "base_url": ctx.config["base_url"],
-                "env_key": key_env, "wire_api": "responses"}}
+            settings["model_providers"] = {
+                PROVIDER: {
+                    "name": PROVIDER,
+                    "base_url": ctx.config["base_url"],
+                    "env_key": key_env,
+                    "wire_api": "responses",
+                }
+            }
             if key:
                 extra[key_env] = key
         elif key:
             extra["CODEX_API_KEY"] = key
         program = native[0] if native is not None else binary_path or self.binary
-        argv = [str(program), "exec", "--json", "--skip-git-repo-check",
-                "--sandbox", "workspace-write"]
-        for override in config_overrides(settings) + config_overrides(ctx.config.get("settings") or {}):
+        argv = [
+            str(program),
+            "exec",
+            "--json",
+            "--skip-git-repo-check",
+            "--sandbox",
+            "workspace-write",
+        ]
+        for override in config_overrides(settings) + config_overrides(
+            ctx.config.get("settings") or {}
+        ):
             argv += ["-c", override]
         model, effort = split_model(ctx.model or ctx.config.get("model"))
         if effort:
@@ -205,8 +230,13 @@ class CodexAdapter:
         out.error = self._error(result, events, failed, errors)
         return out
 
-    def _error(self, result: ProcessResult, events: list[dict[str, Any]],
-               failed: str | None, errors: list[str]) -> EngineError | None:
+    def _error(
+        self,
+        result: ProcessResult,
+        events: list[dict[str, Any]],
+        failed: str | None,
+        errors: list[str],
+    ) -> EngineError | None:
         if not events and (result.exit_code == 127 or resolve_binary(self.binary) is None):
             return missing_cli_error(self.binary)
         message = failed or (errors[-1] if errors and result.exit_code != 0 else None)
@@ -218,7 +248,7 @@ class CodexAdapter:
 def last_invocation(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The events of the last codex process: resumed turns append to the same stdout log."""
     starts = [i for i, e in enumerate(events) if e.get("type") == "thread.started"]
-    return events[starts[-1]:] if starts else events
+    return events[starts[-1] :] if starts else events
 
 
 def classify_api_error(message: str, timed_out: bool = False) -> EngineError:

@@ -17,6 +17,7 @@ environment variable holding the key), ``api_key`` (the key itself; tests only),
 ``node_flags`` (V8 flags for a Node CLI, see invocation.program_argv) and ``runtime_options``
 (passed through from the request). How the CLI is found and started is in invocation.py.
 """
+
 from __future__ import annotations
 
 import copy
@@ -143,7 +144,9 @@ def validate_config(config: Mapping[str, Any]) -> None:
         if not isinstance(value, str):
             raise EngineConfigError(f"engine config env {name!r} must be a string")
     flags = config.get("node_flags")
-    if flags is not None and not (isinstance(flags, list) and all(isinstance(f, str) for f in flags)):
+    if flags is not None and not (
+        isinstance(flags, list) and all(isinstance(f, str) for f in flags)
+    ):
         raise EngineConfigError("engine config key 'node_flags' must be a list of strings")
 
 
@@ -168,7 +171,9 @@ def load_engine_config(
     return merged
 
 
-def resolve_api_key(config: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> str | None:
+def resolve_api_key(
+    config: Mapping[str, Any], environ: Mapping[str, str] | None = None
+) -> str | None:
     """The provider key: literal ``api_key``, else the variable named by ``api_key_env``."""
     if config.get("api_key"):
         return str(config["api_key"])

@@ -1,5 +1,6 @@
 """Typed engine failures shared by the adapters: a CLI that is not installed, a failed model
 call (with the HTTP status pulled out of the CLI's error text) and a bad exit."""
+
 from __future__ import annotations
 
 import re
@@ -54,8 +55,9 @@ def exit_error(result: ProcessResult, binary: str, stderr: str) -> EngineError |
     )
 
 
-def process_error(result: ProcessResult, binary: str, stderr: str, *,
-                  printed: bool) -> EngineError | None:
+def process_error(
+    result: ProcessResult, binary: str, stderr: str, *, printed: bool
+) -> EngineError | None:
     """`exit_error`, or CLI_NOT_INSTALLED for a clean exit that printed nothing (`printed`
     False) when the binary cannot be found."""
     if result.exit_code != 0:

@@ -9,17 +9,29 @@ stream-json events: ``init{session_id}``, ``message{role, content, delta}``,
 ``tool_use{tool_name, tool_id, parameters}``, ``tool_result{tool_id, status, output}``,
 ``error{severity, message}``, ``result{status, error?, stats}``.
 """
+
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
 from typing import Any
 
-from runner_core.engines.base import CommandSpec, EngineContext, EngineError, EngineOutput, ProcessResult
+from runner_core.engines.base import (
+    CommandSpec,
+    EngineContext,
+    EngineError,
+    EngineOutput,
+    ProcessResult,
+)
 from runner_core.engines.config import deep_merge, resolve_api_key
 from runner_core.engines.failures import api_error, http_status, process_error
 from runner_core.engines.invocation import (
-    RUN_HOME, RUN_HOME_FILES, program_argv, prompt_args, resolve_binary, run_env,
+    RUN_HOME,
+    RUN_HOME_FILES,
+    program_argv,
+    prompt_args,
+    resolve_binary,
+    run_env,
 )
 from runner_core.engines.streams import json_lines, json_of_text, read_output, token_counts
 from runner_core.error_codes import ErrorCode
@@ -55,7 +67,9 @@ class GeminiAdapter:
             argv += ["-m", model]
         if ctx.session_id:
             argv += ["--resume", ctx.session_id]
-        prompt, stdin = prompt_args(ctx.prompt, flag="--prompt")  # piped stdin alone is headless too
+        prompt, stdin = prompt_args(
+            ctx.prompt, flag="--prompt"
+        )  # piped stdin alone is headless too
         argv += prompt
         settings = deep_merge(BASE_SETTINGS, config.get("settings", {}))
         return CommandSpec(
@@ -63,7 +77,10 @@ class GeminiAdapter:
             cwd=ctx.run_dir,
             stdin=stdin,
             env=env,
-            files={**RUN_HOME_FILES, f"{RUN_HOME}/.gemini/settings.json": json.dumps(settings, indent=2)},
+            files={
+                **RUN_HOME_FILES,
+                f"{RUN_HOME}/.gemini/settings.json": json.dumps(settings, indent=2),
+            },
         )
 
     def parse_output(self, result: ProcessResult) -> EngineOutput:
@@ -92,12 +109,17 @@ def parse_stream_events(events: list[dict[str, Any]], exit_code: int | None) -> 
             text += str(event.get("content") or "")
         elif kind == "tool_use":
             text = ""  # like the CLI's json mode: the answer is what follows the last tool call
-            call = {"id": event.get("tool_id"), "name": event.get("tool_name"),
-                    "input": event.get("parameters") or {}}
+            call = {
+                "id": event.get("tool_id"),
+                "name": event.get("tool_name"),
+                "input": event.get("parameters") or {},
+            }
             calls[str(call["id"])] = call
             output.tool_calls.append(call)
         elif kind == "tool_result" and str(event.get("tool_id")) in calls:
-            calls[str(event.get("tool_id"))].update(status=event.get("status"), output=event.get("output"))
+            calls[str(event.get("tool_id"))].update(
+                status=event.get("status"), output=event.get("output")
+            )
         elif kind == "result":
             output.envelope = event
             output.usage = dict(event.get("stats") or {})
@@ -121,8 +143,11 @@ def result_error(error: dict[str, Any]) -> EngineError:
 def startup_error(stderr: str, exit_code: int | None) -> EngineError | None:
     """Errors gemini prints before its stream starts (auth is checked at startup: exit 41)."""
     if any(hint in stderr for hint in _AUTH_HINTS) or exit_code == 41:
-        return EngineError(ErrorCode.AUTH_MISSING, stderr.strip()[-2000:] or "gemini auth failed",
-                           {"exit_code": exit_code})
+        return EngineError(
+            ErrorCode.AUTH_MISSING,
+            stderr.strip()[-2000:] or "gemini auth failed",
+            {"exit_code": exit_code},
+        )
     return None
 
 

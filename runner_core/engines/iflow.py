@@ -8,6 +8,7 @@ against transcripts written from its documented behaviour, not recorded from the
 Each run gets its own HOME (`<run>/.home`) holding `.iflow/settings.json` (an OpenAI-compatible
 provider: ``baseUrl``, ``modelName``); the key travels in the environment as IFLOW_apiKey.
 """
+
 from __future__ import annotations
 
 import json
@@ -15,10 +16,22 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from runner_core.engines.base import CommandSpec, EngineContext, EngineError, EngineOutput, ProcessResult
+from runner_core.engines.base import (
+    CommandSpec,
+    EngineContext,
+    EngineError,
+    EngineOutput,
+    ProcessResult,
+)
 from runner_core.engines.config import deep_merge, resolve_api_key
 from runner_core.engines.failures import api_error, http_status, process_error
-from runner_core.engines.invocation import RUN_HOME, RUN_HOME_FILES, prompt_args, resolve_binary, run_env
+from runner_core.engines.invocation import (
+    RUN_HOME,
+    RUN_HOME_FILES,
+    prompt_args,
+    resolve_binary,
+    run_env,
+)
 from runner_core.engines.streams import json_of_text, read_output, token_counts
 from runner_core.error_codes import ErrorCode
 
@@ -51,14 +64,19 @@ class IflowAdapter:
         argv = [str(binary_path or self.binary), "--yolo", "--thinking"]
         if ctx.session_id:
             argv += ["--resume", ctx.session_id]
-        prompt, stdin = prompt_args(ctx.prompt, flag="--prompt")  # piped stdin alone is headless too
+        prompt, stdin = prompt_args(
+            ctx.prompt, flag="--prompt"
+        )  # piped stdin alone is headless too
         argv += prompt
         return CommandSpec(
             argv=argv,
             cwd=ctx.run_dir,
             stdin=stdin,
             env=run_env(ctx.run_dir, binary_path, config, extra),
-            files={**RUN_HOME_FILES, f"{RUN_HOME}/.iflow/settings.json": json.dumps(settings, indent=2)},
+            files={
+                **RUN_HOME_FILES,
+                f"{RUN_HOME}/.iflow/settings.json": json.dumps(settings, indent=2),
+            },
         )
 
     def parse_output(self, result: ProcessResult) -> EngineOutput:

@@ -5,6 +5,7 @@ A binary is looked up in the repository's ``.engines/node_modules/.bin``, then i
 named by ``SKILL_RUNNER_ENGINE_BIN_DIR``, then on PATH. Each run's CLI gets its own HOME and
 TMPDIR under the run dir, so nothing lands in a shared user config.
 """
+
 from __future__ import annotations
 
 import os
@@ -24,9 +25,22 @@ RUN_HOME_FILES = {f"{RUN_TMP}/.keep": ""}
 # Variables the CLI may inherit from the service; everything else (database URLs, other
 # secrets) stays out of the child's environment.
 _INHERITED_ENV = (
-    "PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "TERM",
-    "SSL_CERT_FILE", "SSL_CERT_DIR", "NODE_EXTRA_CA_CERTS",
-    "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy",
+    "PATH",
+    "LANG",
+    "LC_ALL",
+    "LC_CTYPE",
+    "TZ",
+    "TMPDIR",
+    "TERM",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "NODE_EXTRA_CA_CERTS",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
 )
 
 # Longer prompts go through stdin: one argv string may not exceed 128 KiB on Linux.
@@ -73,12 +87,18 @@ def run_env(
     run_dir: Path, binary_path: Path | None, config: Mapping[str, Any], extra: Mapping[str, str]
 ) -> dict[str, str]:
     """`engine_env` with HOME and TMPDIR under `run_dir` (see RUN_HOME, RUN_HOME_FILES)."""
-    return engine_env(home=run_dir / RUN_HOME, tmp_dir=run_dir / RUN_TMP,
-                      binary_path=binary_path, config=config, extra=extra)
+    return engine_env(
+        home=run_dir / RUN_HOME,
+        tmp_dir=run_dir / RUN_TMP,
+        binary_path=binary_path,
+        config=config,
+        extra=extra,
+    )
 
 
-def program_argv(binary: str, binary_path: Path | None, config: Mapping[str, Any],
-                 env: Mapping[str, str]) -> list[str]:
+def program_argv(
+    binary: str, binary_path: Path | None, config: Mapping[str, Any], env: Mapping[str, str]
+) -> list[str]:
     """The start of an engine's argv: the CLI itself, or `node FLAGS SCRIPT` when the config
     has ``node_flags`` and the CLI is a Node script (V8 flags such as --liftoff-only are not
     allowed in NODE_OPTIONS). `node` is looked up on the child's PATH, as the script's own
@@ -109,8 +129,9 @@ def prompt_fits_argv(prompt: str) -> bool:
     return len(prompt.encode("utf-8")) <= MAX_ARGV_PROMPT_BYTES
 
 
-def prompt_args(prompt: str, *, flag: str | None = None,
-                stdin_args: Sequence[str] = ()) -> tuple[list[str], str | None]:
+def prompt_args(
+    prompt: str, *, flag: str | None = None, stdin_args: Sequence[str] = ()
+) -> tuple[list[str], str | None]:
     """(argv tail, stdin) that pass `prompt`: in argv when it fits, as ``FLAG=PROMPT`` or after
     ``--`` (so a prompt starting with "-" is not read as an option); else on stdin, with
     `stdin_args` telling the CLI to read it there."""

@@ -13,13 +13,20 @@ part.state}``, ``text{part.text}``, ``step_finish{part.reason, part.tokens}`` an
 A new session gets ``--title "skill <id>"``: without a title, opencode spends a request to the
 (small) model on one before it starts, i.e. every run would cost two model calls instead of one.
 """
+
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
 from typing import Any
 
-from runner_core.engines.base import CommandSpec, EngineContext, EngineError, EngineOutput, ProcessResult
+from runner_core.engines.base import (
+    CommandSpec,
+    EngineContext,
+    EngineError,
+    EngineOutput,
+    ProcessResult,
+)
 from runner_core.engines.config import deep_merge, resolve_api_key
 from runner_core.engines.failures import api_error, process_error
 from runner_core.engines.invocation import RUN_HOME_FILES, prompt_args, resolve_binary, run_env
@@ -77,7 +84,9 @@ class OpencodeAdapter:
         return output
 
 
-def provider_settings(config: dict[str, Any], model: str | None) -> tuple[dict[str, Any], dict[str, str]]:
+def provider_settings(
+    config: dict[str, Any], model: str | None
+) -> tuple[dict[str, Any], dict[str, str]]:
     """The opencode.json content and the env carrying the key.
 
     With ``base_url`` the model is served by an OpenAI-compatible provider ``runner``; without
@@ -88,9 +97,12 @@ def provider_settings(config: dict[str, Any], model: str | None) -> tuple[dict[s
     extra: dict[str, str] = {}
     if config.get("base_url") and model:
         bare = model.split("/", 1)[1] if model.startswith(f"{PROVIDER_ID}/") else model
-        provider = {"npm": "@ai-sdk/openai-compatible", "name": "Skill Runner provider",
-                    "options": {"baseURL": str(config["base_url"]), "apiKey": f"{{env:{KEY_ENV}}}"},
-                    "models": {bare: {}}}
+        provider = {
+            "npm": "@ai-sdk/openai-compatible",
+            "name": "Skill Runner provider",
+            "options": {"baseURL": str(config["base_url"]), "apiKey": f"{{env:{KEY_ENV}}}"},
+            "models": {bare: {}},
+        }
         settings = deep_merge(settings, {"provider": {PROVIDER_ID: provider}})
         settings["model"] = f"{PROVIDER_ID}/{bare}"
         if key:
@@ -121,9 +133,15 @@ def parse_events(events: list[dict[str, Any]], exit_code: int | None) -> EngineO
         elif kind == "tool_use":
             text = ""
             state = part.get("state") or {}
-            output.tool_calls.append({"id": part.get("callID") or part.get("id"), "name": part.get("tool"),
-                                      "input": state.get("input") or {}, "status": state.get("status"),
-                                      "output": state.get("output")})
+            output.tool_calls.append(
+                {
+                    "id": part.get("callID") or part.get("id"),
+                    "name": part.get("tool"),
+                    "input": state.get("input") or {},
+                    "status": state.get("status"),
+                    "output": state.get("output"),
+                }
+            )
         elif kind == "step_finish":
             add_tokens(usage, part.get("tokens") or {}, part.get("cost"))
             output.envelope = event

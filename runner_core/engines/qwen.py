@@ -8,6 +8,7 @@ stream-json follows Claude Code's layout (read by runner_core.engines.claude_str
 model API failure still ends with exit 0, ``subtype:"success"`` and
 ``result:"[API Error: ...]"``; it is reported as MODEL_API_ERROR here.
 """
+
 from __future__ import annotations
 
 import json
@@ -15,12 +16,23 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from runner_core.engines.base import CommandSpec, EngineContext, EngineError, EngineOutput, ProcessResult
+from runner_core.engines.base import (
+    CommandSpec,
+    EngineContext,
+    EngineError,
+    EngineOutput,
+    ProcessResult,
+)
 from runner_core.engines.claude_stream import read_stream
 from runner_core.engines.config import resolve_api_key
 from runner_core.engines.failures import api_error, http_status, process_error
 from runner_core.engines.invocation import (
-    RUN_HOME, RUN_HOME_FILES, program_argv, prompt_args, resolve_binary, run_env,
+    RUN_HOME,
+    RUN_HOME_FILES,
+    program_argv,
+    prompt_args,
+    resolve_binary,
+    run_env,
 )
 from runner_core.engines.streams import json_lines, json_of_text, read_output, token_counts
 from runner_core.error_codes import ErrorCode
@@ -57,15 +69,19 @@ class QwenAdapter:
             argv += ["-m", model]
         if ctx.session_id:
             argv += ["--resume", ctx.session_id]
-        prompt, stdin = prompt_args(ctx.prompt, flag="--prompt")  # piped stdin alone is headless too
+        prompt, stdin = prompt_args(
+            ctx.prompt, flag="--prompt"
+        )  # piped stdin alone is headless too
         argv += prompt
         return CommandSpec(
             argv=argv,
             cwd=ctx.run_dir,
             stdin=stdin,
             env=env,
-            files={**RUN_HOME_FILES,
-                   f"{RUN_HOME}/.qwen/settings.json": json.dumps(config.get("settings", {}), indent=2)},
+            files={
+                **RUN_HOME_FILES,
+                f"{RUN_HOME}/.qwen/settings.json": json.dumps(config.get("settings", {}), indent=2),
+            },
         )
 
     def parse_output(self, result: ProcessResult) -> EngineOutput:
@@ -73,24 +89,37 @@ class QwenAdapter:
         stderr = read_output(result.stderr_path)
         events = json_lines(read_output(result.stdout_path))
         stream = read_stream(events, _tool_result)
-        output = EngineOutput(exit_code=result.exit_code, final_text=stream.text or None,
-                              envelope=stream.result, session_id=stream.session_id,
-                              usage=stream.usage, tool_calls=stream.tool_calls)
+        output = EngineOutput(
+            exit_code=result.exit_code,
+            final_text=stream.text or None,
+            envelope=stream.result,
+            session_id=stream.session_id,
+            usage=stream.usage,
+            tool_calls=stream.tool_calls,
+        )
         output.tokens = token_counts(output.usage)
         output.error = result_error(stream.result) if stream.result is not None else None
         if output.error is None:
             output.parsed_json = json_of_text(output.final_text)
-        if output.error is None and result.exit_code != 0 and not events \
-                and any(hint in stderr for hint in _AUTH_HINTS):
-            output.error = EngineError(ErrorCode.AUTH_MISSING, stderr.strip()[-2000:],
-                                       {"exit_code": result.exit_code})
+        if (
+            output.error is None
+            and result.exit_code != 0
+            and not events
+            and any(hint in stderr for hint in _AUTH_HINTS)
+        ):
+            output.error = EngineError(
+                ErrorCode.AUTH_MISSING, stderr.strip()[-2000:], {"exit_code": result.exit_code}
+            )
         if output.error is None:
             output.error = process_error(result, self.binary, stderr, printed=bool(events))
         return output
 
 
 def _tool_result(block: dict[str, Any]) -> dict[str, Any]:
-    return {"status": "error" if block.get("is_error") else "success", "output": block.get("content")}
+    return {
+        "status": "error" if block.get("is_error") else "success",
+        "output": block.get("content"),
+    }
 
 
 def result_error(event: dict[str, Any]) -> EngineError | None:
@@ -103,8 +132,11 @@ def result_error(event: dict[str, Any]) -> EngineError | None:
         raw_error = event.get("error")
         error = raw_error if isinstance(raw_error, dict) else {}
         message = str(error.get("message") or text or event.get("subtype"))
-        code = ErrorCode.AUTH_MISSING if any(hint in message for hint in _AUTH_HINTS) \
+        code = (
+            ErrorCode.AUTH_MISSING
+            if any(hint in message for hint in _AUTH_HINTS)
             else ErrorCode.ENGINE_FAILED
+        )
         return EngineError(code, message, {"subtype": event.get("subtype")})
     return None
 

@@ -1,5 +1,6 @@
 """Reading what an engine CLI printed: captured streams, JSON lines, JSON answers and token
 counts. Shared by the adapters; each one knows its own event layout."""
+
 from __future__ import annotations
 
 import json
@@ -46,14 +47,19 @@ def json_of_text(text: str | None) -> Any:
         return None
 
 
-def token_counts(usage: Mapping[str, Any] | None, input_key: str = "input_tokens",
-                 output_key: str = "output_tokens") -> dict[str, int] | None:
+def token_counts(
+    usage: Mapping[str, Any] | None,
+    input_key: str = "input_tokens",
+    output_key: str = "output_tokens",
+) -> dict[str, int] | None:
     """``{"input_tokens": N, "output_tokens": M}`` from a CLI's own usage record, counted as
     the CLI counts them; None when it reports neither."""
     if not isinstance(usage, Mapping):
         return None
-    counts = {name: usage.get(key) for name, key in
-              (("input_tokens", input_key), ("output_tokens", output_key))}
+    counts = {
+        name: usage.get(key)
+        for name, key in (("input_tokens", input_key), ("output_tokens", output_key))
+    }
     if not any(_is_count(value) for value in counts.values()):
         return None
     return {name: int(value) if _is_count(value) else 0 for name, value in counts.items()}

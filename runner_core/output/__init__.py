@@ -2,6 +2,7 @@
 
 `run_output_chain` is the entry point; the worker injects the N1-N3 callables.
 """
+
 from __future__ import annotations
 
 from runner_core.output.chain import OutputOutcome, run_output_chain

@@ -3,6 +3,7 @@
 Sources are tried in order (result/result.json, the engine's envelope, the engine's text) at
 each level before moving to the next level, so the least-normalized valid output always wins.
 """
+
 from __future__ import annotations
 
 import time
@@ -93,8 +94,17 @@ def run_output_chain(
     ctx = ChainContext(run_dir, validator, log)
     result_text = read_result_file(run_dir)
     candidates = _candidates(result_text, envelope, engine_text)
-    attempts = _attempts(ctx, candidates, output_schema, raw, schema_path,
-                         normalizer, fallback, repair, repair_rounds)
+    attempts = _attempts(
+        ctx,
+        candidates,
+        output_schema,
+        raw,
+        schema_path,
+        normalizer,
+        fallback,
+        repair,
+        repair_rounds,
+    )
     winner = next((a for a in attempts if a is not None and a.ok), None)
     if winner is None:
         best = ctx.best()
@@ -118,9 +128,15 @@ def _candidates(result_text: str | None, envelope: Any, engine_text: str | None)
 
 
 def _attempts(
-    ctx: ChainContext, candidates: list[Candidate], schema: Any, raw: RawOutput,
-    schema_path: Path | None, normalizer: SkillCommand | None, fallback: SkillCommand | None,
-    repair: RepairFunction | None, repair_rounds: int,
+    ctx: ChainContext,
+    candidates: list[Candidate],
+    schema: Any,
+    raw: RawOutput,
+    schema_path: Path | None,
+    normalizer: SkillCommand | None,
+    fallback: SkillCommand | None,
+    repair: RepairFunction | None,
+    repair_rounds: int,
 ) -> Iterator[Attempt | None]:
     """Yield attempts lazily, least normalized first; the caller stops at the first valid one."""
     for candidate in candidates:
@@ -130,9 +146,12 @@ def _attempts(
     for level, command, source in (("N1", normalizer, "normalizer"), ("N2", fallback, "fallback")):
         if command is not None:
             request = NormalizeRequest(
-                level, ctx.run_dir, raw.primary_path,
+                level,
+                ctx.run_dir,
+                raw.primary_path,
                 ensure_schema_file(ctx.run_dir, schema, schema_path),
-                ctx.run_dir / RESULT_FILE, raw.envelope_path,
+                ctx.run_dir / RESULT_FILE,
+                raw.envelope_path,
             )
             yield run_skill_command(ctx, command, request, source)
     if repair is None:
@@ -140,8 +159,12 @@ def _attempts(
     previous = ctx.best()
     for round_number in range(1, repair_rounds + 1):
         repair_request = RepairRequest(
-            round_number, _repair_text(previous, raw), previous.errors if previous else [],
-            schema, ctx.run_dir, raw.primary_path,
+            round_number,
+            _repair_text(previous, raw),
+            previous.errors if previous else [],
+            schema,
+            ctx.run_dir,
+            raw.primary_path,
         )
         attempt = run_repair_round(ctx, repair, repair_request)
         previous = attempt or previous  # a round that failed outright leaves the input as it was
@@ -167,8 +190,12 @@ def _warnings(ctx: ChainContext, winner: Attempt) -> list[dict[str, Any]]:
 
 
 def _finish(
-    run_dir: Path, raw: RawOutput, log: StepLog, winner: Attempt | None,
-    errors: list[dict[str, Any]], warnings: list[dict[str, Any]],
+    run_dir: Path,
+    raw: RawOutput,
+    log: StepLog,
+    winner: Attempt | None,
+    errors: list[dict[str, Any]],
+    warnings: list[dict[str, Any]],
 ) -> OutputOutcome:
     ok = winner is not None
     level = winner.level if winner else None
@@ -185,5 +212,14 @@ def _finish(
     if winner is not None:
         write_json(run_dir / OUTPUT_FILE, winner.value)
     write_json(run_dir / VALIDATION_FILE, record)
-    return OutputOutcome(ok, winner.value if winner else None, warnings, errors, record["steps"],
-                         level, str(raw.primary_path), source, record)
+    return OutputOutcome(
+        ok,
+        winner.value if winner else None,
+        warnings,
+        errors,
+        record["steps"],
+        level,
+        str(raw.primary_path),
+        source,
+        record,
+    )

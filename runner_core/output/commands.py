@@ -4,6 +4,7 @@ N1 (the skill's normalizer) and N2 (its fallback) are expected to write result/r
 which is then read and validated. N3 (the runner's repair) returns new text. Whatever these
 functions raise is recorded as a failed step and the chain goes on.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -54,7 +55,10 @@ RepairFunction = Callable[[RepairRequest], "str | None"]
 
 
 def run_skill_command(
-    ctx: ChainContext, command: SkillCommand, request: NormalizeRequest, source: str,
+    ctx: ChainContext,
+    command: SkillCommand,
+    request: NormalizeRequest,
+    source: str,
 ) -> Attempt | None:
     """N1/N2: let the skill's command write result/result.json, then read and validate it."""
     name = f"{request.level} {source}"
@@ -70,8 +74,15 @@ def run_skill_command(
     if after is None or after == before:
         # An unchanged file already failed validation; reading it again proves nothing.
         what = "did not write" if after is None else "left unchanged"
-        _log_failure(ctx, name, request.level, started, source,
-                     f"{source} {what} result/result.json", "parse")
+        _log_failure(
+            ctx,
+            name,
+            request.level,
+            started,
+            source,
+            f"{source} {what} result/result.json",
+            "parse",
+        )
         return None
     extracted = extract_json(after)
     attempt = Attempt(source, request.level, after)
@@ -85,7 +96,9 @@ def run_skill_command(
 
 
 def run_repair_round(
-    ctx: ChainContext, repair: RepairFunction, request: RepairRequest,
+    ctx: ChainContext,
+    repair: RepairFunction,
+    request: RepairRequest,
 ) -> Attempt | None:
     """N3: ask the repair function for new text, then parse it (with N0 fixes) and validate."""
     name = f"N3 repair round {request.round}"
@@ -111,8 +124,13 @@ def run_repair_round(
 
 
 def _log_failure(
-    ctx: ChainContext, name: str, level: str, started: float, source: str,
-    message: str, validator: str,
+    ctx: ChainContext,
+    name: str,
+    level: str,
+    started: float,
+    source: str,
+    message: str,
+    validator: str,
 ) -> None:
     errors = [error_record("$", message, validator)]
     ctx.log.add(name, level, ok=False, started=started, source=source, errors=errors)

@@ -4,6 +4,7 @@ Agents wrap their JSON in Markdown fences and prose. We look inside JSON-tagged 
 fenced blocks first, then at the whole text, and otherwise take the first object or array that
 `json.JSONDecoder.raw_decode` accepts, so braces inside JSON strings never confuse the scan.
 """
+
 from __future__ import annotations
 
 import json
@@ -78,7 +79,7 @@ def decode_at(text: str, start: int) -> tuple[Any, int] | None:
     for size in _WINDOWS:
         if start + size >= len(text):
             break
-        window = text[start:start + size]
+        window = text[start : start + size]
         try:
             value, used = _DECODER.raw_decode(window)
         except RecursionError:  # nested deeper than the decoder goes: not a value we can use

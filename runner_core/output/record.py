@@ -1,4 +1,5 @@
 """The record the output chain keeps: one step per action, warnings for every repair."""
+
 from __future__ import annotations
 
 import time

@@ -1,4 +1,5 @@
 """N0 deterministic repair: syntax-only fixes that never guess what a field means."""
+
 from __future__ import annotations
 
 import json
@@ -57,7 +58,7 @@ def repair_text(text: str) -> RepairedText:
     fixes: list[str] = []
     trimmed = text.strip()
     if trimmed.startswith(BOM):
-        trimmed = trimmed[len(BOM):].strip()
+        trimmed = trimmed[len(BOM) :].strip()
         fixes.append(FIX_BOM)
     unfenced = strip_fences(trimmed)
     if unfenced != trimmed:

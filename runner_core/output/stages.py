@@ -2,6 +2,7 @@
 
 Each stage turns one source of output into an `Attempt`, validates it and records a step.
 """
+
 from __future__ import annotations
 
 import json
@@ -92,17 +93,33 @@ def parse_candidate(ctx: ChainContext, candidate: Candidate) -> Attempt:
         # Taking JSON out of fences or prose is a (syntax-only) normalization: say so (N0).
         if how != "whole_text" or strip_fences(candidate.text) != candidate.text.strip():
             attempt.level = "N0"
-            attempt.fixes = ["stripped_code_fence" if how == "fenced_block" or how == "whole_text"
-                             else "extracted_embedded_json"]
+            attempt.fixes = [
+                "stripped_code_fence"
+                if how == "fenced_block" or how == "whole_text"
+                else "extracted_embedded_json"
+            ]
     else:
         attempt.errors = [error_record("$", f"no JSON value found in {candidate.source}", "parse")]
-    ctx.log.add(f"parse {candidate.source}", LEVEL_PARSE, ok=attempt.parsed, started=started,
-                source=candidate.source, errors=attempt.errors, details={"how": how})
+    ctx.log.add(
+        f"parse {candidate.source}",
+        LEVEL_PARSE,
+        ok=attempt.parsed,
+        started=started,
+        source=candidate.source,
+        errors=attempt.errors,
+        details={"how": how},
+    )
     if attempt.parsed:
         started = time.perf_counter()
         ctx.check(attempt)
-        ctx.log.add(f"validate {candidate.source}", LEVEL_VALIDATE, ok=attempt.ok,
-                    started=started, source=candidate.source, errors=attempt.errors)
+        ctx.log.add(
+            f"validate {candidate.source}",
+            LEVEL_VALIDATE,
+            ok=attempt.ok,
+            started=started,
+            source=candidate.source,
+            errors=attempt.errors,
+        )
     else:
         ctx.attempts.append(attempt)
     return attempt
@@ -122,8 +139,12 @@ def repaired_values(text: str) -> Iterator[tuple[Any, list[str]]]:
 
 
 def first_valid(
-    ctx: ChainContext, source: str, level: str, text: str,
-    values: Iterator[tuple[Any, list[str]]], seen: set[str],
+    ctx: ChainContext,
+    source: str,
+    level: str,
+    text: str,
+    values: Iterator[tuple[Any, list[str]]],
+    seen: set[str],
 ) -> Attempt | None:
     """Validate unseen values (by `json_key`) until one passes; return it, else the best failure."""
     tried: list[Attempt] = []
@@ -157,14 +178,27 @@ def repair_candidate(ctx: ChainContext, candidate: Candidate) -> Attempt | None:
 
 
 def log_attempt(
-    ctx: ChainContext, name: str, level: str, attempt: Attempt | None, started: float,
-    source: str, details: dict[str, Any] | None = None,
+    ctx: ChainContext,
+    name: str,
+    level: str,
+    attempt: Attempt | None,
+    started: float,
+    source: str,
+    details: dict[str, Any] | None = None,
 ) -> None:
     """Record a normalization step from the attempt it produced (None: nothing to validate)."""
     if attempt is None:
         errors = [error_record("$", "no new JSON value after deterministic repair", "parse")]
-        ctx.log.add(name, level, ok=False, started=started, source=source, errors=errors,
-                    details=details)
+        ctx.log.add(
+            name, level, ok=False, started=started, source=source, errors=errors, details=details
+        )
         return
-    ctx.log.add(name, level, ok=attempt.ok, started=started, source=source,
-                errors=attempt.errors, details={**(details or {}), "fixes": attempt.fixes})
+    ctx.log.add(
+        name,
+        level,
+        ok=attempt.ok,
+        started=started,
+        source=source,
+        errors=attempt.errors,
+        details={**(details or {}), "fixes": attempt.fixes},
+    )

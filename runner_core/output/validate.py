@@ -1,4 +1,5 @@
 """Validate output data against a skill's output JSON Schema."""
+
 from __future__ import annotations
 
 from typing import Any

@@ -1,4 +1,5 @@
 """The run-directory files the output chain reads and writes."""
+
 from __future__ import annotations
 
 import json
@@ -50,8 +51,9 @@ def write_text(path: Path, text: str) -> None:
         write_file(path, data, atomic=False)
 
 
-def write_raw_output(run_dir: Path, engine_text: str | None, envelope: Any,
-                     text_file: Path | None = None) -> RawOutput:
+def write_raw_output(
+    run_dir: Path, engine_text: str | None, envelope: Any, text_file: Path | None = None
+) -> RawOutput:
     """Save the engine's text (empty when there is none) and its envelope (when there is one).
     `text_file` already holds the text: it is hard-linked (a new name costs far less than a
     new file), or copied where links are not possible."""

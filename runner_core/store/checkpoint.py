@@ -14,6 +14,7 @@ for the few frames the last PASSIVE one left (at most BUSY_SEC) and empties the 
 The thread starts with the first connection a process opens (so a forked process gets its
 own) and ends once no engine of that file is left in the process.
 """
+
 from __future__ import annotations
 
 import logging
@@ -87,9 +88,13 @@ class Checkpointer(threading.Thread):
                 time.sleep(EVERY_SEC)
                 try:
                     if conn is None:  # mode=rw: never create a database that is gone
-                        conn = sqlite3.connect(f"file:{quote(self.path)}?mode=rw", uri=True,
-                                               timeout=BUSY_SEC, check_same_thread=False,
-                                               isolation_level=None)
+                        conn = sqlite3.connect(
+                            f"file:{quote(self.path)}?mode=rw",
+                            uri=True,
+                            timeout=BUSY_SEC,
+                            check_same_thread=False,
+                            isolation_level=None,
+                        )
                     self.checkpoint(conn)
                 except sqlite3.Error as exc:  # busy, or the file is gone: try again later
                     log.debug("checkpoint of %s skipped: %s", self.path, exc)

@@ -1,5 +1,6 @@
 """Engine and session factory; SQLite gets WAL and a busy timeout so API and workers share it,
 and its checkpoints run on a background thread (runner_core.store.checkpoint)."""
+
 from __future__ import annotations
 
 import logging
@@ -49,12 +50,13 @@ def normalize_url(url: str) -> str:
     """Use psycopg 3 for plain postgres URLs (psycopg2 is not a dependency)."""
     for prefix in ("postgresql://", "postgres://"):
         if url.startswith(prefix):
-            return "postgresql+psycopg://" + url[len(prefix):]
+            return "postgresql+psycopg://" + url[len(prefix) :]
     return url
 
 
-def retry_unavailable(write: Callable[[], T], what: str, budget_sec: float,
-                      first_delay: float = 0.2) -> T:
+def retry_unavailable(
+    write: Callable[[], T], what: str, budget_sec: float, first_delay: float = 0.2
+) -> T:
     """`write()`, tried again with growing pauses while the database does not answer
     (OperationalError: down, restarting, locked past the busy timeout) for up to `budget_sec`;
     then the last error is raised. For the writes that record what a run did, which a short
@@ -66,7 +68,11 @@ def retry_unavailable(write: Callable[[], T], what: str, budget_sec: float,
         except OperationalError as exc:
             if time.monotonic() + delay > end:
                 raise
-            log.warning("%s: the database does not answer (%s); again in %.1f s", what,
-                        exc.orig if exc.orig is not None else exc, delay)
+            log.warning(
+                "%s: the database does not answer (%s); again in %.1f s",
+                what,
+                exc.orig if exc.orig is not None else exc,
+                delay,
+            )
             time.sleep(delay)
             delay = min(delay * 2, 5.0)

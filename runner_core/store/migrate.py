@@ -1,4 +1,5 @@
 """Run the Alembic migrations programmatically (used by `skill-runner migrate` and tests)."""
+
 from __future__ import annotations
 
 from alembic import command

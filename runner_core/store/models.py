@@ -1,7 +1,8 @@
 """Typed SQLAlchemy models: a request (what a client asked) and a run (an execution)."""
+
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import JSON, Boolean, DateTime, ForeignKey, Index, Integer, String, Text
@@ -11,7 +12,7 @@ from runner_core.statuses import InstallStatus, RecoveryState, RunStatus
 
 
 def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 class Base(DeclarativeBase):
@@ -52,8 +53,9 @@ class Run(Base):
     dispatched_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
-    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow,
-                                                 onupdate=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), default=utcnow, onupdate=utcnow
+    )
     pending_interaction_id: Mapped[int | None] = mapped_column(Integer)
     interaction_count: Mapped[int] = mapped_column(Integer, default=0)
     auto_decision_count: Mapped[int] = mapped_column(Integer, default=0)
@@ -90,9 +92,11 @@ class Request(Base):
     payload: Mapped[dict[str, Any]] = mapped_column(default=dict)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
-    __table_args__ = (Index("ix_requests_run_id", "run_id"),
-                      Index("ix_requests_created_at", "created_at"),
-                      Index("ix_requests_skill_created", "skill_id", "created_at", "id"))
+    __table_args__ = (
+        Index("ix_requests_run_id", "run_id"),
+        Index("ix_requests_created_at", "created_at"),
+        Index("ix_requests_skill_created", "skill_id", "created_at", "id"),
+    )
 
 
 class SkillInstall(Base):
@@ -101,8 +105,9 @@ class SkillInstall(Base):
     __tablename__ = "skill_installs"
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True)
-    status: Mapped[str] = mapped_column(String(16),
-                                        default=InstallStatus.INSTALLING)  # +succeeded|failed
+    status: Mapped[str] = mapped_column(
+        String(16), default=InstallStatus.INSTALLING
+    )  # +succeeded|failed
     skill_id: Mapped[str | None] = mapped_column(String(128))
     version: Mapped[str | None] = mapped_column(String(64))
     previous_version: Mapped[str | None] = mapped_column(String(64))

@@ -1,4 +1,5 @@
 """API tier: the Flask test client on a migrated SQLite file; the queue is a fake."""
+
 from __future__ import annotations
 
 import pytest
@@ -18,8 +19,13 @@ class FakeQueue:
         self.time_limits: list[tuple[int, int] | None] = []
         self.broker_state = "ok"
 
-    def enqueue(self, run_id: str, queue: str, task_id: str | None = None,
-                time_limits: tuple[int, int] | None = None) -> str:
+    def enqueue(
+        self,
+        run_id: str,
+        queue: str,
+        task_id: str | None = None,
+        time_limits: tuple[int, int] | None = None,
+    ) -> str:
         self.sent.append((run_id, queue))
         self.task_ids.append(task_id)
         self.time_limits.append(time_limits)

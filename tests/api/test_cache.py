@@ -1,4 +1,5 @@
 """The result cache binds identical requests to a succeeded run without a worker."""
+
 from __future__ import annotations
 
 from sqlalchemy import func, select, update
@@ -10,14 +11,18 @@ from tests.helpers import upload_body
 def finish(app, request_id, status="succeeded"):
     with app.extensions["db"]() as session:
         run_id = session.get(Request, request_id).run_id
-        session.execute(update(Run).where(Run.id == run_id).values(status=status, finished_at=utcnow()))
+        session.execute(
+            update(Run).where(Run.id == run_id).values(status=status, finished_at=utcnow())
+        )
         session.commit()
         return run_id
 
 
 def post(client, text="hi", **options):
-    return client.post("/v1/jobs", json={"skill_id": "fenced-json", "input": {"text": text},
-                                         "runtime_options": options}).json
+    return client.post(
+        "/v1/jobs",
+        json={"skill_id": "fenced-json", "input": {"text": text}, "runtime_options": options},
+    ).json
 
 
 def test_identical_request_hits_a_succeeded_run(client, app, queue):
@@ -58,6 +63,7 @@ def test_upload_with_same_files_hits_and_drops_the_placeholder_run(client, app, 
         rid = client.post("/v1/jobs", json={"skill_id": "demo-prime-number"}).json["request_id"]
         upload = upload_body({"input_file.txt": "42"})
         return rid, client.post(f"/v1/jobs/{rid}/upload", data=upload).json
+
     rid1, body1 = job()
     assert body1["cache_hit"] is False
     finish(app, rid1)

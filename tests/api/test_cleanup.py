@@ -1,4 +1,5 @@
 """Cleanup removes finished runs older than the cutoff, never active ones."""
+
 from __future__ import annotations
 
 from datetime import timedelta
@@ -9,12 +10,20 @@ from runner_core.store.models import Request, Run, utcnow
 
 
 def make_job(client, app, settings, status, age_sec):
-    rid = client.post("/v1/jobs", json={"skill_id": "fenced-json", "input": {"text": "x"},
-                                        "runtime_options": {"no_cache": True}}).json["request_id"]
+    rid = client.post(
+        "/v1/jobs",
+        json={
+            "skill_id": "fenced-json",
+            "input": {"text": "x"},
+            "runtime_options": {"no_cache": True},
+        },
+    ).json["request_id"]
     with app.extensions["db"]() as session:
         run_id = session.get(Request, rid).run_id
         finished = utcnow() - timedelta(seconds=age_sec) if status != "running" else None
-        session.execute(update(Run).where(Run.id == run_id).values(status=status, finished_at=finished))
+        session.execute(
+            update(Run).where(Run.id == run_id).values(status=status, finished_at=finished)
+        )
         session.commit()
     (settings.runs_dir / run_id / "result").mkdir(parents=True)
     return rid, run_id
@@ -43,18 +52,53 @@ def test_cleanup_rejects_a_negative_age(client):
 
 def test_cleanup_goes_in_batches_and_says_when_there_is_more(client, app, settings, monkeypatch):
     import uuid
+
     from sqlalchemy import func, insert
+
     from api.resources import cleanup
+
     old = utcnow() - timedelta(hours=1)
-    runs = [dict(id=str(uuid.uuid4()), request_id=f"r{i}", kind="job", skill_id="fenced-json",
-                 status="succeeded", created_at=old, updated_at=old, finished_at=old,
-                 parameter={}, input={}, runtime_options={}, warnings=[])
-            for i in range(1200)]
-    requests = [dict(id=run["request_id"], kind="job", skill_id="fenced-json",
-                     run_id=run["id"], cache_hit=False, payload={}, created_at=old)
-                for run in runs]
-    requests += [dict(id=f"hit{i}", kind="job", skill_id="fenced-json", run_id=runs[0]["id"],
-                      cache_hit=True, payload={}, created_at=old) for i in range(3)]
+    runs = [
+        dict(
+            id=str(uuid.uuid4()),
+            request_id=f"r{i}",
+            kind="job",
+            skill_id="fenced-json",
+            status="succeeded",
+            created_at=old,
+            updated_at=old,
+            finished_at=old,
+            parameter={},
+            input={},
+            runtime_options={},
+            warnings=[],
+        )
+        for i in range(1200)
+    ]
+    requests = [
+        dict(
+            id=run["request_id"],
+            kind="job",
+            skill_id="fenced-json",
+            run_id=run["id"],
+            cache_hit=False,
+            payload={},
+            created_at=old,
+        )
+        for run in runs
+    ]
+    requests += [
+        dict(
+            id=f"hit{i}",
+            kind="job",
+            skill_id="fenced-json",
+            run_id=runs[0]["id"],
+            cache_hit=True,
+            payload={},
+            created_at=old,
+        )
+        for i in range(3)
+    ]
     with app.extensions["db"]() as session:
         session.execute(insert(Run), runs)
         session.execute(insert(Request), requests)

@@ -1,4 +1,5 @@
 """Engines endpoints read the layered engine config and the installed CLIs."""
+
 from __future__ import annotations
 
 import json
@@ -12,9 +13,15 @@ from runner_core.engines import SUPPORTED_ENGINES
 def engine_config(tmp_path, monkeypatch):
     root = tmp_path / "engine-config"
     (root / "codex").mkdir(parents=True)
-    (root / "codex" / "default.json").write_text(json.dumps(
-        {"model": "gpt-5.2-codex@high", "api_key_env": "TEST_CODEX_KEY",
-         "models": ["gpt-5.2-codex@low", "gpt-5.2-codex@high"]}))
+    (root / "codex" / "default.json").write_text(
+        json.dumps(
+            {
+                "model": "gpt-5.2-codex@high",
+                "api_key_env": "TEST_CODEX_KEY",
+                "models": ["gpt-5.2-codex@low", "gpt-5.2-codex@high"],
+            }
+        )
+    )
     monkeypatch.setenv("SKILL_RUNNER_ENGINE_CONFIG_DIR", str(root))
     return root
 
@@ -27,8 +34,11 @@ def test_engines_list_every_supported_engine(client, engine_config):
 
 def test_models_come_from_the_config_layers(client, engine_config):
     body = client.get("/v1/engines/codex/models").json
-    assert body == {"engine": "codex", "default_model": "gpt-5.2-codex@high",
-                    "models": ["gpt-5.2-codex@low", "gpt-5.2-codex@high"]}
+    assert body == {
+        "engine": "codex",
+        "default_model": "gpt-5.2-codex@high",
+        "models": ["gpt-5.2-codex@low", "gpt-5.2-codex@high"],
+    }
 
 
 def test_auth_ready_follows_the_key_variable(client, engine_config, monkeypatch):

@@ -1,4 +1,5 @@
 """Jobs endpoints through the test client: validation, SQL-first, enqueue by task name."""
+
 from __future__ import annotations
 
 import io
@@ -22,10 +23,10 @@ def client_with(tmp_path, queue, **env):
     return settings, create_app({"SETTINGS": settings, "QUEUE": queue}).test_client()
 
 
-def test_an_upload_while_another_is_coming_in_is_409_and_touches_nothing(client, queue,
-                                                                         settings):
+def test_an_upload_while_another_is_coming_in_is_409_and_touches_nothing(client, queue, settings):
     import fcntl
     import os
+
     rid = create(client).json["request_id"]
     body = upload_body({"input_file.txt": "30"})
     request_dir = settings.requests_dir / rid
@@ -145,7 +146,9 @@ def test_body_that_is_not_json_is_400_saying_why(client, settings):
 
 
 def test_json_nested_past_the_parser_limit_is_400_not_500(client, settings):
-    deep = '{"skill_id": "demo-prime-number", "input": {"a": ' + "[" * 100_000 + "]" * 100_000 + "}}"
+    deep = (
+        '{"skill_id": "demo-prime-number", "input": {"a": ' + "[" * 100_000 + "]" * 100_000 + "}}"
+    )
     resp = client.post("/v1/jobs", data=deep, content_type="application/json")
     assert resp.status_code == 400, resp.json
     assert resp.json["error"]["code"] == "INVALID_REQUEST"
@@ -168,8 +171,7 @@ def test_wrong_method_is_405_with_seed_body(client):
 
 def test_non_zip_upload_is_400_and_writes_nothing(client, settings, queue):
     rid = create(client).json["request_id"]
-    resp = client.post(f"/v1/jobs/{rid}/upload", data=b"not a zip",
-                       content_type="application/zip")
+    resp = client.post(f"/v1/jobs/{rid}/upload", data=b"not a zip", content_type="application/zip")
     assert resp.status_code == 400
     assert resp.json["error"]["code"] == "UPLOAD_NOT_ZIP"
     assert list((settings.requests_dir / rid / "uploads").iterdir()) == []
@@ -220,6 +222,7 @@ def test_jobs_waiting_for_their_upload_do_not_fill_the_queue_bound(tmp_path, ski
 
 def hostile_zip(name: str, content: bytes = b"x", attr: int | None = None) -> bytes:
     import zipfile
+
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w") as zf:
         info = zipfile.ZipInfo(name)
@@ -231,44 +234,60 @@ def hostile_zip(name: str, content: bytes = b"x", attr: int | None = None) -> by
 
 def test_zip_slip_is_refused_and_nothing_is_written_outside(client, settings, tmp_path):
     rid = create(client).json["request_id"]
-    resp = client.post(f"/v1/jobs/{rid}/upload", data=hostile_zip("../../../escaped.txt"),
-                       content_type="application/zip")
+    resp = client.post(
+        f"/v1/jobs/{rid}/upload",
+        data=hostile_zip("../../../escaped.txt"),
+        content_type="application/zip",
+    )
     assert resp.status_code == 400 and resp.json["error"]["code"] == "UPLOAD_UNSAFE_PATH"
     assert not list(tmp_path.rglob("escaped.txt"))
 
 
 def test_symlink_entry_is_refused(client):
     rid = create(client).json["request_id"]
-    resp = client.post(f"/v1/jobs/{rid}/upload", data=hostile_zip("input_file", b"/etc/passwd",
-                                                                   attr=0o120777 << 16),
-                       content_type="application/zip")
+    resp = client.post(
+        f"/v1/jobs/{rid}/upload",
+        data=hostile_zip("input_file", b"/etc/passwd", attr=0o120777 << 16),
+        content_type="application/zip",
+    )
     assert resp.status_code == 400 and resp.json["error"]["code"] == "UPLOAD_SYMLINK"
 
 
 def test_upload_size_limit_is_configurable(tmp_path, skills_root, queue):
     _, client = client_with(tmp_path, queue, SKILL_RUNNER_UPLOAD_MAX_BYTES="100")
     rid = create(client).json["request_id"]
-    resp = client.post(f"/v1/jobs/{rid}/upload", data=zip_bytes({"input_file.txt": "7" * 500}),
-                       content_type="application/zip")
+    resp = client.post(
+        f"/v1/jobs/{rid}/upload",
+        data=zip_bytes({"input_file.txt": "7" * 500}),
+        content_type="application/zip",
+    )
     assert resp.status_code == 400 and resp.json["error"]["code"] == "UPLOAD_TOO_LARGE"
     assert queue.sent == []
 
 
 def test_a_body_over_the_limit_is_413_and_nothing_of_it_is_kept(tmp_path, skills_root, queue):
-    settings, client = client_with(tmp_path, queue, SKILL_RUNNER_UPLOAD_MAX_BYTES="1000",
-                                   SKILL_RUNNER_UPLOAD_MAX_ENTRIES="10",
-                                   SKILL_RUNNER_MAX_REQUEST_BYTES="2000")
+    settings, client = client_with(
+        tmp_path,
+        queue,
+        SKILL_RUNNER_UPLOAD_MAX_BYTES="1000",
+        SKILL_RUNNER_UPLOAD_MAX_ENTRIES="10",
+        SKILL_RUNNER_MAX_REQUEST_BYTES="2000",
+    )
     rid = create(client).json["request_id"]
     cap = 1000 + 10 * 1024 + 1024 * 1024
     big = b"x" * (cap + 1)
-    for kwargs in ({"data": big, "content_type": "application/zip"},
-                   {"data": {"file": (io.BytesIO(big), "inputs.zip")}}):
+    for kwargs in (
+        {"data": big, "content_type": "application/zip"},
+        {"data": {"file": (io.BytesIO(big), "inputs.zip")}},
+    ):
         resp = client.post(f"/v1/jobs/{rid}/upload", **kwargs)
         assert resp.status_code == 413, resp.json
         assert resp.json["error"]["code"] == "UPLOAD_TOO_LARGE"
         assert resp.json["error"]["details"] == {"limit_bytes": cap}
-        assert sorted(p.name for p in (settings.requests_dir / rid).iterdir()) == [".upload.lock",
-                                                                           "uploads"]
+        assert sorted(p.name for p in (settings.requests_dir / rid).iterdir()) == [
+            ".upload.lock",
+            "uploads",
+        ]
         assert list((settings.requests_dir / rid / "uploads").iterdir()) == []
     json_body = create(client, skill_id="fenced-json", input={"text": "x" * 3000})
     assert json_body.status_code == 413
@@ -279,15 +298,19 @@ def test_a_body_over_the_limit_is_413_and_nothing_of_it_is_kept(tmp_path, skills
 
 @BOTH_DATABASES
 def test_job_list_filters_and_pages_newest_first(client):
-    ids = [create(client, skill_id="fenced-json", input={"text": str(i)}).json["request_id"]
-           for i in range(5)]
+    ids = [
+        create(client, skill_id="fenced-json", input={"text": str(i)}).json["request_id"]
+        for i in range(5)
+    ]
     create(client)  # a demo-prime-number job, filtered out below
     page = client.get("/v1/jobs?skill_id=fenced-json&limit=2").json
     assert [j["request_id"] for j in page["items"]] == ids[::-1][:2]
     seen = [j["request_id"] for j in page["items"]]
     while page["next_cursor"]:
-        page = client.get("/v1/jobs", query_string={"skill_id": "fenced-json", "limit": 2,
-                                                     "cursor": page["next_cursor"]}).json
+        page = client.get(
+            "/v1/jobs",
+            query_string={"skill_id": "fenced-json", "limit": 2, "cursor": page["next_cursor"]},
+        ).json
         seen += [j["request_id"] for j in page["items"]]
     assert seen == ids[::-1]
     assert client.get("/v1/jobs?status=running").json["items"] == []
@@ -298,6 +321,7 @@ def test_job_list_filters_and_pages_newest_first(client):
 @BOTH_DATABASES
 def test_job_list_items_are_the_status_documents_the_schema_describes(client):
     from api.schemas import JobList
+
     rid = create(client, skill_id="fenced-json", input={"text": "x"}).json["request_id"]
     listed = client.get("/v1/jobs?skill_id=fenced-json").json
     item = listed["items"][0]
@@ -312,17 +336,25 @@ def test_job_list_items_are_the_status_documents_the_schema_describes(client):
 @BOTH_DATABASES
 def test_list_pages_split_ties_on_created_at_by_id(client, app):
     from sqlalchemy import update as sql_update
+
     from runner_core.store.models import Run as RunRow
-    ids = [create(client, skill_id="fenced-json", input={"text": f"t{i}"}).json["request_id"]
-           for i in range(5)]
+
+    ids = [
+        create(client, skill_id="fenced-json", input={"text": f"t{i}"}).json["request_id"]
+        for i in range(5)
+    ]
     with app.extensions["db"]() as session:
         same = session.get(Request, ids[0]).created_at
         session.execute(sql_update(Request).where(Request.id.in_(ids)).values(created_at=same))
-        session.execute(sql_update(RunRow).where(RunRow.request_id.in_(ids)).values(created_at=same))
+        session.execute(
+            sql_update(RunRow).where(RunRow.request_id.in_(ids)).values(created_at=same)
+        )
         session.commit()
         run_of = {rid: session.get(Request, rid).run_id for rid in ids}
-    for status, order in ((None, sorted(ids, reverse=True)),  # requests index: ties by request id
-                          ("queued", sorted(ids, key=run_of.get, reverse=True))):  # runs index
+    for status, order in (
+        (None, sorted(ids, reverse=True)),  # requests index: ties by request id
+        ("queued", sorted(ids, key=run_of.get, reverse=True)),
+    ):  # runs index
         seen, cursor = [], None
         while True:
             query = {"skill_id": "fenced-json", "limit": 2}
@@ -339,9 +371,13 @@ def test_list_pages_split_ties_on_created_at_by_id(client, app):
 @BOTH_DATABASES
 def test_rare_status_list_pages_newest_first(client, app):
     from sqlalchemy import update as sql_update
+
     from runner_core.store.models import Run as RunRow
-    ids = [create(client, skill_id="fenced-json", input={"text": f"f{i}"}).json["request_id"]
-           for i in range(5)]
+
+    ids = [
+        create(client, skill_id="fenced-json", input={"text": f"f{i}"}).json["request_id"]
+        for i in range(5)
+    ]
     with app.extensions["db"]() as session:
         failed = ids[1:4]
         run_ids = [session.get(Request, rid).run_id for rid in failed]
@@ -372,10 +408,18 @@ def test_wait_sec_out_of_range_is_422_with_seed_error_body(client):
 
 def test_logs_range_reads_a_log_in_pieces_on_character_boundaries(client, settings, monkeypatch):
     from api.jobs import actions
+
     rid = create(client, skill_id="fenced-json", input={"text": "x"}).json["request_id"]
     empty = client.get(f"/v1/jobs/{rid}/logs/range").json
-    assert empty == {"request_id": rid, "stream": "stdout", "byte_from": 0, "byte_to": 0,
-                     "size": 0, "status": "queued", "text": ""}
+    assert empty == {
+        "request_id": rid,
+        "stream": "stdout",
+        "byte_from": 0,
+        "byte_to": 0,
+        "size": 0,
+        "status": "queued",
+        "text": "",
+    }
     run_id = client.get(f"/v1/jobs/{rid}").json["run_id"]
     logs = settings.runs_dir / run_id / "logs"
     logs.mkdir(parents=True)
@@ -407,45 +451,60 @@ def test_logs_range_reads_a_log_in_pieces_on_character_boundaries(client, settin
     assert client.get(f"/v1/temp-skill-runs/{rid}/logs/range").status_code == 404
 
 
-def test_a_full_disk_at_create_is_507_and_leaves_no_job(client, queue, app, settings,
-                                                        monkeypatch):
+def test_a_full_disk_at_create_is_507_and_leaves_no_job(client, queue, app, settings, monkeypatch):
     import errno
     from pathlib import Path
+
     real_mkdir = Path.mkdir
 
     def mkdir(self, *args, **kwargs):
         if self.name == "uploads":
             raise OSError(errno.ENOSPC, "No space left on device", str(self))
         return real_mkdir(self, *args, **kwargs)
+
     monkeypatch.setattr(Path, "mkdir", mkdir)
     resp = create(client, skill_id="demo-prime-number")
     assert resp.status_code == 507
     assert resp.json["error"]["code"] == "STORAGE_FULL" and resp.headers["Retry-After"] == "60"
     with app.extensions["db"]() as session:  # the job was never committed
-        assert session.scalars(select(Run)).all() == [] and session.scalars(select(Request)).all() == []
+        assert (
+            session.scalars(select(Run)).all() == []
+            and session.scalars(select(Request)).all() == []
+        )
     assert queue.sent == []
     monkeypatch.setattr(Path, "mkdir", real_mkdir)
     assert create(client, skill_id="demo-prime-number").status_code == 200
 
 
 def test_runtime_options_of_the_wrong_type_are_400_before_any_run(client, queue):
-    for options, path in (({"repair_rounds": "two"}, "repair_rounds"),
-                          ({"repair_rounds": 7}, "repair_rounds"),
-                          ({"timeout_sec": 0}, "timeout_sec"),
-                          ({"timeout_sec": "60"}, "timeout_sec"),
-                          ({"no_cache": "yes"}, "no_cache"),
-                          ({"codex_config": "model=x"}, "codex_config")):
-        resp = create(client, skill_id="fenced-json", input={"text": "hi"},
-                      runtime_options=options)
+    for options, path in (
+        ({"repair_rounds": "two"}, "repair_rounds"),
+        ({"repair_rounds": 7}, "repair_rounds"),
+        ({"timeout_sec": 0}, "timeout_sec"),
+        ({"timeout_sec": "60"}, "timeout_sec"),
+        ({"no_cache": "yes"}, "no_cache"),
+        ({"codex_config": "model=x"}, "codex_config"),
+    ):
+        resp = create(client, skill_id="fenced-json", input={"text": "hi"}, runtime_options=options)
         assert resp.status_code == 400, (options, resp.json)
         error = resp.json["error"]
         assert error["code"] == "SCHEMA_VALIDATION_FAILED"
         assert error["message"].startswith(f"runtime_options.{path}: ")
         assert error["details"]["schema"] == "runtime_options"
     assert queue.sent == []
-    ok = create(client, skill_id="fenced-json", input={"text": "hi"},
-                runtime_options={"repair_rounds": 2, "timeout_sec": 30, "no_cache": True,
-                                 "debug": False, "codex_config": {"a": 1}, "custom": "kept"})
+    ok = create(
+        client,
+        skill_id="fenced-json",
+        input={"text": "hi"},
+        runtime_options={
+            "repair_rounds": 2,
+            "timeout_sec": 30,
+            "no_cache": True,
+            "debug": False,
+            "codex_config": {"a": 1},
+            "custom": "kept",
+        },
+    )
     assert ok.status_code == 200, ok.json
 
 
@@ -453,8 +512,9 @@ def test_each_message_carries_celery_time_limits_just_above_the_runs_own(client,
     create(client, skill_id="fenced-json", input={"text": "x"})  # no skill timeout: 600 s
     create(client, skill_id="fenced-json", input={"text": "y"}, runtime_options={"timeout_sec": 30})
     create(client, skill_id="slow-counter")  # automation.timeout_sec 30
-    create(client, skill_id="fenced-json", input={"text": "z"},
-           runtime_options={"timeout_sec": 10 ** 6})  # capped by the server maximum (3600 s)
+    create(
+        client, skill_id="fenced-json", input={"text": "z"}, runtime_options={"timeout_sec": 10**6}
+    )  # capped by the server maximum (3600 s)
     assert queue.time_limits == [(720, 660), (150, 90), (150, 90), (3720, 3660)]
 
 
@@ -462,14 +522,19 @@ def test_status_reports_the_token_usage_the_run_finished_with(client, app):
     from sqlalchemy import update
 
     from runner_core.store.runs import finish_run
+
     rid = create(client, skill_id="echo-prompt", input={"text": "hi"}).json["request_id"]
     status = client.get(f"/v1/jobs/{rid}").json
     assert status["token_usage"] is None  # nothing ran yet
     with app.extensions["db"]() as session:
         session.execute(update(Run).where(Run.id == status["run_id"]).values(status="running"))
         session.commit()
-        assert finish_run(session, status["run_id"], "succeeded",
-                          token_usage={"input_tokens": 120, "output_tokens": 7})
+        assert finish_run(
+            session,
+            status["run_id"],
+            "succeeded",
+            token_usage={"input_tokens": 120, "output_tokens": 7},
+        )
     status = client.get(f"/v1/jobs/{rid}").json
     assert status["token_usage"] == {"input_tokens": 120, "output_tokens": 7}
     assert client.get("/v1/jobs").json["items"][0]["token_usage"] == status["token_usage"]

@@ -1,5 +1,6 @@
 """The Alembic migrations build exactly the schema the models describe (SQLite; Postgres is
 migrated by every integration test)."""
+
 from __future__ import annotations
 
 from alembic.autogenerate import compare_metadata
@@ -24,13 +25,19 @@ def test_the_cache_lookup_is_one_index_seek(tmp_path):
     """Every POST /v1/jobs looks its cache key up: with a status index alone SQLite walked all
     succeeded runs and sorted them (migration 0006)."""
     from api.job_cache import _NEWEST_SUCCEEDED
+
     url = f"sqlite:///{tmp_path / 'm.db'}"
     upgrade(url)
     engine = create_engine(url)
     compiled = _NEWEST_SUCCEEDED.compile(engine, compile_kwargs={"literal_binds": False})
     with engine.connect() as conn:
-        plan = " | ".join(row[-1] for row in conn.exec_driver_sql(
-            f"EXPLAIN QUERY PLAN {compiled}", tuple(compiled.construct_params({"key_": "k"}).values())))
+        plan = " | ".join(
+            row[-1]
+            for row in conn.exec_driver_sql(
+                f"EXPLAIN QUERY PLAN {compiled}",
+                tuple(compiled.construct_params({"key_": "k"}).values()),
+            )
+        )
     engine.dispose()
     assert "ix_runs_cache_lookup" in plan, plan
     assert "TEMP B-TREE" not in plan, plan

@@ -1,6 +1,7 @@
 """The API's routes as the OpenAPI document describes them: every (path, method), its tag,
 its responses and, for the routes every kind of run shares, its summary. The run routes are
 registered from one table for jobs and one-off runs; this pins what clients see of them."""
+
 from __future__ import annotations
 
 UNPROCESSABLE = "#/components/responses/UNPROCESSABLE_ENTITY"
@@ -20,7 +21,10 @@ OPERATIONS = {
     ("/v1/jobs/{request_id}/bundle", "get"): ("run_files", {}),
     ("/v1/jobs/{request_id}/cancel", "post"): ("jobs", {"200": "CancelResult"}),
     ("/v1/jobs/{request_id}/logs", "get"): ("jobs", {"200": "JobLogs"}),
-    ("/v1/jobs/{request_id}/logs/range", "get"): ("jobs", {"200": "LogRange", "422": UNPROCESSABLE}),
+    ("/v1/jobs/{request_id}/logs/range", "get"): (
+        "jobs",
+        {"200": "LogRange", "422": UNPROCESSABLE},
+    ),
     ("/v1/jobs/{request_id}/result", "get"): ("jobs", {"200": "JobResult", "422": UNPROCESSABLE}),
     ("/v1/jobs/{request_id}/upload", "post"): ("jobs", {"200": "JobCreated"}),
     ("/v1/skill-packages", "post"): ("skill_packages", {"200": "InstallStatus"}),
@@ -29,50 +33,87 @@ OPERATIONS = {
     ("/v1/skills/{skill_id}", "get"): ("skills", {"200": "SkillDetail"}),
     ("/v1/temp-skill-runs", "post"): ("temp_skill_runs", {"200": "TempRunCreated"}),
     ("/v1/temp-skill-runs/{request_id}", "get"): (
-        "temp_skill_runs", {"200": "JobStatus", "422": UNPROCESSABLE}),
+        "temp_skill_runs",
+        {"200": "JobStatus", "422": UNPROCESSABLE},
+    ),
     ("/v1/temp-skill-runs/{request_id}/bundle", "get"): ("temp_skill_runs", {}),
-    ("/v1/temp-skill-runs/{request_id}/cancel", "post"): ("temp_skill_runs", {"200": "CancelResult"}),
+    ("/v1/temp-skill-runs/{request_id}/cancel", "post"): (
+        "temp_skill_runs",
+        {"200": "CancelResult"},
+    ),
     ("/v1/temp-skill-runs/{request_id}/logs", "get"): ("temp_skill_runs", {"200": "JobLogs"}),
     ("/v1/temp-skill-runs/{request_id}/logs/range", "get"): (
-        "temp_skill_runs", {"200": "LogRange", "422": UNPROCESSABLE}),
+        "temp_skill_runs",
+        {"200": "LogRange", "422": UNPROCESSABLE},
+    ),
     ("/v1/temp-skill-runs/{request_id}/result", "get"): (
-        "temp_skill_runs", {"200": "JobResult", "422": UNPROCESSABLE}),
+        "temp_skill_runs",
+        {"200": "JobResult", "422": UNPROCESSABLE},
+    ),
     ("/v1/temp-skill-runs/{request_id}/upload", "post"): ("temp_skill_runs", {"200": "JobCreated"}),
 }
 
 RUN_ROUTE_SUMMARIES = {
-    ("/v1/jobs/{request_id}", "get"):
-        "Status and summary of a job; `wait_sec` waits (long poll) for the run to end.",
-    ("/v1/jobs/{request_id}/bundle", "get"):
-        "Download the run bundle zip (result + artifacts + manifest; whole run with debug).",
-    ("/v1/jobs/{request_id}/cancel", "post"):
-        "Cancel an active run; a finished run answers accepted=false.",
-    ("/v1/jobs/{request_id}/logs", "get"):
-        "Snapshot of the prompt, stdout and stderr (last 2 MiB of each).",
-    ("/v1/jobs/{request_id}/logs/range", "get"):
-        "A byte range of one log (stdout, stderr or prompt), at most 1 MiB: follow a run by\n"
-        "asking again from the last answer's `byte_to` until its status is terminal and\n"
-        "`byte_to` reaches `size`.",
-    ("/v1/jobs/{request_id}/result", "get"):
-        "The final structured result (valid against the skill's output schema); 409 while\n"
-        "the run is active, unless it ends within `wait_sec`.",
-    ("/v1/jobs/{request_id}/upload", "post"):
-        "Upload the input zip (multipart field `file`, or a raw application/zip body).",
-    ("/v1/temp-skill-runs/{request_id}", "get"):
-        "Status and summary of a one-off run; `wait_sec` waits (long poll) for its end.",
-    ("/v1/temp-skill-runs/{request_id}/bundle", "get"):
-        "Download the run bundle zip (409 RUN_NOT_FINISHED while it runs).",
-    ("/v1/temp-skill-runs/{request_id}/cancel", "post"):
-        "Cancel an active one-off run; a finished run answers accepted=false.",
-    ("/v1/temp-skill-runs/{request_id}/logs", "get"):
-        "Snapshot of the prompt, stdout and stderr (last 2 MiB of each).",
-    ("/v1/temp-skill-runs/{request_id}/logs/range", "get"):
-        "A byte range of one log (as /v1/jobs/{request_id}/logs/range).",
-    ("/v1/temp-skill-runs/{request_id}/result", "get"):
-        "The final structured result (409 RUN_NOT_FINISHED while it runs, unless it ends\n"
-        "within `wait_sec`).",
-    ("/v1/temp-skill-runs/{request_id}/upload", "post"):
-        "Upload the input zip (multipart field `file`, or a raw application/zip body).",
+    (
+        "/v1/jobs/{request_id}",
+        "get",
+    ): "Status and summary of a job; `wait_sec` waits (long poll) for the run to end.",
+    (
+        "/v1/jobs/{request_id}/bundle",
+        "get",
+    ): "Download the run bundle zip (result + artifacts + manifest; whole run with debug).",
+    (
+        "/v1/jobs/{request_id}/cancel",
+        "post",
+    ): "Cancel an active run; a finished run answers accepted=false.",
+    (
+        "/v1/jobs/{request_id}/logs",
+        "get",
+    ): "Snapshot of the prompt, stdout and stderr (last 2 MiB of each).",
+    (
+        "/v1/jobs/{request_id}/logs/range",
+        "get",
+    ): "A byte range of one log (stdout, stderr or prompt), at most 1 MiB: follow a run by\n"
+    "asking again from the last answer's `byte_to` until its status is terminal and\n"
+    "`byte_to` reaches `size`.",
+    (
+        "/v1/jobs/{request_id}/result",
+        "get",
+    ): "The final structured result (valid against the skill's output schema); 409 while\n"
+    "the run is active, unless it ends within `wait_sec`.",
+    (
+        "/v1/jobs/{request_id}/upload",
+        "post",
+    ): "Upload the input zip (multipart field `file`, or a raw application/zip body).",
+    (
+        "/v1/temp-skill-runs/{request_id}",
+        "get",
+    ): "Status and summary of a one-off run; `wait_sec` waits (long poll) for its end.",
+    (
+        "/v1/temp-skill-runs/{request_id}/bundle",
+        "get",
+    ): "Download the run bundle zip (409 RUN_NOT_FINISHED while it runs).",
+    (
+        "/v1/temp-skill-runs/{request_id}/cancel",
+        "post",
+    ): "Cancel an active one-off run; a finished run answers accepted=false.",
+    (
+        "/v1/temp-skill-runs/{request_id}/logs",
+        "get",
+    ): "Snapshot of the prompt, stdout and stderr (last 2 MiB of each).",
+    (
+        "/v1/temp-skill-runs/{request_id}/logs/range",
+        "get",
+    ): "A byte range of one log (as /v1/jobs/{request_id}/logs/range).",
+    (
+        "/v1/temp-skill-runs/{request_id}/result",
+        "get",
+    ): "The final structured result (409 RUN_NOT_FINISHED while it runs, unless it ends\n"
+    "within `wait_sec`).",
+    (
+        "/v1/temp-skill-runs/{request_id}/upload",
+        "post",
+    ): "Upload the input zip (multipart field `file`, or a raw application/zip body).",
 }
 
 
@@ -86,15 +127,27 @@ def _response(doc: dict) -> str:
 
 
 def _operations(spec: dict) -> dict:
-    return {(path, method): op for path, ops in spec["paths"].items()
-            for method, op in ops.items() if method != "parameters"}
+    return {
+        (path, method): op
+        for path, ops in spec["paths"].items()
+        for method, op in ops.items()
+        if method != "parameters"
+    }
 
 
 def test_every_route_keeps_its_path_method_tag_and_response_schemas(client):
     operations = _operations(client.get("/openapi.json").json)
-    described = {key: (op["tags"][0], {status: _response(doc) for status, doc
-                                       in op["responses"].items() if status != "default"})
-                 for key, op in operations.items()}
+    described = {
+        key: (
+            op["tags"][0],
+            {
+                status: _response(doc)
+                for status, doc in op["responses"].items()
+                if status != "default"
+            },
+        )
+        for key, op in operations.items()
+    }
     assert described == OPERATIONS
 
 
@@ -108,8 +161,10 @@ def test_timestamps_are_documented_as_plain_strings(client):
     assert schemas["JobStatus"]["properties"]["created_at"] == {"type": "string"}
     assert schemas["JobStatus"]["properties"]["queued_at"] == {"type": "string", "nullable": True}
     assert schemas["JobStatus"]["properties"]["warnings"] == {"type": "array", "items": {}}
-    assert schemas["InstallStatus"]["properties"]["finished_at"] == {"type": "string",
-                                                                     "nullable": True}
+    assert schemas["InstallStatus"]["properties"]["finished_at"] == {
+        "type": "string",
+        "nullable": True,
+    }
 
 
 def test_each_route_has_its_own_endpoint(app):

@@ -1,4 +1,5 @@
 """Skills listing, health, OpenAPI and docs."""
+
 from __future__ import annotations
 
 
@@ -15,9 +16,11 @@ def test_healthz(client, queue):
 def test_healthz_reports_a_disk_that_is_nearly_full(settings, queue):
     import dataclasses
     import shutil
+
     from api import create_app
+
     free = shutil.disk_usage(settings.data_dir).free
-    tight = dataclasses.replace(settings, min_free_bytes=free + 2 ** 40)
+    tight = dataclasses.replace(settings, min_free_bytes=free + 2**40)
     resp = create_app({"SETTINGS": tight, "QUEUE": queue}).test_client().get("/healthz")
     assert resp.status_code == 503 and resp.json["status"] == "degraded"
     assert resp.json["disk"].startswith("low: ") and resp.json["disk"].endswith(" MiB free")
@@ -26,7 +29,9 @@ def test_healthz_reports_a_disk_that_is_nearly_full(settings, queue):
 
 def test_broker_ping_reports_a_broker_that_does_not_answer():
     import time
+
     from api.queue import CeleryQueue
+
     started = time.monotonic()
     assert CeleryQueue("redis://127.0.0.1:1/0").ping().startswith("error: ")
     assert time.monotonic() - started < 5
@@ -53,7 +58,9 @@ def test_broken_skill_is_listed_invalid_not_crashing(client, skills_root):
 def test_skill_detail_has_schemas_and_artifacts(client):
     detail = client.get("/v1/skills/demo-prime-number").json
     assert detail["schemas"]["input"]["properties"]["input_file"]["x-input-source"] == "file"
-    assert {"role": "report", "pattern": "primes.md", "mime": None, "required": True} in detail["artifacts"]
+    assert {"role": "report", "pattern": "primes.md", "mime": None, "required": True} in detail[
+        "artifacts"
+    ]
     assert "scripts/run.py" in detail["files"]
 
 
@@ -89,6 +96,7 @@ def test_a_client_request_id_is_echoed_only_when_it_is_a_safe_token(client):
 def test_a_database_that_does_not_answer_is_503_with_retry_after(tmp_path, skills_root, queue):
     from api import create_app
     from tests.helpers import make_settings
+
     settings = make_settings(tmp_path, DATABASE_URL="postgresql://nobody@127.0.0.1:1/none")
     client = create_app({"SETTINGS": settings, "QUEUE": queue}).test_client()
     resp = client.post("/v1/jobs", json={"skill_id": "fenced-json", "input": {"text": "x"}})

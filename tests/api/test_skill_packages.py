@@ -1,4 +1,5 @@
 """POST /v1/skill-packages and GET /v1/skill-packages/{install_id} through the test client."""
+
 from __future__ import annotations
 
 import io
@@ -31,8 +32,9 @@ def test_single_top_level_folder_is_accepted(client):
 
 
 def test_raw_zip_body_is_accepted(client):
-    resp = client.post("/v1/skill-packages", data=zip_bytes(echo_skill()),
-                       content_type="application/zip")
+    resp = client.post(
+        "/v1/skill-packages", data=zip_bytes(echo_skill()), content_type="application/zip"
+    )
     assert resp.status_code == 200, resp.json
 
 
@@ -69,8 +71,7 @@ def test_same_version_is_refused(client):
 
 
 def test_bad_zip_is_refused_with_its_upload_code(client, settings):
-    resp = client.post("/v1/skill-packages",
-                       data={"package": (io.BytesIO(b"not a zip"), "x.zip")})
+    resp = client.post("/v1/skill-packages", data={"package": (io.BytesIO(b"not a zip"), "x.zip")})
     assert resp.status_code == 400
     assert resp.json["error"]["code"] == "UPLOAD_NOT_ZIP"
     assert resp.json["error"]["details"]["errors"]
@@ -90,19 +91,30 @@ def test_every_validation_error_is_listed(client, settings):
     del manifest["execution_modes"]
     manifest["version"] = "not.a.version!"
     files["assets/runner.json"] = json.dumps(manifest)
-    files["assets/input.schema.json"] = json.dumps({"type": "object", "properties": {
-        "text": {"type": "string", "x-input-source": "stdin"}}})
-    files["assets/output.schema.json"] = json.dumps({"type": "object", "properties": {
-        "out": {"type": "string", "x-type": "artifact", "x-filename": "../out.md"}}})
+    files["assets/input.schema.json"] = json.dumps(
+        {"type": "object", "properties": {"text": {"type": "string", "x-input-source": "stdin"}}}
+    )
+    files["assets/output.schema.json"] = json.dumps(
+        {
+            "type": "object",
+            "properties": {
+                "out": {"type": "string", "x-type": "artifact", "x-filename": "../out.md"}
+            },
+        }
+    )
     del files["assets/parameter.schema.json"]
     resp = install(client, files)
     assert resp.status_code == 400
     error = resp.json["error"]
     assert error["code"] == "SKILL_PACKAGE_INVALID"
     errors = error["details"]["errors"]
-    expected = ["'execution_modes' is required", "x-input-source must be 'file' or 'inline'",
-                "x-filename must be a plain file name", "schemas.parameter file not found",
-                "is not a valid version"]
+    expected = [
+        "'execution_modes' is required",
+        "x-input-source must be 'file' or 'inline'",
+        "x-filename must be a plain file name",
+        "schemas.parameter file not found",
+        "is not a valid version",
+    ]
     for fragment in expected:
         assert any(fragment in e for e in errors), (fragment, errors)
     assert len(errors) == len(expected)
@@ -130,7 +142,8 @@ def test_description_colon_is_a_warning_not_a_refusal(client):
     files = echo_skill()
     files["SKILL.md"] = files["SKILL.md"].replace(
         'description: "Echo a message shipped in the package. Used by the package tests."',
-        "description: Echo a message, see a:b")
+        "description: Echo a message, see a:b",
+    )
     resp = install(client, files)
     assert resp.status_code == 200, resp.json
     assert any("unquoted ':'" in w for w in resp.json["warnings"])

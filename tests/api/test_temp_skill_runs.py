@@ -1,10 +1,11 @@
 """POST /v1/temp-skill-runs and its sub-routes: validated like an install, never installed."""
+
 from __future__ import annotations
 
 import io
-import time
 import json
 import os
+import time
 import zipfile
 
 from sqlalchemy import select
@@ -30,9 +31,17 @@ def finish(app, settings, rid, data):
         session.commit()
         run_dir = settings.runs_dir / run.id
     (run_dir / "result").mkdir(parents=True)
-    (run_dir / "result" / "result.json").write_text(json.dumps(
-        {"status": "succeeded", "data": data, "artifacts": [], "validation_warnings": [],
-         "error": None}))
+    (run_dir / "result" / "result.json").write_text(
+        json.dumps(
+            {
+                "status": "succeeded",
+                "data": data,
+                "artifacts": [],
+                "validation_warnings": [],
+                "error": None,
+            }
+        )
+    )
 
 
 def test_temp_run_is_created_from_the_package_without_installing_it(client, app, queue, settings):
@@ -88,6 +97,7 @@ def test_package_is_required(client):
 def test_a_package_over_the_limit_is_413_and_leaves_nothing(client, settings, monkeypatch):
     from api.jobs import temp
     from runner_core.uploads import UploadLimits
+
     monkeypatch.setattr(temp, "PACKAGE_LIMITS", UploadLimits(max_total_bytes=1000, max_entries=1))
     files = echo_skill()
     files["assets/padding.bin"] = os.urandom(2 * 1024 * 1024)  # incompressible

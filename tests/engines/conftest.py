@@ -3,6 +3,7 @@
 Every test here is marked `engines`. The repository root is put on sys.path so the tier runs
 with a plain `pytest` too.
 """
+
 from __future__ import annotations
 
 import sys

@@ -9,6 +9,7 @@ opened for append so a resumed turn lands in the same stdout log) and hand back 
 Adding an engine means adding its entry to `FAKE_CONFIG` (how it reaches the fake server), a
 row in test_every_engine.ENGINES and one test module for what only it does.
 """
+
 from __future__ import annotations
 
 import os
@@ -26,14 +27,20 @@ import psutil
 import pytest
 
 from fake_llm import FakeLLM, RecordedRequest, Script
-from runner_core.engines.base import CommandSpec, EngineAdapter, EngineContext, EngineOutput, ProcessResult
+from runner_core.engines.base import (
+    CommandSpec,
+    EngineAdapter,
+    EngineContext,
+    EngineOutput,
+    ProcessResult,
+)
 from runner_core.engines.invocation import resolve_binary
 from runner_core.processes import stop_process_group
 
 PROBE_SKILL_DIR = Path(__file__).resolve().parent / "probe-skill"
 PROBE_SKILL = "probe-skill"
-PROBE_TOKEN = "ZQXPROBE42"        # in the skill's description: proves the skill was advertised
-PROBE_BODY_TOKEN = "ZQXBODY77"    # in the skill's body: proves it was activated/read
+PROBE_TOKEN = "ZQXPROBE42"  # in the skill's description: proves the skill was advertised
+PROBE_BODY_TOKEN = "ZQXBODY77"  # in the skill's body: proves it was activated/read
 MARKER_FILE = "made-by-agent.txt"
 PROBE_COMMAND = f"printf probe > {MARKER_FILE}"
 PROBE_PROMPT = "Use the probe-skill skill, then answer with its JSON result."
@@ -51,11 +58,11 @@ def _root_style(llm: FakeLLM) -> dict[str, Any]:
 
 # Engine -> the config that points its adapter at the fake server (see ENGINES.md).
 FAKE_CONFIG: dict[str, Callable[[FakeLLM], dict[str, Any]]] = {
-    "codex": _openai_style,      # Responses API under /v1
-    "claude": _root_style,       # ANTHROPIC_BASE_URL without /v1
-    "gemini": _root_style,       # GOOGLE_GEMINI_BASE_URL without /v1beta
-    "opencode": _openai_style,   # Chat Completions under /v1
-    "qwen": _openai_style,       # OPENAI_BASE_URL under /v1
+    "codex": _openai_style,  # Responses API under /v1
+    "claude": _root_style,  # ANTHROPIC_BASE_URL without /v1
+    "gemini": _root_style,  # GOOGLE_GEMINI_BASE_URL without /v1beta
+    "opencode": _openai_style,  # Chat Completions under /v1
+    "qwen": _openai_style,  # OPENAI_BASE_URL under /v1
     "iflow": _openai_style,
 }
 
@@ -80,8 +87,10 @@ def require_binary(adapter: EngineAdapter) -> Path:
     """The adapter's binary; a missing one fails the test under CI and skips it otherwise."""
     path = resolve_binary(adapter.binary)
     if path is None:
-        reason = (f"{adapter.binary} CLI not installed: run deploy/install-engines.sh "
-                  f"(or set SKILL_RUNNER_ENGINE_BIN_DIR)")
+        reason = (
+            f"{adapter.binary} CLI not installed: run deploy/install-engines.sh "
+            f"(or set SKILL_RUNNER_ENGINE_BIN_DIR)"
+        )
         if os.environ.get("CI"):
             pytest.fail(reason)
         pytest.skip(reason)
@@ -111,19 +120,28 @@ def run_spec(spec: CommandSpec, log_dir: Path, timeout: float) -> ProcessResult:
     with stdout_path.open("ab") as out, stderr_path.open("ab") as err:  # like the supervisor
         try:
             proc = subprocess.Popen(
-                spec.argv, cwd=spec.cwd, env=spec.env, stdout=out, stderr=err,
+                spec.argv,
+                cwd=spec.cwd,
+                env=spec.env,
+                stdout=out,
+                stderr=err,
                 stdin=subprocess.PIPE if spec.stdin is not None else subprocess.DEVNULL,
-                start_new_session=True)
+                start_new_session=True,
+            )
         except FileNotFoundError as exc:
             err.write(f"cannot start {spec.argv[0]}: {exc}\n".encode())
             return ProcessResult(127, stdout_path, stderr_path, started, time.time())
         try:
-            proc.communicate(spec.stdin.encode() if spec.stdin is not None else None, timeout=timeout)
+            proc.communicate(
+                spec.stdin.encode() if spec.stdin is not None else None, timeout=timeout
+            )
             exit_code = proc.returncode
         except subprocess.TimeoutExpired:
             timed_out = True
             stop_process_group(proc, 0)
-    return ProcessResult(exit_code, stdout_path, stderr_path, started, time.time(), timed_out=timed_out)
+    return ProcessResult(
+        exit_code, stdout_path, stderr_path, started, time.time(), timed_out=timed_out
+    )
 
 
 def run_scenario(
@@ -147,8 +165,14 @@ def run_scenario(
     run_dir = run_dir or make_run_dir(base, adapter)
     with FakeLLM(script) as llm:
         merged = {**FAKE_CONFIG[adapter.name](llm), **(config or {})}
-        ctx = EngineContext(run_dir=run_dir, skill_id=PROBE_SKILL, prompt=prompt, config=merged,
-                            model=merged.get("model"), session_id=session_id)
+        ctx = EngineContext(
+            run_dir=run_dir,
+            skill_id=PROBE_SKILL,
+            prompt=prompt,
+            config=merged,
+            model=merged.get("model"),
+            session_id=session_id,
+        )
         spec = adapter.build_command(ctx)
         started = time.monotonic()
         process = run_spec(spec, run_dir / log_name, timeout)
@@ -156,10 +180,16 @@ def run_scenario(
         requests = list(llm.requests)
         request_text = llm.request_text()
     return ScenarioResult(
-        output=adapter.parse_output(process), requests=requests, request_text=request_text,
-        run_dir=run_dir, spec=spec, process=process, seconds=seconds,
+        output=adapter.parse_output(process),
+        requests=requests,
+        request_text=request_text,
+        run_dir=run_dir,
+        spec=spec,
+        process=process,
+        seconds=seconds,
         stdout=process.stdout_path.read_text(errors="replace"),
-        stderr=process.stderr_path.read_text(errors="replace"))
+        stderr=process.stderr_path.read_text(errors="replace"),
+    )
 
 
 @contextmanager
@@ -175,7 +205,9 @@ def node_counts(folder: Path, every: float = 0.05) -> Iterator[list[int]]:
             found = 0
             for proc in psutil.process_iter(["name", "cwd"]):
                 cwd = proc.info.get("cwd") or ""
-                if proc.info.get("name") == "node" and (cwd == root or cwd.startswith(root + os.sep)):
+                if proc.info.get("name") == "node" and (
+                    cwd == root or cwd.startswith(root + os.sep)
+                ):
                     found += 1
             counts.append(found)
             done.wait(every)

@@ -6,6 +6,7 @@ Writes tests/engines/transcripts/<engine>_<case>.stdout/.stderr. Paths of the te
 dir are replaced by `<run_dir>` so the files hold nothing of the recording machine. Re-record
 after bumping a CLI version in deploy/install-engines.sh.
 """
+
 from __future__ import annotations
 
 import sys
@@ -22,8 +23,11 @@ TRANSCRIPTS = Path(__file__).resolve().parent / "transcripts"
 FINAL = '{"status": "ok", "engine": "$model"}'
 NO_KEY = {"api_key": None, "api_key_env": "UNSET_FAKE_KEY_VAR"}
 NO_RETRIES: dict[str, dict[str, Any]] = {
-    "codex": {"settings": {"model_providers": {"skillrunner": {"stream_max_retries": 0,
-                                                               "request_max_retries": 0}}}},
+    "codex": {
+        "settings": {
+            "model_providers": {"skillrunner": {"stream_max_retries": 0, "request_max_retries": 0}}
+        }
+    },
     "claude": {"env": {"CLAUDE_CODE_MAX_RETRIES": "0"}},
 }
 
@@ -37,21 +41,35 @@ def _tool_json(engine: str, base: Path) -> ScenarioResult:
 def _resume(engine: str, base: Path) -> ScenarioResult:
     adapter, script = get_adapter(engine), Script(command=PROBE_COMMAND, final_text=FINAL)
     first = run_scenario(adapter, base, script)
-    return run_scenario(adapter, base, script, prompt="again", run_dir=first.run_dir,
-                        session_id=first.output.session_id)
+    return run_scenario(
+        adapter,
+        base,
+        script,
+        prompt="again",
+        run_dir=first.run_dir,
+        session_id=first.output.session_id,
+    )
 
 
 def _http(status: int) -> Case:
     def case(engine: str, base: Path) -> ScenarioResult:
         config = NO_RETRIES.get(engine, {}) if status == 401 else {}
-        return run_scenario(get_adapter(engine), base, Script(status=status, error_message=f"fake {status}"),
-                            config=config, timeout=60)
+        return run_scenario(
+            get_adapter(engine),
+            base,
+            Script(status=status, error_message=f"fake {status}"),
+            config=config,
+            timeout=60,
+        )
+
     return case
 
 
 def _http401_killed(engine: str, base: Path) -> ScenarioResult:
     """The CLI retries a 401 with its default backoff and is killed by the run timeout."""
-    return run_scenario(get_adapter(engine), base, Script(status=401, error_message="fake 401"), timeout=4)
+    return run_scenario(
+        get_adapter(engine), base, Script(status=401, error_message="fake 401"), timeout=4
+    )
 
 
 def _auth_missing(engine: str, base: Path) -> ScenarioResult:
@@ -76,11 +94,15 @@ def record(engine: str) -> None:
             base = Path(tmp).resolve()
             result = run(engine, base)
             for stream, text in (("stdout", result.stdout), ("stderr", result.stderr)):
-                scrubbed = text.replace(str(result.run_dir), "<run_dir>").replace(str(base), "<tmp>")
+                scrubbed = text.replace(str(result.run_dir), "<run_dir>").replace(
+                    str(base), "<tmp>"
+                )
                 (TRANSCRIPTS / f"{engine}_{case}.{stream}").write_text(scrubbed, encoding="utf-8")
         error = result.output.error.code if result.output.error else None
-        print(f"{engine}_{case}: exit={result.process.exit_code} timed_out={result.process.timed_out} "
-              f"error={error} {result.seconds:.2f}s")
+        print(
+            f"{engine}_{case}: exit={result.process.exit_code} timed_out={result.process.timed_out} "
+            f"error={error} {result.seconds:.2f}s"
+        )
 
 
 def main(argv: list[str]) -> int:

@@ -1,5 +1,6 @@
 """codex for real against the fake LLM server (Responses API); the scenarios
 every engine shares (prompt passing, HTTP 400, missing key) are in test_every_engine.py."""
+
 from __future__ import annotations
 
 import json
@@ -12,8 +13,11 @@ from tests.engines.harness import MARKER_FILE, PROBE_COMMAND, PROBE_TOKEN, Scena
 
 ADAPTER = get_adapter("codex")
 FINAL = '{"status": "ok", "engine": "codex"}'
-NO_RETRIES = {"settings": {"model_providers": {"skillrunner": {
-    "stream_max_retries": 0, "request_max_retries": 0}}}}
+NO_RETRIES = {
+    "settings": {
+        "model_providers": {"skillrunner": {"stream_max_retries": 0, "request_max_retries": 0}}
+    }
+}
 
 Scenario = Callable[..., ScenarioResult]
 
@@ -28,7 +32,11 @@ def test_codex_runs_shell_tool_and_returns_final_json(scenario: Scenario) -> Non
     assert out.session_id
     assert [c["type"] for c in out.tool_calls] == ["command_execution"]
     assert out.usage.get("input_tokens", 0) > 0
-    assert out.tokens is not None and out.tokens["input_tokens"] > 0 and out.tokens["output_tokens"] > 0
+    assert (
+        out.tokens is not None
+        and out.tokens["input_tokens"] > 0
+        and out.tokens["output_tokens"] > 0
+    )
 
 
 def test_codex_advertises_the_installed_skill_to_the_model(scenario: Scenario) -> None:
@@ -40,8 +48,13 @@ def test_codex_advertises_the_installed_skill_to_the_model(scenario: Scenario) -
 def test_codex_resume_continues_the_same_thread(scenario: Scenario) -> None:
     first = scenario(ADAPTER, Script(command=PROBE_COMMAND, final_text=FINAL))
     (first.run_dir / MARKER_FILE).unlink()
-    second = scenario(ADAPTER, Script(command=PROBE_COMMAND, final_text=FINAL), prompt="again",
-                      run_dir=first.run_dir, session_id=first.output.session_id)
+    second = scenario(
+        ADAPTER,
+        Script(command=PROBE_COMMAND, final_text=FINAL),
+        prompt="again",
+        run_dir=first.run_dir,
+        session_id=first.output.session_id,
+    )
     assert second.output.error is None, second.stderr[-2000:]
     assert second.output.session_id == first.output.session_id
     assert (first.run_dir / MARKER_FILE).exists()
@@ -49,7 +62,9 @@ def test_codex_resume_continues_the_same_thread(scenario: Scenario) -> None:
 
 
 def test_codex_http_401_is_a_model_api_error_quickly(scenario: Scenario) -> None:
-    run = scenario(ADAPTER, Script(status=401, error_message="bad key"), config=NO_RETRIES, timeout=30)
+    run = scenario(
+        ADAPTER, Script(status=401, error_message="bad key"), config=NO_RETRIES, timeout=30
+    )
     assert run.output.error is not None
     assert run.output.error.code == "MODEL_API_ERROR"
     assert run.output.error.details.get("status") == 401
@@ -60,8 +75,11 @@ def test_codex_with_the_shipped_defaults_lists_only_the_run_skill(scenario: Scen
     """skills.bundled.enabled=false (deploy/engine-config/codex/default.json): codex neither
     unpacks its bundled skills into the run's CODEX_HOME nor lists them to the model."""
     shipped = load_engine_config("codex", skill_dir=None, user=None)
-    run = scenario(ADAPTER, Script(tool=False, final_text=FINAL),
-                   config={"settings": shipped.get("settings", {})})
+    run = scenario(
+        ADAPTER,
+        Script(tool=False, final_text=FINAL),
+        config={"settings": shipped.get("settings", {})},
+    )
     assert run.output.error is None, run.stderr[-2000:]
     assert PROBE_TOKEN in run.request_text
     assert "skill-creator" not in run.request_text
@@ -69,8 +87,11 @@ def test_codex_with_the_shipped_defaults_lists_only_the_run_skill(scenario: Scen
 
 
 def test_codex_bundled_skills_come_back_when_enabled(scenario: Scenario) -> None:
-    run = scenario(ADAPTER, Script(tool=False, final_text=FINAL),
-                   config={"settings": {"skills": {"bundled": {"enabled": True}}}})
+    run = scenario(
+        ADAPTER,
+        Script(tool=False, final_text=FINAL),
+        config={"settings": {"skills": {"bundled": {"enabled": True}}}},
+    )
     assert run.output.error is None, run.stderr[-2000:]
     assert "skill-creator" in run.request_text
     assert (run.run_dir / ".codex-home" / "skills" / ".system").is_dir()

@@ -3,6 +3,7 @@ prompt goes (argv, or stdin when too long), a failed model call and a missing ke
 
 Adding an engine means adding a row to ENGINES; its own module keeps what only it does.
 """
+
 from __future__ import annotations
 
 import json
@@ -12,10 +13,10 @@ from typing import Any
 
 import pytest
 
+from fake_llm import Script
 from runner_core.engines import get_adapter
 from runner_core.engines.config import load_engine_config
 from tests.engines.harness import ScenarioResult
-from fake_llm import Script
 
 Scenario = Callable[..., ScenarioResult]
 NO_KEY = {"api_key": None, "api_key_env": "UNSET_FAKE_KEY_VAR"}
@@ -27,8 +28,8 @@ class Engine:
 
     name: str
     config: dict[str, Any] = field(default_factory=dict)  # merged into every run's config
-    http_error_seconds: float = 15.0     # an HTTP 400 is reported within this time
-    http_error_exit: int | None = None   # the exit code after an HTTP 400, where it is pinned
+    http_error_seconds: float = 15.0  # an HTTP 400 is reported within this time
+    http_error_exit: int | None = None  # the exit code after an HTTP 400, where it is pinned
     # a missing key: True, reported before any request; False, no request check; None, no test
     auth_before_requests: bool | None = False
 
@@ -56,10 +57,16 @@ each_engine = pytest.mark.parametrize("engine", ENGINES, ids=lambda engine: engi
 
 
 @each_engine
-def test_a_prompt_starting_with_a_dash_reaches_the_model(scenario: Scenario, engine: Engine) -> None:
+def test_a_prompt_starting_with_a_dash_reaches_the_model(
+    scenario: Scenario, engine: Engine
+) -> None:
     prompt = "- use the probe skill --now"
-    run = scenario(get_adapter(engine.name), Script(tool=False, final_text=engine.final),
-                   prompt=prompt, config=engine.config)
+    run = scenario(
+        get_adapter(engine.name),
+        Script(tool=False, final_text=engine.final),
+        prompt=prompt,
+        config=engine.config,
+    )
     assert run.spec.stdin is None
     assert run.output.error is None, run.stderr[-2000:]
     assert prompt in run.request_text
@@ -68,8 +75,12 @@ def test_a_prompt_starting_with_a_dash_reaches_the_model(scenario: Scenario, eng
 @each_engine
 def test_a_prompt_too_long_for_argv_is_read_from_stdin(scenario: Scenario, engine: Engine) -> None:
     prompt = "ZQXLONG55 Use the probe skill. " + "pad " * 40_000 + "TAILTOKEN91"
-    run = scenario(get_adapter(engine.name), Script(tool=False, final_text=engine.final),
-                   prompt=prompt, config=engine.config)
+    run = scenario(
+        get_adapter(engine.name),
+        Script(tool=False, final_text=engine.final),
+        prompt=prompt,
+        config=engine.config,
+    )
     assert run.spec.stdin == prompt
     assert run.output.error is None, run.stderr[-2000:]
     assert run.output.parsed_json == json.loads(engine.final)
@@ -78,8 +89,12 @@ def test_a_prompt_too_long_for_argv_is_read_from_stdin(scenario: Scenario, engin
 
 @each_engine
 def test_http_400_is_a_model_api_error_quickly(scenario: Scenario, engine: Engine) -> None:
-    run = scenario(get_adapter(engine.name), Script(status=400, error_message="bad request"),
-                   config=engine.config, timeout=30)
+    run = scenario(
+        get_adapter(engine.name),
+        Script(status=400, error_message="bad request"),
+        config=engine.config,
+        timeout=30,
+    )
     assert run.output.error is not None and run.output.error.code == "MODEL_API_ERROR"
     assert run.output.error.details.get("status") == 400
     if engine.http_error_exit is not None:
@@ -87,10 +102,15 @@ def test_http_400_is_a_model_api_error_quickly(scenario: Scenario, engine: Engin
     assert run.seconds < engine.http_error_seconds
 
 
-@pytest.mark.parametrize("engine", [e for e in ENGINES if e.auth_before_requests is not None],
-                         ids=lambda engine: engine.name)
+@pytest.mark.parametrize(
+    "engine",
+    [e for e in ENGINES if e.auth_before_requests is not None],
+    ids=lambda engine: engine.name,
+)
 def test_without_api_key_is_auth_missing(scenario: Scenario, engine: Engine) -> None:
-    run = scenario(get_adapter(engine.name), Script(), config={**engine.config, **NO_KEY}, timeout=30)
+    run = scenario(
+        get_adapter(engine.name), Script(), config={**engine.config, **NO_KEY}, timeout=30
+    )
     assert run.output.error is not None and run.output.error.code == "AUTH_MISSING"
     if engine.auth_before_requests:
         assert not run.requests

@@ -1,5 +1,6 @@
 """gemini for real against the fake LLM server (Gemini streamGenerateContent); the scenarios
 every engine shares (prompt passing, HTTP 400, missing key) are in test_every_engine.py."""
+
 from __future__ import annotations
 
 import json
@@ -25,7 +26,11 @@ def test_gemini_runs_shell_tool_and_returns_final_json(scenario: Scenario) -> No
     assert out.session_id
     assert [c["name"] for c in out.tool_calls] == ["run_shell_command"]
     assert out.usage.get("input_tokens", 0) > 0
-    assert out.tokens is not None and out.tokens["input_tokens"] > 0 and out.tokens["output_tokens"] > 0
+    assert (
+        out.tokens is not None
+        and out.tokens["input_tokens"] > 0
+        and out.tokens["output_tokens"] > 0
+    )
 
 
 def test_gemini_advertises_the_installed_skill_to_the_model(scenario: Scenario) -> None:
@@ -37,8 +42,14 @@ def test_gemini_advertises_the_installed_skill_to_the_model(scenario: Scenario) 
 
 def test_gemini_resume_continues_the_same_session(scenario: Scenario) -> None:
     first = scenario(ADAPTER, Script(command=PROBE_COMMAND, final_text=FINAL))
-    second = scenario(ADAPTER, Script(command=PROBE_COMMAND, final_text=FINAL), prompt="again",
-                      run_dir=first.run_dir, session_id=first.output.session_id, log_name="logs2")
+    second = scenario(
+        ADAPTER,
+        Script(command=PROBE_COMMAND, final_text=FINAL),
+        prompt="again",
+        run_dir=first.run_dir,
+        session_id=first.output.session_id,
+        log_name="logs2",
+    )
     assert second.output.error is None, second.stderr[-2000:]
     assert second.output.session_id == first.output.session_id
     assert "again" in second.request_text

@@ -1,4 +1,5 @@
 """The harness's own rules: a missing CLI fails under CI and skips elsewhere."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

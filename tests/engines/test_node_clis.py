@@ -1,5 +1,6 @@
 """gemini and qwen (Node CLIs) under their shipped defaults (deploy/engine-config/<engine>/
 default.json), for real against the fake LLM server: how they are started."""
+
 from __future__ import annotations
 
 import json
@@ -42,8 +43,12 @@ def test_a_shell_tool_runs_under_the_shipped_node_flags(engine: str, tmp_path: P
     at exit (~1 s per run with a shell call)."""
     shipped = load_engine_config(engine, skill_dir=None, user=None)
     config = {key: shipped[key] for key in ("env", "settings", "node_flags")}
-    run = run_scenario(get_adapter(engine), tmp_path, Script(command=PROBE_COMMAND, final_text=FINAL),
-                       config=config)
+    run = run_scenario(
+        get_adapter(engine),
+        tmp_path,
+        Script(command=PROBE_COMMAND, final_text=FINAL),
+        config=config,
+    )
     assert Path(run.spec.argv[0]).name == "node" and run.spec.argv[1] == "--liftoff-only"
     assert run.output.error is None, run.stderr[-2000:]
     assert (run.run_dir / MARKER_FILE).read_text() == "probe"

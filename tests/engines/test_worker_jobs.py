@@ -6,6 +6,7 @@ repaired at N3 by resuming the session handle the CLI returned; a model API 4xx 
 with a typed engine error, without hanging. iflow cannot be installed here: its adapter is
 tested on transcripts (tests/unit/test_engine_iflow.py).
 """
+
 from __future__ import annotations
 
 import json
@@ -15,9 +16,9 @@ from dataclasses import asdict
 
 import pytest
 
-from fake_llm import FakeLLM, Script
 from api import create_app
 from api.queue import CeleryQueue
+from fake_llm import FakeLLM, Script
 from runner_core.engines import get_adapter
 from runner_core.prompts import PATCH_MARKER
 from runner_core.settings import REPO_ROOT
@@ -27,15 +28,18 @@ from tests.integration.services import WorkerProcess, broker_settings
 
 ENGINES = ["codex", "gemini", "opencode", "qwen", "claude"]
 RESULT = {"text": "hello", "length": 5}
-SUCCESS = Script(command="printf 'made by the agent' > artifacts/note.txt",
-                 final_text="Done.\n```json\n" + json.dumps(RESULT) + "\n```")
+SUCCESS = Script(
+    command="printf 'made by the agent' > artifacts/note.txt",
+    final_text="Done.\n```json\n" + json.dumps(RESULT) + "\n```",
+)
 # First turn prints JSON missing "length"; the resumed (repair) turn prints the valid JSON.
 # The valid JSON is joined by the shell ('len''gth'), so CLIs that echo the command back (qwen)
 # do not leak it into the first answer; no $(...) either, which gemini refuses to run.
 TWO_TURNS = Script(
     command="""if [ -f .seen ]; then echo '{"text": "hello", "len''gth": 5}'; """
-            """else touch .seen; echo '{"text": "hello"}'; fi""",
-    final_text="$tool_output")
+    """else touch .seen; echo '{"text": "hello"}'; fi""",
+    final_text="$tool_output",
+)
 API_400 = Script(status=400, error_message="bad request from the test")
 
 
@@ -51,12 +55,21 @@ def service(tmp_path_factory):
         for engine in ENGINES:
             (config_dir / engine).mkdir(exist_ok=True)
             (config_dir / engine / "enforced.json").write_text(json.dumps(FAKE_CONFIG[engine](llm)))
-        worker = WorkerProcess(settings, "engines", settings.data_dir / "worker.log", concurrency=2,
-                               extra_env={"SKILL_RUNNER_ENGINE_CONFIG_DIR": str(config_dir)})
+        worker = WorkerProcess(
+            settings,
+            "engines",
+            settings.data_dir / "worker.log",
+            concurrency=2,
+            extra_env={"SKILL_RUNNER_ENGINE_CONFIG_DIR": str(config_dir)},
+        )
         app = create_app({"SETTINGS": settings, "QUEUE": CeleryQueue(settings.broker_url)})
         try:
-            yield {"client": app.test_client(), "script": script_file, "settings": settings,
-                   "llm": llm}
+            yield {
+                "client": app.test_client(),
+                "script": script_file,
+                "settings": settings,
+                "llm": llm,
+            }
         finally:
             worker.stop()
 
@@ -65,10 +78,15 @@ def run_job(service, engine: str, script: Script, **options) -> tuple[dict, dict
     require_binary(get_adapter(engine))
     service["script"].write_text(json.dumps(asdict(script)))
     client = service["client"]
-    rid = client.post("/v1/jobs", json={"skill_id": "echo-prompt", "engine": engine,
-                                        "input": {"text": "hello"},
-                                        "runtime_options": {"no_cache": True, **options}}
-                      ).json["request_id"]
+    rid = client.post(
+        "/v1/jobs",
+        json={
+            "skill_id": "echo-prompt",
+            "engine": engine,
+            "input": {"text": "hello"},
+            "runtime_options": {"no_cache": True, **options},
+        },
+    ).json["request_id"]
     try:
         status = wait_for_job(client, rid, timeout=120, interval=0.1)
     except AssertionError as exc:

@@ -1,5 +1,6 @@
 """Integration tier: the API (test client) -> real Redis -> a real Celery worker -> SQL,
 run once on SQLite and once on Postgres."""
+
 from __future__ import annotations
 
 import pytest
@@ -18,8 +19,13 @@ def backend(request):
 
 @pytest.fixture
 def stack_settings(tmp_path, backend):
-    with broker_settings(tmp_path, REDIS_DB[backend], backend, SKILL_RUNNER_SWEEP_GRACE_SEC="2",
-                         SKILL_RUNNER_LEASE_SEC="3") as settings:
+    with broker_settings(
+        tmp_path,
+        REDIS_DB[backend],
+        backend,
+        SKILL_RUNNER_SWEEP_GRACE_SEC="2",
+        SKILL_RUNNER_LEASE_SEC="3",
+    ) as settings:
         yield settings
 
 

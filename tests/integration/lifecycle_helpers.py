@@ -1,4 +1,5 @@
 """Helpers of the lifecycle tests: jobs, recorded process trees, a private Redis."""
+
 from __future__ import annotations
 
 import os
@@ -51,8 +52,10 @@ def recorded_processes(stack, run_id: str, expect: int) -> tuple[int, list[int]]
     pids_file, calls = run_dir / "raw" / "child_pids.txt", run_dir / "artifacts" / "calls.txt"
 
     def ready() -> bool:
-        return calls.is_file() and pids_file.is_file() and \
-            len(pids_file.read_text().split()) == expect
+        return (
+            calls.is_file() and pids_file.is_file() and len(pids_file.read_text().split()) == expect
+        )
+
     wait_for(ready, 10)
     pgid = int(calls.read_text().split()[-1])
     kids = [int(p) for p in pids_file.read_text().split()]
@@ -108,9 +111,22 @@ class PrivateRedis:
         binary = shutil.which("redis-server")
         assert binary, "redis-server is needed for the broker restart test"
         self.proc = subprocess.Popen(
-            [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--dir", str(self.workdir)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            [
+                binary,
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(self.workdir),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         wait_for(self._answers, 10)
 
     def _answers(self) -> bool:

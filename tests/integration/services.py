@@ -1,4 +1,5 @@
 """Real services for integration tests: Redis, Postgres and Celery worker processes."""
+
 from __future__ import annotations
 
 import os
@@ -44,19 +45,23 @@ def create_postgres_db() -> tuple[str, callable]:
     try:
         admin = psycopg.connect(POSTGRES_URL, autocommit=True, connect_timeout=3)
     except psycopg.Error as exc:
-        pytest.fail(f"integration tests need Postgres at {POSTGRES_URL} ({exc}); tests/run.sh starts it")
+        pytest.fail(
+            f"integration tests need Postgres at {POSTGRES_URL} ({exc}); tests/run.sh starts it"
+        )
     admin.execute(f'CREATE DATABASE "{name}"')
     base = POSTGRES_URL.rsplit("/", 1)[0]
 
     def drop() -> None:
         admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         admin.close()
+
     return f"{base}/{name}", drop
 
 
 @contextmanager
-def broker_settings(root: Path, redis_db: int, backend: str = "sqlite",
-                    **env: str) -> Iterator[Settings]:
+def broker_settings(
+    root: Path, redis_db: int, backend: str = "sqlite", **env: str
+) -> Iterator[Settings]:
     """Migrated settings under `root` with the test skills, flushed Redis database `redis_db` as
     the broker and, for backend "postgres", a Postgres database of their own (dropped after)."""
     copy_skills(root / "skills")
@@ -80,26 +85,52 @@ def message_count(url: str, queue: str) -> int:
 
 def service_env(settings: Settings) -> dict[str, str]:
     env = dict(os.environ)
-    env.update({"SKILL_RUNNER_DATA_DIR": str(settings.data_dir),
-                "SKILL_RUNNER_SKILLS_DIR": str(settings.skills_dir),
-                "DATABASE_URL": settings.database_url,
-                "CELERY_BROKER_URL": settings.broker_url,
-                "SKILL_RUNNER_SWEEP_GRACE_SEC": str(settings.sweep_grace_sec),
-                "SKILL_RUNNER_LEASE_SEC": str(settings.lease_sec),
-                "PYTHONPATH": str(REPO_ROOT)})
+    env.update(
+        {
+            "SKILL_RUNNER_DATA_DIR": str(settings.data_dir),
+            "SKILL_RUNNER_SKILLS_DIR": str(settings.skills_dir),
+            "DATABASE_URL": settings.database_url,
+            "CELERY_BROKER_URL": settings.broker_url,
+            "SKILL_RUNNER_SWEEP_GRACE_SEC": str(settings.sweep_grace_sec),
+            "SKILL_RUNNER_LEASE_SEC": str(settings.lease_sec),
+            "PYTHONPATH": str(REPO_ROOT),
+        }
+    )
     return env
 
 
 class WorkerProcess:
     """A real `celery worker` (prefork) started and stopped by a test."""
 
-    def __init__(self, settings: Settings, name: str, log_path: Path, concurrency: int = 2,
-                 beat: bool = False, extra_env: dict[str, str] | None = None,
-                 queues: str | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        name: str,
+        log_path: Path,
+        concurrency: int = 2,
+        beat: bool = False,
+        extra_env: dict[str, str] | None = None,
+        queues: str | None = None,
+    ) -> None:
         self.settings, self.name, self.log_path = settings, name, log_path
-        argv = [sys.executable, "-m", "celery", "-A", "worker.celery_app", "worker",
-                "--loglevel", "info", "--concurrency", str(concurrency), "-n", f"{name}@%h",
-                "--without-gossip", "--without-mingle", "-O", "fair"]
+        argv = [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "worker.celery_app",
+            "worker",
+            "--loglevel",
+            "info",
+            "--concurrency",
+            str(concurrency),
+            "-n",
+            f"{name}@%h",
+            "--without-gossip",
+            "--without-mingle",
+            "-O",
+            "fair",
+        ]
         if queues:
             argv += ["-Q", queues]
         if beat:
@@ -107,8 +138,14 @@ class WorkerProcess:
         env = service_env(settings)
         env.update(extra_env or {})
         self.log = log_path.open("ab")
-        self.proc = subprocess.Popen(argv, cwd=REPO_ROOT, env=env, stdout=self.log,
-                                     stderr=subprocess.STDOUT, start_new_session=True)
+        self.proc = subprocess.Popen(
+            argv,
+            cwd=REPO_ROOT,
+            env=env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         self.wait_ready()
 
     def wait_ready(self, timeout: float = 30.0) -> None:
@@ -116,6 +153,7 @@ class WorkerProcess:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"worker exited: {self.log_path.read_text()[-3000:]}")
             return b"ready." in self.log_path.read_bytes()
+
         try:
             wait_for(ready, timeout, interval=0.1)
         except AssertionError:
@@ -145,10 +183,15 @@ class Stack:
 
     def start_worker(self, name: str = "w", **kwargs: Any) -> WorkerProcess:
         """Start a real worker process for this stack (stopped by the fixture)."""
-        self.worker = WorkerProcess(self.settings, f"{name}-{self.backend}",
-                                    self.settings.data_dir / f"worker-{name}.log", **kwargs)
+        self.worker = WorkerProcess(
+            self.settings,
+            f"{name}-{self.backend}",
+            self.settings.data_dir / f"worker-{name}.log",
+            **kwargs,
+        )
         return self.worker
 
-    def wait(self, request_id: str, timeout: float = 30.0,
-             until: tuple[str, ...] = TERMINAL_STATUSES) -> dict:
+    def wait(
+        self, request_id: str, timeout: float = 30.0, until: tuple[str, ...] = TERMINAL_STATUSES
+    ) -> dict:
         return wait_for_job(self.client, request_id, timeout, until)

@@ -2,6 +2,7 @@
 queue client are seen while they wait (at any priority) and while a real worker holds them
 unacknowledged, and are no longer seen once acknowledged. A Celery or kombu upgrade that
 changes kombu's Redis layout fails here."""
+
 from __future__ import annotations
 
 import pytest
@@ -37,8 +38,13 @@ def test_waiting_messages_are_held_at_every_priority(monkeypatch):
     assert queue.enqueue("run-a", "runs.script", task_id="waiting-a")
     assert queue.enqueue("run-b", "runs.codex", task_id="waiting-b")
     for priority in (1, 5, 9):  # each lands in another of kombu's priority lists
-        queue.celery.send_task(EXECUTE_RUN, args=["run-p"], queue="runs.script",
-                               task_id=f"priority-{priority}", priority=priority)
+        queue.celery.send_task(
+            EXECUTE_RUN,
+            args=["run-p"],
+            queue="runs.script",
+            task_id=f"priority-{priority}",
+            priority=priority,
+        )
     redis.Redis.from_url(url).rpush("runs.script", b"not a kombu message")  # ignored
     view = read_broker(url, RUN_QUEUES)
     for task_id in ("waiting-a", "waiting-b", "priority-1", "priority-5", "priority-9"):
@@ -60,8 +66,10 @@ def test_a_message_a_worker_holds_is_held_until_it_is_acknowledged(bare_stack):
     url = bare_stack.settings.broker_url
     first = create_job(bare_stack, "slow-counter", sleep=3)
     second = create_job(bare_stack, "slow-counter", sleep=0)
-    task_ids = [run_row(bare_stack, bare_stack.client.get(f"/v1/jobs/{rid}").json["run_id"])
-                .celery_task_id for rid in (first, second)]
+    task_ids = [
+        run_row(bare_stack, bare_stack.client.get(f"/v1/jobs/{rid}").json["run_id"]).celery_task_id
+        for rid in (first, second)
+    ]
     bare_stack.start_worker(concurrency=1)
     bare_stack.wait(first, timeout=15, until=("running",))
     wait_for(lambda: message_count(url, "runs.script") == 1, 5)  # only the second waits

@@ -1,6 +1,7 @@
 """A full disk under the data directory: runs end with STORAGE_FULL instead of hanging in
 `running`, requests get 507 and leave nothing half-written, and the service goes on once
 there is space again. The data directory is a small tmpfs (the database lives elsewhere)."""
+
 from __future__ import annotations
 
 import io
@@ -21,11 +22,15 @@ pytestmark = pytest.mark.integration
 def small_disk(tmp_path):
     mount = tmp_path / "data"
     mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)],
+        capture_output=True,
+        text=True,
+    )
     if done.returncode != 0:
-        pytest.skip(f"a small disk is made by mounting a tmpfs, which needs root: "
-                    f"{done.stderr.strip()}")
+        pytest.skip(
+            f"a small disk is made by mounting a tmpfs, which needs root: {done.stderr.strip()}"
+        )
     yield mount
     subprocess.run(["umount", "-l", str(mount)], check=False)
 
@@ -61,15 +66,18 @@ def upload(client, rid: str, files: dict):
 
 
 def leftovers(root) -> list[str]:
-    return sorted(str(p.relative_to(root)) for p in root.rglob("*")
-                  if p.name.endswith((".tmp", ".part")))
+    return sorted(
+        str(p.relative_to(root)) for p in root.rglob("*") if p.name.endswith((".tmp", ".part"))
+    )
 
 
-def test_a_full_disk_fails_runs_and_requests_cleanly_and_the_service_recovers(service,
-                                                                              small_disk):
+def test_a_full_disk_fails_runs_and_requests_cleanly_and_the_service_recovers(service, small_disk):
     settings, client = service
-    body = {"skill_id": "fenced-json", "input": {"text": "before"},
-            "runtime_options": {"no_cache": True}}
+    body = {
+        "skill_id": "fenced-json",
+        "input": {"text": "before"},
+        "runtime_options": {"no_cache": True},
+    }
     first = post(client, body).json["request_id"]
     first_run = wait_for_job(client, first)
     assert first_run["status"] == "succeeded"

@@ -1,4 +1,5 @@
 """Prompt entrypoint end to end: API -> Redis -> worker -> the real codex CLI -> fake LLM."""
+
 from __future__ import annotations
 
 import json
@@ -16,13 +17,16 @@ pytestmark = [pytest.mark.integration, pytest.mark.engines]
 RESULT = {"text": "hello", "length": 5}
 
 
-DEFAULT_SCRIPT = Script(command="printf 'made by codex' > artifacts/note.txt",
-                        final_text="Here you go:\n```json\n" + json.dumps(RESULT) + "\n```")
+DEFAULT_SCRIPT = Script(
+    command="printf 'made by codex' > artifacts/note.txt",
+    final_text="Here you go:\n```json\n" + json.dumps(RESULT) + "\n```",
+)
 # First turn prints JSON missing "length"; any later turn (the N3 repair) prints valid JSON.
 TWO_TURNS = Script(
-    command="if [ -f .seen ]; then echo '%s'; else touch .seen; echo '%s'; fi"
-            % (json.dumps(RESULT), json.dumps({"text": "hello"})),
-    final_text="$tool_output")
+    command=f"if [ -f .seen ]; then echo '{json.dumps(RESULT)}'; "
+    f"else touch .seen; echo '{json.dumps({'text': 'hello'})}'; fi",
+    final_text="$tool_output",
+)
 
 
 @pytest.fixture
@@ -44,16 +48,18 @@ def codex_stack(bare_stack, llm, tmp_path):
     config_dir = tmp_path / "engine-config"
     shutil.copytree(REPO_ROOT / "deploy" / "engine-config", config_dir)
     (config_dir / "codex").mkdir(exist_ok=True)
-    (config_dir / "codex" / "enforced.json").write_text(json.dumps(
-        {"base_url": f"{llm.base_url}/v1", "api_key": "fake-key", "model": "fake-model"}))
+    (config_dir / "codex" / "enforced.json").write_text(
+        json.dumps({"base_url": f"{llm.base_url}/v1", "api_key": "fake-key", "model": "fake-model"})
+    )
     bare_stack.start_worker(extra_env={"SKILL_RUNNER_ENGINE_CONFIG_DIR": str(config_dir)})
     return bare_stack
 
 
 def test_prompt_skill_runs_through_codex(codex_stack, llm):
     client = codex_stack.client
-    rid = client.post("/v1/jobs", json={"skill_id": "echo-prompt", "engine": "codex",
-                                        "input": {"text": "hello"}}).json["request_id"]
+    rid = client.post(
+        "/v1/jobs", json={"skill_id": "echo-prompt", "engine": "codex", "input": {"text": "hello"}}
+    ).json["request_id"]
     status = codex_stack.wait(rid, timeout=90)
     assert status["status"] == "succeeded", (status, client.get(f"/v1/jobs/{rid}/logs").json)
     result = client.get(f"/v1/jobs/{rid}/result").json["result"]
@@ -72,9 +78,15 @@ def test_prompt_skill_runs_through_codex(codex_stack, llm):
 def test_invalid_output_is_repaired_at_n3_when_enabled(codex_stack, script_file):
     script_file.write_text(json.dumps(TWO_TURNS.__dict__))
     client = codex_stack.client
-    rid = client.post("/v1/jobs", json={"skill_id": "echo-prompt", "engine": "codex",
-                                        "input": {"text": "hello"},
-                                        "runtime_options": {"repair_rounds": 1}}).json["request_id"]
+    rid = client.post(
+        "/v1/jobs",
+        json={
+            "skill_id": "echo-prompt",
+            "engine": "codex",
+            "input": {"text": "hello"},
+            "runtime_options": {"repair_rounds": 1},
+        },
+    ).json["request_id"]
     status = codex_stack.wait(rid, timeout=90)
     assert status["status"] == "succeeded", client.get(f"/v1/jobs/{rid}/logs").json
     result = client.get(f"/v1/jobs/{rid}/result").json["result"]
@@ -85,8 +97,9 @@ def test_invalid_output_is_repaired_at_n3_when_enabled(codex_stack, script_file)
 def test_invalid_output_fails_with_validation_errors_when_n3_is_off(codex_stack, script_file):
     script_file.write_text(json.dumps(TWO_TURNS.__dict__))
     client = codex_stack.client
-    rid = client.post("/v1/jobs", json={"skill_id": "echo-prompt", "engine": "codex",
-                                        "input": {"text": "hello"}}).json["request_id"]
+    rid = client.post(
+        "/v1/jobs", json={"skill_id": "echo-prompt", "engine": "codex", "input": {"text": "hello"}}
+    ).json["request_id"]
     status = codex_stack.wait(rid, timeout=90)
     assert status["status"] == "failed"
     assert status["error"]["code"] == "OUTPUT_VALIDATION_FAILED"

@@ -1,5 +1,6 @@
 """Run lifecycle with real worker processes: timeouts, cancel, signals, running limits,
 crashes, lost broker messages and startup reconciliation."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -17,15 +18,25 @@ from api.queue import CeleryQueue
 from runner_core.store.models import Run, utcnow
 from tests.helpers import upload_body, wait_for
 from tests.integration.lifecycle_helpers import (
-    PrivateRedis, create_job, job, job_states, live_group, live_pids, parse_iso, recorded_processes,
+    PrivateRedis,
+    create_job,
+    job,
+    job_states,
+    live_group,
+    live_pids,
+    parse_iso,
+    recorded_processes,
     run_row,
 )
 from tests.integration.services import Stack, WorkerProcess
 
 pytestmark = pytest.mark.integration
 
-FAST = {"SKILL_RUNNER_KILL_GRACE_SEC": "1", "SKILL_RUNNER_SWEEP_INTERVAL_SEC": "1",
-        "SKILL_RUNNER_LIMIT_RETRY_SEC": "0.3"}
+FAST = {
+    "SKILL_RUNNER_KILL_GRACE_SEC": "1",
+    "SKILL_RUNNER_SWEEP_INTERVAL_SEC": "1",
+    "SKILL_RUNNER_LIMIT_RETRY_SEC": "0.3",
+}
 
 
 @pytest.fixture
@@ -35,14 +46,21 @@ def workers(bare_stack):
     the sweep re-sends it as it would in production."""
     started: list[WorkerProcess] = []
 
-    def start(name: str, concurrency: int = 2, beat: bool = True, queues: str | None = None,
-              **env: str) -> WorkerProcess:
-        proc = WorkerProcess(bare_stack.settings, f"{name}-{bare_stack.backend}",
-                             bare_stack.settings.data_dir / f"worker-{name}.log",
-                             concurrency=concurrency, beat=beat, extra_env={**FAST, **env},
-                             queues=queues)
+    def start(
+        name: str, concurrency: int = 2, beat: bool = True, queues: str | None = None, **env: str
+    ) -> WorkerProcess:
+        proc = WorkerProcess(
+            bare_stack.settings,
+            f"{name}-{bare_stack.backend}",
+            bare_stack.settings.data_dir / f"worker-{name}.log",
+            concurrency=concurrency,
+            beat=beat,
+            extra_env={**FAST, **env},
+            queues=queues,
+        )
         started.append(proc)
         return proc
+
     yield start
     for proc in started:
         proc.stop()
@@ -71,8 +89,9 @@ def test_timeout_kills_the_whole_process_tree(bare_stack, workers):
 
 
 @pytest.mark.parametrize("sleep, cancel", [(0.3, False), (30, True)])
-def test_processes_that_leave_the_group_do_not_outlive_their_run(bare_stack, workers, sleep,
-                                                                cancel):
+def test_processes_that_leave_the_group_do_not_outlive_their_run(
+    bare_stack, workers, sleep, cancel
+):
     worker = workers("w")
     rid = create_job(bare_stack, "slow-counter", sleep=sleep, escapes=2, children=1)
     status = bare_stack.wait(rid, until=("running", "succeeded"))
@@ -91,16 +110,17 @@ def test_processes_that_leave_the_group_do_not_outlive_their_run(bare_stack, wor
 
 
 def test_a_run_that_floods_its_output_is_killed_at_the_limit(bare_stack, workers):
-    workers("w", SKILL_RUNNER_MAX_OUTPUT_BYTES=str(1024 ** 2))
+    workers("w", SKILL_RUNNER_MAX_OUTPUT_BYTES=str(1024**2))
     # 10 KB lines, 1,000 of them over 20 s: 1 MiB is passed after ~2 s
-    rid = create_job(bare_stack, "slow-counter", sleep=20, ticks=1000, tick_bytes=10_000,
-                     children=1)
+    rid = create_job(
+        bare_stack, "slow-counter", sleep=20, ticks=1000, tick_bytes=10_000, children=1
+    )
     status = bare_stack.wait(rid, until=("running",))
     pgid, kids = recorded_processes(bare_stack, status["run_id"], expect=1)
     status = bare_stack.wait(rid, timeout=15)
     assert status["status"] == "failed" and status["error"]["code"] == "OUTPUT_TOO_LARGE", status
     written = status["error"]["written_bytes"]
-    assert 1024 ** 2 < written < 20 * 1024 ** 2, written  # stopped soon after the limit
+    assert 1024**2 < written < 20 * 1024**2, written  # stopped soon after the limit
     assert live_group(pgid) == [] and live_pids(kids) == []
     logs = bare_stack.client.get(f"/v1/jobs/{rid}/logs").json
     assert logs["stdout"].startswith("tick 0 ")  # what it wrote is kept for a look
@@ -113,8 +133,9 @@ def test_a_job_whose_upload_never_comes_fails_with_upload_timeout(bare_stack, wo
     status = bare_stack.wait(rid, timeout=15)
     assert status["status"] == "failed" and status["error"]["code"] == "UPLOAD_TIMEOUT", status
     assert "within 2 s" in status["error"]["message"] and not status["waiting_for_upload"]
-    late = bare_stack.client.post(f"/v1/jobs/{rid}/upload",
-                                  data=upload_body({"input_file.txt": "30"}))
+    late = bare_stack.client.post(
+        f"/v1/jobs/{rid}/upload", data=upload_body({"input_file.txt": "30"})
+    )
     assert late.status_code == 409 and late.json["error"]["code"] == "UPLOAD_NOT_ALLOWED"
 
 
@@ -159,10 +180,13 @@ def test_cancel_after_success_is_not_accepted_and_changes_nothing(bare_stack, wo
     assert job(bare_stack, rid) == before
 
 
-@pytest.mark.parametrize("sig, status, code", [
-    (signal.SIGTERM, "canceled", "CANCELED_BY_USER"),  # Flower's revoke with terminate
-    (signal.SIGUSR1, "failed", "TIMEOUT"),             # Celery's soft time limit
-])
+@pytest.mark.parametrize(
+    "sig, status, code",
+    [
+        (signal.SIGTERM, "canceled", "CANCELED_BY_USER"),  # Flower's revoke with terminate
+        (signal.SIGUSR1, "failed", "TIMEOUT"),  # Celery's soft time limit
+    ],
+)
 def test_signal_to_the_pool_child_leaves_no_orphan(bare_stack, workers, sig, status, code):
     workers("w")
     rid = create_job(bare_stack, "slow-counter", sleep=30, children=2)
@@ -209,7 +233,9 @@ def test_global_running_limit_holds_across_two_workers(bare_stack, workers):
     statuses = [job(bare_stack, rid) for rid in rids]
     assert [s["status"] for s in statuses] == ["succeeded"] * 5
     assert max_overlap(bare_stack, statuses) <= 2 and seen_queued_while_full
-    assert {s["worker"].split(":")[0] for s in statuses} and all(s["attempt"] == 1 for s in statuses)
+    assert {s["worker"].split(":")[0] for s in statuses} and all(
+        s["attempt"] == 1 for s in statuses
+    )
 
 
 def test_per_engine_running_limit(bare_stack, workers):
@@ -305,8 +331,9 @@ def test_lost_broker_message_never_loses_an_accepted_run(bare_stack, tmp_path):
         redis.restart()  # no persistence: the message is gone
         assert redis.client().llen("runs.script") == 0
         restarted = time.monotonic()
-        worker = WorkerProcess(settings, f"w-{stack.backend}", settings.data_dir / "w.log",
-                               beat=True, extra_env=FAST)
+        worker = WorkerProcess(
+            settings, f"w-{stack.backend}", settings.data_dir / "w.log", beat=True, extra_env=FAST
+        )
         try:
             ended = stack.wait(rid, timeout=20)
             latency = time.monotonic() - restarted
@@ -361,7 +388,9 @@ def test_a_database_outage_during_a_run_loses_neither_the_run_nor_its_result(bar
     if backend != "postgres":
         pytest.skip("an outage is made by closing a Postgres database to connections")
     import psycopg
+
     from tests.integration.services import POSTGRES_URL
+
     stack = bare_stack
     stack.start_worker(extra_env={"SKILL_RUNNER_LEASE_SEC": "60"})
     name = stack.settings.database_url.rsplit("/", 1)[1]
@@ -370,8 +399,11 @@ def test_a_database_outage_during_a_run_loses_neither_the_run_nor_its_result(bar
     time.sleep(1.0)
     with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
         admin.execute(f'ALTER DATABASE "{name}" WITH ALLOW_CONNECTIONS false')
-        admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                      "WHERE datname = %s AND pid <> pg_backend_pid()", (name,))
+        admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = %s AND pid <> pg_backend_pid()",
+            (name,),
+        )
         time.sleep(3.0)  # the run's sleep ends in here: its finish meets the outage
         admin.execute(f'ALTER DATABASE "{name}" WITH ALLOW_CONNECTIONS true')
     status = stack.wait(rid, timeout=60)

@@ -1,6 +1,7 @@
 """The Procfile as operators run it: a real honcho with real Redis and Postgres. `honcho start`
 serves (the web process migrates first), and `-c worker=3` gives three distinct node names;
 stopping honcho leaves no process behind."""
+
 from __future__ import annotations
 
 import os
@@ -40,9 +41,21 @@ class Honcho:
         self.log_path = tmp_path / "honcho.log"
         self.log = self.log_path.open("wb")
         self.proc = subprocess.Popen(
-            [str(BIN / "honcho"), "start", "-f", "Procfile", "-e", str(tmp_path / "empty.env"),
-             *args], cwd=REPO_ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT,
-            start_new_session=True)
+            [
+                str(BIN / "honcho"),
+                "start",
+                "-f",
+                "Procfile",
+                "-e",
+                str(tmp_path / "empty.env"),
+                *args,
+            ],
+            cwd=REPO_ROOT,
+            env=env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         self.seen: set[psutil.Process] = set()
 
     def output(self) -> str:
@@ -90,12 +103,21 @@ def production_env(tmp_path):
     broker = require_redis(REDIS_DB)
     env = dict(os.environ)
     env.pop("PYTHONPATH", None)
-    env.update({"PATH": f"{BIN}{os.pathsep}{env.get('PATH', '')}",
-                "DATABASE_URL": database_url, "CELERY_BROKER_URL": broker,
-                "SKILL_RUNNER_DATA_DIR": str(tmp_path / "data"),
-                "SKILL_RUNNER_SKILLS_DIR": str(REPO_ROOT / "skills"),
-                "HOST": "127.0.0.1", "PORT": str(free_port()), "FLOWER_PORT": str(free_port()),
-                "WEB_CONCURRENCY": "1", "WORKER_CONCURRENCY": "1", "LOG_LEVEL": "info"})
+    env.update(
+        {
+            "PATH": f"{BIN}{os.pathsep}{env.get('PATH', '')}",
+            "DATABASE_URL": database_url,
+            "CELERY_BROKER_URL": broker,
+            "SKILL_RUNNER_DATA_DIR": str(tmp_path / "data"),
+            "SKILL_RUNNER_SKILLS_DIR": str(REPO_ROOT / "skills"),
+            "HOST": "127.0.0.1",
+            "PORT": str(free_port()),
+            "FLOWER_PORT": str(free_port()),
+            "WEB_CONCURRENCY": "1",
+            "WORKER_CONCURRENCY": "1",
+            "LOG_LEVEL": "info",
+        }
+    )
     yield env
     require_redis(REDIS_DB)  # flushed
     drop()
@@ -115,8 +137,10 @@ def test_honcho_start_runs_every_process_and_stops_them_all(tmp_path, production
         port = production_env["PORT"]
         honcho.wait_for(lambda: get(f"http://127.0.0.1:{port}/healthz")[0] == 200, "/healthz")
         assert get(f"http://127.0.0.1:{port}/v1/skills")[0] == 200  # migrated: tables exist
-        honcho.wait_for(lambda: "worker.1@" in honcho.output()
-                        and " ready." in honcho.output(), "the worker ready")
+        honcho.wait_for(
+            lambda: "worker.1@" in honcho.output() and " ready." in honcho.output(),
+            "the worker ready",
+        )
         honcho.wait_for(lambda: "Sending due task sweep" in honcho.output(), "beat's sweep")
         flower = f"http://127.0.0.1:{production_env['FLOWER_PORT']}/healthcheck"
         honcho.wait_for(lambda: get(flower)[0] == 200, "flower")
@@ -137,6 +161,7 @@ def test_three_workers_from_one_procfile_line_have_distinct_names(tmp_path, prod
     def three_answer() -> bool:
         names.update(name for reply in control.control.ping(timeout=1.0) for name in reply)
         return len(names) >= 3
+
     try:
         honcho.wait_for(lambda: honcho.output().count(" ready.") == 3, "three workers ready")
         honcho.wait_for(three_answer, "three pongs", timeout=15)

@@ -1,6 +1,7 @@
 """The API's queue client (api.queue) against real Redis and a real worker: what it sends is run
 under its task id and time limits, task-sent events go out when asked for, a broker that is
 down is reported, and a forked process sends on connections of its own."""
+
 from __future__ import annotations
 
 import os
@@ -69,8 +70,9 @@ class SentEvents:
         self.events: list[dict] = []
         self.conn = self.app.connection_for_read()
         self.receiver = self.app.events.Receiver(self.conn, handlers={"task-sent": self.record})
-        self.thread = threading.Thread(target=self.receiver.capture,
-                                       kwargs={"wakeup": False}, daemon=True)
+        self.thread = threading.Thread(
+            target=self.receiver.capture, kwargs={"wakeup": False}, daemon=True
+        )
         self.thread.start()
 
     def record(self, event: dict) -> None:
@@ -100,8 +102,10 @@ def test_task_sent_events_are_emitted_only_when_events_are_on():
     with_events, without = CeleryQueue(url, sent_events=True), CeleryQueue(url)
     events = SentEvents(url)
     try:
+
         def send(queue: CeleryQueue) -> str:
             return queue.enqueue(f"run-{uuid.uuid4()}", "runs.script", time_limits=(150, 90))
+
         first = events.wait_for(lambda: send(with_events))
         silent = send(without)
         last = events.wait_for(lambda: send(with_events))  # heard after `silent` was sent

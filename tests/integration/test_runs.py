@@ -1,4 +1,5 @@
 """A run goes REST -> Redis -> Celery worker -> SQL, on SQLite and on Postgres."""
+
 from __future__ import annotations
 
 import hashlib
@@ -6,9 +7,9 @@ import io
 import json
 import time
 
-from tests.helpers import upload_body
-
 import pytest
+
+from tests.helpers import upload_body
 
 pytestmark = pytest.mark.integration
 
@@ -18,8 +19,9 @@ def upload(client, rid, files):
 
 
 def test_demo_prime_number_succeeds(stack):
-    rid = stack.client.post("/v1/jobs", json={"skill_id": "demo-prime-number",
-                                              "parameter": {"divisor": 2}}).json["request_id"]
+    rid = stack.client.post(
+        "/v1/jobs", json={"skill_id": "demo-prime-number", "parameter": {"divisor": 2}}
+    ).json["request_id"]
     assert upload(stack.client, rid, {"input_file.txt": "100\n"}).status_code == 200
     status = stack.wait(rid)
     assert status["status"] == "succeeded", status
@@ -31,8 +33,13 @@ def test_demo_prime_number_succeeds(stack):
     for sub in ("uploads", "artifacts", "result", "logs", "bundle"):
         assert (run_dir / sub).is_dir()
     assert json.loads((run_dir / "input.json").read_text()) == {  # the body as the client sent it
-        "skill_id": "demo-prime-number", "engine": None, "parameter": {"divisor": 2}, "input": {},
-        "model": None, "runtime_options": {}}
+        "skill_id": "demo-prime-number",
+        "engine": None,
+        "parameter": {"divisor": 2},
+        "input": {},
+        "model": None,
+        "runtime_options": {},
+    }
     manifest = json.loads((run_dir / "manifest.json").read_text())
     entry = manifest["artifacts"][0]
     assert entry["sha256"] == hashlib.sha256((run_dir / entry["path"]).read_bytes()).hexdigest()
@@ -51,16 +58,18 @@ def test_missing_upload_file_fails_with_clear_code(stack):
 
 
 def test_parameter_violation_is_400_before_any_run(stack):
-    resp = stack.client.post("/v1/jobs", json={"skill_id": "demo-prime-number",
-                                               "parameter": {"divisor": "two"}})
+    resp = stack.client.post(
+        "/v1/jobs", json={"skill_id": "demo-prime-number", "parameter": {"divisor": "two"}}
+    )
     assert resp.status_code == 400
     assert resp.json["error"]["code"] == "SCHEMA_VALIDATION_FAILED"
     assert not stack.settings.runs_dir.exists() or not any(stack.settings.runs_dir.iterdir())
 
 
 def test_fenced_stdout_succeeds_with_n0_warning(stack):
-    rid = stack.client.post("/v1/jobs", json={"skill_id": "fenced-json",
-                                              "input": {"text": "hello"}}).json["request_id"]
+    rid = stack.client.post(
+        "/v1/jobs", json={"skill_id": "fenced-json", "input": {"text": "hello"}}
+    ).json["request_id"]
     status = stack.wait(rid)
     assert status["status"] == "succeeded", status
     result = stack.client.get(f"/v1/jobs/{rid}/result").json["result"]
@@ -69,8 +78,9 @@ def test_fenced_stdout_succeeds_with_n0_warning(stack):
 
 
 def test_redelivered_task_does_not_run_the_skill_twice(stack):
-    rid = stack.client.post("/v1/jobs", json={"skill_id": "slow-counter",
-                                              "parameter": {"sleep": 1.5}}).json["request_id"]
+    rid = stack.client.post(
+        "/v1/jobs", json={"skill_id": "slow-counter", "parameter": {"sleep": 1.5}}
+    ).json["request_id"]
     status = stack.wait(rid, until=("running",))
     queue = stack.app.extensions["queue"]
     for _ in range(2):  # the same message again, as a broker redelivery would
@@ -83,8 +93,10 @@ def test_redelivered_task_does_not_run_the_skill_twice(stack):
 
 def test_artifacts_listing_download_and_bundle(stack):
     import zipfile
-    rid = stack.client.post("/v1/jobs", json={"skill_id": "demo-prime-number",
-                                              "runtime_options": {"debug": True}}).json["request_id"]
+
+    rid = stack.client.post(
+        "/v1/jobs", json={"skill_id": "demo-prime-number", "runtime_options": {"debug": True}}
+    ).json["request_id"]
     upload(stack.client, rid, {"input_file.txt": "20"})
     assert stack.wait(rid)["status"] == "succeeded"
     listing = stack.client.get(f"/v1/jobs/{rid}/artifacts").json
@@ -94,7 +106,9 @@ def test_artifacts_listing_download_and_bundle(stack):
     assert hashlib.sha256(body).hexdigest() == entry["sha256"]
     assert stack.client.get(f"/v1/jobs/{rid}/artifacts/../input.json").status_code in (400, 404)
     assert stack.client.get(f"/v1/jobs/{rid}/artifacts/..%2F..%2Fruns.db").status_code in (400, 404)
-    bundle_dir = stack.settings.runs_dir / stack.client.get(f"/v1/jobs/{rid}").json["run_id"] / "bundle"
+    bundle_dir = (
+        stack.settings.runs_dir / stack.client.get(f"/v1/jobs/{rid}").json["run_id"] / "bundle"
+    )
     assert list(bundle_dir.iterdir()) == []  # built on the first download, not by the run
     resp = stack.client.get(f"/v1/jobs/{rid}/bundle")
     assert resp.status_code == 200 and "run_bundle_debug.zip" in resp.headers["Content-Disposition"]
@@ -102,8 +116,9 @@ def test_artifacts_listing_download_and_bundle(stack):
     assert "result/result.json" in names and "artifacts/primes.md" in names
     assert "logs/stdout.txt" in names  # debug bundle holds the logs
     assert (bundle_dir / "run_bundle_debug.zip").read_bytes() == resp.data
-    assert "logs/stdout.txt" in [f["path"] for f in
-                                 json.loads((bundle_dir / "manifest_debug.json").read_text())["files"]]
+    assert "logs/stdout.txt" in [
+        f["path"] for f in json.loads((bundle_dir / "manifest_debug.json").read_text())["files"]
+    ]
     again = stack.client.get(f"/v1/jobs/{rid}/bundle")  # now the stored file
     assert again.status_code == 200 and again.data == resp.data
     assert "run_bundle_debug.zip" in again.headers["Content-Disposition"]
@@ -123,8 +138,9 @@ def test_identical_request_is_served_from_cache_with_no_worker(bare_stack):
 
 
 def run_normalizer_skill(stack, mode):
-    rid = stack.client.post("/v1/jobs", json={"skill_id": "needs-normalizer",
-                                              "parameter": {"mode": mode}}).json["request_id"]
+    rid = stack.client.post(
+        "/v1/jobs", json={"skill_id": "needs-normalizer", "parameter": {"mode": mode}}
+    ).json["request_id"]
     return rid, stack.wait(rid)
 
 
@@ -158,8 +174,11 @@ def _pool_keys(settings, skill_id: str) -> dict[str, int]:
     root = settings.run_pool_dir
     if not root.is_dir():
         return {}
-    return {p.name: sum(not c.name.startswith(".") for c in p.iterdir())
-            for p in root.iterdir() if p.name.startswith(skill_id + ".")}
+    return {
+        p.name: sum(not c.name.startswith(".") for c in p.iterdir())
+        for p in root.iterdir()
+        if p.name.startswith(skill_id + ".")
+    }
 
 
 def _wait_pool(settings, skill_id: str, ready: int, timeout: float = 10.0) -> dict[str, int]:
@@ -173,8 +192,9 @@ def _wait_pool(settings, skill_id: str, ready: int, timeout: float = 10.0) -> di
 
 
 def _run_fenced(stack, text: str) -> tuple[dict, dict]:
-    rid = stack.client.post("/v1/jobs", json={"skill_id": "fenced-json",
-                                              "input": {"text": text}}).json["request_id"]
+    rid = stack.client.post(
+        "/v1/jobs", json={"skill_id": "fenced-json", "input": {"text": text}}
+    ).json["request_id"]
     status = stack.wait(rid)
     assert status["status"] == "succeeded", status
     return status, stack.client.get(f"/v1/jobs/{rid}/result").json["result"]
@@ -197,7 +217,8 @@ def test_run_directories_come_ready_from_the_pool_and_never_from_an_older_skill(
     installed = (stack.settings.skills_dir / "fenced-json" / "scripts" / "run.py").stat()
     assert snap.st_nlink >= 2 and snap.st_mode & 0o222 == 0 and snap.st_ino != installed.st_ino
     assert {"uploads", "artifacts", "result", "logs", "bundle", "raw"} <= {
-        p.name for p in run_dir.iterdir()}
+        p.name for p in run_dir.iterdir()
+    }
     # a script's stdout is its raw output: one file under two names
     raw, stdout = run_dir / "raw" / "engine_output.txt", run_dir / "logs" / "stdout.txt"
     assert raw.read_text() == stdout.read_text() and "second" in raw.read_text()
@@ -210,15 +231,18 @@ def test_run_directories_come_ready_from_the_pool_and_never_from_an_older_skill(
     assert result["data"] == {"text": "THIRD", "length": 5}  # the edited skill, not a pooled copy
     third = stack.settings.runs_dir / status["run_id"] / ".skill" / "fenced-json" / "scripts"
     assert "text.upper()" in (third / "run.py").read_text()
-    assert "text.upper()" not in (run_dir / ".skill" / "fenced-json" / "scripts" / "run.py").read_text()
+    assert (
+        "text.upper()"
+        not in (run_dir / ".skill" / "fenced-json" / "scripts" / "run.py").read_text()
+    )
     new_keys = _wait_pool(stack.settings, "fenced-json", size)
     assert len(new_keys) == 1 and set(new_keys) != set(first_keys)  # the old version is gone
 
 
 def test_logs_range_follows_a_running_script(stack):
-    rid = stack.client.post("/v1/jobs", json={"skill_id": "slow-counter",
-                                              "parameter": {"sleep": 1.5, "ticks": 5}}
-                            ).json["request_id"]
+    rid = stack.client.post(
+        "/v1/jobs", json={"skill_id": "slow-counter", "parameter": {"sleep": 1.5, "ticks": 5}}
+    ).json["request_id"]
     seen, offset, while_running = [], 0, False
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:

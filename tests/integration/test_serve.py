@@ -1,6 +1,7 @@
 """The README's quick start: `skill-runner serve` on the embedded default (SQLite and the
 embedded broker), the demo job through it, a broker that dies and comes back, and a stop that
 leaves no process behind."""
+
 from __future__ import annotations
 
 import json
@@ -27,10 +28,12 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def call(method: str, url: str, body: bytes | None = None, content_type: str = "",
-         timeout: float = 10) -> tuple[int, dict]:
-    request = urllib.request.Request(url, data=body, method=method,
-                                     headers={"Content-Type": content_type} if body else {})
+def call(
+    method: str, url: str, body: bytes | None = None, content_type: str = "", timeout: float = 10
+) -> tuple[int, dict]:
+    request = urllib.request.Request(
+        url, data=body, method=method, headers={"Content-Type": content_type} if body else {}
+    )
     try:
         with urllib.request.urlopen(request, timeout=timeout) as resp:
             return resp.status, json.loads(resp.read())
@@ -46,13 +49,20 @@ def health(base: str) -> dict | None:
 
 
 def demo_job(base: str) -> dict:
-    status, created = call("POST", f"{base}/v1/jobs", json.dumps(
-        {"skill_id": "demo-prime-number", "parameter": {"divisor": 2}}).encode(),
-        "application/json")
+    status, created = call(
+        "POST",
+        f"{base}/v1/jobs",
+        json.dumps({"skill_id": "demo-prime-number", "parameter": {"divisor": 2}}).encode(),
+        "application/json",
+    )
     assert status == 200, created
     rid = created["request_id"]
-    status, uploaded = call("POST", f"{base}/v1/jobs/{rid}/upload",
-                            zip_bytes({"input_file.txt": "100\n"}), "application/zip")
+    status, uploaded = call(
+        "POST",
+        f"{base}/v1/jobs/{rid}/upload",
+        zip_bytes({"input_file.txt": "100\n"}),
+        "application/zip",
+    )
     assert status == 200, uploaded
     return call("GET", f"{base}/v1/jobs/{rid}/result?wait_sec=60", timeout=70)[1]
 
@@ -60,11 +70,20 @@ def demo_job(base: str) -> dict:
 def test_serve_runs_the_demo_heals_its_broker_and_stops_clean(tmp_path: Path):
     port = free_port()
     env = {k: v for k, v in os.environ.items() if k not in ("CELERY_BROKER_URL", "DATABASE_URL")}
-    env.update(SKILL_RUNNER_DATA_DIR=str(tmp_path / "data"), PORT=str(port), HOST="127.0.0.1",
-               SKILL_RUNNER_SKILLS_DIR=str(copy_skills(tmp_path / "skills")),
-               SKILL_RUNNER_SWEEP_GRACE_SEC="2", WEB_CONCURRENCY="1")
-    serve = subprocess.Popen([str(Path(sys.executable).parent / "skill-runner"), "serve"],
-                             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    env.update(
+        SKILL_RUNNER_DATA_DIR=str(tmp_path / "data"),
+        PORT=str(port),
+        HOST="127.0.0.1",
+        SKILL_RUNNER_SKILLS_DIR=str(copy_skills(tmp_path / "skills")),
+        SKILL_RUNNER_SWEEP_GRACE_SEC="2",
+        WEB_CONCURRENCY="1",
+    )
+    serve = subprocess.Popen(
+        [str(Path(sys.executable).parent / "skill-runner"), "serve"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
     base = f"http://127.0.0.1:{port}"
     family: list[psutil.Process] = []
     try:
@@ -78,11 +97,16 @@ def test_serve_runs_the_demo_heals_its_broker_and_stops_clean(tmp_path: Path):
         broker.wait(10)
 
         def new_broker():
-            return [p for p in psutil.Process(serve.pid).children()
-                    if p.name() == "redis-server" and p.pid != broker.pid]
+            return [
+                p
+                for p in psutil.Process(serve.pid).children()
+                if p.name() == "redis-server" and p.pid != broker.pid
+            ]
+
         wait_for(new_broker, 30, 0.2, what="the embedded broker to be restarted")
-        wait_for(lambda: (health(base) or {}).get("status") == "ok", 30, 0.2,
-                 what="/healthz ok again")
+        wait_for(
+            lambda: (health(base) or {}).get("status") == "ok", 30, 0.2, what="/healthz ok again"
+        )
         result = demo_job(base)["result"]  # the worker reconnected on its own
         assert result["status"] == "succeeded", result
         family = psutil.Process(serve.pid).children(recursive=True)

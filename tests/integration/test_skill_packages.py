@@ -1,5 +1,6 @@
 """Skill packages end to end: install over the API, run through a real worker, update while a
 run is in flight, one-off runs, and runtime dependencies through uv (no network)."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -33,8 +34,9 @@ def wait_temp(stack, rid, timeout=60.0, until=("succeeded", "failed", "canceled"
 
 def test_installed_package_runs_through_the_worker(stack):
     install(stack, echo_skill(version="1.0.0", message="installed"))
-    rid = stack.client.post("/v1/jobs", json={"skill_id": "pkg-echo",
-                                              "input": {"text": "hi"}}).json["request_id"]
+    rid = stack.client.post(
+        "/v1/jobs", json={"skill_id": "pkg-echo", "input": {"text": "hi"}}
+    ).json["request_id"]
     status = stack.wait(rid)
     assert status["status"] == "succeeded", status
     assert status["skill_version"] == "1.0.0"
@@ -44,8 +46,10 @@ def test_installed_package_runs_through_the_worker(stack):
 
 def test_update_while_a_run_is_in_flight_does_not_change_that_run(stack):
     install(stack, echo_skill(version="1.0.0", message="first"))
-    rid = stack.client.post("/v1/jobs", json={"skill_id": "pkg-echo", "input": {"text": "a"},
-                                              "parameter": {"wait_for_go": True}}).json["request_id"]
+    rid = stack.client.post(
+        "/v1/jobs",
+        json={"skill_id": "pkg-echo", "input": {"text": "a"}, "parameter": {"wait_for_go": True}},
+    ).json["request_id"]
     running = stack.wait(rid, until=("running", "failed"))
     assert running["status"] == "running", running
     run_dir = stack.settings.runs_dir / running["run_id"]
@@ -60,21 +64,32 @@ def test_update_while_a_run_is_in_flight_does_not_change_that_run(stack):
     assert done["skill_version"] == "1.0.0"
     data = stack.client.get(f"/v1/jobs/{rid}/result").json["result"]["data"]
     assert data["message"] == "first"
-    after = stack.client.post("/v1/jobs", json={"skill_id": "pkg-echo", "input": {"text": "b"},
-                                                "runtime_options": {"no_cache": True}}).json
+    after = stack.client.post(
+        "/v1/jobs",
+        json={
+            "skill_id": "pkg-echo",
+            "input": {"text": "b"},
+            "runtime_options": {"no_cache": True},
+        },
+    ).json
     assert stack.wait(after["request_id"])["skill_version"] == "2.0.0"
     result = stack.client.get(f"/v1/jobs/{after['request_id']}/result").json["result"]
     assert result["data"]["message"] == "second"
 
 
 def test_temp_run_with_upload_runs_through_the_worker(stack):
-    resp = stack.client.post("/v1/temp-skill-runs", data={
-        **package_upload(echo_skill(message="one-off", file_input=True)),
-        "request": '{"input": {"text": "t"}}'})
+    resp = stack.client.post(
+        "/v1/temp-skill-runs",
+        data={
+            **package_upload(echo_skill(message="one-off", file_input=True)),
+            "request": '{"input": {"text": "t"}}',
+        },
+    )
     assert resp.status_code == 200, resp.json
     rid = resp.json["request_id"]
-    upload = stack.client.post(f"/v1/temp-skill-runs/{rid}/upload",
-                               data=upload_body({"notes.txt": "N"}))
+    upload = stack.client.post(
+        f"/v1/temp-skill-runs/{rid}/upload", data=upload_body({"notes.txt": "N"})
+    )
     assert upload.status_code == 200, upload.json
     status = wait_temp(stack, rid)
     assert status["status"] == "succeeded", status
@@ -88,15 +103,19 @@ def test_runtime_dependencies_come_from_uv_not_the_service_venv(bare_stack, tmp_
     assert importlib.util.find_spec(PROBE_MODULE) is None  # the service's own venv lacks it
     wheels = tmp_path / "wheels"
     build_wheel(wheels, PROBE_MODULE, value="from-the-wheel")
-    bare_stack.start_worker(extra_env={"UV_FIND_LINKS": str(wheels), "UV_NO_INDEX": "1",
-                                       "UV_OFFLINE": "1"})
+    bare_stack.start_worker(
+        extra_env={"UV_FIND_LINKS": str(wheels), "UV_NO_INDEX": "1", "UV_OFFLINE": "1"}
+    )
     files = echo_skill("pkg-deps", dependencies=[f"{PROBE_MODULE}==0.1.0"])
     install(bare_stack, files)
-    rid = bare_stack.client.post("/v1/jobs", json={
-        "skill_id": "pkg-deps", "parameter": {"import_module": PROBE_MODULE}}).json["request_id"]
+    rid = bare_stack.client.post(
+        "/v1/jobs", json={"skill_id": "pkg-deps", "parameter": {"import_module": PROBE_MODULE}}
+    ).json["request_id"]
     status = bare_stack.wait(rid, timeout=120)
-    assert status["status"] == "succeeded", (status, bare_stack.client.get(
-        f"/v1/jobs/{rid}/logs").json)
+    assert status["status"] == "succeeded", (
+        status,
+        bare_stack.client.get(f"/v1/jobs/{rid}/logs").json,
+    )
     result = bare_stack.client.get(f"/v1/jobs/{rid}/result").json["result"]
     assert result["data"]["imported"] == "from-the-wheel"
     cache = bare_stack.settings.data_dir / "uv-cache"

@@ -1,4 +1,5 @@
 """Long polls: `wait_sec` on the job status and result, woken by the worker's finish notice."""
+
 from __future__ import annotations
 
 import threading

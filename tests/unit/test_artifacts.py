@@ -18,7 +18,12 @@ from runner_core.artifacts import (
 OUTPUT_SCHEMA = {
     "type": "object",
     "properties": {
-        "digest_path": {"type": "string", "x-type": "artifact", "x-role": "digest", "x-filename": "digest.md"},
+        "digest_path": {
+            "type": "string",
+            "x-type": "artifact",
+            "x-role": "digest",
+            "x-filename": "digest.md",
+        },
         "primes.md": {"type": "string", "x-type": "artifact"},
         "metadata": {"type": "object"},
     },
@@ -64,7 +69,11 @@ def test_index_lists_every_file_with_matching_sha256(run_dir: Path) -> None:
 
 def test_run_relative_pattern_from_runner_json_matches(run_dir: Path) -> None:
     (run_dir / "artifacts" / "notes.md").write_text("n")
-    contract = [ArtifactSpec(role="notes_md", pattern="artifacts/notes.md", mime="text/x-notes", required=True)]
+    contract = [
+        ArtifactSpec(
+            role="notes_md", pattern="artifacts/notes.md", mime="text/x-notes", required=True
+        )
+    ]
     [entry] = index_artifacts(run_dir, contract).artifacts
     assert (entry.role, entry.mime, entry.required) == ("notes_md", "text/x-notes", True)
 
@@ -74,7 +83,8 @@ def test_missing_required_artifact_is_reported(run_dir: Path) -> None:
     assert manifest.artifacts == []
     assert [s.role for s in manifest.missing_required] == ["digest"]
     assert manifest.to_dict()["missing_required"] == [
-        {"role": "digest", "pattern": "digest.md", "mime": None, "required": True}]
+        {"role": "digest", "pattern": "digest.md", "mime": None, "required": True}
+    ]
 
 
 def test_index_without_artifacts_dir_is_empty(tmp_path: Path) -> None:
@@ -107,7 +117,15 @@ def test_write_manifest_writes_run_manifest_json(run_dir: Path) -> None:
     assert path == run_dir / "manifest.json"
     body = json.loads(path.read_text())
     assert body["artifacts"][0]["path"] == "artifacts/primes.md"
-    assert set(body["artifacts"][0]) == {"role", "path", "filename", "mime", "size", "sha256", "required"}
+    assert set(body["artifacts"][0]) == {
+        "role",
+        "path",
+        "filename",
+        "mime",
+        "size",
+        "sha256",
+        "required",
+    }
     assert body == manifest.to_dict()
 
 
@@ -119,11 +137,25 @@ def test_guess_mime_falls_back_to_octet_stream() -> None:
 
 def test_resolve_artifact_path_returns_file_inside_run_dir(run_dir: Path) -> None:
     (run_dir / "artifacts" / "a.md").write_text("x")
-    assert resolve_artifact_path(run_dir, "artifacts/a.md") == (run_dir / "artifacts" / "a.md").resolve()
+    assert (
+        resolve_artifact_path(run_dir, "artifacts/a.md")
+        == (run_dir / "artifacts" / "a.md").resolve()
+    )
 
 
-@pytest.mark.parametrize("rel", ["../secret.txt", "artifacts/../../secret.txt", "/etc/passwd",
-                                 "C:/x", "..\\secret.txt", "", ".", "a\x00b"])
+@pytest.mark.parametrize(
+    "rel",
+    [
+        "../secret.txt",
+        "artifacts/../../secret.txt",
+        "/etc/passwd",
+        "C:/x",
+        "..\\secret.txt",
+        "",
+        ".",
+        "a\x00b",
+    ],
+)
 def test_resolve_artifact_path_refuses_traversal(run_dir: Path, rel: str) -> None:
     with pytest.raises(ValueError):
         resolve_artifact_path(run_dir, rel)

@@ -1,4 +1,5 @@
 """An LRU map of bounded size (runner_core.bounded_cache)."""
+
 from __future__ import annotations
 
 import pytest

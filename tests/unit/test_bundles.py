@@ -55,8 +55,15 @@ def test_debug_bundle_holds_whole_run_dir_except_bundle(run_dir: Path) -> None:
     path = build_bundle(run_dir, debug=True)
     assert path == run_dir / "bundle" / "run_bundle_debug.zip"
     members = names(path)
-    assert {"logs/prompt.txt", "logs/stdout.txt", "logs/stderr.txt", "input.json",
-            "raw/engine_output.txt", "uploads/input_file", ".gemini/skills/demo/SKILL.md"} <= set(members)
+    assert {
+        "logs/prompt.txt",
+        "logs/stdout.txt",
+        "logs/stderr.txt",
+        "input.json",
+        "raw/engine_output.txt",
+        "uploads/input_file",
+        ".gemini/skills/demo/SKILL.md",
+    } <= set(members)
     assert set(CONTENT) <= set(members)
     assert not any(m.startswith("bundle/") for m in members)
 
@@ -90,8 +97,10 @@ def test_streamed_bytes_are_stored_as_the_bundle_with_its_manifest(run_dir: Path
     assert (run_dir / "bundle" / "run_bundle.zip").read_bytes() == data
     body = json.loads((run_dir / "bundle" / "manifest.json").read_text())
     assert [f["path"] for f in body["files"]] == CONTENT
-    assert sorted(p.name for p in (run_dir / "bundle").iterdir()) == ["manifest.json",
-                                                                      "run_bundle.zip"]
+    assert sorted(p.name for p in (run_dir / "bundle").iterdir()) == [
+        "manifest.json",
+        "run_bundle.zip",
+    ]
 
 
 def test_a_stream_cut_short_stores_nothing(run_dir: Path) -> None:
@@ -127,16 +136,22 @@ def test_bundle_of_run_without_outputs_is_an_empty_zip(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("fails", ["copy", "manifest"])
-def test_a_store_that_fails_still_sends_the_whole_zip_and_keeps_nothing(run_dir, monkeypatch,
-                                                                         fails):
+def test_a_store_that_fails_still_sends_the_whole_zip_and_keeps_nothing(
+    run_dir, monkeypatch, fails
+):
     import errno
 
     from runner_core import bundles
+
     if fails == "copy":  # every write of the stored copy: ENOSPC
-        monkeypatch.setattr(bundles, "_open_copy", lambda _tmp: open("/dev/full", "wb", buffering=0))
+        monkeypatch.setattr(
+            bundles, "_open_copy", lambda _tmp: open("/dev/full", "wb", buffering=0)
+        )
     else:
+
         def no_space(*_args):
             raise OSError(errno.ENOSPC, "No space left on device")
+
         monkeypatch.setattr(bundles, "_write_text", no_space)
     data = b"".join(stream_bundle(run_dir, debug=False))
     with zipfile.ZipFile(io.BytesIO(data)) as zf:
@@ -144,5 +159,6 @@ def test_a_store_that_fails_still_sends_the_whole_zip_and_keeps_nothing(run_dir,
     out = run_dir / "bundle"
     assert not out.exists() or sorted(p.name for p in out.iterdir()) == []  # no zip, no temp
     monkeypatch.undo()
-    assert b"".join(stream_bundle(run_dir, debug=False)) and \
-        sorted(p.name for p in (run_dir / "bundle").iterdir()) == ["manifest.json", "run_bundle.zip"]
+    assert b"".join(stream_bundle(run_dir, debug=False)) and sorted(
+        p.name for p in (run_dir / "bundle").iterdir()
+    ) == ["manifest.json", "run_bundle.zip"]

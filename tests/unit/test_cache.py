@@ -15,9 +15,14 @@ def skill_dir(tmp_path: Path) -> Path:
     (root / "assets").mkdir(parents=True)
     (root / "scripts").mkdir()
     (root / "SKILL.md").write_text("---\nname: demo\n---\nDo it.\n")
-    runner = {"id": "demo", "schemas": {"input": "assets/input.schema.json",
-                                        "parameter": "assets/parameter.schema.json",
-                                        "output": "schemas/out.json"}}
+    runner = {
+        "id": "demo",
+        "schemas": {
+            "input": "assets/input.schema.json",
+            "parameter": "assets/parameter.schema.json",
+            "output": "schemas/out.json",
+        },
+    }
     (root / "assets" / "runner.json").write_text(json.dumps(runner))
     (root / "assets" / "input.schema.json").write_text("{}")
     (root / "assets" / "parameter.schema.json").write_text('{"type": "object"}')
@@ -44,8 +49,17 @@ def test_fingerprint_is_stable_across_calls(skill_dir: Path) -> None:
     assert skill_fingerprint(skill_dir) == skill_fingerprint(skill_dir)
 
 
-@pytest.mark.parametrize("rel", ["SKILL.md", "assets/runner.json", "assets/input.schema.json",
-                                 "schemas/out.json", "assets/codex_config.toml", "assets/gemini_settings.json"])
+@pytest.mark.parametrize(
+    "rel",
+    [
+        "SKILL.md",
+        "assets/runner.json",
+        "assets/input.schema.json",
+        "schemas/out.json",
+        "assets/codex_config.toml",
+        "assets/gemini_settings.json",
+    ],
+)
 def test_fingerprint_changes_when_a_tracked_file_changes(skill_dir: Path, rel: str) -> None:
     before = skill_fingerprint(skill_dir)
     with open(skill_dir / rel, "a") as fh:
@@ -79,7 +93,9 @@ def test_fingerprint_changes_when_a_tracked_file_appears(skill_dir: Path) -> Non
     assert skill_fingerprint(skill_dir) != before
 
 
-def test_fingerprint_does_not_read_schemas_outside_the_skill(tmp_path: Path, skill_dir: Path) -> None:
+def test_fingerprint_does_not_read_schemas_outside_the_skill(
+    tmp_path: Path, skill_dir: Path
+) -> None:
     outside = tmp_path / "outside.json"
     outside.write_text("{}")
     runner = json.loads((skill_dir / "assets" / "runner.json").read_text())
@@ -109,18 +125,21 @@ def test_cache_key_is_independent_of_dict_order() -> None:
     assert len(cache_key(**BASE)) == 64
 
 
-@pytest.mark.parametrize("field,value", [
-    ("fingerprint", "e" * 64),
-    ("engine", "gemini"),
-    ("model", None),
-    ("parameter", {"divisor": 2, "opts": {"a": 1, "b": [1, 2]}}),
-    ("parameter", {"divisor": 1, "opts": {"a": 1, "b": [2, 1]}}),
-    ("inline_input", {"text": "hi!"}),
-    ("upload_hashes", {"input_file": "b" * 64}),
-    ("upload_hashes", {"other_name": "a" * 64}),
-    ("engine_config", None),
-    ("engine_config", {"sandbox": "read-only"}),
-])
+@pytest.mark.parametrize(
+    "field,value",
+    [
+        ("fingerprint", "e" * 64),
+        ("engine", "gemini"),
+        ("model", None),
+        ("parameter", {"divisor": 2, "opts": {"a": 1, "b": [1, 2]}}),
+        ("parameter", {"divisor": 1, "opts": {"a": 1, "b": [2, 1]}}),
+        ("inline_input", {"text": "hi!"}),
+        ("upload_hashes", {"input_file": "b" * 64}),
+        ("upload_hashes", {"other_name": "a" * 64}),
+        ("engine_config", None),
+        ("engine_config", {"sandbox": "read-only"}),
+    ],
+)
 def test_cache_key_changes_with_any_field(field: str, value: Any) -> None:
     assert cache_key(**{**BASE, field: value}) != cache_key(**BASE)
 

@@ -1,4 +1,5 @@
 """Writes that record a run's end are retried while the database does not answer."""
+
 from __future__ import annotations
 
 import sqlite3
@@ -21,6 +22,7 @@ def test_a_write_that_fails_then_works_is_retried_until_it_works():
         if len(calls) < 3:
             raise unavailable()
         return "done"
+
     assert retry_unavailable(write, "finish", budget_sec=5, first_delay=0.01) == "done"
     assert len(calls) == 3
 
@@ -31,6 +33,7 @@ def test_the_last_error_is_raised_when_the_budget_runs_out():
     def write():
         calls.append(1)
         raise unavailable()
+
     with pytest.raises(OperationalError):
         retry_unavailable(write, "finish", budget_sec=0.05, first_delay=0.01)
     assert 2 <= len(calls) <= 6
@@ -42,6 +45,7 @@ def test_other_errors_are_not_retried():
     def write():
         calls.append(1)
         raise ValueError("a bug, not an outage")
+
     with pytest.raises(ValueError):
         retry_unavailable(write, "finish", budget_sec=5, first_delay=0.01)
     assert calls == [1]

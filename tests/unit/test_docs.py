@@ -1,5 +1,6 @@
 """The documentation stays true to the repository: its links and the paths it names resolve,
 and the README stays a front door."""
+
 from __future__ import annotations
 
 import re
@@ -8,12 +9,28 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-DOCS = sorted([ROOT / "README.md", *(ROOT / "docs").glob("*.md"),
-               ROOT / "bench" / "README.md", ROOT / "bench" / "RESULTS.md"])
+DOCS = sorted(
+    [
+        ROOT / "README.md",
+        *(ROOT / "docs").glob("*.md"),
+        ROOT / "bench" / "README.md",
+        ROOT / "bench" / "RESULTS.md",
+    ]
+)
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 CODE_SPAN = re.compile(r"`([^`\n]+)`")
-TOP_DIRS = ("api/", "worker/", "runner_core/", "fake_llm/", "deploy/", "tests/", "bench/",
-            "skills/", "docs/", "migrations/")
+TOP_DIRS = (
+    "api/",
+    "worker/",
+    "runner_core/",
+    "fake_llm/",
+    "deploy/",
+    "tests/",
+    "bench/",
+    "skills/",
+    "docs/",
+    "migrations/",
+)
 PLACEHOLDER = re.compile(r"[<>{}*…|]|\.\.\.|\s")
 
 
@@ -50,8 +67,11 @@ def test_relative_links_resolve_to_files_and_headings(doc: Path) -> None:
 @pytest.mark.parametrize("doc", DOCS, ids=lambda p: str(p.relative_to(ROOT)))
 def test_repository_paths_named_in_code_spans_exist(doc: Path) -> None:
     text = doc.read_text(encoding="utf-8")
-    named = {span.rstrip("/.,") for span in CODE_SPAN.findall(text)
-             if span.startswith(TOP_DIRS) and not PLACEHOLDER.search(span)}
+    named = {
+        span.rstrip("/.,")
+        for span in CODE_SPAN.findall(text)
+        if span.startswith(TOP_DIRS) and not PLACEHOLDER.search(span)
+    }
     missing = sorted(p for p in named if not (ROOT / p).exists())
     assert not missing, f"{doc.name}: paths that do not exist {missing}"
 
@@ -62,8 +82,11 @@ def test_readme_stays_a_front_door() -> None:
 
 
 def test_error_codes_are_one_table_in_the_api_doc() -> None:
-    rows = re.findall(r"^\| `([A-Z][A-Z0-9_]+)` \|", (ROOT / "docs" / "api.md").read_text(
-        encoding="utf-8"), flags=re.M)
+    rows = re.findall(
+        r"^\| `([A-Z][A-Z0-9_]+)` \|",
+        (ROOT / "docs" / "api.md").read_text(encoding="utf-8"),
+        flags=re.M,
+    )
     assert len(rows) > 30
     assert len(rows) == len(set(rows)), "an error code is listed twice"
     for doc in DOCS:

@@ -1,5 +1,6 @@
 """Claude adapter: command building and parsing of transcripts recorded from claude 2.1.197
 run against the fake LLM server (tests/engines/transcripts/claude_*)."""
+
 from __future__ import annotations
 
 import json
@@ -14,13 +15,23 @@ TRANSCRIPTS = Path(__file__).parents[1] / "engines" / "transcripts"
 
 
 def recorded(name: str, exit_code: int | None, timed_out: bool = False) -> ProcessResult:
-    return ProcessResult(exit_code, TRANSCRIPTS / f"{name}.stdout", TRANSCRIPTS / f"{name}.stderr",
-                         0.0, 1.0, timed_out=timed_out)
+    return ProcessResult(
+        exit_code,
+        TRANSCRIPTS / f"{name}.stdout",
+        TRANSCRIPTS / f"{name}.stderr",
+        0.0,
+        1.0,
+        timed_out=timed_out,
+    )
 
 
 def context(tmp_path: Path, **overrides: object) -> EngineContext:
-    values: dict = {"run_dir": tmp_path, "skill_id": "demo", "prompt": "do it",
-                    "config": {"base_url": "http://127.0.0.1:9", "api_key": "k", "model": "m1"}}
+    values: dict = {
+        "run_dir": tmp_path,
+        "skill_id": "demo",
+        "prompt": "do it",
+        "config": {"base_url": "http://127.0.0.1:9", "api_key": "k", "model": "m1"},
+    }
     values.update(overrides)
     return EngineContext(**values)
 

@@ -1,5 +1,6 @@
 """Codex adapter: command building and parsing of transcripts recorded from codex 0.169.0
 run against the fake LLM server (tests/engines/transcripts/codex_*)."""
+
 from __future__ import annotations
 
 import json
@@ -14,13 +15,23 @@ TRANSCRIPTS = Path(__file__).parents[1] / "engines" / "transcripts"
 
 
 def recorded(name: str, exit_code: int | None, timed_out: bool = False) -> ProcessResult:
-    return ProcessResult(exit_code, TRANSCRIPTS / f"{name}.stdout", TRANSCRIPTS / f"{name}.stderr",
-                         0.0, 1.0, timed_out=timed_out)
+    return ProcessResult(
+        exit_code,
+        TRANSCRIPTS / f"{name}.stdout",
+        TRANSCRIPTS / f"{name}.stderr",
+        0.0,
+        1.0,
+        timed_out=timed_out,
+    )
 
 
 def context(tmp_path: Path, **overrides: object) -> EngineContext:
-    values: dict = {"run_dir": tmp_path, "skill_id": "demo", "prompt": "do it",
-                    "config": {"base_url": "http://127.0.0.1:9/v1", "api_key": "k", "model": "m1"}}
+    values: dict = {
+        "run_dir": tmp_path,
+        "skill_id": "demo",
+        "prompt": "do it",
+        "config": {"base_url": "http://127.0.0.1:9/v1", "api_key": "k", "model": "m1"},
+    }
     values.update(overrides)
     return EngineContext(**values)
 
@@ -55,7 +66,9 @@ def test_base_url_defines_a_responses_provider_keyed_by_env(tmp_path: Path) -> N
     assert "k" not in spec.argv
 
 
-def test_api_key_env_names_the_provider_env_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_api_key_env_names_the_provider_env_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("MY_KEY", "secret")
     config = {"base_url": "http://x/v1", "api_key_env": "MY_KEY"}
     spec = codex.ADAPTER.build_command(context(tmp_path, config=config))
@@ -70,8 +83,13 @@ def test_without_base_url_the_key_goes_to_codex_api_key(tmp_path: Path) -> None:
 
 
 def test_settings_become_dotted_overrides_after_the_defaults(tmp_path: Path) -> None:
-    config = {"settings": {"model_reasoning_effort": "low", "sandbox_workspace_write": {"network_access": True},
-                           "model_providers": {"skillrunner": {"stream_max_retries": 0}}}}
+    config = {
+        "settings": {
+            "model_reasoning_effort": "low",
+            "sandbox_workspace_write": {"network_access": True},
+            "model_providers": {"skillrunner": {"stream_max_retries": 0}},
+        }
+    }
     found = overrides(codex.ADAPTER.build_command(context(tmp_path, config=config)).argv)
     assert 'model_reasoning_effort="low"' in found
     assert "sandbox_workspace_write.network_access=true" in found
@@ -80,9 +98,10 @@ def test_settings_become_dotted_overrides_after_the_defaults(tmp_path: Path) -> 
 
 def test_toml_values_cover_lists_tables_and_odd_keys() -> None:
     assert codex.toml_value(["a", 1, False]) == '["a", 1, false]'
-    assert codex.toml_value({"a b": "x\"y"}) == '{"a b" = "x\\"y"}'
+    assert codex.toml_value({"a b": 'x"y'}) == '{"a b" = "x\\"y"}'
     assert codex.config_overrides({"mcp_servers": {"my.srv": {"command": "x"}}}) == [
-        'mcp_servers."my.srv".command="x"']
+        'mcp_servers."my.srv".command="x"'
+    ]
 
 
 def test_model_from_context_beats_config_and_resume_goes_last(tmp_path: Path) -> None:
@@ -165,8 +184,12 @@ def test_prompt_too_long_for_argv_goes_through_stdin(tmp_path: Path) -> None:
 def test_model_with_reasoning_effort_is_split_into_flags(tmp_path) -> None:
     from runner_core.engines.base import EngineContext
     from runner_core.engines.codex import ADAPTER as CODEX
-    spec = CODEX.build_command(EngineContext(run_dir=tmp_path, skill_id="s", prompt="p", config={},
-                                             model="gpt-5.2-codex@high"))
+
+    spec = CODEX.build_command(
+        EngineContext(
+            run_dir=tmp_path, skill_id="s", prompt="p", config={}, model="gpt-5.2-codex@high"
+        )
+    )
     assert spec.argv[spec.argv.index("-m") + 1] == "gpt-5.2-codex"
     assert 'model_reasoning_effort="high"' in spec.argv
 
@@ -180,9 +203,11 @@ def npm_layout(root: Path, vendor: str) -> Path:
     script.parent.mkdir(parents=True)
     script.write_text("#!/usr/bin/env node\n")
     script.chmod(0o755)
-    vendor_dir = {"sibling": modules / "@openai" / "codex-linux-x64" / "vendor",
-                  "nested": script.parents[1] / "node_modules" / "@openai" / "codex-linux-x64" / "vendor",
-                  "own": script.parents[1] / "vendor"}[vendor]
+    vendor_dir = {
+        "sibling": modules / "@openai" / "codex-linux-x64" / "vendor",
+        "nested": script.parents[1] / "node_modules" / "@openai" / "codex-linux-x64" / "vendor",
+        "own": script.parents[1] / "vendor",
+    }[vendor]
     binary = vendor_dir / "x86_64-unknown-linux-musl" / "bin" / "codex"
     binary.parent.mkdir(parents=True)
     binary.write_bytes(b"\x7fELF")
@@ -200,8 +225,9 @@ def linux_x64(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.parametrize("vendor", ["sibling", "nested", "own"])
-def test_native_binary_is_found_where_the_npm_launcher_looks(tmp_path: Path, linux_x64: None,
-                                                             vendor: str) -> None:
+def test_native_binary_is_found_where_the_npm_launcher_looks(
+    tmp_path: Path, linux_x64: None, vendor: str
+) -> None:
     link = npm_layout(tmp_path, vendor)
     binary, root = codex.native_binary(link)
     assert binary.name == "codex" and binary.parent.name == "bin"
@@ -209,11 +235,20 @@ def test_native_binary_is_found_where_the_npm_launcher_looks(tmp_path: Path, lin
     assert root == (tmp_path / "node_modules" / "@openai" / "codex").resolve()
 
 
-def test_native_binary_is_none_without_the_platform_package(tmp_path: Path, linux_x64: None,
-                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_native_binary_is_none_without_the_platform_package(
+    tmp_path: Path, linux_x64: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     link = npm_layout(tmp_path, "sibling")
-    (tmp_path / "node_modules" / "@openai" / "codex-linux-x64" / "vendor" / "x86_64-unknown-linux-musl"
-     / "bin" / "codex").unlink()
+    (
+        tmp_path
+        / "node_modules"
+        / "@openai"
+        / "codex-linux-x64"
+        / "vendor"
+        / "x86_64-unknown-linux-musl"
+        / "bin"
+        / "codex"
+    ).unlink()
     assert codex.native_binary(link) is None
     assert codex.native_binary(None) is None
     assert codex.native_binary(tmp_path / "missing") is None
@@ -225,7 +260,8 @@ def test_native_binary_is_none_without_the_platform_package(tmp_path: Path, linu
 
 
 def test_command_runs_the_native_binary_with_the_launchers_variables(
-        tmp_path: Path, linux_x64: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, linux_x64: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     link = npm_layout(tmp_path / "install", "sibling")
     monkeypatch.setattr(codex, "resolve_binary", lambda name: link)
     run_dir = tmp_path / "run"
@@ -237,8 +273,9 @@ def test_command_runs_the_native_binary_with_the_launchers_variables(
     assert spec.env["PATH"].split(":")[0] == str(link.parent)  # the engines' bin dir stays first
 
 
-def test_command_falls_back_to_the_launcher(tmp_path: Path, linux_x64: None,
-                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_command_falls_back_to_the_launcher(
+    tmp_path: Path, linux_x64: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     link = tmp_path / "bin" / "codex"
     link.parent.mkdir()
     link.write_text("#!/bin/sh\n")

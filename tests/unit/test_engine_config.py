@@ -1,4 +1,5 @@
 """Engine config layering: default < skill recommended < user options < enforced."""
+
 from __future__ import annotations
 
 import json
@@ -8,7 +9,11 @@ import pytest
 
 from runner_core.engines import config as engine_config
 from runner_core.engines.config import (
-    EngineConfigError, deep_merge, load_engine_config, resolve_api_key, validate_config,
+    EngineConfigError,
+    deep_merge,
+    load_engine_config,
+    resolve_api_key,
+    validate_config,
 )
 
 
@@ -20,12 +25,19 @@ def write_json(path: Path, data: dict) -> None:
 @pytest.fixture()
 def config_dir(tmp_path: Path) -> Path:
     root = tmp_path / "engine-config"
-    write_json(root / "gemini" / "default.json", {
-        "model": "default-model", "base_url": "http://default",
-        "env": {"A": "default", "B": "default"},
-        "settings": {"general": {"x": 1, "y": 1}, "privacy": {"usageStatisticsEnabled": False}},
-    })
-    write_json(root / "gemini" / "enforced.json", {"settings": {"privacy": {"usageStatisticsEnabled": False}}})
+    write_json(
+        root / "gemini" / "default.json",
+        {
+            "model": "default-model",
+            "base_url": "http://default",
+            "env": {"A": "default", "B": "default"},
+            "settings": {"general": {"x": 1, "y": 1}, "privacy": {"usageStatisticsEnabled": False}},
+        },
+    )
+    write_json(
+        root / "gemini" / "enforced.json",
+        {"settings": {"privacy": {"usageStatisticsEnabled": False}}},
+    )
     return root
 
 
@@ -52,9 +64,13 @@ def test_skill_toml_overrides_default_settings(config_dir: Path, skill_dir: Path
     assert merged["settings"]["general"] == {"x": 2, "y": 1}
 
 
-def test_skill_settings_json_is_read_and_beats_skill_toml(config_dir: Path, skill_dir: Path) -> None:
+def test_skill_settings_json_is_read_and_beats_skill_toml(
+    config_dir: Path, skill_dir: Path
+) -> None:
     (skill_dir / "assets" / "gemini_config.toml").write_text("[general]\nx = 2\n", encoding="utf-8")
-    write_json(skill_dir / "assets" / "gemini_settings.json", {"general": {"x": 3}, "ui": {"theme": "a"}})
+    write_json(
+        skill_dir / "assets" / "gemini_settings.json", {"general": {"x": 3}, "ui": {"theme": "a"}}
+    )
     merged = load_engine_config("gemini", skill_dir=skill_dir, user=None, config_dir=config_dir)
     assert merged["settings"]["general"] == {"x": 3, "y": 1}
     assert merged["settings"]["ui"] == {"theme": "a"}
@@ -68,7 +84,11 @@ def test_skill_files_of_another_engine_are_ignored(config_dir: Path, skill_dir: 
 
 def test_user_options_override_skill(config_dir: Path, skill_dir: Path) -> None:
     write_json(skill_dir / "assets" / "gemini_settings.json", {"general": {"x": 3}})
-    user = {"model": "user-model", "runtime_options": {"debug": True}, "gemini_config": {"general": {"x": 4}}}
+    user = {
+        "model": "user-model",
+        "runtime_options": {"debug": True},
+        "gemini_config": {"general": {"x": 4}},
+    }
     merged = load_engine_config("gemini", skill_dir=skill_dir, user=user, config_dir=config_dir)
     assert merged["model"] == "user-model"
     assert merged["settings"]["general"] == {"x": 4, "y": 1}
@@ -76,8 +96,9 @@ def test_user_options_override_skill(config_dir: Path, skill_dir: Path) -> None:
 
 
 def test_other_engines_user_config_is_ignored(config_dir: Path) -> None:
-    merged = load_engine_config("gemini", skill_dir=None, user={"qwen_config": {"general": {"x": 5}}},
-                                config_dir=config_dir)
+    merged = load_engine_config(
+        "gemini", skill_dir=None, user={"qwen_config": {"general": {"x": 5}}}, config_dir=config_dir
+    )
     assert merged["settings"]["general"]["x"] == 1
 
 
@@ -88,7 +109,9 @@ def test_enforced_wins_over_user(config_dir: Path) -> None:
 
 
 def test_enforced_wins_over_skill(config_dir: Path, skill_dir: Path) -> None:
-    write_json(skill_dir / "assets" / "gemini_settings.json", {"privacy": {"usageStatisticsEnabled": True}})
+    write_json(
+        skill_dir / "assets" / "gemini_settings.json", {"privacy": {"usageStatisticsEnabled": True}}
+    )
     merged = load_engine_config("gemini", skill_dir=skill_dir, user=None, config_dir=config_dir)
     assert merged["settings"]["privacy"]["usageStatisticsEnabled"] is False
 
@@ -143,19 +166,26 @@ def test_a_changed_config_file_is_read_again(config_dir: Path, skill_dir: Path) 
     assert "general" not in gone["settings"]
 
 
-@pytest.mark.parametrize(("engine", "path", "value"), [
-    ("gemini", ("settings", "privacy", "usageStatisticsEnabled"), False),
-    ("gemini", ("settings", "general", "enableAutoUpdate"), False),
-    ("opencode", ("env", "OPENCODE_DISABLE_AUTOUPDATE"), "1"),
-    ("opencode", ("env", "OPENCODE_DISABLE_MODELS_FETCH"), "1"),
-    ("opencode", ("settings", "autoupdate"), False),
-    ("qwen", ("settings", "privacy", "usageStatisticsEnabled"), False),
-    ("qwen", ("settings", "general", "enableAutoUpdate"), False),
-    ("iflow", ("settings", "disableAutoUpdate"), True),
-])
-def test_shipped_config_keeps_clis_off_the_network(engine: str, path: tuple[str, ...], value: object) -> None:
+@pytest.mark.parametrize(
+    ("engine", "path", "value"),
+    [
+        ("gemini", ("settings", "privacy", "usageStatisticsEnabled"), False),
+        ("gemini", ("settings", "general", "enableAutoUpdate"), False),
+        ("opencode", ("env", "OPENCODE_DISABLE_AUTOUPDATE"), "1"),
+        ("opencode", ("env", "OPENCODE_DISABLE_MODELS_FETCH"), "1"),
+        ("opencode", ("settings", "autoupdate"), False),
+        ("qwen", ("settings", "privacy", "usageStatisticsEnabled"), False),
+        ("qwen", ("settings", "general", "enableAutoUpdate"), False),
+        ("iflow", ("settings", "disableAutoUpdate"), True),
+    ],
+)
+def test_shipped_config_keeps_clis_off_the_network(
+    engine: str, path: tuple[str, ...], value: object
+) -> None:
     user = {f"{engine}_config": {"privacy": {"usageStatisticsEnabled": True}}}
-    merged = load_engine_config(engine, skill_dir=None, user=user, config_dir=engine_config.REPO_CONFIG_DIR)
+    merged = load_engine_config(
+        engine, skill_dir=None, user=user, config_dir=engine_config.REPO_CONFIG_DIR
+    )
     for key in path:
         merged = merged[key]
     assert merged == value

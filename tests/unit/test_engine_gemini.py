@@ -1,5 +1,6 @@
 """Gemini adapter: command building and parsing of transcripts recorded from gemini 0.61.0
 run against the fake LLM server (tests/engines/transcripts/gemini_*)."""
+
 from __future__ import annotations
 
 import json
@@ -14,20 +15,37 @@ TRANSCRIPTS = Path(__file__).parents[1] / "engines" / "transcripts"
 
 
 def recorded(name: str, exit_code: int | None) -> ProcessResult:
-    return ProcessResult(exit_code, TRANSCRIPTS / f"{name}.stdout", TRANSCRIPTS / f"{name}.stderr", 0.0, 1.0)
+    return ProcessResult(
+        exit_code, TRANSCRIPTS / f"{name}.stdout", TRANSCRIPTS / f"{name}.stderr", 0.0, 1.0
+    )
 
 
 def context(tmp_path: Path, **overrides: object) -> EngineContext:
-    values: dict = {"run_dir": tmp_path, "skill_id": "demo", "prompt": "do it",
-                    "config": {"base_url": "http://127.0.0.1:9", "api_key": "k", "model": "m1",
-                               "settings": {"general": {"enableAutoUpdate": False}}}}
+    values: dict = {
+        "run_dir": tmp_path,
+        "skill_id": "demo",
+        "prompt": "do it",
+        "config": {
+            "base_url": "http://127.0.0.1:9",
+            "api_key": "k",
+            "model": "m1",
+            "settings": {"general": {"enableAutoUpdate": False}},
+        },
+    }
     values.update(overrides)
     return EngineContext(**values)
 
 
 def test_command_runs_headless_with_stream_json(tmp_path: Path) -> None:
     spec = gemini.ADAPTER.build_command(context(tmp_path))
-    assert spec.argv[1:] == ["--yolo", "--output-format", "stream-json", "-m", "m1", "--prompt=do it"]
+    assert spec.argv[1:] == [
+        "--yolo",
+        "--output-format",
+        "stream-json",
+        "-m",
+        "m1",
+        "--prompt=do it",
+    ]
     assert spec.cwd == tmp_path
 
 
@@ -81,7 +99,9 @@ def test_missing_key_is_auth_missing() -> None:
     assert out.error is not None and out.error.code == "AUTH_MISSING"
 
 
-def test_missing_binary_is_cli_not_installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_binary_is_cli_not_installed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(gemini, "resolve_binary", lambda name: None)
     monkeypatch.setattr("runner_core.engines.failures.resolve_binary", lambda name: None)
     assert gemini.ADAPTER.build_command(context(tmp_path)).argv[0] == "gemini"
@@ -91,11 +111,15 @@ def test_missing_binary_is_cli_not_installed(tmp_path: Path, monkeypatch: pytest
     assert out.error is not None and out.error.code == "CLI_NOT_INSTALLED"
 
 
-def test_other_nonzero_exit_is_engine_failed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_other_nonzero_exit_is_engine_failed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr("runner_core.engines.failures.resolve_binary", lambda name: tmp_path / name)
     (tmp_path / "err").write_text("boom\n")
     (tmp_path / "out").write_text("")
-    out = gemini.ADAPTER.parse_output(ProcessResult(3, tmp_path / "out", tmp_path / "err", 0.0, 0.0))
+    out = gemini.ADAPTER.parse_output(
+        ProcessResult(3, tmp_path / "out", tmp_path / "err", 0.0, 0.0)
+    )
     assert out.error is not None and out.error.code == "ENGINE_FAILED"
     assert "boom" in out.error.message
 
@@ -104,7 +128,9 @@ def test_appended_log_of_a_resumed_turn_yields_the_last_answer(tmp_path: Path) -
     failed, ok = (TRANSCRIPTS / f"gemini_{n}.stdout" for n in ("http400", "tool_json"))
     (tmp_path / "out").write_text(failed.read_text() + ok.read_text())
     (tmp_path / "err").write_text("")
-    out = gemini.ADAPTER.parse_output(ProcessResult(0, tmp_path / "out", tmp_path / "err", 0.0, 0.0))
+    out = gemini.ADAPTER.parse_output(
+        ProcessResult(0, tmp_path / "out", tmp_path / "err", 0.0, 0.0)
+    )
     assert out.error is None
     assert out.parsed_json["ok"] is True
 

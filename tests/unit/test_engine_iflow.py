@@ -6,6 +6,7 @@ written from its documented behaviour (plain text ending with an ``<Execution In
 holding ``"session-id"``; ``[API Error: ...]`` lines on failure). Re-record them when the CLI
 becomes available.
 """
+
 from __future__ import annotations
 
 import json
@@ -20,13 +21,23 @@ TRANSCRIPTS = Path(__file__).parents[1] / "engines" / "transcripts"
 
 
 def written(name: str, exit_code: int | None) -> ProcessResult:
-    return ProcessResult(exit_code, TRANSCRIPTS / f"{name}.stdout", TRANSCRIPTS / f"{name}.stderr", 0.0, 1.0)
+    return ProcessResult(
+        exit_code, TRANSCRIPTS / f"{name}.stdout", TRANSCRIPTS / f"{name}.stderr", 0.0, 1.0
+    )
 
 
 def context(tmp_path: Path, **overrides: object) -> EngineContext:
-    values: dict = {"run_dir": tmp_path, "skill_id": "demo", "prompt": "do it",
-                    "config": {"base_url": "http://127.0.0.1:9/v1", "api_key": "k", "model": "m1",
-                               "settings": {"selectedAuthType": "openai-compatible"}}}
+    values: dict = {
+        "run_dir": tmp_path,
+        "skill_id": "demo",
+        "prompt": "do it",
+        "config": {
+            "base_url": "http://127.0.0.1:9/v1",
+            "api_key": "k",
+            "model": "m1",
+            "settings": {"selectedAuthType": "openai-compatible"},
+        },
+    }
     values.update(overrides)
     return EngineContext(**values)
 
@@ -44,8 +55,11 @@ def test_resume_passes_the_session_id(tmp_path: Path) -> None:
 def test_provider_goes_to_per_run_settings_and_key_to_env(tmp_path: Path) -> None:
     spec = iflow.ADAPTER.build_command(context(tmp_path))
     settings = json.loads(spec.files[".home/.iflow/settings.json"])
-    assert settings == {"selectedAuthType": "openai-compatible", "baseUrl": "http://127.0.0.1:9/v1",
-                        "modelName": "m1"}
+    assert settings == {
+        "selectedAuthType": "openai-compatible",
+        "baseUrl": "http://127.0.0.1:9/v1",
+        "modelName": "m1",
+    }
     assert spec.env["IFLOW_apiKey"] == "k"
     assert spec.env["HOME"] == str(tmp_path / ".home")
 
@@ -78,11 +92,15 @@ def test_missing_key_is_auth_missing(monkeypatch: pytest.MonkeyPatch, tmp_path: 
     assert out.error is not None and out.error.code == "AUTH_MISSING"
 
 
-def test_missing_binary_is_cli_not_installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_binary_is_cli_not_installed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(iflow, "resolve_binary", lambda name: None)
     monkeypatch.setattr("runner_core.engines.failures.resolve_binary", lambda name: None)
     (tmp_path / "empty").write_text("")
-    out = iflow.ADAPTER.parse_output(ProcessResult(127, tmp_path / "empty", tmp_path / "empty", 0.0, 0.0))
+    out = iflow.ADAPTER.parse_output(
+        ProcessResult(127, tmp_path / "empty", tmp_path / "empty", 0.0, 0.0)
+    )
     assert out.error is not None and out.error.code == "CLI_NOT_INSTALLED"
 
 

@@ -1,4 +1,5 @@
 """How an engine CLI is started: binary lookup, node flags, and where the prompt goes."""
+
 from __future__ import annotations
 
 import os
@@ -7,7 +8,10 @@ from pathlib import Path
 import pytest
 
 from runner_core.engines.invocation import (
-    MAX_ARGV_PROMPT_BYTES, program_argv, prompt_args, resolve_binary,
+    MAX_ARGV_PROMPT_BYTES,
+    program_argv,
+    prompt_args,
+    resolve_binary,
 )
 
 

@@ -1,5 +1,6 @@
 """OpenCode adapter: command building and parsing of transcripts recorded from opencode 1.18.33
 run against the fake LLM server (tests/engines/transcripts/opencode_*)."""
+
 from __future__ import annotations
 
 import json
@@ -14,14 +15,24 @@ TRANSCRIPTS = Path(__file__).parents[1] / "engines" / "transcripts"
 
 
 def recorded(name: str, exit_code: int | None) -> ProcessResult:
-    return ProcessResult(exit_code, TRANSCRIPTS / f"{name}.stdout", TRANSCRIPTS / f"{name}.stderr", 0.0, 1.0)
+    return ProcessResult(
+        exit_code, TRANSCRIPTS / f"{name}.stdout", TRANSCRIPTS / f"{name}.stderr", 0.0, 1.0
+    )
 
 
 def context(tmp_path: Path, **overrides: object) -> EngineContext:
-    values: dict = {"run_dir": tmp_path, "skill_id": "demo", "prompt": "do it",
-                    "config": {"base_url": "http://127.0.0.1:9/v1", "api_key": "secret-key", "model": "m1",
-                               "env": {"OPENCODE_DISABLE_AUTOUPDATE": "1"},
-                               "settings": {"autoupdate": False}}}
+    values: dict = {
+        "run_dir": tmp_path,
+        "skill_id": "demo",
+        "prompt": "do it",
+        "config": {
+            "base_url": "http://127.0.0.1:9/v1",
+            "api_key": "secret-key",
+            "model": "m1",
+            "env": {"OPENCODE_DISABLE_AUTOUPDATE": "1"},
+            "settings": {"autoupdate": False},
+        },
+    }
     values.update(overrides)
     return EngineContext(**values)
 
@@ -96,11 +107,15 @@ def test_http_401_is_a_model_api_error_with_its_status() -> None:
     assert out.error.details["status"] == 401
 
 
-def test_missing_binary_is_cli_not_installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_binary_is_cli_not_installed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(opencode, "resolve_binary", lambda name: None)
     monkeypatch.setattr("runner_core.engines.failures.resolve_binary", lambda name: None)
     (tmp_path / "empty").write_text("")
-    out = opencode.ADAPTER.parse_output(ProcessResult(127, tmp_path / "empty", tmp_path / "empty", 0.0, 0.0))
+    out = opencode.ADAPTER.parse_output(
+        ProcessResult(127, tmp_path / "empty", tmp_path / "empty", 0.0, 0.0)
+    )
     assert out.error is not None and out.error.code == "CLI_NOT_INSTALLED"
 
 
@@ -109,7 +124,9 @@ def test_appended_log_of_a_resumed_turn_yields_the_last_answer(tmp_path: Path) -
     second = ok.replace('{\\"ok\\": true', '{\\"ok\\": false')
     (tmp_path / "out").write_text(ok + second)
     (tmp_path / "err").write_text("")
-    out = opencode.ADAPTER.parse_output(ProcessResult(0, tmp_path / "out", tmp_path / "err", 0.0, 0.0))
+    out = opencode.ADAPTER.parse_output(
+        ProcessResult(0, tmp_path / "out", tmp_path / "err", 0.0, 0.0)
+    )
     assert out.parsed_json["ok"] is False
 
 

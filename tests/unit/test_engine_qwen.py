@@ -1,5 +1,6 @@
 """Qwen adapter: command building and parsing of transcripts recorded from qwen 0.15.10 run
 against the fake LLM server (tests/engines/transcripts/qwen_*)."""
+
 from __future__ import annotations
 
 import json
@@ -14,13 +15,23 @@ TRANSCRIPTS = Path(__file__).parents[1] / "engines" / "transcripts"
 
 
 def recorded(name: str, exit_code: int | None) -> ProcessResult:
-    return ProcessResult(exit_code, TRANSCRIPTS / f"{name}.stdout", TRANSCRIPTS / f"{name}.stderr", 0.0, 1.0)
+    return ProcessResult(
+        exit_code, TRANSCRIPTS / f"{name}.stdout", TRANSCRIPTS / f"{name}.stderr", 0.0, 1.0
+    )
 
 
 def context(tmp_path: Path, **overrides: object) -> EngineContext:
-    values: dict = {"run_dir": tmp_path, "skill_id": "demo", "prompt": "do it",
-                    "config": {"base_url": "http://127.0.0.1:9/v1", "api_key": "k", "model": "m1",
-                               "settings": {"privacy": {"usageStatisticsEnabled": False}}}}
+    values: dict = {
+        "run_dir": tmp_path,
+        "skill_id": "demo",
+        "prompt": "do it",
+        "config": {
+            "base_url": "http://127.0.0.1:9/v1",
+            "api_key": "k",
+            "model": "m1",
+            "settings": {"privacy": {"usageStatisticsEnabled": False}},
+        },
+    }
     values.update(overrides)
     return EngineContext(**values)
 
@@ -67,11 +78,15 @@ def test_missing_key_is_auth_missing() -> None:
     assert out.error is not None and out.error.code == "AUTH_MISSING"
 
 
-def test_missing_binary_is_cli_not_installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_binary_is_cli_not_installed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(qwen, "resolve_binary", lambda name: None)
     monkeypatch.setattr("runner_core.engines.failures.resolve_binary", lambda name: None)
     (tmp_path / "empty").write_text("")
-    out = qwen.ADAPTER.parse_output(ProcessResult(127, tmp_path / "empty", tmp_path / "empty", 0.0, 0.0))
+    out = qwen.ADAPTER.parse_output(
+        ProcessResult(127, tmp_path / "empty", tmp_path / "empty", 0.0, 0.0)
+    )
     assert out.error is not None and out.error.code == "CLI_NOT_INSTALLED"
 
 

@@ -1,5 +1,6 @@
 """Parsing helpers the adapters share: HTTP status from error text, token counts (every
 adapter reports them), and the Claude-style stream-json reader used by claude and qwen."""
+
 from __future__ import annotations
 
 import json
@@ -16,23 +17,31 @@ from runner_core.engines.streams import json_lines, token_counts
 TRANSCRIPTS = Path(__file__).parents[1] / "engines" / "transcripts"
 
 
-@pytest.mark.parametrize(("text", "status"), [
-    ("unexpected status 401 Unauthorized: fake 401, url: http://127.0.0.1:39749/v1/responses", 401),
-    ("exceeded retry limit, last status: 429 Too Many Requests", 429),
-    ('[API Error: {"error":{"code":400,"message":"bad request fake"}}]', 400),
-    ("API Error: 503 upstream", 503),
-    ("Request failed with status code 404", 404),
-    ("port 4000 refused, then 502", 502),
-    ("status 500 after a 404", 500),
-    ("connection reset", None),
-])
+@pytest.mark.parametrize(
+    ("text", "status"),
+    [
+        (
+            "unexpected status 401 Unauthorized: fake 401, url: http://127.0.0.1:39749/v1/responses",
+            401,
+        ),
+        ("exceeded retry limit, last status: 429 Too Many Requests", 429),
+        ('[API Error: {"error":{"code":400,"message":"bad request fake"}}]', 400),
+        ("API Error: 503 upstream", 503),
+        ("Request failed with status code 404", 404),
+        ("port 4000 refused, then 502", 502),
+        ("status 500 after a 404", 500),
+        ("connection reset", None),
+    ],
+)
 def test_http_status_prefers_the_number_named_as_status(text: str, status: int | None) -> None:
     assert http_status(text) == status
 
 
 def test_token_counts_take_the_cli_key_names() -> None:
-    assert token_counts({"input": 7, "output": 2, "total": 9}, "input", "output") == \
-        {"input_tokens": 7, "output_tokens": 2}
+    assert token_counts({"input": 7, "output": 2, "total": 9}, "input", "output") == {
+        "input_tokens": 7,
+        "output_tokens": 2,
+    }
     assert token_counts({"input_tokens": 5}) == {"input_tokens": 5, "output_tokens": 0}
     assert token_counts({"total": 9}) is None
     assert token_counts(None) is None
@@ -61,19 +70,28 @@ def test_read_stream_reads_only_the_last_invocation_of_an_appended_log() -> None
 @pytest.mark.parametrize("engine", ["claude", "codex", "gemini", "iflow", "opencode", "qwen"])
 def test_every_adapter_reports_the_token_counts_of_a_recorded_run(engine: str) -> None:
     name = f"{engine}_tool_json"
-    result = ProcessResult(0, TRANSCRIPTS / f"{name}.stdout", TRANSCRIPTS / f"{name}.stderr", 0.0, 1.0)
+    result = ProcessResult(
+        0, TRANSCRIPTS / f"{name}.stdout", TRANSCRIPTS / f"{name}.stderr", 0.0, 1.0
+    )
     out = get_adapter(engine).parse_output(result)
     assert out.tokens is not None and set(out.tokens) == {"input_tokens", "output_tokens"}
     assert out.tokens["input_tokens"] > 0 and out.tokens["output_tokens"] > 0
 
 
 def test_iflow_token_counts_come_from_its_execution_info() -> None:
-    result = ProcessResult(0, TRANSCRIPTS / "iflow_tool_json.stdout", TRANSCRIPTS / "iflow_tool_json.stderr", 0.0, 1.0)
-    assert get_adapter("iflow").parse_output(result).tokens == {"input_tokens": 10234, "output_tokens": 87}
+    result = ProcessResult(
+        0, TRANSCRIPTS / "iflow_tool_json.stdout", TRANSCRIPTS / "iflow_tool_json.stderr", 0.0, 1.0
+    )
+    assert get_adapter("iflow").parse_output(result).tokens == {
+        "input_tokens": 10234,
+        "output_tokens": 87,
+    }
 
 
 def test_a_run_without_usage_has_no_token_counts(tmp_path: Path) -> None:
     (tmp_path / "empty").write_text("")
     result = ProcessResult(1, tmp_path / "empty", tmp_path / "empty", 0.0, 1.0)
-    assert all(get_adapter(engine).parse_output(result).tokens is None
-               for engine in ("claude", "codex", "gemini", "iflow", "opencode", "qwen"))
+    assert all(
+        get_adapter(engine).parse_output(result).tokens is None
+        for engine in ("claude", "codex", "gemini", "iflow", "opencode", "qwen")
+    )

@@ -1,4 +1,5 @@
 """The fake LLM server itself: one tool call, then the final text, in every protocol."""
+
 from __future__ import annotations
 
 import json
@@ -22,8 +23,11 @@ def llm() -> Iterator[FakeLLM]:
 
 
 def post(llm: FakeLLM, path: str, body: dict[str, Any]) -> tuple[int, str]:
-    req = urllib.request.Request(llm.base_url + path, data=json.dumps(body).encode(),
-                                 headers={"Content-Type": "application/json"})
+    req = urllib.request.Request(
+        llm.base_url + path,
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
+    )
     try:
         with urllib.request.urlopen(req, timeout=5) as resp:
             return resp.status, resp.read().decode()
@@ -32,29 +36,52 @@ def post(llm: FakeLLM, path: str, body: dict[str, Any]) -> tuple[int, str]:
 
 
 def sse_data(text: str) -> list[Any]:
-    return [json.loads(line[6:]) for line in text.splitlines()
-            if line.startswith("data: ") and line != "data: [DONE]"]
+    return [
+        json.loads(line[6:])
+        for line in text.splitlines()
+        if line.startswith("data: ") and line != "data: [DONE]"
+    ]
 
 
 def test_responses_calls_exec_command_then_answers_with_the_tool_output(llm: FakeLLM) -> None:
-    tools = [{"type": "function", "name": "exec_command",
-              "parameters": {"properties": {"cmd": {"type": "string"}}, "required": ["cmd"]}}]
+    tools = [
+        {
+            "type": "function",
+            "name": "exec_command",
+            "parameters": {"properties": {"cmd": {"type": "string"}}, "required": ["cmd"]},
+        }
+    ]
     user = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "go"}]}
     _, first = post(llm, "/v1/responses", {"stream": True, "tools": tools, "input": [user]})
     item = next(e["item"] for e in sse_data(first) if e["type"] == "response.output_item.done")
     assert item["name"] == "exec_command" and json.loads(item["arguments"]) == {"cmd": "touch x"}
     assert sse_data(first)[-1]["type"] == "response.completed"
     result = {"type": "function_call_output", "call_id": item["call_id"], "output": "done"}
-    _, second = post(llm, "/v1/responses", {"stream": True, "tools": tools, "input": [user, item, result]})
+    _, second = post(
+        llm, "/v1/responses", {"stream": True, "tools": tools, "input": [user, item, result]}
+    )
     item = next(e["item"] for e in sse_data(second) if e["type"] == "response.output_item.done")
     assert item["content"][0]["text"] == '{"out": "done"}'
 
 
 def test_chat_stream_ends_with_finish_usage_and_done(llm: FakeLLM) -> None:
-    tools = [{"type": "function", "function": {"name": "bash", "parameters": {
-        "properties": {"command": {"type": "string"}, "timeout": {"type": "integer"}}, "required": ["command"]}}}]
-    _, text = post(llm, "/v1/chat/completions",
-                   {"stream": True, "tools": tools, "messages": [{"role": "user", "content": "go"}]})
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": "bash",
+                "parameters": {
+                    "properties": {"command": {"type": "string"}, "timeout": {"type": "integer"}},
+                    "required": ["command"],
+                },
+            },
+        }
+    ]
+    _, text = post(
+        llm,
+        "/v1/chat/completions",
+        {"stream": True, "tools": tools, "messages": [{"role": "user", "content": "go"}]},
+    )
     chunks = sse_data(text)
     call = chunks[0]["choices"][0]["delta"]["tool_calls"][0]
     assert json.loads(call["function"]["arguments"]) == {"command": "touch x"}
@@ -64,10 +91,16 @@ def test_chat_stream_ends_with_finish_usage_and_done(llm: FakeLLM) -> None:
 
 
 def test_gemini_answers_text_after_a_function_response(llm: FakeLLM) -> None:
-    contents = [{"role": "user", "parts": [{"text": "go"}]},
-                {"role": "model", "parts": [{"functionCall": {"name": "run_shell_command", "args": {}}}]},
-                {"role": "user", "parts": [{"functionResponse": {"name": "run_shell_command",
-                                                                  "response": {"output": "ok"}}}]}]
+    contents = [
+        {"role": "user", "parts": [{"text": "go"}]},
+        {"role": "model", "parts": [{"functionCall": {"name": "run_shell_command", "args": {}}}]},
+        {
+            "role": "user",
+            "parts": [
+                {"functionResponse": {"name": "run_shell_command", "response": {"output": "ok"}}}
+            ],
+        },
+    ]
     _, text = post(llm, "/v1beta/models/m:streamGenerateContent?alt=sse", {"contents": contents})
     candidate = sse_data(text)[0]["candidates"][0]
     assert candidate["finishReason"] == "STOP"
@@ -75,8 +108,13 @@ def test_gemini_answers_text_after_a_function_response(llm: FakeLLM) -> None:
 
 
 def test_anthropic_tool_use_ids_are_unique(llm: FakeLLM) -> None:
-    body = {"stream": False, "messages": [{"role": "user", "content": "go"}],
-            "tools": [{"name": "Bash", "input_schema": {"properties": {"command": {"type": "string"}}}}]}
+    body = {
+        "stream": False,
+        "messages": [{"role": "user", "content": "go"}],
+        "tools": [
+            {"name": "Bash", "input_schema": {"properties": {"command": {"type": "string"}}}}
+        ],
+    }
     ids = {json.loads(post(llm, "/v1/messages", body)[1])["content"][0]["id"] for _ in range(2)}
     assert len(ids) == 2
 
@@ -92,7 +130,9 @@ def test_script_file_is_reread_and_requests_are_logged(tmp_path: Path) -> None:
     path = tmp_path / "script.json"
     path.write_text(json.dumps({"tool": False, "final_text": "one"}))
     with FakeLLM(path) as server:
-        first = post(server, "/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}]})[1]
+        first = post(
+            server, "/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}]}
+        )[1]
         path.write_text(json.dumps({"tool": False, "final_text": "two"}))
         second = post(server, "/v1/chat/completions", {"messages": []})[1]
         assert [r.path for r in server.requests] == ["/v1/chat/completions"] * 2

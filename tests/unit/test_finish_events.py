@@ -3,16 +3,22 @@ from __future__ import annotations
 import pytest
 
 from runner_core.finish_events import (
-    RECHECK_SEC, RECHECK_SEC_NO_LISTENER, FinishWatcher, redis_url,
+    RECHECK_SEC,
+    RECHECK_SEC_NO_LISTENER,
+    FinishWatcher,
+    redis_url,
 )
 
 
-@pytest.mark.parametrize("broker, expected", [
-    ("redis+socket:///srv/data/broker/redis.sock", "unix:///srv/data/broker/redis.sock"),
-    ("redis://127.0.0.1:6379/0", "redis://127.0.0.1:6379/0"),
-    ("rediss://cache:6380/1", "rediss://cache:6380/1"),
-    ("amqp://guest@localhost//", None),
-])
+@pytest.mark.parametrize(
+    "broker, expected",
+    [
+        ("redis+socket:///srv/data/broker/redis.sock", "unix:///srv/data/broker/redis.sock"),
+        ("redis://127.0.0.1:6379/0", "redis://127.0.0.1:6379/0"),
+        ("rediss://cache:6380/1", "rediss://cache:6380/1"),
+        ("amqp://guest@localhost//", None),
+    ],
+)
 def test_broker_urls_map_to_redis_py_urls(broker, expected):
     assert redis_url(broker) == expected
 

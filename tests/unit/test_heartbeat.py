@@ -1,4 +1,5 @@
 """The per-process heartbeat thread: beats on time without being woken for every run."""
+
 from __future__ import annotations
 
 import threading
@@ -23,6 +24,7 @@ def make(counter: Counter, run_id: str, interval: float) -> Heartbeat:
     def beat() -> None:
         counter.beats.append(run_id)
         counter.event.set()
+
     hb.beat = beat  # type: ignore[method-assign]
     return hb
 

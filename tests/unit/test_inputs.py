@@ -1,22 +1,32 @@
 """Strict key matching of uploads, inline values and parameter defaults."""
+
 from __future__ import annotations
 
 import pytest
 
 from runner_core.inputs import InputError, apply_defaults, resolve_inputs, validate_parameters
 
-INPUT = {"type": "object", "properties": {
-    "doc": {"type": "string", "x-input-source": "file", "extensions": [".txt", ".md"]},
-    "query": {"type": "string", "x-input-source": "inline"}},
-    "required": ["doc", "query"]}
-PARAMS = {"type": "object", "properties": {"n": {"type": "integer", "default": 3},
-                                           "opts": {"type": "object", "default": {},
-                                                    "properties": {"deep": {"default": True}}}}}
+INPUT = {
+    "type": "object",
+    "properties": {
+        "doc": {"type": "string", "x-input-source": "file", "extensions": [".txt", ".md"]},
+        "query": {"type": "string", "x-input-source": "inline"},
+    },
+    "required": ["doc", "query"],
+}
+PARAMS = {
+    "type": "object",
+    "properties": {
+        "n": {"type": "integer", "default": 3},
+        "opts": {"type": "object", "default": {}, "properties": {"deep": {"default": True}}},
+    },
+}
 
 
 def resolve(uploads, inline=None, parameter=None):
-    return resolve_inputs(INPUT, PARAMS, uploads, inline if inline is not None else {"query": "q"},
-                          parameter)
+    return resolve_inputs(
+        INPUT, PARAMS, uploads, inline if inline is not None else {"query": "q"}, parameter
+    )
 
 
 def test_exact_key_name_resolves_to_absolute_path(tmp_path):
@@ -84,12 +94,14 @@ def test_parameter_must_be_an_object():
 
 def test_validators_are_made_once_per_schema_object_and_never_mixed_up():
     from runner_core.inputs import by_identity, schema_errors
+
     schema = {"type": "object", "properties": {"n": {"type": "integer"}}}
     made = []
 
     def make(s):
         made.append(s)
         return {"made from": id(s)}
+
     first = by_identity(schema, make)
     assert by_identity(schema, make) is first and len(made) == 1
     assert by_identity(dict(schema), make) is not first  # an equal but other object: made anew

@@ -1,6 +1,7 @@
 """Import rules: runner_core is the pure domain (no Flask, Celery, api or worker), api never
 imports worker, fake_llm (offered to skill authors) needs nothing but the standard library,
 and no module of api, worker, runner_core or bench imports itself in a circle."""
+
 from __future__ import annotations
 
 import ast
@@ -32,16 +33,24 @@ def test_runner_core_imports_no_framework():
 
 
 def test_api_never_imports_worker():
-    leaks = [f"{p.relative_to(REPO_ROOT)}: {m}" for p in (REPO_ROOT / "api").rglob("*.py")
-             for m in imported_modules(p) if m.split(".")[0] == "worker"]
+    leaks = [
+        f"{p.relative_to(REPO_ROOT)}: {m}"
+        for p in (REPO_ROOT / "api").rglob("*.py")
+        for m in imported_modules(p)
+        if m.split(".")[0] == "worker"
+    ]
     assert leaks == []
 
 
 def outside_stdlib(package: Path) -> list[str]:
     """`file: module` for each import in `package` of neither the standard library nor itself."""
     allowed = sys.stdlib_module_names | {package.name}
-    return [f"{p.relative_to(package.parent)}: {m}" for p in sorted(package.rglob("*.py"))
-            for m in imported_modules(p) if m.split(".")[0] not in allowed]
+    return [
+        f"{p.relative_to(package.parent)}: {m}"
+        for p in sorted(package.rglob("*.py"))
+        for m in imported_modules(p)
+        if m.split(".")[0] not in allowed
+    ]
 
 
 def test_fake_llm_imports_only_the_standard_library():
@@ -73,10 +82,11 @@ def import_graph(root: Path = REPO_ROOT) -> dict[str, set[str]]:
             elif isinstance(node, ast.ImportFrom):
                 base = node.module or ""
                 if node.level:
-                    anchor = package.split(".")[:len(package.split(".")) - node.level + 1]
+                    anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
                     base = ".".join(anchor + ([base] if base else []))
-                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in files else base
-                           for a in node.names]
+                targets = [
+                    f"{base}.{a.name}" if f"{base}.{a.name}" in files else base for a in node.names
+                ]
             else:
                 continue
             graph[name].update(t for t in targets if t in files and t != name)
@@ -93,7 +103,7 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
         stack.append(node)
         for nxt in sorted(graph[node]):
             if state.get(nxt) == 1:
-                return stack[stack.index(nxt):] + [nxt]
+                return stack[stack.index(nxt) :] + [nxt]
             if nxt not in state and (found := visit(nxt)):
                 return found
         stack.pop()
@@ -119,9 +129,13 @@ def test_find_cycle_reports_a_cycle():
 
 def test_import_graph_follows_relative_and_nested_imports(tmp_path):
     (tmp_path / "worker" / "sub").mkdir(parents=True)
-    for name, text in {"__init__.py": "", "a.py": "from . import b\n",
-                       "b.py": "def f():\n    from .sub.c import g\n",
-                       "sub/__init__.py": "", "sub/c.py": "from ..a import x\n"}.items():
+    for name, text in {
+        "__init__.py": "",
+        "a.py": "from . import b\n",
+        "b.py": "def f():\n    from .sub.c import g\n",
+        "sub/__init__.py": "",
+        "sub/c.py": "from ..a import x\n",
+    }.items():
         (tmp_path / "worker" / name).write_text(text)
     for pkg in ("api", "runner_core", "bench"):
         (tmp_path / pkg).mkdir()

@@ -47,7 +47,9 @@ def test_plain_json_text_needs_no_normalization(tmp_path: Path) -> None:
 
 
 def test_json_embedded_in_prose_is_an_n0_extraction(tmp_path: Path) -> None:
-    outcome = run_output_chain(tmp_path, SCHEMA, engine_text='Result: {"title": "t", "count": 1} ok')
+    outcome = run_output_chain(
+        tmp_path, SCHEMA, engine_text='Result: {"title": "t", "count": 1} ok'
+    )
     assert outcome.ok and outcome.warnings[0]["details"]["fixes"] == ["extracted_embedded_json"]
 
 
@@ -72,16 +74,21 @@ def test_a_text_file_becomes_the_raw_output_by_hard_link(tmp_path: Path) -> None
     stdout.write_text('{"title": "t", "count": 1}', encoding="utf-8")
     (tmp_path / "raw").mkdir()
     (tmp_path / "raw" / "engine_output.txt").write_text("an older attempt", encoding="utf-8")
-    outcome = run_output_chain(tmp_path, SCHEMA, engine_text=stdout.read_text(),
-                               engine_text_file=stdout)
+    outcome = run_output_chain(
+        tmp_path, SCHEMA, engine_text=stdout.read_text(), engine_text_file=stdout
+    )
     raw = tmp_path / "raw" / "engine_output.txt"
     assert outcome.ok and raw.read_text(encoding="utf-8") == '{"title": "t", "count": 1}'
     assert raw.stat().st_ino == stdout.stat().st_ino
 
 
 def test_a_missing_text_file_falls_back_to_writing_the_text(tmp_path: Path) -> None:
-    outcome = run_output_chain(tmp_path, SCHEMA, engine_text='{"title": "t", "count": 1}',
-                               engine_text_file=tmp_path / "gone.txt")
+    outcome = run_output_chain(
+        tmp_path,
+        SCHEMA,
+        engine_text='{"title": "t", "count": 1}',
+        engine_text_file=tmp_path / "gone.txt",
+    )
     assert outcome.ok
     assert (tmp_path / "raw" / "engine_output.txt").read_text() == '{"title": "t", "count": 1}'
 
@@ -111,7 +118,9 @@ def test_envelope_is_used_when_there_is_no_result_file(tmp_path: Path) -> None:
 
 def test_envelope_is_preferred_over_stdout(tmp_path: Path) -> None:
     outcome = run_output_chain(
-        tmp_path, SCHEMA, engine_text='{"title": "stdout", "count": 1}',
+        tmp_path,
+        SCHEMA,
+        engine_text='{"title": "stdout", "count": 1}',
         envelope={"title": "envelope", "count": 2},
     )
     assert outcome.data == {"title": "envelope", "count": 2}
@@ -159,7 +168,9 @@ def test_failure_reports_all_errors_of_the_best_candidate(tmp_path: Path) -> Non
     assert not outcome.ok
     # the object (right type, 3 errors) is closer to valid than the citation list (wrong type)
     assert sorted(e["validator"] for e in outcome.validation_errors) == [
-        "additionalProperties", "required", "type",
+        "additionalProperties",
+        "required",
+        "type",
     ]
 
 

@@ -69,15 +69,17 @@ def test_normalizer_gets_a_schema_file_when_none_is_given(tmp_path: Path) -> Non
 def test_given_schema_path_is_passed_through(tmp_path: Path) -> None:
     schema_path = tmp_path / "skill" / "output.schema.json"
     normalizer = FakeSkillCommand(writes='{"title": "Quarterly", "count": 4}')
-    run_output_chain(tmp_path, SCHEMA, engine_text=BROKEN, normalizer=normalizer,
-                     schema_path=schema_path)
+    run_output_chain(
+        tmp_path, SCHEMA, engine_text=BROKEN, normalizer=normalizer, schema_path=schema_path
+    )
     assert normalizer.requests[0].schema_path == schema_path
 
 
 def test_normalizer_is_not_called_when_output_already_valid(tmp_path: Path) -> None:
     normalizer = FakeSkillCommand(writes='{"title": "x", "count": 0}')
-    outcome = run_output_chain(tmp_path, SCHEMA, engine_text='{"title": "t", "count": 1}',
-                               normalizer=normalizer)
+    outcome = run_output_chain(
+        tmp_path, SCHEMA, engine_text='{"title": "t", "count": 1}', normalizer=normalizer
+    )
     assert outcome.normalization_level is None
     assert normalizer.requests == []
 
@@ -85,8 +87,9 @@ def test_normalizer_is_not_called_when_output_already_valid(tmp_path: Path) -> N
 def test_raising_normalizer_is_recorded_and_fallback_succeeds_at_n2(tmp_path: Path) -> None:
     normalizer = FakeSkillCommand(raises=RuntimeError("normalize.py exited 2"))
     fallback = FakeSkillCommand(writes='{"title": "unknown", "count": 0}')
-    outcome = run_output_chain(tmp_path, SCHEMA, engine_text=BROKEN,
-                               normalizer=normalizer, fallback=fallback)
+    outcome = run_output_chain(
+        tmp_path, SCHEMA, engine_text=BROKEN, normalizer=normalizer, fallback=fallback
+    )
     assert (outcome.ok, outcome.normalization_level, outcome.source) == (True, "N2", "fallback")
     assert outcome.warnings[0]["code"] == "OUTPUT_FALLBACK_N2"
     n1 = next(s for s in outcome.steps if s["level"] == "N1")
@@ -96,8 +99,7 @@ def test_raising_normalizer_is_recorded_and_fallback_succeeds_at_n2(tmp_path: Pa
 
 
 def test_normalizer_that_writes_nothing_is_a_failed_step(tmp_path: Path) -> None:
-    outcome = run_output_chain(tmp_path, SCHEMA, engine_text=BROKEN,
-                               normalizer=FakeSkillCommand())
+    outcome = run_output_chain(tmp_path, SCHEMA, engine_text=BROKEN, normalizer=FakeSkillCommand())
     assert not outcome.ok
     n1 = next(s for s in outcome.steps if s["level"] == "N1")
     assert "did not write result/result.json" in n1["errors"][0]["message"]
@@ -106,8 +108,7 @@ def test_normalizer_that_writes_nothing_is_a_failed_step(tmp_path: Path) -> None
 def test_normalizer_leaving_stale_invalid_result_file_does_not_pass(tmp_path: Path) -> None:
     (tmp_path / "result").mkdir()
     (tmp_path / "result" / "result.json").write_text('{"title": "t"}', encoding="utf-8")
-    outcome = run_output_chain(tmp_path, SCHEMA, engine_text=BROKEN,
-                               normalizer=FakeSkillCommand())
+    outcome = run_output_chain(tmp_path, SCHEMA, engine_text=BROKEN, normalizer=FakeSkillCommand())
     n1 = next(s for s in outcome.steps if s["level"] == "N1")
     assert "left unchanged" in n1["errors"][0]["message"]
     assert outcome.validation_errors[0]["validator"] == "required"
@@ -126,7 +127,9 @@ def test_repair_rounds_are_bounded(tmp_path: Path) -> None:
     assert not outcome.ok
     assert [r.round for r in repair.requests] == [1, 2, 3]
     assert [s["name"] for s in outcome.steps if s["level"] == "N3"] == [
-        "N3 repair round 1", "N3 repair round 2", "N3 repair round 3",
+        "N3 repair round 1",
+        "N3 repair round 2",
+        "N3 repair round 3",
     ]
     assert outcome.validation_errors[0]["validator"] == "required"
 
@@ -156,10 +159,13 @@ def test_raising_repair_is_recorded_and_next_round_runs(tmp_path: Path) -> None:
 
 def test_all_levels_failing_records_each_step_in_order(tmp_path: Path) -> None:
     outcome = run_output_chain(
-        tmp_path, SCHEMA, engine_text=BROKEN,
+        tmp_path,
+        SCHEMA,
+        engine_text=BROKEN,
         normalizer=FakeSkillCommand(writes="still not json"),
         fallback=FakeSkillCommand(writes='{"count": "many"}'),
-        repair=FakeRepair("sorry"), repair_rounds=1,
+        repair=FakeRepair("sorry"),
+        repair_rounds=1,
     )
     assert not outcome.ok
     assert [s["level"] for s in outcome.steps] == ["parse", "N0", "N1", "N2", "N3"]

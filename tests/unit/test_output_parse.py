@@ -71,9 +71,11 @@ def test_iter_extracted_lists_later_values_after_the_first() -> None:
 def _in_place(text: str) -> list:
     """The plain scan (each candidate decoded in the whole text): what the windows must match."""
     import json
+
     decoder, out, pos = json.JSONDecoder(), [], 0
-    while (start := min((i for i in (text.find("{", pos), text.find("[", pos)) if i >= 0),
-                        default=-1)) >= 0:
+    while (
+        start := min((i for i in (text.find("{", pos), text.find("[", pos)) if i >= 0), default=-1)
+    ) >= 0:
         try:
             value, pos = decoder.raw_decode(text, start)
             out.append(value)
@@ -85,13 +87,28 @@ def _in_place(text: str) -> list:
 def test_windowed_decoding_finds_exactly_what_decoding_in_place_finds() -> None:
     import json
     import random
+
     rng = random.Random(7)
     big_string = "s" * 70_000  # crosses the 4 KiB and 64 KiB windows
     pieces = [
-        '{"a": 1}', "[1, 2, 3]", "[INFO]", "[2026-11-23 10:00]", "{oops}", "[1, 2", '{"k": "v',
-        "[true, false, null]", "[tru", '{"n": -12.5e3}', '["\\u00e9", "\\n"]', "]", "}",
-        json.dumps({"big": big_string}), json.dumps(list(range(3000))), "[" * 50 + "]" * 50,
-        json.dumps({"deep": [[{"x": [1, {"y": "}"}]}]]}), "prose with ] and [ and { }",
+        '{"a": 1}',
+        "[1, 2, 3]",
+        "[INFO]",
+        "[2026-11-23 10:00]",
+        "{oops}",
+        "[1, 2",
+        '{"k": "v',
+        "[true, false, null]",
+        "[tru",
+        '{"n": -12.5e3}',
+        '["\\u00e9", "\\n"]',
+        "]",
+        "}",
+        json.dumps({"big": big_string}),
+        json.dumps(list(range(3000))),
+        "[" * 50 + "]" * 50,
+        json.dumps({"deep": [[{"x": [1, {"y": "}"}]}]]}),
+        "prose with ] and [ and { }",
     ]
     for trial in range(300):
         parts = [rng.choice(pieces) for _ in range(rng.randint(1, 12))]
@@ -105,6 +122,7 @@ def test_a_long_log_is_scanned_in_linear_work(monkeypatch) -> None:
     and column by counting from the start of the string it was given, and each candidate was
     given the whole text. Counted here (not timed): the offsets failures are reported at."""
     from runner_core.output import parse
+
     counted = []
 
     class Counting:
@@ -114,8 +132,11 @@ def test_a_long_log_is_scanned_in_linear_work(monkeypatch) -> None:
             except parse.json.JSONDecodeError as exc:
                 counted.append(exc.pos)
                 raise
+
     monkeypatch.setattr(parse, "_DECODER", Counting())
-    text = "".join(f"[2026-11-23 10:00:{i % 60:02d}] [INFO] step {i} done\n"
-                   for i in range(40_000)) + '{"ok": true}\n'
+    text = (
+        "".join(f"[2026-11-23 10:00:{i % 60:02d}] [INFO] step {i} done\n" for i in range(40_000))
+        + '{"ok": true}\n'
+    )
     assert extract_json(text).value == {"ok": True}
     assert len(counted) >= 80_000 and sum(counted) < 2 * len(text)  # in place: ~40,000x

@@ -1,4 +1,5 @@
 """One object per process, rebuilt in a forked child (runner_core.per_process)."""
+
 from __future__ import annotations
 
 import os
@@ -47,6 +48,7 @@ def test_threads_racing_the_first_use_get_the_same_object():
     def use():
         start.wait(5)
         seen.append(single.get())
+
     threads = [threading.Thread(target=use) for _ in range(8)]
     for thread in threads:
         thread.start()
@@ -63,6 +65,7 @@ def test_a_lock_held_at_the_fork_does_not_block_the_child():
             holding.set()
             release.wait(5)
         return "made"
+
     single = PerProcess(make)
 
     thread = threading.Thread(target=single.get)
@@ -75,6 +78,7 @@ def test_a_lock_held_at_the_fork_does_not_block_the_child():
         worker.start()
         worker.join(5)
         return b"1" if got == ["made"] else b"0"
+
     try:
         assert in_child(child) == b"1"
     finally:

@@ -1,4 +1,5 @@
 """Ending process groups and processes (runner_core.processes), with real processes."""
+
 from __future__ import annotations
 
 import subprocess
@@ -8,24 +9,31 @@ import time
 import psutil
 
 from runner_core.processes import (
-    group_alive, stop_process_group, terminate_group, terminate_processes,
+    group_alive,
+    stop_process_group,
+    terminate_group,
+    terminate_processes,
 )
 from tests.helpers import wait_for
 
-IGNORES_TERM = ("import signal, sys, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
-                "print('ready', flush=True); time.sleep(120)")
+IGNORES_TERM = (
+    "import signal, sys, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+    "print('ready', flush=True); time.sleep(120)"
+)
 EXITS_ON_TERM = "import sys, time; print('ready', flush=True); time.sleep(120)"
 # the leader exits on SIGTERM, its child (same group) ignores it and reports its pid
 LEADER_WITH_STUBBORN_CHILD = (
     "import subprocess, sys, time; "
     f"c = subprocess.Popen([sys.executable, '-c', {IGNORES_TERM!r}], stdout=subprocess.PIPE); "
-    "c.stdout.readline(); print(c.pid, flush=True); time.sleep(120)")
+    "c.stdout.readline(); print(c.pid, flush=True); time.sleep(120)"
+)
 
 
 def start(code: str) -> tuple[subprocess.Popen, str]:
     """Start `code` in a session of its own; returns once it printed its first line."""
-    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
-                            start_new_session=True, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, start_new_session=True, text=True
+    )
     return proc, proc.stdout.readline().strip()
 
 

@@ -1,4 +1,5 @@
 """Prompt rendering: template selection, sandbox, strict variables, output contract."""
+
 from __future__ import annotations
 
 import json
@@ -7,11 +8,19 @@ from pathlib import Path
 
 import pytest
 
-from runner_core.prompts import PATCH_MARKER, PromptContext, PromptError, patch_skill_md, render_prompt
+from runner_core.prompts import (
+    PATCH_MARKER,
+    PromptContext,
+    PromptError,
+    patch_skill_md,
+    render_prompt,
+)
 from runner_core.settings import REPO_ROOT
 from runner_core.skills import load_skill
 
-CTX = PromptContext({"input_file": "/run/uploads/input_file.txt"}, {"divisor": 3}, Path("/run"), "gemini")
+CTX = PromptContext(
+    {"input_file": "/run/uploads/input_file.txt"}, {"divisor": 3}, Path("/run"), "gemini"
+)
 
 
 @pytest.fixture
@@ -38,7 +47,9 @@ def test_default_template_lists_inputs_parameters_and_contract(skill):
 
 
 def test_engine_specific_template_wins_and_gets_the_contract(skill):
-    with_entrypoint(skill, prompts={"gemini": "first `{{ input.input_file }}` by {{ parameter.divisor }}"})
+    with_entrypoint(
+        skill, prompts={"gemini": "first `{{ input.input_file }}` by {{ parameter.divisor }}"}
+    )
     text = render_prompt(load_skill(skill), CTX)
     assert text.startswith("first `/run/uploads/input_file.txt` by 3")
     assert "# Output contract" in text
@@ -82,8 +93,11 @@ def test_patching_a_linked_snapshot_touches_only_that_run(tmp_path, skill):
     patched SKILL.md must be the run's own file, never a write through the link."""
     from runner_core.skill_copy import SkillCopies
     from runner_core.skills.memo import tree_signature
+
     copies, signature = SkillCopies(tmp_path / "copies"), tree_signature(skill)
-    first, second = (tmp_path / r / ".gemini" / "skills" / "demo-prime-number" for r in ("r1", "r2"))
+    first, second = (
+        tmp_path / r / ".gemini" / "skills" / "demo-prime-number" for r in ("r1", "r2")
+    )
     assert copies.snapshot(skill, "demo-prime-number", signature, first)
     assert copies.snapshot(skill, "demo-prime-number", signature, second)
     original = (second / "SKILL.md").read_text()

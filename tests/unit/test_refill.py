@@ -1,4 +1,5 @@
 """The run pool's refill runs on a thread of the pool process, after the task has returned."""
+
 from __future__ import annotations
 
 import logging
@@ -16,6 +17,7 @@ def test_submit_returns_at_once_and_the_fill_runs_on_the_thread():
         threads.append(threading.current_thread().name)
         release.wait(5)
         done.set()
+
     refiller.submit(fill, "run a")
     assert not done.is_set()  # the caller did not wait for the fill
     release.set()
@@ -29,6 +31,7 @@ def test_fills_run_in_order_and_a_failure_does_not_stop_the_thread(caplog):
     def broken():
         order.append("broken")
         raise OSError("disk full")
+
     with caplog.at_level(logging.WARNING, logger="worker.refill"):
         refiller.submit(broken, "run a")
         refiller.submit(lambda: (order.append("next"), last.set()), "run b")

@@ -1,4 +1,5 @@
 """Run directories made ahead of time: take, fill, stale signatures, dead builds."""
+
 from __future__ import annotations
 
 import os
@@ -16,6 +17,7 @@ def builder(marker: str, calls: list[Path] | None = None):
         if calls is not None:
             calls.append(path)
         return True
+
     return build
 
 
@@ -80,6 +82,7 @@ def test_a_failing_build_leaves_nothing_half_made(tmp_path):
         path.mkdir()
         (path / "half").write_text("x")
         raise OSError("disk full")
+
     try:
         pool.fill("demo.a.b", broken)
     except OSError:

@@ -5,8 +5,9 @@ import pytest
 from runner_core.settings import SettingsError, load_settings
 
 
-@pytest.mark.parametrize("value, expected", [(None, False), ("0", False), ("1", True),
-                                             ("true", True), ("no", False)])
+@pytest.mark.parametrize(
+    "value, expected", [(None, False), ("0", False), ("1", True), ("true", True), ("no", False)]
+)
 def test_task_events_are_off_unless_asked_for(tmp_path, value, expected) -> None:
     env = {"SKILL_RUNNER_DATA_DIR": str(tmp_path)}
     if value is not None:
@@ -15,9 +16,13 @@ def test_task_events_are_off_unless_asked_for(tmp_path, value, expected) -> None
 
 
 def test_per_engine_running_limits_are_read_by_engine_key(tmp_path) -> None:
-    settings = load_settings({"SKILL_RUNNER_DATA_DIR": str(tmp_path),
-                              "SKILL_RUNNER_MAX_RUNNING_CODEX": "2",
-                              "SKILL_RUNNER_MAX_RUNNING_SCRIPT": "5"})
+    settings = load_settings(
+        {
+            "SKILL_RUNNER_DATA_DIR": str(tmp_path),
+            "SKILL_RUNNER_MAX_RUNNING_CODEX": "2",
+            "SKILL_RUNNER_MAX_RUNNING_SCRIPT": "5",
+        }
+    )
     assert settings.running_limit("codex") == 2
     assert settings.running_limit(None) == 5
     assert settings.running_limit("gemini") == 0
@@ -25,6 +30,7 @@ def test_per_engine_running_limits_are_read_by_engine_key(tmp_path) -> None:
 
 def test_snapshot_mode_defaults_to_link_and_rejects_typos(tmp_path) -> None:
     from worker.run_layout import skill_copies
+
     env = {"SKILL_RUNNER_DATA_DIR": str(tmp_path)}
     linked = load_settings(env)
     assert linked.snapshot_mode == "link"
@@ -35,18 +41,30 @@ def test_snapshot_mode_defaults_to_link_and_rejects_typos(tmp_path) -> None:
         load_settings({**env, "SKILL_RUNNER_SNAPSHOT": "hardlink"})
 
 
-@pytest.mark.parametrize("env, message", [
-    ({"SKILL_RUNNER_QUEUE_MAX": "abc"}, "SKILL_RUNNER_QUEUE_MAX must be a whole number, not 'abc'"),
-    ({"SKILL_RUNNER_QUEUE_MAX": "0"}, "SKILL_RUNNER_QUEUE_MAX must be at least 1"),
-    ({"PORT": "70000"}, "PORT must be between 1 and 65535"),
-    ({"SKILL_RUNNER_REPAIR_ROUNDS": "5"}, "SKILL_RUNNER_REPAIR_ROUNDS must be between 0 and 3"),
-    ({"SKILL_RUNNER_KILL_GRACE_SEC": "soon"}, "SKILL_RUNNER_KILL_GRACE_SEC must be a number"),
-    ({"SKILL_RUNNER_MAX_RUNNING_CODEX": "two"}, "SKILL_RUNNER_MAX_RUNNING_CODEX must be a whole"),
-    ({"SKILL_RUNNER_TASK_EVENTS": "maybe"}, "SKILL_RUNNER_TASK_EVENTS must be 1/true/yes/on"),
-    ({"LOG_LEVEL": "loud"}, "LOG_LEVEL must be one of DEBUG, INFO"),
-    ({"SKILL_RUNNER_DEFAULT_TIMEOUT_SEC": "7200"}, "is above SKILL_RUNNER_MAX_TIMEOUT_SEC (3600)"),
-    ({"SKILL_RUNNER_API_TOKEN": "short"}, "at least 16 characters"),
-])
+@pytest.mark.parametrize(
+    "env, message",
+    [
+        (
+            {"SKILL_RUNNER_QUEUE_MAX": "abc"},
+            "SKILL_RUNNER_QUEUE_MAX must be a whole number, not 'abc'",
+        ),
+        ({"SKILL_RUNNER_QUEUE_MAX": "0"}, "SKILL_RUNNER_QUEUE_MAX must be at least 1"),
+        ({"PORT": "70000"}, "PORT must be between 1 and 65535"),
+        ({"SKILL_RUNNER_REPAIR_ROUNDS": "5"}, "SKILL_RUNNER_REPAIR_ROUNDS must be between 0 and 3"),
+        ({"SKILL_RUNNER_KILL_GRACE_SEC": "soon"}, "SKILL_RUNNER_KILL_GRACE_SEC must be a number"),
+        (
+            {"SKILL_RUNNER_MAX_RUNNING_CODEX": "two"},
+            "SKILL_RUNNER_MAX_RUNNING_CODEX must be a whole",
+        ),
+        ({"SKILL_RUNNER_TASK_EVENTS": "maybe"}, "SKILL_RUNNER_TASK_EVENTS must be 1/true/yes/on"),
+        ({"LOG_LEVEL": "loud"}, "LOG_LEVEL must be one of DEBUG, INFO"),
+        (
+            {"SKILL_RUNNER_DEFAULT_TIMEOUT_SEC": "7200"},
+            "is above SKILL_RUNNER_MAX_TIMEOUT_SEC (3600)",
+        ),
+        ({"SKILL_RUNNER_API_TOKEN": "short"}, "at least 16 characters"),
+    ],
+)
 def test_a_bad_value_is_one_clear_error_naming_the_variable(tmp_path, env, message) -> None:
     with pytest.raises(SettingsError) as caught:
         load_settings({"SKILL_RUNNER_DATA_DIR": str(tmp_path), **env})
@@ -54,42 +72,62 @@ def test_a_bad_value_is_one_clear_error_naming_the_variable(tmp_path, env, messa
 
 
 def test_numbers_flags_and_levels_are_read_leniently_where_unambiguous(tmp_path) -> None:
-    settings = load_settings({"SKILL_RUNNER_DATA_DIR": str(tmp_path), "PORT": " 8080 ",
-                              "LOG_LEVEL": "warn", "SKILL_RUNNER_TASK_EVENTS": "ON",
-                              "SKILL_RUNNER_QUEUE_MAX": "", "SKILL_RUNNER_KILL_GRACE_SEC": "0.5"})
+    settings = load_settings(
+        {
+            "SKILL_RUNNER_DATA_DIR": str(tmp_path),
+            "PORT": " 8080 ",
+            "LOG_LEVEL": "warn",
+            "SKILL_RUNNER_TASK_EVENTS": "ON",
+            "SKILL_RUNNER_QUEUE_MAX": "",
+            "SKILL_RUNNER_KILL_GRACE_SEC": "0.5",
+        }
+    )
     assert (settings.port, settings.log_level, settings.task_events) == (8080, "WARNING", True)
     assert settings.queue_max == 1000 and settings.kill_grace_sec == 0.5
 
 
 def test_api_tokens_are_split_on_commas_and_kept_out_of_repr(tmp_path) -> None:
     first, second = "a" * 16, "b" * 24
-    settings = load_settings({"SKILL_RUNNER_DATA_DIR": str(tmp_path),
-                              "SKILL_RUNNER_API_TOKEN": f" {first} ,{second},"})
+    settings = load_settings(
+        {"SKILL_RUNNER_DATA_DIR": str(tmp_path), "SKILL_RUNNER_API_TOKEN": f" {first} ,{second},"}
+    )
     assert settings.api_tokens == (first, second)
     assert first not in repr(settings)
     assert load_settings({"SKILL_RUNNER_DATA_DIR": str(tmp_path)}).api_tokens == ()
 
 
-def test_the_cli_reports_a_configuration_error_without_a_traceback(tmp_path, monkeypatch,
-                                                                   capsys) -> None:
+def test_the_cli_reports_a_configuration_error_without_a_traceback(
+    tmp_path, monkeypatch, capsys
+) -> None:
     from api.cli import main
+
     monkeypatch.setenv("SKILL_RUNNER_DATA_DIR", str(tmp_path))
     monkeypatch.setenv("SKILL_RUNNER_LEASE_SEC", "-1")
     assert main(["migrate"]) == 2
     err = capsys.readouterr().err
-    assert err.strip() == ("skill-runner: configuration error: SKILL_RUNNER_LEASE_SEC must be "
-                           "at least 1, not '-1'")
+    assert err.strip() == (
+        "skill-runner: configuration error: SKILL_RUNNER_LEASE_SEC must be at least 1, not '-1'"
+    )
     assert not (tmp_path / "runs.db").exists()
 
 
-@pytest.mark.parametrize("host, token, warned", [
-    ("0.0.0.0", "", True), ("0.0.0.0", "a-token-of-sixteen+", False),
-    ("127.0.0.1", "", False), ("::1", "", False), ("10.1.2.3", " ", True),
-])
-def test_gunicorn_warns_when_it_listens_beyond_loopback_without_a_token(monkeypatch, host, token,
-                                                                        warned) -> None:
+@pytest.mark.parametrize(
+    "host, token, warned",
+    [
+        ("0.0.0.0", "", True),
+        ("0.0.0.0", "a-token-of-sixteen+", False),
+        ("127.0.0.1", "", False),
+        ("::1", "", False),
+        ("10.1.2.3", " ", True),
+    ],
+)
+def test_gunicorn_warns_when_it_listens_beyond_loopback_without_a_token(
+    monkeypatch, host, token, warned
+) -> None:
     import runpy
+
     from runner_core.settings import REPO_ROOT
+
     monkeypatch.setenv("HOST", host)
     monkeypatch.setenv("SKILL_RUNNER_API_TOKEN", token)
     conf = runpy.run_path(str(REPO_ROOT / "deploy" / "gunicorn.conf.py"))
@@ -108,7 +146,9 @@ def test_gunicorn_warns_when_it_listens_beyond_loopback_without_a_token(monkeypa
 def test_gunicorn_keeps_its_worker_heartbeat_files_in_memory_when_it_can() -> None:
     import os
     import runpy
+
     from runner_core.settings import REPO_ROOT
+
     conf = runpy.run_path(str(REPO_ROOT / "deploy" / "gunicorn.conf.py"))
     if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK):
         assert conf["worker_tmp_dir"] == "/dev/shm"
@@ -119,9 +159,9 @@ def test_gunicorn_keeps_its_worker_heartbeat_files_in_memory_when_it_can() -> No
 def test_cors_origins_are_checked_and_normalised(tmp_path) -> None:
     env = {"SKILL_RUNNER_DATA_DIR": str(tmp_path)}
     assert load_settings(env).cors_origins == ()
-    assert load_settings({**env, "SKILL_RUNNER_CORS_ORIGINS": "https://a.example.org/, "
-                          "http://localhost:3000"}).cors_origins == (
-        "https://a.example.org", "http://localhost:3000")
+    assert load_settings(
+        {**env, "SKILL_RUNNER_CORS_ORIGINS": "https://a.example.org/, http://localhost:3000"}
+    ).cors_origins == ("https://a.example.org", "http://localhost:3000")
     assert load_settings({**env, "SKILL_RUNNER_CORS_ORIGINS": "*"}).cors_origins == ("*",)
     with pytest.raises(SettingsError, match="'app.example.org' is not an origin"):
         load_settings({**env, "SKILL_RUNNER_CORS_ORIGINS": "app.example.org"})

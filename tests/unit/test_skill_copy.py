@@ -1,4 +1,5 @@
 """Run snapshots linked from a read-only copy per skill version (runner_core.skill_copy)."""
+
 from __future__ import annotations
 
 import errno
@@ -33,7 +34,10 @@ def tree(root: Path) -> dict[str, tuple[bool, bytes | None, bool]]:
     for path in sorted(root.rglob("*")):
         mode = path.stat().st_mode
         out[path.relative_to(root).as_posix()] = (
-            path.is_dir(), None if path.is_dir() else path.read_bytes(), bool(mode & stat.S_IXUSR))
+            path.is_dir(),
+            None if path.is_dir() else path.read_bytes(),
+            bool(mode & stat.S_IXUSR),
+        )
     return out
 
 
@@ -112,6 +116,7 @@ def test_link_limit_rebuilds_and_other_link_errors_fall_back(tmp_path, skill, mo
         if len(calls) == 1:
             raise OSError(errno.EMLINK, "Too many links")
         return real_link(src, dst)
+
     monkeypatch.setattr(skill_copy.os, "link", limited)
     dest = tmp_path / "r1" / "demo"
     assert link_snapshot(copies, skill, dest)
@@ -120,6 +125,7 @@ def test_link_limit_rebuilds_and_other_link_errors_fall_back(tmp_path, skill, mo
 
     def cross_device(src, dst):
         raise OSError(errno.EXDEV, "Invalid cross-device link")
+
     monkeypatch.setattr(skill_copy.os, "link", cross_device)
     dest = tmp_path / "r2" / "demo"
     assert not link_snapshot(copies, skill, dest)

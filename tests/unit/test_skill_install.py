@@ -1,4 +1,5 @@
 """Skill packages: unpacking a zip of one skill, version rules, archive, atomic swap, lock."""
+
 from __future__ import annotations
 
 import json
@@ -90,11 +91,18 @@ def test_unsafe_zip_is_an_upload_error(tmp_path):
     assert exc.value.code == "UPLOAD_UNSAFE_PATH"
 
 
-@pytest.mark.parametrize("installed,new,ok", [
-    ("1.0.0", "1.0.1", True), ("1.2.0", "1.10.0", True), ("1.0.0-rc.1", "1.0.0", True),
-    ("1.0.0", "1.0.0", False), ("2.0.0", "1.9.9", False), ("1.0.0", "1.0.0-rc.1", False),
-    ("not-a-version", "1.0.0", True),
-])
+@pytest.mark.parametrize(
+    "installed,new,ok",
+    [
+        ("1.0.0", "1.0.1", True),
+        ("1.2.0", "1.10.0", True),
+        ("1.0.0-rc.1", "1.0.0", True),
+        ("1.0.0", "1.0.0", False),
+        ("2.0.0", "1.9.9", False),
+        ("1.0.0", "1.0.0-rc.1", False),
+        ("not-a-version", "1.0.0", True),
+    ],
+)
 def test_version_must_increase(installed, new, ok):
     if ok:
         check_version_increase("s", installed, new)

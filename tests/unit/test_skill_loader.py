@@ -1,4 +1,5 @@
 """Loading skill packages: the demo is healthy; each broken rule is reported, never raised."""
+
 from __future__ import annotations
 
 import json
@@ -76,8 +77,14 @@ def test_script_entrypoint_needs_a_command(skill):
 
 
 def test_schema_outside_the_skill_is_refused(skill):
-    edit_runner(skill, schemas={"input": "../../etc/passwd", "parameter": "assets/parameter.schema.json",
-                                "output": "assets/output.schema.json"})
+    edit_runner(
+        skill,
+        schemas={
+            "input": "../../etc/passwd",
+            "parameter": "assets/parameter.schema.json",
+            "output": "assets/output.schema.json",
+        },
+    )
     assert any("outside the skill" in e for e in load_skill(skill).errors)
 
 

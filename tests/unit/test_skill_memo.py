@@ -1,4 +1,5 @@
 """Memoized skill loading: reused while files are unchanged, reloaded on any change."""
+
 from __future__ import annotations
 
 import json

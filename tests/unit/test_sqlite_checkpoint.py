@@ -1,4 +1,5 @@
 """SQLite checkpoints run on a background thread, not in the commits of requests and runs."""
+
 from __future__ import annotations
 
 import gc
@@ -31,8 +32,11 @@ def fill(engine, rows: int) -> None:
 
 
 def threads_for(path) -> list[checkpoint.Checkpointer]:
-    return [t for t in threading.enumerate()
-            if isinstance(t, checkpoint.Checkpointer) and t.path == os.path.abspath(path)]
+    return [
+        t
+        for t in threading.enumerate()
+        if isinstance(t, checkpoint.Checkpointer) and t.path == os.path.abspath(path)
+    ]
 
 
 def test_commits_leave_the_wal_to_the_checkpoint_thread(tmp_path, monkeypatch):
@@ -41,8 +45,9 @@ def test_commits_leave_the_wal_to_the_checkpoint_thread(tmp_path, monkeypatch):
     engine = make_engine(f"sqlite:///{db}")
     fill(engine, 400)  # ~1,200 pages: past SQLite's own autocheckpoint of 1,000
     with engine.connect() as conn:
-        assert conn.exec_driver_sql("PRAGMA wal_autocheckpoint").scalar() == \
-            checkpoint.FALLBACK_PAGES
+        assert (
+            conn.exec_driver_sql("PRAGMA wal_autocheckpoint").scalar() == checkpoint.FALLBACK_PAGES
+        )
     assert os.path.getsize(db) <= 8192  # every page is still in the WAL only
     assert os.path.getsize(f"{db}-wal") > 1000 * 4096
     engine.dispose()
@@ -95,8 +100,10 @@ def test_the_thread_never_creates_a_database_that_was_removed(tmp_path, monkeypa
     def connect(database: str, **kwargs):
         opened.append(database)
         return sqlite3.connect(database, **kwargs)
-    monkeypatch.setattr(checkpoint, "sqlite3", SimpleNamespace(connect=connect,
-                                                               Error=sqlite3.Error))
+
+    monkeypatch.setattr(
+        checkpoint, "sqlite3", SimpleNamespace(connect=connect, Error=sqlite3.Error)
+    )
     folder = tmp_path / "data"
     folder.mkdir()
     db = folder / "runs.db"
@@ -156,6 +163,7 @@ def test_a_forgotten_engine_stops_its_checkpoint_thread(tmp_path, fast):
     from sqlalchemy import text
 
     from runner_core.store.db import make_engine
+
     path = tmp_path / "runs.db"
     engine = make_engine(f"sqlite:///{path}")
     with engine.connect() as conn:

@@ -1,4 +1,5 @@
 """Processes that leave their run's group are ended with it (worker.strays)."""
+
 from __future__ import annotations
 
 import subprocess
@@ -41,8 +42,9 @@ print(result.exit_code, alive(), [c.status() for c in psutil.Process().children(
 
 
 def test_a_double_forked_daemon_is_ended_with_its_command_and_reaped():
-    out = subprocess.run([sys.executable, "-c", SCRIPT], cwd=REPO_ROOT, capture_output=True,
-                         text=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-c", SCRIPT], cwd=REPO_ROOT, capture_output=True, text=True, timeout=60
+    )
     assert out.returncode == 0, out.stderr
     # the command succeeded; the processes that escaped its group are gone and reaped (the
     # subreaper is left with no child, not even a zombie)
@@ -78,8 +80,13 @@ print(strays.end_strays(1.0) == [helper], lookups, psutil.Process().children())
 
 
 def test_an_orphan_that_already_exited_is_reaped_without_a_process_scan():
-    out = subprocess.run([sys.executable, "-c", ZOMBIE_SCRIPT], cwd=REPO_ROOT,
-                         capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-c", ZOMBIE_SCRIPT],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 0, out.stderr
     # end_strays reports the helper, looked no process up (a scan of /proc would run on
     # every run: codex leaves such helpers behind), and left no zombie
@@ -88,6 +95,7 @@ def test_an_orphan_that_already_exited_is_reaped_without_a_process_scan():
 
 def test_a_process_that_did_not_become_a_subreaper_leaves_its_children_alone():
     from worker.strays import end_strays
+
     child = subprocess.Popen(["sleep", "30"])
     try:
         assert end_strays(0.1) == []

@@ -1,5 +1,6 @@
 """Layout of the test tree: shared logic comes from tests.helpers, never from a conftest (pytest
 loads conftest files itself; importing one runs it a second time under another name)."""
+
 from __future__ import annotations
 
 import ast
@@ -29,11 +30,16 @@ def test_no_test_module_imports_from_a_conftest():
 
 
 def test_conftest_imports_are_found_in_every_spelling(tmp_path):
-    spellings = ["from tests.conftest import x", "from .conftest import x",
-                 "from . import conftest", "import tests.api.conftest",
-                 "def f():\n    from tests.integration.conftest import Stack"]
+    spellings = [
+        "from tests.conftest import x",
+        "from .conftest import x",
+        "from . import conftest",
+        "import tests.api.conftest",
+        "def f():\n    from tests.integration.conftest import Stack",
+    ]
     for i, code in enumerate(spellings):
         (tmp_path / f"test_{i}.py").write_text(code + "\n")
     (tmp_path / "test_fine.py").write_text("from tests.helpers import wait_for\n")
-    assert [found.split(":")[0] for found in conftest_imports(tmp_path)] == \
-        [f"test_{i}.py" for i in range(len(spellings))]
+    assert [found.split(":")[0] for found in conftest_imports(tmp_path)] == [
+        f"test_{i}.py" for i in range(len(spellings))
+    ]

@@ -1,18 +1,22 @@
 """A run's token usage: the first turn's counts plus every repair round's."""
+
 from __future__ import annotations
 
 from worker.entry import add_tokens
 
 
 def test_counts_of_two_turns_are_added_key_by_key():
-    total = add_tokens({"input_tokens": 10, "output_tokens": 2},
-                       {"input_tokens": 5, "output_tokens": 3})
+    total = add_tokens(
+        {"input_tokens": 10, "output_tokens": 2}, {"input_tokens": 5, "output_tokens": 3}
+    )
     assert total == {"input_tokens": 15, "output_tokens": 5}
 
 
 def test_a_turn_without_counts_leaves_the_total_as_it_was():
     assert add_tokens({"input_tokens": 4, "output_tokens": 1}, None) == {
-        "input_tokens": 4, "output_tokens": 1}
+        "input_tokens": 4,
+        "output_tokens": 1,
+    }
     assert add_tokens(None, None) is None
 
 

@@ -10,17 +10,20 @@ from pathlib import Path
 import pytest
 
 from runner_core.uploads import (
+    UploadedFile,
     UploadError,
     UploadLimits,
-    UploadedFile,
     extract_upload,
     safe_entry_name,
     write_input_manifest,
 )
 
 
-def make_zip(path: Path, entries: list[tuple[zipfile.ZipInfo | str, bytes]],
-             compression: int = zipfile.ZIP_DEFLATED) -> Path:
+def make_zip(
+    path: Path,
+    entries: list[tuple[zipfile.ZipInfo | str, bytes]],
+    compression: int = zipfile.ZIP_DEFLATED,
+) -> Path:
     with zipfile.ZipFile(path, "w", compression=compression) as zf:
         for info, data in entries:
             zf.writestr(info, data)
@@ -38,7 +41,12 @@ def tree(root: Path) -> set[str]:
     return {str(p.relative_to(root)) for p in root.rglob("*")}
 
 
-def assert_refused(zip_path: Path, workspace: Path, code: str, limits: UploadLimits = UploadLimits()) -> UploadError:
+DEFAULT_LIMITS = UploadLimits()
+
+
+def assert_refused(
+    zip_path: Path, workspace: Path, code: str, limits: UploadLimits = DEFAULT_LIMITS
+) -> UploadError:
     dest = workspace / "uploads"
     before = tree(workspace.parent)
     with pytest.raises(UploadError) as err:
@@ -50,12 +58,19 @@ def assert_refused(zip_path: Path, workspace: Path, code: str, limits: UploadLim
 
 
 def test_extracts_files_and_directories_with_hashes(tmp_path: Path, workspace: Path) -> None:
-    src = make_zip(tmp_path / "in.zip", [("input_file", b"2 3 5 7"), ("docs/", b""), ("docs/a.txt", b"hello")])
+    src = make_zip(
+        tmp_path / "in.zip", [("input_file", b"2 3 5 7"), ("docs/", b""), ("docs/a.txt", b"hello")]
+    )
     files = extract_upload(src, workspace / "uploads")
     assert [f.path for f in files] == ["docs/a.txt", "input_file"]
     assert files[1] == UploadedFile("input_file", 7, hashlib.sha256(b"2 3 5 7").hexdigest())
     assert (workspace / "uploads" / "docs" / "a.txt").read_bytes() == b"hello"
-    assert tree(workspace) == {"uploads", "uploads/docs", "uploads/docs/a.txt", "uploads/input_file"}
+    assert tree(workspace) == {
+        "uploads",
+        "uploads/docs",
+        "uploads/docs/a.txt",
+        "uploads/input_file",
+    }
 
 
 def test_extracts_into_existing_empty_destination(tmp_path: Path, workspace: Path) -> None:
@@ -85,8 +100,10 @@ def test_refuses_non_zip_body(tmp_path: Path, workspace: Path) -> None:
     assert_refused(body, workspace, "UPLOAD_NOT_ZIP")
 
 
-@pytest.mark.parametrize("name", ["../evil", "/abs", "a/../../b", "a/..", "C:/win.txt", "c:evil",
-                                  "..\\evil", "a\\..\\..\\b"])
+@pytest.mark.parametrize(
+    "name",
+    ["../evil", "/abs", "a/../../b", "a/..", "C:/win.txt", "c:evil", "..\\evil", "a\\..\\..\\b"],
+)
 def test_refuses_unsafe_paths(tmp_path: Path, workspace: Path, name: str) -> None:
     src = make_zip(tmp_path / "in.zip", [("good.txt", b"ok"), (zipfile.ZipInfo(name), b"evil")])
     err = assert_refused(src, workspace, "UPLOAD_UNSAFE_PATH")
@@ -108,9 +125,20 @@ def test_refuses_symlink_entries(tmp_path: Path, workspace: Path) -> None:
     assert_refused(src, workspace, "UPLOAD_SYMLINK")
 
 
-@pytest.mark.parametrize("names", [["a.txt", "a.txt"], ["a.txt", "./a.txt"], ["d/x", "d//x"],
-                                   ["a", "a/b"], ["a/b", "a"], ["a", "a/"]])
-def test_refuses_duplicate_names_after_normalisation(tmp_path: Path, workspace: Path, names: list[str]) -> None:
+@pytest.mark.parametrize(
+    "names",
+    [
+        ["a.txt", "a.txt"],
+        ["a.txt", "./a.txt"],
+        ["d/x", "d//x"],
+        ["a", "a/b"],
+        ["a/b", "a"],
+        ["a", "a/"],
+    ],
+)
+def test_refuses_duplicate_names_after_normalisation(
+    tmp_path: Path, workspace: Path, names: list[str]
+) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # zipfile warns about the exact duplicate, as it should
         src = make_zip(tmp_path / "in.zip", [(zipfile.ZipInfo(n), b"x") for n in names])
@@ -118,7 +146,9 @@ def test_refuses_duplicate_names_after_normalisation(tmp_path: Path, workspace: 
 
 
 def test_refuses_encrypted_entries(tmp_path: Path, workspace: Path) -> None:
-    src = make_zip(tmp_path / "in.zip", [("secret.txt", b"x" * 100)], compression=zipfile.ZIP_STORED)
+    src = make_zip(
+        tmp_path / "in.zip", [("secret.txt", b"x" * 100)], compression=zipfile.ZIP_STORED
+    )
     # zipfile cannot write encrypted archives, so set the flag bit in both headers by hand.
     raw = bytearray(src.read_bytes())
     for signature, flag_offset in ((b"PK\x03\x04", 6), (b"PK\x01\x02", 8)):
@@ -160,7 +190,9 @@ def test_refuses_highly_compressible_entry_as_zip_bomb(tmp_path: Path, workspace
 
 def test_small_compressible_files_skip_the_ratio_check(tmp_path: Path, workspace: Path) -> None:
     src = make_zip(tmp_path / "in.zip", [("blank.txt", b" " * 4000)])
-    assert [f.size for f in extract_upload(src, workspace / "uploads", UploadLimits(max_ratio=2))] == [4000]
+    assert [
+        f.size for f in extract_upload(src, workspace / "uploads", UploadLimits(max_ratio=2))
+    ] == [4000]
 
 
 def test_refuses_entry_whose_header_lies_about_its_size(tmp_path: Path, workspace: Path) -> None:
@@ -179,6 +211,9 @@ def test_write_input_manifest_lists_files(tmp_path: Path) -> None:
     files = [UploadedFile("b.txt", 1, "bb"), UploadedFile("a.txt", 2, "aa")]
     write_input_manifest(files, tmp_path / "input_manifest.json")
     body = json.loads((tmp_path / "input_manifest.json").read_text())
-    assert body == {"files": [{"path": "a.txt", "size": 2, "sha256": "aa"},
-                              {"path": "b.txt", "size": 1, "sha256": "bb"}]}
-
+    assert body == {
+        "files": [
+            {"path": "a.txt", "size": 2, "sha256": "aa"},
+            {"path": "b.txt", "size": 1, "sha256": "bb"},
+        ]
+    }

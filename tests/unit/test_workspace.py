@@ -7,7 +7,11 @@ from pathlib import Path
 import pytest
 
 from runner_core.workspace import (
-    create_run_dir, find_snapshot, install_skill_copy, snapshot_skill, write_git_marker,
+    create_run_dir,
+    find_snapshot,
+    install_skill_copy,
+    snapshot_skill,
+    write_git_marker,
 )
 
 
@@ -42,8 +46,13 @@ def test_git_marker_makes_the_run_dir_a_git_root(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     (run_dir / "sub").mkdir(parents=True)
     write_git_marker(run_dir)
-    top = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=run_dir / "sub",
-                         capture_output=True, text=True, check=True).stdout.strip()
+    top = subprocess.run(
+        ["git", "rev-parse", "--show-toplevel"],
+        cwd=run_dir / "sub",
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     assert Path(top).resolve() == run_dir.resolve()
     assert not list(run_dir.glob(".git/**/.keep"))
     assert sorted(p.name for p in (run_dir / ".git").iterdir()) == ["HEAD", "objects", "refs"]
@@ -56,6 +65,7 @@ def test_a_write_that_fails_leaves_neither_half_a_file_nor_its_temp(tmp_path) ->
     import os
 
     from runner_core.workspace import disk_full, write_json
+
     target = tmp_path / "result.json"
     os.symlink("/dev/full", tmp_path / "result.json.tmp")  # every write there: ENOSPC
     with pytest.raises(OSError) as caught:
