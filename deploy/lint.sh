@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The linters CI runs: ruff (lint and format check) on the whole tree, mypy on the domain and the worker.
+# The linters CI runs: ruff (lint and format check) on the whole tree, mypy on runner_core, worker and api.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The whole test suite: installs the project and the pinned agent CLIs, makes sure Redis and
-# PostgreSQL answer, then runs every tier. Extra arguments go to pytest
+# PostgreSQL answer, runs the linters (ruff, mypy), then every tier. Extra arguments go to pytest
 # (e.g. tests/unit); when they name only tests/unit, no CLI is installed and no service started.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -20,5 +20,8 @@ done
 if [ "$unit_only" = 0 ]; then
   bash deploy/install-engines.sh
   bash deploy/services.sh
+fi
+if [ $# -eq 0 ]; then
+  bash deploy/lint.sh
 fi
 exec .venv/bin/python -m pytest -q -p no:cacheprovider "${@:-tests}"
