@@ -13,28 +13,25 @@ import logging
 import os
 import signal
 import socket
-from dataclasses import dataclass
 from typing import cast
 
 from celery.exceptions import SoftTimeLimitExceeded
 from celery.signals import worker_process_init, worker_ready
-from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.orm import sessionmaker
 
 from runner_core.error_codes import ErrorCode
 from runner_core.finish_events import FinishPublisher
-from runner_core.per_process import PerProcess
 from runner_core.queues import queue_for
 from runner_core.run_pool import IDLE_KEY_SEC, RunDirPool
 from runner_core.skill_copy import installed_signatures
 from runner_core.skills import load_skill
 from runner_core.statuses import RunStatus
-from runner_core.store import checkpoint
+from runner_core.store import checkpoint, claim
 from runner_core.store import runs as run_states
 from runner_core.store.db import make_engine, make_sessionmaker, retry_unavailable
 from runner_core.store.models import Run
 from runner_core.workspace import RunPaths, write_json
 from worker.celery_app import app, settings
+from worker.database import connect, sessions
 from worker.executor import RunExecutor
 from worker.lease import Heartbeat, beat_interval, make_watch
 from worker.recovery import recover
@@ -86,31 +83,6 @@ def _startup_reconciliation(**_kwargs) -> None:
         checkpoint.forget(engine)  # the main process writes nothing more
 
 
-@dataclass(frozen=True)
-class Database:
-    engine: Engine
-    sessions: sessionmaker
-
-
-def _open_database() -> Database:
-    engine = make_engine(settings.database_url)
-    return Database(engine, make_sessionmaker(engine))
-
-
-_database: PerProcess[Database] = PerProcess(_open_database)  # engines must not cross a fork
-
-
-def sessions() -> sessionmaker:
-    """A sessionmaker for this process."""
-    return _database.get().sessions
-
-
-def connect() -> Connection:
-    """A Core connection of this process's engine: a run's own statements (claim, lease,
-    finish) need no ORM session."""
-    return _database.get().engine.connect()
-
-
 def worker_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
@@ -120,7 +92,7 @@ def execute_run(self, run_id: str) -> str:
     """Claim and execute one run; a redelivered or duplicate message does nothing, and a run
     over the running limits stays queued while this message retries with a countdown."""
     with connect() as conn:
-        claim, run = run_states.claim_run(
+        outcome, run = claim.claim_run(
             conn,
             run_id,
             worker_name(),
@@ -128,10 +100,10 @@ def execute_run(self, run_id: str) -> str:
             settings.max_running,
             settings.max_running_per_engine,
         )
-        if claim == run_states.LIMITED:
+        if outcome == claim.LIMITED:
             run_states.touch_dispatched(conn, run_id)
             raise self.retry(countdown=settings.limit_retry_sec)
-        if claim == run_states.SKIPPED:
+        if outcome == claim.SKIPPED:
             return _not_claimed(run_id)
     assert run is not None  # CLAIMED comes with the claimed row
     claimed = cast(Run, run)  # the row carries every column of Run as an attribute
