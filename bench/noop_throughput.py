@@ -28,16 +28,10 @@ import psutil
 from bench.bare_celery import BareWorker
 from bench.codex_throughput import makespan, submit_batch
 from bench.context import Context
+from bench.cpu import cpu_seconds
 from bench.disk import creation_cost
-from bench.services import (
-    TERMINAL,
-    Stack,
-    StackOptions,
-    as_epoch,
-    cpu_seconds,
-    parse_time,
-    wait_terminal,
-)
+from bench.jobs import TERMINAL, as_epoch, parse_time, wait_terminal
+from bench.stack import Stack, StackOptions
 from bench.stats import Row, ratio, summarize
 
 FIGURE = "noop-throughput"
