@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 
 from bench.cpu import cpu_seconds
-from bench.noop_throughput import SKILL_ID, runner_throughput
+from bench.noop_jobs import SKILL_ID, runner_throughput
 from bench.stack import REPO_ROOT, Stack, StackOptions
 
 
