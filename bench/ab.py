@@ -18,8 +18,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench.noop_throughput import SKILL_ID, runner_throughput
-from bench.services import REPO_ROOT, Stack, StackOptions, cpu_seconds
+from bench.cpu import cpu_seconds
+from bench.noop_jobs import SKILL_ID, runner_throughput
+from bench.stack import REPO_ROOT, Stack, StackOptions
 
 
 def batch(stack: Stack, client, runs: int) -> tuple[float, float]:

@@ -47,7 +47,8 @@ class BareWorker:
     """`celery -A bench.bare_celery worker --concurrency N -Q bench.bare` as a subprocess."""
 
     def __init__(self, root: Path, broker_url: str, concurrency: int = 2) -> None:
-        from bench.services import REPO_ROOT, bin_path, wait_for_log
+        from bench.processes import bin_path, wait_for_log
+        from bench.stack import REPO_ROOT
 
         root.mkdir(parents=True, exist_ok=True)
         self.log_path = root / "bare-worker.log"
@@ -81,12 +82,12 @@ class BareWorker:
         return self.client.send_task(TASK, args=[argv, str(cwd)], queue=QUEUE)
 
     def processes(self):
-        from bench.services import family
+        from bench.processes import family
 
         return family(self.proc)
 
     def stop(self) -> None:
-        from bench.services import stop_group
+        from bench.processes import stop_group
 
         stop_group(self.proc)
         self._log.close()

@@ -12,8 +12,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 from bench.bare_celery import BareWorker
 from bench.context import Context
-from bench.noop_throughput import COMMAND, body
-from bench.services import Stack, parse_time, wait_terminal
+from bench.jobs import parse_time, wait_terminal
+from bench.noop_jobs import COMMAND, body
+from bench.stack import Stack
 from bench.stats import Row, ratio, summarize
 
 FIGURE = "batch-submit"

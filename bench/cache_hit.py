@@ -9,7 +9,8 @@ read at once. Server time comes from gunicorn's access log (%(D)s); the baseline
 from __future__ import annotations
 
 from bench.context import Context
-from bench.services import Stack, StackOptions, wait_terminal
+from bench.jobs import wait_terminal
+from bench.stack import Stack, StackOptions
 from bench.stats import Row, ratio, summarize
 
 FIGURE = "cache-hit"

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 
 from bench.context import Context
 from bench.engine import RESULT, SKILL_ID, TEXT, as_cli_command, codex_setup, prepare_bare, run_bare
-from bench.services import Stack, StackOptions, as_epoch, parse_time
+from bench.jobs import as_epoch, parse_time
+from bench.stack import Stack, StackOptions
 from bench.stats import Row, median_ratio_interval, ratio, summarize
 
 FIGURE = "codex-overhead"

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from bench.bare_celery import BareWorker
 from bench.context import Context
+from bench.cpu import cpu_seconds
 from bench.engine import (
     SKILL_ID,
     TEXT,
@@ -29,7 +30,9 @@ from bench.engine import (
     prepare_bare,
     run_bare,
 )
-from bench.services import Stack, StackOptions, cpu_seconds, parse_time, rss_mib, wait_terminal
+from bench.jobs import parse_time, wait_terminal
+from bench.processes import rss_mib
+from bench.stack import Stack, StackOptions
 from bench.stats import Row, ratio, summarize
 
 FIGURE = "codex-throughput"

@@ -14,6 +14,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import psutil
+
 
 def creation_cost(parent: Path, n: int = 1000) -> float:
     """CPU seconds per file to create `n` one-byte files in a new folder under `parent`."""
@@ -27,3 +29,11 @@ def creation_cost(parent: Path, n: int = 1000) -> float:
         finally:
             os.close(fd)
     return (time.process_time() - started) / n
+
+
+def tmpfs_dir() -> Path | None:
+    """/dev/shm when it is a tmpfs (Linux), else None."""
+    for part in psutil.disk_partitions(all=True):
+        if part.mountpoint == "/dev/shm" and part.fstype == "tmpfs":
+            return Path(part.mountpoint)
+    return None

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.services import REPO_ROOT
+from bench.stack import REPO_ROOT
 
 SKILL_ID = "bench-codex-echo"
 TEXT = "hello"

@@ -17,7 +17,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 
 from bench.context import Context
-from bench.services import Stack, StackOptions
+from bench.stack import Stack, StackOptions
 from bench.stats import Row, ratio, summarize
 
 FIGURE = "many-runs"

@@ -19,138 +19,20 @@ from __future__ import annotations
 import contextlib
 import statistics
 import tempfile
-import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import psutil
 
 from bench.bare_celery import BareWorker
-from bench.codex_throughput import makespan, submit_batch
 from bench.context import Context
-from bench.disk import creation_cost
-from bench.services import (
-    TERMINAL,
-    Stack,
-    StackOptions,
-    as_epoch,
-    cpu_seconds,
-    parse_time,
-    wait_terminal,
-)
+from bench.cpu import cpu_per_run, cpu_row, service_groups
+from bench.disk import creation_cost, tmpfs_dir
+from bench.noop_jobs import bare_once, bare_throughput, runner_once, runner_throughput
+from bench.run_costs import db_writes, time_split
+from bench.stack import Stack
 from bench.stats import Row, ratio, summarize
 
 FIGURE = "noop-throughput"
-SKILL_ID = "bench-noop"
-COMMAND = ["printf", '{"ok": true}']
-_counter = iter(range(10**9))
-
-
-def body(_i: int = 0) -> dict:
-    """A unique request (a cache miss, as real traffic mostly is)."""
-    return {"skill_id": SKILL_ID, "input": {"n": next(_counter)}}
-
-
-def runner_once(client) -> tuple[float, float]:
-    """POST, long-poll the status until it ends: (client-observed s, POST -> finished_at s)."""
-    t_wall, t0 = time.time(), time.perf_counter()
-    resp = client.post("/v1/jobs", body())
-    if resp.status != 200:
-        raise RuntimeError(f"POST /v1/jobs: {resp.status} {resp.body}")
-    rid = resp.body["request_id"]
-    while True:
-        status = client.get(f"/v1/jobs/{rid}?wait_sec=30").body
-        if status["status"] in TERMINAL:
-            break
-    elapsed = time.perf_counter() - t0
-    if status["status"] != "succeeded":
-        raise RuntimeError(f"noop run failed: {status}")
-    return elapsed, parse_time(status["finished_at"]) - t_wall
-
-
-def bare_once(bare: BareWorker, cwd) -> float:
-    t0 = time.perf_counter()
-    bare.send(COMMAND, cwd).get(timeout=30)
-    return time.perf_counter() - t0
-
-
-def bare_throughput(bare: BareWorker, cwd, n: int) -> float:
-    started = time.perf_counter()
-    with ThreadPoolExecutor(4) as pool:
-        results = list(pool.map(lambda _i: bare.send(COMMAND, cwd), range(n)))
-    for res in results:
-        res.get(timeout=120)
-    return time.perf_counter() - started
-
-
-def cpu_now(groups: dict[str, list]) -> dict[str, float]:
-    """CPU seconds so far of each group of processes (each process itself, not its children:
-    the spawned command is the same work on both sides)."""
-    return {name: sum(cpu_seconds(procs).values()) for name, procs in groups.items()}
-
-
-def cpu_per_run(groups: dict[str, list], batch, n: int) -> tuple[float, dict[str, float]]:
-    """Run `batch()` and return its result with each group's CPU seconds per run."""
-    before = cpu_now(groups)
-    result = batch()
-    after = cpu_now(groups)
-    return result, {name: (after[name] - before[name]) / n for name in groups}
-
-
-def runner_throughput(stack: Stack, client, n: int) -> float:
-    """Seconds from the first POST of `n` noop jobs at once to the last run's finished_at."""
-    started, ids = submit_batch(stack, n, body)
-    statuses = wait_terminal(client, ids)
-    failed = [s for s in statuses.values() if s["status"] != "succeeded"]
-    if failed:
-        raise RuntimeError(f"{len(failed)} noop runs failed: {failed[0]}")
-    return makespan(started, statuses)
-
-
-def tmpfs_dir() -> Path | None:
-    """/dev/shm when it is a tmpfs (Linux), else None."""
-    for part in psutil.disk_partitions(all=True):
-        if part.mountpoint == "/dev/shm" and part.fstype == "tmpfs":
-            return Path(part.mountpoint)
-    return None
-
-
-def service_groups(stack: Stack, me: list, broker: list) -> dict[str, list]:
-    """The processes whose CPU a batch through `stack` is charged with."""
-    return {
-        "gunicorn": stack.web_processes(),
-        "celery main": stack.worker_processes()[:1],
-        "celery pool": stack.worker_processes()[1:],
-        "bench client": me,
-        "broker": broker,
-    }
-
-
-def cpu_row(runner: list[dict[str, float]], bare: list[dict[str, float]]) -> Row:
-    """Machine CPU per noop run over the throughput batches (medians per process group): the
-    ratio the throughput ratio follows when both cores are busy."""
-
-    def medians(samples: list[dict[str, float]]) -> dict[str, float]:
-        return {name: statistics.median(s[name] for s in samples) for name in samples[0]}
-
-    r, b = medians(runner), medians(bare)
-    total_r, total_b = sum(r.values()), sum(b.values())
-
-    def split(parts: dict[str, float]) -> str:
-        return ", ".join(f"{name} {value * 1000:.2f}" for name, value in parts.items())
-
-    return Row(
-        FIGURE,
-        "CPU per noop run in the throughput batches, every process",
-        total_r,
-        "s",
-        total_b,
-        "bare Celery task, every process",
-        ratio(total_r, total_b),
-        note=f"ms per run (medians over the batches): service {split(r)}; bare "
-        f"{split(b)}; processes' own CPU, not the spawned command's",
-        extra={"runner": r, "bare": b},
-    )
 
 
 def probe_row(probe: dict[str, list[float]]) -> Row:
@@ -173,78 +55,6 @@ def probe_row(probe: dict[str, list[float]]) -> Row:
         note=note,
         extra={"disk": disk, "tmpfs": fast},
     )
-
-
-def time_split(stack: Stack, skip: int) -> dict[str, float]:
-    """Median seconds of each phase of the succeeded noop runs, from their rows."""
-    from sqlalchemy import create_engine, select
-
-    from runner_core.store.models import Request, Run
-
-    engine = create_engine(stack.database_url)
-    try:
-        with engine.connect() as conn:
-            rows = conn.execute(
-                select(Run, Request.created_at.label("req_created"))
-                .join(Request, Request.run_id == Run.id)
-                .where(Run.skill_id == SKILL_ID, Run.status == "succeeded")
-                .order_by(Run.created_at)
-            ).all()[skip:]
-    finally:
-        engine.dispose()
-    split: dict[str, list[float]] = {}
-
-    def add(name: str, value: float | None) -> None:
-        if value is not None:
-            split.setdefault(name, []).append(value)
-
-    for row in rows:
-        created, queued = as_epoch(row.created_at), as_epoch(row.queued_at)
-        started, finished = as_epoch(row.started_at), as_epoch(row.finished_at)
-        add("api: row -> enqueued (queued_at - created_at)", queued - created)
-        add("queue wait (started_at - queued_at)", started - queued)
-        for phase in ("prepare", "process", "output", "artifacts", "bundle"):
-            add(f"worker: {phase}", row.timings.get(phase))
-        add(
-            "worker: claim/finish/rest (finished - started - phases)",
-            finished
-            - started
-            - sum(
-                row.timings.get(p, 0)
-                for p in ("prepare", "process", "output", "artifacts", "bundle")
-            ),
-        )
-        add("total row time (finished_at - created_at)", finished - created)
-    return {name: statistics.median(values) for name, values in split.items()}
-
-
-def db_writes(ctx: Context, k: int) -> dict[str, float]:
-    """Row inserts/updates/deletes per run on Postgres (pg_stat_user_tables), k sequential runs."""
-    import psycopg
-
-    root = ctx.scratch(f"{FIGURE}-pg")
-    try:
-        with Stack(root / "stack", StackOptions(db="postgres")) as stack:
-            client = stack.client()
-            for _ in range(k):
-                runner_once(client)
-            stack.stop_processes()  # backends flush their counters when they exit
-            time.sleep(1.0)
-            with psycopg.connect(stack.pg.url, autocommit=True) as conn:
-                conn.execute("SELECT pg_stat_clear_snapshot()")
-                rows = conn.execute(
-                    "SELECT relname, n_tup_ins, n_tup_upd, n_tup_del FROM "
-                    "pg_stat_user_tables WHERE relname IN ('runs', 'requests')"
-                ).fetchall()
-    finally:
-        ctx.cleanup(root)
-    out = {}
-    for name, ins, upd, dele in rows:
-        out[f"{name} inserts"] = ins / k
-        out[f"{name} updates"] = upd / k
-        if dele:
-            out[f"{name} deletes"] = dele / k
-    return out
 
 
 def run(ctx: Context) -> list[Row]:
@@ -310,7 +120,7 @@ def run(ctx: Context) -> list[Row]:
         ctx.cleanup(root)
         if shm_root:
             ctx.cleanup(shm_root)
-    writes = db_writes(ctx, ctx.count(30, 5))
+    writes = db_writes(ctx, ctx.count(30, 5), FIGURE)
     r, rl, b = summarize(runner), summarize(rows_latency), summarize(bare_lat)
     overhead = r.median - b.median
     tr, tb = statistics.median(tput["disk"]), statistics.median(tput["bare"])
@@ -364,7 +174,7 @@ def run(ctx: Context) -> list[Row]:
                 "pair_ratios": pairs,
             },
         ),
-        cpu_row(cpu["disk"], cpu["bare"]),
+        cpu_row(FIGURE, cpu["disk"], cpu["bare"]),
         probe_row(probe),
     ]
     if tput["tmpfs"]:
@@ -384,7 +194,7 @@ def run(ctx: Context) -> list[Row]:
                 f"{max(fast_pairs):.3f}; CPU ms per run (medians): "
                 + ", ".join(
                     f"{k} {v * 1000:.2f}"
-                    for k, v in cpu_row(cpu["tmpfs"], cpu["bare"]).extra["runner"].items()
+                    for k, v in cpu_row(FIGURE, cpu["tmpfs"], cpu["bare"]).extra["runner"].items()
                 ),
                 extra={"per_batch": tput["tmpfs"], "pair_ratios": fast_pairs},
             )

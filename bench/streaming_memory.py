@@ -18,7 +18,8 @@ import zipfile
 from pathlib import Path
 
 from bench.context import Context
-from bench.services import Stack, StackOptions, wait_terminal
+from bench.jobs import wait_terminal
+from bench.stack import Stack, StackOptions
 from bench.stats import Row
 
 FIGURE = "streaming-memory"

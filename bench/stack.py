@@ -4,34 +4,22 @@
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import socket
 import subprocess
-import sys
 import time
-import uuid
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import psutil
 
 from bench.client import Client
-from runner_core.processes import stop_process_group
-from runner_core.statuses import TERMINAL_STATUSES as TERMINAL
+from bench.databases import PostgresDatabase
+from bench.processes import bin_path, family, is_python, stop_group, wait_for_log
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 BENCH_SKILLS = Path(__file__).resolve().parent / "skills"
-POSTGRES_ADMIN_URL = os.environ.get(
-    "BENCH_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
-)
-
-
-def bin_path(name: str) -> str:
-    """A console script of the interpreter running the bench (the project's venv)."""
-    return str(Path(sys.executable).parent / name)
 
 
 def free_port() -> int:
@@ -53,22 +41,6 @@ def copy_skills(dest: Path) -> Path:
                     ignore=shutil.ignore_patterns("__pycache__"),
                 )
     return dest
-
-
-class PostgresDatabase:
-    """A throwaway Postgres database (created on enter, dropped on close)."""
-
-    def __init__(self) -> None:
-        import psycopg
-
-        self.name = f"bench_{uuid.uuid4().hex[:10]}"
-        self.admin = psycopg.connect(POSTGRES_ADMIN_URL, autocommit=True, connect_timeout=5)
-        self.admin.execute(f'CREATE DATABASE "{self.name}"')
-        self.url = f"{POSTGRES_ADMIN_URL.rsplit('/', 1)[0]}/{self.name}"
-
-    def close(self) -> None:
-        self.admin.execute(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)')
-        self.admin.close()
 
 
 @dataclass
@@ -255,7 +227,7 @@ class Stack:
         procs = family(self.worker)
         if not procs:
             return []
-        return [procs[0]] + [p for p in procs[0].children() if _is_python(p)]
+        return [procs[0]] + [p for p in procs[0].children() if is_python(p)]
 
     # -- helpers ---------------------------------------------------------------------------
     def client(self) -> Client:
@@ -277,116 +249,3 @@ class Stack:
 
     def access_log_offset(self) -> int:
         return self.access_log.stat().st_size if self.access_log.is_file() else 0
-
-
-def family(proc: subprocess.Popen | None) -> list[psutil.Process]:
-    if proc is None or proc.poll() is not None:
-        return []
-    try:
-        root = psutil.Process(proc.pid)
-        return [root] + root.children()
-    except psutil.NoSuchProcess:
-        return []
-
-
-def _is_python(proc: psutil.Process) -> bool:
-    try:
-        return "python" in Path(proc.exe()).name or "celery" in " ".join(proc.cmdline()[:2])
-    except psutil.Error:
-        return False
-
-
-def wait_for_log(
-    proc: subprocess.Popen, path: Path, offset: int, marker: bytes, timeout: float = 60.0
-) -> None:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if proc.poll() is not None:
-            raise RuntimeError(f"process exited: {path.read_text()[-3000:]}")
-        with path.open("rb") as fh:
-            fh.seek(offset)
-            if marker in fh.read():
-                return
-        time.sleep(0.1)
-    raise RuntimeError(f"not ready: {path.read_text()[-3000:]}")
-
-
-def stop_group(proc: subprocess.Popen | None, timeout: float = 20.0) -> None:
-    """SIGTERM the process group started for `proc`, SIGKILL it if it lingers."""
-    if proc is not None:
-        stop_process_group(proc, timeout)
-
-
-def cpu_seconds(procs: list[psutil.Process]) -> dict[int, float]:
-    """user+system CPU of each process itself (children excluded)."""
-    out = {}
-    for proc in procs:
-        try:
-            times = proc.cpu_times()
-            out[proc.pid] = times.user + times.system
-        except psutil.Error:
-            pass
-    return out
-
-
-def rss_mib(procs: list[psutil.Process]) -> list[float]:
-    out = []
-    for proc in procs:
-        try:
-            out.append(proc.memory_info().rss / 2**20)
-        except psutil.Error:
-            pass
-    return out
-
-
-def parse_time(value: str | None) -> float | None:
-    """An API timestamp (ISO 8601, Z) as epoch seconds."""
-    if not value:
-        return None
-    return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-
-
-def as_epoch(value: datetime | None) -> float | None:
-    """A row's datetime (naive UTC on SQLite) as epoch seconds."""
-    if value is None:
-        return None
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=UTC)
-    return value.timestamp()
-
-
-def wait_terminal(
-    client: Client, request_ids: list[str], wait_sec: float = 30.0, timeout: float = 600.0
-) -> dict[str, dict]:
-    """Wait until every job is terminal; their status documents.
-
-    Jobs finish roughly in submission order, so only the newest pending one is waited for, with
-    the long poll a client would use (`GET /v1/jobs/{id}?wait_sec=`); once it is terminal the
-    others are swept once and whatever is still pending is waited for the same way. A batch
-    thus costs about one status read per job (plus one per `wait_sec` of waiting), and it is
-    measured from the rows' finished_at, not from when the client saw it."""
-    pending, done = list(request_ids), {}
-    end = time.monotonic() + timeout
-    while pending:
-        if time.monotonic() > end:
-            raise TimeoutError(f"{len(pending)} jobs still not terminal")
-        resp = client.get(f"/v1/jobs/{pending[-1]}?wait_sec={wait_sec:g}")
-        body = resp.body
-        if body.get("status") not in TERMINAL:
-            if resp.seconds < wait_sec / 2:  # the wait ended early: the job needs the client
-                time.sleep(0.2)
-            continue
-        done[pending.pop()] = body
-        still = []
-        for rid in pending:
-            body = client.get(f"/v1/jobs/{rid}").body
-            if body.get("status") in TERMINAL:
-                done[rid] = body
-            else:
-                still.append(rid)
-        pending = still
-    return {rid: done[rid] for rid in request_ids}
-
-
-def safe_name(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
