@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 import pytest
 
+from runner_core.engines.base import ProcessResult
 from runner_core.settings import REPO_ROOT, Settings, load_settings
 from runner_core.statuses import TERMINAL_STATUSES
 from runner_core.store.migrate import upgrade
@@ -108,3 +109,19 @@ def migrated_settings(root: Path, **env: str) -> Settings:
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     upgrade(settings.database_url)
     return settings
+
+
+TRANSCRIPTS = Path(__file__).parent / "engines" / "transcripts"
+
+
+def recorded(name: str, exit_code: int | None, timed_out: bool = False) -> ProcessResult:
+    """A process result whose stdout and stderr are a recorded CLI transcript
+    (tests/engines/transcripts/<name>.stdout, .stderr)."""
+    return ProcessResult(
+        exit_code,
+        TRANSCRIPTS / f"{name}.stdout",
+        TRANSCRIPTS / f"{name}.stderr",
+        0.0,
+        1.0,
+        timed_out=timed_out,
+    )

@@ -10,19 +10,7 @@ import pytest
 
 from runner_core.engines import claude
 from runner_core.engines.base import EngineContext, ProcessResult
-
-TRANSCRIPTS = Path(__file__).parents[1] / "engines" / "transcripts"
-
-
-def recorded(name: str, exit_code: int | None, timed_out: bool = False) -> ProcessResult:
-    return ProcessResult(
-        exit_code,
-        TRANSCRIPTS / f"{name}.stdout",
-        TRANSCRIPTS / f"{name}.stderr",
-        0.0,
-        1.0,
-        timed_out=timed_out,
-    )
+from tests.helpers import TRANSCRIPTS, recorded
 
 
 def context(tmp_path: Path, **overrides: object) -> EngineContext:

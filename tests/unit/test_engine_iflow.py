@@ -16,14 +16,7 @@ import pytest
 
 from runner_core.engines import iflow
 from runner_core.engines.base import EngineContext, ProcessResult
-
-TRANSCRIPTS = Path(__file__).parents[1] / "engines" / "transcripts"
-
-
-def written(name: str, exit_code: int | None) -> ProcessResult:
-    return ProcessResult(
-        exit_code, TRANSCRIPTS / f"{name}.stdout", TRANSCRIPTS / f"{name}.stderr", 0.0, 1.0
-    )
+from tests.helpers import TRANSCRIPTS, recorded
 
 
 def context(tmp_path: Path, **overrides: object) -> EngineContext:
@@ -65,7 +58,7 @@ def test_provider_goes_to_per_run_settings_and_key_to_env(tmp_path: Path) -> Non
 
 
 def test_session_id_and_usage_come_from_execution_info() -> None:
-    out = iflow.ADAPTER.parse_output(written("iflow_tool_json", 0))
+    out = iflow.ADAPTER.parse_output(recorded("iflow_tool_json", 0))
     assert out.error is None
     assert out.session_id == "session-2b8f0c1e-5d7a-4c39-9e61-3f4a8d2b7c10"
     assert out.usage["total"] == 10321
@@ -74,13 +67,13 @@ def test_session_id_and_usage_come_from_execution_info() -> None:
 
 
 def test_final_text_that_is_json_is_parsed() -> None:
-    out = iflow.ADAPTER.parse_output(written("iflow_json_only", 0))
+    out = iflow.ADAPTER.parse_output(recorded("iflow_json_only", 0))
     assert out.parsed_json == {"ok": True, "count": 3}
     assert out.session_id == "session-0f6b7c2d-1e3a-4b5c-8d9e-aa11bb22cc33"
 
 
 def test_api_error_is_a_model_api_error() -> None:
-    out = iflow.ADAPTER.parse_output(written("iflow_http400", 1))
+    out = iflow.ADAPTER.parse_output(recorded("iflow_http400", 1))
     assert out.error is not None and out.error.code == "MODEL_API_ERROR"
     assert out.error.details["status"] == 400
     assert out.session_id == "session-9a8b7c6d-5e4f-4a3b-9c2d-1e0f2a3b4c5d"
@@ -88,7 +81,7 @@ def test_api_error_is_a_model_api_error() -> None:
 
 def test_missing_key_is_auth_missing(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setattr("runner_core.engines.failures.resolve_binary", lambda name: tmp_path / name)
-    out = iflow.ADAPTER.parse_output(written("iflow_auth_missing", 1))
+    out = iflow.ADAPTER.parse_output(recorded("iflow_auth_missing", 1))
     assert out.error is not None and out.error.code == "AUTH_MISSING"
 
 
