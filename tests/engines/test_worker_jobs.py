@@ -74,16 +74,23 @@ def service(tmp_path_factory):
             worker.stop()
 
 
-def run_job(service, engine: str, script: Script, **options) -> tuple[dict, dict]:
+def run_job(
+    service,
+    engine: str,
+    script: Script,
+    skill_id: str = "echo-prompt",
+    text: str = "hello",
+    **options,
+) -> tuple[dict, dict]:
     require_binary(get_adapter(engine))
     service["script"].write_text(json.dumps(asdict(script)))
     client = service["client"]
     rid = client.post(
         "/v1/jobs",
         json={
-            "skill_id": "echo-prompt",
+            "skill_id": skill_id,
             "engine": engine,
-            "input": {"text": "hello"},
+            "input": {"text": text},
             "runtime_options": {"no_cache": True, **options},
         },
     ).json["request_id"]
@@ -138,3 +145,29 @@ def test_model_api_4xx_fails_the_run_with_a_typed_error(service, engine):
     assert status["error"]["code"] == "MODEL_API_ERROR", status["error"]
     assert status["error"]["engine"] == engine
     assert time.monotonic() - started < 60
+
+
+# The shipped example skill: the agent writes its note with a shell call, then answers.
+ECHO_TEXT = "  Hello   World "
+ECHO_RESULT = {
+    "text": ECHO_TEXT,
+    "length": len(ECHO_TEXT),
+    "normalized": "hello world",
+    "warnings": ["the text has leading or trailing whitespace"],
+}
+ECHO_SESSION = Script(
+    command="printf '# Notes\\n\\nTwo words, extra spaces.\\n' > artifacts/notes.md",
+    final_text="Here it is:\n```json\n" + json.dumps(ECHO_RESULT) + "\n```",
+)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_the_demo_echo_example_skill_runs_on_every_engine(service, engine):
+    status, result = run_job(service, engine, ECHO_SESSION, skill_id="demo-echo", text=ECHO_TEXT)
+    assert status["status"] == "succeeded", (status, result)
+    assert result["data"] == ECHO_RESULT
+    assert result["artifacts"] == ["artifacts/notes.md"]
+    notes = service["settings"].runs_dir / status["run_id"] / "artifacts" / "notes.md"
+    assert notes.read_text().startswith("# Notes")
+    manifest = service["client"].get(f"/v1/jobs/{status['request_id']}/artifacts").json
+    assert [a["role"] for a in manifest["artifacts"]] == ["notes"], manifest
