@@ -23,7 +23,7 @@ from runner_core.engines import get_adapter
 from runner_core.prompts import PATCH_MARKER
 from runner_core.settings import REPO_ROOT
 from tests.engines.harness import FAKE_CONFIG, require_binary
-from tests.helpers import wait_for_job
+from tests.helpers import upload_body, wait_for_job
 from tests.integration.services import WorkerProcess, broker_settings
 
 ENGINES = ["codex", "gemini", "opencode", "qwen", "claude"]
@@ -171,3 +171,49 @@ def test_the_demo_echo_example_skill_runs_on_every_engine(service, engine):
     assert notes.read_text().startswith("# Notes")
     manifest = service["client"].get(f"/v1/jobs/{status['request_id']}/artifacts").json
     assert [a["role"] for a in manifest["artifacts"]] == ["notes"], manifest
+
+
+# The Zotero example: an uploaded attachment, two declared artifacts, the agent's answer.
+PAPER = "Attention Is All You Need\n\nWe propose the Transformer, based solely on attention.\n"
+ZOTERO_RESULT = {
+    "title": "Attention Is All You Need",
+    "summary": "The paper proposes the Transformer, a model based solely on attention.",
+    "tags": ["attention", "transformer"],
+    "attachments": [
+        {"role": "notes", "filename": "notes.md"},
+        {"role": "parsed", "filename": "parsed.json"},
+    ],
+}
+ZOTERO_SESSION = Script(
+    command='echo \'{"item_key": "ABCD1234"}\' > artifacts/parsed.json; '
+    "echo '# Attention Is All You Need' > artifacts/notes.md",
+    final_text="```json\n" + json.dumps(ZOTERO_RESULT) + "\n```",
+)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_the_zotero_example_skill_parses_an_uploaded_attachment(service, engine):
+    require_binary(get_adapter(engine))
+    service["script"].write_text(json.dumps(asdict(ZOTERO_SESSION)))
+    client = service["client"]
+    body = {
+        "skill_id": "zotero-parse-attachment",
+        "engine": engine,
+        "input": {"item_key": "ABCD1234"},
+        "parameter": {"output_format": "md"},
+        "runtime_options": {"no_cache": True},
+    }
+    rid = client.post("/v1/jobs", json=body).json["request_id"]
+    upload = client.post(f"/v1/jobs/{rid}/upload", data=upload_body({"attachment_path.txt": PAPER}))
+    assert upload.status_code == 200, upload.json
+    status = wait_for_job(client, rid, timeout=120, interval=0.1)
+    result = client.get(f"/v1/jobs/{rid}/result").json["result"]
+    assert status["status"] == "succeeded", (status, result)
+    assert result["data"] == ZOTERO_RESULT
+    assert sorted(result["artifacts"]) == ["artifacts/notes.md", "artifacts/parsed.json"]
+    run_dir = service["settings"].runs_dir / status["run_id"]
+    assert json.loads((run_dir / "artifacts" / "parsed.json").read_text()) == {
+        "item_key": "ABCD1234"
+    }
+    prompt = (run_dir / "logs" / "prompt.txt").read_text()
+    assert "ABCD1234" in prompt and "attachment_path" in prompt
