@@ -135,6 +135,47 @@ class LogRange(Schema):
     text = fields.String()
 
 
+class PendingQuestion(Schema):
+    interaction_id = fields.Integer()
+    kind = fields.String(
+        metadata={"description": "open_text|choose_one|confirm|fill_fields|risk_ack"}
+    )
+    prompt = fields.String()
+    options = fields.List(fields.Dict(), metadata={"description": "[{label, value}]"})
+    ui_hints = fields.Dict()
+    default_decision_policy = fields.String()
+    required_fields = fields.List(fields.String())
+    context = fields.Dict()
+
+
+class PendingInteraction(Schema):
+    request_id = fields.String()
+    status = fields.String()
+    pending = fields.Nested(PendingQuestion, allow_none=True)
+
+
+class InteractionReply(Schema):
+    class Meta:
+        unknown = EXCLUDE
+
+    interaction_id = fields.Integer(required=True)
+    response = fields.Raw(
+        required=True,
+        allow_none=True,
+        metadata={
+            "description": "text (open_text), an option's value (choose_one), true/false "
+            "(confirm, risk_ack), or an object of field values (fill_fields)"
+        },
+    )
+    idempotency_key = fields.String(load_default=None, validate=validate.Length(min=1, max=128))
+
+
+class ReplyResult(Schema):
+    request_id = fields.String()
+    status = fields.String()
+    accepted = fields.Boolean()
+
+
 class CancelResult(Schema):
     request_id = fields.String()
     accepted = fields.Boolean()

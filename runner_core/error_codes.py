@@ -79,6 +79,13 @@ class ErrorCode(StrEnum):
     CANCELED_BY_USER = "CANCELED_BY_USER"
     ORCHESTRATOR_RESTART_INTERRUPTED = "ORCHESTRATOR_RESTART_INTERRUPTED"
     SESSION_RESUME_FAILED = "SESSION_RESUME_FAILED"
+    INTERACTIVE_MAX_ATTEMPT_EXCEEDED = "INTERACTIVE_MAX_ATTEMPT_EXCEEDED"
+    RUN_NOT_INTERACTIVE = "RUN_NOT_INTERACTIVE"
+    RUN_NOT_WAITING = "RUN_NOT_WAITING"
+    INTERACTION_STALE = "INTERACTION_STALE"
+    INTERACTION_REPLY_INVALID = "INTERACTION_REPLY_INVALID"
+    INTERACTIVE_COMPLETED_WITHOUT_DONE_MARKER = "INTERACTIVE_COMPLETED_WITHOUT_DONE_MARKER"
+    INTERACTIVE_ASK_YAML_INVALID = "INTERACTIVE_ASK_YAML_INVALID"
     OUTPUT_NORMALIZED_N0 = "OUTPUT_NORMALIZED_N0"
     OUTPUT_NORMALIZED_N1 = "OUTPUT_NORMALIZED_N1"
     OUTPUT_FALLBACK_N2 = "OUTPUT_FALLBACK_N2"
@@ -170,7 +177,22 @@ CATALOGUE: dict[ErrorCode, CodeUse] = {
     _C.TIMEOUT: CodeUse((RUN,), "the run passed its time limit"),
     _C.CANCELED_BY_USER: CodeUse((RUN,), "the run was canceled"),
     _C.ORCHESTRATOR_RESTART_INTERRUPTED: CodeUse((RUN,), "the run's worker died"),
-    _C.SESSION_RESUME_FAILED: CodeUse((RUN,), "a waiting run had no session to resume"),
+    _C.SESSION_RESUME_FAILED: CodeUse(
+        (RUN,), "a waiting run had no session to resume, or the CLI could not find it"
+    ),
+    _C.INTERACTIVE_MAX_ATTEMPT_EXCEEDED: CodeUse(
+        (RUN,), "an interactive run reached the skill's max_attempt turns without finishing"
+    ),
+    _C.RUN_NOT_INTERACTIVE: CodeUse((400,), "pending/reply on a run not in interactive mode"),
+    _C.RUN_NOT_WAITING: CodeUse((409,), "a reply to a run that is not waiting for one"),
+    _C.INTERACTION_STALE: CodeUse((409,), "a reply to a question that is not the pending one"),
+    _C.INTERACTION_REPLY_INVALID: CodeUse((400,), "a reply that does not answer the question"),
+    _C.INTERACTIVE_COMPLETED_WITHOUT_DONE_MARKER: CodeUse(
+        (WARNING,), "an interactive run's output validated without the __SKILL_DONE__ marker"
+    ),
+    _C.INTERACTIVE_ASK_YAML_INVALID: CodeUse(
+        (WARNING,), "the agent's <ASK_USER_YAML> block was unusable; asked as open text"
+    ),
     _C.OUTPUT_NORMALIZED_N0: CodeUse((WARNING,), "the output needed syntax-only repair"),
     _C.OUTPUT_NORMALIZED_N1: CodeUse((WARNING,), "the skill's normalizer rewrote the output"),
     _C.OUTPUT_FALLBACK_N2: CodeUse((WARNING,), "the skill's fallback produced the output"),

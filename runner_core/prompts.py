@@ -16,6 +16,7 @@ from jinja2 import StrictUndefined, Template, TemplateError
 from jinja2.sandbox import SandboxedEnvironment
 
 from runner_core.error_codes import ErrorCode
+from runner_core.interaction import AUTO_PROTOCOL, PROTOCOL
 from runner_core.skills.model import SkillPackage
 from runner_core.workspace import write_file
 
@@ -61,6 +62,7 @@ class PromptContext:
     parameter: dict[str, Any]
     run_dir: Path
     engine: str | None
+    execution_mode: str = "auto"  # interactive runs are told how to ask and how to finish
 
 
 _env = SandboxedEnvironment(
@@ -80,8 +82,14 @@ def artifact_field_list(output_schema: dict[str, Any]) -> list[dict[str, str]]:
     ]
 
 
-def output_contract(pkg: SkillPackage, run_dir: Path) -> str:
-    """The output contract text (result file, schema, artifact fields)."""
+def output_contract(pkg: SkillPackage, run_dir: Path, mode: str = "auto") -> str:
+    """The output contract text (result file, schema, artifact fields), and whether and how
+    the agent may ask the user (`mode`)."""
+    protocol = PROTOCOL if mode == "interactive" else AUTO_PROTOCOL
+    return _contract_text(pkg, run_dir) + protocol
+
+
+def _contract_text(pkg: SkillPackage, run_dir: Path) -> str:
     return _render(
         CONTRACT_TEMPLATE,
         {
@@ -110,7 +118,7 @@ def select_template(pkg: SkillPackage, engine: str | None) -> tuple[str, str]:
 def render_prompt(pkg: SkillPackage, ctx: PromptContext) -> str:
     """Render the prompt; custom templates get the output contract appended when they omit it."""
     template, source = select_template(pkg, ctx.engine)
-    contract = output_contract(pkg, ctx.run_dir)
+    contract = output_contract(pkg, ctx.run_dir, ctx.execution_mode)
     variables = {
         "input": ctx.input,
         "parameter": ctx.parameter,
@@ -133,7 +141,7 @@ def render_prompt(pkg: SkillPackage, ctx: PromptContext) -> str:
     return text
 
 
-def patch_skill_md(skill_dir: Path, pkg: SkillPackage, run_dir: Path) -> None:
+def patch_skill_md(skill_dir: Path, pkg: SkillPackage, run_dir: Path, mode: str = "auto") -> None:
     """Append the output contract to the run's copy of SKILL.md (once). The file is replaced,
     never written in place: a snapshot's files are links to the service's shared read-only copy
     of the skill version (runner_core.skill_copy)."""
@@ -141,7 +149,7 @@ def patch_skill_md(skill_dir: Path, pkg: SkillPackage, run_dir: Path) -> None:
     text = md.read_text(encoding="utf-8")
     if PATCH_MARKER in text:
         return
-    patched = text.rstrip() + f"\n\n{PATCH_MARKER}\n{output_contract(pkg, run_dir)}"
+    patched = text.rstrip() + f"\n\n{PATCH_MARKER}\n{output_contract(pkg, run_dir, mode)}"
     write_file(md, patched.encode("utf-8"))  # a new file renamed over the link
 
 

@@ -13,6 +13,7 @@ import logging
 import os
 import signal
 import socket
+import uuid
 from typing import cast
 
 from celery.exceptions import SoftTimeLimitExceeded
@@ -25,10 +26,10 @@ from runner_core.run_pool import IDLE_KEY_SEC, RunDirPool
 from runner_core.skill_copy import installed_signatures
 from runner_core.skills import load_skill
 from runner_core.statuses import RunStatus
-from runner_core.store import checkpoint, claim
+from runner_core.store import checkpoint, claim, interactions
 from runner_core.store import runs as run_states
 from runner_core.store.db import make_engine, make_sessionmaker, retry_unavailable
-from runner_core.store.models import Run
+from runner_core.store.models import Run, utcnow
 from runner_core.workspace import RunPaths, write_json
 from worker.celery_app import app, settings
 from worker.database import connect, sessions
@@ -38,6 +39,8 @@ from worker.recovery import recover
 from worker.refill import Refiller
 from worker.run_layout import skill_copies, skill_source
 from worker.strays import become_subreaper
+from worker.turns import Resume, resume_input
+from worker.waiting import CANCELED, auto_decide, auto_reply_delay, record_question
 
 log = logging.getLogger(__name__)
 finished = FinishPublisher(settings.broker_url)  # wakes API requests waiting on a run
@@ -114,6 +117,7 @@ def execute_run(self, run_id: str) -> str:
         claimed,
         lambda pkg: make_watch(settings, connect, claimed, pkg),
         run.request_payload,
+        lambda: _resume(claimed),
     )
     try:
         with Heartbeat(connect, run_id, beat_interval(settings)):
@@ -123,6 +127,11 @@ def execute_run(self, run_id: str) -> str:
         _task.update(run_id=None, terminating=False)
     _refill_pool(executor)
     return status
+
+
+def _resume(run: Run) -> Resume | None:
+    with connect() as conn:
+        return resume_input(conn, run, settings.reply_timeout_max_sec)
 
 
 def _not_claimed(run_id: str) -> str:
@@ -150,6 +159,8 @@ def _execute(executor: RunExecutor) -> str:
     run = executor.run
     try:
         outcome = executor.execute()
+        if outcome.status == RunStatus.WAITING_USER:
+            return _ask(executor, outcome)
 
         def record() -> bool:
             with connect() as conn:
@@ -210,6 +221,39 @@ def _execute(executor: RunExecutor) -> str:
         return RunStatus.FAILED
 
 
+def _ask(executor: RunExecutor, outcome) -> str:
+    """The turn asked: the run waits for a reply, with an auto-reply scheduled if it wants one."""
+    run = executor.run
+    interaction_id = record_question(connect, run, executor.turn, outcome, settings.lease_sec / 2)
+    finished.publish(run.id)  # wakes long polls: the run needs its client now
+    if interaction_id is None:
+        _write_failure(run, RunStatus.CANCELED, CANCELED)
+        return RunStatus.CANCELED
+    delay = auto_reply_delay(run, settings.reply_timeout_max_sec)
+    if delay is not None:
+        try:
+            auto_reply.apply_async(
+                args=[run.id, interaction_id], countdown=delay, queue=_queue_of(run)
+            )
+        except Exception:  # the sweep decides overdue questions too
+            log.warning("run %s: auto-reply not scheduled", run.id, exc_info=True)
+    return RunStatus.WAITING_USER
+
+
+@app.task(name="worker.tasks.auto_reply")
+def auto_reply(run_id: str, interaction_id: int) -> str:
+    """Nobody answered within the run's reply timeout: the agent decides and goes on."""
+    task_id = str(uuid.uuid4())
+    with sessions()() as session:
+        outcome = auto_decide(
+            session, run_id, interaction_id, settings.reply_timeout_max_sec, task_id
+        )
+        run = session.get(Run, run_id) if outcome == interactions.ACCEPTED else None
+    if run is not None:
+        _send(run, task_id)
+    return outcome
+
+
 def _write_failure(run: Run, status: str, error: dict) -> None:
     """result/result.json as the API's result document, also when the executor was cut short."""
     try:
@@ -234,6 +278,7 @@ def sweep() -> dict:
     """Reconcile runs of gone workers, reap orphan groups, re-send lost queued runs; drop the
     ready run directories of skills no longer run."""
     report = recover(settings, sessions(), _send)
+    report["auto_replied"] = _overdue_replies()
     try:
         RunDirPool(settings.run_pool_dir, settings.run_pool).prune_idle(IDLE_KEY_SEC)
         copies = skill_copies(settings)
@@ -244,10 +289,23 @@ def sweep() -> dict:
     return report
 
 
-def _send(run: Run) -> str:
-    """Send execute_run for `run` to its queue; returns the task id."""
+def _overdue_replies() -> int:
+    """Questions past their reply timeout whose auto-reply message was lost: decided now."""
+    done = 0
+    with sessions()() as session:
+        due = interactions.overdue(session, utcnow(), settings.reply_timeout_max_sec)
+    for row in due:
+        done += auto_reply(row.id, row.interaction_id) == interactions.ACCEPTED
+    return done
+
+
+def _queue_of(run: Run) -> str:
     pkg = load_skill(skill_source(settings, run))
-    kind = pkg.manifest.entrypoint.type if pkg.manifest else "script"
+    return queue_for(run.engine, pkg.manifest.entrypoint.type if pkg.manifest else "script")
+
+
+def _send(run: Run, task_id: str | None = None) -> str:
+    """Send execute_run for `run` to its queue; returns the task id."""
     return app.send_task(
-        "worker.tasks.execute_run", args=[run.id], queue=queue_for(run.engine, kind)
+        "worker.tasks.execute_run", args=[run.id], queue=_queue_of(run), task_id=task_id
     ).id

@@ -32,6 +32,11 @@ JOB = RunKind(
         "LogsRange": "A byte range of one log (stdout, stderr or prompt), at most 1 MiB: follow "
         "a run by\nasking again from the last answer's `byte_to` until its status "
         "is terminal and\n`byte_to` reaches `size`.",
+        "Pending": "The question an interactive run waits on (`pending` is null when it waits "
+        "on none);\n400 RUN_NOT_INTERACTIVE for a run in auto mode.",
+        "Reply": "Answer the pending question: the run resumes its engine session with the "
+        "answer.\n409 when the run is not waiting or the question is not the pending one; "
+        "a repeated\n`idempotency_key` answers the same and starts nothing.",
         "Cancel": "Cancel an active run; a finished run answers accepted=false.",
         "Bundle": "Download the run bundle zip (result + artifacts + manifest; whole run with "
         "debug).",

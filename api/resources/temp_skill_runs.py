@@ -33,6 +33,8 @@ TEMP_RUN = RunKind(
         "ends\nwithin `wait_sec`).",
         "Logs": "Snapshot of the prompt, stdout and stderr (last 2 MiB of each).",
         "LogsRange": "A byte range of one log (as /v1/jobs/{request_id}/logs/range).",
+        "Pending": "The question an interactive one-off run waits on (as for jobs).",
+        "Reply": "Answer the pending question of an interactive one-off run (as for jobs).",
         "Cancel": "Cancel an active one-off run; a finished run answers accepted=false.",
         "Bundle": "Download the run bundle zip (409 RUN_NOT_FINISHED while it runs).",
     },
