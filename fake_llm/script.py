@@ -6,6 +6,10 @@ user message, answer one shell tool call running `Script.command`; otherwise ans
 the final text straight away. A `status` other than 200 makes every model call fail with that
 HTTP status and a protocol-shaped error body.
 
+`when` holds conditional variants: `[{"contains": TEXT, ...fields}]`. The first whose TEXT
+occurs in the request body replaces those fields for that request (e.g. the turn after a
+user's reply in an interactive run answers differently from the first turn).
+
 `final_text` is a `string.Template`: `$model`, `$tool_output` (raw text of the last tool
 result) and `$tool_output_json` (the same as a JSON string literal) are substituted; any other
 `$name` is left as is, and JSON braces need no escaping.
@@ -16,7 +20,7 @@ from __future__ import annotations
 import json
 import string
 import uuid
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -41,12 +45,23 @@ class Script:
     tool: bool = True
     error_message: str = "fake LLM error"
     model: str = "fake-model"
+    when: tuple[dict[str, Any], ...] = ()
+
+    def for_request(self, body_text: str) -> Script:
+        """The script in force for one request: the first `when` variant it matches."""
+        for variant in self.when:
+            if str(variant.get("contains", "")) in body_text:
+                known = {f.name for f in fields(self)} - {"when"}
+                return replace(self, when=(), **{k: v for k, v in variant.items() if k in known})
+        return self
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Script:
         """Build a script from a JSON object, ignoring unknown keys."""
         known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in known})
+        values = {k: v for k, v in data.items() if k in known}
+        values["when"] = tuple(values.get("when") or ())
+        return cls(**values)
 
     @classmethod
     def load(cls, path: Path) -> Script:

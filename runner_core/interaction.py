@@ -80,7 +80,7 @@ def parse_question(text: str | None) -> tuple[Pending, dict[str, Any] | None]:
         return _from_yaml(yaml.safe_load(match.group(1)), message), None
     except (yaml.YAMLError, ValueError, TypeError) as exc:
         outside = _ASK.sub("", message).strip() or match.group(1).strip()
-        warning = {
+        warning: dict[str, Any] = {
             "code": ErrorCode.INTERACTIVE_ASK_YAML_INVALID,
             "message": f"the <ASK_USER_YAML> block is not usable ({exc}); asked as open text",
             "level": "warning",
