@@ -12,7 +12,6 @@ import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from celery.exceptions import SoftTimeLimitExceeded
@@ -27,11 +26,12 @@ from runner_core.skills import SkillPackage
 from runner_core.skills.locks import locks_dir, skill_lock
 from runner_core.statuses import RunStatus
 from runner_core.store.models import Run
-from runner_core.workspace import RunPaths, create_run_dir, disk_full, write_json
+from runner_core.workspace import RunPaths, create_run_dir, disk_full
 from worker.engine_entry import run_engine
 from worker.entry import EntryContext, EntryResult, add_tokens
 from worker.failures import RunFailed
 from worker.prepare import resumed_context, stage_skill, write_inputs
+from worker.results import write_result
 from worker.run_layout import PoolLayout, run_relative
 from worker.script_entry import run_script, skill_command
 from worker.supervisor import Watch
@@ -102,7 +102,15 @@ class RunExecutor:
             if not self.paths.root.is_dir():  # a run that failed early has none
                 create_run_dir(self.settings.runs_dir, self.run.id)
             if outcome.status != RunStatus.WAITING_USER:  # a waiting run has no result yet
-                self._write_result(outcome)  # the bundle is built on its first download
+                # the bundle is built on its first download
+                write_result(
+                    self.paths,
+                    outcome.status,
+                    self.data,
+                    self.artifacts,
+                    outcome.warnings,
+                    outcome.error,
+                )
         except OSError as exc:
             # No result file: the API answers from the row, so the row must say what happened;
             # output that cannot be stored is no success.
@@ -261,25 +269,3 @@ class RunExecutor:
                 "required artifacts were not produced: " + ", ".join(missing),
                 {"missing": missing},
             )
-
-    def _write_result(self, outcome: RunOutcome) -> None:
-        error = outcome.error
-        if error is not None:
-            error = {**error, "stderr": _tail(self.paths.logs / "stderr.txt")}
-        write_json(
-            self.paths.result_file,
-            {
-                "status": outcome.status,
-                "data": self.data if outcome.status == RunStatus.SUCCEEDED else None,
-                "artifacts": self.artifacts,
-                "validation_warnings": outcome.warnings,
-                "error": error,
-            },
-        )
-
-
-def _tail(path: Path, limit: int = 4000) -> str:
-    if not path.is_file():
-        return ""
-    data = path.read_bytes()[-limit:]
-    return data.decode("utf-8", errors="replace")

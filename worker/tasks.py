@@ -13,37 +13,32 @@ import logging
 import os
 import signal
 import socket
-import uuid
 from typing import cast
 
 from celery.exceptions import SoftTimeLimitExceeded
 from celery.signals import worker_process_init, worker_ready
 
 from runner_core.error_codes import ErrorCode
-from runner_core.finish_events import FinishPublisher
-from runner_core.queues import queue_for
 from runner_core.run_pool import IDLE_KEY_SEC, RunDirPool
 from runner_core.skill_copy import installed_signatures
-from runner_core.skills import load_skill
 from runner_core.statuses import RunStatus
-from runner_core.store import checkpoint, claim, interactions
+from runner_core.store import checkpoint, claim
 from runner_core.store import runs as run_states
 from runner_core.store.db import make_engine, make_sessionmaker, retry_unavailable
-from runner_core.store.models import Run, utcnow
-from runner_core.workspace import RunPaths, write_json
+from runner_core.store.models import Run
 from worker.celery_app import app, settings
 from worker.database import connect, sessions
+from worker.dispatch import finished, send_run, write_failure
 from worker.executor import RunExecutor
+from worker.interactive_tasks import ask_user, overdue_replies
 from worker.lease import Heartbeat, beat_interval, make_watch
 from worker.recovery import recover
 from worker.refill import Refiller
-from worker.run_layout import skill_copies, skill_source
+from worker.run_layout import skill_copies
 from worker.strays import become_subreaper
 from worker.turns import Resume, resume_input
-from worker.waiting import CANCELED, auto_decide, auto_reply_delay, record_question
 
 log = logging.getLogger(__name__)
-finished = FinishPublisher(settings.broker_url)  # wakes API requests waiting on a run
 _task: dict = {"run_id": None, "terminating": False}
 _refiller = Refiller()
 
@@ -78,7 +73,7 @@ def _startup_reconciliation(**_kwargs) -> None:
     """At worker start: reap orphans, reconcile runs of dead workers (idempotent)."""
     engine = make_engine(settings.database_url)
     try:
-        recover(settings, make_sessionmaker(engine), _send, startup=True)
+        recover(settings, make_sessionmaker(engine), send_run, startup=True)
     except Exception:  # never keep a worker from starting; the periodic sweep retries
         log.exception("startup reconciliation failed")
     finally:
@@ -160,7 +155,7 @@ def _execute(executor: RunExecutor) -> str:
     try:
         outcome = executor.execute()
         if outcome.status == RunStatus.WAITING_USER:
-            return _ask(executor, outcome)
+            return ask_user(executor.run, executor.turn, outcome)
 
         def record() -> bool:
             with connect() as conn:
@@ -205,7 +200,7 @@ def _execute(executor: RunExecutor) -> str:
             ended = run_states.finish_run(conn, run.id, status, error=error)
         if not ended:
             return "recorded"
-        _write_failure(run, status, error)
+        write_failure(run, status, error)
         finished.publish(run.id)
         return status
     except Exception as exc:
@@ -216,69 +211,17 @@ def _execute(executor: RunExecutor) -> str:
         with connect() as conn:
             ended = run_states.finish_run(conn, run.id, RunStatus.FAILED, error=error)
         if ended:
-            _write_failure(run, RunStatus.FAILED, error)
+            write_failure(run, RunStatus.FAILED, error)
             finished.publish(run.id)
         return RunStatus.FAILED
-
-
-def _ask(executor: RunExecutor, outcome) -> str:
-    """The turn asked: the run waits for a reply, with an auto-reply scheduled if it wants one."""
-    run = executor.run
-    interaction_id = record_question(connect, run, executor.turn, outcome, settings.lease_sec / 2)
-    finished.publish(run.id)  # wakes long polls: the run needs its client now
-    if interaction_id is None:
-        _write_failure(run, RunStatus.CANCELED, CANCELED)
-        return RunStatus.CANCELED
-    delay = auto_reply_delay(run, settings.reply_timeout_max_sec)
-    if delay is not None:
-        try:
-            auto_reply.apply_async(
-                args=[run.id, interaction_id], countdown=delay, queue=_queue_of(run)
-            )
-        except Exception:  # the sweep decides overdue questions too
-            log.warning("run %s: auto-reply not scheduled", run.id, exc_info=True)
-    return RunStatus.WAITING_USER
-
-
-@app.task(name="worker.tasks.auto_reply")
-def auto_reply(run_id: str, interaction_id: int) -> str:
-    """Nobody answered within the run's reply timeout: the agent decides and goes on."""
-    task_id = str(uuid.uuid4())
-    with sessions()() as session:
-        outcome = auto_decide(
-            session, run_id, interaction_id, settings.reply_timeout_max_sec, task_id
-        )
-        run = session.get(Run, run_id) if outcome == interactions.ACCEPTED else None
-    if run is not None:
-        _send(run, task_id)
-    return outcome
-
-
-def _write_failure(run: Run, status: str, error: dict) -> None:
-    """result/result.json as the API's result document, also when the executor was cut short."""
-    try:
-        paths = RunPaths(settings.runs_dir / run.id)
-        if paths.root.is_dir():
-            write_json(
-                paths.result_file,
-                {
-                    "status": status,
-                    "data": None,
-                    "artifacts": [],
-                    "validation_warnings": [],
-                    "error": error,
-                },
-            )
-    except OSError:
-        log.warning("could not write the result of run %s", run.id, exc_info=True)
 
 
 @app.task(name="worker.tasks.sweep")
 def sweep() -> dict:
     """Reconcile runs of gone workers, reap orphan groups, re-send lost queued runs; drop the
     ready run directories of skills no longer run."""
-    report = recover(settings, sessions(), _send)
-    report["auto_replied"] = _overdue_replies()
+    report = recover(settings, sessions(), send_run)
+    report["auto_replied"] = overdue_replies()
     try:
         RunDirPool(settings.run_pool_dir, settings.run_pool).prune_idle(IDLE_KEY_SEC)
         copies = skill_copies(settings)
@@ -287,25 +230,3 @@ def sweep() -> dict:
     except OSError:
         log.warning("run pool / skill copies prune failed", exc_info=True)
     return report
-
-
-def _overdue_replies() -> int:
-    """Questions past their reply timeout whose auto-reply message was lost: decided now."""
-    done = 0
-    with sessions()() as session:
-        due = interactions.overdue(session, utcnow(), settings.reply_timeout_max_sec)
-    for row in due:
-        done += auto_reply(row.id, row.interaction_id) == interactions.ACCEPTED
-    return done
-
-
-def _queue_of(run: Run) -> str:
-    pkg = load_skill(skill_source(settings, run))
-    return queue_for(run.engine, pkg.manifest.entrypoint.type if pkg.manifest else "script")
-
-
-def _send(run: Run, task_id: str | None = None) -> str:
-    """Send execute_run for `run` to its queue; returns the task id."""
-    return app.send_task(
-        "worker.tasks.execute_run", args=[run.id], queue=_queue_of(run), task_id=task_id
-    ).id
