@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import Any
 
@@ -16,6 +17,7 @@ from api.logs import configure_logging
 from api.queue import CeleryQueue
 from api.schema_fields import UtcDateTime
 from runner_core.finish_events import FinishWatcher
+from runner_core.settings import DEMO_LLM_WARNING
 from runner_core.skills import SkillRegistry
 from runner_core.store.db import make_engine, make_sessionmaker
 
@@ -33,6 +35,8 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     app.config.update(build_config(config))
     settings = app.config["SETTINGS"]
     configure_logging(settings)
+    if settings.demo_llm:
+        logging.getLogger(__name__).warning(DEMO_LLM_WARNING, settings.demo_llm)
     engine = make_engine(settings.database_url)
     app.extensions["db"] = make_sessionmaker(engine)
     app.extensions["db_engine"] = engine  # Core connections for the POSTs' few statements

@@ -11,8 +11,9 @@ occurs in the request body replaces those fields for that request (e.g. the turn
 user's reply in an interactive run answers differently from the first turn).
 
 `final_text` is a `string.Template`: `$model`, `$tool_output` (raw text of the last tool
-result) and `$tool_output_json` (the same as a JSON string literal) are substituted; any other
-`$name` is left as is, and JSON braces need no escaping.
+result), `$tool_output_json` (the same as a JSON string literal) and `$tool_output_last_line`
+(its last non-empty line: what the command printed last, after any header the CLI adds) are
+substituted; any other `$name` is left as is, and JSON braces need no escaping.
 """
 
 from __future__ import annotations
@@ -143,6 +144,9 @@ def render_final_text(script: Script, convo: Conversation) -> str:
         model=convo.model or script.model,
         tool_output=convo.last_tool_output,
         tool_output_json=json.dumps(convo.last_tool_output),
+        tool_output_last_line=next(
+            (line for line in reversed(convo.last_tool_output.splitlines()) if line.strip()), ""
+        ),
     )
 
 

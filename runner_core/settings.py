@@ -13,6 +13,13 @@ from pathlib import Path
 from typing import overload
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+DEMO_LLM_ENV = (
+    "SKILL_RUNNER_DEMO_LLM"  # set by `skill-runner serve --demo-llm` (the fake LLM's URL)
+)
+DEMO_LLM_WARNING = (
+    "DEMO LLM ON: the engine CLIs talk to a scripted fake model at %s, not to a provider; "
+    "its answers are canned sessions for the example skills. Not for real work."
+)
 
 
 @dataclass(frozen=True)
@@ -54,6 +61,7 @@ class Settings:
     snapshot_mode: str = "link"  # link: from a read-only copy per skill version; copy: full copies
     api_tokens: tuple[str, ...] = field(default=(), repr=False)  # empty: no token asked for
     cors_origins: tuple[str, ...] = ()  # browser origins allowed to call the API ("*": any)
+    demo_llm: str = ""  # the demo LLM's URL when the engine CLIs talk to it (never in production)
 
     def running_limit(self, engine: str | None) -> int:
         """The per-engine maximum of running runs for `engine` (script runs: 'script'); 0 = none."""
@@ -274,6 +282,7 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         task_events=read.flag("SKILL_RUNNER_TASK_EVENTS"),
         api_tokens=api_tokens(env.get("SKILL_RUNNER_API_TOKEN", "")),
         cors_origins=cors_origins(env.get("SKILL_RUNNER_CORS_ORIGINS", "")),
+        demo_llm=env.get(DEMO_LLM_ENV, "").strip(),
     )
 
 

@@ -20,6 +20,7 @@ from celery.signals import worker_process_init, worker_ready
 
 from runner_core.error_codes import ErrorCode
 from runner_core.run_pool import IDLE_KEY_SEC, RunDirPool
+from runner_core.settings import DEMO_LLM_WARNING
 from runner_core.skill_copy import installed_signatures
 from runner_core.statuses import RunStatus
 from runner_core.store import checkpoint, claim
@@ -79,6 +80,13 @@ def _startup_reconciliation(**_kwargs) -> None:
     finally:
         engine.dispose()
         checkpoint.forget(engine)  # the main process writes nothing more
+
+
+@worker_ready.connect
+def _warn_demo_llm(**_kwargs) -> None:
+    """Say it loudly in the worker's log when the engine CLIs talk to the demo LLM."""
+    if settings.demo_llm:
+        log.warning(DEMO_LLM_WARNING, settings.demo_llm)
 
 
 def worker_name() -> str:
