@@ -78,7 +78,7 @@ def test_demo_echo_session_answers_from_the_jobs_own_input(service, engine):
     }
     assert result["validation_warnings"] == []  # valid as the agent wrote it
     notes = service["client"].get(f"/v1/jobs/{rid}/artifacts/notes.md")
-    assert notes.status_code == 200 and b"normalized: \"hello, demo world\"" in notes.data
+    assert notes.status_code == 200 and b'normalized: "hello, demo world"' in notes.data
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -112,6 +112,7 @@ def test_another_skill_gets_no_session_and_fails_its_schema(service):
     rid = service["client"].post("/v1/jobs", json=body).json["request_id"]
     status = wait_for_job(service["client"], rid, timeout=120, interval=0.1)
     assert status["status"] == "failed", status
+    assert status["error"]["code"] == "OUTPUT_VALIDATION_FAILED", status["error"]
     assert (
         NO_SESSION
         in (service["settings"].runs_dir / status["run_id"] / "logs" / "stdout.txt").read_text()
