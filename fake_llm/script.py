@@ -12,7 +12,8 @@ user's reply in an interactive run answers differently from the first turn).
 
 `final_text` is a `string.Template`: `$model`, `$tool_output` (raw text of the last tool
 result), `$tool_output_json` (the same as a JSON string literal) and `$tool_output_last_line`
-(its last non-empty line: what the command printed last, after any header the CLI adds) are
+(its last non-empty line: what the command printed last, after any header or closing wrapper
+tag the CLI adds) are
 substituted; any other `$name` is left as is, and JSON braces need no escaping.
 """
 
@@ -144,10 +145,23 @@ def render_final_text(script: Script, convo: Conversation) -> str:
         model=convo.model or script.model,
         tool_output=convo.last_tool_output,
         tool_output_json=json.dumps(convo.last_tool_output),
-        tool_output_last_line=next(
-            (line for line in reversed(convo.last_tool_output.splitlines()) if line.strip()), ""
-        ),
+        tool_output_last_line=last_printed_line(convo.last_tool_output),
     )
+
+
+def last_printed_line(output: str) -> str:
+    """What the command printed last, without what the CLI wraps around it: the last line
+    holding a JSON object or an <ASK_USER_YAML> block (after an `Output: ` label, as gemini
+    and qwen report), else the last non-empty line that is not a closing wrapper tag."""
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    for line in reversed(lines):
+        text = line.removeprefix("Output:").strip()
+        if text.startswith(("{", "<ASK_USER_YAML>")):
+            return text
+    for line in reversed(lines):
+        if not (line.startswith("</") and line.endswith(">") and " " not in line):
+            return line
+    return ""
 
 
 def estimate_tokens(payload: Any) -> int:

@@ -16,8 +16,16 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 MODEL = "demo-model"
 # skill id -> the program its session runs
-SESSIONS = {"demo-echo": "echo_session.py", "zotero-parse-attachment": "zotero_session.py"}
+SESSIONS = {
+    "demo-echo": "echo_session.py",
+    "zotero-parse-attachment": "zotero_session.py",
+    "demo-choose-summary": "choose_summary_session.py",
+}
+# the runner's messages that open a later turn of an interactive run (runner_core.interaction)
+LATER_TURNS = ("The user answered your question", "Nobody answered your question")
 FINAL_TEXT = "Done; the result is also in result/result.json:\n```json\n$tool_output_last_line\n```"
+# its last line is either the question (interactive mode) or the result JSON (auto mode)
+ASKING_TEXT = "I drafted candidate summaries.\n$tool_output_last_line"
 NO_SESSION = (
     "This is the demo LLM of skill-runner serve --demo-llm: it only plays the example skills "
     + ", ".join(SESSIONS)
@@ -38,12 +46,24 @@ def demo_script() -> dict[str, Any]:
         "tool": False,
         "final_text": NO_SESSION,
         "when": [
-            {
-                "contains": f"'{skill}'",  # the default prompt says: Use the skill named '<id>'
-                "tool": True,
-                "command": session_command(program),
-                "final_text": FINAL_TEXT,
-            }
-            for skill, program in SESSIONS.items()
+            # a later turn (only demo-choose-summary asks): the same program finishes the run
+            *(
+                {
+                    "contains": opening,
+                    "tool": True,
+                    "command": session_command(SESSIONS["demo-choose-summary"]),
+                    "final_text": "$tool_output_last_line",
+                }
+                for opening in LATER_TURNS
+            ),
+            *(
+                {
+                    "contains": f"'{skill}'",  # the default prompt: Use the skill named '<id>'
+                    "tool": True,
+                    "command": session_command(program),
+                    "final_text": ASKING_TEXT if skill == "demo-choose-summary" else FINAL_TEXT,
+                }
+                for skill, program in SESSIONS.items()
+            ),
         ],
     }

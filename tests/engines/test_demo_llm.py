@@ -118,3 +118,26 @@ def test_another_skill_gets_no_session_and_fails_its_schema(service):
         NO_SESSION
         in (service["settings"].runs_dir / status["run_id"] / "logs" / "stdout.txt").read_text()
     )
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_choose_summary_session_asks_and_finishes_with_the_reply(service, engine):
+    require_binary(get_adapter(engine))
+    client = service["client"]
+    body = {
+        "skill_id": "demo-choose-summary",
+        "engine": engine,
+        "input": {"text": PAPER},
+        "runtime_options": {"execution_mode": "interactive"},
+    }
+    rid = client.post("/v1/jobs", json=body).json["request_id"]
+    waiting = wait_for_job(client, rid, 120, ("waiting_user", "succeeded", "failed"), 0.1)
+    assert waiting["status"] == "waiting_user", (engine, waiting)
+    pending = client.get(f"/v1/jobs/{rid}/interaction/pending").json["pending"]
+    assert pending["kind"] == "choose_one" and len(pending["options"]) >= 2, pending["prompt"]
+    second = pending["options"][1]
+    answer = {"interaction_id": pending["interaction_id"], "response": second["value"]}
+    assert client.post(f"/v1/jobs/{rid}/interaction/reply", json=answer).status_code == 200
+    _status, result = finish(service, engine, rid)
+    assert result["data"]["chosen"] == "2" and result["data"]["chosen_by"] == "user"
+    assert result["data"]["summary"] == second["label"].split(": ", 1)[1]

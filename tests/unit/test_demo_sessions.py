@@ -89,3 +89,47 @@ def test_the_zotero_session_reads_the_attachment_and_orders_its_files(tmp_path):
     parsed = json.loads((tmp_path / "artifacts" / "parsed.json").read_text())
     assert parsed["item_key"] == "ABCD1234" and parsed["title"] == "Deep Nets"
     assert (tmp_path / "artifacts" / "notes.md").read_text().startswith("# Deep Nets\n")
+
+
+def test_the_choose_summary_session_asks_then_finishes_with_the_users_choice(tmp_path):
+    from runner_core.interaction import parse_question, reply_prompt
+
+    text = "Transformers replaced recurrence. They train faster on long sequences of tokens."
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "prompt.txt").write_text("Use the skill named 'demo-choose-summary'")
+    (tmp_path / "input.json").write_text(
+        json.dumps({"runtime_options": {"execution_mode": "interactive"}})
+    )
+    resolved = {"input": {"text": text}, "parameter": {}}
+    out = run_session("demo-choose-summary", tmp_path, resolved).strip().splitlines()[-1]
+    question, warning = parse_question(out)
+    assert warning is None and question.kind == "choose_one"
+    assert [o["value"] for o in question.options] == ["1", "2", "3"]
+    assert not (tmp_path / "result" / "result.json").exists()
+    with (tmp_path / "logs" / "prompt.txt").open("a") as fh:  # as the runner appends turn 2
+        fh.write("\n\n--- turn 2 ---\n" + reply_prompt({"prompt": question.prompt}, "2"))
+    final = json.loads(run_session("demo-choose-summary", tmp_path, resolved))
+    assert final["__SKILL_DONE__"] is True
+    assert final["chosen"] == "2" and final["chosen_by"] == "user"
+    assert final["summary"] == question.options[1]["label"].split(": ", 1)[1]
+    saved = json.loads((tmp_path / "result" / "result.json").read_text())
+    assert saved == {k: v for k, v in final.items() if k != "__SKILL_DONE__"}
+
+
+def test_the_choose_summary_session_decides_itself_in_auto_mode(tmp_path):
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "prompt.txt").write_text("Use the skill named 'demo-choose-summary'")
+    (tmp_path / "input.json").write_text(json.dumps({"runtime_options": {}}))
+    resolved = {"input": {"text": "One sentence here. Another one."}, "parameter": {}}
+    final = json.loads(run_session("demo-choose-summary", tmp_path, resolved))
+    assert final["chosen_by"] == "agent" and final["summary"] == "One sentence here."
+
+
+def test_the_last_printed_line_skips_what_the_cli_wraps_around_the_output():
+    from fake_llm.script import last_printed_line
+
+    gemini = '<untrusted_context>\nOutput: {"a": 1}\nExit Code: 0\nProcess Group PGID: 7\n</untrusted_context>'
+    assert last_printed_line(gemini) == '{"a": 1}'
+    asked = "Exit code: 0\nOutput:\n<ASK_USER_YAML>{}</ASK_USER_YAML>\n"
+    assert last_printed_line(asked) == "<ASK_USER_YAML>{}</ASK_USER_YAML>"
+    assert last_printed_line("plain words\n</wrapper>\n") == "plain words"
