@@ -176,6 +176,34 @@ class ReplyResult(Schema):
     accepted = fields.Boolean()
 
 
+class EventsArgs(Schema):
+    class Meta:
+        unknown = EXCLUDE
+
+    cursor = fields.Integer(
+        load_default=0,
+        validate=validate.Range(min=0),
+        metadata={"description": "resume after this seq (the Last-Event-ID header works too)"},
+    )
+
+
+class EventHistoryArgs(Schema):
+    class Meta:
+        unknown = EXCLUDE
+
+    from_seq = fields.Integer(load_default=None, validate=validate.Range(min=1))
+    to_seq = fields.Integer(load_default=None, validate=validate.Range(min=1))
+    from_ts = fields.String(load_default=None, metadata={"description": "ISO time, inclusive"})
+    to_ts = fields.String(load_default=None, metadata={"description": "ISO time, inclusive"})
+    limit = fields.Integer(load_default=1000, validate=validate.Range(min=1, max=10000))
+
+
+class EventHistory(Schema):
+    request_id = fields.String()
+    status = fields.String()
+    events = fields.List(fields.Dict(), metadata={"description": "FCMP envelopes, by seq"})
+
+
 class CancelResult(Schema):
     request_id = fields.String()
     accepted = fields.Boolean()

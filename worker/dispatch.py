@@ -3,6 +3,8 @@ file of a run cut short: shared by the run tasks and the interactive ones."""
 
 from __future__ import annotations
 
+from runner_core.event_bus import EventPublisher
+from runner_core.events import EventLog, RunRef
 from runner_core.finish_events import FinishPublisher
 from runner_core.queues import queue_for
 from runner_core.skills import load_skill
@@ -12,6 +14,19 @@ from worker.celery_app import app, settings
 from worker.run_layout import skill_source
 
 finished = FinishPublisher(settings.broker_url)  # wakes API requests waiting on a run
+_publish_event = EventPublisher(settings.broker_url)
+
+
+def events_of(run: Run) -> EventLog:
+    """The event log of `run` (events.jsonl in its directory, announced on Redis)."""
+    ref = RunRef(run.id, run.request_id, run.engine, run.attempt or 0)
+    return EventLog(settings.runs_dir / run.id, ref, _publish_event)
+
+
+def announce_end(run: Run, before: str, status: str, error: dict | None, trigger: str) -> None:
+    """The terminal event, then the finish notice (long polls wake on the latter)."""
+    events_of(run).state_changed(before, status, trigger, error=error, terminal=True)
+    finished.publish(run.id)
 
 
 def queue_of(run: Run) -> str:

@@ -11,13 +11,14 @@ import logging
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from celery.exceptions import SoftTimeLimitExceeded
 
 from runner_core.artifacts import index_artifacts, write_manifest
 from runner_core.error_codes import ErrorCode
+from runner_core.events import EventLog
 from runner_core.interaction import Pending, has_done_marker
 from runner_core.output import OutputOutcome, run_output_chain
 from runner_core.run_pool import RunDirPool
@@ -62,7 +63,9 @@ class RunExecutor:
         make_watch: Callable[[SkillPackage], Watch],
         request_payload: dict[str, Any] | None = None,
         load_resume: Callable[[], Resume | None] = lambda: None,
+        events: EventLog | None = None,
     ) -> None:
+        self.events = events  # the run's event log (None: no events recorded)
         self.settings, self.run, self.make_watch = settings, run, make_watch
         self.request_payload = request_payload  # the client's JSON body, for input.json
         self.load_resume = load_resume  # the next turn of an interactive run, if it is one
@@ -81,8 +84,12 @@ class RunExecutor:
     def execute(self) -> RunOutcome:
         """Execute and always write result/result.json in the run directory's shape."""
         try:
-            ctx = self._timed("prepare", self._prepare)
+            ctx = replace(self._timed("prepare", self._prepare), events=self.events)
+            if self.events is not None:
+                self.events.state_changed(RunStatus.QUEUED, RunStatus.RUNNING, f"turn {self.turn}")
             self._process(ctx)
+            if self.events is not None and self.entry is not None and self.entry.text:
+                self.events.emit("assistant.message.final", {"text": self.entry.text})
             self._timed(
                 "output", self._turn_output if self.interactive else self._output_chain, ctx
             )
@@ -119,6 +126,9 @@ class RunExecutor:
                 outcome = RunOutcome(RunStatus.FAILED, error, self.warnings)
             elif outcome.error is not None:
                 outcome.error = {**outcome.error, "result_not_written": error["message"]}
+        if self.events is not None:
+            for warning in self.warnings:
+                self.events.emit("diagnostic.warning", warning)
         outcome.timings = self.timings
         outcome.session_handle = self._session_handle()
         outcome.token_usage = self._token_usage()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from dataclasses import asdict
 from typing import Any
 
 from runner_core.statuses import RunStatus
@@ -13,7 +14,14 @@ from runner_core.store import interactions
 from runner_core.store.models import Run, utcnow
 from worker.celery_app import app, settings
 from worker.database import connect, sessions
-from worker.dispatch import finished, queue_of, send_run, write_failure
+from worker.dispatch import (
+    announce_end,
+    events_of,
+    finished,
+    queue_of,
+    send_run,
+    write_failure,
+)
 from worker.waiting import CANCELED, auto_decide, auto_reply_delay, record_question
 
 log = logging.getLogger(__name__)
@@ -25,10 +33,17 @@ COUNTDOWN_MAX_SEC = 3600
 def ask_user(run: Run, turn: int, outcome: Any) -> str:
     """The turn asked: the run waits for a reply, with an auto-reply scheduled if it wants one."""
     interaction_id = record_question(connect, run, turn, outcome, settings.lease_sec / 2)
-    finished.publish(run.id)  # wakes long polls: the run needs its client now
     if interaction_id is None:
         write_failure(run, RunStatus.CANCELED, CANCELED)
+        announce_end(run, RunStatus.RUNNING, RunStatus.CANCELED, CANCELED, "cancel")
         return RunStatus.CANCELED
+    events = events_of(run)
+    events.emit(
+        "user.input.required",
+        {"interaction_id": interaction_id, "turn": turn, **asdict(outcome.pending)},
+    )
+    events.state_changed(RunStatus.RUNNING, RunStatus.WAITING_USER, "ask", interaction_id)
+    finished.publish(run.id)  # wakes long polls: the run needs its client now
     delay = auto_reply_delay(run, settings.reply_timeout_max_sec)
     if delay is not None and delay <= COUNTDOWN_MAX_SEC:
         try:
@@ -50,6 +65,15 @@ def auto_reply(run_id: str, interaction_id: int) -> str:
         )
         run = session.get(Run, run_id) if outcome == interactions.ACCEPTED else None
     if run is not None:
+        events = events_of(run)
+        waited = interactions.reply_timeout(
+            run.runtime_options or {}, settings.reply_timeout_max_sec
+        )
+        events.emit(
+            "interaction.auto_decide.timeout",
+            {"interaction_id": interaction_id, "timeout_sec": waited},
+        )
+        events.state_changed(RunStatus.WAITING_USER, RunStatus.QUEUED, "auto_decide")
         send_run(run, task_id)  # if this fails the run is queued: the sweep re-sends it
     return outcome
 

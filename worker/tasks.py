@@ -29,7 +29,7 @@ from runner_core.store.db import make_engine, make_sessionmaker, retry_unavailab
 from runner_core.store.models import Run
 from worker.celery_app import app, settings
 from worker.database import connect, sessions
-from worker.dispatch import finished, send_run, write_failure
+from worker.dispatch import announce_end, events_of, finished, send_run, write_failure
 from worker.executor import RunExecutor
 from worker.interactive_tasks import ask_user, overdue_replies
 from worker.lease import Heartbeat, beat_interval, make_watch
@@ -121,6 +121,7 @@ def execute_run(self, run_id: str) -> str:
         lambda pkg: make_watch(settings, connect, claimed, pkg),
         run.request_payload,
         lambda: _resume(claimed),
+        events_of(claimed),
     )
     try:
         with Heartbeat(connect, run_id, beat_interval(settings)):
@@ -179,8 +180,10 @@ def _execute(executor: RunExecutor) -> str:
                 )
 
         # result/result.json is written: a database away for a moment must not lose the run
-        retry_unavailable(record, f"finish of run {run.id}", settings.lease_sec / 2)
-        finished.publish(run.id)
+        if retry_unavailable(record, f"finish of run {run.id}", settings.lease_sec / 2):
+            announce_end(run, RunStatus.RUNNING, outcome.status, outcome.error, "turn_finished")
+        else:
+            finished.publish(run.id)
         return outcome.status
     except (Terminated, SoftTimeLimitExceeded) as exc:
         # the supervisor's `finally` has already killed the process group
@@ -209,7 +212,7 @@ def _execute(executor: RunExecutor) -> str:
         if not ended:
             return "recorded"
         write_failure(run, status, error)
-        finished.publish(run.id)
+        announce_end(run, RunStatus.RUNNING, status, error, "terminated")
         return status
     except Exception as exc:
         # A failure outside the executor's own handling (e.g. its result could not be
@@ -220,7 +223,7 @@ def _execute(executor: RunExecutor) -> str:
             ended = run_states.finish_run(conn, run.id, RunStatus.FAILED, error=error)
         if ended:
             write_failure(run, RunStatus.FAILED, error)
-            finished.publish(run.id)
+            announce_end(run, RunStatus.RUNNING, RunStatus.FAILED, error, "crashed")
         return RunStatus.FAILED
 
 

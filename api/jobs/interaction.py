@@ -9,6 +9,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from api import context
 from api.errors import ApiError
 from api.jobs.create import submit
 from runner_core.error_codes import ErrorCode
@@ -75,6 +76,12 @@ def reply(
     given = interactions.Answer(body.get("response"), key, task_id=task_id)
     outcome = interactions.answer(session, run.id, interaction_id, given)
     if outcome == interactions.ACCEPTED:
+        log = context.run_events(run)
+        log.emit(
+            "interaction.reply.accepted",
+            {"interaction_id": interaction_id, "response": body.get("response")},
+        )
+        log.state_changed(RunStatus.WAITING_USER, RunStatus.QUEUED, "reply")
         submit(skill_for(), run.id, run.engine, run.runtime_options or {}, task_id)
     elif outcome == interactions.NOT_WAITING:
         session.refresh(run)

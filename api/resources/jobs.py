@@ -37,6 +37,10 @@ JOB = RunKind(
         "Reply": "Answer the pending question: the run resumes its engine session with the "
         "answer.\n409 when the run is not waiting or the question is not the pending one; "
         "a repeated\n`idempotency_key` answers the same and starts nothing.",
+        "Events": "The run's events as Server-Sent Events: `snapshot` first, then one "
+        "`chat_event` per\nFCMP event (`id:` = seq) and a `heartbeat` every 5 s; closes after the "
+        "terminal\nevent. `cursor` (or Last-Event-ID) resumes after that seq.",
+        "EventsHistory": "The run's stored FCMP events by seq and/or time range.",
         "Cancel": "Cancel an active run; a finished run answers accepted=false.",
         "Bundle": "Download the run bundle zip (result + artifacts + manifest; whole run with "
         "debug).",

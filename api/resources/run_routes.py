@@ -17,8 +17,12 @@ from api.jobs.create import Accepted, take_upload
 from api.jobs.files import bundle_response, load_finished
 from api.jobs.read import load_job, read_job, wait_for_job
 from api.jobs.rows import JobRow, RunState
+from api.resources import run_events
 from api.schemas import (
     CancelResult,
+    EventHistory,
+    EventHistoryArgs,
+    EventsArgs,
     InteractionReply,
     JobCreated,
     JobLogs,
@@ -47,6 +51,7 @@ class RunKind:
 
 # schema instances, not classes: webargs would build a new schema object per request
 _WAIT_ARGS, _RANGE_ARGS, _REPLY_ARGS = WaitArgs(), LogRangeArgs(), InteractionReply()
+_EVENTS_ARGS, _HISTORY_ARGS = EventsArgs(), EventHistoryArgs()
 
 
 def register_run_routes(blp: Blueprint, kind: RunKind) -> None:
@@ -106,6 +111,17 @@ def register_run_routes(blp: Blueprint, kind: RunKind) -> None:
                 req, run = load_job(session, request_id, kind.name)
                 return interaction.reply(session, req, run, body, lambda: kind.skill_for(req, run))
 
+    class Events(MethodView):
+        @blp.arguments(_EVENTS_ARGS, location="query")
+        def get(self, args: dict[str, Any], request_id: str) -> Response:
+            return run_events.sse_response(request_id, kind.name, args["cursor"])
+
+    class EventsHistory(MethodView):
+        @blp.arguments(_HISTORY_ARGS, location="query")
+        @blp.response(200, EventHistory)
+        def get(self, args: dict[str, Any], request_id: str) -> dict[str, Any]:
+            return run_events.history_body(request_id, kind.name, args)
+
     class Cancel(MethodView):
         @blp.response(200, CancelResult)
         def post(self, request_id: str) -> dict[str, Any]:
@@ -121,6 +137,8 @@ def register_run_routes(blp: Blueprint, kind: RunKind) -> None:
         ("/<request_id>/cancel", Cancel),
         ("/<request_id>/interaction/pending", Pending),
         ("/<request_id>/interaction/reply", Reply),
+        ("/<request_id>/events", Events),
+        ("/<request_id>/events/history", EventsHistory),
     ):
         _register(blp, rule, view, kind)
 

@@ -35,6 +35,8 @@ TEMP_RUN = RunKind(
         "LogsRange": "A byte range of one log (as /v1/jobs/{request_id}/logs/range).",
         "Pending": "The question an interactive one-off run waits on (as for jobs).",
         "Reply": "Answer the pending question of an interactive one-off run (as for jobs).",
+        "Events": "The one-off run's events as Server-Sent Events (as for jobs).",
+        "EventsHistory": "The one-off run's stored FCMP events (as for jobs).",
         "Cancel": "Cancel an active one-off run; a finished run answers accepted=false.",
         "Bundle": "Download the run bundle zip (409 RUN_NOT_FINISHED while it runs).",
     },

@@ -320,3 +320,83 @@ def test_twenty_waiting_runs_hold_no_slot_while_an_auto_run_completes(service):
     for rid in waiting:  # still waiting: nothing timed out or was dropped
         assert service["client"].get(f"/v1/jobs/{rid}").json["status"] == "waiting_user"
         service["client"].post(f"/v1/jobs/{rid}/cancel")
+
+
+def sse_frames(client, url, headers=None):
+    """The frames of an SSE response as (event, id, data) until the server closes it."""
+    response = client.get(url, headers=headers or {}, buffered=False)
+    assert response.status_code == 200 and response.mimetype == "text/event-stream"
+    text = ""
+    for chunk in response.response:
+        text += chunk.decode() if isinstance(chunk, bytes) else chunk
+    frames = []
+    for block in text.strip().split("\n\n"):
+        fields = dict(line.split(": ", 1) for line in block.splitlines())
+        frames.append((fields["event"], fields.get("id"), json.loads(fields["data"])))
+    return frames
+
+
+def test_the_event_stream_tells_the_whole_conversation(service):
+    client = service["client"]
+    rid = start(service)
+    seen: dict = {}
+    reader = threading.Thread(
+        target=lambda: seen.update(frames=sse_frames(client, f"/v1/jobs/{rid}/events"))
+    )
+    reader.start()  # subscribed from the start: live events, not a replay
+    status = wait(service, rid)
+    reply(service, rid, status["pending_interaction_id"], "TITLE-B-7")
+    status = wait(service, rid, TERMINAL_STATUSES)
+    reader.join(timeout=60)
+    assert not reader.is_alive(), "the stream did not close after the terminal event"
+    frames = seen["frames"]
+    assert frames[0][0] == "snapshot" and frames[0][2]["status"] in ("queued", "running")
+    streamed = [data for kind, _id, data in frames if kind == "chat_event"]
+    history = client.get(f"/v1/jobs/{rid}/events/history").json["events"]
+    assert streamed == history  # nothing lost, nothing repeated
+    assert [e["seq"] for e in history] == list(range(1, len(history) + 1))
+    assert {e["protocol_version"] for e in history} == {"fcmp/1.0"}
+    assert {e["run_id"] for e in history} == {status["run_id"]}
+    types = [e["type"] for e in history]
+    changes = [
+        (e["data"]["from"], e["data"]["to"]) for e in history if e["type"].endswith("changed")
+    ]
+    assert changes == [
+        ("queued", "running"),
+        ("running", "waiting_user"),
+        ("waiting_user", "queued"),
+        ("queued", "running"),
+        ("running", "succeeded"),
+    ]
+    assert history[-1]["data"]["terminal"] == {"status": "succeeded", "error": None}
+    for wanted in (
+        "user.input.required",
+        "interaction.reply.accepted",
+        "tool.call",
+        "tool.result",
+        "assistant.message.final",
+        "raw.stdout",
+    ):
+        assert wanted in types, wanted
+    asked = next(e for e in history if e["type"] == "user.input.required")
+    assert (
+        asked["data"]["interaction_id"] == status["interaction_count"]
+        and asked["data"]["kind"] == "choose_one"
+    )
+    # a raw chunk points at its bytes in logs/range
+    raw = next(e for e in history if e["type"] == "raw.stdout")["data"]
+    ref = raw["raw_ref"]
+    ranged = client.get(
+        f"/v1/jobs/{rid}/logs/range",
+        query_string={"stream": "stdout", "byte_from": ref["byte_from"], "byte_to": ref["byte_to"]},
+    ).json
+    assert ranged["text"].startswith(raw["text"][:100])
+    # resuming mid-way: after seq 3 comes exactly the rest (cursor or Last-Event-ID)
+    for url, headers in (
+        (f"/v1/jobs/{rid}/events?cursor=3", None),
+        (f"/v1/jobs/{rid}/events", {"Last-Event-ID": "3"}),
+    ):
+        rest = [d for kind, _i, d in sse_frames(client, url, headers) if kind == "chat_event"]
+        assert rest == history[3:]
+    window = client.get(f"/v1/jobs/{rid}/events/history?from_seq=2&to_seq=4").json["events"]
+    assert [e["seq"] for e in window] == [2, 3, 4]
