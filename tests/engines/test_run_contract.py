@@ -1,10 +1,10 @@
-"""The run contract beyond the prompt, through the whole service with the real codex CLI:
-REST -> Redis -> worker -> codex -> fake LLM.
+"""The run contract beyond the prompt, through the whole service with real CLIs (codex; every
+engine for the dependencies): REST -> Redis -> worker -> CLI -> fake LLM.
 
 - a hybrid skill: the engine's turn, then the skill's script, which sees the engine's final
   message and files and completes the result; a script that exits non-zero fails the run;
-- `runtime.dependencies` of a prompt skill: the agent's shell imports them (uv, offline, from a
-  wheel built here: not in the service's venv); a dependency uv cannot find fails the run
+- `runtime.dependencies` of a prompt skill: the agent's shell imports them on each engine (uv,
+  offline, from a wheel built here: not in the service's venv; codex's shell is a login shell); a dependency uv cannot find fails the run
   before the CLI starts;
 - `{{ input.x }}` / `{{ parameter.x }}` in SKILL.md reach the agent rendered (its shell reads
   the run's copy); the installed skill keeps the template; one that does not render fails.
@@ -31,14 +31,14 @@ from tests.integration.services import WorkerProcess, broker_settings
 from tests.packages import build_wheel
 
 REDIS_DB = 12  # of its own (see tests/README.md)
+ENGINES = ["codex", "claude", "gemini", "opencode", "qwen"]  # the dependencies test runs on each
 DEP_MODULE = "zqx_contract_dep"  # a wheel built by the fixture; the service's venv lacks it
 SKILL_DIR = get_adapter("codex").skill_dirs[0]  # where codex finds the run's skill
 
 
 @pytest.fixture(scope="module")
 def service(tmp_path_factory):
-    """One codex worker (uv offline, wheels from a folder) and one fake LLM for the module."""
-    require_binary(get_adapter("codex"))
+    """One worker (uv offline, wheels from a folder) and one fake LLM for the module."""
     root = tmp_path_factory.mktemp("run-contract")
     wheels = root / "wheels"
     build_wheel(wheels, DEP_MODULE, value="from-the-wheel")
@@ -47,7 +47,9 @@ def service(tmp_path_factory):
     with FakeLLM(script_file) as llm, broker_settings(root, REDIS_DB) as settings:
         config_dir = root / "engine-config"
         shutil.copytree(REPO_ROOT / "deploy" / "engine-config", config_dir)
-        (config_dir / "codex" / "enforced.json").write_text(json.dumps(FAKE_CONFIG["codex"](llm)))
+        for engine in ENGINES:
+            (config_dir / engine).mkdir(exist_ok=True)
+            (config_dir / engine / "enforced.json").write_text(json.dumps(FAKE_CONFIG[engine](llm)))
         worker = WorkerProcess(
             settings,
             "engines",
@@ -87,12 +89,15 @@ def echo_variant(settings, skill_id: str, *, body: str | None = None, **runner) 
     return dest
 
 
-def run_job(service, skill_id: str, script: Script, **body) -> tuple[dict, dict, str]:
+def run_job(
+    service, skill_id: str, script: Script, engine: str = "codex", **body
+) -> tuple[dict, dict, str]:
     """Run one job with the LLM following `script`: (status, result, what the CLI sent)."""
+    require_binary(get_adapter(engine))
     service["script"].write_text(json.dumps(asdict(script)))
     client, llm = service["client"], service["llm"]
     seen = len(llm.requests)
-    payload = {"skill_id": skill_id, "engine": "codex", "input": {"text": "hello"}, **body}
+    payload = {"skill_id": skill_id, "engine": engine, "input": {"text": "hello"}, **body}
     payload["runtime_options"] = {"no_cache": True}
     rid = client.post("/v1/jobs", json=payload).json["request_id"]
     try:
@@ -143,20 +148,22 @@ def test_hybrid_script_exiting_non_zero_fails_the_run(service):
     assert result["data"] is None
 
 
-def test_prompt_skill_dependencies_are_importable_in_the_agents_shell(service):
+@pytest.mark.parametrize("engine", ENGINES)
+def test_prompt_skill_dependencies_are_importable_in_the_agents_shell(service, engine):
     assert importlib.util.find_spec(DEP_MODULE) is None  # the service's own venv lacks it
-    echo_variant(
-        service["settings"],
-        "deps-prompt",
-        runtime={"language": "python", "dependencies": [f"{DEP_MODULE}==0.1.0"]},
-    )
+    if not (service["settings"].skills_dir / "deps-prompt").is_dir():  # one skill, each engine
+        echo_variant(
+            service["settings"],
+            "deps-prompt",
+            runtime={"language": "python", "dependencies": [f"{DEP_MODULE}==0.1.0"]},
+        )
     # The tool call imports the module and needs VIRTUAL_ENV, else it writes no result.
     agent = Script(
         command=f"python -c \"import json, os, {DEP_MODULE} as m; os.environ['VIRTUAL_ENV']; "
         "json.dump(dict(text=m.VALUE, length=14), open('result/result.json', 'w'))\"",
         final_text="Written to result/result.json.",
     )
-    status, result, sent = run_job(service, "deps-prompt", agent)
+    status, result, sent = run_job(service, "deps-prompt", agent, engine)
     assert status["status"] == "succeeded", (status, result, sent[-3000:])
     assert result["data"] == {"text": "from-the-wheel", "length": 14}
     cache = service["settings"].data_dir / "uv-cache"
