@@ -66,6 +66,8 @@ class ErrorCode(StrEnum):
     UPLOAD_TIMEOUT = "UPLOAD_TIMEOUT"
     SKILL_SCRIPT_FAILED = "SKILL_SCRIPT_FAILED"
     PROMPT_TEMPLATE_ERROR = "PROMPT_TEMPLATE_ERROR"
+    SKILL_MD_TEMPLATE_ERROR = "SKILL_MD_TEMPLATE_ERROR"
+    DEPENDENCIES_UNAVAILABLE = "DEPENDENCIES_UNAVAILABLE"
     OUTPUT_VALIDATION_FAILED = "OUTPUT_VALIDATION_FAILED"
     ARTIFACT_MISSING = "ARTIFACT_MISSING"
     OUTPUT_TOO_LARGE = "OUTPUT_TOO_LARGE"
@@ -163,8 +165,14 @@ CATALOGUE: dict[ErrorCode, CodeUse] = {
     _C.INPUT_FILE_EXTENSION_NOT_ALLOWED: CodeUse((RUN,), "an upload's extension is not allowed"),
     _C.INPUT_FILE_AMBIGUOUS: CodeUse((RUN,), "more than one uploaded file matches a field"),
     _C.UPLOAD_TIMEOUT: CodeUse((RUN,), "no upload arrived within the wait"),
-    _C.SKILL_SCRIPT_FAILED: CodeUse((RUN,), "the skill's script exited non-zero"),
+    _C.SKILL_SCRIPT_FAILED: CodeUse(
+        (RUN,), "the skill's script (of a script or hybrid skill) exited non-zero"
+    ),
     _C.PROMPT_TEMPLATE_ERROR: CodeUse((RUN,), "the prompt template does not render"),
+    _C.SKILL_MD_TEMPLATE_ERROR: CodeUse((RUN,), "the skill's SKILL.md does not render"),
+    _C.DEPENDENCIES_UNAVAILABLE: CodeUse(
+        (RUN,), "uv could not provide the skill's runtime dependencies for the engine"
+    ),
     _C.OUTPUT_VALIDATION_FAILED: CodeUse((RUN,), "no output passed the output schema"),
     _C.ARTIFACT_MISSING: CodeUse((RUN,), "a required artifact was not produced"),
     _C.OUTPUT_TOO_LARGE: CodeUse((RUN,), "the process wrote more than the output limit"),

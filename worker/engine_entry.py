@@ -15,6 +15,7 @@ from runner_core.error_codes import ErrorCode
 from runner_core.output import RepairRequest
 from runner_core.prompts import PromptContext, PromptError, patch_skill_md, render_prompt
 from runner_core.workspace import install_skill_copy, write_git_marker, write_json
+from worker.engine_dependencies import provide_dependencies
 from worker.entry import EntryContext, EntryResult, add_tokens
 from worker.failures import RunFailed, process_failure
 from worker.output_tail import OutputTail
@@ -41,22 +42,20 @@ def run_engine(entry: EntryContext, resume: Resume | None = None) -> EntryResult
         "runtime_options": run.runtime_options,
         f"{run.engine}_config": run.runtime_options.get(f"{run.engine}_config"),
     }
+    prompt_ctx = PromptContext(
+        entry.inputs.input, entry.inputs.parameter, paths.root, run.engine, mode
+    )
     try:
         config = load_engine_config(run.engine, skill_dir=pkg.root, user=user)
         if resume is None:
-            prompt = render_prompt(
-                pkg,
-                PromptContext(
-                    entry.inputs.input, entry.inputs.parameter, paths.root, run.engine, mode
-                ),
-            )
+            prompt = render_prompt(pkg, prompt_ctx)
+            patch_skill_md(pkg.root, pkg, prompt_ctx)
     except PromptError as exc:
         raise RunFailed(exc.code, str(exc)) from exc
     except EngineConfigError as exc:
         raise RunFailed(ErrorCode.ENGINE_CONFIG_INVALID, str(exc)) from exc
     if resume is None:
         (paths.logs / "prompt.txt").write_text(prompt, encoding="utf-8")
-        patch_skill_md(pkg.root, pkg, paths.root, mode)
         install_skill_copy(pkg.root, paths, adapter.skill_dirs)
         write_git_marker(paths.root)
     else:
@@ -73,6 +72,7 @@ def run_engine(entry: EntryContext, resume: Resume | None = None) -> EntryResult
         execution_mode=mode,
         session_id=resume.session_id if resume else None,
     )
+    adapter = provide_dependencies(entry, adapter)  # runtime.dependencies for its shell
     spec = adapter.build_command(ctx)
     timings = {"engine_setup": round(time.perf_counter() - setup_started, 4)}
     result = _run_streamed(entry, spec, run.engine)

@@ -28,13 +28,13 @@ from runner_core.skills.locks import locks_dir, skill_lock
 from runner_core.statuses import RunStatus
 from runner_core.store.models import Run
 from runner_core.workspace import RunPaths, create_run_dir, disk_full
-from worker.engine_entry import run_engine
 from worker.entry import EntryContext, EntryResult, add_tokens
+from worker.entrypoints import run_entrypoint
 from worker.failures import RunFailed
 from worker.prepare import resumed_context, stage_skill, write_inputs
 from worker.results import write_result
 from worker.run_layout import PoolLayout, run_relative
-from worker.script_entry import run_script, skill_command
+from worker.script_entry import skill_command
 from worker.supervisor import Watch
 from worker.turns import AwaitUser, Resume, decide, is_interactive, turn_number
 
@@ -181,8 +181,7 @@ class RunExecutor:
         """Run the entrypoint; its own timings come before the step's total."""
         started = time.perf_counter()
         try:
-            script = ctx.pkg.loaded_manifest.entrypoint.type == "script"
-            self.entry = run_script(ctx) if script else run_engine(ctx, self.resume)
+            self.entry = run_entrypoint(ctx, self.resume)
         finally:
             if self.entry is not None:
                 self.timings.update(self.entry.timings)

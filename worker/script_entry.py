@@ -101,13 +101,19 @@ def script_argv(command: str, runtime: Runtime | None) -> list[str]:
     if argv and argv[0] in ("python", "python3"):
         argv[0] = sys.executable
     if runtime and runtime.dependencies:
-        wrapped = [uv_binary(), "run", "--no-project", "--quiet", "--python", _python(runtime)]
-        for dep in runtime.dependencies:
-            wrapped += ["--with", dep]
         if argv and argv[0] == sys.executable:
             argv[0] = "python"
-        return wrapped + ["--"] + argv
+        return uv_run_argv(runtime) + argv
     return argv
+
+
+def uv_run_argv(runtime: Runtime) -> list[str]:
+    """`uv run ... --with <dep> --`: what follows runs with an environment holding the deps
+    first on PATH (and as VIRTUAL_ENV), built from uv's cache."""
+    argv = [uv_binary(), "run", "--no-project", "--quiet", "--python", _python(runtime)]
+    for dep in runtime.dependencies:
+        argv += ["--with", dep]
+    return argv + ["--"]
 
 
 def _python(runtime: Runtime) -> str:
