@@ -345,7 +345,8 @@ def test_the_event_stream_tells_the_whole_conversation(service):
     )
     reader.start()  # subscribed from the start: live events, not a replay
     status = wait(service, rid)
-    reply(service, rid, status["pending_interaction_id"], "TITLE-B-7")
+    asked_id = status["pending_interaction_id"]
+    reply(service, rid, asked_id, "TITLE-B-7")
     status = wait(service, rid, TERMINAL_STATUSES)
     reader.join(timeout=60)
     assert not reader.is_alive(), "the stream did not close after the terminal event"
@@ -380,7 +381,7 @@ def test_the_event_stream_tells_the_whole_conversation(service):
         assert wanted in types, wanted
     asked = next(e for e in history if e["type"] == "user.input.required")
     assert (
-        asked["data"]["interaction_id"] == status["interaction_count"]
+        asked["data"]["interaction_id"] == asked_id
         and asked["data"]["kind"] == "choose_one"
     )
     # a raw chunk points at its bytes in logs/range
