@@ -30,6 +30,15 @@ class RunnerApi(Api):
         return http_exception_response(error)
 
 
+def max_waiters() -> int:
+    """How many long polls (wait_sec) one API process lets wait at once: under gevent a waiter
+    is a greenlet (bounded by WEB_CONNECTIONS); under gthread it holds one of WEB_THREADS, and
+    one thread is left free for other requests."""
+    if os.environ.get("WEB_WORKER_CLASS", "gevent") == "gevent":
+        return max(1, int(os.environ.get("WEB_CONNECTIONS", "1000")) // 2)
+    return max(1, int(os.environ.get("WEB_THREADS", "4")) - 1)
+
+
 def create_app(config: dict[str, Any] | None = None) -> Flask:
     """Build the app. Tests pass {"SETTINGS": ..., "QUEUE": FakeQueue()}."""
     app = Flask(__name__)
@@ -45,10 +54,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     app.extensions["queue"] = app.config.get("QUEUE") or CeleryQueue(
         settings.broker_url, settings.task_events
     )
-    # long polls (wait_sec) hold a server thread each: leave one of gunicorn's threads free
-    app.extensions["finish_watcher"] = FinishWatcher(
-        settings.broker_url, max_waiters=int(os.environ.get("WEB_THREADS", "4")) - 1
-    )
+    app.extensions["finish_watcher"] = FinishWatcher(settings.broker_url, max_waiters=max_waiters())
     app.extensions["event_publisher"] = EventPublisher(settings.broker_url)
     register_error_handlers(app)
     require_token(app, settings.api_tokens)
