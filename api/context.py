@@ -49,4 +49,5 @@ def skills() -> SkillRegistry:
 def run_events(run: Run) -> EventLog:
     """The event log of `run`, for the transitions the API makes (a reply, a cancel)."""
     ref = RunRef(run.id, run.request_id, run.engine, run.attempt or 0)
-    return EventLog(settings().runs_dir / run.id, ref, current_app.extensions["event_publisher"])
+    publish = current_app.extensions["event_publisher"]
+    return EventLog(settings().runs_dir / run.id, ref, publish, settings().events)

@@ -57,6 +57,7 @@ class Settings:
     upload_wait_sec: int = 86400  # a job waiting this long for its upload fails UPLOAD_TIMEOUT
     reply_timeout_max_sec: int = 86400  # caps runtime_options.interactive_reply_timeout_sec
     task_events: bool = False
+    events: bool = True  # each run's FCMP events (events.jsonl + pub/sub); off for benchmarks
     run_pool: int = 2  # run directories made ahead per skill version and kind (0: off)
     snapshot_mode: str = "link"  # link: from a read-only copy per skill version; copy: full copies
     api_tokens: tuple[str, ...] = field(default=(), repr=False)  # empty: no token asked for
@@ -280,6 +281,7 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         run_pool=read.number("SKILL_RUNNER_RUN_POOL", 2, minimum=0),
         snapshot_mode=_snapshot_mode(env.get("SKILL_RUNNER_SNAPSHOT", "link")),
         task_events=read.flag("SKILL_RUNNER_TASK_EVENTS"),
+        events=read.flag("SKILL_RUNNER_EVENTS") if "SKILL_RUNNER_EVENTS" in read.env else True,
         api_tokens=api_tokens(env.get("SKILL_RUNNER_API_TOKEN", "")),
         cors_origins=cors_origins(env.get("SKILL_RUNNER_CORS_ORIGINS", "")),
         demo_llm=env.get(DEMO_LLM_ENV, "").strip(),
