@@ -48,6 +48,7 @@ class Settings:
     max_output_bytes: int = 256 * 1024**2  # a process's stdout + stderr (0: no limit)
     min_free_bytes: int = 256 * 1024**2  # /healthz is degraded below this much free disk
     upload_wait_sec: int = 86400  # a job waiting this long for its upload fails UPLOAD_TIMEOUT
+    idempotency_ttl_sec: int = 86400  # how long an Idempotency-Key answers with its first job
     task_events: bool = False
     run_pool: int = 2  # run directories made ahead per skill version and kind (0: off)
     snapshot_mode: str = "link"  # link: from a read-only copy per skill version; copy: full copies
@@ -261,6 +262,7 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         max_request_bytes=read.number("SKILL_RUNNER_MAX_REQUEST_BYTES", 16 * 1024**2, minimum=1024),
         max_output_bytes=read.number("SKILL_RUNNER_MAX_OUTPUT_BYTES", 256 * 1024**2, minimum=0),
         upload_wait_sec=read.number("SKILL_RUNNER_UPLOAD_WAIT_SEC", 86400, minimum=1),
+        idempotency_ttl_sec=read.number("SKILL_RUNNER_IDEMPOTENCY_TTL_SEC", 86400, minimum=86400),
         min_free_bytes=read.number("SKILL_RUNNER_MIN_FREE_BYTES", 256 * 1024**2, minimum=0),
         sweep_interval_sec=read.number("SKILL_RUNNER_SWEEP_INTERVAL_SEC", 10, float, minimum=0.1),
         kill_grace_sec=read.number("SKILL_RUNNER_KILL_GRACE_SEC", 3, float, minimum=0),
