@@ -155,26 +155,11 @@ class BatchRun:
             parameter=job.parameter,
             input=job.input,
             runtime_options=job.runtime_options,
+            files=job.files or None,  # a resumed job's upload, already taken, is not sent again
             idempotency_key=job.idempotency_key(self.batch_file),
         )
-        if job.files:
-            self._upload(created["request_id"], job)
         self.progress.submitted()
         self._pending.put(Pending(job, created["request_id"], started))
-
-    def _upload(self, request_id: str, job: BatchJob) -> None:
-        """Upload the job's files; a resumed job whose upload was already taken goes on."""
-        for _ in range(60):
-            try:
-                self.client.jobs.upload(request_id, job.files)
-                return
-            except SkillRunnerError as exc:
-                if exc.code == "UPLOAD_NOT_ALLOWED":
-                    return
-                if exc.code != "UPLOAD_IN_PROGRESS":
-                    raise
-                time.sleep(1.0)  # an upload of an earlier attempt is still coming in
-        raise SkillRunnerError(409, "UPLOAD_IN_PROGRESS", f"upload of {request_id} never ended")
 
     # -- collecting ------------------------------------------------------------------------
     def _collector(self) -> None:

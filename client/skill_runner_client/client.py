@@ -73,15 +73,18 @@ class Jobs(RunRoutes):
         idempotency_key: str | None = None,
     ) -> Created:
         """Create a job and, when `files` are given (field -> path or bytes), upload them.
-        With `idempotency_key`, sending the same job again returns the first one."""
+        With `idempotency_key`, sending the same job again returns the first one (and its
+        upload is not sent twice)."""
         body = job_body(skill_id, engine, model, parameter, input, runtime_options)
         response = self._t.request(
             "POST", self.prefix, json=body, headers=key_header(idempotency_key)
         )
         created = cast(Created, response.json())
-        if files:
-            return self.upload(created["request_id"], files)
-        return created
+        if not files:
+            return created
+        if idempotency_key:
+            return self.upload_again(created["request_id"], files)
+        return self.upload(created["request_id"], files)
 
     def list(
         self,
@@ -159,8 +162,8 @@ class TempRuns(RunRoutes):
             )
         created = cast(TempRunCreated, response.json())
         if files:
-            uploaded = self.upload(created["request_id"], files)
-            created = cast(TempRunCreated, {**created, **uploaded})
+            send = self.upload_again if idempotency_key else self.upload
+            created = cast(TempRunCreated, {**created, **send(created["request_id"], files)})
         return created
 
 

@@ -41,6 +41,25 @@ class RunRoutes:
         with build_inputs_zip(files) as body:
             return self.upload_zip(request_id, body)
 
+    def upload_again(self, request_id: str, files: Mapping[str, FileSource]) -> Created:
+        """`upload` for a create that may have been sent before (the same Idempotency-Key): an
+        upload already taken is not an error, one still coming in is waited for."""
+        for _ in range(120):
+            try:
+                return self.upload(request_id, files)
+            except SkillRunnerError as exc:
+                if exc.code == "UPLOAD_NOT_ALLOWED":
+                    status = self.get(request_id)
+                    return {
+                        "request_id": request_id,
+                        "cache_hit": status.get("cache_hit", False),
+                        "status": status["status"],
+                    }
+                if exc.code != "UPLOAD_IN_PROGRESS":
+                    raise
+            time.sleep(0.5)  # the upload of the earlier attempt is still coming in
+        raise SkillRunnerError(409, "UPLOAD_IN_PROGRESS", f"the upload of {request_id} never ended")
+
     def upload_zip(self, request_id: str, zip_file: IO[bytes] | str | os.PathLike[str]) -> Created:
         """Send a ready-made input zip (an open binary file or a path)."""
         if not hasattr(zip_file, "read"):
@@ -67,18 +86,24 @@ class RunRoutes:
         request_id: str,
         timeout: float | None = None,
         until: tuple[str, ...] = TERMINAL_STATUSES,
+        interval: float = 0.2,
     ) -> JobStatus:
-        """Long-poll until the status is one of `until` (by default: the run ended); raises
-        TimeoutError after `timeout` seconds (None: no limit)."""
+        """Until the status is one of `until` (by default: the run ended): long polls while
+        waiting for the end, polls every `interval` s for other statuses (the long poll answers
+        only at the end). TimeoutError after `timeout` seconds (None: no limit)."""
+        long_poll = set(until) <= set(TERMINAL_STATUSES)
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             left = LONG_POLL_SEC if deadline is None else deadline - time.monotonic()
-            status = self.get(request_id, wait_sec=max(0.0, min(LONG_POLL_SEC, left)))
+            wait_sec = max(0.0, min(LONG_POLL_SEC, left)) if long_poll else None
+            status = self.get(request_id, wait_sec=wait_sec)
             if status["status"] in until:
                 return status
             if deadline is not None and time.monotonic() >= deadline:
                 raise TimeoutError(f"{request_id} still {status['status']} after {timeout} s")
-            if status["status"] == "waiting_user" or status.get("waiting_for_upload"):
+            if not long_poll:
+                time.sleep(interval)
+            elif status["status"] == "waiting_user" or status.get("waiting_for_upload"):
                 time.sleep(1.0)  # the long poll answers at once while the run needs the client
 
     def result(self, request_id: str, wait_sec: float | None = None) -> JobResult:
