@@ -100,6 +100,7 @@ class BatchRun:
         self.progress = Progress(len(self.jobs), ok, len(done) - ok)
         self._todo = [j for j in self.jobs if j.key not in done]
         self._todo.reverse()  # popped from the end: file order
+        remaining = len(self._todo)
         self._summary = (self.options.out / SUMMARY).open("a", encoding="utf-8")
         self._submitting = n = self.options.concurrency
         threads = [threading.Thread(target=self._submitter, daemon=True) for _ in range(n)]
@@ -108,7 +109,7 @@ class BatchRun:
         for thread in threads:
             thread.start()
         try:
-            if self._todo:
+            if remaining:
                 while not self._done.wait(0.2):  # a wait the main thread's Ctrl-C can break
                     pass
         finally:

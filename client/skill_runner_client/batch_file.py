@@ -91,7 +91,10 @@ def _csv_rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
             for column, value in row.items():
                 if column is None or value in (None, ""):
                     continue
-                job.update(_csv_cell(path, line, column.strip(), value))
+                for name, cell in _csv_cell(path, line, column.strip(), value).items():
+                    if isinstance(job.get(name), dict) and isinstance(cell, dict):
+                        cell = {**job[name], **cell}  # parameter.a, parameter.b, ...
+                    job[name] = cell
             if job:
                 rows.append((line, job))
     return rows
@@ -117,13 +120,7 @@ def _scalar(text: str) -> Any:
         return text
 
 
-def _job(path: Path, line: int, row: dict[str, Any]) -> BatchJob:
-    merged: dict[str, Any] = {}
-    for name, value in row.items():  # CSV cells of one object field arrive one by one
-        if isinstance(merged.get(name), dict) and isinstance(value, dict):
-            merged[name] = {**merged[name], **value}
-        else:
-            merged[name] = value
+def _job(path: Path, line: int, merged: dict[str, Any]) -> BatchJob:
     unknown = sorted(set(merged) - FIELDS)
     if unknown:
         raise BadLine(path, line, f"unknown field(s): {', '.join(unknown)}")
