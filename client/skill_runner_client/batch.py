@@ -80,8 +80,7 @@ class BatchRun:
         self._lock = threading.Lock()
         self._todo: list[BatchJob] = []
         self._slots = threading.BoundedSemaphore(options.max_queued)
-        self._pending: queue.Queue[Pending | None] = queue.Queue()
-        self._submitting = 0
+        self._pending: queue.Queue[Pending] = queue.Queue()
         self._failure: BaseException | None = None
         self._ended = 0
         self._done = threading.Event()
@@ -102,7 +101,7 @@ class BatchRun:
         self._todo.reverse()  # popped from the end: file order
         remaining = len(self._todo)
         self._summary = (self.options.out / SUMMARY).open("a", encoding="utf-8")
-        self._submitting = n = self.options.concurrency
+        n = self.options.concurrency
         threads = [threading.Thread(target=self._submitter, daemon=True) for _ in range(n)]
         threads += [threading.Thread(target=self._collector, daemon=True) for _ in range(n)]
         self.progress.start()
@@ -140,12 +139,6 @@ class BatchRun:
             except BaseException as exc:  # noqa: BLE001 - reported by the main thread
                 self._slots.release()
                 self._fail(exc)
-        with self._lock:
-            self._submitting -= 1
-            last = self._submitting == 0
-        if last:
-            for _ in range(self.options.concurrency):
-                self._pending.put(None)
 
     def _submit(self, job: BatchJob) -> None:
         started = time.monotonic()
@@ -164,10 +157,13 @@ class BatchRun:
 
     # -- collecting ------------------------------------------------------------------------
     def _collector(self) -> None:
-        while self._failure is None:
-            item = self._pending.get()
-            if item is None:
-                return
+        # runs until every job has ended (or the batch failed): an unfinished job goes back
+        # into the queue, so an empty queue does not mean the work is done
+        while not self._done.is_set():
+            try:
+                item = self._pending.get(timeout=0.5)
+            except queue.Empty:
+                continue
             try:
                 self._collect(item)
             except BaseException as exc:  # noqa: BLE001 - reported by the main thread

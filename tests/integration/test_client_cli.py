@@ -212,3 +212,20 @@ def test_reply_to_a_run_that_is_not_interactive_is_refused(served, client):
     answer = cli(served, "reply", rid, "--text", "hello", "--interaction-id", "1")
     assert answer.returncode == 1
     assert answer.stderr.startswith("skill-runner-client: ")  # the service's code and message
+
+
+def test_a_batch_collects_jobs_that_outlast_their_first_long_poll(served, tmp_path):
+    """More collectors than the service lets wait (WEB_THREADS - 1 per process): some long
+    polls answer 409 at once and their jobs go back in line; the batch still ends with all."""
+    jobs = tmp_path / "slow.jsonl"
+    jobs.write_text(
+        "".join(
+            json.dumps({"key": f"s{i}", "skill_id": "slow-counter", "parameter": {"sleep": 1}})
+            + "\n"
+            for i in range(10)
+        )
+    )
+    out = tmp_path / "out"
+    answer = cli(served, "batch", str(jobs), "--out", str(out), "--concurrency", "12")
+    assert answer.returncode == 0, answer.stderr
+    assert sorted(e["key"] for e in summary(out)) == sorted(f"s{i}" for i in range(10))
