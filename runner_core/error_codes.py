@@ -41,6 +41,7 @@ class ErrorCode(StrEnum):
     ENGINE_NOT_FOUND = "ENGINE_NOT_FOUND"
     INSTALL_NOT_FOUND = "INSTALL_NOT_FOUND"
     RUN_NOT_FINISHED = "RUN_NOT_FINISHED"
+    IDEMPOTENCY_KEY_REUSED = "IDEMPOTENCY_KEY_REUSED"
     UPLOAD_IN_PROGRESS = "UPLOAD_IN_PROGRESS"
     UPLOAD_NOT_ALLOWED = "UPLOAD_NOT_ALLOWED"
     UPLOAD_MISSING = "UPLOAD_MISSING"
@@ -140,6 +141,9 @@ CATALOGUE: dict[ErrorCode, CodeUse] = {
     _C.ENGINE_NOT_FOUND: CodeUse((404,), "no such engine"),
     _C.INSTALL_NOT_FOUND: CodeUse((404,), "no skill package install with that id"),
     _C.RUN_NOT_FINISHED: CodeUse((409,), "the result or bundle of a run still going"),
+    _C.IDEMPOTENCY_KEY_REUSED: CodeUse(
+        (409,), "an Idempotency-Key sent again with a different request"
+    ),
     _C.UPLOAD_IN_PROGRESS: CodeUse((409,), "a second upload while the first is coming in"),
     _C.UPLOAD_NOT_ALLOWED: CodeUse((409,), "the run takes no upload now"),
     _C.UPLOAD_MISSING: CodeUse((400,), "no zip in the upload request"),
