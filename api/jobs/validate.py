@@ -29,7 +29,7 @@ def check_request(pkg: SkillPackage, body: dict[str, Any]) -> tuple[str | None, 
         )
     manifest = pkg.loaded_manifest
     engine = body.get("engine")
-    if engine is None and manifest.entrypoint.type != "script":
+    if engine is None and manifest.entrypoint.type != "script" and pkg.effective_engines:
         engine = pkg.effective_engines[0]
     if engine is not None and engine not in pkg.effective_engines:
         raise ApiError(
