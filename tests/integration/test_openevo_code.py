@@ -12,7 +12,7 @@ import pytest
 from tests.integration.openevo_stack import install_node_runners, openevo_stack
 
 pytestmark = pytest.mark.integration
-REDIS_DB = {"sqlite": 11, "postgres": 13}  # of their own among the test modules
+REDIS_DB = {"sqlite": 3, "postgres": 4}  # of their own among the test modules
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -69,6 +69,12 @@ def test_input_is_checked_before_any_run(stack):
         "/v1/jobs", json={"skill_id": "shout", "engine": "codex", "input": {"text": "x"}}
     )
     assert resp.status_code == 400 and resp.json["error"]["code"] == "SKILL_ENGINE_UNSUPPORTED"
+    # the seed's composite loads (calls resolved) but is refused until composites run
+    assert stack.client.get("/v1/skills/research_and_summarize").json["health"] == "ok"
+    resp = stack.client.post(
+        "/v1/jobs", json={"skill_id": "research_and_summarize", "input": {"topic": "queue"}}
+    )
+    assert resp.status_code == 400 and resp.json["error"]["code"] == "SKILL_MODE_UNSUPPORTED"
 
 
 def test_output_violating_the_schema_fails_and_ctx_memory_is_a_clear_error(stack):
