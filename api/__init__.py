@@ -16,7 +16,7 @@ from api.errors import http_exception_response, register_error_handlers
 from api.logs import configure_logging
 from api.queue import CeleryQueue
 from api.schema_fields import UtcDateTime
-from runner_core.event_bus import EventPublisher
+from runner_core.event_bus import EventHub, EventPublisher
 from runner_core.finish_events import FinishWatcher
 from runner_core.settings import DEMO_LLM_WARNING
 from runner_core.skills import SkillRegistry
@@ -56,6 +56,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     )
     app.extensions["finish_watcher"] = FinishWatcher(settings.broker_url, max_waiters=max_waiters())
     app.extensions["event_publisher"] = EventPublisher(settings.broker_url)
+    app.extensions["event_hub"] = EventHub(settings.broker_url)
     register_error_handlers(app)
     require_token(app, settings.api_tokens)
     allow_origins(app, settings.cors_origins)

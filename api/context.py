@@ -8,6 +8,7 @@ from flask import current_app
 from sqlalchemy import Connection
 from sqlalchemy.orm import Session
 
+from runner_core.event_bus import EventHub
 from runner_core.events import EventLog, RunRef
 from runner_core.finish_events import FinishWatcher
 from runner_core.settings import Settings
@@ -51,3 +52,8 @@ def run_events(run: Run) -> EventLog:
     ref = RunRef(run.id, run.request_id, run.engine, run.attempt or 0)
     publish = current_app.extensions["event_publisher"]
     return EventLog(settings().runs_dir / run.id, ref, publish, settings().events)
+
+
+def event_hub() -> EventHub:
+    """What event streams follow: this process's one subscription to the workers' events."""
+    return current_app.extensions["event_hub"]

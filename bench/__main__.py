@@ -27,6 +27,7 @@ FIGURES = {
     "streaming-memory": "bench.streaming_memory",
     "batch-submit": "bench.batch_submit",
     "client-batch": "bench.client_batch",
+    "sse-subscribers": "bench.events",
 }
 NUMBERS = dict(zip("123456789", FIGURES))
 
