@@ -28,6 +28,7 @@ FIGURES = {
     "batch-submit": "bench.batch_submit",
     "client-batch": "bench.client_batch",
     "sse-subscribers": "bench.events",
+    "events-cost": "bench.events_cost",
 }
 NUMBERS = dict(zip("123456789", FIGURES))
 

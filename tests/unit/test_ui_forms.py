@@ -1,0 +1,58 @@
+"""The run form drawn from a skill's schemas: one field per property, typed from the schema."""
+
+from __future__ import annotations
+
+from api.ui.forms import form_fields
+
+INPUT = {
+    "type": "object",
+    "properties": {
+        "paper": {"type": "string", "x-input-source": "file", "extensions": [".pdf"]},
+        "title": {"type": "string", "x-input-source": "inline", "maxLength": 80},
+        "notes": {"type": "string", "x-input-source": "inline", "maxLength": 5000},
+    },
+    "required": ["paper"],
+}
+PARAMETER = {
+    "type": "object",
+    "properties": {
+        "format": {"type": "string", "enum": ["json", "md"], "default": "md"},
+        "count": {"type": "integer", "minimum": 1, "maximum": 9, "default": 3},
+        "ratio": {"type": ["number", "null"]},
+        "strict": {"type": "boolean", "default": True},
+        "tags": {"type": "array", "items": {"type": "string"}, "default": ["a"]},
+    },
+    "required": ["format"],
+}
+
+
+def test_each_property_gets_the_widget_of_its_type():
+    fields = {(f.group, f.name): f for f in form_fields(INPUT, PARAMETER)}
+    paper = fields[("input", "paper")]
+    assert (paper.widget, paper.required, paper.extensions) == ("file", True, [".pdf"])
+    assert fields[("input", "title")].widget == "text"
+    assert fields[("input", "title")].attrs == {"maxlength": 80}
+    assert fields[("input", "notes")].widget == "textarea"
+    fmt = fields[("parameter", "format")]
+    assert (fmt.widget, fmt.options, fmt.default, fmt.required) == (
+        "select",
+        ["json", "md"],
+        "md",
+        True,
+    )
+    count = fields[("parameter", "count")]
+    assert (count.widget, count.default, count.attrs) == ("integer", "3", {"min": 1, "max": 9})
+    assert fields[("parameter", "ratio")].widget == "number"  # the first non-null type
+    assert (fields[("parameter", "strict")].widget, fields[("parameter", "strict")].default) == (
+        "boolean",
+        "true",
+    )
+    assert (fields[("parameter", "tags")].widget, fields[("parameter", "tags")].default) == (
+        "json",
+        '["a"]',
+    )
+    assert fields[("input", "paper")].html_id == "f-input-paper"
+
+
+def test_no_schema_is_no_field():
+    assert form_fields(None, {"type": "object", "properties": {}}) == []
