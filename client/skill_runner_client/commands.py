@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sys
 from argparse import Namespace
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, cast
 
@@ -141,14 +142,32 @@ def cancel(args: Namespace, client: Client) -> int:
 def logs(args: Namespace, client: Client) -> int:
     routes = routes_for(client, args.request_id)
     if args.follow:
-        # follows the log by byte ranges (the event stream is not offered by the service yet)
-        for text in routes.follow_log(args.request_id, args.stream):
+        for text in follow_printed(routes, args.request_id, args.stream):
             sys.stdout.write(text)
             sys.stdout.flush()
         return OK
     snapshot = cast(dict[str, Any], routes.logs(args.request_id))
     emit(args, snapshot, snapshot.get(args.stream) or "")
     return OK
+
+
+def follow_printed(routes: Any, request_id: str, stream: str) -> Iterator[str]:
+    """A log as the run prints it: from the event stream's raw chunks (each read whole from
+    logs/range when its event carries only the start); the prompt, or a service recording no
+    events, by polling byte ranges."""
+    done = 0  # bytes of the log printed so far
+    if stream in ("stdout", "stderr"):
+        for event in routes.events(request_id):
+            if event.get("type") != f"raw.{stream}":
+                continue
+            ref, text = event["data"]["raw_ref"], event["data"].get("text", "")
+            if ref["byte_to"] <= done:
+                continue
+            if len(text.encode()) < ref["byte_to"] - ref["byte_from"] or ref["byte_from"] > done:
+                text = routes.log_range(request_id, stream, done, ref["byte_to"])["text"]
+            done = ref["byte_to"]
+            yield text
+    yield from routes.follow_log(request_id, stream, done)
 
 
 def bundle(args: Namespace, client: Client) -> int:

@@ -3,11 +3,14 @@ waiting, result, logs, log ranges, cancel, bundle, pending interaction and reply
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any, cast
+
+import httpx
 
 from skill_runner_client.errors import SkillRunnerError
 from skill_runner_client.inputs import FileSource, build_inputs_zip
@@ -143,6 +146,49 @@ class RunRoutes:
                 return
             if byte_from >= part["size"]:
                 time.sleep(interval)
+
+    def events(
+        self, request_id: str, cursor: int = 0, reconnects: int = 10
+    ) -> Iterator[dict[str, Any]]:
+        """Yield the run's FCMP events (seq > `cursor`) as they happen, until its terminal event
+        (or, for a run that ended without one, the end of the stream). A dropped connection is
+        resumed after the last seq seen (Last-Event-ID): nothing lost, nothing repeated."""
+        last, failures = cursor, 0
+        while True:
+            try:
+                for kind, data in self._sse(request_id, last):
+                    if kind != "chat_event":
+                        continue
+                    last, failures = data["seq"], 0
+                    yield data
+                    if data.get("type") == "conversation.state.changed" and "terminal" in (
+                        data.get("data") or {}
+                    ):
+                        return
+                return  # the server closed the stream: the run has ended
+            except (httpx.TransportError, SkillRunnerError) as exc:
+                if isinstance(exc, SkillRunnerError) and exc.status is not None:
+                    raise  # an answer (404 ...), not a dropped connection
+                failures += 1
+                if failures > reconnects:
+                    raise
+                time.sleep(min(5.0, 0.5 * failures))
+
+    def _sse(self, request_id: str, last: int) -> Iterator[tuple[str, dict[str, Any]]]:
+        headers = {"Accept": "text/event-stream", "Last-Event-ID": str(last)}
+        path = self._path(request_id, "/events")
+        with self._t.stream(
+            "GET", path, headers=headers, timeout=httpx.Timeout(30, read=None)
+        ) as r:
+            kind, data = "", ""
+            for line in r.iter_lines():
+                if line.startswith("event: "):
+                    kind = line[7:]
+                elif line.startswith("data: "):
+                    data = line[6:]
+                elif not line and kind:
+                    yield kind, json.loads(data)
+                    kind, data = "", ""
 
     def cancel(self, request_id: str) -> CancelResult:
         """Cancel an active run; a finished one answers accepted=false."""

@@ -205,3 +205,14 @@ def test_an_unreachable_service_is_one_error_type():
         with pytest.raises(SkillRunnerError) as refused:
             client.skills()
     assert refused.value.status is None and refused.value.code == "CONNECTION_FAILED"
+
+
+def test_events_follow_a_run_to_its_terminal_event_and_resume_after_a_cursor(client):
+    rid = prime_job(client)["request_id"]
+    events = list(client.jobs.events(rid))
+    assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+    last = events[-1]
+    assert last["type"] == "conversation.state.changed"
+    assert last["data"]["terminal"]["status"] == "succeeded"
+    assert any(e["type"] == "raw.stdout" for e in events)
+    assert list(client.jobs.events(rid, cursor=2)) == events[2:]
