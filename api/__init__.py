@@ -67,6 +67,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         engines,
         health,
         jobs,
+        management,
         run_files,
         skill_packages,
         skills,
@@ -82,6 +83,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         run_files,
         temp_skill_runs,
         engines,
+        management,
     ):
         api.register_blueprint(module.blp)
     _serve_swagger_assets(app)
