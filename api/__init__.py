@@ -86,6 +86,9 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         management,
     ):
         api.register_blueprint(module.blp)
+    from api.ui import bp as ui_blueprint
+
+    app.register_blueprint(ui_blueprint)  # the web UI: pages only, not in the OpenAPI
     _serve_swagger_assets(app)
     return app
 
