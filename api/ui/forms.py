@@ -69,7 +69,7 @@ def _widget(prop: dict) -> str:
     if kind == "string":
         long = prop.get("maxLength", 0) > 200 or prop.get("format") == "textarea"
         return "textarea" if long or prop.get("x-ui-widget") == "textarea" else "text"
-    return {"integer": "integer", "number": "number", "boolean": "boolean"}.get(kind, "json")
+    return {"integer": "integer", "number": "number", "boolean": "boolean"}.get(str(kind), "json")
 
 
 def _shown(value: Any, widget: str) -> str:
