@@ -42,7 +42,7 @@ def _hidden(parts: tuple[str, ...]) -> bool:
 
 
 def tree(run_dir: Path) -> tuple[list[TreeEntry], bool]:
-    """The visible entries under `run_dir`, directories before their files, and whether the
+    """The visible entries under `run_dir` in path order, and whether the
     listing was cut at TREE_CAP. Symlinks are listed only when they stay inside the run."""
     entries: list[TreeEntry] = []
     if not run_dir.is_dir():
@@ -61,8 +61,13 @@ def tree(run_dir: Path) -> tuple[list[TreeEntry], bool]:
             size = None if is_dir else path.stat().st_size
             entries.append(TreeEntry("/".join(parts), "dir" if is_dir else "file", size))
             if len(entries) >= TREE_CAP:
-                return entries, True
-    return entries, False
+                return _in_order(entries), True
+    return _in_order(entries), False
+
+
+def _in_order(entries: list[TreeEntry]) -> list[TreeEntry]:
+    """By path, part by part: each directory's entries right after it."""
+    return sorted(entries, key=lambda e: e.path.split("/"))
 
 
 def _inside(root: Path, path: Path) -> bool:

@@ -173,6 +173,14 @@
     box.append(el("h3", "", "Artifacts"), list, bundle);
   }
 
+  /* a file of the tree into the preview pane (delegated: the tree is swapped as the run moves) */
+  document.addEventListener("click", (e) => {
+    const link = e.target.closest("#tree a.file-link");
+    if (!link) return;
+    e.preventDefault();
+    htmx.ajax("GET", link.getAttribute("href"), { target: "#preview" });
+  });
+
   $("cancel").addEventListener("click", async () => {
     $("cancel").disabled = true;
     await fetch(`${api}/cancel`, { method: "POST" });
