@@ -19,6 +19,7 @@ from api.resources.skills import get_skill_or_404, skill_summary
 from api.schemas import JobListArgs
 from api.ui.forms import form_fields
 from runner_core.engines.catalog import all_engines, engine_info
+from runner_core.error_codes import ErrorCode
 from runner_core.statuses import RunStatus
 
 bp = Blueprint(
@@ -126,4 +127,4 @@ def _error_page(exc: ApiError):
 @bp.errorhandler(ValidationError)
 def _bad_filter(exc: ValidationError):
     message = "; ".join(f"{k}: {' '.join(v)}" for k, v in exc.normalized_messages().items())
-    return render_template("error.html", code="INVALID_REQUEST", message=message), 400
+    return render_template("error.html", code=ErrorCode.INVALID_REQUEST, message=message), 400

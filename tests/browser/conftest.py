@@ -21,7 +21,6 @@ from tests.integration.services import WorkerProcess, broker_settings, service_e
 from tests.integration.test_serve import free_port
 
 REDIS_DB = 13  # of its own among the test modules
-SHOTS = REPO_ROOT / ".test-artifacts" / "ui"
 CHROMIUM = ("/usr/bin/chromium", "/usr/bin/chromium-browser")
 
 
@@ -51,13 +50,6 @@ def page(browser):
     tab = context.new_page()
     yield tab
     context.close()
-
-
-def shot(page, name: str) -> Path:
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    path = SHOTS / f"{name}.png"
-    page.screenshot(path=str(path), full_page=True)
-    return path
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser.conftest import shot
+from tests.browser.shots import shot
 
 pytestmark = pytest.mark.browser
 
