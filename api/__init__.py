@@ -68,6 +68,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         engines,
         health,
         jobs,
+        management,
         run_files,
         skill_packages,
         skills,
@@ -83,8 +84,12 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         run_files,
         temp_skill_runs,
         engines,
+        management,
     ):
         api.register_blueprint(module.blp)
+    from api.ui import bp as ui_blueprint
+
+    app.register_blueprint(ui_blueprint)  # the web UI: pages only, not in the OpenAPI
     _serve_swagger_assets(app)
     return app
 

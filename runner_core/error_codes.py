@@ -39,6 +39,8 @@ class ErrorCode(StrEnum):
     INVALID_ARTIFACT_PATH = "INVALID_ARTIFACT_PATH"
     REQUEST_NOT_FOUND = "REQUEST_NOT_FOUND"
     ARTIFACT_NOT_FOUND = "ARTIFACT_NOT_FOUND"
+    RUN_FILE_REFUSED = "RUN_FILE_REFUSED"
+    RUN_FILE_NOT_FOUND = "RUN_FILE_NOT_FOUND"
     ENGINE_NOT_FOUND = "ENGINE_NOT_FOUND"
     INSTALL_NOT_FOUND = "INSTALL_NOT_FOUND"
     RUN_NOT_FINISHED = "RUN_NOT_FINISHED"
@@ -142,6 +144,10 @@ CATALOGUE: dict[ErrorCode, CodeUse] = {
     _C.INVALID_ARTIFACT_PATH: CodeUse((400,), "an artifact path that leaves the run's artifacts"),
     _C.REQUEST_NOT_FOUND: CodeUse((404,), "no job or one-off run with that request_id"),
     _C.ARTIFACT_NOT_FOUND: CodeUse((404,), "no artifact at that path"),
+    _C.RUN_FILE_REFUSED: CodeUse(
+        (403,), "a run file preview of a path outside the run, through a symlink, or hidden"
+    ),
+    _C.RUN_FILE_NOT_FOUND: CodeUse((404,), "no file at that path in the run"),
     _C.ENGINE_NOT_FOUND: CodeUse((404,), "no such engine"),
     _C.INSTALL_NOT_FOUND: CodeUse((404,), "no skill package install with that id"),
     _C.RUN_NOT_FINISHED: CodeUse((409,), "the result or bundle of a run still going"),

@@ -30,9 +30,9 @@ def test_each_property_gets_the_widget_of_its_type():
     fields = {(f.group, f.name): f for f in form_fields(INPUT, PARAMETER)}
     paper = fields[("input", "paper")]
     assert (paper.widget, paper.required, paper.extensions) == ("file", True, [".pdf"])
-    assert fields[("input", "title")].widget == "text"
-    assert fields[("input", "title")].attrs == {"maxlength": 80}
-    assert fields[("input", "notes")].widget == "textarea"
+    assert paper.html_id == "f-input-paper"
+    title, notes = fields[("input", "title")], fields[("input", "notes")]
+    assert (title.widget, title.attrs, notes.widget) == ("text", {"maxlength": 80}, "textarea")
     fmt = fields[("parameter", "format")]
     assert (fmt.widget, fmt.options, fmt.default, fmt.required) == (
         "select",
@@ -42,16 +42,10 @@ def test_each_property_gets_the_widget_of_its_type():
     )
     count = fields[("parameter", "count")]
     assert (count.widget, count.default, count.attrs) == ("integer", "3", {"min": 1, "max": 9})
-    assert fields[("parameter", "ratio")].widget == "number"  # the first non-null type
-    assert (fields[("parameter", "strict")].widget, fields[("parameter", "strict")].default) == (
-        "boolean",
-        "true",
-    )
-    assert (fields[("parameter", "tags")].widget, fields[("parameter", "tags")].default) == (
-        "json",
-        '["a"]',
-    )
-    assert fields[("input", "paper")].html_id == "f-input-paper"
+    assert fields[("parameter", "ratio")].widget == "number"  # the first type that is not null
+    strict, tags = fields[("parameter", "strict")], fields[("parameter", "tags")]
+    assert (strict.widget, strict.default) == ("boolean", "true")
+    assert (tags.widget, tags.default) == ("json", '["a"]')
 
 
 def test_no_schema_is_no_field():
