@@ -20,6 +20,15 @@ class JobCreate(Schema):
     input = fields.Dict(load_default=dict)
     model = fields.String(load_default=None, allow_none=True)
     runtime_options = fields.Dict(load_default=dict)
+    callback_url = fields.String(
+        load_default=None,
+        allow_none=True,
+        validate=validate.Length(max=2048),
+        metadata={"description": "POSTed the status document when the run ends (signed)"},
+    )
+    callback_on_waiting = fields.Boolean(
+        load_default=False, metadata={"description": "also when it waits for a reply"}
+    )
 
 
 class JobCreated(Schema):
@@ -202,6 +211,25 @@ class EventHistory(Schema):
     request_id = fields.String()
     status = fields.String()
     events = fields.List(fields.Dict(), metadata={"description": "FCMP envelopes, by seq"})
+
+
+class WebhookAttemptDoc(Schema):
+    attempt = fields.Integer()
+    event = fields.String(metadata={"description": "terminal | waiting_user"})
+    run_status = fields.String()
+    status_code = fields.Integer(allow_none=True)
+    error = fields.String(allow_none=True)
+    delivered = fields.Boolean()
+    created_at = UtcDateTime()
+
+
+class WebhookLog(Schema):
+    request_id = fields.String()
+    callback_url = fields.String(allow_none=True)
+    state = fields.String(
+        allow_none=True, metadata={"description": "pending|scheduled|delivered|failed"}
+    )
+    attempts = fields.List(fields.Nested(WebhookAttemptDoc))
 
 
 class CancelResult(Schema):

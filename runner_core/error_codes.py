@@ -86,6 +86,7 @@ class ErrorCode(StrEnum):
     ORCHESTRATOR_RESTART_INTERRUPTED = "ORCHESTRATOR_RESTART_INTERRUPTED"
     SESSION_RESUME_FAILED = "SESSION_RESUME_FAILED"
     INTERACTIVE_MAX_ATTEMPT_EXCEEDED = "INTERACTIVE_MAX_ATTEMPT_EXCEEDED"
+    CALLBACK_URL_REFUSED = "CALLBACK_URL_REFUSED"
     RUN_NOT_INTERACTIVE = "RUN_NOT_INTERACTIVE"
     RUN_NOT_WAITING = "RUN_NOT_WAITING"
     INTERACTION_STALE = "INTERACTION_STALE"
@@ -204,6 +205,9 @@ CATALOGUE: dict[ErrorCode, CodeUse] = {
     ),
     _C.INTERACTIVE_MAX_ATTEMPT_EXCEEDED: CodeUse(
         (RUN,), "an interactive run reached the skill's max_attempt turns without finishing"
+    ),
+    _C.CALLBACK_URL_REFUSED: CodeUse(
+        (400,), "a callback_url the service will not call (not listed, or a private address)"
     ),
     _C.RUN_NOT_INTERACTIVE: CodeUse((400,), "pending/reply on a run not in interactive mode"),
     _C.RUN_NOT_WAITING: CodeUse((409,), "a reply to a run that is not waiting for one"),

@@ -63,6 +63,10 @@ class Settings:
     snapshot_mode: str = "link"  # link: from a read-only copy per skill version; copy: full copies
     api_tokens: tuple[str, ...] = field(default=(), repr=False)  # empty: no token asked for
     cors_origins: tuple[str, ...] = ()  # browser origins allowed to call the API ("*": any)
+    webhook_hosts: tuple[str, ...] = ()  # hosts (and non-public addresses) callbacks may go to
+    webhook_secret: str = field(default="", repr=False)  # signs callback bodies (HMAC-SHA256)
+    webhook_retry_sec: int = 3600  # how long a failing callback is retried
+    webhook_backoff_sec: float = 2.0  # the first retry's delay; doubled each time (max 5 min)
     demo_llm: str = ""  # the demo LLM's URL when the engine CLIs talk to it (never in production)
 
     def running_limit(self, engine: str | None) -> int:
@@ -286,6 +290,14 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         events=read.flag("SKILL_RUNNER_EVENTS") if "SKILL_RUNNER_EVENTS" in read.env else True,
         api_tokens=api_tokens(env.get("SKILL_RUNNER_API_TOKEN", "")),
         cors_origins=cors_origins(env.get("SKILL_RUNNER_CORS_ORIGINS", "")),
+        webhook_hosts=tuple(
+            h.strip().lower()
+            for h in env.get("SKILL_RUNNER_WEBHOOK_HOSTS", "").split(",")
+            if h.strip()
+        ),
+        webhook_secret=env.get("SKILL_RUNNER_WEBHOOK_SECRET", ""),
+        webhook_retry_sec=read.number("SKILL_RUNNER_WEBHOOK_RETRY_SEC", 3600, minimum=1),
+        webhook_backoff_sec=float(env.get("SKILL_RUNNER_WEBHOOK_BACKOFF_SEC", "2") or 2),
         demo_llm=env.get(DEMO_LLM_ENV, "").strip(),
     )
 

@@ -3,6 +3,8 @@ file of a run cut short: shared by the run tasks and the interactive ones."""
 
 from __future__ import annotations
 
+import logging
+
 from runner_core.event_bus import EventPublisher
 from runner_core.events import EventLog, RunRef
 from runner_core.finish_events import FinishPublisher
@@ -13,6 +15,7 @@ from worker import results
 from worker.celery_app import app, settings
 from worker.run_layout import skill_source
 
+log = logging.getLogger(__name__)
 finished = FinishPublisher(settings.broker_url)  # wakes API requests waiting on a run
 _publish_event = EventPublisher(settings.broker_url)
 
@@ -27,6 +30,12 @@ def announce_end(run: Run, before: str, status: str, error: dict | None, trigger
     """The terminal event, then the finish notice (long polls wake on the latter)."""
     events_of(run).state_changed(before, status, trigger, error=error, terminal=True)
     finished.publish(run.id)
+    from worker.webhook_tasks import callbacks_for_end  # (its module imports this one's app)
+
+    try:
+        callbacks_for_end(run.id)
+    except Exception:  # the sweep sends what is due
+        log.warning("callbacks of run %s not scheduled", run.id, exc_info=True)
 
 
 def queue_of(run: Run) -> str:

@@ -23,6 +23,7 @@ from worker.dispatch import (
     write_failure,
 )
 from worker.waiting import CANCELED, auto_decide, auto_reply_delay, record_question
+from worker.webhook_tasks import callbacks_for_question
 
 log = logging.getLogger(__name__)
 # Longer countdowns are left to the sweep: a Redis message held past the broker's visibility
@@ -44,6 +45,10 @@ def ask_user(run: Run, turn: int, outcome: Any) -> str:
     )
     events.state_changed(RunStatus.RUNNING, RunStatus.WAITING_USER, "ask", interaction_id)
     finished.publish(run.id)  # wakes long polls: the run needs its client now
+    try:
+        callbacks_for_question(run.id)
+    except Exception:
+        log.warning("waiting callbacks of run %s not sent", run.id, exc_info=True)
     delay = auto_reply_delay(run, settings.reply_timeout_max_sec)
     if delay is not None and delay <= COUNTDOWN_MAX_SEC:
         try:

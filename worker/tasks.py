@@ -38,6 +38,7 @@ from worker.refill import Refiller
 from worker.run_layout import skill_copies
 from worker.strays import become_subreaper
 from worker.turns import Resume, resume_input
+from worker.webhook_tasks import overdue_callbacks
 
 log = logging.getLogger(__name__)
 _task: dict = {"run_id": None, "terminating": False}
@@ -233,6 +234,7 @@ def sweep() -> dict:
     ready run directories of skills no longer run."""
     report = recover(settings, sessions(), send_run)
     report["auto_replied"] = overdue_replies()
+    report["callbacks"] = overdue_callbacks()
     try:
         RunDirPool(settings.run_pool_dir, settings.run_pool).prune_idle(IDLE_KEY_SEC)
         copies = skill_copies(settings)

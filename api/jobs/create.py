@@ -25,7 +25,9 @@ from runner_core.queues import queue_for
 from runner_core.settings import run_timeout, task_time_limits
 from runner_core.skills import SkillPackage
 from runner_core.statuses import RunStatus
+from runner_core.store import callbacks
 from runner_core.store.models import Request, Run, utcnow
+from runner_core.webhooks import WebhookRefused, check_url
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +110,7 @@ def create_job(
             {"queued": queued, "limit": settings.queue_max},
             retry_after=5,
         )
+    callback = _callback(body, settings.webhook_hosts)
     request_id, run_id = request_id or str(uuid.uuid4()), str(uuid.uuid4())
     now = utcnow()
     payload = {
@@ -117,6 +120,7 @@ def create_job(
         "input": inline,
         "model": body.get("model"),
         "runtime_options": options,
+        **({"callback_on_waiting": True} if body.get("callback_on_waiting") else {}),
     }
     dispatch = None if needs_upload or cached is not None else Dispatch.stamp()
     if cached is None:
@@ -153,6 +157,8 @@ def create_job(
             "cache_hit": cached is not None,
             "payload": payload,
             "created_at": now,
+            "callback_url": callback,
+            "callback_state": callbacks.PENDING if callback else None,
         },
     )
     accepted = Accepted(
@@ -166,6 +172,20 @@ def create_job(
     if dispatch is not None:
         submit(pkg, run_id, engine, options, dispatch.task_id)
     return accepted
+
+
+def _callback(body: dict[str, Any], allowed: tuple[str, ...]) -> str | None:
+    """The job's callback URL once checked (400 CALLBACK_URL_REFUSED says why not)."""
+    url = body.get("callback_url")
+    if not url:
+        return None
+    try:
+        check_url(str(url), allowed)
+    except WebhookRefused as exc:
+        raise ApiError(
+            400, ErrorCode.CALLBACK_URL_REFUSED, str(exc), {"callback_url": url}
+        ) from exc
+    return str(url)
 
 
 def _commit_with_uploads_dir(conn: Connection, uploads: Path | None) -> None:

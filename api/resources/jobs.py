@@ -12,9 +12,11 @@ from api.blueprint import Blueprint
 from api.jobs.create import Accepted, create_job
 from api.jobs.files import require_finished_job
 from api.jobs.listing import JobPage, list_jobs
+from api.jobs.read import load_job
 from api.resources.run_routes import RunKind, register_run_routes
 from api.resources.skills import get_skill_or_404
-from api.schemas import JobCreate, JobCreated, JobList, JobListArgs
+from api.schemas import JobCreate, JobCreated, JobList, JobListArgs, WebhookLog
+from runner_core.store import callbacks
 
 blp = Blueprint("jobs", __name__, url_prefix="/v1/jobs", description="Skill runs")
 
@@ -74,3 +76,18 @@ class Jobs(MethodView):
 
 
 register_run_routes(blp, JOB)
+
+
+@blp.route("/<request_id>/webhooks")
+class Webhooks(MethodView):
+    @blp.response(200, WebhookLog)
+    def get(self, request_id: str) -> dict[str, Any]:
+        """The job's callback: its URL and state, and every delivery attempt in order."""
+        with context.db_session() as session:
+            req, _run = load_job(session, request_id, JOB.name)
+            return {
+                "request_id": req.id,
+                "callback_url": req.callback_url,
+                "state": req.callback_state,
+                "attempts": [a._asdict() for a in callbacks.attempts(session, req.id)],
+            }

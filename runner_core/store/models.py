@@ -91,9 +91,13 @@ class Request(Base):
     cache_hit: Mapped[bool] = mapped_column(Boolean, default=False)
     payload: Mapped[dict[str, Any]] = mapped_column(default=dict)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    callback_url: Mapped[str | None] = mapped_column(Text)  # POSTed when the run ends
+    # pending -> scheduled -> delivered | failed (None: no callback)
+    callback_state: Mapped[str | None] = mapped_column(String(16))
 
     __table_args__ = (
         Index("ix_requests_run_id", "run_id"),
+        Index("ix_requests_callback_state", "callback_state"),
         Index("ix_requests_created_at", "created_at"),
         Index("ix_requests_skill_created", "skill_id", "created_at", "id"),
     )
@@ -121,6 +125,24 @@ class Interaction(Base):
     answered_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
     __table_args__ = (Index("ix_interactions_run_id", "run_id", "id"),)
+
+
+class WebhookAttempt(Base):
+    """One POST of a job's callback: when, what it said, and what the receiver answered."""
+
+    __tablename__ = "webhook_attempts"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    request_id: Mapped[str] = mapped_column(ForeignKey("requests.id", ondelete="CASCADE"))
+    event: Mapped[str] = mapped_column(String(16))  # terminal | waiting_user
+    run_status: Mapped[str] = mapped_column(String(16))
+    attempt: Mapped[int] = mapped_column(Integer)
+    status_code: Mapped[int | None] = mapped_column(Integer)
+    error: Mapped[str | None] = mapped_column(Text)
+    delivered: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+    __table_args__ = (Index("ix_webhook_attempts_request", "request_id", "id"),)
 
 
 class SkillInstall(Base):
@@ -172,5 +194,6 @@ __all__ = [
     "Request",
     "SkillInstall",
     "Text",
+    "WebhookAttempt",
     "utcnow",
 ]

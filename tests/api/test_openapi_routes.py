@@ -22,6 +22,7 @@ OPERATIONS = {
     ("/v1/jobs/{request_id}/cancel", "post"): ("jobs", {"200": "CancelResult"}),
     ("/v1/jobs/{request_id}/interaction/pending", "get"): ("jobs", {"200": "PendingInteraction"}),
     ("/v1/jobs/{request_id}/events", "get"): ("jobs", {"422": UNPROCESSABLE}),
+    ("/v1/jobs/{request_id}/webhooks", "get"): ("jobs", {"200": "WebhookLog"}),
     ("/v1/jobs/{request_id}/events/history", "get"): (
         "jobs",
         {"200": "EventHistory", "422": UNPROCESSABLE},

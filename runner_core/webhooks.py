@@ -1,0 +1,97 @@
+"""Webhooks: where a job's callback may go, how its body is signed, and one delivery attempt.
+
+Only hosts on the operator's allowlist (SKILL_RUNNER_WEBHOOK_HOSTS) are called, and an address
+that is loopback, private, link-local or otherwise not global is refused unless that address
+itself is listed: an allowed name that resolves somewhere internal is no way in (no
+server-side request forgery). Redirects are not followed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import ipaddress
+import json
+import socket
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+SIGNATURE_HEADER = "X-Skill-Runner-Signature"
+TIMEOUT_SEC = 10.0
+
+
+class WebhookRefused(ValueError):
+    """A callback URL the service will not call."""
+
+
+def check_url(url: str, allowed: tuple[str, ...]) -> None:
+    """Raise WebhookRefused unless `url` is http(s) to an allowed host at allowed addresses."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise WebhookRefused("the callback URL must be http:// or https:// with a host")
+    host = parts.hostname.lower()
+    if not allowed:
+        raise WebhookRefused("webhooks are off: SKILL_RUNNER_WEBHOOK_HOSTS lists no host")
+    if host not in allowed:
+        raise WebhookRefused(f"host '{host}' is not in SKILL_RUNNER_WEBHOOK_HOSTS")
+    for address in _addresses(host, parts.port or (443 if parts.scheme == "https" else 80)):
+        ip = ipaddress.ip_address(address)
+        if not ip.is_global and str(ip) not in allowed:
+            raise WebhookRefused(
+                f"'{host}' resolves to {ip}, a non-public address not listed itself"
+            )
+
+
+def _addresses(host: str, port: int) -> list[str]:
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except OSError as exc:
+        raise WebhookRefused(f"'{host}' does not resolve: {exc}") from exc
+    return sorted({str(info[4][0]) for info in infos})
+
+
+def signature(secret: str, timestamp: int, body: bytes) -> str:
+    """`t=<unix time>,v1=<hex HMAC-SHA256 of "<t>." + body>`."""
+    digest = hmac.new(secret.encode(), f"{timestamp}.".encode() + body, hashlib.sha256)
+    return f"t={timestamp},v1={digest.hexdigest()}"
+
+
+@dataclass(frozen=True)
+class Attempt:
+    status_code: int | None
+    error: str | None
+
+    @property
+    def delivered(self) -> bool:
+        return self.status_code is not None and 200 <= self.status_code < 300
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None  # a 3xx is the receiver's answer, not a place to go
+
+
+_opener = urllib.request.build_opener(_NoRedirect)
+
+
+def deliver(url: str, document: dict[str, Any], secret: str, event: str) -> Attempt:
+    """POST the document once (checked again against the allowlist first by the caller)."""
+    body = json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode()
+    headers = {
+        "Content-Type": "application/json",
+        "User-Agent": "skill-runner-webhook",
+        "X-Skill-Runner-Event": event,
+        SIGNATURE_HEADER: signature(secret, int(time.time()), body),
+    }
+    request = urllib.request.Request(url, data=body, headers=headers, method="POST")
+    try:
+        with _opener.open(request, timeout=TIMEOUT_SEC) as resp:
+            return Attempt(resp.status, None)
+    except urllib.error.HTTPError as exc:
+        return Attempt(exc.code, f"HTTP {exc.code}")
+    except (OSError, ValueError) as exc:
+        return Attempt(None, f"{type(exc).__name__}: {exc}")

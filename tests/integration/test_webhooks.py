@@ -1,0 +1,92 @@
+"""Job callbacks with a real worker and Redis: the status document POSTed when the run ends,
+signed, retried after the receiver's 500s, every attempt readable on the job."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from api import create_app
+from api.queue import CeleryQueue
+from tests.helpers import wait_for
+from tests.integration.services import WorkerProcess, broker_settings
+
+pytestmark = pytest.mark.integration
+REDIS_DB = 2  # of its own among the integration modules
+SECRET = "test-secret"
+
+
+class Receiver:
+    """A local HTTP endpoint answering with `codes` in turn (then 200), keeping each call."""
+
+    def __init__(self, codes: list[int]) -> None:
+        self.codes, self.calls = list(codes), []
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - http.server naming
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                receiver.calls.append((dict(self.headers.items()), body))
+                code = receiver.codes.pop(0) if receiver.codes else 200
+                self.send_response(code)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
+@pytest.fixture
+def service(tmp_path):
+    env = {
+        "SKILL_RUNNER_WEBHOOK_HOSTS": "127.0.0.1",
+        "SKILL_RUNNER_WEBHOOK_SECRET": SECRET,
+        "SKILL_RUNNER_WEBHOOK_BACKOFF_SEC": "0.2",
+    }
+    with broker_settings(tmp_path, REDIS_DB, **env) as settings:
+        worker = WorkerProcess(settings, "hooks", settings.data_dir / "worker.log", extra_env=env)
+        app = create_app({"SETTINGS": settings, "QUEUE": CeleryQueue(settings.broker_url)})
+        try:
+            yield app.test_client()
+        finally:
+            worker.stop()
+
+
+def test_the_callback_is_signed_retried_after_500s_and_recorded(service):
+    receiver = Receiver([500, 500])
+    body = {"skill_id": "fenced-json", "input": {"text": "x"}, "callback_url": receiver.url}
+    rid = service.post("/v1/jobs", json=body).json["request_id"]
+    log = wait_for(
+        lambda: (lambda w: w if w["state"] == "delivered" else None)(
+            service.get(f"/v1/jobs/{rid}/webhooks").json
+        ),
+        60,
+        0.2,
+        "the callback delivered",
+    )
+    assert [(a["attempt"], a["status_code"], a["delivered"]) for a in log["attempts"]] == [
+        (1, 500, False),
+        (2, 500, False),
+        (3, 200, True),
+    ]
+    assert len(receiver.calls) == 3
+    headers, raw = receiver.calls[-1]
+    stamp, mac = (
+        dict(p.split("=", 1) for p in headers["X-Skill-Runner-Signature"].split(","))["t"],
+        dict(p.split("=", 1) for p in headers["X-Skill-Runner-Signature"].split(","))["v1"],
+    )
+    expected = hmac.new(SECRET.encode(), f"{stamp}.".encode() + raw, hashlib.sha256).hexdigest()
+    assert hmac.compare_digest(mac, expected)
+    document = json.loads(raw)
+    status = service.get(f"/v1/jobs/{rid}").json
+    assert document["request_id"] == rid and document["status"] == status["status"]
+    assert document["event"] == "terminal" and headers["X-Skill-Runner-Event"] == "terminal"

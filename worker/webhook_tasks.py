@@ -1,0 +1,109 @@
+"""Job callbacks: POST the status document to a job's callback_url when its run ends (and, if
+asked, when it waits for a reply), signed, retried with exponential backoff as Celery tasks
+for SKILL_RUNNER_WEBHOOK_RETRY_SEC, every attempt recorded (GET /v1/jobs/{id}/webhooks)."""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+from typing import Any
+
+from runner_core.queues import MAINTENANCE_QUEUE
+from runner_core.store import callbacks
+from runner_core.store.models import Request, Run, utcnow
+from runner_core.webhooks import Attempt, WebhookRefused, check_url, deliver
+from worker.celery_app import app, settings
+from worker.database import sessions
+
+log = logging.getLogger(__name__)
+TERMINAL, WAITING = "terminal", "waiting_user"
+MAX_BACKOFF_SEC = 300.0
+
+
+def status_document(req: Request, run: Run, event: str) -> dict[str, Any]:
+    """What the receiver gets: the job's status fields that say how it ended (or what it asks)."""
+    return {
+        "event": event,
+        "request_id": req.id,
+        "run_id": run.id,
+        "skill_id": req.skill_id,
+        "engine": run.engine,
+        "status": run.status,
+        "error": run.error,
+        "warnings": run.warnings or [],
+        "pending_interaction_id": run.pending_interaction_id,
+        "interaction_count": run.interaction_count,
+        "created_at": req.created_at.isoformat() if req.created_at else None,
+        "finished_at": run.finished_at.isoformat() if run.finished_at else None,
+    }
+
+
+def callbacks_for_end(run_id: str) -> int:
+    """Send the due callbacks of a run that has just ended (the sweep sends any missed)."""
+    with sessions()() as session:
+        due = callbacks.schedule_due(session, run_id)
+    for request_id in due:
+        _send(request_id, TERMINAL)
+    return len(due)
+
+
+def callbacks_for_question(run_id: str) -> None:
+    """A run waits for a reply: its requests that asked for it are called (no retry state)."""
+    with sessions()() as session:
+        for req in session.query(Request).filter(Request.run_id == run_id):
+            if req.callback_url and (req.payload or {}).get("callback_on_waiting"):
+                _send(req.id, WAITING)
+
+
+def overdue_callbacks() -> int:
+    """The sweep's part: callbacks of ended runs that no worker sent (cache hits, runs the
+    API or recovery ended, a lost message)."""
+    with sessions()() as session:
+        due = callbacks.schedule_due(session)
+    for request_id in due:
+        _send(request_id, TERMINAL)
+    return len(due)
+
+
+def _send(request_id: str, event: str) -> None:
+    try:
+        deliver_webhook.apply_async(args=[request_id, event], queue=MAINTENANCE_QUEUE)
+    except Exception:  # scheduled but never sent: logged; the row says `scheduled`
+        log.warning("callback of request %s not sent", request_id, exc_info=True)
+
+
+@app.task(name="worker.tasks.deliver_webhook", bind=True, max_retries=None)
+def deliver_webhook(self, request_id: str, event: str) -> str:
+    with sessions()() as session:
+        req = session.get(Request, request_id)
+        run = session.get(Run, req.run_id) if req is not None and req.run_id else None
+        if req is None or run is None or not req.callback_url:
+            return "gone"
+        try:
+            check_url(req.callback_url, settings.webhook_hosts)  # the list may have changed
+            outcome = deliver(
+                req.callback_url,
+                status_document(req, run, event),
+                settings.webhook_secret,
+                event,
+            )
+        except WebhookRefused as exc:
+            outcome = Attempt(None, f"refused: {exc}")
+            callbacks.record(session, request_id, event, run.status, outcome)
+            if event == TERMINAL:
+                callbacks.finish(session, request_id, callbacks.FAILED)
+            return "refused"
+        number = callbacks.record(session, request_id, event, run.status, outcome)
+        if outcome.delivered:
+            if event == TERMINAL:
+                callbacks.finish(session, request_id, callbacks.DELIVERED)
+            return "delivered"
+        first = callbacks.first_attempt_at(session, request_id, event) or utcnow()
+        if first.tzinfo is None:
+            first = first.replace(tzinfo=utcnow().tzinfo)
+        if utcnow() - first < timedelta(seconds=settings.webhook_retry_sec):
+            delay = min(settings.webhook_backoff_sec * 2 ** (number - 1), MAX_BACKOFF_SEC)
+            raise self.retry(countdown=delay)
+        if event == TERMINAL:
+            callbacks.finish(session, request_id, callbacks.FAILED)
+        return "failed"
