@@ -80,10 +80,8 @@ def test_the_callback_is_signed_retried_after_500s_and_recorded(service):
     ]
     assert len(receiver.calls) == 3
     headers, raw = receiver.calls[-1]
-    stamp, mac = (
-        dict(p.split("=", 1) for p in headers["X-Skill-Runner-Signature"].split(","))["t"],
-        dict(p.split("=", 1) for p in headers["X-Skill-Runner-Signature"].split(","))["v1"],
-    )
+    parts = dict(p.split("=", 1) for p in headers["X-Skill-Runner-Signature"].split(","))
+    stamp, mac = parts["t"], parts["v1"]
     expected = hmac.new(SECRET.encode(), f"{stamp}.".encode() + raw, hashlib.sha256).hexdigest()
     assert hmac.compare_digest(mac, expected)
     document = json.loads(raw)
