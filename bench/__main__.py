@@ -1,6 +1,6 @@
 """`python -m bench [figure ...] [--quick] [--json PATH]`: run the figures, print each with its
 baseline from the same run and the ratio, then a summary table. Figures are named by what they
-measure (`codex-overhead noop-throughput`); the numbers 1-8 are accepted too."""
+measure (`codex-overhead noop-throughput`); the numbers 1-9 are accepted too."""
 
 from __future__ import annotations
 
@@ -26,8 +26,9 @@ FIGURES = {
     "many-runs": "bench.many_runs",
     "streaming-memory": "bench.streaming_memory",
     "batch-submit": "bench.batch_submit",
+    "worker-slots": "bench.worker_slots",
 }
-NUMBERS = dict(zip("12345678", FIGURES))
+NUMBERS = dict(zip("123456789", FIGURES))
 
 
 def main(argv: list[str] | None = None) -> int:
