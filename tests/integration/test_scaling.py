@@ -1,6 +1,6 @@
 """Scaling workers on one host, as docs/operating.md tells operators to: a worker on one queue
 only (`-Q`), several named workers draining one queue together, `--autoscale`, and the systemd
-template's instances as distinct nodes. Real worker processes on real Redis, both databases."""
+template's instances as distinct nodes. Real worker processes on real Redis and Postgres."""
 
 from __future__ import annotations
 
@@ -22,6 +22,13 @@ from tests.integration.services import WorkerProcess, message_count, service_env
 pytestmark = pytest.mark.integration
 
 SYSTEMD_WORKER = REPO_ROOT / "deploy" / "systemd" / "skill-runner-worker@.service"
+
+
+@pytest.fixture
+def backend():
+    """Postgres only: what several workers share in production; the queues and node names
+    under test do not depend on the database (the limits are tested on both)."""
+    return "postgres"
 
 
 @pytest.fixture
