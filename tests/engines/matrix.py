@@ -11,6 +11,7 @@ deploy/engines/tested-versions.json (the versions whose every test passed, which
 
     python -m tests.engines.matrix                              # every engine, pinned + latest
     python -m tests.engines.matrix --engines codex --versions pinned,0.133.0
+    python -m tests.engines.matrix --versions pinned,latest,codex=0.133.0   # one engine more
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ class Outcome:
 
     engine: str
     version: str
+    labels: list[str]  # how it was asked for: pinned, latest, or the number itself
     reported: str  # what `<cli> --version` printed
     tests: dict[str, str] = field(default_factory=dict)
 
@@ -137,7 +139,7 @@ def write_report(outcomes: list[Outcome], today: str) -> None:
         lines = [
             f"## {engine}\n",
             f"Run {today}. " + "; ".join(f"{o.version}: `{o.reported}`" for o in mine) + "\n",
-            "| test | " + " | ".join(o.version for o in mine) + " |",
+            "| test | " + " | ".join(f"{o.version} ({', '.join(o.labels)})" for o in mine) + " |",
             "|---|" + "---|" * len(mine),
         ]
         lines += [f"| {n} | " + " | ".join(o.tests.get(n, "-") for o in mine) + " |" for n in names]
@@ -178,16 +180,19 @@ def main(argv: list[str] | None = None) -> int:
     work.mkdir(parents=True, exist_ok=True)
     for engine in args.engines.split(","):
         package = next(p for p, e in PACKAGES.items() if e == engine)
-        wanted = []
+        wanted: dict[str, list[str]] = {}
         for token in args.versions.split(","):
+            only, _, token = token.rpartition("=")
+            if only and only != engine:
+                continue
             version = {"pinned": pinned[engine]}.get(token) or (
                 latest_version(package) if token == "latest" else token
             )
-            wanted.append(version)
-        for version in dict.fromkeys(wanted):
+            wanted.setdefault(version, []).append("other" if token == version else token)
+        for version, labels in wanted.items():
             binary = install(engine, version, args.cache)
             reported, tests = run_tier(engine, binary, work)
-            outcomes.append(Outcome(engine, version, reported, tests))
+            outcomes.append(Outcome(engine, version, labels, reported, tests))
             print(f"{engine} {version}: {'passed' if outcomes[-1].passed else 'FAILED'}")
     write_report(outcomes, datetime.date.today().isoformat())
     write_tested(outcomes)
