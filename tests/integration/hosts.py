@@ -5,6 +5,7 @@ address, and Postgres is relayed there from its loopback port."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import signal
 import socket
@@ -13,16 +14,20 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
+_networks = itertools.count()
+
 
 def ip(*args: str) -> None:
-    subprocess.run(["ip", *args], check=True, capture_output=True)
+    done = subprocess.run(["ip", *args], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"ip {' '.join(args)}: {done.stderr.strip()}")
 
 
 class Network:
     """A bridge in a namespace of its own, joined by this machine and by each Host."""
 
     def __init__(self) -> None:
-        tag = os.getpid() % 100_000
+        tag = (os.getpid() * 10 + next(_networks)) % 100_000  # names of its own per network
         self.prefix = f"sr{tag}"
         self.subnet = f"10.213.{tag % 250}"
         self.lan = f"{self.prefix}-lan"
