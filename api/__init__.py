@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import Any
 
@@ -15,7 +16,9 @@ from api.errors import http_exception_response, register_error_handlers
 from api.logs import configure_logging
 from api.queue import CeleryQueue
 from api.schema_fields import UtcDateTime
+from runner_core.event_bus import EventPublisher
 from runner_core.finish_events import FinishWatcher
+from runner_core.settings import DEMO_LLM_WARNING
 from runner_core.skills import SkillRegistry
 from runner_core.store.db import make_engine, make_sessionmaker
 
@@ -27,12 +30,23 @@ class RunnerApi(Api):
         return http_exception_response(error)
 
 
+def max_waiters() -> int:
+    """How many long polls (wait_sec) one API process lets wait at once: under gevent a waiter
+    is a greenlet (bounded by WEB_CONNECTIONS); under gthread it holds one of WEB_THREADS, and
+    one thread is left free for other requests."""
+    if os.environ.get("WEB_WORKER_CLASS", "gevent") == "gevent":
+        return max(1, int(os.environ.get("WEB_CONNECTIONS", "1000")) // 2)
+    return max(1, int(os.environ.get("WEB_THREADS", "4")) - 1)
+
+
 def create_app(config: dict[str, Any] | None = None) -> Flask:
     """Build the app. Tests pass {"SETTINGS": ..., "QUEUE": FakeQueue()}."""
     app = Flask(__name__)
     app.config.update(build_config(config))
     settings = app.config["SETTINGS"]
     configure_logging(settings)
+    if settings.demo_llm:
+        logging.getLogger(__name__).warning(DEMO_LLM_WARNING, settings.demo_llm)
     engine = make_engine(settings.database_url)
     app.extensions["db"] = make_sessionmaker(engine)
     app.extensions["db_engine"] = engine  # Core connections for the POSTs' few statements
@@ -40,10 +54,8 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     app.extensions["queue"] = app.config.get("QUEUE") or CeleryQueue(
         settings.broker_url, settings.task_events
     )
-    # long polls (wait_sec) hold a server thread each: leave one of gunicorn's threads free
-    app.extensions["finish_watcher"] = FinishWatcher(
-        settings.broker_url, max_waiters=int(os.environ.get("WEB_THREADS", "4")) - 1
-    )
+    app.extensions["finish_watcher"] = FinishWatcher(settings.broker_url, max_waiters=max_waiters())
+    app.extensions["event_publisher"] = EventPublisher(settings.broker_url)
     register_error_handlers(app)
     require_token(app, settings.api_tokens)
     allow_origins(app, settings.cors_origins)

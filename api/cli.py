@@ -1,4 +1,5 @@
-"""`skill-runner`: migrate the database, or serve everything on the embedded default."""
+"""`skill-runner`: migrate the database, or serve everything on the embedded default; every
+other command is the client's (client/skill_runner_client/cli.py)."""
 
 from __future__ import annotations
 
@@ -24,19 +25,34 @@ def migrate(_args) -> int:
 
 def serve(args) -> int:
     """Migrate, start the embedded broker when none is configured, then web + worker (+ beat)."""
+    from api.demo_llm import DemoLLM, DemoRefused
     from api.embedded_broker import EmbeddedBroker
 
     settings = load_settings()
-    migrate(args)
+    demo = DemoLLM(settings.data_dir) if args.demo_llm else None
+    try:
+        if demo is not None:
+            demo.refuse_when_keyed()
+        migrate(args)
+        extra = [demo.start()] if demo is not None else []
+    except DemoRefused as exc:
+        print(f"skill-runner: {exc}", file=sys.stderr)
+        return 2
     broker = None
     env = dict(
         os.environ,
         SKILL_RUNNER_DATA_DIR=str(settings.data_dir),
         SKILL_RUNNER_SKILLS_DIR=str(settings.skills_dir),
+        **(demo.env() if demo else {}),
     )
     if settings.embedded_broker:
         broker = EmbeddedBroker(settings.broker_socket)
-        broker.start()
+        try:
+            broker.start()
+        except BaseException:
+            for proc in extra:
+                proc.kill()
+            raise
         env["CELERY_BROKER_URL"] = settings.broker_url
     bin_dir = os.path.dirname(sys.executable)
     procs = [
@@ -69,7 +85,10 @@ def serve(args) -> int:
             env=env,
             cwd=REPO_ROOT,
         ),
+        *extra,  # the demo LLM: its exit stops the service too
     ]
+    if demo is not None:
+        print(demo.banner(), file=sys.stderr, flush=True)
     print(
         f"Agent Skill Runner on http://{settings.host}:{settings.port} "
         f"(docs: /docs; data: {settings.data_dir}; broker: "
@@ -118,12 +137,28 @@ def serve(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="skill-runner")
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] not in ("serve", "migrate", "-h", "--help"):
+        # every other command belongs to the client package (skill_runner_client)
+        from skill_runner_client.cli import main as client_main
+
+        return client_main(argv, prog="skill-runner")
+    parser = argparse.ArgumentParser(
+        prog="skill-runner",
+        epilog="Client commands (submit, batch, wait, result, status, cancel, logs, bundle, list, "
+        "reply, skills, install, engines): skill-runner COMMAND --help; see docs/clients.md.",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("migrate", help="apply database migrations").set_defaults(fn=migrate)
     p = sub.add_parser("serve", help="run API + worker on the embedded default")
     p.add_argument(
         "--concurrency", type=int, default=int(os.environ.get("WORKER_CONCURRENCY", "2"))
+    )
+    p.add_argument(
+        "--demo-llm",
+        action="store_true",
+        help="point the engine CLIs at a scripted fake LLM on loopback (a first look without a "
+        "provider account; refused when a provider key is configured)",
     )
     p.set_defaults(fn=serve)
     args = parser.parse_args(argv)

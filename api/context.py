@@ -8,9 +8,11 @@ from flask import current_app
 from sqlalchemy import Connection
 from sqlalchemy.orm import Session
 
+from runner_core.events import EventLog, RunRef
 from runner_core.finish_events import FinishWatcher
 from runner_core.settings import Settings
 from runner_core.skills import SkillRegistry
+from runner_core.store.models import Run
 
 
 def settings() -> Settings:
@@ -42,3 +44,10 @@ def finish_watcher() -> FinishWatcher:
 def skills() -> SkillRegistry:
     """The installed skills."""
     return current_app.extensions["skills"]
+
+
+def run_events(run: Run) -> EventLog:
+    """The event log of `run`, for the transitions the API makes (a reply, a cancel)."""
+    ref = RunRef(run.id, run.request_id, run.engine, run.attempt or 0)
+    publish = current_app.extensions["event_publisher"]
+    return EventLog(settings().runs_dir / run.id, ref, publish, settings().events)

@@ -135,6 +135,75 @@ class LogRange(Schema):
     text = fields.String()
 
 
+class PendingQuestion(Schema):
+    interaction_id = fields.Integer()
+    kind = fields.String(
+        metadata={"description": "open_text|choose_one|confirm|fill_fields|risk_ack"}
+    )
+    prompt = fields.String()
+    options = fields.List(fields.Dict(), metadata={"description": "[{label, value}]"})
+    ui_hints = fields.Dict()
+    default_decision_policy = fields.String()
+    required_fields = fields.List(fields.String())
+    context = fields.Dict()
+
+
+class PendingInteraction(Schema):
+    request_id = fields.String()
+    status = fields.String()
+    pending = fields.Nested(PendingQuestion, allow_none=True)
+
+
+class InteractionReply(Schema):
+    class Meta:
+        unknown = EXCLUDE
+
+    interaction_id = fields.Integer(required=True)
+    response = fields.Raw(
+        required=True,
+        allow_none=True,
+        metadata={
+            "description": "text (open_text), an option's value (choose_one), true/false "
+            "(confirm, risk_ack), or an object of field values (fill_fields)"
+        },
+    )
+    idempotency_key = fields.String(load_default=None, validate=validate.Length(min=1, max=128))
+
+
+class ReplyResult(Schema):
+    request_id = fields.String()
+    status = fields.String()
+    accepted = fields.Boolean()
+
+
+class EventsArgs(Schema):
+    class Meta:
+        unknown = EXCLUDE
+
+    cursor = fields.Integer(
+        load_default=0,
+        validate=validate.Range(min=0),
+        metadata={"description": "resume after this seq (the Last-Event-ID header works too)"},
+    )
+
+
+class EventHistoryArgs(Schema):
+    class Meta:
+        unknown = EXCLUDE
+
+    from_seq = fields.Integer(load_default=None, validate=validate.Range(min=1))
+    to_seq = fields.Integer(load_default=None, validate=validate.Range(min=1))
+    from_ts = fields.String(load_default=None, metadata={"description": "ISO time, inclusive"})
+    to_ts = fields.String(load_default=None, metadata={"description": "ISO time, inclusive"})
+    limit = fields.Integer(load_default=1000, validate=validate.Range(min=1, max=10000))
+
+
+class EventHistory(Schema):
+    request_id = fields.String()
+    status = fields.String()
+    events = fields.List(fields.Dict(), metadata={"description": "FCMP envelopes, by seq"})
+
+
 class CancelResult(Schema):
     request_id = fields.String()
     accepted = fields.Boolean()
@@ -143,6 +212,7 @@ class CancelResult(Schema):
 
 class SkillSummary(Schema):
     id = fields.String()
+    format = fields.String(metadata={"description": "SKILL.md or skill.json (openEvo)"})
     name = fields.String(allow_none=True)
     version = fields.String(allow_none=True)
     description = fields.String(allow_none=True)

@@ -1,6 +1,6 @@
 """`python -m bench [figure ...] [--quick] [--json PATH]`: run the figures, print each with its
 baseline from the same run and the ratio, then a summary table. Figures are named by what they
-measure (`codex-overhead noop-throughput`); the numbers 1-9 are accepted too."""
+measure (`codex-overhead noop-throughput`); the numbers 1-10 are accepted too."""
 
 from __future__ import annotations
 
@@ -26,9 +26,10 @@ FIGURES = {
     "many-runs": "bench.many_runs",
     "streaming-memory": "bench.streaming_memory",
     "batch-submit": "bench.batch_submit",
+    "client-batch": "bench.client_batch",
     "worker-slots": "bench.worker_slots",
 }
-NUMBERS = dict(zip("123456789", FIGURES))
+NUMBERS = {str(i): name for i, name in enumerate(FIGURES, 1)}
 
 
 def main(argv: list[str] | None = None) -> int:

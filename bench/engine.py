@@ -110,11 +110,10 @@ def prepare_bare(runs_dir: Path, skills_dir: Path) -> BareRun:
     config = load_engine_config(
         "codex", skill_dir=pkg.root, user={"model": None, "runtime_options": {}}
     )
-    prompt = render_prompt(
-        pkg, PromptContext(resolved.input, resolved.parameter, paths.root, "codex")
-    )
+    prompt_ctx = PromptContext(resolved.input, resolved.parameter, paths.root, "codex")
+    prompt = render_prompt(pkg, prompt_ctx)
     (paths.logs / "prompt.txt").write_text(prompt, encoding="utf-8")
-    patch_skill_md(pkg.root, pkg, paths.root)
+    patch_skill_md(pkg.root, pkg, prompt_ctx)
     install_skill_copy(pkg.root, paths, adapter.skill_dirs)
     write_git_marker(paths.root)
     ctx = EngineContext(

@@ -4,8 +4,12 @@ import os
 
 bind = f"{os.environ.get('HOST', '127.0.0.1')}:{os.environ.get('PORT', '8000')}"
 workers = int(os.environ.get("WEB_CONCURRENCY", "2"))
+# gevent: an event stream (SSE) or a long poll is a greenlet, not one of a few threads, so
+# hundreds of subscribers leave ordinary requests their capacity. WEB_WORKER_CLASS=gthread
+# (with WEB_THREADS) is the fallback; each stream then holds a thread for its whole life.
+worker_class = os.environ.get("WEB_WORKER_CLASS", "gevent")
 threads = int(os.environ.get("WEB_THREADS", "4"))
-worker_class = "gthread"
+worker_connections = int(os.environ.get("WEB_CONNECTIONS", "1000"))
 timeout = 120
 graceful_timeout = 20
 accesslog = "-" if os.environ.get("ACCESS_LOG", "0") == "1" else None

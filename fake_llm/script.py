@@ -6,9 +6,15 @@ user message, answer one shell tool call running `Script.command`; otherwise ans
 the final text straight away. A `status` other than 200 makes every model call fail with that
 HTTP status and a protocol-shaped error body.
 
+`when` holds conditional variants: `[{"contains": TEXT, ...fields}]`. The first whose TEXT
+occurs in the request body replaces those fields for that request (e.g. the turn after a
+user's reply in an interactive run answers differently from the first turn).
+
 `final_text` is a `string.Template`: `$model`, `$tool_output` (raw text of the last tool
-result) and `$tool_output_json` (the same as a JSON string literal) are substituted; any other
-`$name` is left as is, and JSON braces need no escaping.
+result), `$tool_output_json` (the same as a JSON string literal) and `$tool_output_last_line`
+(its last non-empty line: what the command printed last, after any header or closing wrapper
+tag the CLI adds) are
+substituted; any other `$name` is left as is, and JSON braces need no escaping.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ from __future__ import annotations
 import json
 import string
 import uuid
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -41,12 +47,23 @@ class Script:
     tool: bool = True
     error_message: str = "fake LLM error"
     model: str = "fake-model"
+    when: tuple[dict[str, Any], ...] = ()
+
+    def for_request(self, body_text: str) -> Script:
+        """The script in force for one request: the first `when` variant it matches."""
+        for variant in self.when:
+            if str(variant.get("contains", "")) in body_text:
+                known = {f.name for f in fields(self)} - {"when"}
+                return replace(self, when=(), **{k: v for k, v in variant.items() if k in known})
+        return self
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Script:
         """Build a script from a JSON object, ignoring unknown keys."""
         known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in known})
+        values = {k: v for k, v in data.items() if k in known}
+        values["when"] = tuple(values.get("when") or ())
+        return cls(**values)
 
     @classmethod
     def load(cls, path: Path) -> Script:
@@ -128,7 +145,23 @@ def render_final_text(script: Script, convo: Conversation) -> str:
         model=convo.model or script.model,
         tool_output=convo.last_tool_output,
         tool_output_json=json.dumps(convo.last_tool_output),
+        tool_output_last_line=last_printed_line(convo.last_tool_output),
     )
+
+
+def last_printed_line(output: str) -> str:
+    """What the command printed last, without what the CLI wraps around it: the last line
+    holding a JSON object or an <ASK_USER_YAML> block (after an `Output: ` label, as gemini
+    and qwen report), else the last non-empty line that is not a closing wrapper tag."""
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    for line in reversed(lines):
+        text = line.removeprefix("Output:").strip()
+        if text.startswith(("{", "<ASK_USER_YAML>")):
+            return text
+    for line in reversed(lines):
+        if not (line.startswith("</") and line.endswith(">") and " " not in line):
+            return line
+    return ""
 
 
 def estimate_tokens(payload: Any) -> int:

@@ -120,7 +120,9 @@ class _Handler(BaseHTTPRequestHandler):
                 method, parts.path, parse_qs(parts.query), dict(self.headers.items()), body, text
             )
         )
-        reply = route(method, parts.path, body, self.server.owner.current_script())
+        reply = route(
+            method, parts.path, body, self.server.owner.current_script().for_request(text)
+        )
         self.send_response(reply.status)
         self.send_header("Content-Type", reply.content_type)
         self.send_header("Content-Length", str(len(reply.body)))

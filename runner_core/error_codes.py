@@ -29,6 +29,7 @@ class ErrorCode(StrEnum):
     SKILL_NOT_FOUND = "SKILL_NOT_FOUND"
     SKILL_INVALID = "SKILL_INVALID"
     SKILL_ENGINE_UNSUPPORTED = "SKILL_ENGINE_UNSUPPORTED"
+    SKILL_MODE_UNSUPPORTED = "SKILL_MODE_UNSUPPORTED"
     EXECUTION_MODE_UNSUPPORTED = "EXECUTION_MODE_UNSUPPORTED"
     MODEL_UNSUPPORTED = "MODEL_UNSUPPORTED"
     SCHEMA_VALIDATION_FAILED = "SCHEMA_VALIDATION_FAILED"
@@ -41,6 +42,7 @@ class ErrorCode(StrEnum):
     ENGINE_NOT_FOUND = "ENGINE_NOT_FOUND"
     INSTALL_NOT_FOUND = "INSTALL_NOT_FOUND"
     RUN_NOT_FINISHED = "RUN_NOT_FINISHED"
+    IDEMPOTENCY_KEY_REUSED = "IDEMPOTENCY_KEY_REUSED"
     UPLOAD_IN_PROGRESS = "UPLOAD_IN_PROGRESS"
     UPLOAD_NOT_ALLOWED = "UPLOAD_NOT_ALLOWED"
     UPLOAD_MISSING = "UPLOAD_MISSING"
@@ -66,6 +68,8 @@ class ErrorCode(StrEnum):
     UPLOAD_TIMEOUT = "UPLOAD_TIMEOUT"
     SKILL_SCRIPT_FAILED = "SKILL_SCRIPT_FAILED"
     PROMPT_TEMPLATE_ERROR = "PROMPT_TEMPLATE_ERROR"
+    SKILL_MD_TEMPLATE_ERROR = "SKILL_MD_TEMPLATE_ERROR"
+    DEPENDENCIES_UNAVAILABLE = "DEPENDENCIES_UNAVAILABLE"
     OUTPUT_VALIDATION_FAILED = "OUTPUT_VALIDATION_FAILED"
     ARTIFACT_MISSING = "ARTIFACT_MISSING"
     OUTPUT_TOO_LARGE = "OUTPUT_TOO_LARGE"
@@ -79,6 +83,13 @@ class ErrorCode(StrEnum):
     CANCELED_BY_USER = "CANCELED_BY_USER"
     ORCHESTRATOR_RESTART_INTERRUPTED = "ORCHESTRATOR_RESTART_INTERRUPTED"
     SESSION_RESUME_FAILED = "SESSION_RESUME_FAILED"
+    INTERACTIVE_MAX_ATTEMPT_EXCEEDED = "INTERACTIVE_MAX_ATTEMPT_EXCEEDED"
+    RUN_NOT_INTERACTIVE = "RUN_NOT_INTERACTIVE"
+    RUN_NOT_WAITING = "RUN_NOT_WAITING"
+    INTERACTION_STALE = "INTERACTION_STALE"
+    INTERACTION_REPLY_INVALID = "INTERACTION_REPLY_INVALID"
+    INTERACTIVE_COMPLETED_WITHOUT_DONE_MARKER = "INTERACTIVE_COMPLETED_WITHOUT_DONE_MARKER"
+    INTERACTIVE_ASK_YAML_INVALID = "INTERACTIVE_ASK_YAML_INVALID"
     OUTPUT_NORMALIZED_N0 = "OUTPUT_NORMALIZED_N0"
     OUTPUT_NORMALIZED_N1 = "OUTPUT_NORMALIZED_N1"
     OUTPUT_FALLBACK_N2 = "OUTPUT_FALLBACK_N2"
@@ -117,6 +128,9 @@ CATALOGUE: dict[ErrorCode, CodeUse] = {
     _C.SKILL_NOT_FOUND: CodeUse((404, RUN), "no installed skill with that id"),
     _C.SKILL_INVALID: CodeUse((400, RUN), "the skill does not pass its checks"),
     _C.SKILL_ENGINE_UNSUPPORTED: CodeUse((400,), "the skill does not run on that engine"),
+    _C.SKILL_MODE_UNSUPPORTED: CodeUse(
+        (400,), "a skill.json composite skill, which this version lists but does not run yet"
+    ),
     _C.EXECUTION_MODE_UNSUPPORTED: CodeUse((400,), "the skill does not declare that mode"),
     _C.MODEL_UNSUPPORTED: CodeUse((400,), "the model is not in the engine's list"),
     _C.SCHEMA_VALIDATION_FAILED: CodeUse(
@@ -131,6 +145,9 @@ CATALOGUE: dict[ErrorCode, CodeUse] = {
     _C.ENGINE_NOT_FOUND: CodeUse((404,), "no such engine"),
     _C.INSTALL_NOT_FOUND: CodeUse((404,), "no skill package install with that id"),
     _C.RUN_NOT_FINISHED: CodeUse((409,), "the result or bundle of a run still going"),
+    _C.IDEMPOTENCY_KEY_REUSED: CodeUse(
+        (409,), "an Idempotency-Key sent again with a different request"
+    ),
     _C.UPLOAD_IN_PROGRESS: CodeUse((409,), "a second upload while the first is coming in"),
     _C.UPLOAD_NOT_ALLOWED: CodeUse((409,), "the run takes no upload now"),
     _C.UPLOAD_MISSING: CodeUse((400,), "no zip in the upload request"),
@@ -156,8 +173,14 @@ CATALOGUE: dict[ErrorCode, CodeUse] = {
     _C.INPUT_FILE_EXTENSION_NOT_ALLOWED: CodeUse((RUN,), "an upload's extension is not allowed"),
     _C.INPUT_FILE_AMBIGUOUS: CodeUse((RUN,), "more than one uploaded file matches a field"),
     _C.UPLOAD_TIMEOUT: CodeUse((RUN,), "no upload arrived within the wait"),
-    _C.SKILL_SCRIPT_FAILED: CodeUse((RUN,), "the skill's script exited non-zero"),
+    _C.SKILL_SCRIPT_FAILED: CodeUse(
+        (RUN,), "the skill's script (of a script or hybrid skill) exited non-zero"
+    ),
     _C.PROMPT_TEMPLATE_ERROR: CodeUse((RUN,), "the prompt template does not render"),
+    _C.SKILL_MD_TEMPLATE_ERROR: CodeUse((RUN,), "the skill's SKILL.md does not render"),
+    _C.DEPENDENCIES_UNAVAILABLE: CodeUse(
+        (RUN,), "uv could not provide the skill's runtime dependencies for the engine"
+    ),
     _C.OUTPUT_VALIDATION_FAILED: CodeUse((RUN,), "no output passed the output schema"),
     _C.ARTIFACT_MISSING: CodeUse((RUN,), "a required artifact was not produced"),
     _C.OUTPUT_TOO_LARGE: CodeUse((RUN,), "the process wrote more than the output limit"),
@@ -170,7 +193,22 @@ CATALOGUE: dict[ErrorCode, CodeUse] = {
     _C.TIMEOUT: CodeUse((RUN,), "the run passed its time limit"),
     _C.CANCELED_BY_USER: CodeUse((RUN,), "the run was canceled"),
     _C.ORCHESTRATOR_RESTART_INTERRUPTED: CodeUse((RUN,), "the run's worker died"),
-    _C.SESSION_RESUME_FAILED: CodeUse((RUN,), "a waiting run had no session to resume"),
+    _C.SESSION_RESUME_FAILED: CodeUse(
+        (RUN,), "a waiting run had no session to resume, or the CLI could not find it"
+    ),
+    _C.INTERACTIVE_MAX_ATTEMPT_EXCEEDED: CodeUse(
+        (RUN,), "an interactive run reached the skill's max_attempt turns without finishing"
+    ),
+    _C.RUN_NOT_INTERACTIVE: CodeUse((400,), "pending/reply on a run not in interactive mode"),
+    _C.RUN_NOT_WAITING: CodeUse((409,), "a reply to a run that is not waiting for one"),
+    _C.INTERACTION_STALE: CodeUse((409,), "a reply to a question that is not the pending one"),
+    _C.INTERACTION_REPLY_INVALID: CodeUse((400,), "a reply that does not answer the question"),
+    _C.INTERACTIVE_COMPLETED_WITHOUT_DONE_MARKER: CodeUse(
+        (WARNING,), "an interactive run's output validated without the __SKILL_DONE__ marker"
+    ),
+    _C.INTERACTIVE_ASK_YAML_INVALID: CodeUse(
+        (WARNING,), "the agent's <ASK_USER_YAML> block was unusable; asked as open text"
+    ),
     _C.OUTPUT_NORMALIZED_N0: CodeUse((WARNING,), "the output needed syntax-only repair"),
     _C.OUTPUT_NORMALIZED_N1: CodeUse((WARNING,), "the skill's normalizer rewrote the output"),
     _C.OUTPUT_FALLBACK_N2: CodeUse((WARNING,), "the skill's fallback produced the output"),

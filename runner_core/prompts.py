@@ -7,6 +7,7 @@ Python internals nor silently print an empty value for a misspelled variable.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -16,6 +17,7 @@ from jinja2 import StrictUndefined, Template, TemplateError
 from jinja2.sandbox import SandboxedEnvironment
 
 from runner_core.error_codes import ErrorCode
+from runner_core.interaction import AUTO_PROTOCOL, PROTOCOL
 from runner_core.skills.model import SkillPackage
 from runner_core.workspace import write_file
 
@@ -47,12 +49,19 @@ CONTRACT_TEMPLATE = """
 """
 
 PATCH_MARKER = "<!-- skill-runner: output contract -->"
+_FRONTMATTER = re.compile(r"\A---[ \t]*\r?\n.*?^---[ \t]*(?:\r?\n|\Z)", re.DOTALL | re.MULTILINE)
 
 
 class PromptError(Exception):
     """A template that does not render: the run fails with PROMPT_TEMPLATE_ERROR."""
 
-    code = ErrorCode.PROMPT_TEMPLATE_ERROR
+    code: str = ErrorCode.PROMPT_TEMPLATE_ERROR
+
+
+class SkillMdError(PromptError):
+    """The run's SKILL.md does not render (an undefined variable, a syntax error)."""
+
+    code = ErrorCode.SKILL_MD_TEMPLATE_ERROR
 
 
 @dataclass(frozen=True)
@@ -61,6 +70,7 @@ class PromptContext:
     parameter: dict[str, Any]
     run_dir: Path
     engine: str | None
+    execution_mode: str = "auto"  # interactive runs are told how to ask and how to finish
 
 
 _env = SandboxedEnvironment(
@@ -80,8 +90,14 @@ def artifact_field_list(output_schema: dict[str, Any]) -> list[dict[str, str]]:
     ]
 
 
-def output_contract(pkg: SkillPackage, run_dir: Path) -> str:
-    """The output contract text (result file, schema, artifact fields)."""
+def output_contract(pkg: SkillPackage, run_dir: Path, mode: str = "auto") -> str:
+    """The output contract text (result file, schema, artifact fields), and whether and how
+    the agent may ask the user (`mode`)."""
+    protocol = PROTOCOL if mode == "interactive" else AUTO_PROTOCOL
+    return _contract_text(pkg, run_dir) + protocol
+
+
+def _contract_text(pkg: SkillPackage, run_dir: Path) -> str:
     return _render(
         CONTRACT_TEMPLATE,
         {
@@ -107,11 +123,10 @@ def select_template(pkg: SkillPackage, engine: str | None) -> tuple[str, str]:
     return DEFAULT_TEMPLATE, "default"
 
 
-def render_prompt(pkg: SkillPackage, ctx: PromptContext) -> str:
-    """Render the prompt; custom templates get the output contract appended when they omit it."""
-    template, source = select_template(pkg, ctx.engine)
-    contract = output_contract(pkg, ctx.run_dir)
-    variables = {
+def template_variables(pkg: SkillPackage, ctx: PromptContext) -> dict[str, Any]:
+    """What a prompt template (and SKILL.md) sees: input, parameter, skill, engine, the
+    output contract and where the result and artifacts go."""
+    return {
         "input": ctx.input,
         "parameter": ctx.parameter,
         "engine": ctx.engine,
@@ -123,33 +138,62 @@ def render_prompt(pkg: SkillPackage, ctx: PromptContext) -> str:
             "version": pkg.version,
         },
         "skill_md": pkg.body,
-        "output_contract": contract,
+        "output_contract": output_contract(pkg, ctx.run_dir, ctx.execution_mode),
         "result_file": str(ctx.run_dir / "result" / "result.json"),
         "artifacts_dir": str(ctx.run_dir / "artifacts"),
     }
+
+
+def render_prompt(pkg: SkillPackage, ctx: PromptContext) -> str:
+    """Render the prompt; custom templates get the output contract appended when they omit it."""
+    template, source = select_template(pkg, ctx.engine)
+    variables = template_variables(pkg, ctx)
     text = _render(template, variables, source)
     if source != "default" and "output_contract" not in template:
-        text = text.rstrip() + "\n" + contract
+        text = text.rstrip() + "\n" + variables["output_contract"]
     return text
 
 
-def patch_skill_md(skill_dir: Path, pkg: SkillPackage, run_dir: Path) -> None:
-    """Append the output contract to the run's copy of SKILL.md (once). The file is replaced,
-    never written in place: a snapshot's files are links to the service's shared read-only copy
-    of the skill version (runner_core.skill_copy)."""
+def patch_skill_md(skill_dir: Path, pkg: SkillPackage, ctx: PromptContext) -> None:
+    """Render the run's copy of SKILL.md (its body is a Jinja2 template with the prompt's
+    variables, e.g. `{{ input.text }}`) and append the output contract, once. The file is
+    replaced, never written in place: a snapshot's files are links to the service's shared
+    read-only copy of the skill version (runner_core.skill_copy)."""
     md = skill_dir / "SKILL.md"
-    text = md.read_text(encoding="utf-8")
-    if PATCH_MARKER in text:
+    if not md.is_file():  # a skill.json llm skill: the prompt carries the contract
         return
-    patched = text.rstrip() + f"\n\n{PATCH_MARKER}\n{output_contract(pkg, run_dir)}"
+    text = md.read_text(encoding="utf-8")
+    if PATCH_MARKER in text:  # done already: rendering twice would render the inputs' text
+        return
+    variables = template_variables(pkg, ctx)
+    head, body = split_frontmatter(text)
+    if any(mark in body for mark in ("{{", "{%", "{#")):
+        try:
+            body = _compiled(body).render(**variables)
+        except TemplateError as exc:
+            raise SkillMdError(f"SKILL.md does not render: {_describe(exc)}") from exc
+    patched = (head + body).rstrip() + f"\n\n{PATCH_MARKER}\n{variables['output_contract']}"
     write_file(md, patched.encode("utf-8"))  # a new file renamed over the link
+
+
+def split_frontmatter(text: str) -> tuple[str, str]:
+    """(frontmatter with its `---` lines, body); the frontmatter is metadata the CLI reads to
+    discover the skill, so it is never rendered."""
+    match = _FRONTMATTER.match(text)
+    return (match.group(0), text[match.end() :]) if match else ("", text)
 
 
 def _render(template: str, variables: dict[str, Any], source: str) -> str:
     try:
         return _compiled(template).render(**variables)
     except TemplateError as exc:
-        raise PromptError(f"prompt template {source} does not render: {exc}") from exc
+        raise PromptError(f"prompt template {source} does not render: {_describe(exc)}") from exc
+
+
+def _describe(exc: TemplateError) -> str:
+    """The error, with its line when Jinja2 knows it (a syntax error)."""
+    line = getattr(exc, "lineno", None)
+    return f"{exc} (line {line})" if line else str(exc)
 
 
 @lru_cache(maxsize=256)

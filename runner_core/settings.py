@@ -13,6 +13,13 @@ from pathlib import Path
 from typing import overload
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+DEMO_LLM_ENV = (
+    "SKILL_RUNNER_DEMO_LLM"  # set by `skill-runner serve --demo-llm` (the fake LLM's URL)
+)
+DEMO_LLM_WARNING = (
+    "DEMO LLM ON: the engine CLIs talk to a scripted fake model at %s, not to a provider; "
+    "its answers are canned sessions for the example skills. Not for real work."
+)
 
 
 @dataclass(frozen=True)
@@ -48,11 +55,15 @@ class Settings:
     max_output_bytes: int = 256 * 1024**2  # a process's stdout + stderr (0: no limit)
     min_free_bytes: int = 256 * 1024**2  # /healthz is degraded below this much free disk
     upload_wait_sec: int = 86400  # a job waiting this long for its upload fails UPLOAD_TIMEOUT
+    reply_timeout_max_sec: int = 86400  # caps runtime_options.interactive_reply_timeout_sec
+    idempotency_ttl_sec: int = 86400  # how long an Idempotency-Key answers with its first job
     task_events: bool = False
+    events: bool = True  # each run's FCMP events (events.jsonl + pub/sub); off for benchmarks
     run_pool: int = 2  # run directories made ahead per skill version and kind (0: off)
     snapshot_mode: str = "link"  # link: from a read-only copy per skill version; copy: full copies
     api_tokens: tuple[str, ...] = field(default=(), repr=False)  # empty: no token asked for
     cors_origins: tuple[str, ...] = ()  # browser origins allowed to call the API ("*": any)
+    demo_llm: str = ""  # the demo LLM's URL when the engine CLIs talk to it (never in production)
 
     def running_limit(self, engine: str | None) -> int:
         """The per-engine maximum of running runs for `engine` (script runs: 'script'); 0 = none."""
@@ -261,6 +272,8 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         max_request_bytes=read.number("SKILL_RUNNER_MAX_REQUEST_BYTES", 16 * 1024**2, minimum=1024),
         max_output_bytes=read.number("SKILL_RUNNER_MAX_OUTPUT_BYTES", 256 * 1024**2, minimum=0),
         upload_wait_sec=read.number("SKILL_RUNNER_UPLOAD_WAIT_SEC", 86400, minimum=1),
+        reply_timeout_max_sec=read.number("SKILL_RUNNER_REPLY_TIMEOUT_MAX_SEC", 86400, minimum=1),
+        idempotency_ttl_sec=read.number("SKILL_RUNNER_IDEMPOTENCY_TTL_SEC", 86400, minimum=86400),
         min_free_bytes=read.number("SKILL_RUNNER_MIN_FREE_BYTES", 256 * 1024**2, minimum=0),
         sweep_interval_sec=read.number("SKILL_RUNNER_SWEEP_INTERVAL_SEC", 10, float, minimum=0.1),
         kill_grace_sec=read.number("SKILL_RUNNER_KILL_GRACE_SEC", 3, float, minimum=0),
@@ -270,8 +283,10 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         run_pool=read.number("SKILL_RUNNER_RUN_POOL", 2, minimum=0),
         snapshot_mode=_snapshot_mode(env.get("SKILL_RUNNER_SNAPSHOT", "link")),
         task_events=read.flag("SKILL_RUNNER_TASK_EVENTS"),
+        events=read.flag("SKILL_RUNNER_EVENTS") if "SKILL_RUNNER_EVENTS" in read.env else True,
         api_tokens=api_tokens(env.get("SKILL_RUNNER_API_TOKEN", "")),
         cors_origins=cors_origins(env.get("SKILL_RUNNER_CORS_ORIGINS", "")),
+        demo_llm=env.get(DEMO_LLM_ENV, "").strip(),
     )
 
 

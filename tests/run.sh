@@ -19,6 +19,7 @@ done
 
 if [ "$unit_only" = 0 ]; then
   bash deploy/install-engines.sh
+  bash deploy/install-node-runners.sh
   bash deploy/services.sh
 fi
 if [ $# -eq 0 ]; then

@@ -8,20 +8,25 @@ import time
 from dataclasses import replace
 
 from runner_core.engines import get_adapter
-from runner_core.engines.base import EngineAdapter, EngineContext
+from runner_core.engines.base import EngineAdapter, EngineContext, ProcessResult
 from runner_core.engines.config import EngineConfigError, load_engine_config
+from runner_core.engines.streams import read_output
 from runner_core.error_codes import ErrorCode
 from runner_core.output import RepairRequest
 from runner_core.prompts import PromptContext, PromptError, patch_skill_md, render_prompt
 from runner_core.workspace import install_skill_copy, write_git_marker, write_json
+from worker.engine_dependencies import provide_dependencies
 from worker.entry import EntryContext, EntryResult, add_tokens
 from worker.failures import RunFailed, process_failure
+from worker.output_tail import run_streamed
 from worker.supervisor import run_command
+from worker.turns import Resume, session_gone
 
 
-def run_engine(entry: EntryContext) -> EntryResult:
-    """Run the skill through the run's engine. The answer is the final message; the CLI's
-    envelope goes to raw/engine_envelope.json. Raises RunFailed before the CLI starts."""
+def run_engine(entry: EntryContext, resume: Resume | None = None) -> EntryResult:
+    """Run the skill through the run's engine: a first turn, or with `resume` the next turn of
+    an interactive run's session. The answer is the final message; the CLI's envelope goes to
+    raw/engine_envelope.json. Raises RunFailed before the CLI starts."""
     run, paths, pkg = entry.run, entry.paths, entry.pkg
     assert run.engine is not None  # the API names an engine for every run that is not a script
     setup_started = time.perf_counter()
@@ -31,24 +36,32 @@ def run_engine(entry: EntryContext) -> EntryResult:
         raise RunFailed(
             ErrorCode.ENGINE_UNAVAILABLE, f"engine '{run.engine}' has no adapter: {exc}"
         ) from exc
+    mode = run.runtime_options.get("execution_mode", "auto")
     user = {
         "model": run.model,
         "runtime_options": run.runtime_options,
         f"{run.engine}_config": run.runtime_options.get(f"{run.engine}_config"),
     }
+    prompt_ctx = PromptContext(
+        entry.inputs.input, entry.inputs.parameter, paths.root, run.engine, mode
+    )
     try:
         config = load_engine_config(run.engine, skill_dir=pkg.root, user=user)
-        prompt = render_prompt(
-            pkg, PromptContext(entry.inputs.input, entry.inputs.parameter, paths.root, run.engine)
-        )
+        if resume is None:
+            prompt = render_prompt(pkg, prompt_ctx)
+            patch_skill_md(pkg.root, pkg, prompt_ctx)
     except PromptError as exc:
         raise RunFailed(exc.code, str(exc)) from exc
     except EngineConfigError as exc:
         raise RunFailed(ErrorCode.ENGINE_CONFIG_INVALID, str(exc)) from exc
-    (paths.logs / "prompt.txt").write_text(prompt, encoding="utf-8")
-    patch_skill_md(pkg.root, pkg, paths.root)
-    install_skill_copy(pkg.root, paths, adapter.skill_dirs)
-    write_git_marker(paths.root)
+    if resume is None:
+        (paths.logs / "prompt.txt").write_text(prompt, encoding="utf-8")
+        install_skill_copy(pkg.root, paths, adapter.skill_dirs)
+        write_git_marker(paths.root)
+    else:
+        prompt = resume.prompt
+        with (paths.logs / "prompt.txt").open("a", encoding="utf-8") as fh:
+            fh.write(f"\n\n--- turn {resume.turn} ---\n{prompt}")
     ctx = EngineContext(
         run_dir=paths.root,
         skill_id=pkg.id,
@@ -56,11 +69,13 @@ def run_engine(entry: EntryContext) -> EntryResult:
         config=config,
         model=run.model or config.get("model"),
         output_schema_path=pkg.root / pkg.loaded_manifest.schemas["output"],
-        execution_mode=run.runtime_options.get("execution_mode", "auto"),
+        execution_mode=mode,
+        session_id=resume.session_id if resume else None,
     )
+    adapter = provide_dependencies(entry, adapter)  # runtime.dependencies for its shell
     spec = adapter.build_command(ctx)
     timings = {"engine_setup": round(time.perf_counter() - setup_started, 4)}
-    result = run_command(spec, paths.logs / "stdout.txt", paths.logs / "stderr.txt", entry.watch())
+    result = run_streamed(entry, spec, run.engine)
     if result.canceled or result.timed_out or result.output_exceeded:
         return EntryResult(
             None, timings=timings, failure=process_failure(result, ErrorCode.ENGINE_FAILED)
@@ -70,9 +85,11 @@ def run_engine(entry: EntryContext) -> EntryResult:
         failure = RunFailed(
             output.error.code, output.error.message, {"engine": run.engine, **output.error.details}
         )
+        if resume is not None:
+            failure = _resume_failure(result, failure)
         return EntryResult(
             None,
-            session_handle=output.session_id,
+            session_handle=output.session_id or (resume.session_id if resume else None),
             timings=timings,
             usage=output.usage,
             tokens=output.tokens,
@@ -82,13 +99,31 @@ def run_engine(entry: EntryContext) -> EntryResult:
         # The CLI's own envelope (session, stats, usage) is kept for audit; it is metadata, not
         # an answer, so it is not offered to the output chain as a candidate.
         write_json(paths.raw / "engine_envelope.json", output.envelope)
+    session = output.session_id or (resume.session_id if resume else None)
     return EntryResult(
         output.final_text,
-        session_handle=output.session_id,
+        session_handle=session,
         timings=timings,
-        repair=EngineRepair(entry, adapter, ctx, output.session_id),
+        repair=EngineRepair(entry, adapter, ctx, session),
         usage=output.usage,
         tokens=output.tokens,
+    )
+
+
+def _resume_failure(result: ProcessResult, failure: RunFailed) -> RunFailed:
+    """A resumed turn whose CLI could not find its session: SESSION_RESUME_FAILED, in the
+    CLI's words."""
+    words = session_gone(
+        read_output(result.stderr_path, result.stderr_from),
+        read_output(result.stdout_path, result.stdout_from),
+        failure.message,
+    )
+    if words is None:
+        return failure
+    return RunFailed(
+        ErrorCode.SESSION_RESUME_FAILED,
+        f"the engine could not resume the session: {words}",
+        {"engine_error": failure.code},
     )
 
 

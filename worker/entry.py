@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from runner_core.events import EventLog
 from runner_core.inputs import ResolvedInputs
 from runner_core.output import RepairRequest
 from runner_core.settings import Settings
@@ -27,6 +28,7 @@ class EntryContext:
     inputs: ResolvedInputs
     settings: Settings
     make_watch: Callable[[SkillPackage], Watch]
+    events: EventLog | None = None  # where the run's events go (None: not recorded)
 
     def watch(self) -> Watch:
         """A fresh watch (deadline + cancel poll) for one process of this run."""

@@ -11,29 +11,32 @@ import logging
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from celery.exceptions import SoftTimeLimitExceeded
 
 from runner_core.artifacts import index_artifacts, write_manifest
 from runner_core.error_codes import ErrorCode
-from runner_core.output import run_output_chain
+from runner_core.events import EventLog
+from runner_core.interaction import Pending, has_done_marker
+from runner_core.output import OutputOutcome, run_output_chain
 from runner_core.run_pool import RunDirPool
 from runner_core.settings import Settings
 from runner_core.skills import SkillPackage
 from runner_core.skills.locks import locks_dir, skill_lock
 from runner_core.statuses import RunStatus
 from runner_core.store.models import Run
-from runner_core.workspace import RunPaths, create_run_dir, disk_full, write_json
-from worker.engine_entry import run_engine
+from runner_core.workspace import RunPaths, create_run_dir, disk_full
 from worker.entry import EntryContext, EntryResult, add_tokens
+from worker.entrypoints import run_entrypoint
 from worker.failures import RunFailed
-from worker.prepare import stage_skill, write_inputs
+from worker.prepare import resumed_context, stage_skill, write_inputs
+from worker.results import write_result
 from worker.run_layout import PoolLayout, run_relative
-from worker.script_entry import run_script, skill_command
+from worker.script_entry import skill_command
 from worker.supervisor import Watch
+from worker.turns import AwaitUser, Resume, decide, is_interactive, turn_number
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +49,7 @@ class RunOutcome:
     timings: dict[str, float] = field(default_factory=dict)
     session_handle: str | None = None
     token_usage: dict[str, int] | None = None
+    pending: Pending | None = None  # the question of a turn that ended waiting_user
 
 
 class RunExecutor:
@@ -58,9 +62,16 @@ class RunExecutor:
         run: Run,
         make_watch: Callable[[SkillPackage], Watch],
         request_payload: dict[str, Any] | None = None,
+        load_resume: Callable[[], Resume | None] = lambda: None,
+        events: EventLog | None = None,
     ) -> None:
+        self.events = events  # the run's event log (None: no events recorded)
         self.settings, self.run, self.make_watch = settings, run, make_watch
         self.request_payload = request_payload  # the client's JSON body, for input.json
+        self.load_resume = load_resume  # the next turn of an interactive run, if it is one
+        self.resume: Resume | None = None
+        self.interactive = is_interactive(run) and run.engine is not None
+        self.turn = turn_number(run)
         self.paths = RunPaths(settings.runs_dir / run.id)  # made (or taken ready) in _prepare
         self.pool = RunDirPool(settings.run_pool_dir, settings.run_pool)
         self.pool_layout: PoolLayout | None = None  # what the next run of this skill needs
@@ -73,11 +84,20 @@ class RunExecutor:
     def execute(self) -> RunOutcome:
         """Execute and always write result/result.json in the run directory's shape."""
         try:
-            ctx = self._timed("prepare", self._prepare)
+            ctx = replace(self._timed("prepare", self._prepare), events=self.events)
+            if self.events is not None:
+                self.events.state_changed(RunStatus.QUEUED, RunStatus.RUNNING, f"turn {self.turn}")
             self._process(ctx)
-            self._timed("output", self._output_chain, ctx)
+            if self.events is not None and self.entry is not None and self.entry.text:
+                self.events.emit("assistant.message.final", {"text": self.entry.text})
+            self._timed(
+                "output", self._turn_output if self.interactive else self._output_chain, ctx
+            )
             self._timed("artifacts", self._index_artifacts, ctx.pkg)
             outcome = RunOutcome(RunStatus.SUCCEEDED, None, self.warnings)
+        except AwaitUser as ask:
+            self.warnings.extend([ask.warning] if ask.warning else [])
+            outcome = RunOutcome(RunStatus.WAITING_USER, None, self.warnings, pending=ask.pending)
         except RunFailed as exc:
             error = {"code": exc.code, "message": exc.message, **exc.details}
             outcome = RunOutcome(exc.status, error, self.warnings)
@@ -88,7 +108,16 @@ class RunExecutor:
         try:
             if not self.paths.root.is_dir():  # a run that failed early has none
                 create_run_dir(self.settings.runs_dir, self.run.id)
-            self._write_result(outcome)  # the bundle is built on its first download
+            if outcome.status != RunStatus.WAITING_USER:  # a waiting run has no result yet
+                # the bundle is built on its first download
+                write_result(
+                    self.paths,
+                    outcome.status,
+                    self.data,
+                    self.artifacts,
+                    outcome.warnings,
+                    outcome.error,
+                )
         except OSError as exc:
             # No result file: the API answers from the row, so the row must say what happened;
             # output that cannot be stored is no success.
@@ -97,9 +126,15 @@ class RunExecutor:
                 outcome = RunOutcome(RunStatus.FAILED, error, self.warnings)
             elif outcome.error is not None:
                 outcome.error = {**outcome.error, "result_not_written": error["message"]}
+        if self.events is not None:
+            for warning in self.warnings:
+                self.events.emit("diagnostic.warning", warning)
         outcome.timings = self.timings
         outcome.session_handle = self._session_handle()
         outcome.token_usage = self._token_usage()
+        if self.resume is not None:  # earlier turns' warnings and tokens are the run's too
+            outcome.warnings = list(self.run.warnings or []) + outcome.warnings
+            outcome.token_usage = add_tokens(self.run.token_usage, outcome.token_usage)
         return outcome
 
     def refill_pool(self) -> int:
@@ -132,6 +167,9 @@ class RunExecutor:
             self.timings[name] = round(time.perf_counter() - started, 4)
 
     def _prepare(self) -> EntryContext:
+        self.resume = self.load_resume() if self.interactive else None
+        if self.resume is not None:
+            return resumed_context(self.settings, self.run, self.paths, self.make_watch)
         staged = stage_skill(self.settings, self.run, self.paths, self.pool)
         self.pool_layout = staged.pool_layout  # refilled even when this run's inputs fail
         inputs = write_inputs(self.settings, self.run, self.paths, staged.pkg, self.request_payload)
@@ -143,8 +181,7 @@ class RunExecutor:
         """Run the entrypoint; its own timings come before the step's total."""
         started = time.perf_counter()
         try:
-            script = ctx.pkg.loaded_manifest.entrypoint.type == "script"
-            self.entry = run_script(ctx) if script else run_engine(ctx)
+            self.entry = run_entrypoint(ctx, self.resume)
         finally:
             if self.entry is not None:
                 self.timings.update(self.entry.timings)
@@ -167,24 +204,40 @@ class RunExecutor:
         repair = self.entry.repair
         return add_tokens(self.entry.tokens, repair.tokens if repair is not None else None)
 
-    def _output_chain(self, ctx: EntryContext) -> None:
+    def _turn_output(self, ctx: EntryContext) -> None:
+        """An interactive turn: the done marker runs the whole output chain; without it, a
+        valid output (no fallback, no repair) completes with a warning, else the agent asked."""
+        assert self.entry is not None  # set by _process, which ran first
+        if has_done_marker(self.entry.text):
+            return self._output_chain(ctx)
+        soft = self._chain(ctx, complete=False)
+        warning = decide(self.entry.text, self.turn, ctx.pkg.loaded_manifest.max_attempt, soft)
+        self.data = soft.data
+        self.warnings.extend([*soft.warnings, *([warning] if warning else [])])
+
+    def _chain(self, ctx: EntryContext, complete: bool = True) -> OutputOutcome:
+        """The output chain; `complete=False` stops before the fallback and repair steps."""
         paths, pkg, entry = ctx.paths, ctx.pkg, self.entry
         assert entry is not None  # set by _process, which ran first
         if paths.result_file.is_file():  # a copy: N1/N2 commands may rewrite it in place
             shutil.copy2(paths.result_file, paths.raw / "skill_result.json")
         manifest = pkg.loaded_manifest
-        outcome = run_output_chain(
+        return run_output_chain(
             paths.root,
             pkg.output_schema,
             engine_text=entry.text,
             envelope=entry.envelope,
             normalizer=skill_command(ctx, manifest.normalizer),
-            fallback=skill_command(ctx, manifest.fallback),
-            repair=entry.repair,
-            repair_rounds=self._repair_rounds(),
+            fallback=skill_command(ctx, manifest.fallback) if complete else None,
+            repair=entry.repair if complete else None,
+            repair_rounds=self._repair_rounds() if complete else 0,
             schema_path=pkg.root / manifest.schemas["output"],
             engine_text_file=entry.text_file,
         )
+
+    def _output_chain(self, ctx: EntryContext) -> None:
+        outcome = self._chain(ctx)
+        paths = ctx.paths
         self.warnings.extend(outcome.warnings)
         if not outcome.ok:
             raise RunFailed(
@@ -225,25 +278,3 @@ class RunExecutor:
                 "required artifacts were not produced: " + ", ".join(missing),
                 {"missing": missing},
             )
-
-    def _write_result(self, outcome: RunOutcome) -> None:
-        error = outcome.error
-        if error is not None:
-            error = {**error, "stderr": _tail(self.paths.logs / "stderr.txt")}
-        write_json(
-            self.paths.result_file,
-            {
-                "status": outcome.status,
-                "data": self.data if outcome.status == RunStatus.SUCCEEDED else None,
-                "artifacts": self.artifacts,
-                "validation_warnings": outcome.warnings,
-                "error": error,
-            },
-        )
-
-
-def _tail(path: Path, limit: int = 4000) -> str:
-    if not path.is_file():
-        return ""
-    data = path.read_bytes()[-limit:]
-    return data.decode("utf-8", errors="replace")

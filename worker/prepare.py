@@ -3,27 +3,39 @@ snapshot, input.json and the uploads, and the inputs resolved against the skill'
 
 from __future__ import annotations
 
+import json
 import shutil
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import Any
 
 from runner_core.error_codes import ErrorCode
-from runner_core.inputs import InputError, ResolvedInputs, resolve_inputs
+from runner_core.inputs import InputError, ResolvedInputs, apply_defaults, resolve_inputs
+from runner_core.openevo.spec import SKILL_JSON
 from runner_core.run_pool import RunDirPool
 from runner_core.settings import Settings
-from runner_core.skills import SkillPackage
+from runner_core.skills import SkillPackage, load_skill
 from runner_core.skills.locks import locks_dir, skill_lock
 from runner_core.skills.memo import load_skill_signed, relocated
 from runner_core.store.models import Run
-from runner_core.workspace import RunPaths, create_run_dir, link_uploads, write_json
+from runner_core.workspace import (
+    RunPaths,
+    create_run_dir,
+    find_snapshot,
+    link_uploads,
+    write_json,
+)
+from worker.entry import EntryContext
 from worker.failures import RunFailed
 from worker.run_layout import (
     PoolLayout,
+    engine_skill_dirs,
     is_engine_run,
     skill_copies,
     skill_source,
     snapshot_dir,
 )
+from worker.supervisor import Watch
 
 
 @dataclass(frozen=True)
@@ -38,7 +50,7 @@ class StagedSkill:
 def stage_skill(settings: Settings, run: Run, paths: RunPaths, pool: RunDirPool) -> StagedSkill:
     """Take a ready run directory from the pool, or make one with the skill's snapshot."""
     source = skill_source(settings, run)
-    if not (source / "SKILL.md").is_file():
+    if not ((source / "SKILL.md").is_file() or (source / SKILL_JSON).is_file()):
         raise RunFailed(ErrorCode.SKILL_NOT_FOUND, f"skill '{run.skill_id}' is not installed")
     pool_layout = None
     # Shared lock: an install of this skill cannot swap it while it is being copied.
@@ -87,5 +99,23 @@ def write_inputs(
         )
     except InputError as exc:
         raise RunFailed(exc.code, exc.message, exc.details) from exc
+    if pkg.format == "skill.json":  # a function's defaults fill its missing arguments
+        resolved = replace(resolved, input=apply_defaults(pkg.input_schema, resolved.input))
     write_json(paths.resolved_input, {"input": resolved.input, "parameter": resolved.parameter})
     return resolved
+
+
+def resumed_context(
+    settings: Settings, run: Run, paths: RunPaths, make_watch: Callable[[SkillPackage], Watch]
+) -> EntryContext:
+    """A later turn of an interactive run: its directory, skill copy and resolved inputs are
+    the first turn's."""
+    snapshot = find_snapshot(paths.root, run.skill_id, engine_skill_dirs(run.engine))
+    if snapshot is None or not paths.resolved_input.is_file():
+        raise RunFailed(
+            ErrorCode.SESSION_RESUME_FAILED,
+            "the run's directory no longer holds its skill copy and inputs",
+        )
+    resolved = json.loads(paths.resolved_input.read_text(encoding="utf-8"))
+    inputs = ResolvedInputs(resolved.get("input") or {}, resolved.get("parameter") or {})
+    return EntryContext(run, paths, load_skill(snapshot), inputs, settings, make_watch)

@@ -11,7 +11,7 @@ import select
 import subprocess
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from runner_core.engines.base import CommandSpec, ProcessResult
@@ -45,6 +45,7 @@ def run_command(
     stdin = subprocess.PIPE if spec.stdin is not None else subprocess.DEVNULL
     started = time.time()
     with stdout_path.open("ab") as out, stderr_path.open("ab") as err:
+        offsets = (out.tell(), err.tell())  # earlier turns' output stays before these
         try:
             proc = subprocess.Popen(
                 spec.argv,
@@ -57,8 +58,20 @@ def run_command(
             )
         except OSError as exc:
             err.write(f"cannot start {spec.argv[0]}: {exc}\n".encode())
-            return ProcessResult(127, stdout_path, stderr_path, started, time.time())
-        return _watch(proc, spec, watch, stdout_path, stderr_path, started)
+            return ProcessResult(
+                127,
+                stdout_path,
+                stderr_path,
+                started,
+                time.time(),
+                stdout_from=offsets[0],
+                stderr_from=offsets[1],
+            )
+        return replace(
+            _watch(proc, spec, watch, stdout_path, stderr_path, started),
+            stdout_from=offsets[0],
+            stderr_from=offsets[1],
+        )
 
 
 def _watch(

@@ -19,28 +19,27 @@ from celery.exceptions import SoftTimeLimitExceeded
 from celery.signals import worker_process_init, worker_ready
 
 from runner_core.error_codes import ErrorCode
-from runner_core.finish_events import FinishPublisher
-from runner_core.queues import queue_for
 from runner_core.run_pool import IDLE_KEY_SEC, RunDirPool
+from runner_core.settings import DEMO_LLM_WARNING
 from runner_core.skill_copy import installed_signatures
-from runner_core.skills import load_skill
 from runner_core.statuses import RunStatus
 from runner_core.store import checkpoint, claim
 from runner_core.store import runs as run_states
 from runner_core.store.db import make_engine, make_sessionmaker, retry_unavailable
 from runner_core.store.models import Run
-from runner_core.workspace import RunPaths, write_json
 from worker.celery_app import app, settings
 from worker.database import connect, sessions
+from worker.dispatch import announce_end, events_of, finished, send_run, write_failure
 from worker.executor import RunExecutor
+from worker.interactive_tasks import ask_user, overdue_replies
 from worker.lease import Heartbeat, beat_interval, make_watch
 from worker.recovery import recover
 from worker.refill import Refiller
-from worker.run_layout import skill_copies, skill_source
+from worker.run_layout import skill_copies
 from worker.strays import become_subreaper
+from worker.turns import Resume, resume_input
 
 log = logging.getLogger(__name__)
-finished = FinishPublisher(settings.broker_url)  # wakes API requests waiting on a run
 _task: dict = {"run_id": None, "terminating": False}
 _refiller = Refiller()
 
@@ -75,12 +74,19 @@ def _startup_reconciliation(**_kwargs) -> None:
     """At worker start: reap orphans, reconcile runs of dead workers (idempotent)."""
     engine = make_engine(settings.database_url)
     try:
-        recover(settings, make_sessionmaker(engine), _send, startup=True)
+        recover(settings, make_sessionmaker(engine), send_run, startup=True)
     except Exception:  # never keep a worker from starting; the periodic sweep retries
         log.exception("startup reconciliation failed")
     finally:
         engine.dispose()
         checkpoint.forget(engine)  # the main process writes nothing more
+
+
+@worker_ready.connect
+def _warn_demo_llm(**_kwargs) -> None:
+    """Say it loudly in the worker's log when the engine CLIs talk to the demo LLM."""
+    if settings.demo_llm:
+        log.warning(DEMO_LLM_WARNING, settings.demo_llm)
 
 
 def worker_name() -> str:
@@ -114,6 +120,8 @@ def execute_run(self, run_id: str) -> str:
         claimed,
         lambda pkg: make_watch(settings, connect, claimed, pkg),
         run.request_payload,
+        lambda: _resume(claimed),
+        events_of(claimed) if settings.events else None,
     )
     try:
         with Heartbeat(connect, run_id, beat_interval(settings)):
@@ -123,6 +131,11 @@ def execute_run(self, run_id: str) -> str:
         _task.update(run_id=None, terminating=False)
     _refill_pool(executor)
     return status
+
+
+def _resume(run: Run) -> Resume | None:
+    with connect() as conn:
+        return resume_input(conn, run, settings.reply_timeout_max_sec)
 
 
 def _not_claimed(run_id: str) -> str:
@@ -150,6 +163,8 @@ def _execute(executor: RunExecutor) -> str:
     run = executor.run
     try:
         outcome = executor.execute()
+        if outcome.status == RunStatus.WAITING_USER:
+            return ask_user(executor.run, executor.turn, outcome)
 
         def record() -> bool:
             with connect() as conn:
@@ -165,8 +180,10 @@ def _execute(executor: RunExecutor) -> str:
                 )
 
         # result/result.json is written: a database away for a moment must not lose the run
-        retry_unavailable(record, f"finish of run {run.id}", settings.lease_sec / 2)
-        finished.publish(run.id)
+        if retry_unavailable(record, f"finish of run {run.id}", settings.lease_sec / 2):
+            announce_end(run, RunStatus.RUNNING, outcome.status, outcome.error, "turn_finished")
+        else:
+            finished.publish(run.id)
         return outcome.status
     except (Terminated, SoftTimeLimitExceeded) as exc:
         # the supervisor's `finally` has already killed the process group
@@ -194,8 +211,8 @@ def _execute(executor: RunExecutor) -> str:
             ended = run_states.finish_run(conn, run.id, status, error=error)
         if not ended:
             return "recorded"
-        _write_failure(run, status, error)
-        finished.publish(run.id)
+        write_failure(run, status, error)
+        announce_end(run, RunStatus.RUNNING, status, error, "terminated")
         return status
     except Exception as exc:
         # A failure outside the executor's own handling (e.g. its result could not be
@@ -205,35 +222,17 @@ def _execute(executor: RunExecutor) -> str:
         with connect() as conn:
             ended = run_states.finish_run(conn, run.id, RunStatus.FAILED, error=error)
         if ended:
-            _write_failure(run, RunStatus.FAILED, error)
-            finished.publish(run.id)
+            write_failure(run, RunStatus.FAILED, error)
+            announce_end(run, RunStatus.RUNNING, RunStatus.FAILED, error, "crashed")
         return RunStatus.FAILED
-
-
-def _write_failure(run: Run, status: str, error: dict) -> None:
-    """result/result.json as the API's result document, also when the executor was cut short."""
-    try:
-        paths = RunPaths(settings.runs_dir / run.id)
-        if paths.root.is_dir():
-            write_json(
-                paths.result_file,
-                {
-                    "status": status,
-                    "data": None,
-                    "artifacts": [],
-                    "validation_warnings": [],
-                    "error": error,
-                },
-            )
-    except OSError:
-        log.warning("could not write the result of run %s", run.id, exc_info=True)
 
 
 @app.task(name="worker.tasks.sweep")
 def sweep() -> dict:
     """Reconcile runs of gone workers, reap orphan groups, re-send lost queued runs; drop the
     ready run directories of skills no longer run."""
-    report = recover(settings, sessions(), _send)
+    report = recover(settings, sessions(), send_run)
+    report["auto_replied"] = overdue_replies()
     try:
         RunDirPool(settings.run_pool_dir, settings.run_pool).prune_idle(IDLE_KEY_SEC)
         copies = skill_copies(settings)
@@ -242,12 +241,3 @@ def sweep() -> dict:
     except OSError:
         log.warning("run pool / skill copies prune failed", exc_info=True)
     return report
-
-
-def _send(run: Run) -> str:
-    """Send execute_run for `run` to its queue; returns the task id."""
-    pkg = load_skill(skill_source(settings, run))
-    kind = pkg.manifest.entrypoint.type if pkg.manifest else "script"
-    return app.send_task(
-        "worker.tasks.execute_run", args=[run.id], queue=queue_for(run.engine, kind)
-    ).id

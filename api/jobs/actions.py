@@ -13,7 +13,7 @@ from api.errors import ApiError
 from api.jobs.read import read_result
 from api.jobs.rows import JobRow, RunState, waiting_for_upload
 from runner_core.error_codes import ErrorCode
-from runner_core.statuses import TERMINAL_STATUSES
+from runner_core.statuses import TERMINAL_STATUSES, RunStatus
 from runner_core.store import runs as run_states
 from runner_core.store.models import Request, Run
 
@@ -125,10 +125,17 @@ def tail(path: Path, cap: int = LOG_CAP) -> tuple[str | None, bool]:
 
 def cancel_run(session: Session, req: Request, run: Run) -> dict[str, Any]:
     """Flag an active run canceled (revoking its queued message); finished runs: accepted false."""
+    before = run.status
     accepted = run_states.request_cancel(session, run.id)
-    # The DB flag is the cancel: a running run's worker sees it and kills the process group; a queued or waiting run (no process) ends here, and the revoke only
-    # spares a worker the message (if it is lost, the claim guard still refuses the run).
-    if accepted and run_states.cancel_idle(session, run.id) and run.celery_task_id:
-        context.queue().revoke(run.celery_task_id)
+    # The DB flag is the cancel: a running run's worker sees it and kills the process group; a
+    # queued or waiting run (no process) ends here, and the revoke only spares a worker the
+    # message (if it is lost, the claim guard still refuses the run).
+    if accepted and run_states.cancel_idle(session, run.id):
+        error = {"code": ErrorCode.CANCELED_BY_USER, "message": "canceled by user"}
+        context.run_events(run).state_changed(
+            before, RunStatus.CANCELED, "cancel", error=error, terminal=True
+        )
+        if run.celery_task_id:
+            context.queue().revoke(run.celery_task_id)
     session.refresh(run)
     return {"request_id": req.id, "accepted": accepted, "status": run.status}

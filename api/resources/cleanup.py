@@ -8,11 +8,11 @@ from datetime import timedelta
 
 from flask.views import MethodView
 from marshmallow import Schema, fields, validate
-from sqlalchemy import delete, select
+from sqlalchemy import and_, delete, or_, select
 
-from api import context
+from api import context, idempotency
 from api.blueprint import Blueprint
-from runner_core.statuses import TERMINAL_STATUSES
+from runner_core.statuses import TERMINAL_STATUSES, RunStatus
 from runner_core.store.models import Request, Run, utcnow
 
 blp = Blueprint("cleanup", __name__, url_prefix="/v1/jobs", description="Housekeeping")
@@ -21,8 +21,12 @@ blp = Blueprint("cleanup", __name__, url_prefix="/v1/jobs", description="Houseke
 class CleanupArgs(Schema):
     older_than_sec = fields.Integer(load_default=0, validate=validate.Range(min=0))
     statuses = fields.List(
-        fields.String(validate=validate.OneOf(TERMINAL_STATUSES)),
+        fields.String(validate=validate.OneOf((*TERMINAL_STATUSES, RunStatus.WAITING_USER))),
         load_default=list(TERMINAL_STATUSES),
+        metadata={
+            "description": "default: the finished ones; `waiting_user` only when named (its age "
+            "counts from its question)"
+        },
     )
 
 
@@ -63,6 +67,7 @@ class Cleanup(MethodView):
             more = len(run_ids) == BATCH
             if not more or time.monotonic() >= deadline:
                 break
+        idempotency.forget_expired()  # Idempotency-Keys past SKILL_RUNNER_IDEMPOTENCY_TTL_SEC
         return {
             "runs_deleted": runs_deleted,
             "requests_deleted": requests_deleted,
@@ -72,24 +77,29 @@ class Cleanup(MethodView):
 
 
 def _delete_batch(statuses: list[str], cutoff) -> tuple[list[str], list[str]]:
-    """Delete up to BATCH finished runs (and the requests pointing at them) in one transaction."""
+    """Delete up to BATCH finished runs (and waiting ones, when named), with the requests
+    pointing at them, in one transaction."""
+    ended = [s for s in statuses if s in TERMINAL_STATUSES]
+    old_enough = and_(
+        Run.status.in_(ended), Run.finished_at.is_not(None), Run.finished_at <= cutoff
+    )
+    if RunStatus.WAITING_USER in statuses:  # never unless asked: a person may still answer
+        waiting = and_(Run.status == RunStatus.WAITING_USER, Run.updated_at <= cutoff)
+        old_enough = or_(old_enough, waiting)
     with context.db_session() as session:
-        run_ids = list(
-            session.scalars(
-                select(Run.id)
-                .where(
-                    Run.status.in_(statuses),
-                    Run.finished_at.is_not(None),
-                    Run.finished_at <= cutoff,
-                )
-                .limit(BATCH)
-            )
-        )
+        run_ids = list(session.scalars(select(Run.id).where(old_enough).limit(BATCH)))
         if not run_ids:
             return [], []
-        request_ids = list(session.scalars(select(Request.id).where(Request.run_id.in_(run_ids))))
-        # Request rows of runs that never had a request of their own are removed with them.
-        session.execute(delete(Request).where(Request.run_id.in_(run_ids)))
-        session.execute(delete(Run).where(Run.id.in_(run_ids), Run.status.in_(TERMINAL_STATUSES)))
+        owners = session.execute(
+            select(Request.id, Request.run_id).where(Request.run_id.in_(run_ids))
+        )
+        by_run = [(row.id, row.run_id) for row in owners]
+        # the guard again: a reply may have moved a waiting run on meanwhile
+        deleted = set(
+            session.scalars(delete(Run).where(Run.id.in_(run_ids), old_enough).returning(Run.id))
+        )
+        request_ids = [rid for rid, run_id in by_run if run_id in deleted]
+        if request_ids:
+            session.execute(delete(Request).where(Request.id.in_(request_ids)))
         session.commit()
-    return run_ids, request_ids
+    return sorted(deleted), request_ids

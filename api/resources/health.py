@@ -18,7 +18,7 @@ class Health(MethodView):
     def get(self):
         """Whether the API, its database and its broker answer and the data directory's disk
         has room: 503 "degraded" when not (jobs are still accepted while the broker is away:
-        the sweeper sends them later)."""
+        the sweeper sends them later); `demo_llm` is true under `serve --demo-llm`."""
         try:
             with context.db_session() as session:
                 session.execute(text("SELECT 1"))
@@ -26,13 +26,15 @@ class Health(MethodView):
         except Exception as exc:  # report, do not crash the probe
             db = f"error: {type(exc).__name__}"
         broker = context.queue().ping()
-        disk = disk_state(context.settings())
+        settings = context.settings()
+        disk = disk_state(settings)
         status = 200 if db == broker == disk == "ok" else 503
         return {
             "status": "ok" if status == 200 else "degraded",
             "database": db,
             "broker": broker,
             "disk": disk,
+            "demo_llm": bool(settings.demo_llm),  # engine CLIs talk to the scripted fake LLM
         }, status
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from flask.views import MethodView
 
-from api import context
+from api import context, idempotency
 from api.blueprint import Blueprint
 from api.jobs.create import Accepted, create_job
 from api.jobs.files import require_finished_job
@@ -32,6 +32,15 @@ JOB = RunKind(
         "LogsRange": "A byte range of one log (stdout, stderr or prompt), at most 1 MiB: follow "
         "a run by\nasking again from the last answer's `byte_to` until its status "
         "is terminal and\n`byte_to` reaches `size`.",
+        "Pending": "The question an interactive run waits on (`pending` is null when it waits "
+        "on none);\n400 RUN_NOT_INTERACTIVE for a run in auto mode.",
+        "Reply": "Answer the pending question: the run resumes its engine session with the "
+        "answer.\n409 when the run is not waiting or the question is not the pending one; "
+        "a repeated\n`idempotency_key` answers the same and starts nothing.",
+        "Events": "The run's events as Server-Sent Events: `snapshot` first, then one "
+        "`chat_event` per\nFCMP event (`id:` = seq) and a `heartbeat` every 5 s; closes after the "
+        "terminal\nevent. `cursor` (or Last-Event-ID) resumes after that seq.",
+        "EventsHistory": "The run's stored FCMP events by seq and/or time range.",
         "Cancel": "Cancel an active run; a finished run answers accepted=false.",
         "Bundle": "Download the run bundle zip (result + artifacts + manifest; whole run with "
         "debug).",
@@ -45,10 +54,16 @@ class Jobs(MethodView):
     @blp.arguments(JobCreate())
     @blp.response(200, JobCreated)
     def post(self, body: dict[str, Any]) -> Accepted:
-        """Create a job; it starts now, or after its upload when the skill takes files."""
-        pkg = get_skill_or_404(body["skill_id"])
-        with context.connect() as conn:
-            return create_job(conn, pkg, body)
+        """Create a job; it starts now, or after its upload when the skill takes files. With an
+        `Idempotency-Key` header, the same key and body answer the first job again."""
+        claim = idempotency.header_claim("job", body)
+
+        def create() -> Accepted:
+            pkg = get_skill_or_404(body["skill_id"])
+            with context.connect() as conn:
+                return create_job(conn, pkg, body, claim=claim)
+
+        return idempotency.once(claim, create)
 
     @blp.arguments(JobListArgs(), location="query")
     @blp.response(200, JobList())

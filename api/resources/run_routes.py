@@ -12,19 +12,26 @@ from flask.views import MethodView
 
 from api import context
 from api.blueprint import Blueprint
-from api.jobs import actions
+from api.jobs import actions, interaction
 from api.jobs.create import Accepted, take_upload
 from api.jobs.files import bundle_response, load_finished
 from api.jobs.read import load_job, read_job, wait_for_job
 from api.jobs.rows import JobRow, RunState
+from api.resources import run_events
 from api.schemas import (
     CancelResult,
+    EventHistory,
+    EventHistoryArgs,
+    EventsArgs,
+    InteractionReply,
     JobCreated,
     JobLogs,
     JobResult,
     JobStatus,
     LogRange,
     LogRangeArgs,
+    PendingInteraction,
+    ReplyResult,
     WaitArgs,
 )
 from runner_core.skills import SkillPackage
@@ -43,7 +50,8 @@ class RunKind:
 
 
 # schema instances, not classes: webargs would build a new schema object per request
-_WAIT_ARGS, _RANGE_ARGS = WaitArgs(), LogRangeArgs()
+_WAIT_ARGS, _RANGE_ARGS, _REPLY_ARGS = WaitArgs(), LogRangeArgs(), InteractionReply()
+_EVENTS_ARGS, _HISTORY_ARGS = EventsArgs(), EventHistoryArgs()
 
 
 def register_run_routes(blp: Blueprint, kind: RunKind) -> None:
@@ -89,6 +97,31 @@ def register_run_routes(blp: Blueprint, kind: RunKind) -> None:
                 job = read_job(conn, request_id, kind.name)
             return actions.log_range(job, **args)
 
+    class Pending(MethodView):
+        @blp.response(200, PendingInteraction)
+        def get(self, request_id: str) -> dict[str, Any]:
+            with context.db_session() as session:
+                return interaction.pending_body(session, *load_job(session, request_id, kind.name))
+
+    class Reply(MethodView):
+        @blp.arguments(_REPLY_ARGS)
+        @blp.response(200, ReplyResult)
+        def post(self, body: dict[str, Any], request_id: str) -> dict[str, Any]:
+            with context.db_session() as session:
+                req, run = load_job(session, request_id, kind.name)
+                return interaction.reply(session, req, run, body, lambda: kind.skill_for(req, run))
+
+    class Events(MethodView):
+        @blp.arguments(_EVENTS_ARGS, location="query")
+        def get(self, args: dict[str, Any], request_id: str) -> Response:
+            return run_events.sse_response(request_id, kind.name, args["cursor"])
+
+    class EventsHistory(MethodView):
+        @blp.arguments(_HISTORY_ARGS, location="query")
+        @blp.response(200, EventHistory)
+        def get(self, args: dict[str, Any], request_id: str) -> dict[str, Any]:
+            return run_events.history_body(request_id, kind.name, args)
+
     class Cancel(MethodView):
         @blp.response(200, CancelResult)
         def post(self, request_id: str) -> dict[str, Any]:
@@ -102,6 +135,10 @@ def register_run_routes(blp: Blueprint, kind: RunKind) -> None:
         ("/<request_id>/logs", Logs),
         ("/<request_id>/logs/range", LogsRange),
         ("/<request_id>/cancel", Cancel),
+        ("/<request_id>/interaction/pending", Pending),
+        ("/<request_id>/interaction/reply", Reply),
+        ("/<request_id>/events", Events),
+        ("/<request_id>/events/history", EventsHistory),
     ):
         _register(blp, rule, view, kind)
 

@@ -33,6 +33,10 @@ TEMP_RUN = RunKind(
         "ends\nwithin `wait_sec`).",
         "Logs": "Snapshot of the prompt, stdout and stderr (last 2 MiB of each).",
         "LogsRange": "A byte range of one log (as /v1/jobs/{request_id}/logs/range).",
+        "Pending": "The question an interactive one-off run waits on (as for jobs).",
+        "Reply": "Answer the pending question of an interactive one-off run (as for jobs).",
+        "Events": "The one-off run's events as Server-Sent Events (as for jobs).",
+        "EventsHistory": "The one-off run's stored FCMP events (as for jobs).",
         "Cancel": "Cancel an active one-off run; a finished run answers accepted=false.",
         "Bundle": "Download the run bundle zip (409 RUN_NOT_FINISHED while it runs).",
     },
@@ -43,18 +47,11 @@ TEMP_RUN = RunKind(
 class TempRuns(MethodView):
     @blp.doc(**package_form_doc(with_request=True))
     @blp.response(200, TempRunCreated)
-    def post(self) -> dict[str, Any]:
-        """Run a skill package once (multipart `package` zip + `request` JSON); never installed."""
+    def post(self) -> Any:
+        """Run a skill package once (multipart `package` zip + `request` JSON); never installed.
+        With an `Idempotency-Key` header, the same key, package and request answer the first run."""
         with context.connect() as conn:
-            accepted, pkg = create_temp_run(conn)
-        return {
-            "request_id": accepted.request_id,
-            "skill_id": pkg.id,
-            "skill_version": pkg.version,
-            "cache_hit": accepted.cache_hit,
-            "status": accepted.status,
-            "warnings": pkg.warnings,
-        }
+            return create_temp_run(conn)
 
 
 register_run_routes(blp, TEMP_RUN)

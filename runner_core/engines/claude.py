@@ -92,7 +92,9 @@ class ClaudeAdapter:
 
     def parse_output(self, result: ProcessResult) -> EngineOutput:
         """Session id, final text, usage, tool calls and a typed error from the stream."""
-        stream = read_stream(json_lines(read_output(result.stdout_path)), _tool_result)
+        stream = read_stream(
+            json_lines(read_output(result.stdout_path, result.stdout_from)), _tool_result
+        )
         out = EngineOutput(
             exit_code=result.exit_code,
             final_text=stream.text,
@@ -132,7 +134,7 @@ class ClaudeAdapter:
             last = retries[-1]
             details["status"] = last.get("error_status")
             return api_error(str(last.get("error") or "model call failed"), **details)
-        stderr = read_output(result.stderr_path)
+        stderr = read_output(result.stderr_path, result.stderr_from)
         if envelope is None and result.exit_code == 0:
             return EngineError(
                 ErrorCode.ENGINE_FAILED,

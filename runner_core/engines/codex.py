@@ -205,7 +205,7 @@ class CodexAdapter:
 
     def parse_output(self, result: ProcessResult) -> EngineOutput:
         """Session id, final message, usage, tool calls and a typed error from the JSONL."""
-        events = last_invocation(json_lines(read_output(result.stdout_path)))
+        events = last_invocation(json_lines(read_output(result.stdout_path, result.stdout_from)))
         out = EngineOutput(exit_code=result.exit_code)
         errors: list[str] = []
         failed: str | None = None
@@ -242,7 +242,7 @@ class CodexAdapter:
         message = failed or (errors[-1] if errors and result.exit_code != 0 else None)
         if message is not None:
             return classify_api_error(message, timed_out=result.timed_out)
-        return exit_error(result, self.binary, read_output(result.stderr_path))
+        return exit_error(result, self.binary, read_output(result.stderr_path, result.stderr_from))
 
 
 def last_invocation(events: list[dict[str, Any]]) -> list[dict[str, Any]]:

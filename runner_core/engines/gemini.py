@@ -85,8 +85,8 @@ class GeminiAdapter:
 
     def parse_output(self, result: ProcessResult) -> EngineOutput:
         """Read the stream-json events; fall back to stderr for failures before the stream."""
-        stderr = read_output(result.stderr_path)
-        events = json_lines(read_output(result.stdout_path))
+        stderr = read_output(result.stderr_path, result.stderr_from)
+        events = json_lines(read_output(result.stdout_path, result.stdout_from))
         output = parse_stream_events(events, result.exit_code)
         if output.error is None and result.exit_code != 0:
             output.error = startup_error(stderr, result.exit_code)

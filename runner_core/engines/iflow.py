@@ -81,8 +81,8 @@ class IflowAdapter:
 
     def parse_output(self, result: ProcessResult) -> EngineOutput:
         """Split the answer from the ``<Execution Info>`` block (stdout, else stderr)."""
-        stdout = read_output(result.stdout_path)
-        stderr = read_output(result.stderr_path)
+        stdout = read_output(result.stdout_path, result.stdout_from)
+        stderr = read_output(result.stderr_path, result.stderr_from)
         output = parse_text(stdout, stderr, result.exit_code)
         if output.error is None and result.exit_code != 0:
             output.error = text_error(stderr or stdout)

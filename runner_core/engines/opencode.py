@@ -76,8 +76,8 @@ class OpencodeAdapter:
 
     def parse_output(self, result: ProcessResult) -> EngineOutput:
         """Read the NDJSON events, then type any failure."""
-        stderr = read_output(result.stderr_path)
-        events = json_lines(read_output(result.stdout_path))
+        stderr = read_output(result.stderr_path, result.stderr_from)
+        events = json_lines(read_output(result.stdout_path, result.stdout_from))
         output = parse_events(events, result.exit_code)
         if output.error is None:
             output.error = process_error(result, self.binary, stderr, printed=bool(events))

@@ -86,8 +86,8 @@ class QwenAdapter:
 
     def parse_output(self, result: ProcessResult) -> EngineOutput:
         """Read the stream-json events, then type any failure."""
-        stderr = read_output(result.stderr_path)
-        events = json_lines(read_output(result.stdout_path))
+        stderr = read_output(result.stderr_path, result.stderr_from)
+        events = json_lines(read_output(result.stdout_path, result.stdout_from))
         stream = read_stream(events, _tool_result)
         output = EngineOutput(
             exit_code=result.exit_code,

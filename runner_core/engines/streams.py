@@ -9,10 +9,12 @@ from pathlib import Path
 from typing import Any, TypeGuard
 
 
-def read_output(path: Path) -> str:
-    """A captured stream as text ('' when the file is missing)."""
+def read_output(path: Path, start: int = 0) -> str:
+    """A captured stream as text from byte `start` ('' when the file is missing)."""
     try:
-        return Path(path).read_text(encoding="utf-8", errors="replace")
+        with Path(path).open("rb") as fh:
+            fh.seek(start)
+            return fh.read().decode("utf-8", errors="replace")
     except OSError:
         return ""
 

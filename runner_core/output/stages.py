@@ -15,6 +15,7 @@ from typing import Any
 
 from jsonschema.protocols import Validator
 
+from runner_core.interaction import without_marker
 from runner_core.output.parse import extract_json, iter_extracted, strip_fences
 from runner_core.output.record import LEVEL_PARSE, LEVEL_VALIDATE, StepLog
 from runner_core.output.repair import (
@@ -70,8 +71,10 @@ class ChainContext:
     attempts: list[Attempt] = field(default_factory=list)
 
     def check(self, attempt: Attempt) -> Attempt:
-        """Validate a parsed attempt and remember it for choosing the best failure."""
+        """Validate a parsed attempt and remember it for choosing the best failure. The
+        interactive completion marker is not part of the output: it is dropped first."""
         if attempt.parsed:
+            attempt.value = without_marker(attempt.value)
             attempt.errors = collect_errors(self.validator, attempt.value)
         self.attempts.append(attempt)
         return attempt

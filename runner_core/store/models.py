@@ -99,6 +99,30 @@ class Request(Base):
     )
 
 
+class Interaction(Base):
+    """One question an interactive run asked, and how it was answered (in order by id)."""
+
+    __tablename__ = "interactions"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    turn: Mapped[int] = mapped_column(Integer)  # the turn that asked (1 = the first)
+    state: Mapped[str] = mapped_column(String(16), default="pending")  # + answered|auto|canceled
+    kind: Mapped[str] = mapped_column(String(16))
+    prompt: Mapped[str] = mapped_column(Text)
+    options: Mapped[list[Any]] = mapped_column(default=list)
+    ui_hints: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    required_fields: Mapped[list[Any]] = mapped_column(default=list)
+    default_decision_policy: Mapped[str] = mapped_column(String(32), default="engine_judgement")
+    context: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    response: Mapped[Any] = mapped_column(JSON, nullable=True)
+    idempotency_key: Mapped[str | None] = mapped_column(String(128))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    answered_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+    __table_args__ = (Index("ix_interactions_run_id", "run_id", "id"),)
+
+
 class SkillInstall(Base):
     """One upload to POST /v1/skill-packages and what became of it."""
 
@@ -123,4 +147,30 @@ class SkillInstall(Base):
     __table_args__ = (Index("ix_skill_installs_skill_created", "skill_id", "created_at"),)
 
 
-__all__ = ["Base", "Run", "Request", "SkillInstall", "Text", "utcnow"]
+class IdempotencyKey(Base):
+    """An Idempotency-Key sent with a create (POST /v1/jobs or /v1/temp-skill-runs): the body it
+    came with and the answer it got, which the same key answers again while it lives."""
+
+    __tablename__ = "idempotency_keys"
+
+    scope: Mapped[str] = mapped_column(String(16), primary_key=True)  # job | temp
+    key: Mapped[str] = mapped_column(String(255), primary_key=True)
+    body_sha256: Mapped[str] = mapped_column(String(64))
+    request_id: Mapped[str] = mapped_column(String(36))
+    status_code: Mapped[int] = mapped_column(Integer, default=200)
+    response: Mapped[dict[str, Any]] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+    __table_args__ = (Index("ix_idempotency_keys_created_at", "created_at"),)
+
+
+__all__ = [
+    "Base",
+    "IdempotencyKey",
+    "Interaction",
+    "Run",
+    "Request",
+    "SkillInstall",
+    "Text",
+    "utcnow",
+]

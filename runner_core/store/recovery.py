@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from sqlalchemy import CursorResult, select, update
+from sqlalchemy import CursorResult, or_, select, update
 from sqlalchemy.orm import Session
 
 from runner_core.error_codes import ErrorCode
@@ -78,7 +78,8 @@ def requeue_interrupted(session: Session, run_id: str, *, reaped: bool = True) -
 
 
 def keep_waiting(session: Session, run_id: str) -> bool:
-    """waiting_user with a session handle stays waiting (recovered_waiting), once."""
+    """waiting_user with a session handle and a pending question stays waiting
+    (recovered_waiting), once."""
     now = utcnow()
     result = session.execute(
         update(Run)
@@ -86,6 +87,7 @@ def keep_waiting(session: Session, run_id: str) -> bool:
             Run.id == run_id,
             Run.status == RunStatus.WAITING_USER,
             Run.session_handle.is_not(None),
+            Run.pending_interaction_id.is_not(None),
             Run.recovery_state != RecoveryState.RECOVERED_WAITING,
         )
         .values(
@@ -100,21 +102,27 @@ def keep_waiting(session: Session, run_id: str) -> bool:
 
 
 def fail_waiting(session: Session, run_id: str) -> bool:
-    """waiting_user without a session handle cannot resume: failed SESSION_RESUME_FAILED."""
+    """waiting_user without a session handle or a pending question cannot resume: failed
+    SESSION_RESUME_FAILED."""
     now = utcnow()
     error = {
         "code": ErrorCode.SESSION_RESUME_FAILED,
-        "message": "the run waited for a reply but has no engine session to resume",
+        "message": "the run waited for a reply but has no engine session or question to resume",
     }
     result = session.execute(
         update(Run)
-        .where(Run.id == run_id, Run.status == RunStatus.WAITING_USER, Run.session_handle.is_(None))
+        .where(
+            Run.id == run_id,
+            Run.status == RunStatus.WAITING_USER,
+            or_(Run.session_handle.is_(None), Run.pending_interaction_id.is_(None)),
+        )
         .values(
             status=RunStatus.FAILED,
             finished_at=now,
             updated_at=now,
             error=error,
             error_code=error["code"],
+            pending_interaction_id=None,
             recovery_state=RecoveryState.FAILED_RECONCILED,
             recovered_at=now,
             recovery_reason="session_handle_invalid",

@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session
 
 from runner_core.error_codes import ErrorCode
 from runner_core.statuses import ACTIVE_STATUSES, IDLE_STATUSES, RunStatus
+from runner_core.store import interactions
 from runner_core.store.models import Run, utcnow
 
 _runs = cast(Table, Run.__table__)
@@ -101,10 +102,14 @@ def _cancel_idle(session: Session, run_id: str, statuses: tuple[str, ...]) -> bo
             updated_at=now,
             error_code=ErrorCode.CANCELED_BY_USER,
             error={"code": ErrorCode.CANCELED_BY_USER, "message": "canceled by user"},
+            pending_interaction_id=None,
         )
     )
+    ended = cast(CursorResult, result).rowcount == 1
+    if ended:
+        interactions.cancel_pending(session, run_id)
     session.commit()
-    return cast(CursorResult, result).rowcount == 1
+    return ended
 
 
 def request_cancel(session: Session, run_id: str) -> bool:

@@ -45,6 +45,27 @@ def test_cleanup_respects_age_and_never_touches_active_runs(client, app, setting
     assert client.get(f"/v1/jobs/{act_rid}").status_code == 200
 
 
+def test_a_waiting_run_is_deleted_only_when_its_status_is_named(client, app, settings):
+    wait_rid, wait_run = make_job(client, app, settings, "waiting_user", 0)
+    with app.extensions["db"]() as session:
+        old = utcnow() - timedelta(hours=2)
+        session.execute(
+            update(Run).where(Run.id == wait_run).values(finished_at=None, updated_at=old)
+        )
+        session.commit()
+    body = client.post("/v1/jobs/cleanup", json={"older_than_sec": 600}).json
+    assert body["runs_deleted"] == 0 and (settings.runs_dir / wait_run).exists()
+    named = {"older_than_sec": 600, "statuses": ["waiting_user"]}
+    body = client.post("/v1/jobs/cleanup", json=named).json
+    assert body["runs_deleted"] == 1 and body["requests_deleted"] == 1
+    assert not (settings.runs_dir / wait_run).exists()
+    assert client.get(f"/v1/jobs/{wait_rid}").status_code == 404
+    young = {"older_than_sec": 600, "statuses": ["waiting_user"]}
+    _rid, young_run = make_job(client, app, settings, "waiting_user", 0)
+    assert client.post("/v1/jobs/cleanup", json=young).json["runs_deleted"] == 0
+    assert (settings.runs_dir / young_run).exists()
+
+
 def test_cleanup_rejects_a_negative_age(client):
     resp = client.post("/v1/jobs/cleanup", json={"older_than_sec": -1})
     assert resp.status_code == 422 and resp.json["error"]["code"] == "REQUEST_VALIDATION_FAILED"

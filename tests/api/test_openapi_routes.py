@@ -20,6 +20,16 @@ OPERATIONS = {
     ("/v1/jobs/{request_id}/artifacts/{path}", "get"): ("run_files", {}),
     ("/v1/jobs/{request_id}/bundle", "get"): ("run_files", {}),
     ("/v1/jobs/{request_id}/cancel", "post"): ("jobs", {"200": "CancelResult"}),
+    ("/v1/jobs/{request_id}/interaction/pending", "get"): ("jobs", {"200": "PendingInteraction"}),
+    ("/v1/jobs/{request_id}/events", "get"): ("jobs", {"422": UNPROCESSABLE}),
+    ("/v1/jobs/{request_id}/events/history", "get"): (
+        "jobs",
+        {"200": "EventHistory", "422": UNPROCESSABLE},
+    ),
+    ("/v1/jobs/{request_id}/interaction/reply", "post"): (
+        "jobs",
+        {"200": "ReplyResult", "422": UNPROCESSABLE},
+    ),
     ("/v1/jobs/{request_id}/logs", "get"): ("jobs", {"200": "JobLogs"}),
     ("/v1/jobs/{request_id}/logs/range", "get"): (
         "jobs",
@@ -42,6 +52,19 @@ OPERATIONS = {
         {"200": "CancelResult"},
     ),
     ("/v1/temp-skill-runs/{request_id}/logs", "get"): ("temp_skill_runs", {"200": "JobLogs"}),
+    ("/v1/temp-skill-runs/{request_id}/events", "get"): ("temp_skill_runs", {"422": UNPROCESSABLE}),
+    ("/v1/temp-skill-runs/{request_id}/events/history", "get"): (
+        "temp_skill_runs",
+        {"200": "EventHistory", "422": UNPROCESSABLE},
+    ),
+    ("/v1/temp-skill-runs/{request_id}/interaction/pending", "get"): (
+        "temp_skill_runs",
+        {"200": "PendingInteraction"},
+    ),
+    ("/v1/temp-skill-runs/{request_id}/interaction/reply", "post"): (
+        "temp_skill_runs",
+        {"200": "ReplyResult", "422": UNPROCESSABLE},
+    ),
     ("/v1/temp-skill-runs/{request_id}/logs/range", "get"): (
         "temp_skill_runs",
         {"200": "LogRange", "422": UNPROCESSABLE},

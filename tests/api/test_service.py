@@ -6,7 +6,13 @@ from __future__ import annotations
 def test_healthz(client, queue):
     resp = client.get("/healthz")
     assert resp.status_code == 200
-    assert resp.json == {"status": "ok", "database": "ok", "broker": "ok", "disk": "ok"}
+    assert resp.json == {
+        "status": "ok",
+        "database": "ok",
+        "broker": "ok",
+        "disk": "ok",
+        "demo_llm": False,
+    }
     queue.broker_state = "error: ConnectionError"
     resp = client.get("/healthz")
     assert resp.status_code == 503 and resp.json["status"] == "degraded"

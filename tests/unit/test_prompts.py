@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from runner_core.prompts import (
     PATCH_MARKER,
     PromptContext,
     PromptError,
+    SkillMdError,
     patch_skill_md,
     render_prompt,
 )
@@ -82,8 +84,8 @@ def test_template_outside_the_skill_is_refused(skill):
 
 def test_skill_md_is_patched_once(skill):
     pkg = load_skill(skill)
-    patch_skill_md(skill, pkg, Path("/run"))
-    patch_skill_md(skill, pkg, Path("/run"))
+    patch_skill_md(skill, pkg, CTX)
+    patch_skill_md(skill, pkg, CTX)
     text = (skill / "SKILL.md").read_text()
     assert text.count(PATCH_MARKER) == 1 and "/run/result/result.json" in text
 
@@ -101,7 +103,7 @@ def test_patching_a_linked_snapshot_touches_only_that_run(tmp_path, skill):
     assert copies.snapshot(skill, "demo-prime-number", signature, first)
     assert copies.snapshot(skill, "demo-prime-number", signature, second)
     original = (second / "SKILL.md").read_text()
-    patch_skill_md(first, load_skill(first), tmp_path / "r1")
+    patch_skill_md(first, load_skill(first), replace(CTX, run_dir=tmp_path / "r1"))
     assert "r1/result/result.json" in (first / "SKILL.md").read_text()
     assert (second / "SKILL.md").read_text() == original  # the other run's link
     assert (first / "SKILL.md").stat().st_ino != (second / "SKILL.md").stat().st_ino
@@ -109,3 +111,53 @@ def test_patching_a_linked_snapshot_touches_only_that_run(tmp_path, skill):
     assert copies.snapshot(skill, "demo-prime-number", signature, third)
     assert (third / "SKILL.md").read_text() == original
     assert (third / "SKILL.md").stat().st_ino == (second / "SKILL.md").stat().st_ino  # not rebuilt
+
+
+FRONTMATTER = '---\nname: demo-prime-number\ndescription: "Literal {{ braces }} stay."\n---\n'
+
+
+def write_body(skill: Path, body: str) -> None:
+    (skill / "SKILL.md").write_text(FRONTMATTER + body, encoding="utf-8")
+
+
+def test_skill_md_references_are_rendered_in_the_run_copy_only(tmp_path, skill):
+    write_body(skill, "Read `{{ input.input_file }}`, divide by {{ parameter.divisor }}.\n")
+    installed = (skill / "SKILL.md").read_text()
+    run_copy = tmp_path / "run" / ".gemini" / "skills" / skill.name
+    shutil.copytree(skill, run_copy)
+    patch_skill_md(run_copy, load_skill(run_copy), CTX)
+    text = (run_copy / "SKILL.md").read_text()
+    assert "Read `/run/uploads/input_file.txt`, divide by 3." in text
+    assert text.startswith(FRONTMATTER)  # the frontmatter is never rendered
+    assert (skill / "SKILL.md").read_text() == installed
+
+
+def test_skill_md_is_rendered_once_so_input_text_is_never_a_template(skill):
+    write_body(skill, "Text: {{ input.text }}\n")
+    ctx = replace(CTX, input={"text": "{{ parameter.divisor }}"})
+    patch_skill_md(skill, load_skill(skill), ctx)
+    patch_skill_md(skill, load_skill(skill), ctx)  # a retried run finds its copy patched
+    assert "Text: {{ parameter.divisor }}" in (skill / "SKILL.md").read_text()
+
+
+def test_skill_md_without_template_marks_is_kept_as_written(skill):
+    body = 'Answer `{"primes": [2, 3]}`; a lone { or } is text.\n'
+    write_body(skill, body)
+    patch_skill_md(skill, load_skill(skill), CTX)
+    assert (skill / "SKILL.md").read_text().startswith(FRONTMATTER + body.rstrip())
+
+
+@pytest.mark.parametrize(
+    ("body", "words"),
+    [
+        ("Use {{ input.no_such_field }}.\n", "no_such_field"),
+        ("line one\n{% if parameter.divisor %}unclosed\n", "line 2"),
+    ],
+)
+def test_skill_md_that_does_not_render_is_a_skill_md_error(skill, body, words):
+    write_body(skill, body)
+    with pytest.raises(SkillMdError) as err:
+        patch_skill_md(skill, load_skill(skill), CTX)
+    assert err.value.code == "SKILL_MD_TEMPLATE_ERROR"
+    assert "SKILL.md does not render" in str(err.value) and words in str(err.value)
+    assert PATCH_MARKER not in (skill / "SKILL.md").read_text()

@@ -1,0 +1,116 @@
+"""The pending question of an interactive run, and the reply that starts its next turn: the
+same for jobs and one-off runs."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from api import context
+from api.errors import ApiError
+from api.jobs.create import submit
+from runner_core.error_codes import ErrorCode
+from runner_core.interaction import check_response
+from runner_core.skills import SkillPackage
+from runner_core.statuses import RunStatus
+from runner_core.store import interactions
+from runner_core.store.models import Request, Run
+
+
+def require_interactive(request_id: str, run: Run) -> None:
+    """400 RUN_NOT_INTERACTIVE unless the run was created in interactive mode (by mode, not
+    by status, as seed 003 §9 says)."""
+    mode = (run.runtime_options or {}).get("execution_mode", "auto")
+    if mode != "interactive":
+        raise ApiError(
+            400,
+            ErrorCode.RUN_NOT_INTERACTIVE,
+            f"the run's execution_mode is '{mode}': it asks nothing",
+            {"execution_mode": mode},
+            request_id,
+        )
+
+
+def pending_body(session: Session, req: Request, run: Run) -> dict[str, Any]:
+    """`{request_id, status, pending}`; pending is null unless the run waits for a reply."""
+    require_interactive(req.id, run)
+    asked = None
+    if run.status == RunStatus.WAITING_USER:
+        asked = interactions.get(session, run.id, run.pending_interaction_id)
+    pending = interactions.pending_document(asked) if asked is not None else None
+    return {"request_id": req.id, "status": run.status, "pending": pending}
+
+
+def reply(
+    session: Session,
+    req: Request,
+    run: Run,
+    body: dict[str, Any],
+    skill_for: Callable[[], SkillPackage],
+) -> dict[str, Any]:
+    """Answer the pending question and queue the next turn. A repeated idempotency key gets
+    the same answer and starts nothing; of two replies racing for one question exactly one is
+    accepted (the other gets 409)."""
+    require_interactive(req.id, run)
+    key, interaction_id = body.get("idempotency_key"), body["interaction_id"]
+    if key and interactions.already(session, run.id, key):
+        return _answer(session, req, run)
+    if run.status != RunStatus.WAITING_USER:
+        raise _not_waiting(req.id, run.status)
+    if interaction_id != run.pending_interaction_id:
+        raise _stale(req.id, interaction_id, run.pending_interaction_id)
+    asked = interactions.get(session, run.id, interaction_id)
+    problem = check_response(interactions.pending_document(asked), body.get("response"))
+    if problem is not None:
+        raise ApiError(
+            400,
+            ErrorCode.INTERACTION_REPLY_INVALID,
+            f"the reply does not answer the question: {problem}",
+            {"kind": asked.kind, "interaction_id": interaction_id},
+            req.id,
+        )
+    task_id = str(uuid.uuid4())
+    given = interactions.Answer(body.get("response"), key, task_id=task_id)
+    outcome = interactions.answer(session, run.id, interaction_id, given)
+    if outcome == interactions.ACCEPTED:
+        log = context.run_events(run)
+        log.emit(
+            "interaction.reply.accepted",
+            {"interaction_id": interaction_id, "response": body.get("response")},
+        )
+        log.state_changed(RunStatus.WAITING_USER, RunStatus.QUEUED, "reply")
+        submit(skill_for(), run.id, run.engine, run.runtime_options or {}, task_id)
+    elif outcome == interactions.NOT_WAITING:
+        session.refresh(run)
+        raise _not_waiting(req.id, run.status)
+    elif outcome == interactions.STALE:
+        raise _stale(req.id, interaction_id, None)
+    return _answer(session, req, run)
+
+
+def _answer(session: Session, req: Request, run: Run) -> dict[str, Any]:
+    session.refresh(run)
+    return {"request_id": req.id, "status": run.status, "accepted": True}
+
+
+def _not_waiting(request_id: str, status: str) -> ApiError:
+    return ApiError(
+        409,
+        ErrorCode.RUN_NOT_WAITING,
+        f"the run is {status}: it is not waiting for a reply",
+        {"status": status},
+        request_id,
+    )
+
+
+def _stale(request_id: str, given: int, pending: int | None) -> ApiError:
+    return ApiError(
+        409,
+        ErrorCode.INTERACTION_STALE,
+        f"interaction {given} is not the pending question",
+        {"interaction_id": given, "pending_interaction_id": pending},
+        request_id,
+    )

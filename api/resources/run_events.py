@@ -1,0 +1,57 @@
+"""The events routes of a run (jobs and one-off runs alike): the SSE stream and the history."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Response, request, stream_with_context
+
+from api import context
+from api.jobs import events
+from api.jobs.read import load_job, read_job
+from runner_core.statuses import TERMINAL_STATUSES, RunStatus
+from runner_core.store import interactions
+
+
+def sse_response(request_id: str, kind: str, cursor: int) -> Response:
+    """`text/event-stream` from `cursor` (or the Last-Event-ID header) to the terminal event."""
+    with context.connect() as conn:
+        job = read_job(conn, request_id, kind)  # 404 before the stream starts
+    last_id = request.headers.get("Last-Event-ID", "").strip()
+    if last_id.isdigit():
+        cursor = max(cursor, int(last_id))
+    settings = context.settings()
+
+    def snapshot() -> dict[str, Any]:
+        with context.db_session() as session:
+            _req, run = load_job(session, request_id, kind)
+            asked = None
+            if run.status == RunStatus.WAITING_USER:
+                asked = interactions.get(session, run.id, run.pending_interaction_id)
+            pending = interactions.pending_document(asked) if asked is not None else None
+            return {"request_id": request_id, "status": run.status, "pending": pending}
+
+    def ended() -> bool:
+        with context.connect() as conn:
+            return read_job(conn, request_id, kind).status in TERMINAL_STATUSES
+
+    frames = events.stream(
+        settings.runs_dir / job.run_id,
+        job.run_id,
+        settings.broker_url,
+        cursor,
+        snapshot,
+        ended,
+    )
+    return Response(
+        stream_with_context(frames),
+        mimetype="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )
+
+
+def history_body(request_id: str, kind: str, args: dict[str, Any]) -> dict[str, Any]:
+    with context.connect() as conn:
+        job = read_job(conn, request_id, kind)
+    found = events.history(context.settings().runs_dir / job.run_id, args)
+    return {"request_id": request_id, "status": job.status, "events": found}

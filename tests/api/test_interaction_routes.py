@@ -1,0 +1,123 @@
+"""pending/reply on SQLite and Postgres: the guarded transitions that make a reply start exactly
+one next turn (the worker side is in tests/engines/test_interactive_jobs.py)."""
+
+from __future__ import annotations
+
+import threading
+
+from runner_core.interaction import Pending
+from runner_core.store import interactions
+from runner_core.store.models import Request, Run
+from tests.helpers import BOTH_DATABASES
+
+
+def waiting_job(client, app, queue, kind="choose_one"):
+    """An interactive job whose first turn asked (as the worker records it)."""
+    rid = client.post(
+        "/v1/jobs",
+        json={
+            "skill_id": "pick-title",
+            "engine": "codex",
+            "input": {"text": "hello"},
+            "runtime_options": {"execution_mode": "interactive"},
+        },
+    ).json["request_id"]
+    with app.extensions["db"]() as session:
+        run_id = session.get(Request, rid).run_id
+        session.get(Run, run_id).status = "running"
+        session.commit()
+        options = [{"label": "A", "value": "a"}, {"label": "B", "value": "b"}]
+        question = Pending(kind, "Which one?", options if kind == "choose_one" else [])
+        finish = {"session_handle": "thread-1"}
+        interaction_id = interactions.ask(session, run_id, 1, question, finish)
+    assert interaction_id is not None
+    queue.sent.clear()
+    return rid, run_id, interaction_id
+
+
+def reply(client, rid, interaction_id, response, **extra):
+    return client.post(
+        f"/v1/jobs/{rid}/interaction/reply",
+        json={"interaction_id": interaction_id, "response": response, **extra},
+    )
+
+
+@BOTH_DATABASES
+def test_racing_replies_start_exactly_one_turn(client, app, queue):
+    rid, run_id, iid = waiting_job(client, app, queue)
+    status = client.get(f"/v1/jobs/{rid}").json
+    assert status["status"] == "waiting_user" and status["pending_interaction_id"] == iid
+    answers: list = []
+    barrier = threading.Barrier(8)
+
+    def send(n: int) -> None:
+        barrier.wait()
+        answers.append(reply(client, rid, iid, "b", idempotency_key=f"k{n}").status_code)
+
+    threads = [threading.Thread(target=send, args=(n,)) for n in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(answers) == [200] + [409] * 7
+    assert queue.sent == [(run_id, "runs.codex")]  # one next turn
+    status = client.get(f"/v1/jobs/{rid}").json
+    assert status["status"] == "queued" and status["pending_interaction_id"] is None
+    with app.extensions["db"]() as session:
+        (asked,) = interactions.history(session, run_id)
+    assert asked.state == "answered" and asked.response == "b" and asked.answered_at
+
+
+@BOTH_DATABASES
+def test_a_repeated_idempotency_key_answers_the_same_and_sends_nothing(client, app, queue):
+    rid, _run_id, iid = waiting_job(client, app, queue)
+    first = reply(client, rid, iid, "a", idempotency_key="once")
+    second = reply(client, rid, iid, "a", idempotency_key="once")
+    assert first.status_code == second.status_code == 200
+    assert first.json == second.json == {"request_id": rid, "status": "queued", "accepted": True}
+    assert len(queue.sent) == 1
+    other = reply(client, rid, iid, "a", idempotency_key="another")
+    assert other.status_code == 409 and other.json["error"]["code"] == "RUN_NOT_WAITING"
+
+
+def test_pending_shows_the_question_until_it_is_answered(client, app, queue):
+    rid, _run_id, iid = waiting_job(client, app, queue)
+    body = client.get(f"/v1/jobs/{rid}/interaction/pending").json
+    assert body["status"] == "waiting_user"
+    assert body["pending"] == {
+        "interaction_id": iid,
+        "kind": "choose_one",
+        "prompt": "Which one?",
+        "options": [{"label": "A", "value": "a"}, {"label": "B", "value": "b"}],
+        "ui_hints": {},
+        "default_decision_policy": "engine_judgement",
+        "required_fields": [],
+        "context": {},
+    }
+    assert reply(client, rid, iid, "a").status_code == 200
+    body = client.get(f"/v1/jobs/{rid}/interaction/pending").json
+    assert body == {"request_id": rid, "status": "queued", "pending": None}
+
+
+def test_replies_that_do_not_answer_the_question_are_400(client, app, queue):
+    rid, _run_id, iid = waiting_job(client, app, queue)
+    for response in ("c", None, 1):
+        bad = reply(client, rid, iid, response)
+        assert bad.status_code == 400, response
+        assert bad.json["error"]["code"] == "INTERACTION_REPLY_INVALID"
+        assert bad.json["error"]["request_id"] == rid
+    missing = client.post(f"/v1/jobs/{rid}/interaction/reply", json={"response": "a"})
+    assert missing.status_code == 422
+    assert queue.sent == []
+
+
+def test_confirm_takes_a_boolean(client, app, queue):
+    rid, _run_id, iid = waiting_job(client, app, queue, kind="confirm")
+    assert reply(client, rid, iid, "yes").status_code == 400
+    assert reply(client, rid, iid, True).status_code == 200
+
+
+def test_an_unknown_request_is_404(client):
+    missing = client.get("/v1/jobs/nope/interaction/pending")
+    assert missing.status_code == 404
+    assert missing.json["error"]["code"] == "REQUEST_NOT_FOUND"

@@ -1,0 +1,47 @@
+"""Sending a run's next execute_run message, announcing a run's end, and writing the result
+file of a run cut short: shared by the run tasks and the interactive ones."""
+
+from __future__ import annotations
+
+from runner_core.event_bus import EventPublisher
+from runner_core.events import EventLog, RunRef
+from runner_core.finish_events import FinishPublisher
+from runner_core.queues import queue_for
+from runner_core.skills import load_skill
+from runner_core.store.models import Run
+from worker import results
+from worker.celery_app import app, settings
+from worker.run_layout import skill_source
+
+finished = FinishPublisher(settings.broker_url)  # wakes API requests waiting on a run
+_publish_event = EventPublisher(settings.broker_url)
+
+
+def events_of(run: Run) -> EventLog:
+    """The event log of `run` (events.jsonl in its directory, announced on Redis)."""
+    ref = RunRef(run.id, run.request_id, run.engine, run.attempt or 0)
+    return EventLog(settings.runs_dir / run.id, ref, _publish_event, settings.events)
+
+
+def announce_end(run: Run, before: str, status: str, error: dict | None, trigger: str) -> None:
+    """The terminal event, then the finish notice (long polls wake on the latter)."""
+    events_of(run).state_changed(before, status, trigger, error=error, terminal=True)
+    finished.publish(run.id)
+
+
+def queue_of(run: Run) -> str:
+    """The queue of `run`: its engine's, or the script queue."""
+    pkg = load_skill(skill_source(settings, run))
+    return queue_for(run.engine, pkg.manifest.entrypoint.type if pkg.manifest else "script")
+
+
+def send_run(run: Run, task_id: str | None = None) -> str:
+    """Send execute_run for `run` to its queue; returns the task id."""
+    return app.send_task(
+        "worker.tasks.execute_run", args=[run.id], queue=queue_of(run), task_id=task_id
+    ).id
+
+
+def write_failure(run: Run, status: str, error: dict) -> None:
+    """result/result.json of a run cut short (see worker.results)."""
+    results.write_failure(settings.runs_dir, run.id, status, error)

@@ -1,0 +1,20 @@
+"""Which entrypoint runs a skill: its script, the engine, or both (hybrid)."""
+
+from __future__ import annotations
+
+from worker.engine_entry import run_engine
+from worker.entry import EntryContext, EntryResult
+from worker.hybrid_entry import run_hybrid
+from worker.script_entry import run_script
+from worker.turns import Resume
+
+
+def run_entrypoint(entry: EntryContext, resume: Resume | None = None) -> EntryResult:
+    """Run the skill by its `entrypoint.type`: script, hybrid, or prompt (the engine alone);
+    `resume` continues an interactive run's engine session."""
+    kind = entry.pkg.loaded_manifest.entrypoint.type
+    if kind == "script":
+        return run_script(entry)
+    if kind == "hybrid":
+        return run_hybrid(entry, resume)
+    return run_engine(entry, resume)

@@ -1,0 +1,85 @@
+"""The tasks of interactive runs between turns: record a turn's question, and let the agent
+decide when nobody answered in time (a Celery countdown for timeouts up to an hour, the
+periodic sweep for longer ones and for any countdown message that was lost)."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from dataclasses import asdict
+from typing import Any
+
+from runner_core.statuses import RunStatus
+from runner_core.store import interactions
+from runner_core.store.models import Run, utcnow
+from worker.celery_app import app, settings
+from worker.database import connect, sessions
+from worker.dispatch import (
+    announce_end,
+    events_of,
+    finished,
+    queue_of,
+    send_run,
+    write_failure,
+)
+from worker.waiting import CANCELED, auto_decide, auto_reply_delay, record_question
+
+log = logging.getLogger(__name__)
+# Longer countdowns are left to the sweep: a Redis message held past the broker's visibility
+# timeout is delivered twice (harmless here, but pointless).
+COUNTDOWN_MAX_SEC = 3600
+
+
+def ask_user(run: Run, turn: int, outcome: Any) -> str:
+    """The turn asked: the run waits for a reply, with an auto-reply scheduled if it wants one."""
+    interaction_id = record_question(connect, run, turn, outcome, settings.lease_sec / 2)
+    if interaction_id is None:
+        write_failure(run, RunStatus.CANCELED, CANCELED)
+        announce_end(run, RunStatus.RUNNING, RunStatus.CANCELED, CANCELED, "cancel")
+        return RunStatus.CANCELED
+    events = events_of(run)
+    events.emit(
+        "user.input.required",
+        {"interaction_id": interaction_id, "turn": turn, **asdict(outcome.pending)},
+    )
+    events.state_changed(RunStatus.RUNNING, RunStatus.WAITING_USER, "ask", interaction_id)
+    finished.publish(run.id)  # wakes long polls: the run needs its client now
+    delay = auto_reply_delay(run, settings.reply_timeout_max_sec)
+    if delay is not None and delay <= COUNTDOWN_MAX_SEC:
+        try:
+            auto_reply.apply_async(
+                args=[run.id, interaction_id], countdown=delay, queue=queue_of(run)
+            )
+        except Exception:  # the sweep decides overdue questions too
+            log.warning("run %s: auto-reply not scheduled", run.id, exc_info=True)
+    return RunStatus.WAITING_USER
+
+
+@app.task(name="worker.tasks.auto_reply")
+def auto_reply(run_id: str, interaction_id: int) -> str:
+    """Nobody answered within the run's reply timeout: the agent decides and goes on."""
+    task_id = str(uuid.uuid4())
+    with sessions()() as session:
+        outcome = auto_decide(
+            session, run_id, interaction_id, settings.reply_timeout_max_sec, task_id
+        )
+        run = session.get(Run, run_id) if outcome == interactions.ACCEPTED else None
+    if run is not None:
+        events = events_of(run)
+        waited = interactions.reply_timeout(
+            run.runtime_options or {}, settings.reply_timeout_max_sec
+        )
+        events.emit(
+            "interaction.auto_decide.timeout",
+            {"interaction_id": interaction_id, "timeout_sec": waited},
+        )
+        events.state_changed(RunStatus.WAITING_USER, RunStatus.QUEUED, "auto_decide")
+        send_run(run, task_id)  # if this fails the run is queued: the sweep re-sends it
+    return outcome
+
+
+def overdue_replies() -> int:
+    """Questions past their reply timeout (long ones, or a lost countdown): decided now."""
+    with sessions()() as session:
+        due = interactions.overdue(session, utcnow(), settings.reply_timeout_max_sec)
+    return sum(auto_reply(row.id, row.interaction_id) == interactions.ACCEPTED for row in due)

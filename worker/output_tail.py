@@ -1,0 +1,83 @@
+"""Follow a running process's log files and turn what it prints into events: `raw.stdout` /
+`raw.stderr` chunks (with a `raw_ref` into logs/range) and, for engines that stream their own
+events, the agent's messages and tool calls as they happen."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from runner_core.engines.base import CommandSpec, ProcessResult
+from runner_core.engines.live import translate_line
+from runner_core.events import EventLog
+from worker.entry import EntryContext
+from worker.supervisor import run_command
+
+TAIL_EVERY_SEC = 0.2
+RAW_TEXT_CAP = 2000  # characters of a chunk carried in its raw event; the rest is in the log
+
+
+class OutputTail:
+    """`with OutputTail(events, logs, offsets, engine):` around a process run."""
+
+    def __init__(
+        self, events: EventLog, logs: Path, offsets: tuple[int, int], engine: str | None
+    ) -> None:
+        self.events, self.engine = events, engine
+        self.files = {"stdout": logs / "stdout.txt", "stderr": logs / "stderr.txt"}
+        self.read_to = {"stdout": offsets[0], "stderr": offsets[1]}
+        self.partial = ""  # the stdout line still being printed
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._follow, name="output-tail", daemon=True)
+
+    def __enter__(self) -> OutputTail:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+        self._read()  # whatever came after the last look
+        if self.partial:
+            self._translate(self.partial + "\n")
+
+    def _follow(self) -> None:
+        while not self._stop.wait(TAIL_EVERY_SEC):
+            self._read()
+
+    def _read(self) -> None:
+        for stream, path in self.files.items():
+            try:
+                with path.open("rb") as fh:
+                    fh.seek(self.read_to[stream])
+                    data = fh.read()
+            except OSError:
+                continue
+            if not data:
+                continue
+            start = self.read_to[stream]
+            self.read_to[stream] = start + len(data)
+            text = data.decode("utf-8", errors="replace")
+            ref = {"stream": stream, "byte_from": start, "byte_to": start + len(data)}
+            self.events.emit(f"raw.{stream}", {"raw_ref": ref, "text": text[:RAW_TEXT_CAP]})
+            if stream == "stdout":
+                self._translate(text)
+
+    def _translate(self, text: str) -> None:
+        lines = (self.partial + text).split("\n")
+        self.partial = lines.pop()  # not yet ended by a newline
+        for line in lines:
+            for type_, data in translate_line(self.engine, line):
+                self.events.emit(type_, data)
+
+
+def run_streamed(entry: EntryContext, spec: CommandSpec, engine: str | None) -> ProcessResult:
+    """Run a process of the run; with an event log, what it prints becomes events as it is
+    printed (for `engine`'s CLI, its messages and tool calls too)."""
+    logs = entry.paths.logs
+    stdout, stderr = logs / "stdout.txt", logs / "stderr.txt"
+    if entry.events is None:
+        return run_command(spec, stdout, stderr, entry.watch())
+    offsets = tuple(p.stat().st_size if p.exists() else 0 for p in (stdout, stderr))
+    with OutputTail(entry.events, logs, (offsets[0], offsets[1]), engine):
+        return run_command(spec, stdout, stderr, entry.watch())
