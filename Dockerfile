@@ -12,8 +12,9 @@ COPY deploy/install-engines.sh deploy/install-engines.sh
 COPY deploy/engines/ deploy/engines/
 RUN bash deploy/install-engines.sh
 
-# 2. The project and its dependencies in /app/.venv (an editable install: the code finds its
-# migrations, deploy/ and skills/ beside itself, as in a checkout).
+# 2. The project, its client package (the `skill-runner` client commands) and their
+# dependencies in /app/.venv (editable installs: the code finds its migrations, deploy/ and
+# skills/ beside itself, as in a checkout).
 FROM ${PYTHON_IMAGE} AS python
 WORKDIR /app
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
@@ -25,7 +26,8 @@ COPY runner_core/ runner_core/
 COPY fake_llm/ fake_llm/
 COPY migrations/ migrations/
 COPY deploy/ deploy/
-RUN /app/.venv/bin/pip install -e . \
+COPY client/ client/
+RUN /app/.venv/bin/pip install -e . -e client \
     && find /app -name '__pycache__' -prune -exec rm -rf {} +
 
 # 3. What runs: no compiler, no npm; the code read-only to the service's user.
