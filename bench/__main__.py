@@ -1,6 +1,6 @@
 """`python -m bench [figure ...] [--quick] [--json PATH]`: run the figures, print each with its
 baseline from the same run and the ratio, then a summary table. Figures are named by what they
-measure (`codex-overhead noop-throughput`); the numbers 1-8 are accepted too."""
+measure (`codex-overhead noop-throughput`); the numbers 1-10 are accepted too."""
 
 from __future__ import annotations
 
@@ -29,8 +29,9 @@ FIGURES = {
     "client-batch": "bench.client_batch",
     "sse-subscribers": "bench.events",
     "events-cost": "bench.events_cost",
+    "worker-slots": "bench.worker_slots",
 }
-NUMBERS = dict(zip("123456789", FIGURES))
+NUMBERS = {str(i): name for i, name in enumerate(FIGURES, 1)}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -6,6 +6,8 @@ enforced layer); codex models are written `name@reasoning_effort`.
 
 from __future__ import annotations
 
+import json
+import re
 import subprocess
 import time
 from dataclasses import asdict, dataclass, field
@@ -14,9 +16,12 @@ from typing import Any
 from runner_core.engines import SUPPORTED_ENGINES, get_adapter
 from runner_core.engines.config import load_engine_config, resolve_api_key
 from runner_core.engines.invocation import resolve_binary
+from runner_core.settings import REPO_ROOT
 
 VERSION_TTL_SEC = 300.0
 _versions: dict[str, tuple[float, str | None, str | None]] = {}
+# engine -> the CLI versions whose engine tests all passed (python -m tests.engines.matrix)
+TESTED_VERSIONS = REPO_ROOT / "deploy" / "engines" / "tested-versions.json"
 
 
 @dataclass
@@ -29,6 +34,8 @@ class EngineInfo:
     models: list[str] = field(default_factory=list)
     default_model: str | None = None
     last_error: str | None = None
+    tested: bool = False
+    tested_versions: list[str] = field(default_factory=list)
 
     @property
     def models_count(self) -> int:
@@ -38,6 +45,9 @@ class EngineInfo:
         return {
             "engine": self.engine,
             "cli_version": self.cli_version,
+            "binary_path": self.binary_path,
+            "tested": self.tested,
+            "tested_versions": self.tested_versions,
             "installed": self.installed,
             "auth_ready": self.auth_ready,
             "models_count": self.models_count,
@@ -48,11 +58,13 @@ class EngineInfo:
 
 
 def cli_version(binary: str) -> tuple[str | None, str | None]:
-    """(version, error) from `<binary> --version`, cached for a few minutes."""
-    cached = _versions.get(binary)
+    """(version, error) from `<binary> --version` of the CLI the runs would use, cached for a
+    few minutes per file (choosing another file shows its version at once)."""
+    path = resolve_binary(binary)
+    key = f"{binary}:{path}"
+    cached = _versions.get(key)
     if cached and time.monotonic() - cached[0] < VERSION_TTL_SEC:
         return cached[1], cached[2]
-    path = resolve_binary(binary)
     version = error = None
     if path is None:
         error = f"{binary} is not installed"
@@ -70,8 +82,22 @@ def cli_version(binary: str) -> tuple[str | None, str | None]:
             error = None if version else f"{binary} --version exited {proc.returncode}"
         except (OSError, subprocess.TimeoutExpired) as exc:
             error = f"{binary} --version failed: {exc}"
-    _versions[binary] = (time.monotonic(), version, error)
+    _versions[key] = (time.monotonic(), version, error)
     return version, error
+
+
+def tested_versions(engine: str) -> list[str]:
+    """The versions of `engine`'s CLI the engine tests passed on (empty when never run)."""
+    try:
+        return list(json.loads(TESTED_VERSIONS.read_text()).get(engine, []))
+    except (OSError, ValueError):
+        return []
+
+
+def version_number(text: str | None) -> str | None:
+    """`codex-cli 0.169.0` -> `0.169.0`; `2.1.197 (Claude Code)` -> `2.1.197`."""
+    match = re.search(r"\d+\.\d+\.\d+(?:-[\w.]+)?", text or "")
+    return match.group(0) if match else None
 
 
 def engine_info(engine: str, *, with_version: bool = True) -> EngineInfo:
@@ -80,6 +106,7 @@ def engine_info(engine: str, *, with_version: bool = True) -> EngineInfo:
     config = load_engine_config(engine, skill_dir=None, user=None)
     path = resolve_binary(adapter.binary)
     version, error = cli_version(adapter.binary) if with_version else (None, None)
+    tested = tested_versions(engine)
     return EngineInfo(
         engine=engine,
         installed=path is not None,
@@ -89,6 +116,8 @@ def engine_info(engine: str, *, with_version: bool = True) -> EngineInfo:
         models=list(config.get("models") or []),
         default_model=config.get("model"),
         last_error=error,
+        tested=version_number(version) in tested if version else False,
+        tested_versions=tested,
     )
 
 

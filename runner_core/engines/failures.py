@@ -7,7 +7,13 @@ import re
 from typing import Any
 
 from runner_core.engines.base import EngineError, ProcessResult
-from runner_core.engines.invocation import BIN_DIR_ENV, REPO_BIN_DIR, REPO_ROOT, resolve_binary
+from runner_core.engines.invocation import (
+    BIN_DIR_ENV,
+    REPO_BIN_DIR,
+    REPO_ROOT,
+    binary_env,
+    resolve_binary,
+)
 from runner_core.error_codes import ErrorCode
 
 # "status 429", "status: 429", "API Error: 429": a number named as the status wins over
@@ -26,8 +32,8 @@ def missing_cli_error(binary: str) -> EngineError:
     """The typed error for a CLI that is not installed."""
     return EngineError(
         ErrorCode.CLI_NOT_INSTALLED,
-        f"{binary} not found in {REPO_BIN_DIR.relative_to(REPO_ROOT)}, ${BIN_DIR_ENV} or PATH "
-        "(run deploy/install-engines.sh)",
+        f"{binary} not found at ${binary_env(binary)}, in ${BIN_DIR_ENV}, "
+        f"{REPO_BIN_DIR.relative_to(REPO_ROOT)} or PATH (run deploy/install-engines.sh)",
         {"binary": binary},
     )
 

@@ -1,8 +1,10 @@
 """How an engine CLI is found and started: its binary, the start of its argv, the child's
 environment and where the prompt goes (argv or stdin).
 
-A binary is looked up in the repository's ``.engines/node_modules/.bin``, then in the folder
-named by ``SKILL_RUNNER_ENGINE_BIN_DIR``, then on PATH. Each run's CLI gets its own HOME and
+A binary is the file ``SKILL_RUNNER_<BINARY>_BIN`` names (one engine's CLI, e.g.
+``SKILL_RUNNER_CODEX_BIN``), else the one in the folder ``SKILL_RUNNER_ENGINE_BIN_DIR`` names,
+else the repository's ``.engines/node_modules/.bin``, else PATH: an operator's explicit choice
+wins over the default location. Each run's CLI gets its own HOME and
 TMPDIR under the run dir, so nothing lands in a shared user config.
 """
 
@@ -47,11 +49,22 @@ _INHERITED_ENV = (
 MAX_ARGV_PROMPT_BYTES = 100_000
 
 
+def binary_env(binary: str) -> str:
+    """The variable naming one CLI's file: SKILL_RUNNER_CODEX_BIN for `codex`."""
+    return f"SKILL_RUNNER_{binary.upper().replace('-', '_')}_BIN"
+
+
 def resolve_binary(binary: str) -> Path | None:
-    """Find `binary`: the repo's .engines bin dir, else $SKILL_RUNNER_ENGINE_BIN_DIR, else PATH."""
+    """Find `binary`: $SKILL_RUNNER_<BINARY>_BIN, else in $SKILL_RUNNER_ENGINE_BIN_DIR, else in
+    the repo's .engines bin dir, else on PATH. A variable naming a missing file finds nothing
+    (no silent fall back to another version)."""
+    chosen = os.environ.get(binary_env(binary))
+    if chosen:
+        path = Path(chosen)
+        return path if path.is_file() and os.access(path, os.X_OK) else None
     candidates = [REPO_BIN_DIR]
     if os.environ.get(BIN_DIR_ENV):
-        candidates.append(Path(os.environ[BIN_DIR_ENV]))
+        candidates.insert(0, Path(os.environ[BIN_DIR_ENV]))
     for folder in candidates:
         path = folder / binary
         if path.is_file() and os.access(path, os.X_OK):

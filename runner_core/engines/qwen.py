@@ -123,14 +123,16 @@ def _tool_result(block: dict[str, Any]) -> dict[str, Any]:
 
 
 def result_error(event: dict[str, Any]) -> EngineError | None:
-    """The error of a ``result`` event: ``is_error``, an error subtype, or an ``[API Error:`` text."""
+    """The error of a ``result`` event: ``is_error``, an error subtype, or an ``[API Error:`` text
+    (in ``result`` up to qwen 0.15, in ``error.message`` from 0.24 on)."""
     text = str(event.get("result") or "")
-    match = _API_ERROR.match(text)
-    if match:
-        return api_error(text, http_status(match.group(1)), subtype=event.get("subtype"))
+    raw_error = event.get("error")
+    error = raw_error if isinstance(raw_error, dict) else {}
+    for candidate in (text, str(error.get("message") or "")):
+        match = _API_ERROR.match(candidate)
+        if match:
+            return api_error(candidate, http_status(match.group(1)), subtype=event.get("subtype"))
     if event.get("is_error") or str(event.get("subtype", "success")) != "success":
-        raw_error = event.get("error")
-        error = raw_error if isinstance(raw_error, dict) else {}
         message = str(error.get("message") or text or event.get("subtype"))
         code = (
             ErrorCode.AUTH_MISSING

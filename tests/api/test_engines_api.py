@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from runner_core.engines import SUPPORTED_ENGINES
+from runner_core.engines import SUPPORTED_ENGINES, catalog
 
 
 @pytest.fixture
@@ -29,7 +29,16 @@ def engine_config(tmp_path, monkeypatch):
 def test_engines_list_every_supported_engine(client, engine_config):
     body = client.get("/v1/engines").json
     assert [e["engine"] for e in body] == list(SUPPORTED_ENGINES)
-    assert set(body[0]) == {"engine", "cli_version", "installed", "auth_ready", "models_count"}
+    assert set(body[0]) == {
+        "engine",
+        "cli_version",
+        "binary_path",
+        "tested",
+        "tested_versions",
+        "installed",
+        "auth_ready",
+        "models_count",
+    }
 
 
 def test_models_come_from_the_config_layers(client, engine_config):
@@ -56,3 +65,32 @@ def test_missing_cli_is_reported_not_raised(client, engine_config):
     detail = client.get("/v1/engines/iflow").json
     assert detail["installed"] is False and detail["cli_version"] is None
     assert "not installed" in detail["last_error"]
+
+
+def test_an_operator_chosen_cli_is_shown_with_whether_its_version_was_tested(
+    client, engine_config, tmp_path, monkeypatch
+):
+    """SKILL_RUNNER_<ENGINE>_BIN picks the CLI file; the list shows its path and version, and
+    `tested` says whether that version is among those the engine tests passed on."""
+    chosen = tmp_path / "iflow-0.9.1" / "iflow"
+    chosen.parent.mkdir()
+    chosen.write_text("#!/bin/sh\necho 'iFlow CLI 0.9.1'\n")
+    chosen.chmod(0o755)
+    tested_file = tmp_path / "tested-versions.json"
+    monkeypatch.setattr(catalog, "TESTED_VERSIONS", tested_file)
+    monkeypatch.setenv("SKILL_RUNNER_IFLOW_BIN", str(chosen))
+
+    def iflow() -> dict:
+        return next(e for e in client.get("/v1/engines").json if e["engine"] == "iflow")
+
+    assert iflow() | {"tested_versions": None} == iflow() | {
+        "binary_path": str(chosen),
+        "cli_version": "iFlow CLI 0.9.1",
+        "installed": True,
+        "tested": False,
+        "tested_versions": None,
+    }
+    tested_file.write_text(json.dumps({"iflow": ["0.8.0", "0.9.1"]}))
+    assert iflow()["tested"] is True and iflow()["tested_versions"] == ["0.8.0", "0.9.1"]
+    tested_file.write_text(json.dumps({"iflow": ["0.8.0"]}))
+    assert iflow()["tested"] is False

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import psutil
 import psycopg
 import pytest
 import redis
@@ -111,6 +112,7 @@ class WorkerProcess:
         beat: bool = False,
         extra_env: dict[str, str] | None = None,
         queues: str | None = None,
+        extra_args: list[str] | None = None,
     ) -> None:
         self.settings, self.name, self.log_path = settings, name, log_path
         argv = [
@@ -133,6 +135,7 @@ class WorkerProcess:
         ]
         if queues:
             argv += ["-Q", queues]
+        argv += extra_args or []
         if beat:
             argv += ["-B", "--schedule", str(settings.data_dir / f"beat-{name}")]
         env = service_env(settings)
@@ -158,6 +161,10 @@ class WorkerProcess:
             wait_for(ready, timeout, interval=0.1)
         except AssertionError:
             raise RuntimeError(f"worker not ready: {self.log_path.read_text()[-3000:]}") from None
+
+    def pool_pids(self) -> set[int]:
+        """The pids of its pool processes (a run's `worker` field ends with one of them)."""
+        return {child.pid for child in psutil.Process(self.proc.pid).children()}
 
     def kill(self, sig: int = signal.SIGKILL) -> None:
         """Signal the main worker process only (SIGKILL leaves its pool children orphaned)."""

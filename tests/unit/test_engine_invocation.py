@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from runner_core.engines import invocation
 from runner_core.engines.invocation import (
     MAX_ARGV_PROMPT_BYTES,
     program_argv,
@@ -23,6 +24,32 @@ def test_resolve_binary_uses_bin_dir_env(tmp_path: Path, monkeypatch: pytest.Mon
     monkeypatch.setenv("PATH", os.defpath)
     assert resolve_binary("fake-engine-cli-for-test") == tool
     assert resolve_binary("fake-engine-cli-missing") is None
+
+
+def cli(folder: Path, name: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    tool = folder / name
+    tool.write_text("#!/bin/sh\n", encoding="utf-8")
+    tool.chmod(0o755)
+    return tool
+
+
+def test_an_explicit_choice_wins_over_the_checkouts_engines(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An operator picks another installed version: the bin dir, then one CLI's own file, each
+    wins over the checkout's .engines (which a test cannot remove: it stands in with PATH)."""
+    monkeypatch.setattr(invocation, "REPO_BIN_DIR", tmp_path / "repo-engines")
+    default = cli(tmp_path / "repo-engines", "fake-cli")
+    assert resolve_binary("fake-cli") == default
+    other_dir = cli(tmp_path / "other", "fake-cli")
+    monkeypatch.setenv("SKILL_RUNNER_ENGINE_BIN_DIR", str(other_dir.parent))
+    assert resolve_binary("fake-cli") == other_dir
+    pinned = cli(tmp_path / "v0.133.0", "fake-cli")
+    monkeypatch.setenv("SKILL_RUNNER_FAKE_CLI_BIN", str(pinned))
+    assert resolve_binary("fake-cli") == pinned
+    monkeypatch.setenv("SKILL_RUNNER_FAKE_CLI_BIN", str(tmp_path / "missing"))
+    assert resolve_binary("fake-cli") is None  # a wrong choice is not silently replaced
 
 
 def script(path: Path, first_line: bytes) -> Path:

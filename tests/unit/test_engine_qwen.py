@@ -99,3 +99,19 @@ def test_appended_log_of_a_resumed_turn_yields_the_last_answer(tmp_path: Path) -
     out = qwen.ADAPTER.parse_output(ProcessResult(0, tmp_path / "out", tmp_path / "err", 0.0, 0.0))
     assert out.error is None
     assert out.parsed_json["ok"] is True
+
+
+def test_an_api_error_in_the_result_events_error_is_typed_with_its_status():
+    """qwen 0.24 moved `[API Error: ...]` from the result text to `error.message`."""
+    event = {
+        "type": "result",
+        "subtype": "error_during_execution",
+        "is_error": True,
+        "result": "",
+        "error": {"message": "[API Error: 400 bad request]"},
+    }
+    error = qwen.result_error(event)
+    assert error is not None and error.code == "MODEL_API_ERROR"
+    assert error.details["status"] == 400
+    older = {"type": "result", "subtype": "success", "result": "[API Error: 429 slow down]"}
+    assert qwen.result_error(older).details["status"] == 429

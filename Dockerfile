@@ -1,0 +1,53 @@
+# The service image. Alone it serves the embedded default (SQLite and an embedded broker in the
+# data volume): `docker run -p 8000:8000 IMAGE`. deploy/compose.yaml runs the API, the workers,
+# beat and Flower from it, on Postgres and Redis. Docs: docs/operating.md, "Containers".
+ARG PYTHON_IMAGE=python:3.11-slim-bookworm
+ARG NODE_IMAGE=node:20-bookworm-slim
+
+# 1. The pinned agent CLIs (deploy/engines), installed by the script a host uses.
+FROM ${NODE_IMAGE} AS engines
+SHELL ["/bin/bash", "-o", "pipefail", "-c"]
+WORKDIR /app
+COPY deploy/install-engines.sh deploy/install-engines.sh
+COPY deploy/engines/ deploy/engines/
+RUN bash deploy/install-engines.sh
+
+# 2. The project, its client package (the `skill-runner` client commands) and their
+# dependencies in /app/.venv (editable installs: the code finds its migrations, deploy/ and
+# skills/ beside itself, as in a checkout).
+FROM ${PYTHON_IMAGE} AS python
+WORKDIR /app
+ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+RUN python -m venv /app/.venv
+COPY pyproject.toml setup.cfg README.md LICENSE Procfile ./
+COPY api/ api/
+COPY worker/ worker/
+COPY runner_core/ runner_core/
+COPY fake_llm/ fake_llm/
+COPY migrations/ migrations/
+COPY deploy/ deploy/
+COPY client/ client/
+RUN /app/.venv/bin/pip install -e . -e client \
+    && find /app -name '__pycache__' -prune -exec rm -rf {} +
+
+# 3. What runs: no compiler, no npm; the code read-only to the service's user.
+FROM ${PYTHON_IMAGE}
+ENV PATH=/app/.venv/bin:${PATH} \
+    PYTHONUNBUFFERED=1 \
+    PYTHONDONTWRITEBYTECODE=1 \
+    SKILL_RUNNER_DATA_DIR=/var/lib/skill-runner \
+    SKILL_RUNNER_SKILLS_DIR=/app/skills \
+    HOST=0.0.0.0 \
+    PORT=8000
+RUN useradd --system --user-group --uid 10001 --home-dir /var/lib/skill-runner --create-home \
+    --shell /usr/sbin/nologin skillrunner
+COPY --from=engines /usr/local/bin/node /usr/local/bin/node
+COPY --from=python /app /app
+COPY --from=engines /app/.engines /app/.engines
+# Skill packages installed through the API are written here: the service's user owns it.
+COPY --chown=skillrunner:skillrunner skills/ /app/skills/
+WORKDIR /app
+USER 10001:10001
+VOLUME ["/var/lib/skill-runner"]
+EXPOSE 8000
+CMD ["skill-runner", "serve"]
