@@ -24,10 +24,12 @@ class EngineSummary(Schema):
         metadata={"description": "the CLI's own sandbox as runs start it (codex: workspace-write)"}
     )
     models_count = fields.Integer()
+    binary_path = fields.String(allow_none=True)
+    tested = fields.Boolean(metadata={"description": "its version is in the tested matrix"})
+    tested_versions = fields.List(fields.String())
 
 
 class EngineDetail(EngineSummary):
-    binary_path = fields.String(allow_none=True)
     models = fields.List(fields.String())
     default_model = fields.String(allow_none=True)
     upgrade_status = fields.String(
