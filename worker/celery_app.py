@@ -17,7 +17,9 @@ from runner_core.settings import HARD_LIMIT_MARGIN_SEC, SOFT_LIMIT_MARGIN_SEC, l
 settings = load_settings()
 
 app = Celery(
-    "skill_runner", broker=settings.broker_url, include=["worker.tasks", "worker.interactive_tasks", "worker.composite"]
+    "skill_runner",
+    broker=settings.broker_url,
+    include=["worker.tasks", "worker.interactive_tasks", "worker.composite"],
 )
 app.conf.update(
     task_acks_late=True,
