@@ -29,7 +29,6 @@ class ErrorCode(StrEnum):
     SKILL_NOT_FOUND = "SKILL_NOT_FOUND"
     SKILL_INVALID = "SKILL_INVALID"
     SKILL_ENGINE_UNSUPPORTED = "SKILL_ENGINE_UNSUPPORTED"
-    SKILL_MODE_UNSUPPORTED = "SKILL_MODE_UNSUPPORTED"
     EXECUTION_MODE_UNSUPPORTED = "EXECUTION_MODE_UNSUPPORTED"
     MODEL_UNSUPPORTED = "MODEL_UNSUPPORTED"
     SCHEMA_VALIDATION_FAILED = "SCHEMA_VALIDATION_FAILED"
@@ -73,6 +72,7 @@ class ErrorCode(StrEnum):
     SKILL_MD_TEMPLATE_ERROR = "SKILL_MD_TEMPLATE_ERROR"
     DEPENDENCIES_UNAVAILABLE = "DEPENDENCIES_UNAVAILABLE"
     OUTPUT_VALIDATION_FAILED = "OUTPUT_VALIDATION_FAILED"
+    COMPOSITE_STEP_FAILED = "COMPOSITE_STEP_FAILED"
     ARTIFACT_MISSING = "ARTIFACT_MISSING"
     OUTPUT_TOO_LARGE = "OUTPUT_TOO_LARGE"
     ENGINE_FAILED = "ENGINE_FAILED"
@@ -131,9 +131,6 @@ CATALOGUE: dict[ErrorCode, CodeUse] = {
     _C.SKILL_NOT_FOUND: CodeUse((404, RUN), "no installed skill with that id"),
     _C.SKILL_INVALID: CodeUse((400, RUN), "the skill does not pass its checks"),
     _C.SKILL_ENGINE_UNSUPPORTED: CodeUse((400,), "the skill does not run on that engine"),
-    _C.SKILL_MODE_UNSUPPORTED: CodeUse(
-        (400,), "a skill.json composite skill, which this version lists but does not run yet"
-    ),
     _C.EXECUTION_MODE_UNSUPPORTED: CodeUse((400,), "the skill does not declare that mode"),
     _C.MODEL_UNSUPPORTED: CodeUse((400,), "the model is not in the engine's list"),
     _C.SCHEMA_VALIDATION_FAILED: CodeUse(
@@ -189,6 +186,9 @@ CATALOGUE: dict[ErrorCode, CodeUse] = {
         (RUN,), "uv could not provide the skill's runtime dependencies for the engine"
     ),
     _C.OUTPUT_VALIDATION_FAILED: CodeUse((RUN,), "no output passed the output schema"),
+    _C.COMPOSITE_STEP_FAILED: CodeUse(
+        (RUN,), "a composite's step failed (not continueOnError); details name the step"
+    ),
     _C.ARTIFACT_MISSING: CodeUse((RUN,), "a required artifact was not produced"),
     _C.OUTPUT_TOO_LARGE: CodeUse((RUN,), "the process wrote more than the output limit"),
     _C.ENGINE_FAILED: CodeUse((RUN,), "the engine CLI failed"),

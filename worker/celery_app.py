@@ -19,7 +19,12 @@ settings = load_settings()
 app = Celery(
     "skill_runner",
     broker=settings.broker_url,
-    include=["worker.tasks", "worker.interactive_tasks", "worker.webhook_tasks"],
+    include=[
+        "worker.tasks",
+        "worker.interactive_tasks",
+        "worker.webhook_tasks",
+        "worker.composite",
+    ],
 )
 app.conf.update(
     task_acks_late=True,

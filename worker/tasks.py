@@ -22,12 +22,15 @@ from runner_core.error_codes import ErrorCode
 from runner_core.run_pool import IDLE_KEY_SEC, RunDirPool
 from runner_core.settings import DEMO_LLM_WARNING
 from runner_core.skill_copy import installed_signatures
+from runner_core.skills import load_skill
 from runner_core.statuses import RunStatus
 from runner_core.store import checkpoint, claim
 from runner_core.store import runs as run_states
 from runner_core.store.db import make_engine, make_sessionmaker, retry_unavailable
 from runner_core.store.models import Run
+from worker import composite
 from worker.celery_app import app, settings
+from worker.composite import is_composite
 from worker.database import connect, sessions
 from worker.dispatch import announce_end, events_of, finished, send_run, write_failure
 from worker.executor import RunExecutor
@@ -35,7 +38,7 @@ from worker.interactive_tasks import ask_user, overdue_replies
 from worker.lease import Heartbeat, beat_interval, make_watch
 from worker.recovery import recover
 from worker.refill import Refiller
-from worker.run_layout import skill_copies
+from worker.run_layout import skill_copies, skill_source
 from worker.strays import become_subreaper
 from worker.turns import Resume, resume_input
 from worker.webhook_tasks import overdue_callbacks
@@ -114,6 +117,8 @@ def execute_run(self, run_id: str) -> str:
             return _not_claimed(run_id)
     assert run is not None  # CLAIMED comes with the claimed row
     claimed = cast(Run, run)  # the row carries every column of Run as an attribute
+    if claimed.engine is None and is_composite(load_skill(skill_source(settings, claimed))):
+        return composite.start(claimed)
     _task.update(run_id=run_id, terminating=False)
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
     executor = RunExecutor(
@@ -131,6 +136,7 @@ def execute_run(self, run_id: str) -> str:
         signal.signal(signal.SIGTERM, previous)
         _task.update(run_id=None, terminating=False)
     _refill_pool(executor)
+    composite.notify_parent(claimed)
     return status
 
 

@@ -137,5 +137,8 @@ def cancel_run(session: Session, req: Request, run: Run) -> dict[str, Any]:
         )
         if run.celery_task_id:
             context.queue().revoke(run.celery_task_id)
+    elif accepted and run.engine is None and run.heartbeat_at is None:
+        # a running composite parent holds no process: the workflow ends it and its steps
+        context.queue().wake_composite(run.id)
     session.refresh(run)
     return {"request_id": req.id, "accepted": accepted, "status": run.status}

@@ -67,6 +67,9 @@ class Run(Base):
     timings: Mapped[dict[str, Any]] = mapped_column(default=dict)
     # {"input_tokens", "output_tokens"} of every engine turn of the run; None: none reported
     token_usage: Mapped[dict[str, int] | None] = mapped_column(JSON)
+    # a composite's step: its parent run and step name (None for every other run)
+    parent_run_id: Mapped[str | None] = mapped_column(String(36))
+    step_name: Mapped[str | None] = mapped_column(String(128))
 
     __table_args__ = (
         Index("ix_runs_status_queued_at", "status", "queued_at"),
@@ -75,6 +78,7 @@ class Run(Base):
         Index("ix_runs_created_at", "created_at"),
         Index("ix_runs_status_created", "status", "created_at", "id"),
         Index("ix_runs_status_skill_created", "status", "skill_id", "created_at", "id"),
+        Index("ix_runs_parent_step", "parent_run_id", "step_name", unique=True),
     )
 
 

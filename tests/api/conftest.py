@@ -34,6 +34,9 @@ class FakeQueue:
     def revoke(self, task_id: str) -> None:
         self.revoked.append(task_id)
 
+    def wake_composite(self, run_id: str) -> None:
+        self.woken = [*getattr(self, "woken", []), run_id]
+
     def ping(self) -> str:
         return self.broker_state
 

@@ -69,12 +69,10 @@ def test_input_is_checked_before_any_run(stack):
         "/v1/jobs", json={"skill_id": "shout", "engine": "codex", "input": {"text": "x"}}
     )
     assert resp.status_code == 400 and resp.json["error"]["code"] == "SKILL_ENGINE_UNSUPPORTED"
-    # the seed's composite loads (calls resolved) but is refused until composites run
+    # the seed's composite loads (calls resolved) and checks its input like any skill
     assert stack.client.get("/v1/skills/research_and_summarize").json["health"] == "ok"
-    resp = stack.client.post(
-        "/v1/jobs", json={"skill_id": "research_and_summarize", "input": {"topic": "queue"}}
-    )
-    assert resp.status_code == 400 and resp.json["error"]["code"] == "SKILL_MODE_UNSUPPORTED"
+    resp = stack.client.post("/v1/jobs", json={"skill_id": "research_and_summarize", "input": {}})
+    assert resp.status_code == 400 and resp.json["error"]["code"] == "SCHEMA_VALIDATION_FAILED"
 
 
 def test_output_violating_the_schema_fails_and_ctx_memory_is_a_clear_error(stack):

@@ -1,0 +1,175 @@
+"""Templates of composite pipelines: `{{input.x}}`, `{{steps.<step>.<path>}}`, filters and
+`a || b || 'literal'` fallbacks, evaluated as Jinja2 expressions.
+
+openEvo writes filters Liquid-style (`| map: snippet | join: '\\n\\n'`); each expression is
+rewritten into Jinja2 filter calls (`| map('snippet') | join('\\n\\n')`) and `||` into `or`,
+then compiled with `compile_expression`, which returns the typed value (as Jinja2's native-types
+environment does, without its literal_eval of strings: a string "42" stays a string). A value
+that is one whole template keeps its type (an array stays an array); templates inside a longer
+string are interpolated (strings as they are, other values as JSON, a missing value as "").
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import lru_cache
+from typing import Any
+
+from jinja2 import ChainableUndefined, TemplateError, Undefined
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+TEMPLATE = re.compile(r"\{\{(.*?)\}\}", re.S)
+_FILTER_WITH_ARGS = re.compile(r"^\s*([A-Za-z_]\w*)\s*:\s*(.*?)\s*$", re.S)
+_BARE_NAME = re.compile(r"^[A-Za-z_][\w.]*$")
+# Filters whose argument is a field name, written bare in openEvo (`map: snippet`).
+_FIELD_FILTERS = {"map", "pluck"}
+
+
+class TemplateFailure(ValueError):
+    """A template that does not compile or fails while evaluated; the message names it."""
+
+
+def render(value: Any, context: dict[str, Any]) -> Any:
+    """`value` with every template in its strings evaluated against `context` (recursively
+    through objects and arrays)."""
+    if isinstance(value, str):
+        return render_string(value, context)
+    if isinstance(value, dict):
+        return {k: render(v, context) for k, v in value.items()}
+    if isinstance(value, list):
+        return [render(v, context) for v in value]
+    return value
+
+
+def render_string(text: str, context: dict[str, Any]) -> Any:
+    whole = TEMPLATE.fullmatch(text.strip())
+    if whole and "{{" not in whole.group(1):
+        return evaluate(whole.group(1), context)
+    return TEMPLATE.sub(lambda m: _as_text(evaluate(m.group(1), context)), text)
+
+
+def evaluate(expression: str, context: dict[str, Any]) -> Any:
+    """The typed value of one openEvo expression (None when a path does not exist)."""
+    try:
+        value = _compiled(expression)(**context)
+    except TemplateError as exc:
+        raise TemplateFailure(f"template '{{{{{expression.strip()}}}}}': {exc}") from exc
+    except (TypeError, ValueError, KeyError, IndexError, AttributeError) as exc:
+        raise TemplateFailure(f"template '{{{{{expression.strip()}}}}}': {exc}") from exc
+    return None if isinstance(value, Undefined) else value
+
+
+@lru_cache(maxsize=512)
+def _compiled(expression: str):
+    try:
+        return _ENV.compile_expression(to_jinja(expression), undefined_to_none=True)
+    except TemplateError as exc:
+        raise TemplateFailure(f"template '{{{{{expression.strip()}}}}}': {exc}") from exc
+
+
+def to_jinja(expression: str) -> str:
+    """openEvo's expression syntax as a Jinja2 expression."""
+    alternatives = _split_outside_quotes(expression, "||")
+    return " or ".join(f"({_filters_to_calls(a)})" for a in alternatives)
+
+
+def _filters_to_calls(expression: str) -> str:
+    base, *filters = _split_outside_quotes(expression, "|")
+    parts = [base.strip()]
+    for segment in filters:
+        match = _FILTER_WITH_ARGS.match(segment)
+        if not match:  # `json`, or already a Jinja call `join(', ')`
+            parts.append(segment.strip())
+            continue
+        name, args = match.groups()
+        if name in _FIELD_FILTERS and _BARE_NAME.match(args):
+            args = repr(args)
+        parts.append(f"{name}({args})")
+    return " | ".join(parts)
+
+
+def _split_outside_quotes(text: str, sep: str) -> list[str]:
+    """`text` split at `sep` where it is not inside a '...' or "..." literal."""
+    parts, start, quote, i = [], 0, "", 0
+    while i < len(text):
+        ch = text[i]
+        if quote:
+            if ch == "\\":
+                i += 1
+            elif ch == quote:
+                quote = ""
+        elif ch in "'\"":
+            quote = ch
+        elif text.startswith(sep, i) and not (sep == "|" and text.startswith("||", i)):
+            parts.append(text[start:i])
+            start = i + len(sep)
+            i = start
+            continue
+        i += 1
+    parts.append(text[start:])
+    return parts
+
+
+def _as_text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _field(item: Any, path: str) -> Any:
+    for key in path.split("."):
+        if isinstance(item, dict):
+            item = item.get(key)
+        elif isinstance(item, list) and key.lstrip("-").isdigit():
+            item = item[int(key)] if -len(item) <= int(key) < len(item) else None
+        else:
+            return None
+    return item
+
+
+def _map(seq: Any, path: str) -> list[Any]:
+    return [_field(item, path) for item in _items(seq)]
+
+
+def _pluck(value: Any, path: str) -> Any:
+    return _map(value, path) if isinstance(value, list) else _field(value, path)
+
+
+def _join(seq: Any, sep: str = " ") -> str:
+    return sep.join(_as_text(item) for item in _items(seq))
+
+
+def _slice(seq: Any, start: int = 0, end: int | None = None) -> Any:
+    return seq[start:end] if isinstance(seq, (list, str)) else seq
+
+
+def _default(value: Any, fallback: Any = None) -> Any:
+    empty = value is None or isinstance(value, Undefined) or value == ""
+    return fallback if empty else value
+
+
+def _json(value: Any, indent: int | None = None) -> str:
+    return json.dumps(
+        None if isinstance(value, Undefined) else value, ensure_ascii=False, indent=indent
+    )
+
+
+def _items(seq: Any) -> list[Any]:
+    if seq is None or isinstance(seq, Undefined):
+        return []
+    return list(seq) if isinstance(seq, (list, tuple)) else [seq]
+
+
+def _environment() -> ImmutableSandboxedEnvironment:
+    # Sandboxed: expressions come from skill files; a missing path is falsy and chains to None.
+    env = ImmutableSandboxedEnvironment(undefined=ChainableUndefined)
+    env.filters.update(
+        map=_map, pluck=_pluck, join=_join, slice=_slice, default=_default, json=_json
+    )
+    return env
+
+
+_ENV = _environment()

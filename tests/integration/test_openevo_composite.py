@@ -1,0 +1,100 @@
+"""Composite skill.json skills as workflows of child runs, through the API, Redis and a real
+worker: the seed's research_and_summarize, parallel steps, condition, continueOnError, cancel
+of the parent and an output violating `output`."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from tests.integration.openevo_stack import install_node_runners, openevo_stack
+
+pytestmark = pytest.mark.integration
+REDIS_DB = {"sqlite": 11, "postgres": 12}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def node_runners():
+    install_node_runners()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def stack(request, tmp_path):
+    with openevo_stack(tmp_path, REDIS_DB[request.param], request.param, concurrency=3) as stack:
+        yield stack
+
+
+def start(stack, skill_id, inline):
+    resp = stack.client.post("/v1/jobs", json={"skill_id": skill_id, "input": inline})
+    assert resp.status_code == 200, resp.json
+    return resp.json["request_id"]
+
+
+def result_of(stack, rid):
+    return stack.client.get(f"/v1/jobs/{rid}/result").json["result"]
+
+
+def test_research_and_summarize_chains_map_join_typed_values_and_output_mapping(stack):
+    rid = start(stack, "research_and_summarize", {"topic": "queue runs"})
+    assert stack.wait(rid, 60)["status"] == "succeeded"
+    result = result_of(stack, rid)
+    sources = result["data"]["sources"]
+    assert isinstance(sources, list) and len(sources) == 3  # whole-string template: an array
+    # summarize got the snippets joined by a blank line: its first line is the first snippet
+    first = sources[0]["snippet"].splitlines()[0]
+    assert result["data"]["summary"].endswith(f"first: {first}")
+    steps = result["steps"]
+    assert [s["step"] for s in steps] == ["search", "summarize"]
+    assert all(s["status"] == "succeeded" and s["duration_ms"] >= 0 for s in steps)
+    child = stack.client.get(f"/v1/jobs/{steps[0]['request_id']}").json
+    assert child["status"] == "succeeded"  # each step is a run of its own
+    events = (stack.settings.runs_dir / stack.wait(rid, 1)["run_id"] / "events.jsonl").read_text()
+    assert events.count('"step.started"') == 2
+
+
+def test_independent_steps_overlap_in_time(stack):
+    rid = start(stack, "parallel_pair", {"ms": 1500})
+    assert stack.wait(rid, 60)["status"] == "succeeded"
+    data = result_of(stack, rid)["data"]
+    a, b = data["a"], data["b"]
+    assert a["started"] < b["ended"] and b["started"] < a["ended"], data
+    assert data["tags"] == "A+B"
+
+
+def test_condition_false_skips_and_continue_on_error_goes_on(stack):
+    rid = start(stack, "guarded_steps", {})
+    assert stack.wait(rid, 60)["status"] == "succeeded"
+    result = result_of(stack, rid)
+    assert result["data"] == {"extra": "skipped", "failed": True, "tag": "true"}
+    status = {s["step"]: s["status"] for s in result["steps"]}
+    assert status == {"extra": "skipped", "broken": "failed", "after": "succeeded"}
+
+
+def test_cancel_of_the_parent_cancels_its_running_steps(stack):
+    rid = start(stack, "parallel_pair", {"ms": 20000})
+    deadline = time.time() + 20
+    while time.time() < deadline:
+        events = (
+            stack.settings.runs_dir
+            / stack.client.get(f"/v1/jobs/{rid}").json["run_id"]
+            / "events.jsonl"
+        )
+        if events.is_file() and events.read_text().count('"step.started"') == 2:
+            break
+        time.sleep(0.1)
+    time.sleep(1.0)  # both steps running
+    assert stack.client.post(f"/v1/jobs/{rid}/cancel").json["accepted"] is True
+    began = time.time()
+    assert stack.wait(rid, 20)["status"] == "canceled"
+    steps = result_of(stack, rid)["steps"]
+    for step in steps[:2]:
+        assert stack.wait(step["request_id"], 20)["status"] == "canceled"
+    assert time.time() - began < 15
+
+
+def test_output_violating_the_output_schema_fails(stack):
+    rid = start(stack, "bad_output", {})
+    status = stack.wait(rid, 60)
+    assert status["status"] == "failed"
+    assert status["error"]["code"] == "OUTPUT_VALIDATION_FAILED"
