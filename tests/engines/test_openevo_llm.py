@@ -108,3 +108,20 @@ def test_without_repair_the_violation_fails_the_run(service):
     script = Script(command="echo x", final_text=json.dumps({"issues": [], "summary": "s"}))
     status, _result = review(service, script)
     assert status["status"] == "failed" and status["error"]["code"] == "OUTPUT_VALIDATION_FAILED"
+
+
+def test_the_headline_example_skill_runs_through_codex(service):
+    require_binary(get_adapter("codex"))
+    answer = {"headline": "Workers drain the queue"}
+    script = Script(command="echo drafting", final_text=json.dumps(answer))
+    service["script"].write_text(json.dumps(asdict(script)))
+    client = service["client"]
+    body = {"skill_id": "headline", "input": {"text": "Workers take runs from the queue."}}
+    rid = client.post("/v1/jobs", json={**body, "runtime_options": {"no_cache": True}}).json[
+        "request_id"
+    ]
+    status = wait_for_job(client, rid, timeout=120, interval=0.1)
+    assert status["status"] == "succeeded", status
+    assert client.get(f"/v1/jobs/{rid}/result").json["result"]["data"] == answer
+    prompt = (service["settings"].runs_dir / status["run_id"] / "logs" / "prompt.txt").read_text()
+    assert prompt.startswith("# headline") and '"style": "plain"' in prompt  # default applied

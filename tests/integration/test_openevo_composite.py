@@ -98,3 +98,22 @@ def test_output_violating_the_output_schema_fails(stack):
     status = stack.wait(rid, 60)
     assert status["status"] == "failed"
     assert status["error"]["code"] == "OUTPUT_VALIDATION_FAILED"
+
+
+TEXT = "Workers take runs from the queue. The queue keeps runs. Nothing else matters here."
+
+
+def test_the_example_skills_word_stats_and_text_report_run_as_written(stack):
+    stats = start(stack, "word_stats", {"text": TEXT})
+    assert stack.wait(stats, 60)["status"] == "succeeded"
+    data = result_of(stack, stats)["data"]
+    assert data["words"] == 14 and data["sentences"] == 3
+    assert data["top_words"][:2] == [{"word": "runs", "count": 2}, {"word": "queue", "count": 2}]
+    report = start(stack, "text_report", {"text": TEXT})
+    assert stack.wait(report, 90)["status"] == "succeeded"
+    result = result_of(stack, report)
+    assert result["data"] == {
+        "words": 14,
+        "keywords": ["runs", "queue"],  # a typed array through map
+        "quotes": "Workers take runs from the queue.\nThe queue keeps runs.",  # join: '\n'
+    }
