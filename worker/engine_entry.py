@@ -76,6 +76,8 @@ def run_engine(entry: EntryContext, resume: Resume | None = None) -> EntryResult
     spec = adapter.build_command(ctx)
     timings = {"engine_setup": round(time.perf_counter() - setup_started, 4)}
     result = run_streamed(entry, spec, run.engine)
+    # wall clock (epoch s) when the CLI started: a reply's latency to its turn is read from it
+    timings["engine_started_at"] = round(result.started, 4)
     if result.canceled or result.timed_out or result.output_exceeded:
         return EntryResult(
             None, timings=timings, failure=process_failure(result, ErrorCode.ENGINE_FAILED)

@@ -56,6 +56,7 @@ def run_command(
                 stderr=err,
                 start_new_session=True,
             )
+            started = time.time()  # Popen returns once the command is exec'd: it has started
         except OSError as exc:
             err.write(f"cannot start {spec.argv[0]}: {exc}\n".encode())
             return ProcessResult(

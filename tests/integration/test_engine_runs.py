@@ -11,6 +11,7 @@ from fake_llm import FakeLLM, Script
 from runner_core.engines import get_adapter
 from runner_core.settings import REPO_ROOT
 from tests.engines.harness import require_binary
+from tests.integration.lifecycle_helpers import parse_iso, run_row
 
 pytestmark = [pytest.mark.integration, pytest.mark.engines]
 
@@ -73,6 +74,10 @@ def test_prompt_skill_runs_through_codex(codex_stack, llm):
     assert (run_dir / ".agents" / "skills" / "echo-prompt" / "SKILL.md").is_file()
     assert "echo-prompt" in llm.request_text()  # the skill was advertised to the model
     assert (run_dir / "raw" / "engine_output.txt").read_text().startswith("Here you go")
+    # the CLI's start is recorded as a wall-clock time within the run (reply latency reads it)
+    started_at = parse_iso(status["started_at"]).timestamp()
+    engine_started = run_row(codex_stack, status["run_id"]).timings["engine_started_at"]
+    assert started_at < engine_started < parse_iso(status["finished_at"]).timestamp()
 
 
 def test_invalid_output_is_repaired_at_n3_when_enabled(codex_stack, script_file):
