@@ -12,11 +12,12 @@ from typing import Any
 from runner_core.error_codes import ErrorCode
 from runner_core.inputs import InputError, ResolvedInputs, apply_defaults, resolve_inputs
 from runner_core.openevo.spec import SKILL_JSON
+from runner_core.prompts import PATCH_MARKER
 from runner_core.run_pool import RunDirPool
 from runner_core.settings import Settings
-from runner_core.skills import SkillPackage, load_skill
+from runner_core.skills import SkillPackage
 from runner_core.skills.locks import locks_dir, skill_lock
-from runner_core.skills.memo import load_skill_signed, relocated
+from runner_core.skills.memo import load_skill_signed, load_snapshot_cached, relocated
 from runner_core.store.models import Run
 from runner_core.workspace import (
     RunPaths,
@@ -118,4 +119,5 @@ def resumed_context(
         )
     resolved = json.loads(paths.resolved_input.read_text(encoding="utf-8"))
     inputs = ResolvedInputs(resolved.get("input") or {}, resolved.get("parameter") or {})
-    return EntryContext(run, paths, load_skill(snapshot), inputs, settings, make_watch)
+    pkg = load_snapshot_cached(snapshot, PATCH_MARKER)  # validated once per skill version
+    return EntryContext(run, paths, pkg, inputs, settings, make_watch)

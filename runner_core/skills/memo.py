@@ -4,6 +4,7 @@ Loading validates SKILL.md, runner.json and three JSON Schemas; doing that on ev
 and again in the worker would dominate a cache hit. A skill is reloaded as soon as any
 file under it changes (mtime, size or inode), and an atomic install swap changes inodes.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -76,3 +77,37 @@ def memo_signature(pkg: SkillPackage) -> tuple | None:
 def relocated(pkg: SkillPackage, root: Path) -> SkillPackage:
     """The same validated package, read from a verbatim copy at `root` (a run's snapshot)."""
     return replace(pkg, root=root)
+
+
+# A resumed turn reloads its run's snapshot: each run's folders and patched SKILL.md are its
+# own, so the path-keyed memo above never hits; this one is keyed by what the files are.
+_snapshots: BoundedCache[tuple, SkillPackage] = BoundedCache(64)
+
+
+def snapshot_signature(root: Path, patch_marker: str) -> tuple:
+    """tree_signature without the folders' inodes, and SKILL.md by its text before
+    `patch_marker` (what the runner appended names the run): two runs' snapshots of one skill
+    version (files linked from the same read-only copy) match."""
+    items: list[tuple] = []
+    for rel, ino, size, mtime in tree_signature(root):
+        if size is None:  # a folder, or a missing path
+            items.append((rel, ino is not None))
+        elif rel == "SKILL.md":
+            own = (root / rel).read_bytes().split(patch_marker.encode(), 1)[0]
+            items.append((rel, hashlib.sha1(own).hexdigest()))
+        else:
+            items.append((rel, ino, size, mtime))
+    return tuple(items)
+
+
+def load_snapshot_cached(root: Path, patch_marker: str) -> SkillPackage:
+    """`load_skill(root)` of a run's snapshot whose SKILL.md the runner patched after
+    `patch_marker`, validated once for every snapshot with the same files (a copied snapshot
+    has inodes of its own: it is loaded afresh). The body is the skill's own, without the patch."""
+    signature = snapshot_signature(root, patch_marker)
+    hit = _snapshots.get(signature)
+    if hit is None:
+        hit = load_skill(root)
+        hit = replace(hit, body=hit.body.split(patch_marker, 1)[0].rstrip())
+        _snapshots.put(signature, hit)
+    return relocated(hit, root)

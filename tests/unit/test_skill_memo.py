@@ -7,7 +7,12 @@ import os
 import shutil
 
 from runner_core.settings import REPO_ROOT
-from runner_core.skills.memo import load_skill_cached, relocated, tree_signature
+from runner_core.skills.memo import (
+    load_skill_cached,
+    load_snapshot_cached,
+    relocated,
+    tree_signature,
+)
 
 
 def copy_demo(tmp_path):
@@ -53,3 +58,45 @@ def test_relocated_package_reads_from_the_copy(tmp_path):
     pkg = load_skill_cached(root)
     copy = tmp_path / "copy"
     assert relocated(pkg, copy).root == copy and pkg.root == root
+
+
+MARKER = "<!-- patched -->"
+
+
+def linked_snapshot(source, dest, run_name):
+    """A run's snapshot as the worker makes it: files linked from one read-only copy, SKILL.md
+    replaced by a patched copy naming the run."""
+    for path in source.rglob("*"):
+        target = dest / path.relative_to(source)
+        if path.is_dir():
+            target.mkdir(parents=True, exist_ok=True)
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.link(path, target)
+    md = dest / "SKILL.md"
+    text = md.read_text()
+    md.unlink()
+    md.write_text(f"{text}\n{MARKER}\nWrite the result to /runs/{run_name}/result.json\n")
+    return dest
+
+
+def test_snapshots_of_one_version_are_validated_once(tmp_path):
+    source = copy_demo(tmp_path)
+    first = load_snapshot_cached(linked_snapshot(source, tmp_path / "a" / source.name, "a"), MARKER)
+    second_root = linked_snapshot(source, tmp_path / "b" / source.name, "b")
+    second = load_snapshot_cached(second_root, MARKER)
+    assert second.root == second_root and second.manifest is first.manifest  # not reloaded
+    assert MARKER not in second.body and "/runs/" not in second.body  # the skill's own body
+    assert second.health == "ok" and second.id == source.name
+
+
+def test_a_snapshot_with_other_files_is_loaded_afresh(tmp_path):
+    source = copy_demo(tmp_path)
+    first = load_snapshot_cached(linked_snapshot(source, tmp_path / "a" / source.name, "a"), MARKER)
+    changed = linked_snapshot(source, tmp_path / "b" / source.name, "b")
+    runner = changed / "assets" / "runner.json"
+    data = json.loads(runner.read_text())
+    data["version"] = "9.9.9"
+    runner.unlink()  # a new file, as a newer version's copy has
+    runner.write_text(json.dumps(data))
+    assert load_snapshot_cached(changed, MARKER).version == "9.9.9" != first.version
