@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from bench.stack import REPO_ROOT
 
@@ -34,8 +35,9 @@ class CodexSetup:
 
 
 @contextmanager
-def codex_setup(root: Path) -> Iterator[CodexSetup]:
-    """Fake LLM (one tool call, then the final JSON) + engine config dir enforcing it."""
+def codex_setup(root: Path, script: Any = None) -> Iterator[CodexSetup]:
+    """Fake LLM (one tool call, then the final JSON; or `script`) + engine config dir
+    enforcing it."""
     from fake_llm import FakeLLM, Script
     from runner_core.engines import get_adapter
     from runner_core.engines.config import CONFIG_DIR_ENV
@@ -43,7 +45,7 @@ def codex_setup(root: Path) -> Iterator[CodexSetup]:
 
     if resolve_binary(get_adapter("codex").binary) is None:
         raise RuntimeError("the codex CLI is not installed (deploy/install-engines.sh)")
-    script = Script(command=f"echo {TEXT}", final_text=json.dumps(RESULT))
+    script = script or Script(command=f"echo {TEXT}", final_text=json.dumps(RESULT))
     with FakeLLM(script) as llm:
         config_dir = root / "engine-config"
         shutil.copytree(REPO_ROOT / "deploy" / "engine-config", config_dir, dirs_exist_ok=True)
@@ -81,11 +83,15 @@ class BareRun:
     argv: list[str]
     env: dict[str, str]
     stdin: str | None
+    ctx: Any = None  # the EngineContext the command was built from (a resume starts from it)
 
 
-def prepare_bare(runs_dir: Path, skills_dir: Path) -> BareRun:
+def prepare_bare(
+    runs_dir: Path, skills_dir: Path, skill_id: str = SKILL_ID, mode: str = "auto"
+) -> BareRun:
     """A fresh run dir with the skill installed as worker/engine_entry.py does, and the
-    codex command from `get_adapter("codex").build_command(EngineContext(...))`."""
+    codex command from `get_adapter("codex").build_command(EngineContext(...))`; `mode` is the
+    run's execution_mode (its prompt and SKILL.md tell the agent the interactive protocol)."""
     from runner_core.engines import get_adapter
     from runner_core.engines.base import EngineContext
     from runner_core.engines.config import load_engine_config
@@ -102,15 +108,16 @@ def prepare_bare(runs_dir: Path, skills_dir: Path) -> BareRun:
 
     paths = create_run_dir(runs_dir, str(uuid.uuid4()))
     adapter = get_adapter("codex")
-    pkg = load_skill(snapshot_skill(skills_dir / SKILL_ID, paths, SKILL_ID, adapter.skill_dirs[0]))
+    pkg = load_skill(snapshot_skill(skills_dir / skill_id, paths, skill_id, adapter.skill_dirs[0]))
     resolved = resolve_inputs(
         pkg.input_schema, pkg.parameter_schema, paths.uploads, {"text": TEXT}, {}
     )
     write_json(paths.resolved_input, {"input": resolved.input, "parameter": resolved.parameter})
+    options = {} if mode == "auto" else {"execution_mode": mode}
     config = load_engine_config(
-        "codex", skill_dir=pkg.root, user={"model": None, "runtime_options": {}}
+        "codex", skill_dir=pkg.root, user={"model": None, "runtime_options": options}
     )
-    prompt_ctx = PromptContext(resolved.input, resolved.parameter, paths.root, "codex")
+    prompt_ctx = PromptContext(resolved.input, resolved.parameter, paths.root, "codex", mode)
     prompt = render_prompt(pkg, prompt_ctx)
     (paths.logs / "prompt.txt").write_text(prompt, encoding="utf-8")
     patch_skill_md(pkg.root, pkg, prompt_ctx)
@@ -123,13 +130,22 @@ def prepare_bare(runs_dir: Path, skills_dir: Path) -> BareRun:
         config=config,
         model=config.get("model"),
         output_schema_path=pkg.root / pkg.manifest.schemas["output"],
+        execution_mode=mode,
     )
-    spec = adapter.build_command(ctx)
+    return bare_command(paths.root, ctx)
+
+
+def bare_command(run_dir: Path, ctx: Any) -> BareRun:
+    """The codex command of `ctx` (an EngineContext) with its files written, as the worker's
+    supervisor does before it starts the command."""
+    from runner_core.engines import get_adapter
+
+    spec = get_adapter("codex").build_command(ctx)
     for rel, content in spec.files.items():
         target = spec.cwd / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(content, encoding="utf-8")
-    return BareRun(paths.root, spec.argv, spec.env, spec.stdin)
+    return BareRun(run_dir, spec.argv, spec.env, spec.stdin, ctx)
 
 
 def as_cli_command(run: BareRun) -> BareRun:
@@ -145,16 +161,26 @@ def as_cli_command(run: BareRun) -> BareRun:
         for k, v in run.env.items()
         if k not in ("CODEX_MANAGED_BY_NPM", "CODEX_MANAGED_PACKAGE_ROOT")
     }
-    return BareRun(run.run_dir, [str(launcher), *run.argv[1:]], env, run.stdin)
+    return BareRun(run.run_dir, [str(launcher), *run.argv[1:]], env, run.stdin, run.ctx)
 
 
 def run_bare(run: BareRun) -> float:
     """Run the codex command to completion (new session, stdin closed); its wall seconds.
     Raises when codex fails or its final message is not the expected JSON."""
+    elapsed, output = run_command_bare(run)
+    if json.loads(output.final_text or "null") != RESULT:
+        raise RuntimeError(f"bare codex run answered {output.final_text!r}")
+    return elapsed
+
+
+def run_command_bare(run: BareRun, name: str = "") -> tuple[float, Any]:
+    """Run the command to completion: (wall seconds, the adapter's parsed output); its logs
+    are `logs/<name>stdout.txt`. Raises when codex fails."""
     from runner_core.engines import get_adapter
     from runner_core.engines.base import ProcessResult
 
-    out_path, err_path = run.run_dir / "logs" / "stdout.txt", run.run_dir / "logs" / "stderr.txt"
+    logs = run.run_dir / "logs"
+    out_path, err_path = logs / f"{name}stdout.txt", logs / f"{name}stderr.txt"
     with out_path.open("wb") as out, err_path.open("wb") as err:
         started = time.perf_counter()
         proc = subprocess.Popen(
@@ -171,9 +197,9 @@ def run_bare(run: BareRun) -> float:
         code = proc.wait()
         elapsed = time.perf_counter() - started
     output = get_adapter("codex").parse_output(ProcessResult(code, out_path, err_path, 0, 0))
-    if code != 0 or output.error is not None or json.loads(output.final_text or "null") != RESULT:
+    if code != 0 or output.error is not None:
         raise RuntimeError(f"bare codex run failed (exit {code}): {err_path.read_text()[-1500:]}")
-    return elapsed
+    return elapsed, output
 
 
 def children_cpu() -> float:

@@ -1,0 +1,100 @@
+"""Runs waiting for a reply hold nothing: auto-run throughput with 50 interactive runs waiting
+against the same load with none waiting, same service, same 2 worker processes.
+
+The waiting runs are real: codex turns against the fake LLM that asked a question
+(bench.interactive). The load is the noop batch of noop-throughput (300 `bench-noop` runs at
+once, runs/s until the last finished_at): the auto run whose throughput is most sensitive to the
+service's own costs. Batches alternate between the two states in pairs whose order flips
+(without, with | with, without | ...): 50 runs are made to wait before a "with" batch that
+follows a "without" one, and canceled (at once: a waiting run holds no process) before a
+"without" batch that follows a "with" one. Each pair gives a ratio; the figure is their median.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+from bench import interactive
+from bench.context import Context
+from bench.engine import codex_setup
+from bench.noop_jobs import runner_throughput
+from bench.stack import Stack, StackOptions
+from bench.stats import Row
+
+FIGURE = "waiting-runs"
+WAITING = 50
+SETTLE_SEC = 1.0  # after the waiting runs change: their last turns' refills and writes end
+
+
+def run(ctx: Context) -> list[Row]:
+    pairs, batch = ctx.count(6, 1), ctx.count(300, 100)
+    root = ctx.scratch(FIGURE)
+    try:
+        with (
+            codex_setup(root, interactive.ask_script()) as codex,
+            Stack(root / "stack", StackOptions(extra_env=codex.worker_env())) as stack,
+        ):
+            client = stack.client()
+            runner_throughput(stack, client, 50)  # warm-up, not counted
+            with_, without, ratios, waiting = [], [], [], []
+            for i in range(pairs):
+                order = (False, True) if i % 2 == 0 else (True, False)
+                rates = {}
+                for state in order:
+                    if state and not waiting:
+                        waiting = make_waiting(client, WAITING)
+                    elif not state and waiting:
+                        cancel(client, waiting)
+                        waiting = []
+                    time.sleep(SETTLE_SEC)
+                    rates[state] = batch / runner_throughput(stack, client, batch)
+                    if state:
+                        check_still_waiting(client, waiting)
+                with_.append(rates[True])
+                without.append(rates[False])
+                ratios.append(rates[True] / rates[False])
+                ctx.log(f"{FIGURE}: pair {i + 1}/{pairs}: ratio {ratios[-1]:.3f}")
+    finally:
+        ctx.cleanup(root)
+    ratio = statistics.median(ratios)
+    return [
+        Row(
+            FIGURE,
+            f"auto-run throughput ({batch} noop runs at once) with {WAITING} runs waiting",
+            statistics.median(with_),
+            "/s",
+            statistics.median(without),
+            "the same batches with no run waiting",
+            ratio,
+            ">= 0.95x",
+            ratio >= 0.95,
+            note=f"median of {pairs} pair ratios (order flipping each pair): "
+            + ", ".join(f"{r:.3f}" for r in ratios)
+            + "; 2 worker processes; the waiting runs are codex runs that asked",
+            extra={"pair_ratios": ratios},
+        )
+    ]
+
+
+def make_waiting(client, count: int) -> list[str]:
+    """`count` interactive codex runs that asked their question and now wait."""
+    rids = [interactive.start(client)[0] for _ in range(count)]
+    for rid in rids:
+        interactive.waiting(client, rid)
+    return rids
+
+
+def cancel(client, rids: list[str]) -> None:
+    for rid in rids:
+        body = client.post(f"/v1/jobs/{rid}/cancel").body
+        if body.get("status") != "canceled":
+            raise RuntimeError(f"a waiting run did not cancel at once: {body}")
+
+
+def check_still_waiting(client, rids: list[str]) -> None:
+    """Nothing the batch did may have moved a waiting run."""
+    for rid in rids:
+        status = client.get(f"/v1/jobs/{rid}").body["status"]
+        if status != "waiting_user":
+            raise RuntimeError(f"run {rid} stopped waiting during the batch: {status}")
