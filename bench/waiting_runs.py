@@ -16,8 +16,11 @@ from __future__ import annotations
 import statistics
 import time
 
+import psutil
+
 from bench import interactive
 from bench.context import Context
+from bench.cpu import cpu_per_run, service_groups
 from bench.engine import codex_setup
 from bench.noop_jobs import runner_throughput
 from bench.stack import Stack, StackOptions
@@ -38,7 +41,10 @@ def run(ctx: Context) -> list[Row]:
         ):
             client = stack.client()
             runner_throughput(stack, client, 50)  # warm-up, not counted
+            me = [psutil.Process()]
+            broker = [psutil.Process(stack.broker.proc.pid)] if stack.broker.proc else []
             with_, without, ratios = [], [], []
+            cpu: dict[bool, list[float]] = {True: [], False: []}
             for i in range(pairs):
                 order = (False, True) if i % 2 == 0 else (True, False)
                 rates = {}
@@ -48,7 +54,13 @@ def run(ctx: Context) -> list[Row]:
                     if not state:
                         cancel(client, waiting)
                     time.sleep(SETTLE_SEC)
-                    rates[state] = batch / runner_throughput(stack, client, batch)
+                    took, used = cpu_per_run(
+                        service_groups(stack, me, broker),
+                        lambda: runner_throughput(stack, client, batch),
+                        batch,
+                    )
+                    rates[state] = batch / took
+                    cpu[state].append(sum(used.values()))
                     if state:
                         check_still_waiting(client, waiting)
                         cancel(client, waiting)
@@ -59,6 +71,7 @@ def run(ctx: Context) -> list[Row]:
     finally:
         ctx.cleanup(root)
     ratio = statistics.median(ratios)
+    cpu_with, cpu_without = statistics.median(cpu[True]), statistics.median(cpu[False])
     return [
         Row(
             FIGURE,
@@ -75,7 +88,19 @@ def run(ctx: Context) -> list[Row]:
             + f"; ratio of the median rates {statistics.median(with_) / statistics.median(without):.3f}"
             + "; 2 worker processes; the waiting runs are codex runs that asked",
             extra={"pair_ratios": ratios},
-        )
+        ),
+        Row(
+            FIGURE,
+            f"CPU per auto run of every process, {WAITING} runs waiting",
+            cpu_with,
+            "s",
+            cpu_without,
+            "the same batches with no run waiting",
+            cpu_with / cpu_without,
+            note="medians over the batches; gunicorn, Celery main and pool processes, the "
+            "bench client, the broker (each process itself, not the spawned command): what the "
+            "throughput follows when both cores are busy, and less moved by other load",
+        ),
     ]
 
 
