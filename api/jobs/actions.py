@@ -135,7 +135,7 @@ def cancel_run(session: Session, req: Request, run: Run) -> dict[str, Any]:
         context.run_events(run).state_changed(
             before, RunStatus.CANCELED, "cancel", error=error, terminal=True
         )
-        if run.celery_task_id:
+        if run.celery_task_id and before == RunStatus.QUEUED:  # a waiting run's task ended
             context.queue().revoke(run.celery_task_id)
     elif accepted and run.engine is None and run.heartbeat_at is None:
         # a running composite parent holds no process: the workflow ends it and its steps
