@@ -52,7 +52,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     app.extensions["db_engine"] = engine  # Core connections for the POSTs' few statements
     app.extensions["skills"] = SkillRegistry(settings.skills_dir)
     app.extensions["queue"] = app.config.get("QUEUE") or CeleryQueue(
-        settings.broker_url, settings.task_events
+        settings.broker_url, settings.task_events or settings.task_sent_events
     )
     app.extensions["finish_watcher"] = FinishWatcher(settings.broker_url, max_waiters=max_waiters())
     app.extensions["event_publisher"] = EventPublisher(settings.broker_url)

@@ -60,9 +60,11 @@ class CeleryQueue:
         queue: str,
         task_id: str | None = None,
         time_limits: tuple[int, int] | None = None,
+        label: dict[str, str] | None = None,
     ) -> str | None:
-        """Send execute_run(run_id) with Celery's (hard, soft) `time_limits` for it; returns
-        the task id, or None when the broker is down."""
+        """Send execute_run(run_id) with Celery's (hard, soft) `time_limits` for it and the
+        `label` Flower shows (runner_core.queues.task_label); returns the task id, or None when
+        the broker is down."""
         hard, soft = time_limits or (None, None)
         app = self.celery
         try:
@@ -75,6 +77,7 @@ class CeleryQueue:
                     time_limit=hard,
                     soft_time_limit=soft,
                     producer=producer,
+                    **(label or {}),
                 ).id
         except Exception as exc:  # the row is committed; the sweeper re-enqueues it
             log.warning("enqueue of run %s failed (%s); the sweeper will retry", run_id, exc)

@@ -56,7 +56,8 @@ class Settings:
     min_free_bytes: int = 256 * 1024**2  # /healthz is degraded below this much free disk
     upload_wait_sec: int = 86400  # a job waiting this long for its upload fails UPLOAD_TIMEOUT
     reply_timeout_max_sec: int = 86400  # caps runtime_options.interactive_reply_timeout_sec
-    task_events: bool = False
+    task_events: bool = False  # workers' task events always on (else while Flower watches)
+    task_sent_events: bool = True  # `task-sent` on every send: Flower lists queued runs
     run_pool: int = 2  # run directories made ahead per skill version and kind (0: off)
     snapshot_mode: str = "link"  # link: from a read-only copy per skill version; copy: full copies
     api_tokens: tuple[str, ...] = field(default=(), repr=False)  # empty: no token asked for
@@ -175,8 +176,10 @@ class _Env:
             raise SettingsError(f"{name} must be {bounds}, not {raw!r}")
         return value
 
-    def flag(self, name: str) -> bool:
+    def flag(self, name: str, default: bool = False) -> bool:
         raw = self.env.get(name, "").strip().lower()
+        if not raw:
+            return default
         if raw in _TRUE:
             return True
         if raw in _FALSE:
@@ -280,6 +283,7 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         run_pool=read.number("SKILL_RUNNER_RUN_POOL", 2, minimum=0),
         snapshot_mode=_snapshot_mode(env.get("SKILL_RUNNER_SNAPSHOT", "link")),
         task_events=read.flag("SKILL_RUNNER_TASK_EVENTS"),
+        task_sent_events=read.flag("SKILL_RUNNER_TASK_SENT_EVENTS", default=True),
         api_tokens=api_tokens(env.get("SKILL_RUNNER_API_TOKEN", "")),
         cors_origins=cors_origins(env.get("SKILL_RUNNER_CORS_ORIGINS", "")),
         demo_llm=env.get(DEMO_LLM_ENV, "").strip(),

@@ -34,9 +34,10 @@ app.conf.update(
     task_soft_time_limit=settings.max_timeout_sec + SOFT_LIMIT_MARGIN_SEC,
     task_time_limit=settings.max_timeout_sec + HARD_LIMIT_MARGIN_SEC,
     # Task events cost a broker publish each; Flower turns the workers' events on while it runs
-    # (its enable_events), SKILL_RUNNER_TASK_EVENTS=1 keeps them (and task-sent) always on.
+    # (its enable_events), SKILL_RUNNER_TASK_EVENTS=1 keeps them always on. `task-sent` (sent
+    # by the sender, so Flower cannot switch it) is on unless SKILL_RUNNER_TASK_SENT_EVENTS=0.
     worker_send_task_events=settings.task_events,
-    task_send_sent_event=settings.task_events,
+    task_send_sent_event=settings.task_events or settings.task_sent_events,
     # the sweep re-sends lost messages, reconciles expired leases and reaps orphan groups;
     # a sweep not picked up within one interval is dropped (the next one does the same work)
     beat_schedule={

@@ -6,7 +6,7 @@ from __future__ import annotations
 from runner_core.event_bus import EventPublisher
 from runner_core.events import EventLog, RunRef
 from runner_core.finish_events import FinishPublisher
-from runner_core.queues import queue_for
+from runner_core.queues import queue_for, task_label
 from runner_core.skills import load_skill
 from runner_core.store.models import Run
 from worker import results
@@ -38,7 +38,11 @@ def queue_of(run: Run) -> str:
 def send_run(run: Run, task_id: str | None = None) -> str:
     """Send execute_run for `run` to its queue; returns the task id."""
     return app.send_task(
-        "worker.tasks.execute_run", args=[run.id], queue=queue_of(run), task_id=task_id
+        "worker.tasks.execute_run",
+        args=[run.id],
+        queue=queue_of(run),
+        task_id=task_id,
+        **task_label(run.skill_id, run.engine, run.request_id),
     ).id
 
 

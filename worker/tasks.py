@@ -35,6 +35,7 @@ from worker.interactive_tasks import ask_user, overdue_replies
 from worker.lease import Heartbeat, beat_interval, make_watch
 from worker.recovery import recover
 from worker.refill import Refiller
+from worker.revokes import RevokeWatch
 from worker.run_layout import skill_copies
 from worker.strays import become_subreaper
 from worker.turns import Resume, resume_input
@@ -42,6 +43,7 @@ from worker.turns import Resume, resume_input
 log = logging.getLogger(__name__)
 _task: dict = {"run_id": None, "terminating": False}
 _refiller = Refiller()
+app.steps["worker"].add(RevokeWatch)  # operator revokes cancel runs (worker.revokes)
 
 
 class Terminated(BaseException):

@@ -15,6 +15,14 @@ def test_task_events_are_off_unless_asked_for(tmp_path, value, expected) -> None
     assert load_settings(env).task_events is expected
 
 
+@pytest.mark.parametrize("value, expected", [(None, True), ("1", True), ("0", False)])
+def test_task_sent_events_are_on_unless_switched_off(tmp_path, value, expected) -> None:
+    env = {"SKILL_RUNNER_DATA_DIR": str(tmp_path)}
+    if value is not None:
+        env["SKILL_RUNNER_TASK_SENT_EVENTS"] = value
+    assert load_settings(env).task_sent_events is expected
+
+
 def test_per_engine_running_limits_are_read_by_engine_key(tmp_path) -> None:
     settings = load_settings(
         {
