@@ -3,9 +3,12 @@ file of a run cut short: shared by the run tasks and the interactive ones."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from runner_core.event_bus import EventPublisher
 from runner_core.events import EventLog, RunRef
 from runner_core.finish_events import FinishPublisher
+from runner_core.metrics import record_run_end
 from runner_core.queues import queue_for, task_label
 from runner_core.skills import load_skill
 from runner_core.store.models import Run
@@ -24,9 +27,12 @@ def events_of(run: Run) -> EventLog:
 
 
 def announce_end(run: Run, before: str, status: str, error: dict | None, trigger: str) -> None:
-    """The terminal event, then the finish notice (long polls wake on the latter)."""
+    """The terminal event, then the finish notice (long polls wake on the latter); counted in
+    the metrics (duration, failures by code)."""
     events_of(run).state_changed(before, status, trigger, error=error, terminal=True)
     finished.publish(run.id)
+    code = (error or {}).get("code")
+    record_run_end(run.engine, run.skill_id, status, code, run.started_at, datetime.now(UTC))
 
 
 def queue_of(run: Run) -> str:

@@ -16,9 +16,10 @@ import socket
 from typing import cast
 
 from celery.exceptions import SoftTimeLimitExceeded
-from celery.signals import worker_process_init, worker_ready
+from celery.signals import beat_init, worker_init, worker_process_init, worker_ready
 
 from runner_core.error_codes import ErrorCode
+from runner_core.metrics import use_metrics_dir
 from runner_core.run_pool import IDLE_KEY_SEC, RunDirPool
 from runner_core.settings import DEMO_LLM_WARNING
 from runner_core.skill_copy import installed_signatures
@@ -56,6 +57,14 @@ def _on_sigterm(_signum, _frame) -> None:
     if not _task["terminating"]:  # once: a second SIGTERM must not interrupt the group kill
         _task["terminating"] = True
         raise Terminated()
+
+
+@worker_init.connect
+@beat_init.connect
+def _metrics_files(**_kwargs) -> None:
+    """Before the pool forks: this process and its children record metrics in the data dir's
+    multiprocess files (runner_core.metrics)."""
+    use_metrics_dir(settings.data_dir)
 
 
 @worker_process_init.connect

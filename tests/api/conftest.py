@@ -37,6 +37,9 @@ class FakeQueue:
     def revoke(self, task_id: str) -> None:
         self.revoked.append(task_id)
 
+    def depths(self, queues: list[str]) -> dict[str, int]:
+        return {name: sum(1 for _, q in self.sent if q == name) for name in queues}
+
     def ping(self) -> str:
         return self.broker_state
 
