@@ -13,7 +13,7 @@ from api.auth import openapi_security, require_token
 from api.config import build_config
 from api.cors import allow_origins
 from api.errors import http_exception_response, register_error_handlers
-from api.logs import configure_logging
+from api.logs import configure_logging, tag_request_lines
 from api.metrics import register_metrics
 from api.queue import CeleryQueue
 from api.schema_fields import UtcDateTime
@@ -60,6 +60,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     app.extensions["finish_watcher"] = FinishWatcher(settings.broker_url, max_waiters=max_waiters())
     app.extensions["event_publisher"] = EventPublisher(settings.broker_url)
     register_error_handlers(app)
+    tag_request_lines(app)
     register_metrics(app)
     require_token(app, settings.api_tokens)
     allow_origins(app, settings.cors_origins)

@@ -80,7 +80,12 @@ class CeleryQueue:
                     **(label or {}),
                 ).id
         except Exception as exc:  # the row is committed; the sweeper re-enqueues it
-            log.warning("enqueue of run %s failed (%s); the sweeper will retry", run_id, exc)
+            log.warning(
+                "enqueue of run %s failed (%s); the sweeper will retry",
+                run_id,
+                exc,
+                extra={"run_id": run_id},
+            )
             return None
 
     def ping(self) -> str:

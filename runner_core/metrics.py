@@ -33,7 +33,8 @@ def use_metrics_dir(data_dir: Path) -> Path:
     os.environ[ENV] = str(path)
     values = sys.modules.get("prometheus_client.values")
     if values is not None:  # imported already (the celery command loads Flower's plugin)
-        values.ValueClass = values.get_value_class()  # what it picks at import with ENV set
+        # what it picks at import with ENV set
+        setattr(values, "ValueClass", values.get_value_class())  # noqa: B010
     try:
         path.mkdir(parents=True, exist_ok=True)
         for entry in path.iterdir():

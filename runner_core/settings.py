@@ -56,6 +56,7 @@ class Settings:
     min_free_bytes: int = 256 * 1024**2  # /healthz is degraded below this much free disk
     upload_wait_sec: int = 86400  # a job waiting this long for its upload fails UPLOAD_TIMEOUT
     reply_timeout_max_sec: int = 86400  # caps runtime_options.interactive_reply_timeout_sec
+    log_format: str = "text"  # or "json": one JSON object per line
     task_events: bool = False  # workers' task events always on (else while Flower watches)
     task_sent_events: bool = True  # `task-sent` on every send: Flower lists queued runs
     run_pool: int = 2  # run directories made ahead per skill version and kind (0: off)
@@ -261,6 +262,7 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         log_file=env.get("LOG_FILE") or None,
         log_max_bytes=read.number("LOG_MAX_BYTES", 5 * 1024 * 1024, minimum=0),
         log_backup_count=read.number("LOG_BACKUP_COUNT", 5, minimum=0),
+        log_format=_log_format(env.get("LOG_FORMAT", "text")),
         default_timeout_sec=default_timeout,
         max_timeout_sec=max_timeout,
         queue_max=read.number("SKILL_RUNNER_QUEUE_MAX", 1000, minimum=1),
@@ -288,6 +290,13 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         cors_origins=cors_origins(env.get("SKILL_RUNNER_CORS_ORIGINS", "")),
         demo_llm=env.get(DEMO_LLM_ENV, "").strip(),
     )
+
+
+def _log_format(value: str) -> str:
+    fmt = value.strip().lower() or "text"
+    if fmt not in ("text", "json"):
+        raise SettingsError(f"LOG_FORMAT must be 'text' or 'json', not {value!r}")
+    return fmt
 
 
 def _snapshot_mode(value: str) -> str:

@@ -9,8 +9,10 @@ SKILL_RUNNER_SWEEP_INTERVAL_SEC (tests shorten it).
 from __future__ import annotations
 
 from celery import Celery
+from celery.signals import setup_logging
 from kombu import Queue
 
+from runner_core.logs import configure_logging
 from runner_core.queues import MAINTENANCE_QUEUE, RUN_QUEUES, SCRIPT_QUEUE
 from runner_core.settings import HARD_LIMIT_MARGIN_SEC, SOFT_LIMIT_MARGIN_SEC, load_settings
 
@@ -48,3 +50,10 @@ app.conf.update(
         },
     },
 )
+
+
+@setup_logging.connect
+def _logging(**_kwargs) -> None:
+    """Worker and beat log like the API (runner_core.logs: LOG_LEVEL, LOG_FILE, rotation,
+    LOG_FORMAT); connected, this replaces Celery's own logging set-up."""
+    configure_logging(settings)

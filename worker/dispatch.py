@@ -3,6 +3,7 @@ file of a run cut short: shared by the run tasks and the interactive ones."""
 
 from __future__ import annotations
 
+import logging
 from datetime import UTC, datetime
 
 from runner_core.event_bus import EventPublisher
@@ -16,6 +17,7 @@ from worker import results
 from worker.celery_app import app, settings
 from worker.run_layout import skill_source
 
+log = logging.getLogger(__name__)
 finished = FinishPublisher(settings.broker_url)  # wakes API requests waiting on a run
 _publish_event = EventPublisher(settings.broker_url)
 
@@ -32,6 +34,10 @@ def announce_end(run: Run, before: str, status: str, error: dict | None, trigger
     events_of(run).state_changed(before, status, trigger, error=error, terminal=True)
     finished.publish(run.id)
     code = (error or {}).get("code")
+    ids = {"run_id": run.id, "request_id": run.request_id}
+    log.info(
+        "run %s ended %s (%s)%s", run.id, status, trigger, f": {code}" if code else "", extra=ids
+    )
     record_run_end(run.engine, run.skill_id, status, code, run.started_at, datetime.now(UTC))
 
 

@@ -50,7 +50,12 @@ def cancel_revoked(task_ids: Iterable[str]) -> list[str]:
             if not run_states.request_cancel(session, run.id):
                 continue  # ended meanwhile
             canceled.append(run.id)
-            log.info("run %s: task %s revoked by an operator", run.id, run.celery_task_id)
+            log.info(
+                "run %s: task %s revoked by an operator",
+                run.id,
+                run.celery_task_id,
+                extra={"run_id": run.id, "request_id": run.request_id},
+            )
             # a running run is ended by its own watch; one with no process ends here
             if before != RunStatus.RUNNING and run_states.cancel_idle(session, run.id):
                 announce_end(run, before, RunStatus.CANCELED, REVOKED, "revoke")

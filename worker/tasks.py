@@ -16,10 +16,10 @@ import socket
 from typing import cast
 
 from celery.exceptions import SoftTimeLimitExceeded
-from celery.signals import beat_init, worker_init, worker_process_init, worker_ready
+from celery.signals import worker_process_init, worker_ready
 
 from runner_core.error_codes import ErrorCode
-from runner_core.metrics import use_metrics_dir
+from runner_core.logs import bind
 from runner_core.run_pool import IDLE_KEY_SEC, RunDirPool
 from runner_core.settings import DEMO_LLM_WARNING
 from runner_core.skill_copy import installed_signatures
@@ -28,6 +28,7 @@ from runner_core.store import checkpoint, claim
 from runner_core.store import runs as run_states
 from runner_core.store.db import make_engine, make_sessionmaker, retry_unavailable
 from runner_core.store.models import Run
+from worker import observability  # noqa: F401  (connects its signal handlers)
 from worker.celery_app import app, settings
 from worker.database import connect, sessions
 from worker.dispatch import announce_end, events_of, finished, send_run, write_failure
@@ -57,14 +58,6 @@ def _on_sigterm(_signum, _frame) -> None:
     if not _task["terminating"]:  # once: a second SIGTERM must not interrupt the group kill
         _task["terminating"] = True
         raise Terminated()
-
-
-@worker_init.connect
-@beat_init.connect
-def _metrics_files(**_kwargs) -> None:
-    """Before the pool forks: this process and its children record metrics in the data dir's
-    multiprocess files (runner_core.metrics)."""
-    use_metrics_dir(settings.data_dir)
 
 
 @worker_process_init.connect
@@ -124,6 +117,7 @@ def execute_run(self, run_id: str) -> str:
             return _not_claimed(run_id)
     assert run is not None  # CLAIMED comes with the claimed row
     claimed = cast(Run, run)  # the row carries every column of Run as an attribute
+    bind(request_id=claimed.request_id)  # every line about the run says which request
     _task.update(run_id=run_id, terminating=False)
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
     executor = RunExecutor(
