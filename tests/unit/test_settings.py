@@ -66,6 +66,7 @@ def test_snapshot_mode_defaults_to_link_and_rejects_typos(tmp_path) -> None:
         ),
         ({"SKILL_RUNNER_TASK_EVENTS": "maybe"}, "SKILL_RUNNER_TASK_EVENTS must be 1/true/yes/on"),
         ({"LOG_LEVEL": "loud"}, "LOG_LEVEL must be one of DEBUG, INFO"),
+        ({"LOG_FORMAT": "xml"}, "LOG_FORMAT must be 'text' or 'json', not 'xml'"),
         (
             {"SKILL_RUNNER_DEFAULT_TIMEOUT_SEC": "7200"},
             "is above SKILL_RUNNER_MAX_TIMEOUT_SEC (3600)",
