@@ -164,7 +164,7 @@ def test_metrics_follow_the_runs_across_processes_behind_the_token(served):
     engine.dispose()
     assert value(served.scrape(), "skill_runner_runs_waiting_user") == 1
 
-    for rid in [running, *queued]:
+    for rid in [*queued, running]:  # the queued first: none of them may start meanwhile
         served.call("POST", f"/v1/jobs/{rid}/cancel")
     stream.join(15)  # the stream closes after the run's terminal event
     assert not stream.is_alive()
