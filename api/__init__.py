@@ -17,7 +17,7 @@ from api.logs import configure_logging, tag_request_lines
 from api.metrics import register_metrics
 from api.queue import CeleryQueue
 from api.schema_fields import UtcDateTime
-from runner_core.event_bus import EventPublisher
+from runner_core.event_bus import EventHub, EventPublisher
 from runner_core.finish_events import FinishWatcher
 from runner_core.metrics import use_metrics_dir
 from runner_core.settings import DEMO_LLM_WARNING
@@ -59,6 +59,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     )
     app.extensions["finish_watcher"] = FinishWatcher(settings.broker_url, max_waiters=max_waiters())
     app.extensions["event_publisher"] = EventPublisher(settings.broker_url)
+    app.extensions["event_hub"] = EventHub(settings.broker_url)
     register_error_handlers(app)
     tag_request_lines(app)
     register_metrics(app)
@@ -72,6 +73,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         engines,
         health,
         jobs,
+        management,
         run_files,
         skill_packages,
         skills,
@@ -87,8 +89,12 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         run_files,
         temp_skill_runs,
         engines,
+        management,
     ):
         api.register_blueprint(module.blp)
+    from api.ui import bp as ui_blueprint
+
+    app.register_blueprint(ui_blueprint)  # the web UI: pages only, not in the OpenAPI
     _serve_swagger_assets(app)
     return app
 

@@ -1,4 +1,5 @@
-"""`skill-runner`: migrate the database, or serve everything on the embedded default."""
+"""`skill-runner`: migrate the database, or serve everything on the embedded default; every
+other command is the client's (client/skill_runner_client/cli.py)."""
 
 from __future__ import annotations
 
@@ -136,7 +137,17 @@ def serve(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="skill-runner")
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] not in ("serve", "migrate", "-h", "--help"):
+        # every other command belongs to the client package (skill_runner_client)
+        from skill_runner_client.cli import main as client_main
+
+        return client_main(argv, prog="skill-runner")
+    parser = argparse.ArgumentParser(
+        prog="skill-runner",
+        epilog="Client commands (submit, batch, wait, result, status, cancel, logs, bundle, list, "
+        "reply, skills, install, engines): skill-runner COMMAND --help; see docs/clients.md.",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("migrate", help="apply database migrations").set_defaults(fn=migrate)
     p = sub.add_parser("serve", help="run API + worker on the embedded default")

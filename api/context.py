@@ -8,6 +8,7 @@ from flask import current_app
 from sqlalchemy import Connection
 from sqlalchemy.orm import Session
 
+from runner_core.event_bus import EventHub
 from runner_core.events import EventLog, RunRef
 from runner_core.finish_events import FinishWatcher
 from runner_core.settings import Settings
@@ -49,4 +50,10 @@ def skills() -> SkillRegistry:
 def run_events(run: Run) -> EventLog:
     """The event log of `run`, for the transitions the API makes (a reply, a cancel)."""
     ref = RunRef(run.id, run.request_id, run.engine, run.attempt or 0)
-    return EventLog(settings().runs_dir / run.id, ref, current_app.extensions["event_publisher"])
+    publish = current_app.extensions["event_publisher"]
+    return EventLog(settings().runs_dir / run.id, ref, publish, settings().events)
+
+
+def event_hub() -> EventHub:
+    """What event streams follow: this process's one subscription to the workers' events."""
+    return current_app.extensions["event_hub"]

@@ -212,6 +212,7 @@ class CancelResult(Schema):
 
 class SkillSummary(Schema):
     id = fields.String()
+    format = fields.String(metadata={"description": "SKILL.md or skill.json (openEvo)"})
     name = fields.String(allow_none=True)
     version = fields.String(allow_none=True)
     description = fields.String(allow_none=True)

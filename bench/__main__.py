@@ -26,8 +26,11 @@ FIGURES = {
     "many-runs": "bench.many_runs",
     "streaming-memory": "bench.streaming_memory",
     "batch-submit": "bench.batch_submit",
+    "client-batch": "bench.client_batch",
+    "sse-subscribers": "bench.events",
+    "events-cost": "bench.events_cost",
 }
-NUMBERS = dict(zip("12345678", FIGURES))
+NUMBERS = dict(zip("123456789", FIGURES))
 
 
 def main(argv: list[str] | None = None) -> int:

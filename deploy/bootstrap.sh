@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Create .venv (Python 3.11+) and install the project into it. Sourced by run.sh and tests/run.sh.
+# Create .venv (Python 3.11+) and install the project and its client package into it. Sourced by run.sh and tests/run.sh.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PY="${PYTHON:-$(command -v python3.11 || command -v python3)}"
@@ -8,8 +8,9 @@ if [ ! -x "$ROOT/.venv/bin/python" ]; then
   "$ROOT/.venv/bin/pip" install -q --upgrade pip
 fi
 STAMP="$ROOT/.venv/.installed"
-WANT="$(cat "$ROOT/setup.cfg" "$ROOT/pyproject.toml" | sha256sum | cut -d' ' -f1)${1:-}"
+WANT="$(cat "$ROOT/setup.cfg" "$ROOT/pyproject.toml" "$ROOT/client/pyproject.toml" | sha256sum | cut -d' ' -f1)${1:-}"
 if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$WANT" ]; then
-  "$ROOT/.venv/bin/pip" install -q -e "$ROOT${1:+[$1]}"
+  # the service, and its SDK + command line client (client/, a package of its own)
+  "$ROOT/.venv/bin/pip" install -q -e "$ROOT${1:+[$1]}" -e "$ROOT/client"
   echo "$WANT" > "$STAMP"
 fi

@@ -29,6 +29,7 @@ class ErrorCode(StrEnum):
     SKILL_NOT_FOUND = "SKILL_NOT_FOUND"
     SKILL_INVALID = "SKILL_INVALID"
     SKILL_ENGINE_UNSUPPORTED = "SKILL_ENGINE_UNSUPPORTED"
+    SKILL_MODE_UNSUPPORTED = "SKILL_MODE_UNSUPPORTED"
     EXECUTION_MODE_UNSUPPORTED = "EXECUTION_MODE_UNSUPPORTED"
     MODEL_UNSUPPORTED = "MODEL_UNSUPPORTED"
     SCHEMA_VALIDATION_FAILED = "SCHEMA_VALIDATION_FAILED"
@@ -38,9 +39,12 @@ class ErrorCode(StrEnum):
     INVALID_ARTIFACT_PATH = "INVALID_ARTIFACT_PATH"
     REQUEST_NOT_FOUND = "REQUEST_NOT_FOUND"
     ARTIFACT_NOT_FOUND = "ARTIFACT_NOT_FOUND"
+    RUN_FILE_REFUSED = "RUN_FILE_REFUSED"
+    RUN_FILE_NOT_FOUND = "RUN_FILE_NOT_FOUND"
     ENGINE_NOT_FOUND = "ENGINE_NOT_FOUND"
     INSTALL_NOT_FOUND = "INSTALL_NOT_FOUND"
     RUN_NOT_FINISHED = "RUN_NOT_FINISHED"
+    IDEMPOTENCY_KEY_REUSED = "IDEMPOTENCY_KEY_REUSED"
     UPLOAD_IN_PROGRESS = "UPLOAD_IN_PROGRESS"
     UPLOAD_NOT_ALLOWED = "UPLOAD_NOT_ALLOWED"
     UPLOAD_MISSING = "UPLOAD_MISSING"
@@ -126,6 +130,9 @@ CATALOGUE: dict[ErrorCode, CodeUse] = {
     _C.SKILL_NOT_FOUND: CodeUse((404, RUN), "no installed skill with that id"),
     _C.SKILL_INVALID: CodeUse((400, RUN), "the skill does not pass its checks"),
     _C.SKILL_ENGINE_UNSUPPORTED: CodeUse((400,), "the skill does not run on that engine"),
+    _C.SKILL_MODE_UNSUPPORTED: CodeUse(
+        (400,), "a skill.json composite skill, which this version lists but does not run yet"
+    ),
     _C.EXECUTION_MODE_UNSUPPORTED: CodeUse((400,), "the skill does not declare that mode"),
     _C.MODEL_UNSUPPORTED: CodeUse((400,), "the model is not in the engine's list"),
     _C.SCHEMA_VALIDATION_FAILED: CodeUse(
@@ -137,9 +144,16 @@ CATALOGUE: dict[ErrorCode, CodeUse] = {
     _C.INVALID_ARTIFACT_PATH: CodeUse((400,), "an artifact path that leaves the run's artifacts"),
     _C.REQUEST_NOT_FOUND: CodeUse((404,), "no job or one-off run with that request_id"),
     _C.ARTIFACT_NOT_FOUND: CodeUse((404,), "no artifact at that path"),
+    _C.RUN_FILE_REFUSED: CodeUse(
+        (403,), "a run file preview of a path outside the run, through a symlink, or hidden"
+    ),
+    _C.RUN_FILE_NOT_FOUND: CodeUse((404,), "no file at that path in the run"),
     _C.ENGINE_NOT_FOUND: CodeUse((404,), "no such engine"),
     _C.INSTALL_NOT_FOUND: CodeUse((404,), "no skill package install with that id"),
     _C.RUN_NOT_FINISHED: CodeUse((409,), "the result or bundle of a run still going"),
+    _C.IDEMPOTENCY_KEY_REUSED: CodeUse(
+        (409,), "an Idempotency-Key sent again with a different request"
+    ),
     _C.UPLOAD_IN_PROGRESS: CodeUse((409,), "a second upload while the first is coming in"),
     _C.UPLOAD_NOT_ALLOWED: CodeUse((409,), "the run takes no upload now"),
     _C.UPLOAD_MISSING: CodeUse((400,), "no zip in the upload request"),

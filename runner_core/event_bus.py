@@ -5,7 +5,11 @@ fill any gap from the file, so a lost message costs latency, never an event."""
 from __future__ import annotations
 
 import logging
-from typing import Any
+import queue
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from runner_core.finish_events import redis_url
 from runner_core.per_process import PerProcess
@@ -39,49 +43,80 @@ class EventPublisher:
         return redis.Redis.from_url(self.url, socket_timeout=2, socket_connect_timeout=2)
 
 
-class Subscription:
-    """One reader's subscription to a run's events (`with Subscription(url, run_id) as s:`)."""
+class EventHub:
+    """One pattern subscription per process, fanned out to the streams that follow a run: a
+    published event is received and parsed once however many subscribers it has."""
 
-    def __init__(self, broker_url: str, run_id: str) -> None:
-        self.url, self.run_id = redis_url(broker_url), run_id
-        self._client: Any = None
-        self._pubsub: Any = None
+    def __init__(self, broker_url: str) -> None:
+        self.url = redis_url(broker_url)
+        self._queues: dict[str, list[queue.SimpleQueue]] = {}
+        self._lock = threading.Lock()
+        self._listener = PerProcess(self._start_listener)
+        self.subscribed = threading.Event()
+        self.subscribers = 0  # streams following a run right now (for /metrics)
 
-    def __enter__(self) -> Subscription:
-        if self.url is not None:
-            import redis
-
-            try:
-                self._client = redis.Redis.from_url(self.url, socket_connect_timeout=2)
-                self._pubsub = self._client.pubsub(ignore_subscribe_messages=True)
-                self._pubsub.subscribe(channel(self.run_id))
-            except Exception as exc:  # the reader re-reads the file on every heartbeat
-                log.warning("no live events for run %s: %s", self.run_id, exc)
-                self._pubsub = None
-        return self
-
-    def next(self, timeout: float) -> str | None:
-        """The next event line published within `timeout` seconds, else None."""
-        if self._pubsub is None:
-            import time
-
-            time.sleep(timeout)
-            return None
+    @contextmanager
+    def follow(self, run_id: str) -> Iterator[queue.SimpleQueue]:
+        """A queue receiving (seq, line) for each event of `run_id` published from now on."""
+        if self.url is not None and not self._listener.made():
+            self._listener.get()
+            self.subscribed.wait(0.5)  # the first stream should not miss an early event
+        inbox: queue.SimpleQueue = queue.SimpleQueue()
+        with self._lock:
+            self._queues.setdefault(run_id, []).append(inbox)
+            self.subscribers += 1
         try:
-            message = self._pubsub.get_message(timeout=timeout)
-        except Exception as exc:
-            log.debug("event subscription of run %s failed: %s", self.run_id, exc)
-            self._pubsub = None
-            return None
-        if message is None or message.get("type") != "message":
-            return None
-        data = message["data"]
-        return data.decode("utf-8") if isinstance(data, bytes) else str(data)
+            yield inbox
+        finally:
+            with self._lock:
+                inboxes = self._queues.get(run_id, [])
+                if inbox in inboxes:
+                    inboxes.remove(inbox)
+                if not inboxes:
+                    self._queues.pop(run_id, None)
+                self.subscribers -= 1
 
-    def __exit__(self, *exc_info: Any) -> None:
-        for closable in (self._pubsub, self._client):
+    def _start_listener(self) -> threading.Thread:
+        thread = threading.Thread(target=self._listen, name="event-hub", daemon=True)
+        thread.start()
+        return thread
+
+    def _listen(self) -> None:
+        import redis
+
+        assert self.url is not None  # started only with a Redis broker
+        while True:
             try:
-                if closable is not None:
-                    closable.close()
-            except Exception:
-                pass
+                client = redis.Redis.from_url(
+                    self.url, socket_connect_timeout=2, health_check_interval=30
+                )
+                pubsub = client.pubsub(ignore_subscribe_messages=True)
+                pubsub.psubscribe(CHANNEL_PREFIX + "*")
+                self.subscribed.set()
+                for message in pubsub.listen():
+                    if message.get("type") == "pmessage":
+                        self._deliver(message["channel"], message["data"])
+            except Exception as exc:  # streams fill the gap from the file meanwhile
+                self.subscribed.clear()
+                log.debug("event hub reconnecting: %s", exc)
+                time.sleep(1.0)
+
+    def _deliver(self, channel_name: bytes, data: bytes) -> None:
+        run_id = channel_name.decode()[len(CHANNEL_PREFIX) :]
+        with self._lock:
+            inboxes = list(self._queues.get(run_id, ()))
+        if not inboxes:
+            return
+        line = data.decode("utf-8", "replace")
+        seq = _seq_of(line)
+        for inbox in inboxes:
+            inbox.put((seq, line))
+
+
+def _seq_of(line: str) -> int:
+    """The seq of an event line, read without parsing the whole event."""
+    at = line.find('"seq":')
+    if at < 0:
+        return 0
+    digits = line[at + 6 : at + 26].split(",", 1)[0].strip()
+    return int(digits) if digits.isdigit() else 0

@@ -38,13 +38,16 @@ class RunRef:
 class EventLog:
     """Appends events to one run's events.jsonl and announces each one."""
 
-    def __init__(self, run_dir: Path, ref: RunRef, publish: Publish | None = None) -> None:
+    def __init__(
+        self, run_dir: Path, ref: RunRef, publish: Publish | None = None, enabled: bool = True
+    ) -> None:
         self.path = Path(run_dir) / EVENTS_FILE
-        self.ref, self.publish = ref, publish
+        self.ref, self.publish, self.enabled = ref, publish, enabled
 
     def emit(self, type_: str, data: dict[str, Any] | None = None) -> dict[str, Any] | None:
-        """Append one event; None when the run has no directory (nothing to write into)."""
-        if not self.path.parent.is_dir():
+        """Append one event; None when the run has no directory (nothing to write into) or
+        events are off."""
+        if not self.enabled or not self.path.parent.is_dir():
             return None
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
         try:

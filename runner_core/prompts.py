@@ -160,6 +160,8 @@ def patch_skill_md(skill_dir: Path, pkg: SkillPackage, ctx: PromptContext) -> No
     replaced, never written in place: a snapshot's files are links to the service's shared
     read-only copy of the skill version (runner_core.skill_copy)."""
     md = skill_dir / "SKILL.md"
+    if not md.is_file():  # a skill.json llm skill: the prompt carries the contract
+        return
     text = md.read_text(encoding="utf-8")
     if PATCH_MARKER in text:  # done already: rendering twice would render the inputs' text
         return

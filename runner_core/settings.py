@@ -56,9 +56,11 @@ class Settings:
     min_free_bytes: int = 256 * 1024**2  # /healthz is degraded below this much free disk
     upload_wait_sec: int = 86400  # a job waiting this long for its upload fails UPLOAD_TIMEOUT
     reply_timeout_max_sec: int = 86400  # caps runtime_options.interactive_reply_timeout_sec
+    idempotency_ttl_sec: int = 86400  # how long an Idempotency-Key answers with its first job
     log_format: str = "text"  # or "json": one JSON object per line
     task_events: bool = False  # workers' task events always on (else while Flower watches)
     task_sent_events: bool = True  # `task-sent` on every send: Flower lists queued runs
+    events: bool = True  # each run's FCMP events (events.jsonl + pub/sub); off for benchmarks
     run_pool: int = 2  # run directories made ahead per skill version and kind (0: off)
     snapshot_mode: str = "link"  # link: from a read-only copy per skill version; copy: full copies
     api_tokens: tuple[str, ...] = field(default=(), repr=False)  # empty: no token asked for
@@ -276,6 +278,7 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         max_output_bytes=read.number("SKILL_RUNNER_MAX_OUTPUT_BYTES", 256 * 1024**2, minimum=0),
         upload_wait_sec=read.number("SKILL_RUNNER_UPLOAD_WAIT_SEC", 86400, minimum=1),
         reply_timeout_max_sec=read.number("SKILL_RUNNER_REPLY_TIMEOUT_MAX_SEC", 86400, minimum=1),
+        idempotency_ttl_sec=read.number("SKILL_RUNNER_IDEMPOTENCY_TTL_SEC", 86400, minimum=86400),
         min_free_bytes=read.number("SKILL_RUNNER_MIN_FREE_BYTES", 256 * 1024**2, minimum=0),
         sweep_interval_sec=read.number("SKILL_RUNNER_SWEEP_INTERVAL_SEC", 10, float, minimum=0.1),
         kill_grace_sec=read.number("SKILL_RUNNER_KILL_GRACE_SEC", 3, float, minimum=0),
@@ -286,6 +289,7 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         snapshot_mode=_snapshot_mode(env.get("SKILL_RUNNER_SNAPSHOT", "link")),
         task_events=read.flag("SKILL_RUNNER_TASK_EVENTS"),
         task_sent_events=read.flag("SKILL_RUNNER_TASK_SENT_EVENTS", default=True),
+        events=read.flag("SKILL_RUNNER_EVENTS", default=True),
         api_tokens=api_tokens(env.get("SKILL_RUNNER_API_TOKEN", "")),
         cors_origins=cors_origins(env.get("SKILL_RUNNER_CORS_ORIGINS", "")),
         demo_llm=env.get(DEMO_LLM_ENV, "").strip(),

@@ -82,7 +82,7 @@ def find_snapshot(run_dir: Path, skill_id: str, rel_dirs: tuple[str, ...] = ()) 
     `.skill`; None when the run never got one."""
     for rel in (*rel_dirs, SNAPSHOT_DIR):
         path = Path(run_dir) / rel / skill_id
-        if (path / "SKILL.md").is_file():
+        if (path / "SKILL.md").is_file() or (path / "skill.json").is_file():
             return path
     return None
 

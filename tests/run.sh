@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The whole test suite: installs the project and the pinned agent CLIs, makes sure Redis and
+# The whole test suite: installs the project, the pinned agent CLIs and Chromium, makes sure Redis and
 # PostgreSQL answer, runs the linters (ruff, mypy), then every tier. Extra arguments go to pytest
 # (e.g. tests/unit); when they name only tests/unit, no CLI is installed and no service started.
 set -euo pipefail
@@ -19,6 +19,8 @@ done
 
 if [ "$unit_only" = 0 ]; then
   bash deploy/install-engines.sh
+  bash deploy/install-node-runners.sh
+  bash deploy/install-browser.sh   # Chromium for tests/browser (the `browser` marker)
   bash deploy/services.sh
 fi
 if [ $# -eq 0 ]; then

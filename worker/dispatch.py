@@ -25,7 +25,7 @@ _publish_event = EventPublisher(settings.broker_url)
 def events_of(run: Run) -> EventLog:
     """The event log of `run` (events.jsonl in its directory, announced on Redis)."""
     ref = RunRef(run.id, run.request_id, run.engine, run.attempt or 0)
-    return EventLog(settings.runs_dir / run.id, ref, _publish_event)
+    return EventLog(settings.runs_dir / run.id, ref, _publish_event, settings.events)
 
 
 def announce_end(run: Run, before: str, status: str, error: dict | None, trigger: str) -> None:

@@ -18,7 +18,7 @@ from runner_core.workspace import install_skill_copy, write_git_marker, write_js
 from worker.engine_dependencies import provide_dependencies
 from worker.entry import EntryContext, EntryResult, add_tokens
 from worker.failures import RunFailed, process_failure
-from worker.output_tail import OutputTail
+from worker.output_tail import run_streamed
 from worker.supervisor import run_command
 from worker.turns import Resume, session_gone
 
@@ -75,7 +75,7 @@ def run_engine(entry: EntryContext, resume: Resume | None = None) -> EntryResult
     adapter = provide_dependencies(entry, adapter)  # runtime.dependencies for its shell
     spec = adapter.build_command(ctx)
     timings = {"engine_setup": round(time.perf_counter() - setup_started, 4)}
-    result = _run_streamed(entry, spec, run.engine)
+    result = run_streamed(entry, spec, run.engine)
     if result.canceled or result.timed_out or result.output_exceeded:
         return EntryResult(
             None, timings=timings, failure=process_failure(result, ErrorCode.ENGINE_FAILED)
@@ -108,17 +108,6 @@ def run_engine(entry: EntryContext, resume: Resume | None = None) -> EntryResult
         usage=output.usage,
         tokens=output.tokens,
     )
-
-
-def _run_streamed(entry: EntryContext, spec, engine: str | None) -> ProcessResult:
-    """Run the CLI; with an event log, what it prints becomes events as it is printed."""
-    logs = entry.paths.logs
-    stdout, stderr = logs / "stdout.txt", logs / "stderr.txt"
-    if entry.events is None:
-        return run_command(spec, stdout, stderr, entry.watch())
-    offsets = tuple(p.stat().st_size if p.exists() else 0 for p in (stdout, stderr))
-    with OutputTail(entry.events, logs, (offsets[0], offsets[1]), engine):
-        return run_command(spec, stdout, stderr, entry.watch())
 
 
 def _resume_failure(result: ProcessResult, failure: RunFailed) -> RunFailed:

@@ -7,8 +7,11 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
+from runner_core.engines.base import CommandSpec, ProcessResult
 from runner_core.engines.live import translate_line
 from runner_core.events import EventLog
+from worker.entry import EntryContext
+from worker.supervisor import run_command
 
 TAIL_EVERY_SEC = 0.2
 RAW_TEXT_CAP = 2000  # characters of a chunk carried in its raw event; the rest is in the log
@@ -66,3 +69,15 @@ class OutputTail:
         for line in lines:
             for type_, data in translate_line(self.engine, line):
                 self.events.emit(type_, data)
+
+
+def run_streamed(entry: EntryContext, spec: CommandSpec, engine: str | None) -> ProcessResult:
+    """Run a process of the run; with an event log, what it prints becomes events as it is
+    printed (for `engine`'s CLI, its messages and tool calls too)."""
+    logs = entry.paths.logs
+    stdout, stderr = logs / "stdout.txt", logs / "stderr.txt"
+    if entry.events is None:
+        return run_command(spec, stdout, stderr, entry.watch())
+    offsets = tuple(p.stat().st_size if p.exists() else 0 for p in (stdout, stderr))
+    with OutputTail(entry.events, logs, (offsets[0], offsets[1]), engine):
+        return run_command(spec, stdout, stderr, entry.watch())

@@ -6,11 +6,12 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from runner_core.error_codes import ErrorCode
-from runner_core.inputs import InputError, ResolvedInputs, resolve_inputs
+from runner_core.inputs import InputError, ResolvedInputs, apply_defaults, resolve_inputs
+from runner_core.openevo.spec import SKILL_JSON
 from runner_core.run_pool import RunDirPool
 from runner_core.settings import Settings
 from runner_core.skills import SkillPackage, load_skill
@@ -49,7 +50,7 @@ class StagedSkill:
 def stage_skill(settings: Settings, run: Run, paths: RunPaths, pool: RunDirPool) -> StagedSkill:
     """Take a ready run directory from the pool, or make one with the skill's snapshot."""
     source = skill_source(settings, run)
-    if not (source / "SKILL.md").is_file():
+    if not ((source / "SKILL.md").is_file() or (source / SKILL_JSON).is_file()):
         raise RunFailed(ErrorCode.SKILL_NOT_FOUND, f"skill '{run.skill_id}' is not installed")
     pool_layout = None
     # Shared lock: an install of this skill cannot swap it while it is being copied.
@@ -98,6 +99,8 @@ def write_inputs(
         )
     except InputError as exc:
         raise RunFailed(exc.code, exc.message, exc.details) from exc
+    if pkg.format == "skill.json":  # a function's defaults fill its missing arguments
+        resolved = replace(resolved, input=apply_defaults(pkg.input_schema, resolved.input))
     write_json(paths.resolved_input, {"input": resolved.input, "parameter": resolved.parameter})
     return resolved
 

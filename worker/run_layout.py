@@ -10,7 +10,7 @@ from runner_core.engines import get_adapter
 from runner_core.run_pool import pool_key
 from runner_core.settings import Settings
 from runner_core.skill_copy import SkillCopies
-from runner_core.skills import SkillPackage
+from runner_core.skills import SkillPackage, SkillRegistry
 from runner_core.skills.memo import tree_signature
 from runner_core.store.models import Run
 from runner_core.workspace import (
@@ -101,7 +101,11 @@ def skill_source(settings: Settings, run: Run) -> Path:
     (`data/requests/<request_id>/skill/<skill_id>`, kind 'temp')."""
     if run.kind == "temp":
         return settings.requests_dir / run.request_id / "skill" / run.skill_id
-    return settings.skills_dir / run.skill_id
+    source = settings.skills_dir / run.skill_id
+    if (source / "SKILL.md").is_file():
+        return source
+    # a skill.json skill: its folder is found by its name (possibly inside a category folder)
+    return SkillRegistry(settings.skills_dir).root_of(run.skill_id) or source
 
 
 def run_relative(path: str, root: Path) -> str:

@@ -26,6 +26,7 @@ from runner_core.skills.model import Command, Runtime
 from runner_core.workspace import RunPaths
 from worker.entry import EntryContext, EntryResult
 from worker.failures import check_process
+from worker.output_tail import run_streamed
 from worker.supervisor import run_command
 
 BASE_ENV_KEYS = ("PATH", "LANG", "LC_ALL", "TZ", "TMPDIR", "SYSTEMROOT")
@@ -155,7 +156,7 @@ def run_script(entry: EntryContext) -> EntryResult:
         pkg.loaded_manifest.runtime,
         uv_cache=uv_cache_dir(entry.settings.data_dir),
     )
-    result = run_command(spec, paths.logs / "stdout.txt", paths.logs / "stderr.txt", entry.watch())
+    result = run_streamed(entry, spec, None)  # progress lines become raw.stdout events
     check_process(result, ErrorCode.SKILL_SCRIPT_FAILED)
     text = result.stdout_path.read_text(encoding="utf-8", errors="replace")
     return EntryResult(text, text_file=paths.logs / "stdout.txt")

@@ -126,7 +126,7 @@ def execute_run(self, run_id: str) -> str:
         lambda pkg: make_watch(settings, connect, claimed, pkg),
         run.request_payload,
         lambda: _resume(claimed),
-        events_of(claimed),
+        events_of(claimed) if settings.events else None,
     )
     try:
         with Heartbeat(connect, run_id, beat_interval(settings)):

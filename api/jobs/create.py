@@ -3,6 +3,7 @@ that takes files, send it once its upload has come (unless the result cache serv
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -15,6 +16,7 @@ from sqlalchemy.orm import Session
 
 from api import context, job_cache
 from api.errors import ApiError
+from api.idempotency import Claim, remember
 from api.jobs.validate import check_request
 from api.zip_bodies import receive_inputs, upload_lock
 from runner_core.error_codes import ErrorCode
@@ -76,11 +78,13 @@ def create_job(
     *,
     kind: str = "job",
     request_id: str | None = None,
+    claim: Claim | None = None,
 ) -> Accepted:
     """Commit the request and its run; send the run at once when no upload is expected.
 
     `pkg` may come from anywhere: the installed skills (kind "job") or a one-off package
-    unpacked under the request's directory (kind "temp", with that `request_id`).
+    unpacked under the request's directory (kind "temp", with that `request_id`). A `claim`
+    (Idempotency-Key) is committed with them: api.idempotency.KeyTaken when it was taken.
     """
     settings = context.settings()
     engine, parameter = check_request(pkg, body)
@@ -151,12 +155,17 @@ def create_job(
             "created_at": now,
         },
     )
+    accepted = Accepted(
+        request_id, cached is not None, cached.status if cached else RunStatus.QUEUED
+    )
+    if claim is not None:
+        remember(conn, claim, dataclasses.asdict(accepted))
     _commit_with_uploads_dir(
         conn, settings.requests_dir / request_id / "uploads" if needs_upload else None
     )
     if dispatch is not None:
         submit(pkg, run_id, engine, options, dispatch.task_id, request_id)
-    return Accepted(request_id, cached is not None, cached.status if cached else RunStatus.QUEUED)
+    return accepted
 
 
 def _commit_with_uploads_dir(conn: Connection, uploads: Path | None) -> None:

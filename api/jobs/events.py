@@ -5,13 +5,14 @@ any gap from the file, and closes after the terminal event."""
 from __future__ import annotations
 
 import json
+import queue
 import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from runner_core.event_bus import Subscription
+from runner_core.event_bus import EventHub
 from runner_core.events import is_terminal, read_events
 
 HEARTBEAT_SEC = 5.0
@@ -27,14 +28,14 @@ def frame(event: str, data: Any, event_id: int | None = None) -> str:
 def stream(
     run_dir: Path,
     run_id: str,
-    broker_url: str,
+    hub: EventHub,
     cursor: int,
     snapshot: Callable[[], dict[str, Any]],
     ended: Callable[[], bool],
     heartbeat_sec: float = HEARTBEAT_SEC,
 ) -> Iterator[str]:
     """The SSE frames of one subscriber from `cursor` on (events with seq > cursor)."""
-    with Subscription(broker_url, run_id) as live:  # subscribed before the replay: no gap
+    with hub.follow(run_id) as inbox:  # following before the replay: no gap
         first = snapshot()
         yield frame("snapshot", {**first, "cursor": cursor})
         last = cursor
@@ -45,18 +46,24 @@ def stream(
                 return
         next_beat = time.monotonic() + heartbeat_sec
         if ended():  # ended before this replay: its terminal event may be a moment behind
-            live.next(END_GRACE_SEC)
+            _wait(inbox, END_GRACE_SEC)
             yield from _rest(run_dir, last)
             return
         while True:
-            line = live.next(min(WAIT_SLICE_SEC, max(0.0, next_beat - time.monotonic())))
+            got = _wait(inbox, min(WAIT_SLICE_SEC, max(0.0, next_beat - time.monotonic())))
+            if got is not None:
+                seq, line = got
+                if seq == last + 1:  # the usual case: passed on as published, not re-encoded
+                    yield f"event: chat_event\nid: {seq}\ndata: {line}\n\n"
+                    last = seq
+                    if '"terminal":' in line and is_terminal(json.loads(line)):
+                        return
+                    continue
+                if seq <= last:
+                    continue
             fresh: list[dict[str, Any]] = []
-            if line is not None:
-                event = json.loads(line)
-                if event.get("seq", 0) == last + 1:
-                    fresh = [event]
-                elif event.get("seq", 0) > last + 1:  # a message was missed: the file has it
-                    fresh = read_events(run_dir, after_seq=last)
+            if got is not None:  # a message was missed: the file has it
+                fresh = read_events(run_dir, after_seq=last)
             if time.monotonic() >= next_beat:
                 yield frame("heartbeat", {"ts": datetime.now(UTC).isoformat()})
                 next_beat = time.monotonic() + heartbeat_sec
@@ -71,6 +78,13 @@ def stream(
                 last = event["seq"]
                 if is_terminal(event):
                     return
+
+
+def _wait(inbox: queue.SimpleQueue, timeout: float) -> tuple[int, str] | None:
+    try:
+        return inbox.get(timeout=timeout)
+    except queue.Empty:
+        return None
 
 
 def _rest(run_dir: Path, last: int) -> Iterator[str]:

@@ -6,18 +6,21 @@ reads the skill of a run of kind "temp"; everything else is the jobs flow of `ap
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
 import shutil
 import uuid
+from pathlib import Path
 from typing import Any
 
 from flask import request
 from marshmallow import ValidationError
 from sqlalchemy import Connection
 
-from api import context
+from api import context, idempotency
 from api.errors import ApiError
-from api.jobs.create import Accepted, create_job
+from api.jobs.create import create_job
 from api.package_schemas import TempRunCreate
 from api.zip_bodies import body_cap, body_limit, save_zip_body, unpack_package_or_400
 from runner_core.error_codes import ErrorCode
@@ -65,24 +68,42 @@ def parse_run_request() -> dict[str, Any]:
         ) from exc
 
 
-def create_temp_run(conn: Connection) -> tuple[Accepted, SkillPackage]:
-    """Validate the package and the request, unpack the skill, then create the run as a job."""
+def create_temp_run(conn: Connection) -> Any:
+    """Validate the package and the request, unpack the skill, then create the run as a job.
+    The answer's body; or, for an Idempotency-Key seen before, (its stored body, headers)."""
     with body_limit(body_cap(PACKAGE_LIMITS)):  # the form holds the package
         body = parse_run_request()
     request_id = str(uuid.uuid4())
     request_dir = context.settings().requests_dir / request_id
     request_dir.mkdir(parents=True)
+    package = request_dir / "package.zip"
     try:
-        save_zip_body(
-            "package", request_dir / "package.zip", body_cap(PACKAGE_LIMITS), allow_raw=False
-        )
-        pkg = unpack_package_or_400(request_dir / "package.zip", request_dir)
-        (request_dir / "package.zip").unlink()
-        accepted = create_job(conn, pkg, body, kind=TEMP, request_id=request_id)
+        save_zip_body("package", package, body_cap(PACKAGE_LIMITS), allow_raw=False)
+        claim = idempotency.header_claim(TEMP, body, file_sha256(package))
+
+        def create() -> dict[str, Any]:
+            pkg = unpack_package_or_400(package, request_dir)
+            package.unlink()
+            extra = {"skill_id": pkg.id, "skill_version": pkg.version, "warnings": pkg.warnings}
+            full = dataclasses.replace(claim, extra=extra) if claim else None
+            accepted = create_job(conn, pkg, body, kind=TEMP, request_id=request_id, claim=full)
+            return {**dataclasses.asdict(accepted), **extra}
+
+        answer = idempotency.once(claim, create)
     except ApiError:  # raised before any row was written: leave nothing behind
         shutil.rmtree(request_dir, ignore_errors=True)
         raise
-    return accepted, pkg
+    if isinstance(answer, tuple):  # the key's first run answers; this request kept nothing
+        shutil.rmtree(request_dir, ignore_errors=True)
+    return answer
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1024 * 1024), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def temp_skill(req: Request) -> SkillPackage:

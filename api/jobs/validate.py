@@ -28,8 +28,15 @@ def check_request(pkg: SkillPackage, body: dict[str, Any]) -> tuple[str | None, 
             {"skill_id": pkg.id, "errors": pkg.errors},
         )
     manifest = pkg.loaded_manifest
+    if manifest.entrypoint.type == "composite":
+        raise ApiError(
+            400,
+            ErrorCode.SKILL_MODE_UNSUPPORTED,
+            f"skill '{pkg.id}' is a composite skill.json skill; composites do not run yet",
+            {"skill_id": pkg.id, "mode": "composite"},
+        )
     engine = body.get("engine")
-    if engine is None and manifest.entrypoint.type != "script":
+    if engine is None and manifest.entrypoint.type != "script" and pkg.effective_engines:
         engine = pkg.effective_engines[0]
     if engine is not None and engine not in pkg.effective_engines:
         raise ApiError(

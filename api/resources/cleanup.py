@@ -10,7 +10,7 @@ from flask.views import MethodView
 from marshmallow import Schema, fields, validate
 from sqlalchemy import and_, delete, or_, select
 
-from api import context
+from api import context, idempotency
 from api.blueprint import Blueprint
 from runner_core.statuses import TERMINAL_STATUSES, RunStatus
 from runner_core.store.models import Request, Run, utcnow
@@ -67,6 +67,7 @@ class Cleanup(MethodView):
             more = len(run_ids) == BATCH
             if not more or time.monotonic() >= deadline:
                 break
+        idempotency.forget_expired()  # Idempotency-Keys past SKILL_RUNNER_IDEMPOTENCY_TTL_SEC
         return {
             "runs_deleted": runs_deleted,
             "requests_deleted": requests_deleted,

@@ -7,7 +7,7 @@ from typing import Any
 
 from flask.views import MethodView
 
-from api import context
+from api import context, idempotency
 from api.blueprint import Blueprint
 from api.jobs.create import Accepted, create_job
 from api.jobs.files import require_finished_job
@@ -54,10 +54,16 @@ class Jobs(MethodView):
     @blp.arguments(JobCreate())
     @blp.response(200, JobCreated)
     def post(self, body: dict[str, Any]) -> Accepted:
-        """Create a job; it starts now, or after its upload when the skill takes files."""
-        pkg = get_skill_or_404(body["skill_id"])
-        with context.connect() as conn:
-            return create_job(conn, pkg, body)
+        """Create a job; it starts now, or after its upload when the skill takes files. With an
+        `Idempotency-Key` header, the same key and body answer the first job again."""
+        claim = idempotency.header_claim("job", body)
+
+        def create() -> Accepted:
+            pkg = get_skill_or_404(body["skill_id"])
+            with context.connect() as conn:
+                return create_job(conn, pkg, body, claim=claim)
+
+        return idempotency.once(claim, create)
 
     @blp.arguments(JobListArgs(), location="query")
     @blp.response(200, JobList())

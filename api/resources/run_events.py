@@ -39,7 +39,7 @@ def sse_response(request_id: str, kind: str, cursor: int) -> Response:
     frames = events.stream(
         settings.runs_dir / job.run_id,
         job.run_id,
-        settings.broker_url,
+        context.event_hub(),
         cursor,
         snapshot,
         ended,

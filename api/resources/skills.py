@@ -20,6 +20,7 @@ def skill_summary(pkg: SkillPackage) -> dict:
     m = pkg.manifest
     return {
         "id": pkg.id,
+        "format": pkg.format,
         "name": pkg.name,
         "version": pkg.version,
         "description": pkg.description,

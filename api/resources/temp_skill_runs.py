@@ -47,18 +47,11 @@ TEMP_RUN = RunKind(
 class TempRuns(MethodView):
     @blp.doc(**package_form_doc(with_request=True))
     @blp.response(200, TempRunCreated)
-    def post(self) -> dict[str, Any]:
-        """Run a skill package once (multipart `package` zip + `request` JSON); never installed."""
+    def post(self) -> Any:
+        """Run a skill package once (multipart `package` zip + `request` JSON); never installed.
+        With an `Idempotency-Key` header, the same key, package and request answer the first run."""
         with context.connect() as conn:
-            accepted, pkg = create_temp_run(conn)
-        return {
-            "request_id": accepted.request_id,
-            "skill_id": pkg.id,
-            "skill_version": pkg.version,
-            "cache_hit": accepted.cache_hit,
-            "status": accepted.status,
-            "warnings": pkg.warnings,
-        }
+            return create_temp_run(conn)
 
 
 register_run_routes(blp, TEMP_RUN)

@@ -1,4 +1,5 @@
 """Load a skill directory into a SkillPackage, collecting every problem instead of raising."""
+
 from __future__ import annotations
 
 import json
@@ -9,9 +10,10 @@ from typing import Any
 import skills_ref
 from skills_ref.parser import parse_frontmatter
 
-from runner_core.engines import SUPPORTED_ENGINES
-from runner_core.skills.manifest import parse_manifest
 from runner_core.artifacts import artifact_fields
+from runner_core.engines import SUPPORTED_ENGINES
+from runner_core.openevo.spec import is_openevo_dir, load_openevo
+from runner_core.skills.manifest import parse_manifest
 from runner_core.skills.model import SkillPackage
 from runner_core.skills.schemas import check_skill_schema
 
@@ -20,6 +22,8 @@ SCHEMA_KINDS = ("input", "parameter", "output")
 
 def load_skill(root: Path, *, strict: bool = False) -> SkillPackage:
     """Load the skill at `root`. `strict` applies the rules for new uploads."""
+    if is_openevo_dir(root):
+        return load_openevo(root)
     pkg = SkillPackage(id=root.name, root=root)
     _load_skill_md(pkg)
     runner_path = root / "assets" / "runner.json"
@@ -36,11 +40,15 @@ def load_skill(root: Path, *, strict: bool = False) -> SkillPackage:
         return pkg
     pkg.manifest = manifest
     if manifest.id != root.name:
-        pkg.errors.append(f"runner.json id '{manifest.id}' must equal the directory name '{root.name}'")
+        pkg.errors.append(
+            f"runner.json id '{manifest.id}' must equal the directory name '{root.name}'"
+        )
     if pkg.name and manifest.id != pkg.name:
         pkg.errors.append(f"runner.json id '{manifest.id}' must equal SKILL.md name '{pkg.name}'")
     _load_schemas(pkg)
-    pkg.effective_engines = effective_engines(manifest.engines, manifest.unsupported_engines, pkg.errors)
+    pkg.effective_engines = effective_engines(
+        manifest.engines, manifest.unsupported_engines, pkg.errors
+    )
     pkg.artifacts = list(manifest.artifacts) + artifact_fields(pkg.output_schema)
     return pkg
 
@@ -62,8 +70,10 @@ def _load_skill_md(pkg: SkillPackage) -> None:
     pkg.errors.extend(f"SKILL.md: {e}" for e in skills_ref.validate(pkg.root))
     text = md.read_text(encoding="utf-8")
     if unquoted_colon_in_description(text):
-        pkg.warnings.append("SKILL.md: the description holds an unquoted ':', which codex's YAML "
-                            "parser rejects; put the description in quotes")
+        pkg.warnings.append(
+            "SKILL.md: the description holds an unquoted ':', which codex's YAML "
+            "parser rejects; put the description in quotes"
+        )
     try:
         meta, body = parse_frontmatter(text)
     except skills_ref.SkillError:

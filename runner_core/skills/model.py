@@ -1,4 +1,5 @@
 """Typed model of a skill package: SKILL.md frontmatter plus assets/runner.json."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -12,9 +13,9 @@ from runner_core.artifacts import ArtifactSpec
 class Entrypoint:
     """How the skill is executed (runner.json `entrypoint`)."""
 
-    type: str = "prompt"                 # prompt | script | hybrid
-    prompt_template: str | None = None   # path relative to the skill root
-    result_mode: str = "file"            # file | stdout
+    type: str = "prompt"  # prompt | script | hybrid
+    prompt_template: str | None = None  # path relative to the skill root
+    result_mode: str = "file"  # file | stdout
     result_file: str = "result/result.json"
     script_command: str | None = None
     prompts: dict[str, str] = field(default_factory=dict)  # engine -> inline template
@@ -79,6 +80,8 @@ class SkillPackage:
     effective_engines: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    format: str = "SKILL.md"  # or "skill.json" (openEvo; `openevo` then holds its spec)
+    openevo: Any = None
 
     @property
     def health(self) -> str:

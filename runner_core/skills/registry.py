@@ -1,8 +1,16 @@
-"""The registry of installed skills: a scan of the skills directory."""
+"""The registry of installed skills: a scan of the skills directory.
+
+A folder holding SKILL.md (or anything else but skill.json) is a SKILL.md skill named by the
+folder; a folder holding skill.json is an openEvo skill named by its `name`, either directly
+under the skills directory or one level down (openEvo's `<category>/<name>/` layout).
+"""
+
 from __future__ import annotations
 
 from pathlib import Path
 
+from runner_core.openevo.graph import check_graph
+from runner_core.openevo.spec import SKILL_JSON, is_openevo_dir
 from runner_core.skills.memo import load_skill_cached
 from runner_core.skills.model import SkillPackage
 
@@ -14,15 +22,57 @@ class SkillRegistry:
         self.skills_dir = skills_dir
 
     def list(self) -> list[SkillPackage]:
-        """Every skill directory, sorted by id."""
-        if not self.skills_dir.is_dir():
-            return []
-        return [load_skill_cached(p) for p in sorted(self.skills_dir.iterdir())
-                if p.is_dir() and not p.name.startswith((".", "_"))]
+        """Every skill, sorted by id."""
+        skill_md, openevo = _scan(self.skills_dir)
+        pkgs = [load_skill_cached(p) for p in skill_md] + _checked(openevo, skill_md)
+        return sorted(pkgs, key=lambda p: (p.id, str(p.root)))
 
     def get(self, skill_id: str) -> SkillPackage | None:
-        """The skill `skill_id`, or None when no such directory exists."""
+        """The skill `skill_id`, or None when there is none."""
         if not skill_id or "/" in skill_id or skill_id.startswith("."):
             return None
         root = self.skills_dir / skill_id
-        return load_skill_cached(root) if root.is_dir() else None
+        if root.is_dir() and not is_openevo_dir(root) and not _category(root):
+            return load_skill_cached(root)
+        skill_md, openevo = _scan(self.skills_dir)
+        return next((p for p in _checked(openevo, skill_md) if p.id == skill_id), None)
+
+    def root_of(self, skill_id: str) -> Path | None:
+        """The folder of an installed skill (a skill.json skill's folder need not be its id)."""
+        pkg = self.get(skill_id)
+        return pkg.root if pkg is not None else None
+
+
+def _checked(openevo: list[Path], skill_md: list[Path]) -> list[SkillPackage]:
+    """The skill.json skills with the errors of the checks across skills."""
+    return check_graph([load_skill_cached(p) for p in openevo], {p.name for p in skill_md})
+
+
+def _scan(skills_dir: Path) -> tuple[list[Path], list[Path]]:
+    """(SKILL.md skill folders, skill.json skill folders)."""
+    skill_md: list[Path] = []
+    openevo: list[Path] = []
+    if not skills_dir.is_dir():
+        return skill_md, openevo
+    for path in sorted(skills_dir.iterdir()):
+        if not path.is_dir() or path.name.startswith((".", "_")):
+            continue
+        if is_openevo_dir(path):
+            openevo.append(path)
+        elif inner := _category(path):
+            openevo.extend(inner)
+        else:
+            skill_md.append(path)
+    return skill_md, openevo
+
+
+def _category(path: Path) -> list[Path]:
+    """The skill.json folders inside `path` when it is an openEvo category folder (no SKILL.md,
+    no assets/, no skill.json of its own), else []."""
+    if (path / "SKILL.md").exists() or (path / "assets").exists() or (path / SKILL_JSON).exists():
+        return []
+    return [
+        p
+        for p in sorted(path.iterdir())
+        if p.is_dir() and not p.name.startswith((".", "_")) and is_openevo_dir(p)
+    ]

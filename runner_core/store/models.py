@@ -147,4 +147,30 @@ class SkillInstall(Base):
     __table_args__ = (Index("ix_skill_installs_skill_created", "skill_id", "created_at"),)
 
 
-__all__ = ["Base", "Interaction", "Run", "Request", "SkillInstall", "Text", "utcnow"]
+class IdempotencyKey(Base):
+    """An Idempotency-Key sent with a create (POST /v1/jobs or /v1/temp-skill-runs): the body it
+    came with and the answer it got, which the same key answers again while it lives."""
+
+    __tablename__ = "idempotency_keys"
+
+    scope: Mapped[str] = mapped_column(String(16), primary_key=True)  # job | temp
+    key: Mapped[str] = mapped_column(String(255), primary_key=True)
+    body_sha256: Mapped[str] = mapped_column(String(64))
+    request_id: Mapped[str] = mapped_column(String(36))
+    status_code: Mapped[int] = mapped_column(Integer, default=200)
+    response: Mapped[dict[str, Any]] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+    __table_args__ = (Index("ix_idempotency_keys_created_at", "created_at"),)
+
+
+__all__ = [
+    "Base",
+    "IdempotencyKey",
+    "Interaction",
+    "Run",
+    "Request",
+    "SkillInstall",
+    "Text",
+    "utcnow",
+]

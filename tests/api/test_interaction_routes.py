@@ -121,3 +121,58 @@ def test_an_unknown_request_is_404(client):
     missing = client.get("/v1/jobs/nope/interaction/pending")
     assert missing.status_code == 404
     assert missing.json["error"]["code"] == "REQUEST_NOT_FOUND"
+
+
+@BOTH_DATABASES
+def test_the_sweep_finds_questions_past_their_timeout_and_decides_them_once(client, app, queue):
+    from datetime import timedelta
+
+    from sqlalchemy import update
+
+    from runner_core.store.models import Interaction, utcnow
+    from worker.waiting import auto_decide
+
+    rid, run_id, iid = waiting_job(client, app, queue)
+    other_rid, other_run, other_iid = waiting_job(client, app, queue)
+    with app.extensions["db"]() as session:
+        options = {
+            "execution_mode": "interactive",
+            "interactive_auto_reply": True,
+            "interactive_reply_timeout_sec": 60,
+        }
+        session.execute(update(Run).where(Run.id == run_id).values(runtime_options=options))
+        old = utcnow() - timedelta(seconds=120)
+        session.execute(update(Interaction).values(created_at=old))  # both asked 2 min ago
+        session.commit()
+        due = interactions.overdue(session, utcnow(), cap_sec=86400)
+        assert [row.id for row in due] == [run_id]  # the other one has no auto-reply
+        # the server cap shortens timeouts; still only the run with auto-reply is due
+        assert [r.id for r in interactions.overdue(session, utcnow(), cap_sec=30)] == [run_id]
+        assert auto_decide(session, run_id, iid, 86400, "task-1") == interactions.ACCEPTED
+        assert auto_decide(session, run_id, iid, 86400, "task-2") == "not_waiting"
+    status = client.get(f"/v1/jobs/{rid}").json
+    assert status["status"] == "queued" and status["auto_decision_count"] == 1
+    assert status["last_auto_decision_at"]
+    with app.extensions["db"]() as session:
+        (asked,) = interactions.history(session, run_id)
+        assert asked.state == "auto" and asked.response is None
+    assert client.get(f"/v1/jobs/{other_rid}").json["status"] == "waiting_user"
+
+
+def test_an_early_auto_decision_waits_for_the_timeout(client, app, queue):
+    from sqlalchemy import update
+
+    from worker.waiting import auto_decide
+
+    rid, run_id, iid = waiting_job(client, app, queue)
+    with app.extensions["db"]() as session:
+        options = {
+            "execution_mode": "interactive",
+            "interactive_auto_reply": True,
+            "interactive_reply_timeout_sec": 600,
+        }
+        session.execute(update(Run).where(Run.id == run_id).values(runtime_options=options))
+        session.commit()
+        assert auto_decide(session, run_id, iid, 86400, "t") == "early"
+        assert auto_decide(session, run_id, iid, 30, "t") == "early"  # capped to 30 s: still early
+    assert client.get(f"/v1/jobs/{rid}").json["status"] == "waiting_user"

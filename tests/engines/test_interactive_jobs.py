@@ -380,10 +380,7 @@ def test_the_event_stream_tells_the_whole_conversation(service):
     ):
         assert wanted in types, wanted
     asked = next(e for e in history if e["type"] == "user.input.required")
-    assert (
-        asked["data"]["interaction_id"] == asked_id
-        and asked["data"]["kind"] == "choose_one"
-    )
+    assert asked["data"]["interaction_id"] == asked_id and asked["data"]["kind"] == "choose_one"
     # a raw chunk points at its bytes in logs/range
     raw = next(e for e in history if e["type"] == "raw.stdout")["data"]
     ref = raw["raw_ref"]

@@ -1,0 +1,211 @@
+"""The management API (/v1/management): skills, engines and runs as a front end draws them.
+Every route calls the implementation of the jobs, skills and engines routes it mirrors (one
+semantics); it adds a run's conversation state, its file tree and file previews."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Response
+from flask.views import MethodView
+
+from api import context
+from api.blueprint import Blueprint
+from api.jobs import actions, interaction
+from api.jobs.conversation import conversation_state, files_body, preview_body
+from api.jobs.listing import JobPage, list_jobs
+from api.jobs.read import load_job, read_job
+from api.management_schemas import (
+    EngineDetail,
+    EngineSummary,
+    FilePreview,
+    FilePreviewArgs,
+    RunConversationState,
+    RunFiles,
+    SkillSchemas,
+)
+from api.resources import run_events
+from api.resources.engines import info_or_404
+from api.resources.jobs import JOB
+from api.resources.skills import get_skill_or_404, skill_detail, skill_summary
+from api.schemas import (
+    CancelResult,
+    EventHistory,
+    EventHistoryArgs,
+    EventsArgs,
+    InteractionReply,
+    JobList,
+    JobListArgs,
+    LogRange,
+    LogRangeArgs,
+    PendingInteraction,
+    ReplyResult,
+    SkillDetail,
+    SkillSummary,
+)
+from runner_core.engines.catalog import EngineInfo, all_engines
+
+blp = Blueprint(
+    "management",
+    __name__,
+    url_prefix="/v1/management",
+    description="Management API: skills, engines and runs for front ends (the UI uses it)",
+)
+
+# The engines' own sandboxes as the adapters start them; the others run without one, in the
+# run directory with a HOME of their own.
+SANDBOXES = {"codex": "workspace-write"}
+KIND = JOB.name  # a run here is a job (one-off runs stay under /v1/temp-skill-runs)
+
+
+def engine_summary(info: EngineInfo) -> dict[str, Any]:
+    return {**info.summary(), "sandbox_status": SANDBOXES.get(info.engine, "none")}
+
+
+@blp.route("/skills")
+class Skills(MethodView):
+    @blp.response(200, SkillSummary(many=True))
+    def get(self) -> list[dict]:
+        """Installed skills: id, name, version, engines, effective_engines, health."""
+        return [skill_summary(p) for p in context.skills().list()]
+
+
+@blp.route("/skills/<skill_id>")
+class Skill(MethodView):
+    @blp.response(200, SkillDetail)
+    def get(self, skill_id: str) -> dict:
+        """One skill: its summary, schemas, entrypoint, files and execution_modes."""
+        return skill_detail(get_skill_or_404(skill_id))
+
+
+@blp.route("/skills/<skill_id>/schemas")
+class Schemas(MethodView):
+    @blp.response(200, SkillSchemas)
+    def get(self, skill_id: str) -> dict:
+        """The skill's input, parameter and output JSON Schemas (to draw and check a form)."""
+        pkg = get_skill_or_404(skill_id)
+        return {
+            "skill_id": pkg.id,
+            "input": pkg.input_schema,
+            "parameter": pkg.parameter_schema,
+            "output": pkg.output_schema,
+        }
+
+
+@blp.route("/engines")
+class Engines(MethodView):
+    @blp.response(200, EngineSummary(many=True))
+    def get(self) -> list[dict]:
+        """Engines: cli_version, installed, auth_ready, sandbox_status, models_count."""
+        return [engine_summary(info) for info in all_engines()]
+
+
+@blp.route("/engines/<engine>")
+class Engine(MethodView):
+    @blp.response(200, EngineDetail)
+    def get(self, engine: str) -> dict:
+        """One engine: its summary, binary, models, default model, upgrade_status, last_error."""
+        info = info_or_404(engine)
+        return {**info.detail(), **engine_summary(info), "upgrade_status": "idle"}
+
+
+@blp.route("/runs")
+class Runs(MethodView):
+    @blp.arguments(JobListArgs(), location="query")
+    @blp.response(200, JobList())
+    def get(self, args: dict[str, Any]) -> JobPage:
+        """Runs newest first, filtered by status/skill_id/engine, in keyset pages (as /v1/jobs)."""
+        with context.connect() as conn:
+            return list_jobs(conn, args)
+
+
+# schema instances, not classes: webargs would build a new schema object per request
+_RANGE_ARGS, _REPLY_ARGS, _PREVIEW_ARGS = LogRangeArgs(), InteractionReply(), FilePreviewArgs()
+_EVENTS_ARGS, _HISTORY_ARGS = EventsArgs(), EventHistoryArgs()
+
+
+def _job(request_id: str):
+    with context.connect() as conn:
+        return read_job(conn, request_id, KIND)
+
+
+@blp.route("/runs/<request_id>")
+class Run(MethodView):
+    @blp.response(200, RunConversationState)
+    def get(self, request_id: str) -> dict[str, Any]:
+        """A run's conversation state: status, the pending question's id, interaction and
+        auto-decision counts, recovery, and whether to keep polling its logs."""
+        return conversation_state(_job(request_id))
+
+
+@blp.route("/runs/<request_id>/files")
+class Files(MethodView):
+    @blp.response(200, RunFiles)
+    def get(self, request_id: str) -> dict[str, Any]:
+        """The run directory's file tree (engine homes and configs left out)."""
+        return files_body(_job(request_id))
+
+
+@blp.route("/runs/<request_id>/file")
+class File(MethodView):
+    @blp.arguments(_PREVIEW_ARGS, location="query")
+    @blp.response(200, FilePreview)
+    def get(self, args: dict[str, Any], request_id: str) -> dict[str, Any]:
+        """Preview one file of the run: text (first 256 KiB), JSON pretty, small images;
+        403 RUN_FILE_REFUSED outside the run, through a symlink out, or hidden."""
+        return preview_body(_job(request_id), args["path"])
+
+
+@blp.route("/runs/<request_id>/events")
+class Events(MethodView):
+    @blp.arguments(_EVENTS_ARGS, location="query")
+    def get(self, args: dict[str, Any], request_id: str) -> Response:
+        """The run's events as Server-Sent Events (as /v1/jobs/{request_id}/events)."""
+        return run_events.sse_response(request_id, KIND, args["cursor"])
+
+
+@blp.route("/runs/<request_id>/events/history")
+class EventsHistory(MethodView):
+    @blp.arguments(_HISTORY_ARGS, location="query")
+    @blp.response(200, EventHistory)
+    def get(self, args: dict[str, Any], request_id: str) -> dict[str, Any]:
+        """The run's stored events by seq and/or time range (as the jobs route)."""
+        return run_events.history_body(request_id, KIND, args)
+
+
+@blp.route("/runs/<request_id>/logs/range")
+class LogsRange(MethodView):
+    @blp.arguments(_RANGE_ARGS, location="query")
+    @blp.response(200, LogRange)
+    def get(self, args: dict[str, Any], request_id: str) -> dict[str, Any]:
+        """A byte range of stdout, stderr or the prompt (as /v1/jobs/{request_id}/logs/range)."""
+        return actions.log_range(_job(request_id), **args)
+
+
+@blp.route("/runs/<request_id>/pending")
+class Pending(MethodView):
+    @blp.response(200, PendingInteraction)
+    def get(self, request_id: str) -> dict[str, Any]:
+        """The question the run waits on (as /v1/jobs/{request_id}/interaction/pending)."""
+        with context.db_session() as session:
+            return interaction.pending_body(session, *load_job(session, request_id, KIND))
+
+
+@blp.route("/runs/<request_id>/reply")
+class Reply(MethodView):
+    @blp.arguments(_REPLY_ARGS)
+    @blp.response(200, ReplyResult)
+    def post(self, body: dict[str, Any], request_id: str) -> dict[str, Any]:
+        """Answer the pending question (as /v1/jobs/{request_id}/interaction/reply)."""
+        with context.db_session() as session:
+            req, run = load_job(session, request_id, KIND)
+            return interaction.reply(session, req, run, body, lambda: JOB.skill_for(req, run))
+
+
+@blp.route("/runs/<request_id>/cancel")
+class Cancel(MethodView):
+    @blp.response(200, CancelResult)
+    def post(self, request_id: str) -> dict[str, Any]:
+        """Cancel an active run; a finished run answers accepted=false (as the jobs route)."""
+        with context.db_session() as session:
+            return actions.cancel_run(session, *load_job(session, request_id, KIND))

@@ -1,0 +1,130 @@
+"""The built-in web UI (/ui): server-rendered pages over the management API's data, drawn with
+the same functions its routes call (no field or rule of its own). The browser talks to the API
+itself for what moves: creating a job, uploading, the event stream, replies and cancel."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, redirect, render_template, request, url_for
+from marshmallow import ValidationError
+
+from api import context
+from api.errors import ApiError
+from api.jobs.conversation import conversation_state, files_body, preview_body
+from api.jobs.listing import list_jobs
+from api.jobs.read import read_job
+from api.resources.management import KIND, engine_summary
+from api.resources.skills import get_skill_or_404, skill_summary
+from api.schemas import JobListArgs
+from api.ui.forms import form_fields
+from runner_core.engines.catalog import all_engines, engine_info
+from runner_core.error_codes import ErrorCode
+from runner_core.statuses import RunStatus
+
+bp = Blueprint(
+    "ui", __name__, url_prefix="/ui", template_folder="templates", static_folder="static"
+)
+_LIST_ARGS = JobListArgs()
+RUNTIME_OPTIONS = (  # (name, label, widget): the common runtime options the form offers
+    ("no_cache", "Run again even if a cached result exists", "boolean"),
+    ("debug", "Debug bundle (the whole run directory)", "boolean"),
+    ("timeout_sec", "Time limit (seconds)", "integer"),
+)
+
+
+@bp.get("/")
+def home():
+    return redirect(url_for("ui.skills"))
+
+
+@bp.get("/skills")
+def skills():
+    listed = [skill_summary(p) for p in context.skills().list()]
+    return render_template("skills.html", skills=listed, nav="skills")
+
+
+@bp.get("/skills/<skill_id>")
+def skill(skill_id: str):
+    pkg = get_skill_or_404(skill_id)
+    summary = skill_summary(pkg)
+    engines = (
+        summary["effective_engines"] if pkg.loaded_manifest.entrypoint.type != "script" else []
+    )
+    models = {}
+    for name in engines:
+        info = engine_info(name, with_version=False)
+        models[name] = {"default": info.default_model, "models": info.models}
+    return render_template(
+        "skill.html",
+        skill=summary,
+        fields=form_fields(pkg.input_schema, pkg.parameter_schema),
+        engines=engines,
+        models=models,
+        runtime_options=RUNTIME_OPTIONS,
+        nav="skills",
+    )
+
+
+@bp.get("/runs")
+def runs():
+    args = _LIST_ARGS.load({k: v for k, v in request.args.items() if v})
+    with context.connect() as conn:
+        page = list_jobs(conn, args)
+    return render_template(
+        "runs.html",
+        page=page,
+        args=args,
+        statuses=list(RunStatus),
+        skills=[p.id for p in context.skills().list()],
+        engines=[e.engine for e in all_engines(with_version=False)],
+        nav="runs",
+    )
+
+
+@bp.get("/runs/<request_id>")
+def run(request_id: str):
+    with context.connect() as conn:
+        job = read_job(conn, request_id, KIND)
+    return render_template(
+        "run.html", state=conversation_state(job), tree=files_body(job), nav="runs"
+    )
+
+
+@bp.get("/runs/<request_id>/tree")
+def tree(request_id: str):
+    """The file tree fragment (htmx swaps it in when the run moves on)."""
+    with context.connect() as conn:
+        job = read_job(conn, request_id, KIND)
+    return render_template("_tree.html", tree=files_body(job), request_id=request_id)
+
+
+@bp.get("/runs/<request_id>/preview")
+def preview(request_id: str):
+    """One file's preview fragment; a refused or missing path shows the API's error."""
+    with context.connect() as conn:
+        job = read_job(conn, request_id, KIND)
+    shown: dict[str, Any]
+    try:
+        shown = preview_body(job, request.args.get("path", ""))
+    except ApiError as exc:
+        shown = {"error": {"code": exc.code, "message": exc.message}}
+    return render_template("_preview.html", preview=shown)
+
+
+@bp.get("/engines")
+def engines():
+    listed = [{**engine_summary(i), "models": i.models} for i in all_engines()]
+    return render_template("engines.html", engines=listed, nav="engines")
+
+
+@bp.errorhandler(ApiError)
+def _error_page(exc: ApiError):
+    """A page, not the JSON body: an unknown skill or run, a bad filter."""
+    return render_template("error.html", code=exc.code, message=exc.message), exc.status
+
+
+@bp.errorhandler(ValidationError)
+def _bad_filter(exc: ValidationError):
+    message = "; ".join(f"{k}: {' '.join(v)}" for k, v in exc.normalized_messages().items())
+    return render_template("error.html", code=ErrorCode.INVALID_REQUEST, message=message), 400

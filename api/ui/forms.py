@@ -1,0 +1,87 @@
+"""A run form drawn from a skill's input and parameter JSON Schemas: one field per property,
+typed from the schema (enums as selects, booleans as checkboxes, file inputs as file pickers
+with their extensions, objects and arrays as JSON text)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from runner_core.inputs import file_fields
+
+
+@dataclass(frozen=True)
+class FormField:
+    group: str  # "input" or "parameter": the job body's key it goes under
+    name: str
+    widget: str  # text, textarea, integer, number, boolean, select, file, json
+    label: str
+    required: bool
+    description: str = ""
+    default: str = ""  # as the widget shows it
+    options: list[str] = field(default_factory=list)
+    extensions: list[str] = field(default_factory=list)
+    attrs: dict[str, Any] = field(default_factory=dict)  # min, max, minlength, maxlength
+
+    @property
+    def html_id(self) -> str:
+        return f"f-{self.group}-{self.name}"
+
+
+def form_fields(input_schema: dict | None, parameter_schema: dict | None) -> list[FormField]:
+    files = set(file_fields(input_schema or {}))
+    return _fields("input", input_schema or {}, files) + _fields(
+        "parameter", parameter_schema or {}, set()
+    )
+
+
+def _fields(group: str, schema: dict, files: set[str]) -> list[FormField]:
+    required = set(schema.get("required") or [])
+    out = []
+    for name, prop in (schema.get("properties") or {}).items():
+        prop = prop if isinstance(prop, dict) else {}
+        widget = "file" if name in files else _widget(prop)
+        default = prop.get("default")
+        out.append(
+            FormField(
+                group=group,
+                name=name,
+                widget=widget,
+                label=prop.get("title") or name.replace("_", " "),
+                required=name in required,
+                description=prop.get("description", ""),
+                default=_shown(default, widget),
+                options=[str(v) for v in prop.get("enum", [])],
+                extensions=list(prop.get("extensions", [])),
+                attrs=_attrs(prop),
+            )
+        )
+    return out
+
+
+def _widget(prop: dict) -> str:
+    kind = prop.get("type")
+    if isinstance(kind, list):  # ["string", "null"]: the first real type
+        kind = next((k for k in kind if k != "null"), "string")
+    if "enum" in prop:
+        return "select"
+    if kind == "string":
+        long = prop.get("maxLength", 0) > 200 or prop.get("format") == "textarea"
+        return "textarea" if long or prop.get("x-ui-widget") == "textarea" else "text"
+    return {"integer": "integer", "number": "number", "boolean": "boolean"}.get(str(kind), "json")
+
+
+def _shown(value: Any, widget: str) -> str:
+    if value is None:
+        return ""
+    if widget == "json":
+        return json.dumps(value)
+    if widget == "boolean":
+        return "true" if value else ""
+    return str(value)
+
+
+def _attrs(prop: dict) -> dict[str, Any]:
+    names = {"minimum": "min", "maximum": "max", "minLength": "minlength", "maxLength": "maxlength"}
+    return {html: prop[key] for key, html in names.items() if key in prop}

@@ -1,0 +1,204 @@
+/* The run page: follows the run's event stream (the management API's SSE) into the
+   conversation, stderr and status; offers the pending question's reply; shows the result,
+   the artifacts and the bundle when the run ends. */
+"use strict";
+(() => {
+  const { request_id: rid } = JSON.parse(document.getElementById("run-state").textContent);
+  const api = `/v1/management/runs/${rid}`;
+  const $ = (id) => document.getElementById(id);
+  const conversation = $("conversation"), stderr = $("stderr");
+  const TERMINAL = ["succeeded", "failed", "canceled"];
+  let lastTool = null, lastAgentText = null, pendingId = null, ended = false;
+
+  function el(tag, cls, text) {
+    const node = document.createElement(tag);
+    if (cls) node.className = cls;
+    if (text !== undefined) node.textContent = text;
+    return node;
+  }
+  function show(node) {
+    const follow = conversation.scrollHeight - conversation.scrollTop - conversation.clientHeight < 40;
+    conversation.append(node);
+    if (follow) conversation.scrollTop = conversation.scrollHeight;
+  }
+  function text(value) { return typeof value === "string" ? value : JSON.stringify(value, null, 2); }
+
+  function setStatus(status) {
+    const badge = $("status");
+    badge.textContent = status; badge.className = `badge st-${status}`;
+    $("cancel").disabled = TERMINAL.includes(status);
+  }
+
+  function onEvent(ev) {
+    const d = ev.data || {};
+    switch (ev.type) {
+      case "conversation.state.changed":
+        setStatus(d.to);
+        show(el("div", "state", `${d.from || "—"} → ${d.to}${d.trigger ? ` (${d.trigger})` : ""}`));
+        if (d.to !== "waiting_user") closeQuestion();
+        if (d.terminal) finish(d.terminal);
+        else if (window.htmx) htmx.trigger("#tree", "refresh");
+        break;
+      case "assistant.message":
+        lastAgentText = d.text;
+        show(el("div", "msg agent", d.text));
+        break;
+      case "assistant.message.final":
+        if (d.text && d.text !== lastAgentText) show(el("div", "msg agent final", d.text));
+        break;
+      case "tool.call": {
+        const box = el("details", "tool");
+        box.append(el("summary", "", `tool: ${d.tool || "call"}`), el("pre", "", text(d.input)));
+        lastTool = box; show(box);
+        break;
+      }
+      case "tool.result":
+        if (lastTool) lastTool.append(el("pre", "tool-output", text(d.output)));
+        else show(el("pre", "tool-output", text(d.output)));
+        break;
+      case "user.input.required":
+        show(el("div", "msg question", d.prompt));
+        ask(d);
+        break;
+      case "interaction.reply.accepted":
+        show(el("div", "msg user", text(d.response)));
+        closeQuestion();
+        break;
+      case "interaction.auto_decide.timeout":
+        show(el("div", "state", "No reply in time: decided automatically."));
+        break;
+      case "diagnostic.warning":
+        show(el("div", "warning", `${d.code || "warning"}: ${d.message || ""}`));
+        break;
+      case "raw.stdout": {
+        const box = el("details", "raw");
+        box.append(el("summary", "", "stdout"), el("pre", "", d.text));
+        show(box);
+        break;
+      }
+      case "raw.stderr":
+        stderr.textContent += d.text;
+        stderr.scrollTop = stderr.scrollHeight;
+        break;
+    }
+  }
+
+  function closeQuestion() {
+    pendingId = null;
+    $("question").textContent = "No question is waiting.";
+    $("reply-controls").replaceChildren();
+    $("reply").classList.remove("active");
+  }
+
+  /* The reply box, shaped by the question's kind; enabled only while it is pending. */
+  function ask(q) {
+    if (!q || q.interaction_id === pendingId) return;
+    pendingId = q.interaction_id;
+    $("reply").classList.add("active");
+    $("question").textContent = q.prompt;
+    const controls = $("reply-controls");
+    controls.replaceChildren();
+    const send = (response) => reply(q.interaction_id, response);
+    if (q.kind === "choose_one") {
+      for (const o of q.options || []) {
+        const b = el("button", "choice", o.label); b.type = "button";
+        b.addEventListener("click", () => send(o.value)); controls.append(b);
+      }
+    } else if (q.kind === "confirm" || q.kind === "risk_ack") {
+      for (const [label, v] of [["Yes", true], ["No", false]]) {
+        const b = el("button", "choice", label); b.type = "button";
+        b.addEventListener("click", () => send(v)); controls.append(b);
+      }
+    } else {
+      const names = q.kind === "fill_fields" ? q.required_fields || [] : [null];
+      const inputs = names.map((name) => {
+        const id = `reply-${name || "text"}`;
+        const label = el("label", "", name || "Your answer"); label.htmlFor = id;
+        const input = el(name ? "input" : "textarea"); input.id = id;
+        controls.append(label, input);
+        return [name, input];
+      });
+      const b = el("button", "", "Send"); b.type = "submit"; controls.append(b);
+      $("reply").onsubmit = (e) => {
+        e.preventDefault();
+        if (q.kind !== "fill_fields") return send(inputs[0][1].value);
+        send(Object.fromEntries(inputs.map(([n, i]) => [n, i.value])));
+      };
+      inputs[0][1].focus();
+    }
+  }
+
+  async function reply(interactionId, response) {
+    $("reply-error").textContent = "";
+    for (const b of $("reply-controls").querySelectorAll("button")) b.disabled = true;
+    const answer = await fetch(`${api}/reply`, {
+      method: "POST", headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ interaction_id: interactionId, response, idempotency_key: `ui-${rid}-${interactionId}` }),
+    });
+    if (!answer.ok) {
+      const { error } = await answer.json();
+      $("reply-error").textContent = `${error.code}: ${error.message}`;
+      for (const b of $("reply-controls").querySelectorAll("button")) b.disabled = false;
+    }
+  }
+
+  async function finish(terminal) {
+    if (ended) return;
+    ended = true;
+    if (source) source.close();
+    setStatus(terminal.status);
+    if (terminal.error) {
+      $("run-error").innerHTML = "";
+      $("run-error").append(el("code", "", terminal.error.code), " " + (terminal.error.message || ""));
+      $("run-error").hidden = false;
+    }
+    if (window.htmx) htmx.trigger("#tree", "refresh");
+    const state = await (await fetch(api)).json();
+    if (state.started_at && state.finished_at) {
+      const sec = (Date.parse(state.finished_at) - Date.parse(state.started_at)) / 1000;
+      $("timing").textContent = `Ran ${sec.toFixed(1)} s`;
+    }
+    for (const w of state.warnings || []) $("warnings").append(el("div", "warning", `${w.code || ""} ${w.message || text(w)}`));
+    const result = await (await fetch(`/v1/jobs/${rid}/result`)).json();
+    const box = $("result");
+    box.replaceChildren(el("pre", "result-json", JSON.stringify(result.result, null, 2)));
+    const arts = await (await fetch(`/v1/jobs/${rid}/artifacts`)).json();
+    const list = el("ul", "artifacts");
+    for (const a of arts.artifacts || []) {
+      const li = el("li"); const link = el("a", "", a.path);
+      link.href = `/v1/jobs/${rid}/artifacts/${a.path}`; link.setAttribute("download", "");
+      li.append(link, el("span", "sub", ` ${a.role || ""} ${a.size} B`)); list.append(li);
+    }
+    const bundle = el("a", "button", "Download the bundle"); bundle.href = `/v1/jobs/${rid}/bundle`;
+    box.append(el("h3", "", "Artifacts"), list, bundle);
+  }
+
+  /* a file of the tree into the preview pane (delegated: the tree is swapped as the run moves) */
+  document.addEventListener("click", (e) => {
+    const link = e.target.closest("#tree a.file-link");
+    if (!link) return;
+    e.preventDefault();
+    htmx.ajax("GET", link.getAttribute("href"), { target: "#preview" });
+  });
+
+  $("cancel").addEventListener("click", async () => {
+    $("cancel").disabled = true;
+    await fetch(`${api}/cancel`, { method: "POST" });
+  });
+
+  let source = new EventSource(`${api}/events`);
+  source.addEventListener("snapshot", (m) => {
+    const snap = JSON.parse(m.data);
+    setStatus(snap.status);
+    if (snap.pending) ask(snap.pending);
+  });
+  source.addEventListener("chat_event", (m) => onEvent(JSON.parse(m.data)));
+  source.onerror = () => {
+    /* the browser reconnects with Last-Event-ID; a run that ended without a terminal event
+       (canceled before it started) is read from its state instead */
+    if (ended) return;
+    fetch(api).then((r) => r.json()).then((s) => {
+      if (TERMINAL.includes(s.status)) finish({ status: s.status, error: s.error });
+    });
+  };
+})();

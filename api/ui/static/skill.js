@@ -1,0 +1,118 @@
+/* The run form: builds the POST /v1/jobs body from the generated fields, shows a refusal next
+   to the field it names, uploads the file fields as one zip, then opens the run page. */
+"use strict";
+(() => {
+  const form = document.getElementById("run-form");
+  const models = JSON.parse(document.getElementById("models").textContent);
+  const engine = document.getElementById("f-engine");
+  const model = document.getElementById("f-model");
+
+  function fillModels() {
+    if (!engine) return;
+    const offered = models[engine.value] || { models: [], default: null };
+    model.replaceChildren(new Option(offered.default ? `default (${offered.default})` : "the engine's default", ""));
+    for (const m of offered.models) model.add(new Option(m, m));
+  }
+  if (engine) { engine.addEventListener("change", fillModels); fillModels(); }
+
+  function clearErrors() {
+    for (const el of form.querySelectorAll(".field-error")) el.textContent = "";
+    for (const el of form.querySelectorAll("[aria-invalid]")) el.removeAttribute("aria-invalid");
+    const top = document.getElementById("form-error");
+    top.hidden = true; top.textContent = "";
+  }
+
+  function fieldError(id, message) {
+    const slot = document.getElementById(id + "-error");
+    const input = document.getElementById(id);
+    if (!slot) return false;
+    slot.textContent = message;
+    if (input) { input.setAttribute("aria-invalid", "true"); input.focus(); }
+    return true;
+  }
+
+  function formError(message) {
+    const top = document.getElementById("form-error");
+    top.textContent = message; top.hidden = false;
+  }
+
+  /* The API's refusal, placed next to the field it is about when it names one. */
+  function showRefusal(error) {
+    const d = error.details || {};
+    let placed = false;
+    for (const e of d.errors || []) {
+      let name = (e.path || "").split("/")[0];
+      const missing = /^'(.+)' is a required property$/.exec(e.message || "");
+      if (!name && missing) name = missing[1];
+      if (name && d.schema) placed = fieldError(`f-${d.schema}-${name}`, e.message) || placed;
+    }
+    if (d.field) placed = fieldError(`f-input-${d.field}`, error.message) || placed;
+    if (error.code === "MODEL_UNSUPPORTED") placed = fieldError("f-model", error.message);
+    if (error.code === "SKILL_ENGINE_UNSUPPORTED") placed = fieldError("f-engine", error.message);
+    if (error.code === "EXECUTION_MODE_UNSUPPORTED") placed = fieldError("f-mode", error.message);
+    if (!placed) formError(`${error.code}: ${error.message}`);
+  }
+
+  function value(field, el) {
+    const widget = field.dataset.widget || "text";
+    if (widget === "boolean") return el.checked;
+    const raw = el.value;
+    if (raw === "") return undefined;
+    if (widget === "integer" || widget === "number") return Number(raw);
+    if (widget === "json") return JSON.parse(raw);
+    return raw;
+  }
+
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    clearErrors();
+    const body = { skill_id: form.dataset.skill, input: {}, parameter: {}, runtime_options: {} };
+    const files = [];
+    for (const field of form.querySelectorAll(".field[data-group]")) {
+      const { group, name } = field.dataset;
+      const el = document.getElementById(`f-${group}-${name}`);
+      if (field.dataset.widget === "file") {
+        if (el.files.length) files.push({ name, file: el.files[0] });
+        else if (el.required) { fieldError(el.id, "Choose a file."); return; }
+        continue;
+      }
+      let v;
+      try { v = value(field, el); } catch (err) { fieldError(el.id, "Not valid JSON: " + err.message); return; }
+      if (v !== undefined) body[group][name] = v;
+    }
+    for (const field of form.querySelectorAll(".field[data-option]")) {
+      const el = document.getElementById(`f-opt-${field.dataset.option}`);
+      const v = value(field, el);
+      if (v !== undefined && v !== false) body.runtime_options[field.dataset.option] = v;
+    }
+    if (engine) body.engine = engine.value;
+    if (model && model.value) body.model = model.value;
+    body.runtime_options.execution_mode = document.getElementById("f-mode").value;
+    const button = document.getElementById("run-button");
+    button.disabled = true; button.textContent = "Starting…";
+    try {
+      const created = await fetch("/v1/jobs", {
+        method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body),
+      });
+      const answer = await created.json();
+      if (!created.ok) { showRefusal(answer.error); return; }
+      if (files.length && !answer.cache_hit) {
+        const entries = [];
+        for (const { name, file } of files) {
+          const dot = file.name.lastIndexOf(".");
+          const ext = dot > 0 ? file.name.slice(dot) : "";
+          entries.push({ name: name + ext, bytes: new Uint8Array(await file.arrayBuffer()) });
+        }
+        const data = new FormData();
+        data.append("file", makeZip(entries), "inputs.zip");
+        const up = await fetch(`/v1/jobs/${answer.request_id}/upload`, { method: "POST", body: data });
+        if (!up.ok) { showRefusal((await up.json()).error); return; }
+      }
+      window.location.href = `/ui/runs/${answer.request_id}`;
+    } catch (err) {
+      formError("The service did not answer: " + err.message);
+    } finally {
+      button.disabled = false; button.textContent = "Run";
+    }
+  });
+})();

@@ -1,0 +1,247 @@
+"""`batch`: run every job of a batch file with a bounded number of requests at once, keep each
+result (and, if asked, its artifacts) on disk under the job's key, and a summary line per job.
+
+Each job carries an Idempotency-Key derived from the file and its key, and a job counts as done
+only once its summary line is written; so after a crash, Ctrl-C or kill -9, `--resume` sends the
+unfinished jobs again, the service answers with the jobs it already has, and nothing runs twice.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from skill_runner_client.batch_file import BatchJob
+from skill_runner_client.client import Client
+from skill_runner_client.errors import SkillRunnerError
+from skill_runner_client.progress import Progress
+
+LONG_POLL_SEC = 20.0
+SUMMARY = "summary.jsonl"
+
+
+class BatchAborted(RuntimeError):
+    """The service stopped answering (or failed) mid-batch; `--resume` continues."""
+
+
+@dataclass(frozen=True)
+class BatchOptions:
+    out: Path
+    concurrency: int = 8  # requests at once, for submitting and for collecting each
+    max_queued: int = 500  # jobs submitted and not yet collected
+    resume: bool = False
+    artifacts: bool = False
+
+
+@dataclass
+class Pending:
+    job: BatchJob
+    request_id: str
+    submitted: float
+
+
+def read_summary(out: Path) -> dict[str, dict[str, Any]]:
+    """The jobs the summary holds as done, by key. It is rewritten without a line torn by a
+    crash and without refused jobs (nothing of those exists on the service: they go again)."""
+    path = out / SUMMARY
+    if not path.exists():
+        return {}
+    done: dict[str, dict[str, Any]] = {}
+    with path.open("rb") as fh:
+        for raw in fh:
+            try:
+                entry = json.loads(raw)
+            except ValueError:
+                break
+            if not raw.endswith(b"\n"):
+                break
+            if entry["status"] != "rejected":
+                done[entry["key"]] = entry
+    part = path.with_name(SUMMARY + ".part")
+    part.write_text("".join(json.dumps(e) + "\n" for e in done.values()), encoding="utf-8")
+    os.replace(part, path)
+    return done
+
+
+class BatchRun:
+    """One invocation of `batch` over `jobs`."""
+
+    def __init__(
+        self, client: Client, batch_file: Path, jobs: list[BatchJob], options: BatchOptions
+    ) -> None:
+        self.client, self.batch_file, self.jobs, self.options = client, batch_file, jobs, options
+        self.results_dir = options.out / "results"
+        self._lock = threading.Lock()
+        self._todo: list[BatchJob] = []
+        self._slots = threading.BoundedSemaphore(options.max_queued)
+        self._pending: queue.Queue[Pending] = queue.Queue()
+        self._failure: BaseException | None = None
+        self._ended = 0
+        self._done = threading.Event()
+        self.progress = Progress(len(jobs))
+
+    def run(self) -> int:
+        """0: every job succeeded; 1: some failed (or the batch stopped; resume it)."""
+        self.results_dir.mkdir(parents=True, exist_ok=True)
+        if (self.options.out / SUMMARY).exists() and not self.options.resume:
+            raise BatchAborted(
+                f"{self.options.out / SUMMARY} holds an earlier batch: --resume continues it"
+            )
+        done = read_summary(self.options.out)
+        self._ended = len(done)
+        ok = sum(1 for e in done.values() if e["status"] == "succeeded")
+        self.progress = Progress(len(self.jobs), ok, len(done) - ok)
+        self._todo = [j for j in self.jobs if j.key not in done]
+        self._todo.reverse()  # popped from the end: file order
+        remaining = len(self._todo)
+        self._summary = (self.options.out / SUMMARY).open("a", encoding="utf-8")
+        n = self.options.concurrency
+        threads = [threading.Thread(target=self._submitter, daemon=True) for _ in range(n)]
+        threads += [threading.Thread(target=self._collector, daemon=True) for _ in range(n)]
+        self.progress.start()
+        for thread in threads:
+            thread.start()
+        try:
+            if remaining:
+                while not self._done.wait(0.2):  # a wait the main thread's Ctrl-C can break
+                    pass
+        finally:
+            self.progress.finish()
+            with self._lock:
+                self._summary.close()
+        if self._failure is not None:
+            raise BatchAborted(f"the batch stopped: {self._failure}; --resume continues it")
+        return 0 if self.progress.failed == 0 else 1
+
+    # -- submitting ------------------------------------------------------------------------
+    def _submitter(self) -> None:
+        while self._failure is None:
+            with self._lock:
+                job = self._todo.pop() if self._todo else None
+            if job is None:
+                break
+            self._slots.acquire()
+            try:
+                self._submit(job)
+            except SkillRunnerError as exc:
+                self._slots.release()
+                if exc.status is not None and 400 <= exc.status < 500:
+                    note = f"{exc.code}: {exc.message}"
+                    self._record(job, None, "rejected", exc.code, 0.0, False, note)
+                else:
+                    self._fail(exc)
+            except BaseException as exc:  # noqa: BLE001 - reported by the main thread
+                self._slots.release()
+                self._fail(exc)
+
+    def _submit(self, job: BatchJob) -> None:
+        started = time.monotonic()
+        created = self.client.jobs.create(
+            job.skill_id,
+            engine=job.engine,
+            model=job.model,
+            parameter=job.parameter,
+            input=job.input,
+            runtime_options=job.runtime_options,
+            files=job.files or None,  # a resumed job's upload, already taken, is not sent again
+            idempotency_key=job.idempotency_key(self.batch_file),
+        )
+        self.progress.submitted()
+        self._pending.put(Pending(job, created["request_id"], started))
+
+    # -- collecting ------------------------------------------------------------------------
+    def _collector(self) -> None:
+        # runs until every job has ended (or the batch failed): an unfinished job goes back
+        # into the queue, so an empty queue does not mean the work is done
+        while not self._done.is_set():
+            try:
+                item = self._pending.get(timeout=0.5)
+            except queue.Empty:
+                continue
+            try:
+                self._collect(item)
+            except BaseException as exc:  # noqa: BLE001 - reported by the main thread
+                self._fail(exc)
+                return
+
+    def _collect(self, item: Pending) -> None:
+        asked = time.monotonic()
+        try:
+            body = self.client.jobs.result(item.request_id, wait_sec=LONG_POLL_SEC)
+        except SkillRunnerError as exc:
+            if exc.code != "RUN_NOT_FINISHED":
+                raise
+            if time.monotonic() - asked < 1.0:
+                time.sleep(0.5)  # answered at once: the server's waiting slots are taken
+            self._pending.put(item)
+            return
+        result = body["result"]
+        key = item.job.key
+        if self.options.artifacts and result.get("artifacts"):
+            self._download_artifacts(item.request_id, key)
+        _write_json(self.results_dir / f"{key}.json", body)
+        error: dict[str, Any] = dict(result.get("error") or {})
+        self._record(
+            item.job,
+            item.request_id,
+            result["status"],
+            error.get("code"),
+            time.monotonic() - item.submitted,
+            True,
+            f"{result['status']} {error.get('code') or ''}",
+        )
+        self._slots.release()
+
+    def _download_artifacts(self, request_id: str, key: str) -> None:
+        folder = self.options.out / "artifacts" / key
+        for artifact in self.client.jobs.artifacts(request_id):
+            path = artifact["path"]
+            relative = path[len("artifacts/") :] if path.startswith("artifacts/") else path
+            self.client.jobs.download_artifact(request_id, path, folder / relative)
+
+    # -- bookkeeping -----------------------------------------------------------------------
+    def _record(
+        self,
+        job: BatchJob,
+        request_id: str | None,
+        status: str,
+        code: str | None,
+        sec: float,
+        was_running: bool,
+        note: str,
+    ) -> None:
+        """Append the job's summary line: from here on it counts as done."""
+        entry = {
+            "key": job.key,
+            "line": job.line,
+            "request_id": request_id,
+            "status": status,
+            "error_code": code,
+            "duration_sec": round(sec, 3),
+        }
+        with self._lock:
+            self._summary.write(json.dumps(entry) + "\n")
+            self._summary.flush()
+            self.progress.ended(status == "succeeded", job.key, was_running, note)
+            self._ended += 1
+            if self._ended >= len(self.jobs):
+                self._done.set()
+
+    def _fail(self, exc: BaseException) -> None:
+        with self._lock:
+            if self._failure is None:
+                self._failure = exc
+        self._done.set()
+
+
+def _write_json(path: Path, body: Any) -> None:
+    """Whole or not at all: a crash never leaves half a result."""
+    part = path.with_name(path.name + ".part")
+    part.write_text(json.dumps(body, indent=2, ensure_ascii=False), encoding="utf-8")
+    os.replace(part, path)

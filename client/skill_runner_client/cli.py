@@ -1,0 +1,175 @@
+"""The command line client: `skill-runner-client COMMAND ...` (also `skill-runner COMMAND`, which
+hands it every command but serve and migrate). Exit codes: 0 done (the run succeeded), 1 a run
+failed or the service refused, 2 bad arguments or a bad batch file, 130 interrupted."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from skill_runner_client import commands
+from skill_runner_client.batch import BatchAborted, BatchOptions, BatchRun
+from skill_runner_client.batch_file import BadLine, read_batch
+from skill_runner_client.client import DEFAULT_URL, Client
+from skill_runner_client.errors import SkillRunnerError
+
+USAGE_ERROR, INTERRUPTED = 2, 130
+
+
+def batch(args: argparse.Namespace, client: Client) -> int:
+    path = Path(args.jobs_file)
+    try:
+        jobs = read_batch(path)  # every line checked before anything is sent
+    except (BadLine, OSError, UnicodeDecodeError) as exc:
+        print(f"{args.prog}: bad batch file: {exc}; nothing was submitted", file=sys.stderr)
+        return USAGE_ERROR
+    out = Path(args.out or path.with_suffix("").name + ".out")
+    options = BatchOptions(out, args.concurrency, args.max_queued, args.resume, args.artifacts)
+    code = BatchRun(client, path, jobs, options).run()
+    if args.json:
+        print(json.dumps({"summary": str(out / "summary.jsonl"), "exit_code": code}))
+    return code
+
+
+def _common(parser: argparse.ArgumentParser, defaults: bool) -> None:
+    """--server, --token, --json; on the subcommands too (without defaults, so an option given
+    before the command is not reset by the subcommand's parser)."""
+    keep = argparse.SUPPRESS
+    parser.add_argument(
+        "--server",
+        default=(os.environ.get("SKILL_RUNNER_URL") or DEFAULT_URL) if defaults else keep,
+        help=f"the service's URL (default: $SKILL_RUNNER_URL or {DEFAULT_URL})",
+    )
+    parser.add_argument(
+        "--token",
+        default=os.environ.get("SKILL_RUNNER_TOKEN") if defaults else keep,
+        help="bearer token (default: $SKILL_RUNNER_TOKEN)",
+    )
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        default=False if defaults else keep,
+        help="machine-readable output",
+    )
+
+
+def build_parser(prog: str) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=prog, description="Client of the Agent Skill Runner.")
+    _common(parser, True)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def command(name: str, fn: Callable[..., int], help: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help, description=help)
+        _common(p, False)
+        p.set_defaults(fn=fn)
+        return p
+
+    p = command("submit", commands.submit, "create a job (and upload its files)")
+    p.add_argument("skill_id")
+    p.add_argument("--engine")
+    p.add_argument("--model")
+    p.add_argument("-p", "--param", action="append", metavar="KEY=VALUE", help="a parameter")
+    p.add_argument("--parameters", metavar="JSON", help="the parameters as one JSON object")
+    p.add_argument("-i", "--input", action="append", metavar="KEY=VALUE", help="an inline input")
+    p.add_argument("--input-json", metavar="JSON", help="the inline input as one JSON object")
+    p.add_argument("-f", "--file", action="append", metavar="FIELD=PATH", help="an input file")
+    p.add_argument("--mode", choices=("auto", "interactive"), help="execution mode")
+    p.add_argument("--runtime-options", metavar="JSON")
+    p.add_argument("--no-cache", action="store_true", help="skip the result cache")
+    p.add_argument("--idempotency-key", help="sending the same key again returns the first job")
+    p.add_argument("--wait", action="store_true", help="wait and print the result")
+    p.add_argument("--timeout", type=float, help="with --wait: give up after this many seconds")
+
+    p = command("batch", batch, "run every job of a JSON Lines or CSV file")
+    p.add_argument("jobs_file", metavar="JOBS_FILE")
+    p.add_argument("--concurrency", type=_positive, default=8, help="requests at once (8)")
+    p.add_argument(
+        "--max-queued", type=_positive, default=500, help="jobs submitted, not yet done (500)"
+    )
+    p.add_argument("--out", help="output folder (default: JOBS_FILE's name + .out)")
+    p.add_argument("--resume", action="store_true", help="continue a batch in --out")
+    p.add_argument("--artifacts", action="store_true", help="download each job's artifacts")
+
+    for name, fn, help in (
+        ("wait", commands.wait, "wait until a run ends; exit 0 when it succeeded"),
+        ("result", commands.result, "print a run's result"),
+        ("status", commands.status, "print a run's status"),
+        ("cancel", commands.cancel, "cancel a run"),
+    ):
+        p = command(name, fn, help)
+        p.add_argument("request_id")
+        if name in ("wait", "result"):
+            p.add_argument("--timeout", type=float, help="give up after this many seconds")
+        if name == "result":
+            p.add_argument("--wait", action="store_true", help="wait for the run to end first")
+
+    p = command("logs", commands.logs, "print a run's log; -f follows it as it grows")
+    p.add_argument("request_id")
+    p.add_argument("-f", "--follow", action="store_true")
+    p.add_argument("--stream", choices=("stdout", "stderr", "prompt"), default="stdout")
+
+    p = command("bundle", commands.bundle, "download a run's bundle zip")
+    p.add_argument("request_id")
+    p.add_argument("-o", "--output", required=True, metavar="FILE")
+
+    p = command("list", commands.list_jobs, "list jobs, newest first")
+    p.add_argument("--status")
+    p.add_argument("--skill")
+    p.add_argument("--engine")
+    p.add_argument("--limit", type=_positive, default=50)
+    p.add_argument("--all", action="store_true", help="every page")
+
+    p = command("reply", commands.reply, "answer an interactive run's pending question")
+    p.add_argument("request_id")
+    answer = p.add_mutually_exclusive_group(required=True)
+    answer.add_argument("--text", help="a free-text answer")
+    answer.add_argument("--choice", metavar="VALUE", help="the value of one of the options")
+    answer.add_argument("--confirm", choices=("yes", "no"))
+    answer.add_argument("--response", metavar="JSON", help="any JSON answer (fill_fields)")
+    p.add_argument("--interaction-id", type=int, help="default: the pending one")
+    p.add_argument("--idempotency-key", help="a repeated reply with this key counts once")
+
+    p = command("skills", commands.skills, "list installed skills, or show one")
+    p.add_argument("skill_id", nargs="?")
+
+    p = command("install", commands.install, "install or update a skill from its package zip")
+    p.add_argument("package", metavar="PACKAGE.zip")
+
+    command("engines", commands.engines, "list the engine CLIs")
+    return parser
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def main(argv: list[str] | None = None, prog: str = "skill-runner-client") -> int:
+    parser = build_parser(prog)
+    args = parser.parse_args(argv)
+    args.prog = prog
+    try:
+        with Client(args.server, args.token or None) as client:
+            return int(args.fn(args, client))
+    except SkillRunnerError as exc:
+        if args.json:
+            print(json.dumps(exc.body), file=sys.stderr)
+        else:
+            print(f"{prog}: {exc.code}: {exc.message}", file=sys.stderr)
+        return 1
+    except (ValueError, OSError, BatchAborted, TimeoutError) as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
+        return USAGE_ERROR if isinstance(exc, ValueError) else 1
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted", file=sys.stderr)
+        return INTERRUPTED
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,53 @@
+"""The one exception the SDK raises: the service's error body, or a transport failure."""
+
+from __future__ import annotations
+
+from typing import Any
+
+# Codes the client itself uses when no error body came back from the service.
+CONNECTION_FAILED = "CONNECTION_FAILED"  # no answer: refused, reset, timed out
+UNEXPECTED_RESPONSE = "UNEXPECTED_RESPONSE"  # an answer that is not the API's error body
+
+
+class SkillRunnerError(Exception):
+    """A refused request (`status` >= 400 with the service's `{code, message, details,
+    request_id}`) or a request that got no usable answer (`status` None)."""
+
+    def __init__(
+        self,
+        status: int | None,
+        code: str,
+        message: str,
+        details: dict[str, Any] | None = None,
+        request_id: str | None = None,
+    ) -> None:
+        super().__init__(f"{status or '-'} {code}: {message}")
+        self.status, self.code, self.message = status, code, message
+        self.details = details or {}
+        self.request_id = request_id
+
+    @property
+    def body(self) -> dict[str, Any]:
+        """The error as the service sends it."""
+        return {
+            "error": {
+                "code": self.code,
+                "message": self.message,
+                "details": self.details,
+                "request_id": self.request_id,
+            }
+        }
+
+    @classmethod
+    def from_response(cls, status: int, body: Any, text: str) -> SkillRunnerError:
+        """From an error answer; one that is not the API's body keeps its first 500 chars."""
+        error = body.get("error") if isinstance(body, dict) else None
+        if isinstance(error, dict) and "code" in error:
+            return cls(
+                status,
+                str(error["code"]),
+                str(error.get("message", "")),
+                error.get("details") or {},
+                error.get("request_id"),
+            )
+        return cls(status, UNEXPECTED_RESPONSE, text[:500])

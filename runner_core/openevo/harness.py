@@ -1,0 +1,105 @@
+"""Run `execute(input, ctx)` of a skill.json code skill written in Python (index.py).
+
+Started by the worker as the skill's script, in the skill's folder: reads the resolved input
+from SKILL_RUNNER_INPUT_FILE and writes the return value as JSON to SKILL_RUNNER_RESULT_FILE.
+What the function prints goes to stderr (the run's log), so stdout never mixes with the result.
+Standalone on purpose: it imports nothing of the service.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import inspect
+import json
+import os
+import sys
+import traceback
+from typing import Any
+
+
+class Unavailable:
+    """A part of openEvo's desktop ctx this service does not offer: any use is a clear error."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attr: str) -> Any:
+        raise RuntimeError(
+            f"ctx.{self._name} is not available in this service (ctx.{self._name}.{attr})"
+        )
+
+
+class Context:
+    """What a service run can honestly offer a skill: its run id, config, scratch and log."""
+
+    def __init__(self, run_id: str, scratch: dict[str, Any]) -> None:
+        self.run_id = run_id
+        self.config: dict[str, Any] = {}
+        self.scratch = scratch
+        self.memory = Unavailable("memory")
+        self.session = Unavailable("session")
+
+    def log(self, *parts: Any) -> None:
+        print("[skill]", *parts, file=sys.stderr, flush=True)
+
+    def call(self, name: str, input: Any = None) -> Any:
+        raise RuntimeError(
+            f"ctx.call('{name}') is not available to code skills yet; "
+            "compose skills with a pipeline"
+        )
+
+
+def _load(path: str):
+    spec = importlib.util.spec_from_file_location("skill_index", path)
+    if spec is None or spec.loader is None:
+        raise RuntimeError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
+    spec.loader.exec_module(module)
+    execute = getattr(module, "execute", None)
+    if not callable(execute):
+        raise RuntimeError(f"{path} defines no function execute(input, ctx)")
+    return execute
+
+
+def _scratch_path() -> str | None:
+    return os.environ.get("SKILL_RUNNER_SCRATCH_FILE") or None
+
+
+def main(index: str) -> int:
+    with open(os.environ["SKILL_RUNNER_INPUT_FILE"], encoding="utf-8") as fh:
+        payload = json.load(fh)
+    scratch_file = _scratch_path()
+    scratch: dict[str, Any] = {}
+    if scratch_file and os.path.isfile(scratch_file):
+        with open(scratch_file, encoding="utf-8") as fh:
+            scratch = json.load(fh)
+    ctx = Context(os.environ.get("SKILL_RUNNER_RUN_ID", ""), scratch)
+    stdout, sys.stdout = sys.stdout, sys.stderr  # prints go to the log, never into the result
+    try:
+        value = _load(index)(payload.get("input") or {}, ctx)
+        if inspect.isawaitable(value):
+            value = asyncio.run(_await(value))
+        text = json.dumps(value, ensure_ascii=False)
+    except Exception:
+        traceback.print_exc()
+        return 1
+    finally:
+        sys.stdout = stdout
+    result_file = os.environ["SKILL_RUNNER_RESULT_FILE"]
+    os.makedirs(os.path.dirname(result_file), exist_ok=True)
+    with open(result_file, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    if scratch_file:
+        with open(scratch_file, "w", encoding="utf-8") as fh:
+            json.dump(ctx.scratch, fh, ensure_ascii=False)
+    return 0
+
+
+async def _await(value: Any) -> Any:
+    return await value
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))

@@ -1,0 +1,77 @@
+"""Browser tier: headless Chromium (the system's package, driven by Playwright) against a real
+gunicorn + Celery worker + Redis, with codex talking to the fake LLM. Screenshots of every page
+go to .test-artifacts/ui/ (kept after the run, to look at)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import asdict
+from pathlib import Path
+
+import pytest
+
+from fake_llm import FakeLLM
+from runner_core.engines import get_adapter
+from runner_core.settings import REPO_ROOT
+from tests.engines.harness import FAKE_CONFIG, require_binary
+from tests.engines.test_event_stream_served import Api
+from tests.engines.test_interactive_jobs import ASKS_THEN_FINISHES
+from tests.integration.services import WorkerProcess, broker_settings, service_env
+from tests.integration.test_serve import free_port
+
+REDIS_DB = 13  # of its own among the test modules
+CHROMIUM = ("/usr/bin/chromium", "/usr/bin/chromium-browser")
+
+
+def chromium_path() -> str:
+    """The system Chromium (tests/run.sh installs it); fails, never skips, when missing."""
+    for path in CHROMIUM:
+        if Path(path).exists():
+            return path
+    pytest.fail("the browser tests need Chromium (apt-get install chromium; tests/run.sh does)")
+
+
+@pytest.fixture(scope="session")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        chromium = pw.chromium.launch(
+            executable_path=chromium_path(), headless=True, args=["--no-sandbox"]
+        )
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1024, "height": 900})
+    tab = context.new_page()
+    yield tab
+    context.close()
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    """The API (gunicorn) and a worker; codex asks one question, then finishes."""
+    require_binary(get_adapter("codex"))
+    root = tmp_path_factory.mktemp("browser")
+    script_file = root / "llm-script.json"
+    script_file.write_text(json.dumps(asdict(ASKS_THEN_FINISHES)))
+    with FakeLLM(script_file) as llm, broker_settings(root, REDIS_DB) as settings:
+        config_dir = root / "engine-config"
+        shutil.copytree(REPO_ROOT / "deploy" / "engine-config", config_dir)
+        (config_dir / "codex" / "enforced.json").write_text(json.dumps(FAKE_CONFIG["codex"](llm)))
+        extra = {"SKILL_RUNNER_ENGINE_CONFIG_DIR": str(config_dir)}
+        worker = WorkerProcess(
+            settings, "browser", settings.data_dir / "worker.log", extra_env=extra
+        )
+        env = {**service_env(settings), **extra, "PORT": str(free_port()), "WEB_CONCURRENCY": "1"}
+        api = Api(env, int(env["PORT"]))
+        api.start()
+        try:
+            yield api
+        finally:
+            api.stop()
+            worker.stop()

@@ -1,0 +1,104 @@
+"""The web UI in a real browser: run a skill from its generated form with a file upload, answer
+an interactive run's question from the reply box, preview the files, see a validation error
+next to its field. Each page is photographed into .test-artifacts/ui/."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.browser.shots import shot
+
+pytestmark = pytest.mark.browser
+
+
+def test_skills_list_shows_health_and_engines(served, page):
+    page.goto(f"{served.base}/ui/skills")
+    row = page.locator("tr", has_text="demo-prime-number")
+    assert row.locator(".badge").inner_text() == "ok"
+    assert "codex" in page.locator("tr", has_text="pick-title").inner_text()
+    shot(page, "01-skills")
+
+
+def test_a_script_skill_runs_from_its_form_with_a_file_upload(served, page, tmp_path):
+    numbers = tmp_path / "numbers.txt"
+    numbers.write_text("30\n")
+    page.goto(f"{served.base}/ui/skills")
+    page.get_by_role("link", name="demo-prime-number").first.click()
+    assert page.get_by_label("divisor").input_value() == "1"  # the schema's default
+    page.get_by_label("divisor").fill("3")
+    page.locator("#f-input-input_file").set_input_files(str(numbers))
+    assert page.locator("#f-input-input_file").get_attribute("accept") == ".txt"
+    page.get_by_label("Run again even if a cached result exists").check()
+    shot(page, "02-skill-form")
+    page.get_by_role("button", name="Run").click()
+    page.wait_for_url("**/ui/runs/*")
+    page.locator("#status.st-succeeded").wait_for(timeout=60_000)
+    page.locator("#result .result-json").wait_for()
+    result = page.locator("#result .result-json").inner_text()
+    assert '"status": "succeeded"' in result
+    link = page.locator("#result .artifacts a", has_text="primes.md")
+    assert link.get_attribute("href").endswith("/artifacts/artifacts/primes.md")
+    page.locator('#tree a[data-path="artifacts/primes.md"]').click()
+    page.locator("#preview pre.file-text").wait_for()
+    assert "3" in page.locator("#preview pre.file-text").inner_text()
+    page.locator('#tree a[data-path="result/result.json"]').click()
+    page.locator("#preview .preview-head", has_text="result/result.json").wait_for()
+    shot(page, "03-run-script-finished")
+
+
+def test_an_interactive_run_asks_and_the_reply_box_answers(served, page):
+    page.goto(f"{served.base}/ui/skills/pick-title")
+    page.get_by_label("Engine").select_option("codex")
+    page.get_by_label("Execution mode").select_option("interactive")
+    page.get_by_label("text").first.fill("hello")
+    page.get_by_label("Run again even if a cached result exists").check()
+    page.get_by_role("button", name="Run").click()
+    page.wait_for_url("**/ui/runs/*")
+    choice = page.get_by_role("button", name="The bold one")
+    choice.wait_for(timeout=90_000)  # the question arrives live from the event stream
+    assert "Which title" in page.locator("#question").inner_text()
+    assert page.locator("#conversation .msg.question").count() == 1
+    assert page.locator("#status").inner_text() == "waiting_user"
+    shot(page, "04-run-waiting-for-a-reply")
+    choice.click()
+    page.locator("#status.st-succeeded").wait_for(timeout=90_000)
+    assert page.locator("#conversation .msg.user").inner_text() == "TITLE-B-7"
+    assert page.locator("#reply-controls button").count() == 0  # nothing pending any more
+    page.locator("#result .result-json").wait_for()
+    assert "TITLE-B-7" in page.locator("#result .result-json").inner_text()
+    assert page.locator("#conversation details.tool").count() >= 1  # tool calls folded
+    page.locator('#tree a[data-path="events.jsonl"]').click()
+    page.locator("#preview pre.file-text").wait_for()
+    assert "user.input.required" in page.locator("#preview pre.file-text").inner_text()
+    assert page.locator("#tree a", has_text="auth.json").count() == 0
+    shot(page, "05-run-interactive-finished")
+
+
+def test_a_refused_value_shows_next_to_its_field(served, page):
+    page.goto(f"{served.base}/ui/skills/demo-prime-number")
+    page.get_by_label("divisor").fill("0")  # the schema's minimum is 1
+    page.locator("#f-input-input_file").set_input_files(
+        files=[{"name": "n.txt", "mimeType": "text/plain", "buffer": b"10\n"}]
+    )
+    page.get_by_role("button", name="Run").click()
+    error = page.locator("#f-parameter-divisor-error")
+    error.wait_for(state="visible")
+    page.wait_for_function("document.getElementById('f-parameter-divisor-error').textContent")
+    assert "minimum" in error.inner_text()
+    assert page.get_by_label("divisor").get_attribute("aria-invalid") == "true"
+    assert "/ui/skills/" in page.url  # nothing was created
+    shot(page, "06-validation-error")
+
+
+def test_runs_list_filters_and_engines_page(served, page):
+    page.goto(f"{served.base}/ui/runs")
+    assert page.locator("#runs tbody tr").count() >= 2
+    page.get_by_label("Skill").select_option("pick-title")
+    page.wait_for_url("**skill_id=pick-title**")
+    rows = page.locator("#runs tbody tr")
+    assert rows.count() >= 1 and all("pick-title" in t for t in rows.all_inner_texts())
+    shot(page, "07-runs-filtered")
+    page.goto(f"{served.base}/ui/engines")
+    codex = page.locator("tr", has_text="codex")
+    assert "workspace-write" in codex.inner_text()
+    shot(page, "08-engines")

@@ -1,0 +1,109 @@
+"""skill.json code skills (Python, TypeScript, JavaScript) through the API, Redis and a real
+worker, on SQLite and Postgres: listing, defaults, the harness contract, output validation,
+timeout and cancel."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from tests.integration.openevo_stack import install_node_runners, openevo_stack
+
+pytestmark = pytest.mark.integration
+REDIS_DB = {"sqlite": 3, "postgres": 4}  # of their own among the test modules
+
+
+@pytest.fixture(scope="module", autouse=True)
+def node_runners():
+    install_node_runners()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def stack(request, tmp_path):
+    with openevo_stack(tmp_path, REDIS_DB[request.param], request.param) as stack:
+        yield stack
+
+
+def run(stack, skill_id, inline, timeout=30.0):
+    resp = stack.client.post("/v1/jobs", json={"skill_id": skill_id, "input": inline})
+    assert resp.status_code == 200, resp.json
+    rid = resp.json["request_id"]
+    return rid, stack.wait(rid, timeout)
+
+
+def test_code_skills_listed_and_run_in_python_typescript_and_javascript(stack):
+    listed = {s["id"]: s for s in stack.client.get("/v1/skills").json}
+    assert listed["memory_search"]["format"] == "skill.json"
+    assert listed["memory_search"]["health"] == "ok", listed["memory_search"]
+    assert listed["demo-prime-number"]["format"] == "SKILL.md"
+    detail = stack.client.get("/v1/skills/summarize").json
+    assert detail["schemas"]["input"]["properties"]["text"]["x-input-source"] == "inline"
+
+    rid, status = run(stack, "memory_search", {"query": "queue runs"})
+    assert status["status"] == "succeeded", status
+    data = stack.client.get(f"/v1/jobs/{rid}/result").json["result"]["data"]
+    # limit's default (5) applied; two notes hold both words, one holds "runs"
+    assert data["count"] == 3 and [r["score"] for r in data["results"]] == [2, 2, 1]
+    run_dir = stack.settings.runs_dir / status["run_id"]
+    resolved = json.loads((run_dir / "resolved_input.json").read_text())
+    assert resolved["input"] == {"query": "queue runs", "limit": 5}
+    logs = stack.client.get(f"/v1/jobs/{rid}/logs").json
+    assert "goes to the log" in logs["stderr"] and "[skill] searching for" in logs["stderr"]
+
+    rid, status = run(stack, "summarize", {"text": "alpha\n\nbeta\ngamma"})
+    assert status["status"] == "succeeded", status
+    data = stack.client.get(f"/v1/jobs/{rid}/result").json["result"]["data"]
+    assert data == {"summary": "3 notes; first: alpha", "lines": 3}
+
+    rid, status = run(stack, "shout", {"text": "hi"})
+    assert status["status"] == "succeeded", status
+    assert stack.client.get(f"/v1/jobs/{rid}/result").json["result"]["data"] == {"text": "HI"}
+
+
+def test_input_is_checked_before_any_run(stack):
+    resp = stack.client.post("/v1/jobs", json={"skill_id": "memory_search", "input": {}})
+    assert resp.status_code == 400 and resp.json["error"]["code"] == "SCHEMA_VALIDATION_FAILED"
+    resp = stack.client.post(
+        "/v1/jobs", json={"skill_id": "shout", "engine": "codex", "input": {"text": "x"}}
+    )
+    assert resp.status_code == 400 and resp.json["error"]["code"] == "SKILL_ENGINE_UNSUPPORTED"
+    # the seed's composite loads (calls resolved) but is refused until composites run
+    assert stack.client.get("/v1/skills/research_and_summarize").json["health"] == "ok"
+    resp = stack.client.post(
+        "/v1/jobs", json={"skill_id": "research_and_summarize", "input": {"topic": "queue"}}
+    )
+    assert resp.status_code == 400 and resp.json["error"]["code"] == "SKILL_MODE_UNSUPPORTED"
+
+
+def test_output_violating_the_schema_fails_and_ctx_memory_is_a_clear_error(stack):
+    rid, status = run(stack, "wrong_output", {})
+    assert status["status"] == "failed"
+    assert status["error"]["code"] == "OUTPUT_VALIDATION_FAILED"
+    rid, status = run(stack, "shout", {"text": "memory"})
+    assert status["status"] == "failed" and status["error"]["code"] == "SKILL_SCRIPT_FAILED"
+    stderr = stack.client.get(f"/v1/jobs/{rid}/logs").json["stderr"]
+    assert "ctx.memory is not available in this service" in stderr
+
+
+def test_timeout_from_skill_json_and_cancel(stack):
+    # sleep_ms declares 30 s; the request's own limit is shorter and wins
+    resp = stack.client.post(
+        "/v1/jobs",
+        json={
+            "skill_id": "sleep_ms",
+            "input": {"ms": 20000},
+            "runtime_options": {"timeout_sec": 1},
+        },
+    )
+    started = time.monotonic()
+    status = stack.wait(resp.json["request_id"])
+    assert status["status"] == "failed" and status["error"]["code"] == "TIMEOUT", status
+    assert time.monotonic() - started < 10
+    rid = stack.client.post("/v1/jobs", json={"skill_id": "sleep_ms", "input": {"ms": 20000}}).json[
+        "request_id"
+    ]
+    stack.wait(rid, until=("running",))
+    assert stack.client.post(f"/v1/jobs/{rid}/cancel").status_code in (200, 202)
+    assert stack.wait(rid, 15)["status"] == "canceled"

@@ -1,0 +1,7 @@
+import time
+
+
+def execute(input, ctx):
+    started = time.time()
+    time.sleep(input["ms"] / 1000)
+    return {"started": started, "ended": time.time(), "tag": input["tag"]}

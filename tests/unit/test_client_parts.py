@@ -1,0 +1,154 @@
+"""Parts of the client package that need no service: batch files, the batch summary after a
+crash, Retry-After, and the transport's retries against a small local HTTP server."""
+
+from __future__ import annotations
+
+import json
+import threading
+from email.utils import formatdate
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from skill_runner_client import Client, SkillRunnerError
+from skill_runner_client.batch import read_summary
+from skill_runner_client.batch_file import BadLine, read_batch
+from skill_runner_client.transport import retry_after_sec
+
+
+def test_jsonl_lines_become_jobs_with_stable_idempotency_keys(tmp_path):
+    (tmp_path / "a.txt").write_text("1")
+    path = tmp_path / "jobs.jsonl"
+    path.write_text(
+        '{"skill_id": "s", "files": {"input_file": "a.txt"}}\n\n'
+        '{"key": "k2", "skill_id": "s", "parameter": {"n": 1}, "engine": "codex"}\n'
+    )
+    first, second = read_batch(path)
+    assert (first.key, first.line, first.files) == ("1", 1, {"input_file": str(tmp_path / "a.txt")})
+    assert (second.key, second.parameter, second.engine) == ("k2", {"n": 1}, "codex")
+    assert first.idempotency_key(path) == read_batch(path)[0].idempotency_key(path)
+    assert first.idempotency_key(path) != second.idempotency_key(path)
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ('{"skill_id": "s"}\nnot json\n', "2: not JSON"),
+        ("[1]\n", "1: not a JSON object"),
+        ('{"engine": "codex"}\n', "1: skill_id is missing"),
+        ('{"skill_id": "s", "colour": 1}\n', "1: unknown field(s): colour"),
+        ('{"skill_id": "s", "key": "a/b"}\n', "1: key 'a/b' is not"),
+        (
+            '{"skill_id": "s", "key": "a"}\n{"skill_id": "s", "key": "a"}\n',
+            "2: key 'a' repeats line 1",
+        ),
+        ('{"skill_id": "s", "files": {"f": "gone.txt"}}\n', "1: files.f: no file at gone.txt"),
+    ],
+)
+def test_a_bad_line_is_named(tmp_path, text, reason):
+    path = tmp_path / "jobs.jsonl"
+    path.write_text(text)
+    with pytest.raises(BadLine) as bad:
+        read_batch(path)
+    assert f"jobs.jsonl:{reason}" in str(bad.value)
+
+
+def test_csv_columns_build_objects(tmp_path):
+    path = tmp_path / "jobs.csv"
+    path.write_text(
+        'key,skill_id,parameter.n,parameter.name,input,runtime_options\na,s,3,x,"{""t"": 1}",\n'
+    )
+    (job,) = read_batch(path)
+    assert job.parameter == {"n": 3, "name": "x"}
+    assert job.input == {"t": 1} and job.runtime_options == {}
+
+
+def test_the_summary_drops_a_torn_line_and_refused_jobs(tmp_path):
+    lines = [
+        {"key": "a", "status": "succeeded"},
+        {"key": "b", "status": "rejected"},
+        {"key": "c", "status": "failed"},
+    ]
+    body = "".join(json.dumps(line) + "\n" for line in lines) + '{"key": "d", "sta'
+    (tmp_path / "summary.jsonl").write_text(body)
+    assert sorted(read_summary(tmp_path)) == ["a", "c"]
+    kept = (tmp_path / "summary.jsonl").read_text().splitlines()
+    assert [json.loads(line)["key"] for line in kept] == ["a", "c"]
+
+
+def test_retry_after_as_seconds_or_a_date():
+    assert retry_after_sec("5", 1.0) == 5.0
+    assert retry_after_sec(None, 1.5) == 1.5
+    assert retry_after_sec("soon", 2.0) == 2.0
+    assert 0.0 <= retry_after_sec(formatdate(usegmt=True), 9.0) <= 1.0
+
+
+class Scripted(BaseHTTPRequestHandler):
+    """Answers each request with the next (status, headers, body) of the server's script."""
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        status, headers, body = self.server.script.pop(0)  # type: ignore[attr-defined]
+        self.server.seen.append(self.path)  # type: ignore[attr-defined]
+        self.send_response(status)
+        for name, value in headers.items():
+            self.send_header(name, value)
+        data = json.dumps(body).encode()
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *_args) -> None:
+        pass
+
+
+@pytest.fixture
+def scripted():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Scripted)
+    server.script, server.seen = [], []
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+def busy(status: int) -> tuple[int, dict, dict]:
+    code = "QUEUE_FULL" if status == 429 else "DATABASE_UNAVAILABLE"
+    error = {"code": code, "message": "later", "details": {}, "request_id": "r"}
+    return status, {"Retry-After": "0"}, {"error": error}
+
+
+def test_429_and_503_are_retried_then_answered(scripted):
+    scripted.script += [busy(429), busy(503), (200, {}, [{"id": "s"}])]
+    with Client(f"http://127.0.0.1:{scripted.server_port}") as client:
+        assert client.skills() == [{"id": "s"}]
+    assert scripted.seen == ["/v1/skills"] * 3
+
+
+def test_retries_end_with_the_last_error_body(scripted):
+    scripted.script += [busy(503), busy(503)]
+    with Client(f"http://127.0.0.1:{scripted.server_port}", max_retries=1) as client:
+        with pytest.raises(SkillRunnerError) as error:
+            client.skills()
+    assert (error.value.status, error.value.code, error.value.request_id) == (
+        503,
+        "DATABASE_UNAVAILABLE",
+        "r",
+    )
+
+
+def test_an_answer_that_is_not_the_error_body_is_still_one_error(scripted):
+    scripted.script.append((502, {}, "bad gateway"))
+    with Client(f"http://127.0.0.1:{scripted.server_port}") as client:
+        with pytest.raises(SkillRunnerError) as error:
+            client.skills()
+    assert (error.value.status, error.value.code) == (502, "UNEXPECTED_RESPONSE")
+
+
+def test_the_client_package_imports_neither_flask_nor_celery():
+    from tests.unit.test_layering import outside_stdlib
+
+    root = Path(__file__).resolve().parents[2] / "client" / "skill_runner_client"
+    assert {line.split(": ")[1].split(".")[0] for line in outside_stdlib(root)} == {"httpx"}

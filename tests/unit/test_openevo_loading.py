@@ -1,0 +1,132 @@
+"""Loading skill.json skills: the meta-schema, the mode's body file, and the checks across
+skills (unknown callee, cycle, clash with a SKILL.md skill's id, duplicate names)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from runner_core.skills import SkillRegistry
+from tests.helpers import TEST_SKILLS
+
+BASE = {
+    "description": "d",
+    "category": "c",
+    "input": {"type": "object", "properties": {"x": {"type": "string"}}},
+    "output": {"type": "object"},
+    "mode": "code",
+}
+
+
+def write(root: Path, folder: str, files: dict[str, str] | None = None, **fields) -> Path:
+    path = root / folder
+    path.mkdir(parents=True)
+    (path / "skill.json").write_text(json.dumps({**BASE, **fields}))
+    for name, text in (files or {"index.py": "def execute(i, c):\n    return {}\n"}).items():
+        (path / name).write_text(text)
+    return path
+
+
+def errors(registry: SkillRegistry, skill_id: str) -> list[str]:
+    pkg = registry.get(skill_id)
+    assert pkg is not None, skill_id
+    return pkg.errors
+
+
+def test_valid_skills_in_both_layouts(tmp_path):
+    write(tmp_path, "flat-one", name="flat_one")
+    write(tmp_path / "text", "two", name="nested_two")
+    registry = SkillRegistry(tmp_path)
+    listed = {p.id: p for p in registry.list()}
+    assert set(listed) == {"flat_one", "nested_two"}
+    assert all(p.health == "ok" and p.format == "skill.json" for p in listed.values())
+    assert registry.get("nested_two").root == tmp_path / "text" / "two"
+    assert registry.get("two") is None and registry.get("flat-one") is None
+
+
+def test_meta_schema_and_body_errors_are_all_reported(tmp_path):
+    write(tmp_path, "bad", files={}, name="Bad-Name", mode="code", extra=1, timeout="soon")
+    (pkg,) = SkillRegistry(tmp_path).list()
+    assert pkg.health == "invalid"
+    text = " | ".join(pkg.errors)
+    assert "does not match '^[a-z][a-z0-9_]*$'" in text
+    assert "Additional properties are not allowed ('extra'" in text
+    assert "timeout: 'soon' is not of type 'number'" in text
+    write(tmp_path, "nobody", files={}, name="nobody", mode="llm")
+    write(tmp_path, "bad-schema", name="bad_schema", output={"type": "no-such-type"})
+    registry = SkillRegistry(tmp_path)
+    assert errors(registry, "nobody") == ["mode 'llm' needs prompt.md next to skill.json"]
+    assert errors(registry, "bad_schema") == [
+        "skill.json: output/type: 'no-such-type' is not valid under any of the given schemas"
+    ]
+
+
+def test_call_graph_errors(tmp_path):
+    step = {"step": "s", "skill": "missing", "input": {}}
+    write(tmp_path, "a", files={}, name="a", mode="composite", pipeline=[step])
+    write(
+        tmp_path,
+        "b",
+        files={},
+        name="b",
+        mode="composite",
+        calls=["c"],
+        pipeline=[{"step": "s", "skill": "c", "input": {}}],
+    )
+    write(
+        tmp_path,
+        "c",
+        files={},
+        name="c",
+        mode="composite",
+        pipeline=[{"step": "s", "skill": "b", "input": {}}],
+    )
+    write(
+        tmp_path,
+        "d",
+        files={},
+        name="d",
+        mode="composite",
+        calls=["a"],
+        pipeline=[
+            {"step": "s", "skill": "a", "input": {}},
+            {"step": "t", "skill": "a", "input": {}, "depends": ["later"]},
+        ],
+    )
+    write(
+        tmp_path,
+        "e",
+        files={},
+        name="e",
+        mode="composite",
+        pipeline=[{"step": "s", "skill": "a", "input": {}}],
+    )
+    registry = SkillRegistry(tmp_path)
+    assert errors(registry, "a") == ["calls unknown skill 'missing'"]
+    assert errors(registry, "b") == ["call cycle: b -> c -> b"]
+    assert errors(registry, "c") == ["call cycle: b -> c -> b"]
+    assert errors(registry, "d") == ["pipeline: step 't' depends on 'later', not an earlier step"]
+    assert errors(registry, "e") == ["calls invalid skill 'a'"]
+
+
+def test_clash_with_a_skill_md_id_and_duplicate_names(tmp_path):
+    shutil.copytree(TEST_SKILLS / "echo-prompt", tmp_path / "echo-prompt")
+    write(tmp_path, "x1", name="dup")
+    write(tmp_path, "x2", name="dup")
+    (tmp_path / "echo_prompt").mkdir()
+    registry = SkillRegistry(tmp_path)
+    listed = registry.list()
+    dups = [p for p in listed if p.id == "dup"]
+    assert [p.errors for p in dups] == [[], ["name 'dup' is already declared by the skill in 'x1'"]]
+    assert registry.get("dup").root == tmp_path / "x1"
+    assert registry.get("echo-prompt").format == "SKILL.md"
+    write(tmp_path / "cat", "clash", name="echo_prompt")
+    shutil.rmtree(tmp_path / "echo_prompt")
+    shutil.copytree(TEST_SKILLS / "echo-prompt", tmp_path / "echo_prompt")
+    clash = [
+        p
+        for p in SkillRegistry(tmp_path).list()
+        if p.format == "skill.json" and p.id == "echo_prompt"
+    ]
+    assert clash[0].errors == ["name 'echo_prompt' is already the id of a SKILL.md skill"]
