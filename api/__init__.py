@@ -13,11 +13,13 @@ from api.auth import openapi_security, require_token
 from api.config import build_config
 from api.cors import allow_origins
 from api.errors import http_exception_response, register_error_handlers
-from api.logs import configure_logging
+from api.logs import configure_logging, tag_request_lines
+from api.metrics import register_metrics
 from api.queue import CeleryQueue
 from api.schema_fields import UtcDateTime
 from runner_core.event_bus import EventHub, EventPublisher
 from runner_core.finish_events import FinishWatcher
+from runner_core.metrics import use_metrics_dir
 from runner_core.settings import DEMO_LLM_WARNING
 from runner_core.skills import SkillRegistry
 from runner_core.store.db import make_engine, make_sessionmaker
@@ -44,6 +46,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     app = Flask(__name__)
     app.config.update(build_config(config))
     settings = app.config["SETTINGS"]
+    use_metrics_dir(settings.data_dir)  # before prometheus_client is imported
     configure_logging(settings)
     if settings.demo_llm:
         logging.getLogger(__name__).warning(DEMO_LLM_WARNING, settings.demo_llm)
@@ -52,12 +55,14 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     app.extensions["db_engine"] = engine  # Core connections for the POSTs' few statements
     app.extensions["skills"] = SkillRegistry(settings.skills_dir)
     app.extensions["queue"] = app.config.get("QUEUE") or CeleryQueue(
-        settings.broker_url, settings.task_events
+        settings.broker_url, settings.task_events or settings.task_sent_events
     )
     app.extensions["finish_watcher"] = FinishWatcher(settings.broker_url, max_waiters=max_waiters())
     app.extensions["event_publisher"] = EventPublisher(settings.broker_url)
     app.extensions["event_hub"] = EventHub(settings.broker_url)
     register_error_handlers(app)
+    tag_request_lines(app)
+    register_metrics(app)
     require_token(app, settings.api_tokens)
     allow_origins(app, settings.cors_origins)
     app.config.update(openapi_security(settings.api_tokens))

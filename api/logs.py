@@ -1,37 +1,27 @@
-"""Logging: console plus a rotating file under data/logs/."""
+"""Logging of the API process: the same set-up as the worker's (runner_core.logs); a line
+logged while a request about a job is served carries its request_id."""
 
 from __future__ import annotations
 
-import logging
-from logging.handlers import RotatingFileHandler
+from flask import Flask, g, request
 
-from runner_core.settings import Settings
+from runner_core.logs import configure_logging, run_context
 
-_configured = False
+__all__ = ["configure_logging", "tag_request_lines"]
 
 
-def configure_logging(settings: Settings) -> None:
-    """Idempotent: LOG_LEVEL, LOG_FILE, LOG_MAX_BYTES, LOG_BACKUP_COUNT."""
-    global _configured
-    if _configured:
-        return
-    _configured = True
-    root = logging.getLogger()
-    root.setLevel(settings.log_level)
-    fmt = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
-    if not any(isinstance(h, logging.StreamHandler) for h in root.handlers):
-        console = logging.StreamHandler()
-        console.setFormatter(fmt)
-        root.addHandler(console)
-    path = settings.log_file or str(settings.data_dir / "logs" / "skill_runner.log")
-    try:
-        from pathlib import Path
+def tag_request_lines(app: Flask) -> None:
+    """Bind the URL's request id (GET /v1/jobs/<request_id>/…) to the request's log lines."""
 
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        handler = RotatingFileHandler(
-            path, maxBytes=settings.log_max_bytes, backupCount=settings.log_backup_count
-        )
-        handler.setFormatter(fmt)
-        root.addHandler(handler)
-    except OSError as exc:  # a read-only data dir must not stop the API
-        logging.getLogger(__name__).warning("file logging disabled: %s", exc)
+    @app.before_request
+    def _enter() -> None:
+        request_id = (request.view_args or {}).get("request_id")
+        if request_id:
+            g.log_context = run_context(None, request_id)
+            g.log_context.__enter__()
+
+    @app.teardown_request
+    def _leave(_exc: BaseException | None) -> None:
+        context = g.pop("log_context", None)
+        if context is not None:
+            context.__exit__(None, None, None)

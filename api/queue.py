@@ -62,9 +62,11 @@ class CeleryQueue:
         queue: str,
         task_id: str | None = None,
         time_limits: tuple[int, int] | None = None,
+        label: dict[str, str] | None = None,
     ) -> str | None:
-        """Send execute_run(run_id) with Celery's (hard, soft) `time_limits` for it; returns
-        the task id, or None when the broker is down."""
+        """Send execute_run(run_id) with Celery's (hard, soft) `time_limits` for it and the
+        `label` Flower shows (runner_core.queues.task_label); returns the task id, or None when
+        the broker is down."""
         hard, soft = time_limits or (None, None)
         app = self.celery
         try:
@@ -77,9 +79,15 @@ class CeleryQueue:
                     time_limit=hard,
                     soft_time_limit=soft,
                     producer=producer,
+                    **(label or {}),
                 ).id
         except Exception as exc:  # the row is committed; the sweeper re-enqueues it
-            log.warning("enqueue of run %s failed (%s); the sweeper will retry", run_id, exc)
+            log.warning(
+                "enqueue of run %s failed (%s); the sweeper will retry",
+                run_id,
+                exc,
+                extra={"run_id": run_id},
+            )
             return None
 
     def ping(self) -> str:
@@ -105,3 +113,21 @@ class CeleryQueue:
             self.celery.control.revoke(task_id)
         except Exception as exc:
             log.warning("revoke of %s failed: %s", task_id, exc)
+
+    def depths(self, queues: list[str]) -> dict[str, int]:
+        """Messages waiting in each of `queues` (a queue the broker does not know is left out);
+        empty when the broker does not answer within a second."""
+        found: dict[str, int] = {}
+        try:
+            with self.celery.connection_for_write(
+                connect_timeout=1, transport_options={"socket_timeout": 1}
+            ) as conn:
+                channel = conn.default_channel
+                for name in queues:
+                    try:
+                        found[name] = channel.queue_declare(name, passive=True).message_count
+                    except Exception:  # not declared yet: no worker has consumed it
+                        continue
+        except Exception as exc:
+            log.debug("queue depths not read: %s", exc)
+        return found

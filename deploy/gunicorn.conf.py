@@ -40,3 +40,11 @@ def when_ready(server):
             "this address can run skills; set a token (README: Configuration)",
             bind,
         )
+
+
+def child_exit(server, worker):
+    """A worker that ended no longer holds event streams (prometheus-client's multiprocess
+    recipe: its live gauges are dropped)."""
+    from runner_core.metrics import forget_process
+
+    forget_process(worker.pid)

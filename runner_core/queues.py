@@ -15,3 +15,11 @@ def queue_for(engine: str | None, entrypoint_type: str) -> str:
     if entrypoint_type == "script" or not engine:
         return SCRIPT_QUEUE
     return f"runs.{engine}"
+
+
+def task_label(skill_id: str, engine: str | None, request_id: str | None) -> dict[str, str]:
+    """How a run's execute_run message shows in Flower (its kwargs column) and the worker's
+    log: Celery's `kwargsrepr`. The name stays `worker.tasks.execute_run` (a `shadow` name
+    would only replace it in some of Flower's events, so a run would change names)."""
+    shown = {"skill": skill_id, "engine": engine or "script", "request_id": request_id}
+    return {"kwargsrepr": repr(shown)}

@@ -57,7 +57,9 @@ class Settings:
     upload_wait_sec: int = 86400  # a job waiting this long for its upload fails UPLOAD_TIMEOUT
     reply_timeout_max_sec: int = 86400  # caps runtime_options.interactive_reply_timeout_sec
     idempotency_ttl_sec: int = 86400  # how long an Idempotency-Key answers with its first job
-    task_events: bool = False
+    log_format: str = "text"  # or "json": one JSON object per line
+    task_events: bool = False  # workers' task events always on (else while Flower watches)
+    task_sent_events: bool = True  # `task-sent` on every send: Flower lists queued runs
     events: bool = True  # each run's FCMP events (events.jsonl + pub/sub); off for benchmarks
     run_pool: int = 2  # run directories made ahead per skill version and kind (0: off)
     snapshot_mode: str = "link"  # link: from a read-only copy per skill version; copy: full copies
@@ -181,8 +183,10 @@ class _Env:
             raise SettingsError(f"{name} must be {bounds}, not {raw!r}")
         return value
 
-    def flag(self, name: str) -> bool:
+    def flag(self, name: str, default: bool = False) -> bool:
         raw = self.env.get(name, "").strip().lower()
+        if not raw:
+            return default
         if raw in _TRUE:
             return True
         if raw in _FALSE:
@@ -264,6 +268,7 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         log_file=env.get("LOG_FILE") or None,
         log_max_bytes=read.number("LOG_MAX_BYTES", 5 * 1024 * 1024, minimum=0),
         log_backup_count=read.number("LOG_BACKUP_COUNT", 5, minimum=0),
+        log_format=_log_format(env.get("LOG_FORMAT", "text")),
         default_timeout_sec=default_timeout,
         max_timeout_sec=max_timeout,
         queue_max=read.number("SKILL_RUNNER_QUEUE_MAX", 1000, minimum=1),
@@ -287,7 +292,8 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         run_pool=read.number("SKILL_RUNNER_RUN_POOL", 2, minimum=0),
         snapshot_mode=_snapshot_mode(env.get("SKILL_RUNNER_SNAPSHOT", "link")),
         task_events=read.flag("SKILL_RUNNER_TASK_EVENTS"),
-        events=read.flag("SKILL_RUNNER_EVENTS") if "SKILL_RUNNER_EVENTS" in read.env else True,
+        task_sent_events=read.flag("SKILL_RUNNER_TASK_SENT_EVENTS", default=True),
+        events=read.flag("SKILL_RUNNER_EVENTS", default=True),
         api_tokens=api_tokens(env.get("SKILL_RUNNER_API_TOKEN", "")),
         cors_origins=cors_origins(env.get("SKILL_RUNNER_CORS_ORIGINS", "")),
         webhook_hosts=tuple(
@@ -300,6 +306,13 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         webhook_backoff_sec=float(env.get("SKILL_RUNNER_WEBHOOK_BACKOFF_SEC", "2") or 2),
         demo_llm=env.get(DEMO_LLM_ENV, "").strip(),
     )
+
+
+def _log_format(value: str) -> str:
+    fmt = value.strip().lower() or "text"
+    if fmt not in ("text", "json"):
+        raise SettingsError(f"LOG_FORMAT must be 'text' or 'json', not {value!r}")
+    return fmt
 
 
 def _snapshot_mode(value: str) -> str:

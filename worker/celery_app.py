@@ -9,8 +9,10 @@ SKILL_RUNNER_SWEEP_INTERVAL_SEC (tests shorten it).
 from __future__ import annotations
 
 from celery import Celery
+from celery.signals import setup_logging
 from kombu import Queue
 
+from runner_core.logs import configure_logging
 from runner_core.queues import MAINTENANCE_QUEUE, RUN_QUEUES, SCRIPT_QUEUE
 from runner_core.settings import HARD_LIMIT_MARGIN_SEC, SOFT_LIMIT_MARGIN_SEC, load_settings
 
@@ -41,9 +43,10 @@ app.conf.update(
     task_soft_time_limit=settings.max_timeout_sec + SOFT_LIMIT_MARGIN_SEC,
     task_time_limit=settings.max_timeout_sec + HARD_LIMIT_MARGIN_SEC,
     # Task events cost a broker publish each; Flower turns the workers' events on while it runs
-    # (its enable_events), SKILL_RUNNER_TASK_EVENTS=1 keeps them (and task-sent) always on.
+    # (its enable_events), SKILL_RUNNER_TASK_EVENTS=1 keeps them always on. `task-sent` (sent
+    # by the sender, so Flower cannot switch it) is on unless SKILL_RUNNER_TASK_SENT_EVENTS=0.
     worker_send_task_events=settings.task_events,
-    task_send_sent_event=settings.task_events,
+    task_send_sent_event=settings.task_events or settings.task_sent_events,
     # the sweep re-sends lost messages, reconciles expired leases and reaps orphan groups;
     # a sweep not picked up within one interval is dropped (the next one does the same work)
     beat_schedule={
@@ -54,3 +57,10 @@ app.conf.update(
         },
     },
 )
+
+
+@setup_logging.connect
+def _logging(**_kwargs) -> None:
+    """Worker and beat log like the API (runner_core.logs: LOG_LEVEL, LOG_FILE, rotation,
+    LOG_FORMAT); connected, this replaces Celery's own logging set-up."""
+    configure_logging(settings)

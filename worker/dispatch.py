@@ -4,11 +4,13 @@ file of a run cut short: shared by the run tasks and the interactive ones."""
 from __future__ import annotations
 
 import logging
+from datetime import UTC, datetime
 
 from runner_core.event_bus import EventPublisher
 from runner_core.events import EventLog, RunRef
 from runner_core.finish_events import FinishPublisher
-from runner_core.queues import queue_for
+from runner_core.metrics import record_run_end
+from runner_core.queues import queue_for, task_label
 from runner_core.skills import load_skill
 from runner_core.store.models import Run
 from worker import results
@@ -27,9 +29,16 @@ def events_of(run: Run) -> EventLog:
 
 
 def announce_end(run: Run, before: str, status: str, error: dict | None, trigger: str) -> None:
-    """The terminal event, then the finish notice (long polls wake on the latter)."""
+    """The terminal event, then the finish notice (long polls wake on the latter); counted in
+    the metrics (duration, failures by code)."""
     events_of(run).state_changed(before, status, trigger, error=error, terminal=True)
     finished.publish(run.id)
+    code = (error or {}).get("code")
+    ids = {"run_id": run.id, "request_id": run.request_id}
+    log.info(
+        "run %s ended %s (%s)%s", run.id, status, trigger, f": {code}" if code else "", extra=ids
+    )
+    record_run_end(run.engine, run.skill_id, status, code, run.started_at, datetime.now(UTC))
     from worker.webhook_tasks import callbacks_for_end  # (its module imports this one's app)
 
     try:
@@ -47,7 +56,11 @@ def queue_of(run: Run) -> str:
 def send_run(run: Run, task_id: str | None = None) -> str:
     """Send execute_run for `run` to its queue; returns the task id."""
     return app.send_task(
-        "worker.tasks.execute_run", args=[run.id], queue=queue_of(run), task_id=task_id
+        "worker.tasks.execute_run",
+        args=[run.id],
+        queue=queue_of(run),
+        task_id=task_id,
+        **task_label(run.skill_id, run.engine, run.request_id),
     ).id
 
 

@@ -10,6 +10,8 @@
 - jobs still waiting for their input upload after SKILL_RUNNER_UPLOAD_WAIT_SEC: failed
   UPLOAD_TIMEOUT;
 - at startup, waiting_user runs keep waiting with a session handle, else SESSION_RESUME_FAILED.
+
+Every run this ends gets its terminal event (worker.dispatch.announce_end), as any other end.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from runner_core.store import runs as run_states
 from runner_core.store.models import Run, utcnow
 from runner_core.workspace import find_snapshot
 from worker.broker_view import read_broker
+from worker.dispatch import announce_end, events_of
 from worker.lease import aware, beat_interval
 from worker.reaper import FOREIGN, GONE, KILLED, parse_worker, pid_alive, reap_group, this_host
 from worker.run_layout import engine_skill_dirs
@@ -63,13 +66,16 @@ def recover(settings: Settings, sessions: Callable, send: Send, startup: bool = 
                 counts["still_queued"] += 1
                 continue
             counts["resent"] += _resend(session, run, send)
-        counts["upload_timeouts"] = len(
-            run_states.expire_uploads(session, timedelta(seconds=settings.upload_wait_sec))
-        )
+        expired = run_states.expire_uploads(session, timedelta(seconds=settings.upload_wait_sec))
+        for run_id in expired:
+            _announce(session, run_id, RunStatus.QUEUED, "upload_timeout")
+        counts["upload_timeouts"] = len(expired)
         if startup:
             for run in rec.runs_in(session, RunStatus.WAITING_USER):
                 counts["kept_waiting"] += rec.keep_waiting(session, run.id)
-                counts["failed_waiting"] += rec.fail_waiting(session, run.id)
+                if rec.fail_waiting(session, run.id):
+                    counts["failed_waiting"] += 1
+                    _announce(session, run.id, RunStatus.WAITING_USER, "resume_failed")
     if any(n for name, n in counts.items() if name != "still_queued"):  # something was done
         log.info("recovery%s: %s", " at startup" if startup else "", counts)
     return counts
@@ -112,10 +118,28 @@ def _recover_running(settings: Settings, session, run: Run, send: Send, counts: 
     counts["reaped"] += outcome == KILLED
     if retries_left(settings, run):
         if rec.requeue_interrupted(session, run.id, reaped=reaped):
+            _record_event(
+                lambda: events_of(run).state_changed(RunStatus.RUNNING, RunStatus.QUEUED, "retry")
+            )
             _resend(session, run, send)  # on a broker failure the next sweep sends it
             counts["requeued_retry"] += 1
     elif rec.reconcile_interrupted(session, run.id, reaped=reaped):
         counts["reconciled"] += 1
+        _announce(session, run.id, RunStatus.RUNNING, "reconciled")
+
+
+def _announce(session, run_id: str, before: str, trigger: str) -> None:
+    """The terminal event of a run this pass ended (read back: the guarded UPDATE set it)."""
+    run = session.get(Run, run_id, populate_existing=True)
+    if run is not None:
+        _record_event(lambda: announce_end(run, before, run.status, run.error, trigger))
+
+
+def _record_event(write: Callable[[], object]) -> None:
+    try:
+        write()
+    except Exception as exc:  # the run's row is the truth; its event log must not stop a sweep
+        log.warning("a recovery event was not recorded: %s", exc)
 
 
 def _reap(settings: Settings, run: Run) -> str:

@@ -19,6 +19,7 @@ from celery.exceptions import SoftTimeLimitExceeded
 from celery.signals import worker_process_init, worker_ready
 
 from runner_core.error_codes import ErrorCode
+from runner_core.logs import bind
 from runner_core.run_pool import IDLE_KEY_SEC, RunDirPool
 from runner_core.settings import DEMO_LLM_WARNING
 from runner_core.skill_copy import installed_signatures
@@ -28,7 +29,10 @@ from runner_core.store import checkpoint, claim
 from runner_core.store import runs as run_states
 from runner_core.store.db import make_engine, make_sessionmaker, retry_unavailable
 from runner_core.store.models import Run
-from worker import composite
+from worker import (
+    composite,
+    observability,  # noqa: F401  (connects its signal handlers)
+)
 from worker.celery_app import app, settings
 from worker.composite import is_composite
 from worker.database import connect, sessions
@@ -38,6 +42,7 @@ from worker.interactive_tasks import ask_user, overdue_replies
 from worker.lease import Heartbeat, beat_interval, make_watch
 from worker.recovery import recover
 from worker.refill import Refiller
+from worker.revokes import RevokeWatch
 from worker.run_layout import skill_copies, skill_source
 from worker.strays import become_subreaper
 from worker.turns import Resume, resume_input
@@ -46,6 +51,7 @@ from worker.webhook_tasks import overdue_callbacks
 log = logging.getLogger(__name__)
 _task: dict = {"run_id": None, "terminating": False}
 _refiller = Refiller()
+app.steps["worker"].add(RevokeWatch)  # operator revokes cancel runs (worker.revokes)
 
 
 class Terminated(BaseException):
@@ -119,6 +125,7 @@ def execute_run(self, run_id: str) -> str:
     claimed = cast(Run, run)  # the row carries every column of Run as an attribute
     if claimed.engine is None and is_composite(load_skill(skill_source(settings, claimed))):
         return composite.start(claimed)
+    bind(request_id=claimed.request_id)  # every line about the run says which request
     _task.update(run_id=run_id, terminating=False)
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
     executor = RunExecutor(

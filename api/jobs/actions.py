@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from runner_core.statuses import TERMINAL_STATUSES, RunStatus
 from runner_core.store import runs as run_states
 from runner_core.store.models import Request, Run
 
+log = logging.getLogger(__name__)
 LOG_CAP = 2 * 1024 * 1024
 RANGE_CAP = 1024 * 1024  # bytes per logs/range answer
 LOG_NAMES = ("prompt", "stdout", "stderr")
@@ -141,4 +143,11 @@ def cancel_run(session: Session, req: Request, run: Run) -> dict[str, Any]:
         # a running composite parent holds no process: the workflow ends it and its steps
         context.queue().wake_composite(run.id)
     session.refresh(run)
+    log.info(
+        "cancel of run %s: accepted %s, now %s",
+        run.id,
+        accepted,
+        run.status,
+        extra={"run_id": run.id},
+    )
     return {"request_id": req.id, "accepted": accepted, "status": run.status}

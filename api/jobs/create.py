@@ -21,7 +21,7 @@ from api.jobs.validate import check_request
 from api.zip_bodies import receive_inputs, upload_lock
 from runner_core.error_codes import ErrorCode
 from runner_core.inputs import file_fields
-from runner_core.queues import queue_for
+from runner_core.queues import queue_for, task_label
 from runner_core.settings import run_timeout, task_time_limits
 from runner_core.skills import SkillPackage
 from runner_core.statuses import RunStatus
@@ -170,7 +170,7 @@ def create_job(
         conn, settings.requests_dir / request_id / "uploads" if needs_upload else None
     )
     if dispatch is not None:
-        submit(pkg, run_id, engine, options, dispatch.task_id)
+        submit(pkg, run_id, engine, options, dispatch.task_id, request_id)
     return accepted
 
 
@@ -256,7 +256,7 @@ def bind_upload(
         dispatch.dispatched_at,
     )
     session.commit()
-    submit(pkg, run.id, run.engine, options, dispatch.task_id)
+    submit(pkg, run.id, run.engine, options, dispatch.task_id, req.id)
     return Accepted(req.id, req.cache_hit, run.status)
 
 
@@ -266,6 +266,7 @@ def submit(
     engine: str | None,
     runtime_options: dict[str, Any],
     task_id: str,
+    request_id: str | None = None,
 ) -> None:
     """Send a committed, stamped run by task name, on its engine's queue."""
     kind = pkg.manifest.entrypoint.type if pkg.manifest else "script"
@@ -274,5 +275,9 @@ def submit(
     skill_timeout = pkg.manifest.automation.timeout_sec if pkg.manifest else None
     timeout = run_timeout(context.settings(), skill_timeout, runtime_options)
     context.queue().enqueue(
-        run_id, queue_for(engine, kind), task_id=task_id, time_limits=task_time_limits(timeout)
+        run_id,
+        queue_for(engine, kind),
+        task_id=task_id,
+        time_limits=task_time_limits(timeout),
+        label=task_label(pkg.id, engine, request_id),
     )

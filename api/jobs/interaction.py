@@ -82,7 +82,7 @@ def reply(
             {"interaction_id": interaction_id, "response": body.get("response")},
         )
         log.state_changed(RunStatus.WAITING_USER, RunStatus.QUEUED, "reply")
-        submit(skill_for(), run.id, run.engine, run.runtime_options or {}, task_id)
+        submit(skill_for(), run.id, run.engine, run.runtime_options or {}, task_id, req.id)
     elif outcome == interactions.NOT_WAITING:
         session.refresh(run)
         raise _not_waiting(req.id, run.status)

@@ -9,6 +9,7 @@ from flask import Response, request, stream_with_context
 from api import context
 from api.jobs import events
 from api.jobs.read import load_job, read_job
+from runner_core.metrics import counted_subscriber
 from runner_core.statuses import TERMINAL_STATUSES, RunStatus
 from runner_core.store import interactions
 
@@ -44,7 +45,7 @@ def sse_response(request_id: str, kind: str, cursor: int) -> Response:
         ended,
     )
     return Response(
-        stream_with_context(frames),
+        stream_with_context(counted_subscriber(frames)),
         mimetype="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )

@@ -17,6 +17,7 @@ class FakeQueue:
         self.revoked: list[str] = []
         self.task_ids: list[str | None] = []
         self.time_limits: list[tuple[int, int] | None] = []
+        self.labels: list[dict[str, str] | None] = []
         self.broker_state = "ok"
 
     def enqueue(
@@ -25,8 +26,10 @@ class FakeQueue:
         queue: str,
         task_id: str | None = None,
         time_limits: tuple[int, int] | None = None,
+        label: dict[str, str] | None = None,
     ) -> str:
         self.sent.append((run_id, queue))
+        self.labels.append(label)
         self.task_ids.append(task_id)
         self.time_limits.append(time_limits)
         return task_id or f"task-{len(self.sent)}"
@@ -36,6 +39,9 @@ class FakeQueue:
 
     def wake_composite(self, run_id: str) -> None:
         self.woken = [*getattr(self, "woken", []), run_id]
+
+    def depths(self, queues: list[str]) -> dict[str, int]:
+        return {name: sum(1 for _, q in self.sent if q == name) for name in queues}
 
     def ping(self) -> str:
         return self.broker_state

@@ -538,3 +538,11 @@ def test_status_reports_the_token_usage_the_run_finished_with(client, app):
     status = client.get(f"/v1/jobs/{rid}").json
     assert status["token_usage"] == {"input_tokens": 120, "output_tokens": 7}
     assert client.get("/v1/jobs").json["items"][0]["token_usage"] == status["token_usage"]
+
+
+def test_the_message_sent_after_an_upload_names_skill_engine_and_request(client, queue):
+    rid = create(client).json["request_id"]
+    client.post(f"/v1/jobs/{rid}/upload", data=upload_body({"input_file.txt": "30"}))
+    (label,) = queue.labels  # what Flower shows as the task's kwargs
+    shown = {"skill": "demo-prime-number", "engine": "script", "request_id": rid}
+    assert label == {"kwargsrepr": repr(shown)}

@@ -15,6 +15,7 @@ import pytest
 
 from api import create_app
 from api.queue import CeleryQueue
+from runner_core.events import is_terminal, read_events
 from runner_core.store.models import Run, utcnow
 from tests.helpers import upload_body, wait_for
 from tests.integration.lifecycle_helpers import (
@@ -267,6 +268,11 @@ def test_killed_worker_run_is_reconciled_and_its_group_reaped(bare_stack, worker
     assert latency < 10, latency
     wait_for(lambda: live_group(pgid) == [] and live_pids(kids) == [], 5)
     assert run_row(bare_stack, status["run_id"]).pgid is None
+    last = read_events(bare_stack.settings.runs_dir / status["run_id"])[-1]
+    assert last["data"]["trigger"] == "reconciled" and last["data"]["terminal"] == {
+        "status": "failed",
+        "error": ended["error"],
+    }
 
 
 def test_killed_pool_child_is_reconciled_by_its_own_worker(bare_stack, workers):
@@ -359,6 +365,8 @@ def test_startup_reconciliation_of_waiting_and_orphaned_runs(bare_stack, workers
         running.status, running.started_at, running.heartbeat_at = "running", old, old
         running.worker, running.attempt = f"{os.uname().nodename}:999999999", 1
         session.commit()
+    for run_id in run_ids:  # as if each had run a turn: their event logs have a place
+        (bare_stack.settings.runs_dir / run_id).mkdir(parents=True)
     workers("a", beat=False)  # "ready." is logged after the startup reconciliation
     kept, failed, interrupted = (job(bare_stack, rid) for rid in rids)
     assert kept["status"] == "waiting_user" and kept["recovery_state"] == "recovered_waiting"
@@ -367,6 +375,17 @@ def test_startup_reconciliation_of_waiting_and_orphaned_runs(bare_stack, workers
     assert failed["recovery_state"] == "failed_reconciled"
     assert failed["recovery_reason"] == "session_handle_invalid"
     assert interrupted["error"]["code"] == "ORCHESTRATOR_RESTART_INTERRUPTED"
+    ends = [
+        [e["data"] for e in read_events(bare_stack.settings.runs_dir / r) if is_terminal(e)]
+        for r in run_ids
+    ]
+    assert ends[0] == []  # still waiting
+    assert [(d["from"], d["trigger"], d["terminal"]["error"]["code"]) for d in ends[1]] == [
+        ("waiting_user", "resume_failed", "SESSION_RESUME_FAILED")
+    ]
+    assert [(d["from"], d["trigger"], d["terminal"]["status"]) for d in ends[2]] == [
+        ("running", "reconciled", "failed")
+    ]
     workers("b", beat=False)  # idempotent: a second start changes nothing
     assert [job(bare_stack, rid) for rid in rids] == [kept, failed, interrupted]
 

@@ -15,6 +15,14 @@ def test_task_events_are_off_unless_asked_for(tmp_path, value, expected) -> None
     assert load_settings(env).task_events is expected
 
 
+@pytest.mark.parametrize("value, expected", [(None, True), ("1", True), ("0", False)])
+def test_task_sent_events_are_on_unless_switched_off(tmp_path, value, expected) -> None:
+    env = {"SKILL_RUNNER_DATA_DIR": str(tmp_path)}
+    if value is not None:
+        env["SKILL_RUNNER_TASK_SENT_EVENTS"] = value
+    assert load_settings(env).task_sent_events is expected
+
+
 def test_per_engine_running_limits_are_read_by_engine_key(tmp_path) -> None:
     settings = load_settings(
         {
@@ -58,6 +66,7 @@ def test_snapshot_mode_defaults_to_link_and_rejects_typos(tmp_path) -> None:
         ),
         ({"SKILL_RUNNER_TASK_EVENTS": "maybe"}, "SKILL_RUNNER_TASK_EVENTS must be 1/true/yes/on"),
         ({"LOG_LEVEL": "loud"}, "LOG_LEVEL must be one of DEBUG, INFO"),
+        ({"LOG_FORMAT": "xml"}, "LOG_FORMAT must be 'text' or 'json', not 'xml'"),
         (
             {"SKILL_RUNNER_DEFAULT_TIMEOUT_SEC": "7200"},
             "is above SKILL_RUNNER_MAX_TIMEOUT_SEC (3600)",

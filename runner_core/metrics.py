@@ -1,0 +1,126 @@
+"""Prometheus metrics that several processes write (run ends, event subscribers), in
+prometheus-client's multiprocess mode: each process writes its values to files under
+`<data dir>/metrics`, and GET /metrics adds them up. What SQL or the broker already knows (runs
+by status, queue depth, busy slots) is read at scrape time instead (api.metrics).
+
+`use_metrics_dir` runs before any metric is made in a process: the API's app factory, the
+worker's and beat's start (not at import of the Celery app, which Flower imports too and whose
+own metrics stay its own).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from functools import cache
+from pathlib import Path
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+ENV = "PROMETHEUS_MULTIPROC_DIR"
+DURATION_BUCKETS = (0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1800, 3600)
+_PID_FILE = re.compile(r"_(\d+)\.db$")
+
+
+def use_metrics_dir(data_dir: Path) -> Path:
+    """Point this process (and its children) at `<data_dir>/metrics`, and remove the files of
+    processes that are gone: a restart starts the counters of the dead ones from zero."""
+    path = Path(data_dir) / "metrics"
+    os.environ[ENV] = str(path)
+    values = sys.modules.get("prometheus_client.values")
+    if values is not None:  # imported already (the celery command loads Flower's plugin)
+        # what it picks at import with ENV set
+        setattr(values, "ValueClass", values.get_value_class())  # noqa: B010
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        for entry in path.iterdir():
+            found = _PID_FILE.search(entry.name)
+            if found and not _alive(int(found.group(1))):
+                entry.unlink(missing_ok=True)
+    except OSError:  # a read-only data dir: metrics of this process stay unrecorded
+        pass
+    return path
+
+
+def forget_process(pid: int) -> None:
+    """A process ended (a gunicorn worker): its live gauges no longer count."""
+    if os.environ.get(ENV):
+        from prometheus_client import multiprocess
+
+        multiprocess.mark_process_dead(pid)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+@cache
+def _instruments() -> dict[str, Any]:
+    from prometheus_client import Counter, Gauge, Histogram
+
+    # registry=None: values go to the multiprocess files; GET /metrics collects them from there
+    return {
+        "duration": Histogram(
+            "skill_runner_run_duration_seconds",
+            "Run time from start to end, by engine, skill and final status",
+            ["engine", "skill", "status"],
+            buckets=DURATION_BUCKETS,
+            registry=None,
+        ),
+        "failures": Counter(
+            "skill_runner_run_failures",
+            "Runs that failed, by engine and error code",
+            ["engine", "code"],
+            registry=None,
+        ),
+        "subscribers": Gauge(
+            "skill_runner_event_subscribers",
+            "Open event streams (GET .../events)",
+            registry=None,
+            multiprocess_mode="livesum",
+        ),
+    }
+
+
+def record_run_end(
+    engine: str | None,
+    skill_id: str,
+    status: str,
+    error_code: str | None,
+    started_at: datetime | None,
+    ended_at: datetime,
+) -> None:
+    """Count a run's end: its duration (when it started) and, for a failure, its code."""
+    if os.environ.get(ENV) is None:
+        return
+    engine_name = engine or "script"
+    instruments = _instruments()
+    if started_at is not None:
+        if started_at.tzinfo is None:  # SQLite hands back naive UTC
+            started_at = started_at.replace(tzinfo=UTC)
+        seconds = max(0.0, (ended_at - started_at).total_seconds())
+        instruments["duration"].labels(engine_name, skill_id, status).observe(seconds)
+    if status == "failed":
+        instruments["failures"].labels(engine_name, error_code or "UNKNOWN").inc()
+
+
+def counted_subscriber(frames: Iterator[T]) -> Iterator[T]:
+    """`frames` of one event stream, counted in the subscribers gauge while it is open."""
+    gauge = _instruments()["subscribers"] if os.environ.get(ENV) else None
+    if gauge is not None:
+        gauge.inc()
+    try:
+        yield from frames
+    finally:
+        if gauge is not None:
+            gauge.dec()

@@ -1,0 +1,40 @@
+"""What each worker process sets up for operators: the metrics files (before the pool
+forks) and the run context of log lines while a run task executes. Logging itself is set up
+in worker.celery_app (beat needs it too)."""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+
+from celery.signals import task_postrun, task_prerun, worker_init
+
+from runner_core.logs import run_context
+from runner_core.metrics import use_metrics_dir
+from worker.celery_app import settings
+
+
+@worker_init.connect
+def _metrics_files(**_kwargs) -> None:
+    """Before the pool forks: this process and its children record metrics in the data dir's
+    multiprocess files (runner_core.metrics)."""
+    use_metrics_dir(settings.data_dir)
+
+
+RUN_TASKS = ("worker.tasks.execute_run", "worker.tasks.auto_reply")  # their first arg: a run id
+_log_contexts: dict[str, AbstractContextManager] = {}
+
+
+@task_prerun.connect
+def _enter_run_context(task_id=None, task=None, args=None, **_kwargs) -> None:
+    """Lines logged while a run task executes carry its run_id (request_id once claimed)."""
+    if task is not None and task.name in RUN_TASKS and args:
+        context = run_context(args[0], None)
+        context.__enter__()
+        _log_contexts[task_id] = context
+
+
+@task_postrun.connect
+def _leave_run_context(task_id=None, **_kwargs) -> None:
+    context = _log_contexts.pop(task_id, None)
+    if context is not None:
+        context.__exit__(None, None, None)

@@ -1,0 +1,104 @@
+"""Operator revokes (Flower, `celery control revoke`) end runs exactly like POST .../cancel.
+
+A revoke is a broadcast that each worker's main process adds to its revoked set; Celery itself
+only drops the message when a worker takes it, and leaves a running task alone unless asked to
+terminate it. So each worker checks its revoked set every REVOKE_CHECK_SEC, and for a task id
+that is the message of an active run: sets the run's cancel flag (the run's watch kills its
+process group within half a second) and ends a queued or waiting run at once, with its terminal
+event. Every step is a guarded UPDATE, so several workers hearing the same revoke, a revoke with
+terminate (SIGTERM to the pool process, see worker.tasks) and a user's cancel never conflict;
+a canceled run is no longer queued, so the sweep never sends it again.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+
+from celery import bootsteps
+from celery.signals import task_revoked
+from celery.worker import state as worker_state
+from sqlalchemy import select
+
+from runner_core.error_codes import ErrorCode
+from runner_core.statuses import ACTIVE_STATUSES, RunStatus
+from runner_core.store import runs as run_states
+from runner_core.store.models import Run
+from worker.database import sessions
+from worker.dispatch import announce_end
+
+log = logging.getLogger(__name__)
+REVOKE_CHECK_SEC = 0.5
+REVOKED = {
+    "code": ErrorCode.CANCELED_BY_USER,
+    "message": "revoked by an operator (Flower or celery control revoke)",
+}
+
+
+def cancel_revoked(task_ids: Iterable[str]) -> list[str]:
+    """Cancel the active runs whose current message is one of `task_ids`; returns their ids."""
+    ids = list(task_ids)
+    if not ids:
+        return []
+    canceled = []
+    with sessions()() as session:
+        runs = session.scalars(
+            select(Run).where(Run.celery_task_id.in_(ids), Run.status.in_(ACTIVE_STATUSES))
+        ).all()
+        for run in runs:
+            before = run.status
+            if not run_states.request_cancel(session, run.id):
+                continue  # ended meanwhile
+            canceled.append(run.id)
+            log.info(
+                "run %s: task %s revoked by an operator",
+                run.id,
+                run.celery_task_id,
+                extra={"run_id": run.id, "request_id": run.request_id},
+            )
+            # a running run is ended by its own watch; one with no process ends here
+            if before != RunStatus.RUNNING and run_states.cancel_idle(session, run.id):
+                announce_end(run, before, RunStatus.CANCELED, REVOKED, "revoke")
+    return canceled
+
+
+class RevokeWatch(bootsteps.StartStopStep):
+    """A worker step: new ids in the worker's revoked set cancel their runs."""
+
+    requires = {"celery.worker.components:Timer"}
+
+    def __init__(self, parent, **kwargs) -> None:
+        super().__init__(parent, **kwargs)
+        self.seen: set[str] = set()
+        self.timer_ref = None
+
+    def start(self, parent) -> None:
+        self.timer_ref = parent.timer.call_repeatedly(REVOKE_CHECK_SEC, self.check, priority=10)
+
+    def stop(self, parent) -> None:
+        if self.timer_ref is not None:
+            self.timer_ref.cancel()
+
+    def check(self) -> None:
+        revoked = set(worker_state.revoked)
+        fresh = revoked - self.seen
+        self.seen = revoked  # ids Celery has purged from its set are forgotten here too
+        if not fresh:
+            return
+        try:
+            cancel_revoked(fresh)
+        except Exception:  # a database away: the message is still dropped when it arrives
+            log.exception("canceling the runs of revoked tasks failed")
+            self.seen -= fresh  # try again on the next check
+
+
+@task_revoked.connect
+def _on_task_revoked(sender=None, request=None, expired=False, **_kwargs) -> None:
+    """A revoked execute_run message was dropped (or its task terminated): the run is ended
+    (nothing to do when the check above already did)."""
+    if expired or getattr(sender, "name", None) != "worker.tasks.execute_run" or request is None:
+        return
+    try:
+        cancel_revoked([request.id])
+    except Exception:
+        log.exception("canceling the run of revoked task %s failed", request.id)
