@@ -177,6 +177,10 @@ def _execute(executor: RunExecutor) -> str:
     run = executor.run
     try:
         outcome = executor.execute()
+        if _task["terminating"] and outcome.status == RunStatus.FAILED:
+            # SIGTERM landed inside a library (a database ping) that turned it into its own
+            # error: the run was terminated, not broken
+            raise Terminated()
         if outcome.status == RunStatus.WAITING_USER:
             return ask_user(executor.run, executor.turn, outcome)
 

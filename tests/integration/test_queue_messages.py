@@ -14,6 +14,7 @@ import redis
 from celery import Celery
 
 from api.queue import EXECUTE_RUN, CeleryQueue
+from tests.helpers import wait_for
 from tests.integration.lifecycle_helpers import create_job, run_row
 from tests.integration.services import broker_settings, message_count, require_redis
 
@@ -41,9 +42,9 @@ def test_a_run_sent_by_the_api_runs_on_a_worker_under_its_celery_task_id(bare_st
     assert task_id and message_count(bare_stack.settings.broker_url, "runs.script") == 1
     worker = bare_stack.start_worker()
     assert bare_stack.wait(rid)["status"] == "succeeded"
-    log = worker.log_path.read_text()
-    assert f"Task {EXECUTE_RUN}[{task_id}] received" in log
-    assert f"Task {EXECUTE_RUN}[{task_id}] succeeded" in log
+    done = f"Task {EXECUTE_RUN}[{task_id}] succeeded"  # logged once the task has returned
+    wait_for(lambda: done in worker.log_path.read_text(), 15, 0.1, "the worker's success line")
+    assert f"Task {EXECUTE_RUN}[{task_id}] received" in worker.log_path.read_text()
 
 
 def test_the_time_limits_sent_with_a_run_are_applied_by_the_worker(bare_stack):
