@@ -78,7 +78,7 @@ def run_engine(entry: EntryContext, resume: Resume | None = None) -> EntryResult
     result = run_streamed(entry, spec, run.engine)
     # wall clock (epoch s) when the CLI started: a reply's latency to its turn is read from it
     timings["engine_started_at"] = round(result.started, 4)
-    if result.canceled or result.timed_out or result.output_exceeded:
+    if result.canceled or result.timed_out or result.output_exceeded or result.limit_exceeded:
         return EntryResult(
             None, timings=timings, failure=process_failure(result, ErrorCode.ENGINE_FAILED)
         )
@@ -162,7 +162,10 @@ class EngineRepair:
         )
         logs, name = self.entry.paths.logs, f"repair_{request.round}"
         result = run_command(
-            spec, logs / f"{name}_stdout.txt", logs / f"{name}_stderr.txt", self.entry.watch()
+            spec,
+            logs / f"{name}_stdout.txt",
+            logs / f"{name}_stderr.txt",
+            self.entry.watch(engine=True),
         )
         output = self.adapter.parse_output(result)
         self.tokens = add_tokens(self.tokens, output.tokens)

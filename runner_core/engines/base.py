@@ -51,6 +51,7 @@ class ProcessResult:
     timed_out: bool = False
     canceled: bool = False
     output_exceeded: bool = False  # killed for writing more than its output limit
+    limit_exceeded: str | None = None  # "processes" or "memory": a resource limit ended it
     # where this process's output starts in its files (a resumed turn appends to the run's logs)
     stdout_from: int = 0
     stderr_from: int = 0
