@@ -36,6 +36,8 @@ from runner_core.skills.model import Automation
 log = logging.getLogger(__name__)
 
 MODES = ("auto", "off")
+# Where deploy/install-sandbox.sh unpacks Debian's bubblewrap (looked at before PATH).
+LOCAL_BWRAP = Path(__file__).resolve().parent.parent / ".sandbox" / "usr" / "bin" / "bwrap"
 # What a process that ran out of (limited) memory prints: CPython, Node/V8, glibc, C++, Rust.
 _OUT_OF_MEMORY = re.compile(
     r"MemoryError|out of memory|Cannot allocate memory|bad_alloc|memory allocation of \d+ bytes"
@@ -81,12 +83,14 @@ def plan_box(
     hidden: tuple[Path, ...] = (),
     writable: tuple[Path, ...] = (),
     readable: tuple[Path, ...] = (),
+    bwrap_setting: str = "",
 ) -> Box | None:
-    """The box for a run's processes (None when the sandbox is off)."""
+    """The box for a run's processes (None when the sandbox is off); `bwrap_setting` is
+    SKILL_RUNNER_BWRAP (empty: .sandbox/ of the checkout, else PATH)."""
     if mode == "off":
         return None
     automation = automation or Automation()
-    bwrap = find_bwrap()
+    bwrap = find_bwrap(bwrap_setting)
     if bwrap is None:
         return Box(limits)
     return Box(
@@ -102,11 +106,13 @@ def plan_box(
 
 
 @functools.cache
-def find_bwrap() -> str | None:
+def find_bwrap(setting: str = "") -> str | None:
     """bwrap's path when it can build our box here (checked once per process), else None."""
-    found = shutil.which("bwrap")
-    if found is None:
-        log.warning("sandbox: bwrap not found; runs get resource limits only")
+    found = setting or (str(LOCAL_BWRAP) if LOCAL_BWRAP.is_file() else shutil.which("bwrap"))
+    if not found:
+        log.warning(
+            "sandbox: bwrap not found (deploy/install-sandbox.sh); runs get resource limits only"
+        )
         return None
     probe = [found, *_base_options(), "--unshare-net", "--ro-bind", "/", "/"]
     probe += ["--dev", "/dev", "--proc", "/proc", "--", "true"]
@@ -122,13 +128,13 @@ def find_bwrap() -> str | None:
     return found
 
 
-def sandbox_status(mode: str) -> dict[str, object]:
+def sandbox_status(mode: str, bwrap_setting: str = "") -> dict[str, object]:
     """What boxes runs on this host (for /healthz and the worker's start line)."""
     if mode == "off":
         return {"mode": "off", "box": None, "process_limit": None}
     return {
         "mode": mode,
-        "box": "bwrap" if find_bwrap() else None,
+        "box": "bwrap" if find_bwrap(bwrap_setting) else None,
         "process_limit": "cgroup" if pids_root() else "rlimit",
     }
 

@@ -75,6 +75,7 @@ class Settings:
     run_processes_max: int = 1024  # processes and threads of one run process (0: no limit)
     run_open_files_max: int = 4096  # open files of each run process (0: no limit)
     sandbox_read_paths: tuple[Path, ...] = ()  # folders under /tmp or the data dir runs may read
+    sandbox_bwrap: str = ""  # the bwrap binary (empty: .sandbox/ of the checkout, else PATH)
 
     def running_limit(self, engine: str | None) -> int:
         """The per-engine maximum of running runs for `engine` (script runs: 'script'); 0 = none."""
@@ -316,6 +317,7 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         run_memory_max=read.number("SKILL_RUNNER_RUN_MEMORY_MAX", 4 * 1024**3, minimum=0),
         run_processes_max=read.number("SKILL_RUNNER_RUN_PROCESSES_MAX", 1024, minimum=0),
         run_open_files_max=read.number("SKILL_RUNNER_RUN_OPEN_FILES_MAX", 4096, minimum=0),
+        sandbox_bwrap=env.get("SKILL_RUNNER_BWRAP", "").strip(),
         sandbox_read_paths=tuple(
             Path(p).resolve()
             for p in env.get("SKILL_RUNNER_SANDBOX_READ_PATHS", "").split(os.pathsep)

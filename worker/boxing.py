@@ -40,7 +40,13 @@ def run_box(settings: Settings, run_dir: Path, pkg: SkillPackage | None) -> Box 
         hidden=tuple(hidden),
         writable=(uv_cache,),
         readable=settings.sandbox_read_paths,
+        bwrap_setting=settings.sandbox_bwrap,
     )
+
+
+def boxes_engine(box: Box | None) -> bool:
+    """True when an engine CLI runs in a bwrap box whose filesystem is the run's own."""
+    return box is not None and box.bwrap is not None and box.fs
 
 
 def network_warning(

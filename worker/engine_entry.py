@@ -15,6 +15,7 @@ from runner_core.error_codes import ErrorCode
 from runner_core.output import RepairRequest
 from runner_core.prompts import PromptContext, PromptError, patch_skill_md, render_prompt
 from runner_core.workspace import install_skill_copy, write_git_marker, write_json
+from worker.boxing import boxes_engine
 from worker.engine_dependencies import provide_dependencies
 from worker.entry import EntryContext, EntryResult, add_tokens
 from worker.failures import RunFailed, process_failure
@@ -71,6 +72,7 @@ def run_engine(entry: EntryContext, resume: Resume | None = None) -> EntryResult
         output_schema_path=pkg.root / pkg.loaded_manifest.schemas["output"],
         execution_mode=mode,
         session_id=resume.session_id if resume else None,
+        boxed=boxes_engine(entry.watch(engine=True).box),
     )
     adapter = provide_dependencies(entry, adapter)  # runtime.dependencies for its shell
     spec = adapter.build_command(ctx)

@@ -24,6 +24,9 @@ class EngineContext:
     session_id: str | None = None  # set to resume a previous session
     output_schema_path: Path | None = None
     execution_mode: str = "auto"  # auto | interactive
+    # the run's box (runner_core.sandbox, bwrap) holds the CLI: a CLI sandbox of its own that
+    # needs to nest a user namespace cannot start in it, and is not needed
+    boxed: bool = False
 
 
 @dataclass(frozen=True)

@@ -91,6 +91,7 @@ def test_writes_outside_the_run_directory_are_refused(boxed):
     assert result["data"]["outcome"] == "written", result  # its own directory is writable
     assert (settings.runs_dir / status["run_id"] / "artifacts" / "inside.txt").is_file()
 
+
 def test_a_run_sees_its_own_directory_and_no_other_run(boxed):
     first, _ = probe(boxed, "ok")
     status, result = probe(boxed, "list", str(boxed.settings.runs_dir))
