@@ -33,6 +33,7 @@ FIGURES = {
     "reply-latency": "bench.reply_latency",
     "waiting-runs": "bench.waiting_runs",
     "codex-resume": "bench.codex_resume",
+    "sandbox-cost": "bench.sandbox_cost",
 }
 NUMBERS = {str(i): name for i, name in enumerate(FIGURES, 1)}
 

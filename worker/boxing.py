@@ -11,6 +11,8 @@ from runner_core.sandbox import Box, Limits, plan_box
 from runner_core.settings import Settings
 from runner_core.skills import SkillPackage
 from runner_core.skills.model import Automation
+from worker.engine_dependencies import install_dependencies
+from worker.entry import EntryContext
 from worker.script_entry import uv_cache_dir
 
 
@@ -42,6 +44,16 @@ def run_box(settings: Settings, run_dir: Path, pkg: SkillPackage | None) -> Box 
         readable=settings.sandbox_read_paths,
         bwrap_setting=settings.sandbox_bwrap,
     )
+
+
+def fetch_dependencies(entry: EntryContext) -> None:
+    """A script with runtime.dependencies in a box without network: uv fetches them with
+    network first (as for an engine), so the script's own `uv run` works offline from the cache.
+    Raises RunFailed (DEPENDENCIES_UNAVAILABLE) when uv cannot."""
+    runtime = entry.pkg.loaded_manifest.runtime
+    box = entry.watch().box
+    if runtime and runtime.dependencies and box is not None and box.cuts_network:
+        install_dependencies(entry, runtime, uv_cache_dir(entry.settings.data_dir))
 
 
 def boxes_engine(box: Box | None) -> bool:

@@ -147,13 +147,6 @@ def run_script(entry: EntryContext) -> EntryResult:
     paths, pkg = entry.paths, entry.pkg
     command = pkg.loaded_manifest.entrypoint.script_command
     assert command is not None  # a loaded script skill declares entrypoint.script.command
-    runtime = pkg.loaded_manifest.runtime
-    box = entry.watch().box
-    if runtime and runtime.dependencies and box is not None and box.cuts_network:
-        # uv fetches the dependencies with network first; the script's own `uv run` is offline
-        from worker.engine_dependencies import install_dependencies  # imports this module
-
-        install_dependencies(entry, runtime, uv_cache_dir(entry.settings.data_dir))
     spec = script_command(
         command,
         paths,
