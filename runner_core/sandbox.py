@@ -192,8 +192,9 @@ def _bwrap_options(box: Box, spec: CommandSpec) -> list[str]:
         options += ["--tmpfs", str(path)]
     for path in (*box.readable, *_find_links(spec.env)):
         options += ["--ro-bind-try", str(path), str(path)]
-    for path in box.writable:
-        options += ["--bind-try", str(path), str(path)]
+    for path in box.writable:  # made first: one created inside the box would not outlive it
+        path.mkdir(parents=True, exist_ok=True)
+        options += ["--bind", str(path), str(path)]
     run_dir = str(box.run_dir)
     options += ["--bind", run_dir, run_dir]
     for path in box.hidden:  # nothing written there outlives the box: refuse it at once
