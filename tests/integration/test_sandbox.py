@@ -9,15 +9,21 @@ import socket
 import uuid
 from urllib.parse import urlparse
 
+import psutil
 import pytest
 
 from runner_core.sandbox import find_bwrap
 from runner_core.settings import REPO_ROOT
+from tests.helpers import wait_for
 from tests.integration.services import require_redis
 
 pytestmark = pytest.mark.integration
 
-LIMITS = {"SKILL_RUNNER_RUN_PROCESSES_MAX": "64", "SKILL_RUNNER_RUN_MEMORY_MAX": str(2 * 1024**3)}
+LIMITS = {
+    "SKILL_RUNNER_RUN_PROCESSES_MAX": "64",
+    "SKILL_RUNNER_RUN_MEMORY_MAX": str(2 * 1024**3),
+    "SKILL_RUNNER_KILL_GRACE_SEC": "1",
+}
 
 
 @pytest.fixture
@@ -100,3 +106,44 @@ def test_a_run_sees_its_own_directory_and_no_other_run(boxed):
     status, result = probe(boxed, "list", str(boxed.settings.runs_dir / first["run_id"]))
     assert result["data"]["outcome"] == "refused"
     assert os.listdir(boxed.settings.runs_dir / first["run_id"])  # it is there, outside
+
+
+def run_processes(run_id: str) -> list[psutil.Process]:
+    """Live processes carrying the run's id in their environment (as the reaper tells a run's
+    processes), seen from outside the box: inside, they have pids of their own."""
+    found = []
+    for proc in psutil.process_iter():
+        try:
+            if proc.status() != psutil.STATUS_ZOMBIE and (
+                proc.environ().get("SKILL_RUNNER_RUN_ID") == run_id
+            ):
+                found.append(proc)
+        except psutil.Error:
+            continue
+    return found
+
+
+def test_a_boxed_tree_is_gone_after_its_timeout(boxed):
+    rid = boxed.client.post(
+        "/v1/jobs", json={"skill_id": "stubborn-tree", "parameter": {"sleep": 60, "children": 2}}
+    ).json["request_id"]
+    run_id = boxed.wait(rid, until=("running",))["run_id"]
+    wait_for(lambda: len(run_processes(run_id)) >= 3, 10)  # the script and its two children
+    status = boxed.wait(rid, timeout=20)
+    assert status["status"] == "failed" and status["error"]["code"] == "TIMEOUT", status
+    wait_for(lambda: run_processes(run_id) == [], 5)
+
+
+def test_a_canceled_boxed_run_leaves_no_process_even_one_that_left_its_group(boxed):
+    rid = boxed.client.post(
+        "/v1/jobs",
+        json={"skill_id": "slow-counter", "parameter": {"sleep": 30, "escapes": 2, "children": 1}},
+    ).json["request_id"]
+    run_id = boxed.wait(rid, until=("running",))["run_id"]
+    escaped = boxed.settings.runs_dir / run_id / "raw" / "escaped_pids.txt"
+    wait_for(lambda: escaped.is_file() and len(escaped.read_text().split()) == 2, 10)
+    assert len(run_processes(run_id)) >= 4  # the script, its child, two in sessions of their own
+    assert boxed.client.post(f"/v1/jobs/{rid}/cancel").json["accepted"] is True
+    status = boxed.wait(rid, timeout=15)
+    assert status["status"] == "canceled", status
+    wait_for(lambda: run_processes(run_id) == [], 5)
