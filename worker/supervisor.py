@@ -149,8 +149,8 @@ def _watch(
         if group is not None:  # bwrap's init in the box can still be exiting: not a stray
             group.empty()
         end_strays(watch.grace_sec)  # those that left the group (setsid, daemons)
-    if limited is None and group is not None and group.hit_limit():
-        limited = "processes"
+    if limited is None and group is not None and proc.returncode != 0 and group.hit_limit():
+        limited = "processes"  # a refused fork it did not survive, before the watch looked
     code = None if (timed_out or canceled or exceeded or limited) else proc.returncode
     return ProcessResult(
         code,
