@@ -16,6 +16,7 @@ import os
 import signal
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 PARENT = "skill-runner"
@@ -75,28 +76,35 @@ class PidsGroup:
     def empty(self) -> None:
         """SIGKILL whatever is left in the group (also processes that left the process group)
         and wait until it is empty."""
-        for _ in range(KILL_ROUNDS):
+        for delay in _backoff():
             members = self.members()
             if not members:
-                break
+                return
             for pid in members:
                 try:
                     os.kill(pid, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
-            time.sleep(0.01)
+            time.sleep(delay)
 
     def close(self) -> None:
         """Empty the group, then remove it."""
         self.empty()
-        for _ in range(KILL_ROUNDS):  # rmdir is refused until the killed ones are gone
+        for delay in _backoff():  # rmdir is refused until the killed ones are gone
             try:
                 self.path.rmdir()
                 return
             except FileNotFoundError:
                 return
             except OSError:
-                time.sleep(0.01)
+                time.sleep(delay)
+
+
+def _backoff() -> Iterator[float]:
+    """Waits between tries: most groups empty within a millisecond of their command's exit (a
+    box's init still exiting), a fork bomb takes rounds."""
+    for attempt in range(KILL_ROUNDS):
+        yield min(0.0005 * 2**attempt, 0.02)
 
 
 def _pids_mount() -> Path | None:
