@@ -130,3 +130,17 @@ def test_sandbox_settings_defaults_and_a_bad_mode(tmp_path):
     assert settings.run_processes_max == 1024 and settings.run_open_files_max == 4096
     with pytest.raises(SettingsError, match="SKILL_RUNNER_SANDBOX"):
         load_settings({"SKILL_RUNNER_DATA_DIR": str(tmp_path), "SKILL_RUNNER_SANDBOX": "on"})
+
+
+def test_network_off_is_reported_where_it_was_not_enforced():
+    from runner_core.skills.loader import load_skill
+    from tests.helpers import TEST_SKILLS
+    from worker.boxing import network_warning
+
+    script, prompt = load_skill(TEST_SKILLS / "box-probe"), load_skill(TEST_SKILLS / "echo-prompt")
+    assert network_warning(boxed(), script, None) is None  # cut in the box
+    assert "sandbox is off" in network_warning(None, script, None)["message"]
+    assert "bubblewrap" in network_warning(Box(LIMITS), script, None)["message"]
+    warning = network_warning(boxed(), prompt, "codex")
+    assert warning["code"] == "NETWORK_NOT_ENFORCED" and "codex" in warning["message"]
+    assert warning["details"] == {"network": "off", "entrypoint": "prompt", "engine": "codex"}
