@@ -22,7 +22,7 @@ EVENTS_FILE = "events.jsonl"
 STATE_CHANGED = "conversation.state.changed"
 TAIL_BYTES = 64 * 1024  # the last line of the file is found within this much of its end
 
-Publish = Callable[[str, str], None]  # (run_id, the event's JSON line)
+Publish = Callable[[str, list[str]], None]  # (run_id, event JSON lines in order)
 
 
 @dataclass(frozen=True)
@@ -47,29 +47,41 @@ class EventLog:
     def emit(self, type_: str, data: dict[str, Any] | None = None) -> dict[str, Any] | None:
         """Append one event; None when the run has no directory (nothing to write into) or
         events are off."""
-        if not self.enabled or not self.path.parent.is_dir():
-            return None
+        events = self.emit_many([(type_, data)])
+        return events[0] if events else None
+
+    def emit_many(self, items: list[tuple[str, dict[str, Any] | None]]) -> list[dict[str, Any]]:
+        """Append events in order under one lock and one write, announced in one round trip
+        (a chunk of CLI output often makes several)."""
+        if not items or not self.enabled or not self.path.parent.is_dir():
+            return []
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
-            event = {
-                "protocol_version": PROTOCOL_VERSION,
-                "run_id": self.ref.run_id,
-                "request_id": self.ref.request_id,
-                "seq": _last_seq(fd) + 1,
-                "ts": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
-                "engine": self.ref.engine,
-                "type": type_,
-                "data": data or {},
-                "meta": {"attempt": self.ref.attempt},
-            }
-            line = json.dumps(event, ensure_ascii=False, separators=(",", ":"))
-            os.write(fd, (line + "\n").encode("utf-8"))
+            seq = _last_seq(fd)
+            ts = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+            events, lines = [], []
+            for type_, data in items:
+                seq += 1
+                event = {
+                    "protocol_version": PROTOCOL_VERSION,
+                    "run_id": self.ref.run_id,
+                    "request_id": self.ref.request_id,
+                    "seq": seq,
+                    "ts": ts,
+                    "engine": self.ref.engine,
+                    "type": type_,
+                    "data": data or {},
+                    "meta": {"attempt": self.ref.attempt},
+                }
+                events.append(event)
+                lines.append(json.dumps(event, ensure_ascii=False, separators=(",", ":")))
+            os.write(fd, "".join(line + "\n" for line in lines).encode("utf-8"))
         finally:
             os.close(fd)  # releases the lock
         if self.publish is not None:
-            self.publish(self.ref.run_id, line)
-        return event
+            self.publish(self.ref.run_id, lines)
+        return events
 
     def state_changed(
         self,
