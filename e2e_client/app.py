@@ -40,8 +40,10 @@ def create_app(
         "SKILL_RUNNER_E2E_CLIENT_BACKEND_BASE_URL", DEFAULT_BACKEND
     )
     token = token if token is not None else os.environ.get("SKILL_RUNNER_TOKEN") or None
-    folder = recordings_dir or os.environ.get(
-        "SKILL_RUNNER_E2E_CLIENT_RECORDINGS_DIR", HERE / "recordings"
+    folder = (
+        recordings_dir
+        or os.environ.get("SKILL_RUNNER_E2E_CLIENT_RECORDINGS_DIR")
+        or HERE / "recordings"
     )
     app = Flask(__name__)
     client = Client(backend, token)
