@@ -118,6 +118,12 @@ def engines():
     return render_template("engines.html", engines=listed, nav="engines")
 
 
+@bp.get("/packages")
+def packages():
+    """Install a skill package: the page posts the zip to POST /v1/skill-packages itself."""
+    return render_template("packages.html", nav="packages")
+
+
 @bp.errorhandler(ApiError)
 def _error_page(exc: ApiError):
     """A page, not the JSON body: an unknown skill or run, a bad filter."""
