@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -66,7 +67,7 @@ def create_app(
     def skill(skill_id: str):
         return _form(client.skill(skill_id))
 
-    def _form(detail: dict[str, Any], error: dict[str, Any] | None = None, status: int = 200):
+    def _form(detail: Mapping[str, Any], error: dict[str, Any] | None = None, status: int = 200):
         is_script = (detail.get("entrypoint") or {}).get("type") == "script"
         engines = [] if is_script else detail.get("effective_engines") or []
         models = client.engine_models(engines[0]) if engines else None
@@ -94,7 +95,7 @@ def create_app(
             options = forms.runtime_options(request.form)
         except forms.FormError as exc:
             return _form(detail, {"code": "FORM", "message": str(exc), "field": exc.name}, 400)
-        body = {
+        body: dict[str, Any] = {
             "skill_id": skill_id,
             "engine": request.form.get("engine") or None,
             "model": request.form.get("model") or None,
