@@ -37,6 +37,24 @@ def test_a_good_package_installs_and_its_skill_is_listed(served, page):
     assert page.locator("tr", has_text="ui-pkg-echo").locator(".badge").inner_text() == "ok"
 
 
+def test_a_higher_version_updates_and_the_same_one_is_refused(served, page):
+    page.goto(f"{served.base}/ui/packages")
+    choose(page, echo_skill("ui-pkg-up", "1.0.0"), "up.zip")
+    page.get_by_role("button", name="Install").click()
+    page.locator("#install-status.st-succeeded").wait_for()
+    choose(page, echo_skill("ui-pkg-up", "1.1.0"), "up.zip")
+    page.get_by_role("button", name="Install").click()
+    page.wait_for_function(
+        "document.getElementById('install-record').textContent.includes('1.1.0')"
+    )
+    record = page.locator("#install-record").inner_text()
+    assert "updated" in record and "Previous version\n1.0.0" in record, record
+    choose(page, echo_skill("ui-pkg-up", "1.1.0"), "up.zip")
+    page.get_by_role("button", name="Install").click()
+    page.locator("#install-status.st-failed").wait_for()
+    assert page.locator("#install-error").inner_text().startswith("SKILL_VERSION_NOT_INCREASED")
+
+
 def test_a_bad_package_is_refused_with_its_reasons(served, page):
     files = echo_skill("ui-pkg-bad", "1.0.0")
     del files["assets/output.schema.json"]
