@@ -20,7 +20,7 @@ from skill_runner_client import TERMINAL_STATUSES, Client, SkillRunnerError
 DEFAULT_PORT = 8011
 DEFAULT_BACKEND = "http://127.0.0.1:8000"
 HERE = Path(__file__).resolve().parent
-STDOUT_TAIL = 20_000  # characters of stdout shown on the run page
+STDOUT_TAIL = 20_000  # bytes of stdout shown on the run page (its end)
 
 
 def port_from_env(value: str | None) -> int:
@@ -147,13 +147,14 @@ def create_app(
             result = client.jobs.result(request_id)
             if not recordings.has(request_id, "result_read"):
                 recordings.record(request_id, "result_read", {}, result)
-        stdout = (client.jobs.logs(request_id).get("stdout") or "")[-STDOUT_TAIL:]
+        size = client.jobs.log_range(request_id, "stdout", 0, 0)["size"]  # the size alone
+        tail = client.jobs.log_range(request_id, "stdout", max(0, size - STDOUT_TAIL))
         return render_template(
             "run.html",
             status=status,
             pending=pending,
             result=result,
-            stdout=stdout,
+            stdout=tail["text"],
             waiting=status["status"] not in (*TERMINAL_STATUSES, "waiting_user"),
             recording=recordings.name_of(request_id),
         )

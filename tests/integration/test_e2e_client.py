@@ -137,6 +137,7 @@ def test_an_interactive_run_is_answered_from_the_reply_form(e2e):
     assert replied.status_code == 302
     html = page_until(client, f"/runs/{rid}", 'class="badge st-succeeded"')
     assert "TITLE-B-7" in html and 'id="reply"' not in html
+    assert "thread.started" in html  # the end of codex's stdout, read by range
     doc = recording_of(folder, rid)
     assert [s["action"] for s in doc["steps"]] == ["create", "reply", "result_read"]
     reply = doc["steps"][1]
