@@ -64,6 +64,10 @@ def test_a_run_from_the_example_client_and_its_replay(e2e_client, page):
     page.get_by_role("link", name="pick-title").click()
     assert page.get_by_label("Engine").input_value() == "codex"
     assert page.locator("#model option").count() > 1  # the engine's models
+    page.get_by_label("Engine").select_option("claude")  # the list follows the engine
+    page.locator("#model option[value='claude-haiku-4-5']").wait_for(state="attached")
+    page.get_by_label("Engine").select_option("codex")
+    page.locator("#model option[value='claude-haiku-4-5']").wait_for(state="detached")
     page.get_by_label("Execution mode").select_option("interactive")
     page.get_by_label("text").fill("hello")
     page.get_by_label("Run again even if a cached result exists").check()
