@@ -11,6 +11,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -21,6 +22,10 @@ PROTOCOL_VERSION = "fcmp/1.0"
 EVENTS_FILE = "events.jsonl"
 STATE_CHANGED = "conversation.state.changed"
 TAIL_BYTES = 64 * 1024  # the last line of the file is found within this much of its end
+# The envelope's seq, written before its data: a line outside a seq range is skipped unparsed.
+_SEQ = re.compile(
+    rb'^\{"protocol_version":"[^"]*","run_id":"[^"]*","request_id":"[^"]*","seq":(\d+),'
+)
 
 Publish = Callable[[str, list[str]], None]  # (run_id, event JSON lines in order)
 
@@ -118,6 +123,18 @@ def _last_seq(fd: int) -> int:
     return 0
 
 
+def last_seq(run_dir: Path) -> int:
+    """The seq of the run's last stored event (0: none yet), read from the file's tail."""
+    try:
+        fd = os.open(Path(run_dir) / EVENTS_FILE, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return 0
+    try:
+        return _last_seq(fd)
+    finally:
+        os.close(fd)
+
+
 def read_events(
     run_dir: Path,
     after_seq: int = 0,
@@ -128,7 +145,18 @@ def read_events(
 ) -> list[dict[str, Any]]:
     """The stored events with `after_seq` < seq (<= to_seq), within [from_ts, to_ts]."""
     found = []
-    for event in iter_events(Path(run_dir) / EVENTS_FILE):
+    for raw in _whole_lines(Path(run_dir) / EVENTS_FILE):
+        head = _SEQ.match(raw)
+        if head is not None:  # a page of a long history parses only its own lines
+            seq = int(head.group(1))
+            if seq <= after_seq:
+                continue
+            if to_seq is not None and seq > to_seq:
+                break  # seqs only grow down the file
+        try:
+            event = json.loads(raw)
+        except ValueError:
+            continue
         seq = event.get("seq", 0)
         if seq <= after_seq or (to_seq is not None and seq > to_seq):
             continue
@@ -143,15 +171,20 @@ def read_events(
 
 def iter_events(path: Path) -> Iterator[dict[str, Any]]:
     """Every whole event line of a file (a line still being written is left for later)."""
+    for raw in _whole_lines(path):
+        try:
+            yield json.loads(raw)
+        except ValueError:
+            continue
+
+
+def _whole_lines(path: Path) -> Iterator[bytes]:
     try:
         with path.open("rb") as fh:
             for raw in fh:
                 if not raw.endswith(b"\n"):
                     return
-                try:
-                    yield json.loads(raw)
-                except ValueError:
-                    continue
+                yield raw
     except FileNotFoundError:
         return
 
