@@ -80,12 +80,17 @@ _runs = Run.__table__
 # query returning the row, no ORM load
 _NEWEST_SUCCEEDED = (
     select(_runs)
-    .where(_runs.c.cache_key == bindparam("key_"), _runs.c.status == RunStatus.SUCCEEDED)
+    .where(
+        _runs.c.cache_key == bindparam("key_"),
+        _runs.c.status == RunStatus.SUCCEEDED,
+        _runs.c.owner.is_not_distinct_from(bindparam("owner_", type_=_runs.c.owner.type)),
+    )
     .order_by(_runs.c.finished_at.desc())
     .limit(1)
 )
 
 
-def find_cached(conn: Connection, key: str) -> Row | None:
-    """The newest succeeded run with this key, if any (its row)."""
-    return conn.execute(_NEWEST_SUCCEEDED, {"key_": key}).first()
+def find_cached(conn: Connection, key: str, owner: str | None = None) -> Row | None:
+    """The newest succeeded run with this key of the same owner (token name), if any (its
+    row): a cache hit never hands one client's run, logs and files to another."""
+    return conn.execute(_NEWEST_SUCCEEDED, {"key_": key, "owner_": owner}).first()

@@ -64,6 +64,7 @@ class Settings:
     run_pool: int = 2  # run directories made ahead per skill version and kind (0: off)
     snapshot_mode: str = "link"  # link: from a read-only copy per skill version; copy: full copies
     api_tokens: tuple[str, ...] = field(default=(), repr=False)  # empty: no token asked for
+    tokens_file: Path | None = None  # hashed, scoped, named tokens (re-read when it changes)
     cors_origins: tuple[str, ...] = ()  # browser origins allowed to call the API ("*": any)
     webhook_hosts: tuple[str, ...] = ()  # hosts (and non-public addresses) callbacks may go to
     webhook_secret: str = field(default="", repr=False)  # signs callback bodies (HMAC-SHA256)
@@ -295,6 +296,9 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         task_sent_events=read.flag("SKILL_RUNNER_TASK_SENT_EVENTS", default=True),
         events=read.flag("SKILL_RUNNER_EVENTS", default=True),
         api_tokens=api_tokens(env.get("SKILL_RUNNER_API_TOKEN", "")),
+        tokens_file=Path(env["SKILL_RUNNER_TOKENS_FILE"]).expanduser()
+        if env.get("SKILL_RUNNER_TOKENS_FILE", "").strip()
+        else None,
         cors_origins=cors_origins(env.get("SKILL_RUNNER_CORS_ORIGINS", "")),
         webhook_hosts=tuple(
             h.strip().lower()

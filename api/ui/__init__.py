@@ -9,7 +9,7 @@ from typing import Any
 from flask import Blueprint, redirect, render_template, request, url_for
 from marshmallow import ValidationError
 
-from api import context
+from api import auth, context
 from api.errors import ApiError
 from api.jobs.conversation import conversation_state, files_body, preview_body
 from api.jobs.listing import list_jobs
@@ -71,7 +71,7 @@ def skill(skill_id: str):
 def runs():
     args = _LIST_ARGS.load({k: v for k, v in request.args.items() if v})
     with context.connect() as conn:
-        page = list_jobs(conn, args)
+        page = list_jobs(conn, args, auth.owner_filter())
     return render_template(
         "runs.html",
         page=page,
@@ -139,3 +139,6 @@ def _error_page(exc: ApiError):
 def _bad_filter(exc: ValidationError):
     message = "; ".join(f"{k}: {' '.join(v)}" for k, v in exc.normalized_messages().items())
     return render_template("error.html", code=ErrorCode.INVALID_REQUEST, message=message), 400
+
+
+from api.ui import login  # noqa: E402,F401  (its routes join the blueprint)

@@ -1,0 +1,55 @@
+"""Which scope each route asks for: reading is `read`, changing is `submit`, and the routes
+that act on the whole service (installs, metrics, the audit log) are `admin`. The OpenAPI
+document states each operation's scope from the same table (ScopePlugin)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from apispec import BasePlugin
+
+from api.auth_tokens import ADMIN, READ, SUBMIT
+
+SCHEME = "bearerAuth"
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+# endpoint names (blueprint.View, or the plain view's name) asked `admin` whatever the method
+ADMIN_ENDPOINTS = frozenset(
+    {
+        "skill_packages.SkillPackages",
+        "skill_packages.SkillPackageInstall",
+        "management.Audit",
+        "metrics",
+    }
+)
+# endpoints that need no token (the UI's login page and assets; the docs go by path)
+PUBLIC_ENDPOINTS = frozenset({"ui.login", "ui.logout", "ui.static", "health.Health"})
+
+
+def required_scope(endpoint: str | None, method: str) -> str | None:
+    """The scope a request to `endpoint` with `method` needs; None: any accepted token (a
+    path that matches no route answers 404 to a caller with a valid token)."""
+    if endpoint is None:
+        return None
+    if endpoint in ADMIN_ENDPOINTS:
+        return ADMIN
+    return READ if method.upper() in SAFE_METHODS else SUBMIT
+
+
+class ScopePlugin(BasePlugin):
+    """Adds `x-required-scope` to every operation (OpenAPI 3.0 lets a bearer scheme's
+    requirement carry no scopes); an open one gets an empty security requirement when tokens
+    are configured."""
+
+    def __init__(self, with_security: bool) -> None:
+        self.with_security = with_security
+
+    def operation_helper(self, path=None, operations=None, **kwargs: Any) -> None:
+        rule = kwargs.get("rule")
+        if rule is None or operations is None:
+            return
+        for method, operation in operations.items():
+            if rule.endpoint in PUBLIC_ENDPOINTS:
+                if self.with_security:
+                    operation["security"] = []
+                continue
+            operation["x-required-scope"] = required_scope(rule.endpoint, method)
