@@ -42,7 +42,8 @@ def record_audited(app: Flask) -> None:
 
     @app.after_request
     def _audit(response: Response) -> Response:
-        action = audited_action(request.url_rule and request.url_rule.endpoint, request.method)
+        endpoint = request.url_rule.endpoint if request.url_rule else None
+        action = audited_action(endpoint, request.method)
         if action is None or response.status_code == 401:
             return response
         body = response.get_json(silent=True) if response.is_json else None
