@@ -12,15 +12,10 @@ from api.auth_tokens import ADMIN, READ, SUBMIT
 
 SCHEME = "bearerAuth"
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
-# endpoint names (blueprint.View, or the plain view's name) asked `admin` whatever the method
-ADMIN_ENDPOINTS = frozenset(
-    {
-        "skill_packages.SkillPackages",
-        "skill_packages.SkillPackageInstall",
-        "management.Audit",
-        "metrics",
-    }
-)
+# asked `admin` whatever the method: every route of these blueprints (installing skills)...
+ADMIN_BLUEPRINTS = frozenset({"skill_packages"})
+# ...and these endpoints (blueprint.View, or a plain view's name)
+ADMIN_ENDPOINTS = frozenset({"management.Audit", "metrics"})
 # endpoints that need no token (the UI's login page and assets; the docs go by path)
 PUBLIC_ENDPOINTS = frozenset({"ui.login", "ui.logout", "ui.static", "health.Health"})
 
@@ -30,7 +25,7 @@ def required_scope(endpoint: str | None, method: str) -> str | None:
     path that matches no route answers 404 to a caller with a valid token)."""
     if endpoint is None:
         return None
-    if endpoint in ADMIN_ENDPOINTS:
+    if endpoint in ADMIN_ENDPOINTS or endpoint.partition(".")[0] in ADMIN_BLUEPRINTS:
         return ADMIN
     return READ if method.upper() in SAFE_METHODS else SUBMIT
 
