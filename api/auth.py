@@ -9,6 +9,7 @@ Tokens are looked up by their SHA-256 hash and never logged.
 
 from __future__ import annotations
 
+import logging
 from urllib.parse import quote
 
 from flask import Flask, current_app, g, has_request_context, redirect, request
@@ -18,6 +19,8 @@ from api.auth_session import same_origin, session_principal
 from api.auth_tokens import Principal, TokenRegistry
 from api.errors import error_response
 from runner_core.error_codes import ErrorCode
+
+log = logging.getLogger(__name__)
 
 # the health check (load balancers, `skill-runner serve`), the API's own description, and
 # what the UI's login page needs
@@ -66,6 +69,9 @@ def registry() -> TokenRegistry:
 
 
 def _refuse(status: int, code: str, message: str, details: dict | None = None):
+    # the line names the token (never the token itself), so refusals can be traced
+    level = logging.WARNING if status == 403 else logging.INFO
+    log.log(level, "%s %s refused (%d): %s", request.method, request.path, status, message)
     response, status = error_response(status, code, message, details)
     if status == 401:
         response.headers["WWW-Authenticate"] = 'Bearer realm="skill-runner"'
@@ -89,7 +95,8 @@ def require_token(app: Flask, tokens: TokenRegistry) -> None:
         if by_cookie:  # no Authorization header: the UI's session, if any
             principal = session_principal(tokens)
         if principal is None:
-            if header is None and request.path.startswith("/ui") and request.method == "GET":
+            ui_page = request.path == "/ui" or request.path.startswith("/ui/")
+            if header is None and ui_page and request.method == "GET":
                 return redirect(f"/ui/login?next={quote(request.full_path.rstrip('?'))}")
             message = (
                 "this server needs an API token: send 'Authorization: Bearer <token>'"

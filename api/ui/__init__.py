@@ -18,6 +18,7 @@ from api.resources.management import KIND, engine_summary
 from api.resources.skills import get_skill_or_404, skill_summary
 from api.schemas import JobListArgs
 from api.ui.forms import form_fields
+from api.ui.login import add_login_routes
 from runner_core.engines.catalog import all_engines, engine_info
 from runner_core.error_codes import ErrorCode
 from runner_core.events import last_seq
@@ -26,6 +27,7 @@ from runner_core.statuses import RunStatus
 bp = Blueprint(
     "ui", __name__, url_prefix="/ui", template_folder="templates", static_folder="static"
 )
+add_login_routes(bp)
 _LIST_ARGS = JobListArgs()
 RUNTIME_OPTIONS = (  # (name, label, widget): the common runtime options the form offers
     ("no_cache", "Run again even if a cached result exists", "boolean"),
@@ -139,6 +141,3 @@ def _error_page(exc: ApiError):
 def _bad_filter(exc: ValidationError):
     message = "; ".join(f"{k}: {' '.join(v)}" for k, v in exc.normalized_messages().items())
     return render_template("error.html", code=ErrorCode.INVALID_REQUEST, message=message), 400
-
-
-from api.ui import login  # noqa: E402,F401  (its routes join the blueprint)

@@ -3,12 +3,11 @@ where tokens are configured; without them the UI is open and these pages send yo
 
 from __future__ import annotations
 
-from flask import make_response, redirect, render_template, request, url_for
+from flask import Blueprint, make_response, redirect, render_template, request, url_for
 
 from api import auth
 from api.auth_session import end_session, same_origin, start_session
 from api.auth_tokens import token_hash
-from api.ui import bp
 
 
 def _next_page() -> str:
@@ -17,7 +16,6 @@ def _next_page() -> str:
     return target if target.startswith("/ui/") and "//" not in target else url_for("ui.skills")
 
 
-@bp.route("/login", methods=["GET", "POST"])
 def login():
     registry = auth.registry()
     if not registry.enabled:
@@ -36,7 +34,6 @@ def login():
     return response
 
 
-@bp.post("/logout")
 def logout():
     response = make_response(redirect(url_for("ui.login")))
     if same_origin():
@@ -44,7 +41,13 @@ def logout():
     return response
 
 
-@bp.context_processor
-def _signed_in():
+def signed_in():
     """The token name the pages show (None: no tokens configured)."""
     return {"signed_in": auth.caller()}
+
+
+def add_login_routes(bp: Blueprint) -> None:
+    """GET/POST /ui/login, POST /ui/logout, and who is signed in for every page."""
+    bp.add_url_rule("/login", view_func=login, methods=["GET", "POST"])
+    bp.add_url_rule("/logout", view_func=logout, methods=["POST"])
+    bp.context_processor(signed_in)
