@@ -13,27 +13,39 @@ from runner_core.store import audit
 
 log = logging.getLogger(__name__)
 
-# the last part of an endpoint's name -> the audited action (jobs, one-off runs, management)
+# (method, the last part of an endpoint's name) -> the audited action (jobs, one-off runs and
+# the management API share their views' names)
 _ACTIONS = {
-    "SkillPackages": "skill.install",
-    "Cleanup": "runs.cleanup",
-    "Cancel": "run.cancel",
-    "TempCancel": "run.cancel",
-    "Reply": "run.reply",
-    "TempReply": "run.reply",
+    ("POST", "SkillPackages"): "skill.install",
+    ("DELETE", "Skill"): "skill.delete",
+    ("POST", "Cleanup"): "runs.cleanup",
+    ("POST", "Cancel"): "run.cancel",
+    ("POST", "TempCancel"): "run.cancel",
+    ("POST", "Reply"): "run.reply",
+    ("POST", "TempReply"): "run.reply",
 }
-_DETAILS = ("skill_id", "version", "status", "accepted", "runs_deleted", "requests_deleted")
+_DETAILS = (
+    "skill_id",
+    "version",
+    "status",
+    "accepted",
+    "runs_deleted",
+    "requests_deleted",
+    "archive_path",
+)
 
 
 def audited_action(endpoint: str | None, method: str) -> str | None:
-    if endpoint is None or method != "POST":
+    if endpoint is None:
         return None
-    return _ACTIONS.get(endpoint.rsplit(".", 1)[-1])
+    return _ACTIONS.get((method, endpoint.rsplit(".", 1)[-1]))
 
 
 def _target(action: str, body: dict[str, Any]) -> str | None:
     if action == "skill.install":
         return body.get("skill_id") or body.get("install_id")
+    if action == "skill.delete":
+        return (request.view_args or {}).get("skill_id")
     return (request.view_args or {}).get("request_id")
 
 

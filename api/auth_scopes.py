@@ -16,6 +16,8 @@ SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 ADMIN_BLUEPRINTS = frozenset({"skill_packages"})
 # ...and these endpoints (blueprint.View, or a plain view's name)
 ADMIN_ENDPOINTS = frozenset({"management.Audit", "metrics"})
+# ...and these (endpoint, method) pairs
+ADMIN_OPERATIONS = frozenset({("skills.Skill", "DELETE")})
 # endpoints that need no token (the UI's login page and assets; the docs go by path)
 PUBLIC_ENDPOINTS = frozenset({"ui.login", "ui.logout", "ui.static", "health.Health"})
 
@@ -26,6 +28,8 @@ def required_scope(endpoint: str | None, method: str) -> str | None:
     if endpoint is None:
         return None
     if endpoint in ADMIN_ENDPOINTS or endpoint.partition(".")[0] in ADMIN_BLUEPRINTS:
+        return ADMIN
+    if (endpoint, method.upper()) in ADMIN_OPERATIONS:
         return ADMIN
     return READ if method.upper() in SAFE_METHODS else SUBMIT
 

@@ -111,7 +111,9 @@ class AuditArgs(Schema):
     )
     action = fields.String(
         load_default=None,
-        validate=validate.OneOf(["skill.install", "runs.cleanup", "run.cancel", "run.reply"]),
+        validate=validate.OneOf(
+            ["skill.install", "skill.delete", "runs.cleanup", "run.cancel", "run.reply"]
+        ),
     )
 
 

@@ -66,6 +66,19 @@ class SkillInstaller:
             swap_in(pkg.root, live)
         return InstallResult(pkg.id, pkg.version or "", old_version, archived, previous is not None)
 
+    def uninstall(self, pkg: SkillPackage) -> Path:
+        """Archive the installed `pkg` and take it out of the skills directory (renamed away
+        first, so a half-deleted skill is never listed); the archive's path."""
+        (self.skills_dir / STAGING).mkdir(parents=True, exist_ok=True)
+        retired = Path(tempfile.mkdtemp(prefix="delete-", dir=self.skills_dir / STAGING))
+        try:
+            with skill_lock(self.locks_dir, pkg.id):
+                archived = self._archive(pkg.root, pkg.id, pkg.version)
+                os.rename(pkg.root, retired / "skill")
+        finally:
+            shutil.rmtree(retired, ignore_errors=True)
+        return archived
+
     def _archive(self, live: Path, skill_id: str, version: str | None) -> Path:
         """Copy the installed skill to `<archive>/<id>/<version>/` (complete or not at all)."""
         dest = self.archive_dir / skill_id / (version or "unversioned")

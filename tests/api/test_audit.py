@@ -71,3 +71,29 @@ def test_without_tokens_actions_are_audited_without_a_name(client):
     client.post(f"/v1/jobs/{rid}/cancel")
     (entry,) = client.get("/v1/management/audit").json["items"]
     assert entry["token_name"] is None and entry["action"] == "run.cancel"
+
+
+@BOTH_DATABASES
+def test_an_admin_deletes_a_skill_archived_and_audited(scoped, settings):
+    installed = scoped.post(
+        "/v1/skill-packages", data=package_upload(echo_skill()), headers=bearer("root")
+    ).json
+    skill_id = installed["skill_id"]
+    refused = scoped.delete(f"/v1/skills/{skill_id}", headers=bearer("alice"))
+    assert (
+        refused.status_code == 403 and refused.json["error"]["details"]["required_scope"] == "admin"
+    )
+    gone = scoped.delete(f"/v1/skills/{skill_id}", headers=bearer("root"))
+    assert gone.status_code == 200, gone.json
+    assert (settings.data_dir / gone.json["archive_path"] / "SKILL.md").is_file()
+    assert not (settings.skills_dir / skill_id).exists()
+    assert scoped.get(f"/v1/skills/{skill_id}", headers=bearer("root")).status_code == 404
+    again = scoped.delete(f"/v1/skills/{skill_id}", headers=bearer("root"))
+    assert again.status_code == 404 and again.json["error"]["code"] == "SKILL_NOT_FOUND"
+    deletes = entries(scoped, "?action=skill.delete")["items"]
+    assert [(e["token_name"], e["target"], e["status_code"]) for e in deletes] == [
+        ("root", skill_id, 404),
+        ("root", skill_id, 200),
+        ("alice", skill_id, 403),
+    ]
+    assert deletes[1]["details"]["archive_path"] == gone.json["archive_path"]

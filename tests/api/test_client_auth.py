@@ -38,3 +38,14 @@ def test_403_and_404_are_the_sdks_error_with_the_services_code(scoped_app):
     with pytest.raises(SkillRunnerError) as unknown:
         sdk(scoped_app, "not-a-token-0123456789").skills()
     assert unknown.value.status == 401 and unknown.value.code == "UNAUTHORIZED"
+
+
+def test_an_admin_deletes_a_skill_through_the_sdk_and_others_may_not(scoped_app, settings):
+    with pytest.raises(SkillRunnerError) as refused:
+        sdk(scoped_app, "alice").delete_skill("fenced-json")
+    assert refused.value.status == 403 and refused.value.details["required_scope"] == "admin"
+    gone = sdk(scoped_app, "root").delete_skill("fenced-json")
+    assert gone["skill_id"] == "fenced-json" and gone["archive_path"].startswith("skill_archive/")
+    with pytest.raises(SkillRunnerError) as missing:
+        sdk(scoped_app, "root").delete_skill("fenced-json")
+    assert missing.value.code == "SKILL_NOT_FOUND"

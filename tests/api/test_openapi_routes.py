@@ -10,6 +10,7 @@ UNPROCESSABLE = "#/components/responses/UNPROCESSABLE_ENTITY"
 OPERATIONS = {
     ("/healthz", "get"): ("health", {}),
     ("/v1/engines", "get"): ("engines", {}),
+    ("/v1/skills/{skill_id}", "delete"): ("skills", {"200": "SkillDeleted"}),
     ("/v1/management/audit", "get"): ("management", {"200": "AuditPage", "422": UNPROCESSABLE}),
     ("/v1/engines/{engine}", "get"): ("engines", {}),
     ("/v1/engines/{engine}/models", "get"): ("engines", {}),
