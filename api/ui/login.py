@@ -6,7 +6,7 @@ from __future__ import annotations
 from flask import Blueprint, make_response, redirect, render_template, request, url_for
 
 from api import auth
-from api.auth_session import end_session, same_origin, start_session
+from api.auth_session import end_session, same_origin, session_principal, start_session
 from api.auth_tokens import token_hash
 
 
@@ -21,6 +21,9 @@ def login():
     if not registry.enabled:
         return redirect(url_for("ui.skills"))
     if request.method == "GET":
+        # a link from another site arrives without the Strict cookie; the redirect here has it
+        if session_principal(registry) is not None:
+            return redirect(_next_page())
         return render_template("login.html", next=_next_page(), error=None, nav="login")
     if not same_origin():
         return render_template("login.html", next=_next_page(), error="cross-site login"), 403

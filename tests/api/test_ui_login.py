@@ -36,6 +36,8 @@ def test_a_valid_token_sets_a_strict_httponly_cookie_that_works_for_ui_and_api(s
     assert TOKENS["alice"][0] not in cookie  # the cookie holds no token
     page = scoped.get("/ui/runs")
     assert page.status_code == 200 and b"alice" in page.data  # who is signed in
+    again = scoped.get("/ui/login?next=/ui/engines")  # signed in already: sent on
+    assert again.status_code == 302 and again.headers["Location"] == "/ui/engines"
     created = scoped.post("/v1/jobs", json=JOB, headers=ORIGIN)
     assert created.status_code == 200
     rid = created.json["request_id"]
