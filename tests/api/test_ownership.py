@@ -186,3 +186,23 @@ def test_cleanup_by_a_non_admin_deletes_only_its_own_runs(scoped, scoped_app):
     assert (
         scoped.post("/v1/jobs/cleanup", json={}, headers=bearer("root")).json["runs_deleted"] == 1
     )
+
+
+def test_a_non_admins_list_walks_its_owner_index_without_sorting(tmp_path):
+    from sqlalchemy import create_engine
+
+    from api.jobs.listing import _list_statement
+    from runner_core.store.migrate import upgrade
+
+    url = f"sqlite:///{tmp_path / 'm.db'}"
+    upgrade(url)
+    engine = create_engine(url)
+    compiled = _list_statement(False, ("owner",), True).limit(51).compile(engine)
+    values = compiled.construct_params({"owner_": "alice", "when_": utcnow(), "last_id_": "x"})
+    positional = tuple(values[name] for name in compiled.positiontup or ())
+    with engine.connect() as conn:
+        plan = " | ".join(
+            row[-1] for row in conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {compiled}", positional)
+        )
+    engine.dispose()
+    assert "ix_requests_owner_created" in plan and "TEMP B-TREE" not in plan, plan
