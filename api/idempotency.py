@@ -4,8 +4,8 @@ The key is written in the same transaction as the request it creates, so of conc
 duplicates exactly one commits: the others fail on the key's primary key, roll back everything
 they wrote and answer the winner's stored response. The same key with another body is
 409 IDEMPOTENCY_KEY_REUSED. Keys are per owner (the API token's name): two clients sending
-the same key do not see each other's runs. Only accepted creates are remembered: a refused one (4xx, 429)
-keeps nothing, so it can be sent again with the same key.
+the same key do not see each other's runs. Only accepted creates are remembered: a refused
+one (4xx, 429) keeps nothing, so it can be sent again with the same key.
 """
 
 from __future__ import annotations
