@@ -26,6 +26,7 @@ class Report:
     beyond_claims: list[str] = field(default_factory=list)  # more executions than claims
     unaccepted_executions: int = 0  # ledger files of jobs no 200 named
     post_errors: dict[str, int] = field(default_factory=dict)
+    failed: dict[str, str] = field(default_factory=dict)  # run id -> "skill code: message"
 
     def lines(self) -> list[str]:
         return [
@@ -58,6 +59,9 @@ def verify(base_url: str, load: Load, ledger: Path, retries: int) -> Report:
                 report.wrong.append(f"{rid}: {result['result']['data']} != {job.expect}")
         elif doc.get("error"):
             report.errors[doc["error"]["code"]] += 1
+            report.failed[doc["run_id"]] = (
+                f"{job.body['skill_id']} {doc['error']['code']}: {doc['error'].get('message')}"
+            )
         if job.body["skill_id"] != "chaos-ledger":
             continue
         runs = counts.pop(rid, 0)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -83,14 +84,15 @@ def run(root: Path, plan: Plan) -> Outcome:
     root.mkdir(parents=True, exist_ok=True)
     pg = make_postgres(plan.postgres_url)
     redis = RedisServer(root / "redis")
-    disk = SmallDisk(root / "data", plan.disk_mb)
+    disk = SmallDisk(data_root() / "data", plan.disk_mb)
     service = None
     try:
         with fake_codex(root) as engine_env:
             copy_skills(root / "skills")
             settings = make_settings(
-                root, DATABASE_URL=pg.url, CELERY_BROKER_URL=redis.url, **SERVICE_ENV
-            )
+                root, DATABASE_URL=pg.url, CELERY_BROKER_URL=redis.url, **SERVICE_ENV,
+                SKILL_RUNNER_DATA_DIR=str(disk.path),
+            )  # fmt: skip
             upgrade(settings.database_url)
             ledger = root / "ledger"
             ledger.mkdir()
@@ -117,13 +119,29 @@ def run(root: Path, plan: Plan) -> Outcome:
             for phase in (baseline, faulted):
                 phase.succeeded = succeeded_between(pg.url, phase.start, phase.end)
             report = verify(service.base_url, load, ledger, retries=1)
+            keep_failed(settings.runs_dir, report, root / "failed-runs")
             return Outcome(report, faults, baseline, faulted, pg.real, root / "logs")
     finally:
         if service is not None:
             service.stop()
         redis.stop()
         disk.unmount()
+        shutil.rmtree(disk.path.parent, ignore_errors=True)
         pg.stop()
+
+
+def data_root() -> Path:
+    """Where the data directory goes: not under /tmp, which codex's sandbox (bubblewrap)
+    replaces with an empty tmpfs, so its shell tool cannot start from a run directory there."""
+    return Path(tempfile.mkdtemp(prefix="chaos-data-", dir="/var/tmp"))
+
+
+def keep_failed(runs_dir: Path, report: Report, dest: Path) -> None:
+    """Copy the failed runs' directories (but a full disk's) off the small disk for a look."""
+    for run_id, what in report.failed.items():
+        if "STORAGE_FULL" not in what and (runs_dir / run_id).is_dir():
+            shutil.copytree(runs_dir / run_id, dest / run_id, symlinks=True)
+            (dest / run_id / "chaos-failure.txt").write_text(what)
 
 
 def job_maker(plan: Plan, ledger: Path) -> Callable[[int], Job]:

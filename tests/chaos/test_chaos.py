@@ -38,6 +38,8 @@ def test_nothing_is_lost_or_done_twice_through_the_faults(tmp_path):
           f"{out.faulted.rate:.2f} jobs/s through the faults")  # fmt: skip
     for fault in out.faults:
         print(fault.row())
+    for run_id, what in list(report.failed.items())[:15]:
+        print(f"failed {run_id}: {what}")
     assert report.lost == [], report.lost[:20]
     assert report.wrong == [], report.wrong[:20]
     assert report.over_limit == [] and report.beyond_claims == [], (
