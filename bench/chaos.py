@@ -3,9 +3,9 @@
 The chaos test's scenario (tests/chaos/scenario.py) on its own scratch directory: Postgres
 (a private cluster as root), a Redis of its own, gunicorn, two Celery workers and beat; 300
 jobs kept in flight (the `chaos-ledger` script skill, sleeping 0.2 s, and every 50th a codex
-run against the fake LLM); a baseline window with no fault, then a worker SIGKILLed, Redis
-restarted empty, Postgres crashed and restarted, the API killed and restarted, the data disk
-(a tmpfs) filled and freed, one after another. The figure is the successful jobs/s of the
+run against the fake LLM); a baseline window with no fault, then a worker SIGKILLed, Postgres
+crashed and restarted, the API killed and restarted, the data disk (a tmpfs) filled and freed,
+Redis restarted empty, one after another. The figure is the successful jobs/s of the
 fault window against the baseline window of the same run; each fault's row is the time from
 its start to the first run that started after it and succeeded after it cleared, beside the
 outage imposed.
