@@ -7,8 +7,8 @@ run against the fake LLM); a baseline window with no fault, then a worker SIGKIL
 crashed and restarted, the API killed and restarted, the data disk (a tmpfs) filled and freed,
 Redis restarted empty, one after another. The figure is the successful jobs/s of the
 fault window against the baseline window of the same run; each fault's row is the time from
-its start to the first run that started after it and succeeded after it cleared, beside the
-outage imposed.
+its end (the process restarted, the disk freed) to the first run that started since the fault
+and succeeded, beside the outage imposed.
 """
 
 from __future__ import annotations
@@ -75,16 +75,16 @@ def run(ctx: Context) -> list[Row]:
         rows.append(
             Row(
                 FIGURE,
-                f"recovery: {fault.kind} (fault -> first later run succeeded)",
+                f"recovery: {fault.kind} (fault cleared -> a new run succeeded)",
                 fault.recovery_sec if fault.recovery_sec is not None else float("nan"),
                 "s",
                 outage,
                 "the outage imposed (fault -> cleared)",
-                fault.recovery_sec / outage if fault.recovery_sec and outage else None,
+                None,
                 note=f"{len(fault.running)} running at the fault, {fault.interrupted} "
                 "interrupted"
                 + (
-                    f", recovered by the sweep {fault.reconciled_sec:.1f} s after it"
+                    f", recovered by the sweep {fault.reconciled_sec:.1f} s after the fault"
                     if fault.reconciled_sec is not None
                     else ""
                 ),

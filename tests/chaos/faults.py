@@ -25,7 +25,7 @@ class Fault:
     cleared: float = 0.0
     running: list[str] = field(default_factory=list)  # run ids running when it was injected
     skipped: str | None = None  # why it was not injected
-    recovery_sec: float | None = None  # injected -> first run succeeded after it cleared
+    recovery_sec: float | None = None  # cleared -> the first run started since it succeeded
     interrupted: int = 0  # runs ended or requeued by recovery because of it
     reconciled_sec: float | None = None  # injected -> the last of those recovered
 
@@ -33,13 +33,13 @@ class Fault:
         if self.skipped:
             return f"{self.kind:17} skipped: {self.skipped}"
         rec = f"{self.recovery_sec:.1f}s" if self.recovery_sec is not None else "never"
-        fixed = f", interrupted runs recovered after {self.reconciled_sec:.1f}s" if (
+        fixed = f", recovered by the sweep {self.reconciled_sec:.1f}s after the fault" if (
             self.reconciled_sec is not None
         ) else ""  # fmt: skip
         return (
-            f"{self.kind:17} outage {self.cleared - self.injected:5.1f}s, recovered (first success"
-            f" after it) {rec}, {len(self.running)} running at the fault, {self.interrupted} "
-            f"interrupted{fixed}"
+            f"{self.kind:17} outage {self.cleared - self.injected:5.1f}s, then a new run "
+            f"succeeded after {rec}; {len(self.running)} running at the fault, "
+            f"{self.interrupted} interrupted{fixed}"
         )
 
 
@@ -76,7 +76,7 @@ def measure(fault: Fault, database_url: str) -> None:
             (fault.running, datetime.fromtimestamp(fault.injected).astimezone()),
         ).fetchall()
     first_at = epoch(first[0]) if first else None
-    fault.recovery_sec = first_at - fault.injected if first_at is not None else None
+    fault.recovery_sec = max(0.0, first_at - fault.cleared) if first_at is not None else None
     fault.interrupted = len(recovered)
     if recovered:
         fault.reconciled_sec = max(epoch(r[0]) or 0.0 for r in recovered) - fault.injected
