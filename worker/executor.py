@@ -124,6 +124,11 @@ class RunExecutor:
             error = self._unexpected(exc)
             if outcome.status == RunStatus.SUCCEEDED:
                 outcome = RunOutcome(RunStatus.FAILED, error, self.warnings)
+            elif outcome.status == RunStatus.FAILED and disk_full(exc):
+                # a run that failed on a full disk (a script that could not write its output
+                # exits 1) failed for want of space: STORAGE_FULL says so, and retrying later
+                # helps; what the run itself reported stays beside it
+                outcome.error = {**error, "run_error": outcome.error}
             elif outcome.error is not None:
                 outcome.error = {**outcome.error, "result_not_written": error["message"]}
         if self.events is not None:
@@ -151,10 +156,10 @@ class RunExecutor:
         rest is INTERNAL_ERROR with the exception (logged with its traceback)."""
         if disk_full(exc):
             log.error("run %s: no space left for its files (%s)", self.run.id, exc)
+            where = f" ({run_relative(str(exc.filename), self.paths.root)})" if exc.filename else ""
             return {
                 "code": ErrorCode.STORAGE_FULL,
-                "message": "the disk holding the run's directory is "
-                f"full: {exc.strerror} ({run_relative(str(exc.filename), self.paths.root)})",
+                "message": f"the disk holding the run's directory is full: {exc.strerror}{where}",
             }
         log.exception("run %s crashed", self.run.id)
         return {"code": ErrorCode.INTERNAL_ERROR, "message": f"{type(exc).__name__}: {exc}"}

@@ -51,6 +51,9 @@ from worker.webhook_tasks import overdue_callbacks
 log = logging.getLogger(__name__)
 _task: dict = {"run_id": None, "terminating": False}
 _refiller = Refiller()
+# How long a run's finish is retried while the database does not answer, in leases: past one
+# lease the sweep may take the run over, and the finish's attempt guard then refuses it.
+FINISH_RETRY_LEASES = 2
 app.steps["worker"].add(RevokeWatch)  # operator revokes cancel runs (worker.revokes)
 
 
@@ -140,7 +143,7 @@ def execute_run(self, run_id: str) -> str:
         events_of(claimed) if settings.events else None,
     )
     try:
-        with Heartbeat(connect, run_id, beat_interval(settings)):
+        with Heartbeat(connect, run_id, beat_interval(settings), claimed.attempt):
             status = _execute(executor)
     finally:
         signal.signal(signal.SIGTERM, previous)
@@ -198,10 +201,14 @@ def _execute(executor: RunExecutor) -> str:
                     timings=outcome.timings,
                     session_handle=outcome.session_handle,
                     token_usage=outcome.token_usage,
+                    attempt=run.attempt,
                 )
 
-        # result/result.json is written: a database away for a moment must not lose the run
-        if retry_unavailable(record, f"finish of run {run.id}", settings.lease_sec / 2):
+        # result/result.json is written: a database away for a while must not lose the run (a
+        # late finish is safe: it lands only while the run is still this attempt's)
+        if retry_unavailable(
+            record, f"finish of run {run.id}", FINISH_RETRY_LEASES * settings.lease_sec
+        ):
             announce_end(run, RunStatus.RUNNING, outcome.status, outcome.error, "turn_finished")
         else:
             finished.publish(run.id)
@@ -229,7 +236,7 @@ def _execute(executor: RunExecutor) -> str:
         # while it announced the end): the guarded UPDATE decides, and only the call that
         # ended the run writes its result file, so a recorded success is never overwritten.
         with connect() as conn:
-            ended = run_states.finish_run(conn, run.id, status, error=error)
+            ended = run_states.finish_run(conn, run.id, status, error=error, attempt=run.attempt)
         if not ended:
             return "recorded"
         write_failure(run, status, error)
@@ -241,7 +248,9 @@ def _execute(executor: RunExecutor) -> str:
         log.exception("run %s: the task failed", run.id)
         error = {"code": ErrorCode.INTERNAL_ERROR, "message": f"{type(exc).__name__}: {exc}"}
         with connect() as conn:
-            ended = run_states.finish_run(conn, run.id, RunStatus.FAILED, error=error)
+            ended = run_states.finish_run(
+                conn, run.id, RunStatus.FAILED, error=error, attempt=run.attempt
+            )
         if ended:
             write_failure(run, RunStatus.FAILED, error)
             announce_end(run, RunStatus.RUNNING, RunStatus.FAILED, error, "crashed")
