@@ -292,3 +292,31 @@ class JobList(Schema):
 
     items = fields.List(fields.Nested(JobStatus))
     next_cursor = fields.String(allow_none=True)
+
+
+class Health(Schema):
+    """GET /healthz, 200 and 503 alike."""
+
+    status = fields.String(metadata={"description": "ok, or degraded"})
+    database = fields.String()
+    broker = fields.String()
+    disk = fields.String()
+    demo_llm = fields.Boolean()
+
+
+class ArtifactManifest(Schema):
+    request_id = fields.String()
+    artifacts = fields.List(fields.Dict())
+    missing_required = fields.List(fields.String())
+
+
+class EngineModels(Schema):
+    engine = fields.String()
+    default_model = fields.String(allow_none=True)
+    models = fields.List(fields.String())
+
+
+# Answers that are not JSON bodies, for `blp.alt_response(200, **...)` (documentation only).
+SSE_STREAM = {"description": "Server-Sent Events", "content_type": "text/event-stream"}
+ZIP_FILE = {"description": "a zip archive", "content_type": "application/zip"}
+ANY_FILE = {"description": "the file, as an attachment", "content_type": "*/*"}
