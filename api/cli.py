@@ -11,7 +11,7 @@ import sys
 import time
 from typing import cast
 
-from runner_core.settings import REPO_ROOT, SettingsError, load_settings
+from runner_core.settings import REPO_ROOT, SettingsError, hold_service_secrets, load_settings
 from runner_core.store.migrate import upgrade
 
 
@@ -87,6 +87,9 @@ def serve(args) -> int:
         ),
         *extra,  # the demo LLM: its exit stops the service too
     ]
+    # the children have their copy of the environment: this process (the parent of the worker
+    # the skill scripts run under) keeps no secret readable in /proc/<pid>/environ
+    hold_service_secrets(settings)
     if demo is not None:
         print(demo.banner(), file=sys.stderr, flush=True)
     print(

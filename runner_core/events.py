@@ -17,6 +17,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from runner_core.secret_values import redact
+
 PROTOCOL_VERSION = "fcmp/1.0"
 EVENTS_FILE = "events.jsonl"
 STATE_CHANGED = "conversation.state.changed"
@@ -63,7 +65,7 @@ class EventLog:
                 "data": data or {},
                 "meta": {"attempt": self.ref.attempt},
             }
-            line = json.dumps(event, ensure_ascii=False, separators=(",", ":"))
+            line = redact(json.dumps(event, ensure_ascii=False, separators=(",", ":")))
             os.write(fd, (line + "\n").encode("utf-8"))
         finally:
             os.close(fd)  # releases the lock
