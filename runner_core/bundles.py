@@ -65,8 +65,9 @@ def bundle_members(run_dir: Path, debug: bool) -> list[BundleMember]:
     """Files that belong in the bundle, sorted; symlinks only when they resolve inside the run."""
     root = Path(run_dir).resolve()
     if debug:
-        # not the engine CLIs' home (their auth and config files hold the provider key)
-        tops = [p for p in root.iterdir() if p.name not in (BUNDLE_DIR, RUN_HOME)]
+        # not the engine CLIs' homes (.home, .codex-home, .claude-home): their auth, config
+        # and session files hold the provider key, and sessions what the agent's commands read
+        tops = [p for p in root.iterdir() if p.name != BUNDLE_DIR and not _engine_home(p.name)]
     else:
         tops = [root / name for name in (*_CONTENT_DIRS, *_CONTENT_FILES)]
     members: list[BundleMember] = []
@@ -76,6 +77,10 @@ def bundle_members(run_dir: Path, debug: bool) -> list[BundleMember]:
             if source is not None and path.name not in SECRET_NAMES:
                 members.append(BundleMember(path.relative_to(root).as_posix(), source))
     return sorted(members, key=lambda m: m.path)
+
+
+def _engine_home(name: str) -> bool:
+    return name == RUN_HOME or (name.startswith(".") and name.endswith("-home"))
 
 
 def bundle_path(run_dir: Path, debug: bool) -> Path:
