@@ -316,7 +316,24 @@ class EngineModels(Schema):
     models = fields.List(fields.String())
 
 
-# Answers that are not JSON bodies, for `blp.alt_response(200, **...)` (documentation only).
-SSE_STREAM = {"description": "Server-Sent Events", "content_type": "text/event-stream"}
-ZIP_FILE = {"description": "a zip archive", "content_type": "application/zip"}
-ANY_FILE = {"description": "the file, as an attachment", "content_type": "*/*"}
+# Answers that are not JSON bodies, for `blp.doc(responses={"200": ...})`.
+def _binary(description: str, media_type: str) -> dict:
+    schema = {"type": "string", "format": "binary"}
+    return {"description": description, "content": {media_type: {"schema": schema}}}
+
+
+# one event of the stream: `event` snapshot, chat_event or heartbeat; `data` JSON text
+SSE_EVENT = {
+    "type": "object",
+    "properties": {
+        "event": {"type": "string"},
+        "data": {"type": "string"},
+        "id": {"type": "string"},
+    },
+}
+SSE_STREAM = {
+    "description": "Server-Sent Events",
+    "content": {"text/event-stream": {"schema": SSE_EVENT}},
+}
+ZIP_FILE = _binary("a zip archive", "application/zip")
+ANY_FILE = _binary("the file, as an attachment", "*/*")

@@ -160,7 +160,7 @@ class File(MethodView):
 @blp.route("/runs/<request_id>/events")
 class Events(MethodView):
     @blp.arguments(_EVENTS_ARGS, location="query")
-    @blp.alt_response(200, success=True, **SSE_STREAM)
+    @blp.doc(responses={"200": SSE_STREAM})
     def get(self, args: dict[str, Any], request_id: str) -> Response:
         """The run's events as Server-Sent Events (as /v1/jobs/{request_id}/events)."""
         return run_events.sse_response(request_id, KIND, args["cursor"])

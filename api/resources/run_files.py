@@ -32,7 +32,7 @@ class Artifacts(MethodView):
 
 @blp.route("/<request_id>/artifacts/<path:path>")
 class ArtifactFile(MethodView):
-    @blp.alt_response(200, success=True, **ANY_FILE)
+    @blp.doc(responses={"200": ANY_FILE})
     def get(self, request_id: str, path: str) -> Response:
         """Download one artifact by its path (traversal refused)."""
         return artifact_file_response(request_id, _finished(request_id), path)

@@ -115,7 +115,7 @@ def register_run_routes(blp: Blueprint, kind: RunKind) -> None:
 
     class Events(MethodView):
         @blp.arguments(_EVENTS_ARGS, location="query")
-        @blp.alt_response(200, success=True, **SSE_STREAM)
+        @blp.doc(responses={"200": SSE_STREAM})
         def get(self, args: dict[str, Any], request_id: str) -> Response:
             return run_events.sse_response(request_id, kind.name, args["cursor"])
 
@@ -150,7 +150,7 @@ def register_bundle_route(blp: Blueprint, kind: RunKind) -> None:
     """Add the bundle download of `kind` to `blp` (a job's sits beside its artifacts)."""
 
     class Bundle(MethodView):
-        @blp.alt_response(200, success=True, **ZIP_FILE)
+        @blp.doc(responses={"200": ZIP_FILE})
         def get(self, request_id: str) -> Response:
             return bundle_response(load_finished(request_id, kind.name, kind.require_finished))
 
