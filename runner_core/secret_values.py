@@ -31,6 +31,9 @@ SECRET_NAME = re.compile(
     r"|^(DATABASE_URL|CELERY_BROKER_URL|CELERY_RESULT_BACKEND|REDIS_URL)$",
     re.IGNORECASE,
 )
+# Secrets a library reads from the process environment itself (libpq at each connection):
+# wiped from /proc/<pid>/environ but kept in os.environ.
+LIBRARY_READ = frozenset({"PGPASSWORD"})
 _held: dict[str, str] = {}
 _values: set[str] = set()
 _patterns: tuple[re.Pattern[str] | None, re.Pattern[bytes] | None] = (None, None)
@@ -64,12 +67,13 @@ def secrets_in(
 
 
 def remember(*values: str | None) -> None:
-    """Mask these values from now on (a URL's password is masked, not the whole URL)."""
+    """Mask these values from now on (of a URL only its password: the rest is no secret)."""
     global _patterns
     for value in values:
         if not value:
             continue
-        value = url_password(value) or value
+        if "://" in value:  # a URL is no secret, its password is
+            value = url_password(value) or ""
         if len(value) >= MIN_LENGTH:
             _values.add(value)
             escaped = json.dumps(value, ensure_ascii=False)[1:-1]  # as it appears in JSON
@@ -127,6 +131,8 @@ def hold(names: Iterable[str] = (), also: Iterable[str | None] = ()) -> None:
         del os.environ[name]
     remember(*found.values(), *also)
     wipe_initial_environ(found.values())
+    for name in LIBRARY_READ & set(found):  # back, as a copy outside the wiped block
+        os.environ[name] = found[name]
     _set_non_dumpable()
 
 

@@ -48,6 +48,8 @@ def test_a_remembered_value_is_masked_as_it_is_and_inside_json() -> None:
     assert value not in redact(line) and json.dumps(value)[1:-1] not in redact(line)
     assert "broker-pw-77a1" not in redact(line) and MASK in redact(line)
     assert redact("a short word") == "a short word"  # under MIN_LENGTH: not a secret
+    remember("sqlite:////data/runs.db", "redis://127.0.0.1:6379/0")  # no password: nothing
+    assert redact("broker redis://127.0.0.1:6379/0") == "broker redis://127.0.0.1:6379/0"
 
 
 def test_masking_bytes_and_files_keeps_their_length(tmp_path) -> None:
@@ -81,6 +83,7 @@ HOLD = textwrap.dedent(
     hold(names=["MY_PROVIDER_CRED"])
     child = subprocess.run(["cat", f"/proc/{os.getpid()}/environ"], capture_output=True).stdout
     print(repr((
+        os.environ.get("PGPASSWORD"), b"pg-pass-4e8a2c" in child,
         "FAKE_API_KEY" in os.environ, "MY_PROVIDER_CRED" in os.environ,
         b"held-key-1c9e7b" in child, b"named-cred-6b2f0d" in child, b"visible-1" in child,
         env_value("FAKE_API_KEY"), resolve_api_key({"api_key_env": "MY_PROVIDER_CRED"}),
@@ -96,11 +99,14 @@ def test_a_held_secret_leaves_the_environment_and_proc_but_is_still_read() -> No
         "FAKE_API_KEY": "held-key-1c9e7b",
         "MY_PROVIDER_CRED": "named-cred-6b2f0d",
         "PLAIN": "visible-1",
+        "PGPASSWORD": "pg-pass-4e8a2c",  # libpq reads it from the environment: it stays there
     }
     out = subprocess.run(
         [sys.executable, "-c", HOLD], env=env, capture_output=True, text=True, check=True
     ).stdout
     assert ast.literal_eval(out) == (
+        "pg-pass-4e8a2c",
+        False,
         False,
         False,
         False,
