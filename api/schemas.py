@@ -38,14 +38,16 @@ class JobCreated(Schema):
 
 
 class ErrorInfo(Schema):
-    code = fields.String()
-    message = fields.String()
-    details = fields.Dict()
-    request_id = fields.String(allow_none=True)
+    code = fields.String(required=True, metadata={"description": "one of docs/api.md's codes"})
+    message = fields.String(required=True)
+    details = fields.Dict(required=True)
+    request_id = fields.String(required=True, allow_none=True)
 
 
 class ErrorBody(Schema):
-    error = fields.Nested(ErrorInfo)
+    """The body of every error answer (the OpenAPI document's `default` response)."""
+
+    error = fields.Nested(ErrorInfo, required=True)
 
 
 class JobStatus(Schema):

@@ -15,6 +15,7 @@ from schemathesis.checks import positive_data_acceptance
 from sqlalchemy import update
 
 from api import create_app
+from runner_core.error_codes import CATALOGUE
 from runner_core.store.models import Request, Run, utcnow
 from tests.helpers import migrated_settings, upload_body
 
@@ -68,6 +69,13 @@ def served(request, tmp_path, skills_root, queue):
     app.extensions["db"].kw["bind"].dispose()
 
 
+def error_code_is_catalogued(ctx, response, case) -> None:
+    """An error answer names a code of the catalogue (docs/api.md's table)."""
+    if response.status_code >= 400 and "json" in response.headers.get("content-type", [""])[0]:
+        code = response.json()["error"]["code"]
+        assert code in CATALOGUE, f"error code {code!r} is not in the catalogue"
+
+
 def fuzz(operation, headers: dict[str, str], jobs: list[str]) -> None:
     @hypothesis.given(case=operation.as_strategy(), job=st.sampled_from([None, *jobs]))
     @hypothesis.settings(
@@ -84,7 +92,11 @@ def fuzz(operation, headers: dict[str, str], jobs: list[str]) -> None:
             case.query["wait_sec"] = min(case.query["wait_sec"], 1)
         # A schema-valid request may still be refused for what no schema says (a zip that is
         # none, a cursor this API did not issue): those refusals have tests of their own.
-        case.call_and_validate(headers=headers, excluded_checks=[positive_data_acceptance])
+        case.call_and_validate(
+            headers=headers,
+            excluded_checks=[positive_data_acceptance],
+            additional_checks=[error_code_is_catalogued],
+        )
 
     check()
 
