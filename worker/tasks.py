@@ -118,7 +118,10 @@ def execute_run(self, run_id: str) -> str:
         )
         if outcome == claim.LIMITED:
             run_states.touch_dispatched(conn, run_id)
-            raise self.retry(countdown=settings.limit_retry_sec)
+            # the retry is a new message: it keeps the run's label in Flower
+            label = getattr(self.request, "kwargsrepr", None)
+            options = {"kwargsrepr": label} if label else {}
+            raise self.retry(countdown=settings.limit_retry_sec, **options)
         if outcome == claim.SKIPPED:
             return _not_claimed(run_id)
     assert run is not None  # CLAIMED comes with the claimed row

@@ -20,6 +20,7 @@ from api.schemas import JobListArgs
 from api.ui.forms import form_fields
 from runner_core.engines.catalog import all_engines, engine_info
 from runner_core.error_codes import ErrorCode
+from runner_core.events import last_seq
 from runner_core.statuses import RunStatus
 
 bp = Blueprint(
@@ -87,7 +88,11 @@ def run(request_id: str):
     with context.connect() as conn:
         job = read_job(conn, request_id, KIND)
     return render_template(
-        "run.html", state=conversation_state(job), tree=files_body(job), nav="runs"
+        "run.html",
+        state=conversation_state(job),
+        tree=files_body(job),
+        last_seq=last_seq(context.settings().runs_dir / job.run_id),  # history is read back from it
+        nav="runs",
     )
 
 
@@ -116,6 +121,12 @@ def preview(request_id: str):
 def engines():
     listed = [{**engine_summary(i), "models": i.models} for i in all_engines()]
     return render_template("engines.html", engines=listed, nav="engines")
+
+
+@bp.get("/packages")
+def packages():
+    """Install a skill package: the page posts the zip to POST /v1/skill-packages itself."""
+    return render_template("packages.html", nav="packages")
 
 
 @bp.errorhandler(ApiError)
