@@ -21,6 +21,7 @@ from api.logs import configure_logging, tag_request_lines
 from api.metrics import register_metrics
 from api.queue import CeleryQueue
 from api.schema_fields import UtcDateTime
+from api.schemas import ErrorBody
 from runner_core.event_bus import EventHub, EventPublisher
 from runner_core.finish_events import FinishWatcher
 from runner_core.metrics import use_metrics_dir
@@ -30,7 +31,9 @@ from runner_core.store.db import make_engine, make_sessionmaker
 
 
 class RunnerApi(Api):
-    """flask-smorest Api whose HTTP errors use the API's error body."""
+    """flask-smorest Api whose HTTP errors use the API's error body (also in the document)."""
+
+    ERROR_SCHEMA = ErrorBody
 
     def handle_http_exception(self, error):
         return http_exception_response(error)

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import cast
 
-from runner_core.settings import REPO_ROOT, SettingsError, load_settings
+from runner_core.settings import REPO_ROOT, SettingsError, hold_service_secrets, load_settings
 from runner_core.store.migrate import upgrade
 
 
@@ -88,6 +88,9 @@ def serve(args) -> int:
         ),
         *extra,  # the demo LLM: its exit stops the service too
     ]
+    # the children have their copy of the environment: this process (the parent of the worker
+    # the skill scripts run under) keeps no secret readable in /proc/<pid>/environ
+    hold_service_secrets(settings)
     if demo is not None:
         print(demo.banner(), file=sys.stderr, flush=True)
     print(

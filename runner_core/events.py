@@ -18,6 +18,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from runner_core.secret_values import redact
+
 PROTOCOL_VERSION = "fcmp/1.0"
 EVENTS_FILE = "events.jsonl"
 STATE_CHANGED = "conversation.state.changed"
@@ -80,7 +82,7 @@ class EventLog:
                     "meta": {"attempt": self.ref.attempt},
                 }
                 events.append(event)
-                lines.append(json.dumps(event, ensure_ascii=False, separators=(",", ":")))
+                lines.append(redact(json.dumps(event, ensure_ascii=False, separators=(",", ":"))))
             os.write(fd, "".join(line + "\n" for line in lines).encode("utf-8"))
         finally:
             os.close(fd)  # releases the lock

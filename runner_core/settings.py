@@ -12,6 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import overload
 
+from runner_core.engines.config import configured_key_names
+from runner_core.secret_values import held, hold
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEMO_LLM_ENV = (
     "SKILL_RUNNER_DEMO_LLM"  # set by `skill-runner serve --demo-llm` (the fake LLM's URL)
@@ -235,7 +238,7 @@ def cors_origins(raw: str) -> tuple[str, ...]:
 
 def load_settings(env: dict[str, str] | None = None) -> Settings:
     """Build Settings from `env` (default: os.environ); SettingsError names a bad value."""
-    env = dict(os.environ if env is None else env)
+    env = {**held(), **os.environ} if env is None else dict(env)
     read = _Env(env)
     data_dir = Path(env.get("SKILL_RUNNER_DATA_DIR", "./data")).resolve()
     skills_dir = Path(env.get("SKILL_RUNNER_SKILLS_DIR", "./skills")).resolve()
@@ -324,3 +327,12 @@ def _snapshot_mode(value: str) -> str:
     if mode not in ("link", "copy"):
         raise SettingsError(f"SKILL_RUNNER_SNAPSHOT must be 'link' or 'copy', not {value!r}")
     return mode
+
+
+def hold_service_secrets(settings: Settings) -> None:
+    """`secret_values.hold` for a service process: the variables its engine configs name as
+    keys too, and the tokens, webhook secret and URL passwords its settings hold."""
+    hold(
+        configured_key_names(),
+        (*settings.api_tokens, settings.webhook_secret, settings.database_url, settings.broker_url),
+    )

@@ -10,6 +10,7 @@ from pathlib import Path
 from runner_core.engines.base import CommandSpec, ProcessResult
 from runner_core.engines.live import Translated, translate_line
 from runner_core.events import EventLog
+from runner_core.secret_values import longest, mask_file
 from worker.entry import EntryContext
 from worker.supervisor import run_command
 
@@ -47,6 +48,8 @@ class OutputTail:
 
     def _read(self) -> None:
         for stream, path in self.files.items():
+            # secrets printed are masked in the file (same length) before they become events
+            mask_file(path, max(0, self.read_to[stream] - longest()))
             try:
                 with path.open("rb") as fh:
                     fh.seek(self.read_to[stream])

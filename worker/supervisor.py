@@ -16,6 +16,7 @@ from pathlib import Path
 
 from runner_core.engines.base import CommandSpec, ProcessResult
 from runner_core.processes import terminate_group
+from runner_core.secret_values import mask_file
 from worker.strays import end_strays
 
 POLL_SEC = 0.05
@@ -68,11 +69,10 @@ def run_command(
                 stdout_from=offsets[0],
                 stderr_from=offsets[1],
             )
-        return replace(
-            _watch(proc, spec, watch, stdout_path, stderr_path, started),
-            stdout_from=offsets[0],
-            stderr_from=offsets[1],
-        )
+        result = _watch(proc, spec, watch, stdout_path, stderr_path, started)
+    for path, start in ((stdout_path, offsets[0]), (stderr_path, offsets[1])):
+        mask_file(path, start)  # a secret the process printed (an agent's `env`) stays out
+    return replace(result, stdout_from=offsets[0], stderr_from=offsets[1])
 
 
 def _watch(

@@ -19,7 +19,10 @@ blp = Blueprint("cleanup", __name__, url_prefix="/v1/jobs", description="Houseke
 
 
 class CleanupArgs(Schema):
-    older_than_sec = fields.Integer(load_default=0, validate=validate.Range(min=0))
+    # at most 100 years: a larger age is no date (it overflowed into a 500)
+    older_than_sec = fields.Integer(
+        load_default=0, validate=validate.Range(min=0, max=100 * 365 * 86400)
+    )
     statuses = fields.List(
         fields.String(validate=validate.OneOf((*TERMINAL_STATUSES, RunStatus.WAITING_USER))),
         load_default=list(TERMINAL_STATUSES),

@@ -31,6 +31,7 @@ from api.resources.engines import info_or_404
 from api.resources.jobs import JOB
 from api.resources.skills import get_skill_or_404, skill_detail, skill_summary
 from api.schemas import (
+    SSE_STREAM,
     CancelResult,
     EventHistory,
     EventHistoryArgs,
@@ -162,6 +163,7 @@ class File(MethodView):
 @blp.route("/runs/<request_id>/events")
 class Events(MethodView):
     @blp.arguments(_EVENTS_ARGS, location="query")
+    @blp.doc(responses={"200": SSE_STREAM})
     def get(self, args: dict[str, Any], request_id: str) -> Response:
         """The run's events as Server-Sent Events (as /v1/jobs/{request_id}/events)."""
         return run_events.sse_response(request_id, KIND, args["cursor"])
