@@ -35,6 +35,7 @@ from worker import (
 )
 from worker.celery_app import app, settings
 from worker.composite import is_composite
+from worker.composite_calls import calls_served
 from worker.database import connect, sessions
 from worker.dispatch import announce_end, events_of, finished, send_run, write_failure
 from worker.executor import RunExecutor
@@ -137,7 +138,7 @@ def execute_run(self, run_id: str) -> str:
         events_of(claimed) if settings.events else None,
     )
     try:
-        with Heartbeat(connect, run_id, beat_interval(settings)):
+        with Heartbeat(connect, run_id, beat_interval(settings)), calls_served(claimed):
             status = _execute(executor)
     finally:
         signal.signal(signal.SIGTERM, previous)

@@ -131,3 +131,36 @@ def _alive(pid: int) -> bool:
             return fh.read().split(") ")[1][0] != "Z"  # a zombie is gone but not yet reaped
     except OSError:
         return False
+
+
+def test_an_index_py_composite_calls_skills_as_child_runs(stack):
+    rid = start(stack, "research_in_code", {"topic": "queue runs"})
+    assert stack.wait(rid, 60)["status"] == "succeeded"
+    data = result_of(stack, rid)["data"]
+    assert len(data["sources"]) == 3
+    assert data["summary"].endswith("first: " + data["sources"][0]["snippet"].splitlines()[0])
+    events = events_of(stack, rid)
+    started = [e["data"] for e in events if e["type"] == "step.started"]
+    ended = [e["data"] for e in events if e["type"] == "step.ended"]
+    assert [s["step"] for s in started] == ["memory_search@1", "summarize@2"]
+    assert [(e["step"], e["status"]) for e in ended] == [
+        ("memory_search@1", "succeeded"),
+        ("summarize@2", "succeeded"),
+    ]
+    child = stack.client.get(f"/v1/jobs/{started[1]['request_id']}").json
+    assert child["status"] == "succeeded" and child["skill_id"] == "summarize"
+    stderr = stack.settings.runs_dir / stack.wait(rid, 1)["run_id"] / "logs" / "stderr.txt"
+    assert "not in this skill's `calls`" in stderr.read_text()  # sleep_ms was refused
+
+
+def test_an_index_ts_composite_runs_calls_at_once_and_sees_a_failed_call(stack):
+    rid = start(stack, "pair_in_code", {"ms": 1500})
+    assert stack.wait(rid, 60)["status"] == "succeeded"
+    data = result_of(stack, rid)["data"]
+    a, b = data["a"], data["b"]
+    assert a["started"] < b["ended"] and b["started"] < a["ended"], data  # both in flight
+    assert "ctx.call('wrong_output') failed" in data["failure"]
+    ended = {
+        e["data"]["step"]: e["data"] for e in events_of(stack, rid) if e["type"] == "step.ended"
+    }
+    assert ended["wrong_output@3"]["error"]["code"] == "OUTPUT_VALIDATION_FAILED"
