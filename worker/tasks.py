@@ -45,6 +45,7 @@ from worker.recovery import recover
 from worker.refill import Refiller
 from worker.revokes import RevokeWatch
 from worker.run_layout import skill_copies, skill_source
+from worker.skill_retry import retry_failed
 from worker.strays import become_subreaper
 from worker.turns import Resume, resume_input
 from worker.webhook_tasks import overdue_callbacks
@@ -144,7 +145,8 @@ def execute_run(self, run_id: str) -> str:
         signal.signal(signal.SIGTERM, previous)
         _task.update(run_id=None, terminating=False)
     _refill_pool(executor)
-    composite.notify_parent(claimed)
+    if status != RunStatus.QUEUED:
+        composite.notify_parent(claimed)
     return status
 
 
@@ -184,6 +186,8 @@ def _execute(executor: RunExecutor) -> str:
             raise Terminated()
         if outcome.status == RunStatus.WAITING_USER:
             return ask_user(executor.run, executor.turn, outcome)
+        if outcome.status == RunStatus.FAILED and retry_failed(run, outcome.error):
+            return RunStatus.QUEUED  # a new attempt of the same run (skill.json `retry`)
 
         def record() -> bool:
             with connect() as conn:

@@ -164,3 +164,20 @@ def test_an_index_ts_composite_runs_calls_at_once_and_sees_a_failed_call(stack):
         e["data"]["step"]: e["data"] for e in events_of(stack, rid) if e["type"] == "step.ended"
     }
     assert ended["wrong_output@3"]["error"]["code"] == "OUTPUT_VALIDATION_FAILED"
+
+
+def test_the_skill_retry_runs_a_failed_run_again_up_to_retry_times(stack, tmp_path):
+    counter = tmp_path / "calls.txt"
+    rid = start(stack, "flaky_retried", {"counter_file": str(counter), "fail_times": 2})
+    assert stack.wait(rid, 60)["status"] == "succeeded"
+    assert result_of(stack, rid)["data"] == {"calls": 3}
+    events = events_of(stack, rid)
+    retries = [e for e in events if e["data"].get("trigger") == "retry_after_failure"]
+    warnings = [e["data"] for e in events if e["type"] == "diagnostic.warning"]
+    assert len(retries) == 2 and [w["attempt"] for w in warnings] == [1, 2]
+    assert warnings[0]["error"]["code"] == "SKILL_SCRIPT_FAILED"
+    counter.unlink()
+    rid = start(stack, "flaky_retried", {"counter_file": str(counter), "fail_times": 5})
+    status = stack.wait(rid, 60)
+    assert status["status"] == "failed" and status["error"]["code"] == "SKILL_SCRIPT_FAILED"
+    assert counter.read_text() == "3"  # one run and two retries, no more
