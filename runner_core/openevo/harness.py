@@ -66,6 +66,9 @@ class Context:
 
 
 def _load(path: str):
+    # no __pycache__: a skill copy may be shared by runs, and an update whose file keeps its
+    # size and (zip, 2 s) mtime would otherwise run the old bytecode
+    sys.dont_write_bytecode = True
     spec = importlib.util.spec_from_file_location("skill_index", path)
     if spec is None or spec.loader is None:
         raise RuntimeError(f"cannot load {path}")

@@ -42,6 +42,16 @@ class SkillRegistry:
         pkg = self.get(skill_id)
         return pkg.root if pkg is not None else None
 
+    def graph_errors(self, pkg: SkillPackage) -> list[str]:
+        """What the checks across skills (calls, names, cycles) find wrong with a skill.json
+        `pkg` were it installed, replacing an installed skill of its name."""
+        if pkg.openevo is None:
+            return []
+        skill_md, openevo = _scan(self.skills_dir)
+        others = [p for p in (load_skill_cached(root) for root in openevo) if p.id != pkg.id]
+        checked = check_graph([*others, pkg], {p.name for p in skill_md})
+        return [e for e in checked[-1].errors if e not in pkg.errors]
+
 
 def _checked(openevo: list[Path], skill_md: list[Path]) -> list[SkillPackage]:
     """The skill.json skills with the errors of the checks across skills."""
