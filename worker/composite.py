@@ -98,6 +98,7 @@ def advance(parent_id: str) -> str:
         now = time.time()
         inputs = apply_defaults(pkg.input_schema, parent.input or {})
         moves = next_moves(pipeline, inputs, attempts(runs), set(skipped(parent)), now)
+        error: dict[str, Any] | None
         if parent.cancel_requested_at:
             error = {"code": ErrorCode.CANCELED_BY_USER, "message": "canceled by user"}
             return end(session, parent, RunStatus.CANCELED, None, error, order, runs, moves.states)
@@ -136,11 +137,11 @@ def advance(parent_id: str) -> str:
             session.rollback()
             return "raced"
     for launch, child in zip(moves.start, created, strict=True):
-        data: dict[str, Any] = {"step": launch.step, "request_id": child.request_id}
+        started: dict[str, Any] = {"step": launch.step, "request_id": child.request_id}
         if launch.index is not None:
-            data["index"] = launch.index
-        data["attempt"] = launch.attempt
-        events_of(parent).emit("step.started", data)
+            started["index"] = launch.index
+        started["attempt"] = launch.attempt
+        events_of(parent).emit("step.started", started)
         send_run(child, child.celery_task_id)
     if moves.wake_in is not None:  # a retry is due later
         app.send_task(ADVANCE, args=[parent_id], queue=QUEUE, countdown=moves.wake_in + 0.02)

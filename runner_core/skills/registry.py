@@ -7,6 +7,7 @@ under the skills directory or one level down (openEvo's `<category>/<name>/` lay
 
 from __future__ import annotations
 
+import builtins
 from pathlib import Path
 
 from runner_core.openevo.graph import check_graph
@@ -42,7 +43,7 @@ class SkillRegistry:
         pkg = self.get(skill_id)
         return pkg.root if pkg is not None else None
 
-    def graph_errors(self, pkg: SkillPackage) -> list[str]:
+    def graph_errors(self, pkg: SkillPackage) -> "builtins.list[str]":
         """What the checks across skills (calls, names, cycles) find wrong with a skill.json
         `pkg` were it installed, replacing an installed skill of its name."""
         if pkg.openevo is None:
