@@ -7,7 +7,8 @@ a child ends, `advance` runs for its parent: under the parent's row lock it read
 starts what became ready (on as many worker processes as are free), and at the end writes the
 parent's outcome (outputMapping, validated against `output`). A unique (parent, step_name) index
 keeps two racing callbacks from starting a child twice. Waiting costs no worker slot: a retry's
-delay and the composite's own `timeout` are `advance` messages sent with a countdown.
+delay and the composite's own `timeout` are `advance` messages sent with a countdown. A child's
+end runs `advance` in the child's own worker process, right after its end is recorded.
 """
 
 from __future__ import annotations
@@ -65,7 +66,12 @@ def notify_parent(run: Run) -> None:
         child, parent = session.get(Run, run.id), session.get(Run, run.parent_run_id)
         if child is not None and parent is not None:
             step_ended(parent, child)
-    if "@" not in (run.step_name or ""):  # a call of an index-file composite is awaited there
+    if "@" in (run.step_name or ""):  # a call of an index-file composite is awaited there
+        return
+    try:  # here, in the child's process: no broker round trip before the next step starts
+        advance(run.parent_run_id)
+    except Exception:
+        log.warning("advance of %s failed; sent as a task", run.parent_run_id, exc_info=True)
         app.send_task(ADVANCE, args=[run.parent_run_id], queue=QUEUE)
 
 
@@ -133,8 +139,9 @@ def advance(parent_id: str) -> str:
         ]
         try:
             session.commit()
-        except IntegrityError:  # another callback started them first
+        except IntegrityError:  # another callback started one of them first: look again
             session.rollback()
+            app.send_task(ADVANCE, args=[parent_id], queue=QUEUE)
             return "raced"
     for launch, child in zip(moves.start, created, strict=True):
         started: dict[str, Any] = {"step": launch.step, "request_id": child.request_id}
