@@ -62,14 +62,14 @@ def notify_parent(run: Run) -> None:
     """After a child's end is recorded: `step.ended` on its parent, and the next steps."""
     if not getattr(run, "parent_run_id", None):
         return
-    with sessions()() as session:
-        child, parent = session.get(Run, run.id), session.get(Run, run.parent_run_id)
-        if child is not None and parent is not None:
-            step_ended(parent, child)
     if "@" in (run.step_name or ""):  # a call of an index-file composite is awaited there
+        with sessions()() as session:
+            child, parent = session.get(Run, run.id), session.get(Run, run.parent_run_id)
+            if child is not None and parent is not None:
+                step_ended(parent, child)
         return
     try:  # here, in the child's process: no broker round trip before the next step starts
-        advance(run.parent_run_id)
+        advance(run.parent_run_id, run.id)
     except Exception:
         log.warning("advance of %s failed; sent as a task", run.parent_run_id, exc_info=True)
         app.send_task(ADVANCE, args=[run.parent_run_id], queue=QUEUE)
@@ -86,10 +86,15 @@ def time_limit(parent: Run, pkg: SkillPackage) -> float:
 
 
 @app.task(name=ADVANCE)
-def advance(parent_id: str) -> str:
-    """Start the children that are due, or end the parent; idempotent."""
+def advance(parent_id: str, ended_child: str | None = None) -> str:
+    """Start the children that are due, or end the parent; idempotent. `ended_child`: the
+    child whose end called it (its `step.ended` is written first)."""
     with sessions()() as session:
         parent = session.get(Run, parent_id, with_for_update=True)
+        if parent is not None and ended_child is not None:
+            child = session.get(Run, ended_child)
+            if child is not None:
+                step_ended(parent, child)
         if parent is None or parent.status != RunStatus.RUNNING:
             if parent is not None:
                 cancel_children(session, parent_id)
@@ -143,13 +148,13 @@ def advance(parent_id: str) -> str:
             session.rollback()
             app.send_task(ADVANCE, args=[parent_id], queue=QUEUE)
             return "raced"
-    for launch, child in zip(moves.start, created, strict=True):
+    for launch, (child, queue) in zip(moves.start, created, strict=True):
         started: dict[str, Any] = {"step": launch.step, "request_id": child.request_id}
         if launch.index is not None:
             started["index"] = launch.index
         started["attempt"] = launch.attempt
+        send_run(child, child.celery_task_id, queue)
         events_of(parent).emit("step.started", started)
-        send_run(child, child.celery_task_id)
     if moves.wake_in is not None:  # a retry is due later
         app.send_task(ADVANCE, args=[parent_id], queue=QUEUE, countdown=moves.wake_in + 0.02)
     return "advanced"

@@ -94,15 +94,14 @@ class CallServer(threading.Thread):
                 self._answer(number, {"ok": False, "error": _undeclared(name, self.allowed)})
                 continue
             with sessions()() as session:
-                child = create_child(
-                    session, self.parent, call_name(name, number), name, call_input
-                )
+                step = call_name(name, number)
+                child, queue = create_child(session, self.parent, step, name, call_input)
                 session.commit()
             self.pending[number] = child.id
             events_of(self.parent).emit(
                 "step.started", {"step": child.step_name, "request_id": child.request_id}
             )
-            send_run(child, child.celery_task_id)
+            send_run(child, child.celery_task_id, queue)
 
     def _answer_ended(self) -> None:
         if not self.pending:

@@ -13,6 +13,7 @@ from sqlalchemy import Table, insert, select, update
 from sqlalchemy.orm import Session
 
 from runner_core.openevo.steps import Attempt, parse_child_name
+from runner_core.queues import queue_for
 from runner_core.skills import load_skill
 from runner_core.skills.registry import SkillRegistry
 from runner_core.statuses import ACTIVE_STATUSES, RunStatus
@@ -55,11 +56,12 @@ def create_child(
     skill_id: str,
     step_input: Any,
     timeout_ms: float | None = None,
-) -> Run:
+) -> tuple[Run, str]:
     """A request and a queued run for one step (or call), stamped for sending after the
-    commit; a step's `timeout` becomes the child's time limit (whole seconds)."""
+    commit, and its queue; a step's `timeout` becomes the child's time limit (whole seconds)."""
     pkg = load_skill(SkillRegistry(settings.skills_dir).root_of(skill_id) or Path(skill_id))
     engine = pkg.effective_engines[0] if pkg.effective_engines else None
+    kind = pkg.manifest.entrypoint.type if pkg.manifest else "script"
     now, request_id, run_id = utcnow(), str(uuid.uuid4()), str(uuid.uuid4())
     options = {"timeout_sec": max(1, math.ceil(timeout_ms / 1000))} if timeout_ms else {}
     payload = {
@@ -106,7 +108,7 @@ def create_child(
             "created_at": now,
         },
     )
-    return child
+    return child, queue_for(engine, kind)
 
 
 def cancel_children(session: Session, parent_id: str) -> list[str]:
