@@ -28,7 +28,13 @@ from runner_core.skills import SkillPackage, load_skill
 from runner_core.statuses import RunStatus
 from runner_core.store.models import Run
 from worker.celery_app import app, settings
-from worker.composite_children import attempts, cancel_children, children, create_child
+from worker.composite_children import (
+    attempts,
+    cancel_children,
+    children,
+    new_child,
+    save_children,
+)
 from worker.composite_end import end, record_skipped, skipped, step_ended
 from worker.database import sessions
 from worker.dispatch import events_of, send_run
@@ -136,24 +142,27 @@ def advance(parent_id: str, ended_child: str | None = None) -> str:
             data = final_output(pipeline, pkg.openevo.output_mapping, inputs, moves.states)
             status, error = _checked(pkg, data)
             return end(session, parent, status, data, error, order, runs, moves.states)
-        created = [
-            create_child(
-                session, parent, launch.name, launch.skill, launch.input, launch.timeout_ms
-            )
-            for launch in moves.start
-        ]
+        pkgs: dict[str, SkillPackage] = {}
+        created = save_children(
+            session,
+            [
+                new_child(parent, launch.name, launch.skill, launch.input, launch.timeout_ms, pkgs)
+                for launch in moves.start
+            ],
+        )
         try:
             session.commit()
         except IntegrityError:  # another callback started one of them first: look again
             session.rollback()
             app.send_task(ADVANCE, args=[parent_id], queue=QUEUE)
             return "raced"
-    for launch, (child, queue) in zip(moves.start, created, strict=True):
-        started: dict[str, Any] = {"step": launch.step, "request_id": child.request_id}
+    for new in created:  # every message first: the children start while the events are written
+        send_run(new.run, new.run.celery_task_id, new.queue)
+    for launch, new in zip(moves.start, created, strict=True):
+        started: dict[str, Any] = {"step": launch.step, "request_id": new.run.request_id}
         if launch.index is not None:
             started["index"] = launch.index
         started["attempt"] = launch.attempt
-        send_run(child, child.celery_task_id, queue)
         events_of(parent).emit("step.started", started)
     if moves.wake_in is not None:  # a retry is due later
         app.send_task(ADVANCE, args=[parent_id], queue=QUEUE, countdown=moves.wake_in + 0.02)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
@@ -14,7 +15,7 @@ from sqlalchemy.orm import Session
 
 from runner_core.openevo.steps import Attempt, parse_child_name
 from runner_core.queues import queue_for
-from runner_core.skills import load_skill
+from runner_core.skills import SkillPackage, load_skill
 from runner_core.skills.registry import SkillRegistry
 from runner_core.statuses import ACTIVE_STATUSES, RunStatus
 from runner_core.store import runs as run_states
@@ -49,6 +50,15 @@ def output_of(child: Run) -> Any:
         return None
 
 
+@dataclass
+class NewChild:
+    """A step's (or call's) child run and its request row, not yet saved, and its queue."""
+
+    run: Run
+    request: dict[str, Any]
+    queue: str
+
+
 def create_child(
     session: Session,
     parent: Run,
@@ -57,9 +67,36 @@ def create_child(
     step_input: Any,
     timeout_ms: float | None = None,
 ) -> tuple[Run, str]:
+    """One child saved in `session` (committed by the caller); the run and its queue."""
+    (child,) = save_children(session, [new_child(parent, step, skill_id, step_input, timeout_ms)])
+    return child.run, child.queue
+
+
+def save_children(session: Session, children: list[NewChild]) -> list[NewChild]:
+    """Add the runs, then their requests (which refer to them), in one flush and one insert."""
+    if children:
+        session.add_all([c.run for c in children])
+        session.flush()
+        session.execute(insert(cast(Table, Request.__table__)), [c.request for c in children])
+    return children
+
+
+def new_child(
+    parent: Run,
+    step: str,
+    skill_id: str,
+    step_input: Any,
+    timeout_ms: float | None = None,
+    pkgs: dict[str, SkillPackage] | None = None,
+) -> NewChild:
     """A request and a queued run for one step (or call), stamped for sending after the
-    commit, and its queue; a step's `timeout` becomes the child's time limit (whole seconds)."""
-    pkg = load_skill(SkillRegistry(settings.skills_dir).root_of(skill_id) or Path(skill_id))
+    commit; a step's `timeout` becomes the child's time limit (whole seconds). `pkgs`: the
+    skills loaded so far by the caller (a fan-out loads its skill once)."""
+    pkg = (pkgs or {}).get(skill_id)
+    if pkg is None:
+        pkg = load_skill(SkillRegistry(settings.skills_dir).root_of(skill_id) or Path(skill_id))
+        if pkgs is not None:
+            pkgs[skill_id] = pkg
     engine = pkg.effective_engines[0] if pkg.effective_engines else None
     kind = pkg.manifest.entrypoint.type if pkg.manifest else "script"
     now, request_id, run_id = utcnow(), str(uuid.uuid4()), str(uuid.uuid4())
@@ -93,22 +130,17 @@ def create_child(
         parent_run_id=parent.id,
         step_name=step,
     )
-    session.add(child)
-    session.flush()
-    session.execute(
-        insert(cast(Table, Request.__table__)),
-        {
-            "id": request_id,
-            "kind": "job",
-            "skill_id": skill_id,
-            "engine": engine,
-            "run_id": run_id,
-            "cache_hit": False,
-            "payload": payload,
-            "created_at": now,
-        },
-    )
-    return child, queue_for(engine, kind)
+    request = {
+        "id": request_id,
+        "kind": "job",
+        "skill_id": skill_id,
+        "engine": engine,
+        "run_id": run_id,
+        "cache_hit": False,
+        "payload": payload,
+        "created_at": now,
+    }
+    return NewChild(child, request, queue_for(engine, kind))
 
 
 def cancel_children(session: Session, parent_id: str) -> list[str]:
