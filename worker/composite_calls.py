@@ -19,6 +19,7 @@ from typing import Any
 
 from sqlalchemy import select
 
+from runner_core.openevo.spec import is_openevo_dir
 from runner_core.openevo.steps import call_name
 from runner_core.skills import SkillPackage, load_skill
 from runner_core.statuses import ACTIVE_STATUSES, RunStatus
@@ -43,7 +44,8 @@ def is_index_composite(pkg: SkillPackage) -> bool:
 @contextmanager
 def calls_served(run: Run):
     """Serve the calls of `run` while it executes, when it is an index-file composite."""
-    if run.engine is not None or not is_index_composite(load_skill(skill_source(settings, run))):
+    source = skill_source(settings, run) if run.engine is None else None
+    if source is None or not is_openevo_dir(source) or not is_index_composite(load_skill(source)):
         yield
         return
     server = CallServer(run)
