@@ -35,6 +35,8 @@ FIGURES = {
     "codex-resume": "bench.codex_resume",
     "run-page": "bench.run_page",
     "chaos": "bench.chaos",
+    "composite-fanout": "bench.composite_fanout",
+    "composite-chain": "bench.composite_chain",
 }
 NUMBERS = {str(i): name for i, name in enumerate(FIGURES, 1)}
 

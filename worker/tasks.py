@@ -35,6 +35,7 @@ from worker import (
 )
 from worker.celery_app import app, settings
 from worker.composite import is_composite
+from worker.composite_calls import calls_served
 from worker.database import connect, sessions
 from worker.dispatch import announce_end, events_of, finished, send_run, write_failure
 from worker.executor import RunExecutor
@@ -44,6 +45,7 @@ from worker.recovery import recover
 from worker.refill import Refiller
 from worker.revokes import RevokeWatch
 from worker.run_layout import skill_copies, skill_source
+from worker.skill_retry import retry_failed
 from worker.strays import become_subreaper
 from worker.turns import Resume, resume_input
 from worker.webhook_tasks import overdue_callbacks
@@ -143,13 +145,17 @@ def execute_run(self, run_id: str) -> str:
         events_of(claimed) if settings.events else None,
     )
     try:
-        with Heartbeat(connect, run_id, beat_interval(settings), claimed.attempt):
+        with (
+            Heartbeat(connect, run_id, beat_interval(settings), claimed.attempt),
+            calls_served(claimed),
+        ):
             status = _execute(executor)
     finally:
         signal.signal(signal.SIGTERM, previous)
         _task.update(run_id=None, terminating=False)
     _refill_pool(executor)
-    composite.notify_parent(claimed)
+    if status != RunStatus.QUEUED:
+        composite.notify_parent(claimed)
     return status
 
 
@@ -189,6 +195,8 @@ def _execute(executor: RunExecutor) -> str:
             raise Terminated()
         if outcome.status == RunStatus.WAITING_USER:
             return ask_user(executor.run, executor.turn, outcome)
+        if outcome.status == RunStatus.FAILED and retry_failed(run, outcome.error):
+            return RunStatus.QUEUED  # a new attempt of the same run (skill.json `retry`)
 
         def record() -> bool:
             with connect() as conn:

@@ -20,6 +20,7 @@ from runner_core.skills.loader import load_skill
 from runner_core.skills.locks import locks_dir, skill_lock
 from runner_core.skills.model import SkillPackage
 from runner_core.skills.package import PackageError, parse_version
+from runner_core.skills.registry import SkillRegistry
 
 STAGING = ".staging"
 ARCHIVE_DIR = "skill_archive"
@@ -56,7 +57,8 @@ class SkillInstaller:
 
     def install(self, pkg: SkillPackage) -> InstallResult:
         """Move the staged `pkg` into place; an update must raise the version."""
-        live = self.skills_dir / pkg.id
+        # a skill.json skill may live in a category folder: an update replaces it there
+        live = SkillRegistry(self.skills_dir).root_of(pkg.id) or self.skills_dir / pkg.id
         with skill_lock(self.locks_dir, pkg.id):
             previous = load_skill(live) if live.is_dir() else None
             old_version = previous.version if previous else None

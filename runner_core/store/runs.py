@@ -91,6 +91,27 @@ def finish_run(
     return cast(CursorResult, result).rowcount == 1
 
 
+def requeue_failed(session: Session, run_id: str) -> bool:
+    """running -> queued again after a failed attempt (a skill.json `retry`), unless a cancel
+    was asked for; the next claim is a new attempt."""
+    now = utcnow()
+    result = session.execute(
+        update(Run)
+        .where(Run.id == run_id, Run.status == RunStatus.RUNNING, Run.cancel_requested_at.is_(None))
+        .values(
+            status=RunStatus.QUEUED,
+            started_at=None,
+            heartbeat_at=None,
+            worker=None,
+            pgid=None,
+            updated_at=now,
+            recovery_reason="retry_after_failure",
+        )
+    )
+    session.commit()
+    return cast(CursorResult, result).rowcount == 1
+
+
 def cancel_queued(session: Session, run_id: str) -> bool:
     """queued -> canceled (CANCELED_BY_USER)."""
     return _cancel_idle(session, run_id, (RunStatus.QUEUED,))
