@@ -56,6 +56,8 @@ def publish(local: Path, shared: Path) -> None:
             replaced.mkdir(exist_ok=True)
             os.rename(target, replaced / name)
         os.replace(source, target)
+        if os.path.lexists(source):  # a hard link to the very file: the rename did nothing
+            os.unlink(source)
     os.rmdir(staging)
     remove(replaced)
     remove(local)

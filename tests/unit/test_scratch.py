@@ -69,6 +69,7 @@ def test_publish_moves_the_files_links_unchanged_ones_and_leaves_logs_and_events
 def test_a_later_turn_pulls_the_shared_files_and_its_publish_replaces_the_old_ones(dirs):
     local, shared, uploads = dirs
     (local / "artifacts" / "draft.txt").write_text("turn 1")
+    (local / "input.json").write_text("{}")  # unchanged by the next turn
     (local / ".codex-home").mkdir()
     (local / ".codex-home" / "session.jsonl").write_text("turn 1\n")
     scratch.publish(local, shared)
@@ -90,6 +91,7 @@ def test_a_later_turn_pulls_the_shared_files_and_its_publish_replaces_the_old_on
     assert os.listdir(shared / "artifacts") == ["final.txt"]  # the folder is the turn's own
     assert session.read_text() == "turn 1\nturn 2\n"
     assert os.path.samefile(shared / "uploads" / "input.txt", unchanged)  # linked, not copied
+    assert (shared / "input.json").read_text() == "{}"
     assert (shared / "logs" / "stdout.txt").read_text() == "turn 1 output"
     assert not (shared / scratch.STAGING).exists() and not (shared / scratch.REPLACED).exists()
 
