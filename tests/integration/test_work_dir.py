@@ -135,6 +135,32 @@ def test_a_cancel_mid_run_leaves_the_shared_run_directory_complete(bare_stack, w
     assert any(n.endswith("result.json") for n in names), names
 
 
+@pytest.mark.parametrize(
+    "sig, status, code",
+    [
+        (signal.SIGTERM, "canceled", "CANCELED_BY_USER"),  # Flower's revoke with terminate
+        (signal.SIGUSR1, "failed", "TIMEOUT"),  # Celery's soft time limit
+    ],
+)
+def test_a_signal_to_the_pool_process_publishes_the_run_before_it_is_recorded(
+    bare_stack, workers, tmp_path, sig, status, code
+):
+    scratch = tmp_path / "scratch"
+    workers("a", scratch)
+    rid = create_job(bare_stack, "slow-counter", sleep=30, children=0)
+    running = bare_stack.wait(rid, until=("running", *TERMINAL_STATUSES))
+    local = scratch / "runs" / running["run_id"]
+    wait_for(lambda: (local / "raw" / "child_pids.txt").is_file(), 10)
+    os.kill(int(running["worker"].rsplit(":", 1)[1]), sig)
+    ended = bare_stack.wait(rid, timeout=20)
+    assert ended["status"] == status and ended["error"]["code"] == code, ended
+    assert in_scratch(scratch) == []
+    shared = bare_stack.settings.runs_dir / running["run_id"]
+    assert (shared / "artifacts" / "calls.txt").is_file()
+    result = bare_stack.client.get(f"/v1/jobs/{rid}/result").json["result"]
+    assert result["status"] == status and result["error"]["code"] == code
+
+
 def test_a_worker_killed_mid_run_is_reconciled_and_its_scratch_removed(
     bare_stack, workers, tmp_path
 ):
