@@ -74,6 +74,7 @@ class Settings:
     webhook_retry_sec: int = 3600  # how long a failing callback is retried
     webhook_backoff_sec: float = 2.0  # the first retry's delay; doubled each time (max 5 min)
     demo_llm: str = ""  # the demo LLM's URL when the engine CLIs talk to it (never in production)
+    work_dir: Path | None = None  # local scratch runs work in (None: in the shared runs/)
 
     def running_limit(self, engine: str | None) -> int:
         """The per-engine maximum of running runs for `engine` (script runs: 'script'); 0 = none."""
@@ -84,16 +85,23 @@ class Settings:
         return self.data_dir / "runs"
 
     @property
+    def work_runs_dir(self) -> Path:
+        """Where a run works while it runs: the worker's local scratch, or runs/ itself."""
+        return self.work_dir / "runs" if self.work_dir else self.runs_dir
+
+    @property
     def requests_dir(self) -> Path:
         return self.data_dir / "requests"
 
     @property
     def run_pool_dir(self) -> Path:
-        return self.data_dir / "run-pool"
+        # beside the run directories it is renamed into (one file system)
+        return (self.work_dir or self.data_dir) / "run-pool"
 
     @property
     def skill_copies_dir(self) -> Path:
-        return self.data_dir / "skill-copies"
+        # beside the run directories that hard-link from it
+        return (self.work_dir or self.data_dir) / "skill-copies"
 
     @property
     def broker_socket(self) -> Path:
@@ -312,6 +320,9 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         webhook_retry_sec=read.number("SKILL_RUNNER_WEBHOOK_RETRY_SEC", 3600, minimum=1),
         webhook_backoff_sec=float(env.get("SKILL_RUNNER_WEBHOOK_BACKOFF_SEC", "2") or 2),
         demo_llm=env.get(DEMO_LLM_ENV, "").strip(),
+        work_dir=Path(env["SKILL_RUNNER_WORK_DIR"]).resolve()
+        if env.get("SKILL_RUNNER_WORK_DIR", "").strip()
+        else None,
     )
 
 

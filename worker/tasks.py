@@ -41,6 +41,7 @@ from worker.dispatch import announce_end, events_of, finished, send_run, write_f
 from worker.executor import RunExecutor
 from worker.interactive_tasks import ask_user, overdue_replies
 from worker.lease import Heartbeat, beat_interval, make_watch
+from worker.leftovers import clear_leftovers
 from worker.recovery import recover
 from worker.refill import Refiller
 from worker.revokes import RevokeWatch
@@ -90,6 +91,7 @@ def _startup_reconciliation(**_kwargs) -> None:
     engine = make_engine(settings.database_url)
     try:
         recover(settings, make_sessionmaker(engine), send_run, startup=True)
+        clear_leftovers(settings, make_sessionmaker(engine))
     except Exception:  # never keep a worker from starting; the periodic sweep retries
         log.exception("startup reconciliation failed")
     finally:
@@ -243,6 +245,7 @@ def _execute(executor: RunExecutor) -> str:
         # The signal may land after the run's real end was recorded (e.g. a worker stopped
         # while it announced the end): the guarded UPDATE decides, and only the call that
         # ended the run writes its result file, so a recorded success is never overwritten.
+        executor.publish_cut_short()  # nothing left to move once the end was recorded
         with connect() as conn:
             ended = run_states.finish_run(conn, run.id, status, error=error, attempt=run.attempt)
         if not ended:
@@ -255,6 +258,7 @@ def _execute(executor: RunExecutor) -> str:
         # recorded): end the run now rather than leave it `running` until its lease expires.
         log.exception("run %s: the task failed", run.id)
         error = {"code": ErrorCode.INTERNAL_ERROR, "message": f"{type(exc).__name__}: {exc}"}
+        executor.publish_cut_short()
         with connect() as conn:
             ended = run_states.finish_run(
                 conn, run.id, RunStatus.FAILED, error=error, attempt=run.attempt
@@ -272,6 +276,7 @@ def sweep() -> dict:
     report = recover(settings, sessions(), send_run)
     report["auto_replied"] = overdue_replies()
     report["callbacks"] = overdue_callbacks()
+    report["leftovers"] = clear_leftovers(settings, sessions())
     try:
         RunDirPool(settings.run_pool_dir, settings.run_pool).prune_idle(IDLE_KEY_SEC)
         copies = skill_copies(settings)
