@@ -37,6 +37,7 @@ FIGURES = {
     "chaos": "bench.chaos",
     "composite-fanout": "bench.composite_fanout",
     "composite-chain": "bench.composite_chain",
+    "sandbox-cost": "bench.sandbox_cost",
 }
 NUMBERS = {str(i): name for i, name in enumerate(FIGURES, 1)}
 

@@ -83,6 +83,7 @@ class ErrorCode(StrEnum):
     AUTH_MISSING = "AUTH_MISSING"
     MODEL_API_ERROR = "MODEL_API_ERROR"
     TIMEOUT = "TIMEOUT"
+    RESOURCE_LIMIT_EXCEEDED = "RESOURCE_LIMIT_EXCEEDED"
     CANCELED_BY_USER = "CANCELED_BY_USER"
     ORCHESTRATOR_RESTART_INTERRUPTED = "ORCHESTRATOR_RESTART_INTERRUPTED"
     SESSION_RESUME_FAILED = "SESSION_RESUME_FAILED"
@@ -101,6 +102,7 @@ class ErrorCode(StrEnum):
     OUTPUT_RESULT_FILE_INVALID = "OUTPUT_RESULT_FILE_INVALID"
     ARTIFACT_SYMLINK_ESCAPE = "ARTIFACT_SYMLINK_ESCAPE"
     ARTIFACT_SYMLINK_DIR = "ARTIFACT_SYMLINK_DIR"
+    NETWORK_NOT_ENFORCED = "NETWORK_NOT_ENFORCED"
 
 
 @dataclass(frozen=True)
@@ -202,6 +204,9 @@ CATALOGUE: dict[ErrorCode, CodeUse] = {
     _C.AUTH_MISSING: CodeUse((RUN,), "no API key configured for the engine"),
     _C.MODEL_API_ERROR: CodeUse((RUN,), "a model call failed"),
     _C.TIMEOUT: CodeUse((RUN,), "the run passed its time limit"),
+    _C.RESOURCE_LIMIT_EXCEEDED: CodeUse(
+        (RUN,), "a process of the run hit its process-count or memory limit"
+    ),
     _C.CANCELED_BY_USER: CodeUse((RUN,), "the run was canceled"),
     _C.ORCHESTRATOR_RESTART_INTERRUPTED: CodeUse((RUN,), "the run's worker died"),
     _C.SESSION_RESUME_FAILED: CodeUse(
@@ -234,6 +239,9 @@ CATALOGUE: dict[ErrorCode, CodeUse] = {
         (WARNING,), "an artifact symlink leaves the run directory or does not resolve"
     ),
     _C.ARTIFACT_SYMLINK_DIR: CodeUse((WARNING,), "a symlinked artifact directory, not followed"),
+    _C.NETWORK_NOT_ENFORCED: CodeUse(
+        (WARNING,), "the skill's automation.network was not enforced for (part of) the run"
+    ),
 }
 del _C
 

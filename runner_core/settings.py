@@ -75,6 +75,12 @@ class Settings:
     webhook_backoff_sec: float = 2.0  # the first retry's delay; doubled each time (max 5 min)
     demo_llm: str = ""  # the demo LLM's URL when the engine CLIs talk to it (never in production)
     work_dir: Path | None = None  # local scratch runs work in (None: in the shared runs/)
+    sandbox: str = "auto"  # auto: box runs with bwrap when it works, limits alone when not; off
+    run_memory_max: int = 4 * 1024**3  # writable memory a run process may map (0: no limit)
+    run_processes_max: int = 1024  # processes and threads of one run process (0: no limit)
+    run_open_files_max: int = 4096  # open files of each run process (0: no limit)
+    sandbox_read_paths: tuple[Path, ...] = ()  # folders under /tmp or the data dir runs may read
+    sandbox_bwrap: str = ""  # the bwrap binary (empty: .sandbox/ of the checkout, else PATH)
 
     def running_limit(self, engine: str | None) -> int:
         """The per-engine maximum of running runs for `engine` (script runs: 'script'); 0 = none."""
@@ -323,7 +329,26 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         work_dir=Path(env["SKILL_RUNNER_WORK_DIR"]).resolve()
         if env.get("SKILL_RUNNER_WORK_DIR", "").strip()
         else None,
+        sandbox=_choice(
+            "SKILL_RUNNER_SANDBOX", env.get("SKILL_RUNNER_SANDBOX", "auto"), "auto", "off"
+        ),
+        run_memory_max=read.number("SKILL_RUNNER_RUN_MEMORY_MAX", 4 * 1024**3, minimum=0),
+        run_processes_max=read.number("SKILL_RUNNER_RUN_PROCESSES_MAX", 1024, minimum=0),
+        run_open_files_max=read.number("SKILL_RUNNER_RUN_OPEN_FILES_MAX", 4096, minimum=0),
+        sandbox_bwrap=env.get("SKILL_RUNNER_BWRAP", "").strip(),
+        sandbox_read_paths=tuple(
+            Path(p).resolve()
+            for p in env.get("SKILL_RUNNER_SANDBOX_READ_PATHS", "").split(os.pathsep)
+            if p.strip()
+        ),
     )
+
+
+def _choice(name: str, value: str, *choices: str) -> str:
+    chosen = value.strip().lower() or choices[0]
+    if chosen not in choices:
+        raise SettingsError(f"{name} must be one of {', '.join(choices)}, not {value!r}")
+    return chosen
 
 
 def _log_format(value: str) -> str:

@@ -29,6 +29,7 @@ from runner_core.skills.locks import locks_dir, skill_lock
 from runner_core.statuses import RunStatus
 from runner_core.store.models import Run
 from runner_core.workspace import RunPaths, create_run_dir, disk_full
+from worker.boxing import network_warning
 from worker.entry import EntryContext, EntryResult, add_tokens
 from worker.entrypoints import run_entrypoint
 from worker.failures import RunFailed
@@ -223,6 +224,9 @@ class RunExecutor:
 
     def _process(self, ctx: EntryContext) -> None:
         """Run the entrypoint; its own timings come before the step's total."""
+        if self.resume is None:  # later turns keep the first turn's warnings
+            warning = network_warning(ctx.watch().box, ctx.pkg, self.run.engine)
+            self.warnings.extend([warning] if warning else [])
         started = time.perf_counter()
         try:
             self.entry = run_entrypoint(ctx, self.resume)

@@ -20,6 +20,7 @@ from runner_core.per_process import PerProcess
 from runner_core.settings import Settings, run_timeout
 from runner_core.store import runs as run_states
 from runner_core.store.models import Run
+from worker.boxing import run_box
 from worker.supervisor import Watch
 
 log = logging.getLogger(__name__)
@@ -137,4 +138,5 @@ def make_watch(settings: Settings, connect: Callable, run: Run, pkg) -> Watch:
         poll=poll,
         grace_sec=settings.kill_grace_sec,
         max_output_bytes=settings.max_output_bytes,
+        box=run_box(settings, settings.runs_dir / run.id, pkg),
     )

@@ -21,6 +21,7 @@ from celery.signals import worker_process_init, worker_ready
 from runner_core.error_codes import ErrorCode
 from runner_core.logs import bind
 from runner_core.run_pool import IDLE_KEY_SEC, RunDirPool
+from runner_core.sandbox import sandbox_status
 from runner_core.settings import DEMO_LLM_WARNING
 from runner_core.skill_copy import installed_signatures
 from runner_core.skills import load_skill
@@ -104,6 +105,16 @@ def _warn_demo_llm(**_kwargs) -> None:
     """Say it loudly in the worker's log when the engine CLIs talk to the demo LLM."""
     if settings.demo_llm:
         log.warning(DEMO_LLM_WARNING, settings.demo_llm)
+
+
+@worker_ready.connect
+def _report_sandbox(**_kwargs) -> None:
+    """Say once at start how runs are boxed here (a warning when bwrap cannot box them)."""
+    status = sandbox_status(settings.sandbox, settings.sandbox_bwrap)
+    if settings.sandbox == "auto" and status["box"] is None:
+        log.warning("run box: bwrap not usable here, runs get resource limits only: %s", status)
+    else:
+        log.info("run box: %s", status)
 
 
 def worker_name() -> str:
