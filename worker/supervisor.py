@@ -17,8 +17,8 @@ from pathlib import Path
 from runner_core.cgroups import PidsGroup, pids_root
 from runner_core.engines.base import CommandSpec, ProcessResult
 from runner_core.processes import terminate_group
-from runner_core.secret_values import mask_file
 from runner_core.sandbox import Box, box_command, out_of_memory
+from runner_core.secret_values import mask_file
 from worker.strays import end_strays
 
 POLL_SEC = 0.05
