@@ -21,6 +21,7 @@ class ErrorCode(StrEnum):
     INVALID_REQUEST = "INVALID_REQUEST"
     REQUEST_VALIDATION_FAILED = "REQUEST_VALIDATION_FAILED"
     UNAUTHORIZED = "UNAUTHORIZED"
+    FORBIDDEN = "FORBIDDEN"
     NOT_FOUND = "NOT_FOUND"
     METHOD_NOT_ALLOWED = "METHOD_NOT_ALLOWED"
     UNSUPPORTED_MEDIA_TYPE = "UNSUPPORTED_MEDIA_TYPE"
@@ -125,6 +126,9 @@ CATALOGUE: dict[ErrorCode, CodeUse] = {
         (422,), "the request does not match the endpoint's fields"
     ),
     _C.UNAUTHORIZED: CodeUse((401,), "an API token is required and the request has no valid one"),
+    _C.FORBIDDEN: CodeUse(
+        (403,), "the token lacks the route's scope, or a UI session's request came cross-site"
+    ),
     _C.NOT_FOUND: CodeUse((404,), "no such route"),
     _C.METHOD_NOT_ALLOWED: CodeUse((405,), "the route does not take this method"),
     _C.UNSUPPORTED_MEDIA_TYPE: CodeUse((415,), "a body of a type the endpoint does not take"),

@@ -12,6 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import overload
 
+from runner_core.engines.config import configured_key_names
+from runner_core.secret_values import held, hold
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEMO_LLM_ENV = (
     "SKILL_RUNNER_DEMO_LLM"  # set by `skill-runner serve --demo-llm` (the fake LLM's URL)
@@ -64,12 +67,14 @@ class Settings:
     run_pool: int = 2  # run directories made ahead per skill version and kind (0: off)
     snapshot_mode: str = "link"  # link: from a read-only copy per skill version; copy: full copies
     api_tokens: tuple[str, ...] = field(default=(), repr=False)  # empty: no token asked for
+    tokens_file: Path | None = None  # hashed, scoped, named tokens (re-read when it changes)
     cors_origins: tuple[str, ...] = ()  # browser origins allowed to call the API ("*": any)
     webhook_hosts: tuple[str, ...] = ()  # hosts (and non-public addresses) callbacks may go to
     webhook_secret: str = field(default="", repr=False)  # signs callback bodies (HMAC-SHA256)
     webhook_retry_sec: int = 3600  # how long a failing callback is retried
     webhook_backoff_sec: float = 2.0  # the first retry's delay; doubled each time (max 5 min)
     demo_llm: str = ""  # the demo LLM's URL when the engine CLIs talk to it (never in production)
+    work_dir: Path | None = None  # local scratch runs work in (None: in the shared runs/)
     sandbox: str = "auto"  # auto: box runs with bwrap when it works, limits alone when not; off
     run_memory_max: int = 4 * 1024**3  # writable memory a run process may map (0: no limit)
     run_processes_max: int = 1024  # processes and threads of one run process (0: no limit)
@@ -86,16 +91,23 @@ class Settings:
         return self.data_dir / "runs"
 
     @property
+    def work_runs_dir(self) -> Path:
+        """Where a run works while it runs: the worker's local scratch, or runs/ itself."""
+        return self.work_dir / "runs" if self.work_dir else self.runs_dir
+
+    @property
     def requests_dir(self) -> Path:
         return self.data_dir / "requests"
 
     @property
     def run_pool_dir(self) -> Path:
-        return self.data_dir / "run-pool"
+        # beside the run directories it is renamed into (one file system)
+        return (self.work_dir or self.data_dir) / "run-pool"
 
     @property
     def skill_copies_dir(self) -> Path:
-        return self.data_dir / "skill-copies"
+        # beside the run directories that hard-link from it
+        return (self.work_dir or self.data_dir) / "skill-copies"
 
     @property
     def broker_socket(self) -> Path:
@@ -240,7 +252,7 @@ def cors_origins(raw: str) -> tuple[str, ...]:
 
 def load_settings(env: dict[str, str] | None = None) -> Settings:
     """Build Settings from `env` (default: os.environ); SettingsError names a bad value."""
-    env = dict(os.environ if env is None else env)
+    env = {**held(), **os.environ} if env is None else dict(env)
     read = _Env(env)
     data_dir = Path(env.get("SKILL_RUNNER_DATA_DIR", "./data")).resolve()
     skills_dir = Path(env.get("SKILL_RUNNER_SKILLS_DIR", "./skills")).resolve()
@@ -301,6 +313,9 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         task_sent_events=read.flag("SKILL_RUNNER_TASK_SENT_EVENTS", default=True),
         events=read.flag("SKILL_RUNNER_EVENTS", default=True),
         api_tokens=api_tokens(env.get("SKILL_RUNNER_API_TOKEN", "")),
+        tokens_file=Path(env["SKILL_RUNNER_TOKENS_FILE"]).expanduser()
+        if env.get("SKILL_RUNNER_TOKENS_FILE", "").strip()
+        else None,
         cors_origins=cors_origins(env.get("SKILL_RUNNER_CORS_ORIGINS", "")),
         webhook_hosts=tuple(
             h.strip().lower()
@@ -311,6 +326,9 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         webhook_retry_sec=read.number("SKILL_RUNNER_WEBHOOK_RETRY_SEC", 3600, minimum=1),
         webhook_backoff_sec=float(env.get("SKILL_RUNNER_WEBHOOK_BACKOFF_SEC", "2") or 2),
         demo_llm=env.get(DEMO_LLM_ENV, "").strip(),
+        work_dir=Path(env["SKILL_RUNNER_WORK_DIR"]).resolve()
+        if env.get("SKILL_RUNNER_WORK_DIR", "").strip()
+        else None,
         sandbox=_choice(
             "SKILL_RUNNER_SANDBOX", env.get("SKILL_RUNNER_SANDBOX", "auto"), "auto", "off"
         ),
@@ -345,3 +363,12 @@ def _snapshot_mode(value: str) -> str:
     if mode not in ("link", "copy"):
         raise SettingsError(f"SKILL_RUNNER_SNAPSHOT must be 'link' or 'copy', not {value!r}")
     return mode
+
+
+def hold_service_secrets(settings: Settings) -> None:
+    """`secret_values.hold` for a service process: the variables its engine configs name as
+    keys too, and the tokens, webhook secret and URL passwords its settings hold."""
+    hold(
+        configured_key_names(),
+        (*settings.api_tokens, settings.webhook_secret, settings.database_url, settings.broker_url),
+    )

@@ -18,6 +18,7 @@ from runner_core.cgroups import PidsGroup, pids_root
 from runner_core.engines.base import CommandSpec, ProcessResult
 from runner_core.processes import terminate_group
 from runner_core.sandbox import Box, box_command, out_of_memory
+from runner_core.secret_values import mask_file
 from worker.strays import end_strays
 
 POLL_SEC = 0.05
@@ -91,11 +92,10 @@ def _run(
                 stdout_from=offsets[0],
                 stderr_from=offsets[1],
             )
-        return replace(
-            _watch(proc, spec, watch, stdout_path, stderr_path, started, group),
-            stdout_from=offsets[0],
-            stderr_from=offsets[1],
-        )
+        result = _watch(proc, spec, watch, stdout_path, stderr_path, started, group)
+    for path, start in ((stdout_path, offsets[0]), (stderr_path, offsets[1])):
+        mask_file(path, start)  # a secret the process printed (an agent's `env`) stays out
+    return replace(result, stdout_from=offsets[0], stderr_from=offsets[1])
 
 
 def _watch(

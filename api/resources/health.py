@@ -9,6 +9,7 @@ from sqlalchemy import text
 
 from api import context
 from api.blueprint import Blueprint
+from api.schemas import Health as HealthBody
 from runner_core.sandbox import sandbox_status
 
 blp = Blueprint("health", __name__, description="Service health")
@@ -16,6 +17,9 @@ blp = Blueprint("health", __name__, description="Service health")
 
 @blp.route("/healthz")
 class Health(MethodView):
+    @blp.alt_response(200, schema=HealthBody, success=True)
+    @blp.alt_response(503, schema=HealthBody)
+    @blp.doc(security=[])  # public even when the API asks for a token (load balancers)
     def get(self):
         """Whether the API, its database and its broker answer and the data directory's disk
         has room: 503 "degraded" when not (jobs are still accepted while the broker is away:
