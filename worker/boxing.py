@@ -31,19 +31,29 @@ def run_box(settings: Settings, run_dir: Path, pkg: SkillPackage | None) -> Box 
         open_files=settings.run_open_files_max,
     )
     uv_cache = uv_cache_dir(settings.data_dir)
-    hidden = [settings.data_dir]
-    if not settings.runs_dir.is_relative_to(settings.data_dir):
-        hidden.append(settings.runs_dir)
     return plan_box(
         settings.sandbox,
         limits,
         run_dir,
         automation_of(pkg),
-        hidden=tuple(hidden),
+        hidden=hidden_dirs(settings),
         writable=(uv_cache,),
         readable=settings.sandbox_read_paths,
         bwrap_setting=settings.sandbox_bwrap,
     )
+
+
+def hidden_dirs(settings: Settings) -> tuple[Path, ...]:
+    """What a box replaces by an empty folder: the data directory and the folders other runs
+    work in (SKILL_RUNNER_WORK_DIR), outermost first, none inside another."""
+    candidates = [settings.data_dir, settings.runs_dir]
+    if settings.work_dir is not None:
+        candidates.append(settings.work_dir)
+    hidden: list[Path] = []
+    for path in sorted(set(candidates), key=lambda p: len(p.parts)):
+        if not any(path.is_relative_to(outer) for outer in hidden):
+            hidden.append(path)
+    return tuple(hidden)
 
 
 def fetch_dependencies(entry: EntryContext) -> None:

@@ -144,3 +144,17 @@ def test_network_off_is_reported_where_it_was_not_enforced():
     warning = network_warning(boxed(), prompt, "codex")
     assert warning["code"] == "NETWORK_NOT_ENFORCED" and "codex" in warning["message"]
     assert warning["details"] == {"network": "off", "entrypoint": "prompt", "engine": "codex"}
+
+
+def test_a_box_hides_the_data_dir_and_a_work_dir_of_its_own(tmp_path):
+    from worker.boxing import hidden_dirs
+
+    data = load_settings({"SKILL_RUNNER_DATA_DIR": str(tmp_path / "data")})
+    assert hidden_dirs(data) == (tmp_path / "data",)  # runs/ is inside it
+    work = load_settings(
+        {
+            "SKILL_RUNNER_DATA_DIR": str(tmp_path / "data"),
+            "SKILL_RUNNER_WORK_DIR": str(tmp_path / "local"),
+        }
+    )
+    assert hidden_dirs(work) == (tmp_path / "data", tmp_path / "local")
