@@ -12,7 +12,7 @@ import fcntl
 import json
 import os
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -57,7 +57,7 @@ class EventLog:
         events = self.emit_many([(type_, data)])
         return events[0] if events else None
 
-    def emit_many(self, items: list[tuple[str, dict[str, Any] | None]]) -> list[dict[str, Any]]:
+    def emit_many(self, items: Sequence[tuple[str, dict[str, Any] | None]]) -> list[dict[str, Any]]:
         """Append events in order under one lock and one write, announced in one round trip
         (a chunk of CLI output often makes several)."""
         if not items or not self.enabled or not self.path.parent.is_dir():
