@@ -10,6 +10,10 @@ from flask import Flask, send_from_directory
 from flask_smorest import Api
 
 from api.auth import openapi_security, require_token
+from api.auth_audit import record_audited
+from api.auth_scopes import ScopePlugin
+from api.auth_session import install_sessions
+from api.auth_tokens import TokenRegistry
 from api.config import build_config
 from api.cors import allow_origins
 from api.errors import http_exception_response, register_error_handlers
@@ -66,10 +70,14 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     register_error_handlers(app)
     tag_request_lines(app)
     register_metrics(app)
-    require_token(app, settings.api_tokens)
+    tokens = TokenRegistry(settings.api_tokens, settings.tokens_file)
+    require_token(app, tokens)
+    if tokens.enabled:
+        install_sessions(app, settings.data_dir)
+    record_audited(app)
     allow_origins(app, settings.cors_origins)
-    app.config.update(openapi_security(settings.api_tokens))
-    api = RunnerApi(app)
+    app.config.update(openapi_security(tokens.enabled))
+    api = RunnerApi(app, spec_kwargs={"extra_plugins": [ScopePlugin(tokens.enabled)]})
     api.register_field(UtcDateTime, "string", None)  # documented as a plain string
     from api.resources import (
         cleanup,

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import cast
 
 from runner_core.settings import REPO_ROOT, SettingsError, hold_service_secrets, load_settings
@@ -139,9 +140,30 @@ def serve(args) -> int:
     return rc
 
 
+def token_add(args) -> int:
+    """Append a new token's hash to the tokens file and print the token (once)."""
+    from api.auth_tokens import TokenFileError, add_token
+
+    path = args.file or os.environ.get("SKILL_RUNNER_TOKENS_FILE", "").strip()
+    if not path:
+        print("skill-runner: name the file: --file or SKILL_RUNNER_TOKENS_FILE", file=sys.stderr)
+        return 2
+    try:
+        token = add_token(Path(path).expanduser(), args.name, args.scopes.split(","))
+    except TokenFileError as exc:
+        print(f"skill-runner: {exc}", file=sys.stderr)
+        return 2
+    print(token)
+    print(
+        f"token '{args.name}' ({args.scopes}) added to {path}; it is shown only now",
+        file=sys.stderr,
+    )
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if argv and argv[0] not in ("serve", "migrate", "-h", "--help"):
+    if argv and argv[0] not in ("serve", "migrate", "token", "-h", "--help"):
         # every other command belongs to the client package (skill_runner_client)
         from skill_runner_client.cli import main as client_main
 
@@ -164,6 +186,14 @@ def main(argv: list[str] | None = None) -> int:
         "provider account; refused when a provider key is configured)",
     )
     p.set_defaults(fn=serve)
+    tokens = sub.add_parser("token", help="manage the API tokens file").add_subparsers(
+        dest="token_command", required=True
+    )
+    p = tokens.add_parser("add", help="make a token: prints it once, appends its hash")
+    p.add_argument("name", help="the token's name (owns its runs; shown in logs and the audit)")
+    p.add_argument("--scopes", default="read,submit", help="read, submit, admin (comma-separated)")
+    p.add_argument("--file", help="the tokens file (default: SKILL_RUNNER_TOKENS_FILE)")
+    p.set_defaults(fn=token_add)
     args = parser.parse_args(argv)
     try:
         return args.fn(args)

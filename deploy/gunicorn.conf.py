@@ -45,9 +45,10 @@ def when_ready(server):
     if (
         host not in ("127.0.0.1", "localhost", "::1")
         and not (env_value("SKILL_RUNNER_API_TOKEN") or "").strip()
+        and not (env_value("SKILL_RUNNER_TOKENS_FILE") or "").strip()
     ):
         server.log.warning(
-            "listening on %s without SKILL_RUNNER_API_TOKEN: anyone who can reach "
+            "listening on %s without API tokens: anyone who can reach "
             "this address can run skills; set a token (README: Configuration)",
             bind,
         )

@@ -23,14 +23,20 @@ def disk_full(exc: BaseException) -> TypeGuard[OSError]:
 
 @dataclass(frozen=True)
 class RunPaths:
-    """Absolute paths inside one run directory."""
+    """Absolute paths inside one run directory; `shared`: the run's directory in the shared
+    runs/ when it works in local scratch (runner_core.scratch), where its logs are written."""
 
     root: Path
+    shared: Path | None = None
 
     def __getattr__(self, name: str) -> Path:
         if name in RUN_SUBDIRS:
             return self.root / name
         raise AttributeError(name)
+
+    @property
+    def logs(self) -> Path:
+        return (self.shared or self.root) / "logs"
 
     @property
     def input_json(self) -> Path:

@@ -16,6 +16,7 @@ from typing import Any
 
 from celery.exceptions import SoftTimeLimitExceeded
 
+from runner_core import scratch
 from runner_core.artifacts import index_artifacts, write_manifest
 from runner_core.error_codes import ErrorCode
 from runner_core.events import EventLog
@@ -28,11 +29,12 @@ from runner_core.skills.locks import locks_dir, skill_lock
 from runner_core.statuses import RunStatus
 from runner_core.store.models import Run
 from runner_core.workspace import RunPaths, create_run_dir, disk_full
+from worker.boxing import network_warning
 from worker.entry import EntryContext, EntryResult, add_tokens
 from worker.entrypoints import run_entrypoint
 from worker.failures import RunFailed
 from worker.prepare import resumed_context, stage_skill, write_inputs
-from worker.results import write_result
+from worker.results import write_failure, write_result
 from worker.run_layout import PoolLayout, run_relative
 from worker.script_entry import skill_command
 from worker.supervisor import Watch
@@ -72,7 +74,11 @@ class RunExecutor:
         self.resume: Resume | None = None
         self.interactive = is_interactive(run) and run.engine is not None
         self.turn = turn_number(run)
-        self.paths = RunPaths(settings.runs_dir / run.id)  # made (or taken ready) in _prepare
+        # made (or taken ready) in _prepare; in local scratch when SKILL_RUNNER_WORK_DIR is set
+        self.shared = settings.runs_dir / run.id
+        self.paths = RunPaths(
+            settings.work_runs_dir / run.id, self.shared if settings.work_dir else None
+        )
         self.pool = RunDirPool(settings.run_pool_dir, settings.run_pool)
         self.pool_layout: PoolLayout | None = None  # what the next run of this skill needs
         self.timings: dict[str, float] = {}
@@ -107,7 +113,7 @@ class RunExecutor:
             outcome = RunOutcome(RunStatus.FAILED, self._unexpected(exc), self.warnings)
         try:
             if not self.paths.root.is_dir():  # a run that failed early has none
-                create_run_dir(self.settings.runs_dir, self.run.id)
+                create_run_dir(self.paths.root.parent, self.paths.root.name)
             if outcome.status != RunStatus.WAITING_USER:  # a waiting run has no result yet
                 # the bundle is built on its first download
                 write_result(
@@ -124,8 +130,14 @@ class RunExecutor:
             error = self._unexpected(exc)
             if outcome.status == RunStatus.SUCCEEDED:
                 outcome = RunOutcome(RunStatus.FAILED, error, self.warnings)
+            elif outcome.status == RunStatus.FAILED and disk_full(exc):
+                # a run that failed on a full disk (a script that could not write its output
+                # exits 1) failed for want of space: STORAGE_FULL says so, and retrying later
+                # helps; what the run itself reported stays beside it
+                outcome.error = {**error, "run_error": outcome.error}
             elif outcome.error is not None:
                 outcome.error = {**outcome.error, "result_not_written": error["message"]}
+        outcome = self._timed("publish", self._publish, outcome)
         if self.events is not None:
             for warning in self.warnings:
                 self.events.emit("diagnostic.warning", warning)
@@ -136,6 +148,32 @@ class RunExecutor:
             outcome.warnings = list(self.run.warnings or []) + outcome.warnings
             outcome.token_usage = add_tokens(self.run.token_usage, outcome.token_usage)
         return outcome
+
+    def _publish(self, outcome: RunOutcome) -> RunOutcome:
+        """A run in local scratch: its files to the shared run directory before its status is
+        recorded. Files that cannot be stored there fail the run (its result is written to
+        the shared directory alone, and a waiting run could not resume)."""
+        if self.paths.shared is None:
+            return outcome
+        try:
+            scratch.publish(self.paths.root, self.shared)
+            return outcome
+        except OSError as exc:
+            error = self._unexpected(exc)
+            scratch.remove_quietly(self.paths.root)
+            write_failure(self.settings.runs_dir, self.run.id, RunStatus.FAILED, error)
+            return RunOutcome(RunStatus.FAILED, error, self.warnings)
+
+    def publish_cut_short(self) -> None:
+        """A run ended by a signal (the task records it): what its scratch holds goes to the
+        shared directory as it is; the logs are there already. Never raises."""
+        if self.paths.shared is None:
+            return
+        try:
+            scratch.publish(self.paths.root, self.shared)
+        except Exception:
+            log.warning("run %s: its files were not moved to the shared runs/", self.run.id)
+            scratch.remove_quietly(self.paths.root)
 
     def refill_pool(self) -> int:
         """After the run: make the directories the next runs of this skill version will take
@@ -151,13 +189,17 @@ class RunExecutor:
         rest is INTERNAL_ERROR with the exception (logged with its traceback)."""
         if disk_full(exc):
             log.error("run %s: no space left for its files (%s)", self.run.id, exc)
+            where = f" ({self._relative(str(exc.filename))})" if exc.filename else ""
             return {
                 "code": ErrorCode.STORAGE_FULL,
-                "message": "the disk holding the run's directory is "
-                f"full: {exc.strerror} ({run_relative(str(exc.filename), self.paths.root)})",
+                "message": f"the disk holding the run's directory is full: {exc.strerror}{where}",
             }
         log.exception("run %s crashed", self.run.id)
         return {"code": ErrorCode.INTERNAL_ERROR, "message": f"{type(exc).__name__}: {exc}"}
+
+    def _relative(self, path: str) -> str:
+        """A path shown to clients: relative to the run directory (local or shared)."""
+        return run_relative(run_relative(path, self.paths.root), self.shared)
 
     def _timed(self, name: str, fn, *args):
         started = time.perf_counter()
@@ -168,6 +210,9 @@ class RunExecutor:
 
     def _prepare(self) -> EntryContext:
         self.resume = self.load_resume() if self.interactive else None
+        if self.paths.shared is not None:
+            uploads = self.settings.requests_dir / self.run.request_id / "uploads"
+            scratch.enter(self.shared, self.paths.root, uploads, self.resume is not None)
         if self.resume is not None:
             return resumed_context(self.settings, self.run, self.paths, self.make_watch)
         staged = stage_skill(self.settings, self.run, self.paths, self.pool)
@@ -179,6 +224,9 @@ class RunExecutor:
 
     def _process(self, ctx: EntryContext) -> None:
         """Run the entrypoint; its own timings come before the step's total."""
+        if self.resume is None:  # later turns keep the first turn's warnings
+            warning = network_warning(ctx.watch().box, ctx.pkg, self.run.engine)
+            self.warnings.extend([warning] if warning else [])
         started = time.perf_counter()
         try:
             self.entry = run_entrypoint(ctx, self.resume)

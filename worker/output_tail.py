@@ -79,7 +79,7 @@ def run_streamed(entry: EntryContext, spec: CommandSpec, engine: str | None) -> 
     logs = entry.paths.logs
     stdout, stderr = logs / "stdout.txt", logs / "stderr.txt"
     if entry.events is None:
-        return run_command(spec, stdout, stderr, entry.watch())
+        return run_command(spec, stdout, stderr, entry.watch(engine is not None))
     offsets = tuple(p.stat().st_size if p.exists() else 0 for p in (stdout, stderr))
     with OutputTail(entry.events, logs, (offsets[0], offsets[1]), engine):
-        return run_command(spec, stdout, stderr, entry.watch())
+        return run_command(spec, stdout, stderr, entry.watch(engine is not None))

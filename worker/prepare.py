@@ -71,7 +71,7 @@ def stage_skill(settings: Settings, run: Run, paths: RunPaths, pool: RunDirPool)
         if pool_layout and pool.take(layout.key, paths.root):
             snapshot = layout.snapshot_in(paths.root)
         else:
-            create_run_dir(settings.runs_dir, run.id)
+            create_run_dir(paths.root.parent, paths.root.name)
             snapshot, _exact = layout.snapshot(paths)
     return StagedSkill(relocated(loaded, snapshot), pool_layout)
 

@@ -146,7 +146,7 @@ def _reap(settings: Settings, run: Run) -> str:
     if run.pgid is None:
         return GONE
     return reap_group(
-        run.pgid, run.worker, settings.runs_dir / run.id, run.id, settings.kill_grace_sec
+        run.pgid, run.worker, settings.work_runs_dir / run.id, run.id, settings.kill_grace_sec
     )
 
 

@@ -12,6 +12,8 @@ OPERATIONS = {
     ("/v1/engines", "get"): ("engines", {"200": "EngineSummary[]"}),
     ("/v1/engines/{engine}", "get"): ("engines", {"200": "EngineDetail"}),
     ("/v1/engines/{engine}/models", "get"): ("engines", {"200": "EngineModels"}),
+    ("/v1/skills/{skill_id}", "delete"): ("skills", {"200": "SkillDeleted"}),
+    ("/v1/management/audit", "get"): ("management", {"200": "AuditPage", "422": UNPROCESSABLE}),
     ("/v1/jobs", "get"): ("jobs", {"200": "JobList", "422": UNPROCESSABLE}),
     ("/v1/jobs", "post"): ("jobs", {"200": "JobCreated", "422": UNPROCESSABLE}),
     ("/v1/jobs/cleanup", "post"): ("cleanup", {"200": "CleanupResult", "422": UNPROCESSABLE}),

@@ -26,6 +26,9 @@ from tests.integration.test_serve import free_port
 pytestmark = pytest.mark.integration
 
 FAST = {
+    # the tests read the pids a script records from inside; a boxed run has a pid namespace
+    # of its own (boxed runs' kills: tests/integration/test_sandbox.py)
+    "SKILL_RUNNER_SANDBOX": "off",
     "SKILL_RUNNER_KILL_GRACE_SEC": "1",
     "SKILL_RUNNER_SWEEP_INTERVAL_SEC": "1",
 }

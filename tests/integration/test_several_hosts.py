@@ -98,13 +98,17 @@ def hosts(tmp_path):
             host = net.host(f"runner-host-{number}", 10 + number)
             mount = tmp_path / f"host{number}" / "srv"  # this host's path to the shared dir
             log = tmp_path / f"host{number}" / "worker.log"
+            # its local disk, at the scratch path every worker host is configured with
+            local = tmp_path / f"host{number}" / "local-disk"
+            local.mkdir(parents=True)
             host.start(
                 [sys.executable, "-m", "celery", "-A", "worker.celery_app", "worker",
                  "--concurrency", "1", "-n", "w@%h", "--without-gossip", "--without-mingle",
                  "-O", "fair", "--loglevel", "info"],
                 dict(env, SKILL_RUNNER_DATA_DIR=str(mount / "data"),
-                     SKILL_RUNNER_SKILLS_DIR=str(mount / "skills")),
-                log, REPO_ROOT, binds=[(shared, mount)],
+                     SKILL_RUNNER_SKILLS_DIR=str(mount / "skills"),
+                     SKILL_RUNNER_WORK_DIR=str(tmp_path / "scratch")),
+                log, REPO_ROOT, binds=[(shared, mount), (local, tmp_path / "scratch")],
             )  # fmt: skip
             workers[host.name] = (host, log)
         for _, log in workers.values():
@@ -120,6 +124,12 @@ def hosts(tmp_path):
             redis.kill()
             redis.wait()
         drop()
+
+
+def in_scratch(tmp_path: Path, number: int) -> list[str]:
+    """The run directories on worker host `number`'s local disk (its scratch)."""
+    runs = tmp_path / f"host{number}" / "local-disk" / "runs"
+    return sorted(os.listdir(runs)) if runs.is_dir() else []
 
 
 def create(base: str, sleep: float) -> str:
@@ -139,7 +149,7 @@ def finished(base: str, rid: str, timeout: float = 40) -> dict:
     return wait_for(lambda: (s := status_of(base, rid))["status"] in done and s, timeout, 0.2)
 
 
-def test_workers_on_two_hosts_share_the_jobs_and_the_api_serves_their_files(hosts):
+def test_workers_on_two_hosts_share_the_jobs_and_the_api_serves_their_files(hosts, tmp_path):
     base, workers = hosts
     rids = [create(base, 1.0) for _ in range(4)]
     statuses = [finished(base, rid) for rid in rids]
@@ -157,9 +167,15 @@ def test_workers_on_two_hosts_share_the_jobs_and_the_api_serves_their_files(host
         assert code == 200 and any(
             "calls.txt" in n for n in zipfile.ZipFile(io.BytesIO(bundle)).namelist()
         )
+    # the runs worked on each host's local disk and left nothing there; the run directories
+    # made ahead for the next runs are there too
+    assert in_scratch(tmp_path, 1) == in_scratch(tmp_path, 2) == []
+    pools = [tmp_path / f"host{number}" / "local-disk" / "run-pool" for number in (1, 2)]
+    wait_for(lambda: all(p.is_dir() for p in pools), 10)  # made on each worker's refill thread
+    assert not (tmp_path / "shared" / "data" / "run-pool").exists()
 
 
-def test_a_worker_host_that_dies_mid_run_is_reconciled_and_the_other_goes_on(hosts):
+def test_a_worker_host_that_dies_mid_run_is_reconciled_and_the_other_goes_on(hosts, tmp_path):
     base, workers = hosts
     rids = [create(base, 8.0) for _ in range(2)]
 
@@ -178,5 +194,11 @@ def test_a_worker_host_that_dies_mid_run_is_reconciled_and_the_other_goes_on(hos
     assert ended["error"]["code"] == "ORCHESTRATOR_RESTART_INTERRUPTED"
     assert ended["recovery_state"] == "failed_reconciled"
     assert finished(base, kept)["status"] == "succeeded"
+    # the dead host's local copy of its run is lost with it; the API answers from the row
+    # and the run's logs, written to the shared runs/ as it went
+    lost_run = status_of(base, lost)["run_id"]
+    assert in_scratch(tmp_path, 1) == [lost_run] and in_scratch(tmp_path, 2) == []
+    assert call(base, f"/v1/jobs/{lost}/logs")[0] == 200
+    assert (tmp_path / "shared" / "data" / "runs" / lost_run / "logs").is_dir()
     after = finished(base, create(base, 0))
     assert after["status"] == "succeeded" and after["worker"].startswith("runner-host-2:")

@@ -1,0 +1,117 @@
+"""A run that works in a worker's local scratch (`SKILL_RUNNER_WORK_DIR`) rather than in the
+shared `runs/`: agent CLIs make thousands of small file operations, which a network file
+system makes slow.
+
+While the run goes, its logs/ and events.jsonl are written to the shared run directory
+directly (the API serves them live); every other file stays local until the turn ends. Then
+`publish` copies the local directory to `.publishing/` inside the shared one and renames each
+top-level entry into place, result/ last; a file the shared directory already holds unchanged
+(same size and modification time: the uploads, an earlier turn's files) is hard-linked, not
+copied again. The worker records the run's status only after that, so the API never serves
+half a result. A later turn of an interactive run starts with `pull`, on any worker.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+from pathlib import Path
+
+from runner_core.events import EVENTS_FILE
+from runner_core.workspace import create_run_dir, disk_full, link_uploads
+
+STAGING = ".publishing"  # the copy being published (hidden from the run's file tree)
+REPLACED = ".replaced"  # shared folders a publish replaced, removed at its end
+SHARED_ONLY = frozenset({"logs", EVENTS_FILE, STAGING, REPLACED})  # never copied either way
+
+
+def enter(shared: Path, local: Path, uploads: Path, resume: bool) -> None:
+    """Before a turn: the shared run directory exists (for logs and events), the request's
+    uploads are linked into it (so `publish` links rather than copies them), and `local` is
+    fresh (a leftover of an earlier attempt on this host is removed) or, for a later turn, a
+    copy of the shared directory."""
+    link_uploads(uploads, create_run_dir(shared.parent, shared.name))
+    remove(local)
+    if resume:
+        local.parent.mkdir(parents=True, exist_ok=True)
+        _copy_tree(shared, local)
+
+
+def publish(local: Path, shared: Path) -> None:
+    """Move the turn's files from `local` into `shared` (see the module doc), then remove
+    `local`; nothing to do when `local` is gone (already published)."""
+    if not local.is_dir():
+        return
+    staging, replaced = shared / STAGING, shared / REPLACED
+    create_run_dir(shared.parent, shared.name)  # there already, unless the turn failed early
+    remove(staging)  # a publish cut short before
+    remove(replaced)
+    _copy_tree(local, staging, link_from=shared)
+    for name in sorted(os.listdir(staging), key=lambda n: n == "result"):  # result/ last
+        source, target = staging / name, shared / name
+        if (target.is_dir() and not target.is_symlink()) or (
+            source.is_dir() and os.path.lexists(target)
+        ):
+            replaced.mkdir(exist_ok=True)
+            os.rename(target, replaced / name)
+        os.replace(source, target)
+        if os.path.lexists(source):  # a hard link to the very file: the rename did nothing
+            os.unlink(source)
+    os.rmdir(staging)
+    remove(replaced)
+    remove(local)
+
+
+def remove(path: Path) -> None:
+    """Remove a directory tree (or a file) if it is there."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    elif path.exists() or path.is_symlink():
+        path.unlink()
+
+
+def remove_quietly(path: Path) -> None:
+    """`remove`, for cleanups that must not fail what they clean up after."""
+    try:
+        remove(path)
+    except OSError:
+        pass
+
+
+def _copy_tree(source: Path, dest: Path, link_from: Path | None = None) -> None:
+    """Copy `source` to the new folder `dest` but the SHARED_ONLY entries at its top, keeping
+    symlinks and times; a file `link_from` holds unchanged at the same place (same size and
+    modification time) is hard-linked from there. Errors are raised as they come (a full
+    disk stays an ENOSPC OSError, not shutil.Error's list)."""
+    top = os.fspath(source)
+    for folder, dirs, files in os.walk(top):
+        rel = os.path.relpath(folder, top)
+        if folder == top:
+            dirs[:] = [d for d in dirs if d not in SHARED_ONLY]
+            files = [f for f in files if f not in SHARED_ONLY]
+        here = os.path.normpath(os.path.join(dest, rel))
+        os.mkdir(here)
+        for name in [*files, *(d for d in dirs if os.path.islink(os.path.join(folder, d)))]:
+            src, dst = os.path.join(folder, name), os.path.join(here, name)
+            if os.path.islink(src):
+                os.symlink(os.readlink(src), dst)
+            elif not (link_from and _link_same(src, os.path.join(link_from, rel, name), dst)):
+                shutil.copy2(src, dst)
+        shutil.copystat(folder, here)
+
+
+def _link_same(src: str, existing: str, dst: str) -> bool:
+    """Hard-link `existing` at `dst` when it is a regular file of `src`'s size and time."""
+    try:
+        have, new = os.lstat(existing), os.stat(src)
+        if stat.S_ISREG(have.st_mode) and (have.st_size, have.st_mtime_ns) == (
+            new.st_size,
+            new.st_mtime_ns,
+        ):
+            os.link(existing, dst)
+            return True
+    except OSError as exc:  # not there, or no hard links here: copied
+        if disk_full(exc):
+            raise
+    return False
