@@ -124,6 +124,12 @@ class TokenRegistry:
             self._seen = seen
 
 
+def list_tokens(path: Path) -> list[tuple[str, list[str], str]]:
+    """(name, scopes, the hash's first 12 digits) of each entry, in file order."""
+    found = parse_entries(path.read_text(encoding="utf-8")) if path.exists() else {}
+    return [(p.name, sorted(p.scopes), digest[:12]) for digest, p in found.items()]
+
+
 def add_token(path: Path, name: str, scopes: Iterable[str]) -> str:
     """Make a new token, append its entry (hash only) to the tokens file and return the token:
     it is shown once and stored nowhere. Another entry with the same name is a rotation: both

@@ -140,13 +140,36 @@ def serve(args) -> int:
     return rc
 
 
+def _tokens_file(args) -> str:
+    path = args.file or os.environ.get("SKILL_RUNNER_TOKENS_FILE", "").strip()
+    if not path:
+        print("skill-runner: name the file: --file or SKILL_RUNNER_TOKENS_FILE", file=sys.stderr)
+    return path
+
+
+def token_list(args) -> int:
+    """The tokens file's entries: name, scopes and the start of the hash (to tell lines of the
+    same name apart when rotating)."""
+    from api.auth_tokens import TokenFileError, list_tokens
+
+    path = _tokens_file(args)
+    if not path:
+        return 2
+    try:
+        for name, scopes, digest in list_tokens(Path(path).expanduser()):
+            print(f"{name}\t{','.join(scopes)}\tsha256:{digest}...")
+    except TokenFileError as exc:
+        print(f"skill-runner: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def token_add(args) -> int:
     """Append a new token's hash to the tokens file and print the token (once)."""
     from api.auth_tokens import TokenFileError, add_token
 
-    path = args.file or os.environ.get("SKILL_RUNNER_TOKENS_FILE", "").strip()
+    path = _tokens_file(args)
     if not path:
-        print("skill-runner: name the file: --file or SKILL_RUNNER_TOKENS_FILE", file=sys.stderr)
         return 2
     try:
         token = add_token(Path(path).expanduser(), args.name, args.scopes.split(","))
@@ -194,6 +217,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--scopes", default="read,submit", help="read, submit, admin (comma-separated)")
     p.add_argument("--file", help="the tokens file (default: SKILL_RUNNER_TOKENS_FILE)")
     p.set_defaults(fn=token_add)
+    p = tokens.add_parser("list", help="the tokens file's names, scopes and hash prefixes")
+    p.add_argument("--file", help="the tokens file (default: SKILL_RUNNER_TOKENS_FILE)")
+    p.set_defaults(fn=token_list)
     args = parser.parse_args(argv)
     try:
         return args.fn(args)

@@ -296,6 +296,12 @@ class JobList(Schema):
     next_cursor = fields.String(allow_none=True)
 
 
+class SandboxState(Schema):
+    mode = fields.String()
+    box = fields.String(allow_none=True, metadata={"description": "bwrap, or null: limits only"})
+    process_limit = fields.String(allow_none=True, metadata={"description": "cgroup or rlimit"})
+
+
 class Health(Schema):
     """GET /healthz, 200 and 503 alike."""
 
@@ -304,6 +310,7 @@ class Health(Schema):
     broker = fields.String()
     disk = fields.String()
     demo_llm = fields.Boolean()
+    sandbox = fields.Nested(SandboxState)
 
 
 class ArtifactManifest(Schema):

@@ -147,6 +147,11 @@ def test_token_add_prints_the_token_once_and_stores_only_its_hash(tmp_path, caps
     assert principal.name == "ci" and principal.scopes == {"read", "submit"}
     assert oct(path.stat().st_mode & 0o777) == "0o600"
     assert cli_main(["token", "add", "x", "--scopes", "root", "--file", str(path)]) == 2
+    assert cli_main(["token", "add", "ci", "--scopes", "admin", "--file", str(path)]) == 0
+    capsys.readouterr()
+    assert cli_main(["token", "list", "--file", str(path)]) == 0
+    listed = [line.split("\t")[:2] for line in capsys.readouterr().out.splitlines()]
+    assert listed == [["ci", "read,submit"], ["ci", "admin"]]  # a rotation: two lines, one name
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,7 @@ def test_healthz(client, queue):
     resp = client.get("/healthz")
     assert resp.status_code == 200
     body = dict(resp.json)
-    assert body.pop("sandbox")["mode"] == "auto"  # what boxes runs depends on the host
+    assert set(body.pop("sandbox")) == {"mode", "box", "process_limit"}  # the host's: varies
     assert body == {
         "status": "ok",
         "database": "ok",

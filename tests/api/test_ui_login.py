@@ -36,6 +36,7 @@ def test_a_valid_token_sets_a_strict_httponly_cookie_that_works_for_ui_and_api(s
     assert TOKENS["alice"][0] not in cookie  # the cookie holds no token
     page = scoped.get("/ui/runs")
     assert page.status_code == 200 and b"alice" in page.data  # who is signed in
+    assert b"/ui/packages" not in page.data  # installing is for admin tokens
     again = scoped.get("/ui/login?next=/ui/engines")  # signed in already: sent on
     assert again.status_code == 302 and again.headers["Location"] == "/ui/engines"
     created = scoped.post("/v1/jobs", json=JOB, headers=ORIGIN)
@@ -95,3 +96,9 @@ def test_a_forged_cookie_is_no_session(scoped):
 def test_without_tokens_the_login_page_sends_you_on(client):
     resp = client.get("/ui/login")
     assert resp.status_code == 302 and resp.headers["Location"] == "/ui/skills"
+
+
+def test_an_admin_session_sees_the_install_page(scoped):
+    log_in(scoped, "root")
+    assert b"/ui/packages" in scoped.get("/ui/skills").data
+    assert scoped.get("/ui/packages").status_code == 200
