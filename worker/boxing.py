@@ -50,7 +50,7 @@ def hidden_dirs(settings: Settings) -> tuple[Path, ...]:
     if settings.work_dir is not None:
         candidates.append(settings.work_dir)
     hidden: list[Path] = []
-    for path in sorted(set(candidates), key=lambda p: len(p.parts)):
+    for path in sorted(set(candidates), key=lambda p: (len(p.parts), str(p))):
         if not any(path.is_relative_to(outer) for outer in hidden):
             hidden.append(path)
     return tuple(hidden)
