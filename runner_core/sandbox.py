@@ -64,6 +64,7 @@ class Box:
     hidden: tuple[Path, ...] = ()  # replaced by empty folders (other runs, the database)
     writable: tuple[Path, ...] = ()  # shared folders the run may write (uv's cache)
     readable: tuple[Path, ...] = ()  # folders under `hidden` or /tmp the run may read
+    code: tuple[Path, ...] = ()  # the service's own files under /tmp (a checkout, its venv)
     network: bool = True  # False: no network but its own loopback
 
     def for_engine(self) -> Box:
@@ -84,6 +85,7 @@ def plan_box(
     writable: tuple[Path, ...] = (),
     readable: tuple[Path, ...] = (),
     bwrap_setting: str = "",
+    code: tuple[Path, ...] = (),
 ) -> Box | None:
     """The box for a run's processes (None when the sandbox is off); `bwrap_setting` is
     SKILL_RUNNER_BWRAP (empty: .sandbox/ of the checkout, else PATH)."""
@@ -101,6 +103,7 @@ def plan_box(
         hidden=hidden,
         writable=writable,
         readable=readable,
+        code=tuple(path for path in code if path.is_relative_to("/tmp")),
         network=automation.network != "off",
     )
 
@@ -188,6 +191,8 @@ def _bwrap_options(box: Box, spec: CommandSpec) -> list[str]:
     if not box.fs or box.run_dir is None:
         return [*options, "--bind", "/", "/", "--dev-bind", "/dev", "/dev", "--proc", "/proc"]
     options += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    for path in box.code:  # the engines and interpreters stay reachable; hidden parts follow
+        options += ["--ro-bind-try", str(path), str(path)]
     for path in box.hidden:
         options += ["--tmpfs", str(path)]
     for path in (*box.readable, *_find_links(spec.env)):

@@ -158,3 +158,25 @@ def test_a_box_hides_the_data_dir_and_a_work_dir_of_its_own(tmp_path):
         }
     )
     assert hidden_dirs(work) == (tmp_path / "data", tmp_path / "local")
+
+
+def test_the_services_own_files_under_tmp_stay_reachable_and_hidden_parts_stay_hidden():
+    checkout = Path("/tmp/clone/main")  # a checkout under /tmp: its CLIs, venv and data dir
+    data = checkout / "data"
+    box = plan_box(
+        "auto",
+        LIMITS,
+        data / "runs" / "r1",
+        Automation(),
+        hidden=(data,),
+        code=(checkout, Path("/opt/venv")),
+        bwrap_setting="/bin/true",  # any runnable binary: only the plan is looked at
+    )
+    assert box is not None and box.code == (checkout,)  # outside /tmp: the root bind holds it
+    options = box_command(SPEC, box, None).argv
+    tmpfs = [i for i, arg in enumerate(options) if arg == "--tmpfs"]
+    code_bind = options.index(str(checkout)) - 1
+    assert options[code_bind] == "--ro-bind-try"
+    # after the private /tmp (else it would cover the checkout), before the data dir is hidden
+    assert options[tmpfs[0] + 1] == "/tmp" and tmpfs[0] < code_bind < tmpfs[1]
+    assert options[tmpfs[1] + 1] == str(data)
