@@ -26,12 +26,15 @@ import resource
 import shlex
 import shutil
 import subprocess
+import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from runner_core.cgroups import pids_root
 from runner_core.engines.base import CommandSpec
 from runner_core.skills.model import Automation
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +88,7 @@ def plan_box(
     writable: tuple[Path, ...] = (),
     readable: tuple[Path, ...] = (),
     bwrap_setting: str = "",
-    code: tuple[Path, ...] = (),
+    code: tuple[Path, ...] | None = None,
 ) -> Box | None:
     """The box for a run's processes (None when the sandbox is off); `bwrap_setting` is
     SKILL_RUNNER_BWRAP (empty: .sandbox/ of the checkout, else PATH)."""
@@ -103,7 +106,7 @@ def plan_box(
         hidden=hidden,
         writable=writable,
         readable=readable,
-        code=tuple(path for path in code if path.is_relative_to("/tmp")),
+        code=tuple(path for path in (code or own_files()) if path.is_relative_to("/tmp")),
         network=automation.network != "off",
     )
 
@@ -178,6 +181,12 @@ def _prlimit(limits: Limits, nproc: bool) -> list[str]:
         if value:
             options.append(f"--{name}={value}")
     return [prlimit, *options, "--"] if options else []
+
+
+def own_files() -> tuple[Path, ...]:
+    """The service's checkout (its engine CLIs, node runners, bwrap) and its interpreter's
+    environment: a checkout under /tmp must stay reachable under the box's private /tmp."""
+    return (REPO_ROOT, Path(sys.prefix))
 
 
 def _base_options() -> list[str]:

@@ -3,13 +3,12 @@ its skill's `automation.network` could not be enforced."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
 from runner_core.error_codes import ErrorCode
 from runner_core.sandbox import Box, Limits, plan_box
-from runner_core.settings import REPO_ROOT, Settings
+from runner_core.settings import Settings
 from runner_core.skills import SkillPackage
 from runner_core.skills.model import Automation
 from worker.engine_dependencies import install_dependencies
@@ -41,7 +40,6 @@ def run_box(settings: Settings, run_dir: Path, pkg: SkillPackage | None) -> Box 
         writable=(uv_cache,),
         readable=settings.sandbox_read_paths,
         bwrap_setting=settings.sandbox_bwrap,
-        code=(REPO_ROOT, Path(sys.prefix)),  # a checkout under /tmp keeps its CLIs and venv
     )
 
 
