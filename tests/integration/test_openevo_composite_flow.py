@@ -181,3 +181,13 @@ def test_the_skill_retry_runs_a_failed_run_again_up_to_retry_times(stack, tmp_pa
     status = stack.wait(rid, 60)
     assert status["status"] == "failed" and status["error"]["code"] == "SKILL_SCRIPT_FAILED"
     assert counter.read_text() == "3"  # one run and two retries, no more
+
+
+def test_an_index_composite_over_its_timeout_cancels_its_running_call(stack):
+    rid = start(stack, "slow_in_code", {})
+    status = stack.wait(rid, 60)
+    assert status["status"] == "failed" and status["error"]["code"] == "TIMEOUT"
+    (call,) = [e["data"] for e in events_of(stack, rid) if e["type"] == "step.started"]
+    child = stack.wait(call["request_id"], 30)
+    assert child["status"] == "canceled"
+    assert stamp(child["finished_at"]) - stamp(child["started_at"]) < 15  # not the 20 s sleep
