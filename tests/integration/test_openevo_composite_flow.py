@@ -11,6 +11,7 @@ from datetime import datetime
 
 import pytest
 
+from tests.helpers import wait_for
 from tests.integration.openevo_stack import install_node_runners, openevo_stack
 
 pytestmark = pytest.mark.integration
@@ -68,9 +69,14 @@ def test_foreach_runs_one_child_per_item_at_most_max_concurrency_at_once(stack):
     # the worker has 4 processes: the cap, not the pool, kept it at two, yet two did overlap
     assert any(a[0] < b[1] and b[0] < a[1] for a in spans for b in spans if a is not b)
     started = [e for e in events_of(stack, rid) if e["type"] == "step.started"]
-    ended = [e for e in events_of(stack, rid) if e["type"] == "step.ended"]
     assert sorted(e["data"]["index"] for e in started) == list(range(6))
-    assert len(ended) == 6 and all(e["data"]["status"] == "succeeded" for e in ended)
+
+    def all_ended():  # an item's end may be written just after the parent's, by its own worker
+        found = [e for e in events_of(stack, rid) if e["type"] == "step.ended"]
+        return found if len(found) == 6 else None
+
+    ended = wait_for(all_ended, 10)
+    assert all(e["data"]["status"] == "succeeded" for e in ended)
     assert all(e["data"]["duration_ms"] >= 700 and e["data"]["step"] == "each" for e in ended)
 
 
