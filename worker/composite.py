@@ -68,12 +68,8 @@ def notify_parent(run: Run) -> None:
     """After a child's end is recorded: `step.ended` on its parent, and the next steps."""
     if not getattr(run, "parent_run_id", None):
         return
-    if "@" in (run.step_name or ""):  # a call of an index-file composite is awaited there
-        with sessions()() as session:
-            child, parent = session.get(Run, run.id), session.get(Run, run.parent_run_id)
-            if child is not None and parent is not None:
-                step_ended(parent, child)
-        return
+    if "@" in (run.step_name or ""):  # a call of an index-file composite: its parent's
+        return  # worker answers it (and writes its step.ended) when it sees it ended
     try:  # here, in the child's process: no broker round trip before the next step starts
         advance(run.parent_run_id, run.id)
     except Exception:

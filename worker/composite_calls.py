@@ -27,6 +27,7 @@ from runner_core.store.models import Run
 from runner_core.workspace import write_json
 from worker.celery_app import settings
 from worker.composite_children import cancel_children, create_child, output_of
+from worker.composite_end import step_ended
 from worker.database import sessions
 from worker.dispatch import events_of, send_run
 from worker.run_layout import skill_source
@@ -116,6 +117,7 @@ class CallServer(threading.Thread):
             if child is None:
                 continue
             del self.pending[number]
+            step_ended(self.parent, child)  # before the answer: the call's end comes first
             if child.status == RunStatus.SUCCEEDED:
                 self._answer(number, {"ok": True, "output": output_of(child)})
             else:

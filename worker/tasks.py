@@ -166,9 +166,9 @@ def execute_run(self, run_id: str) -> str:
     finally:
         signal.signal(signal.SIGTERM, previous)
         _task.update(run_id=None, terminating=False)
-    _refill_pool(executor)
-    if status != RunStatus.QUEUED:
+    if status != RunStatus.QUEUED:  # before the refill: the parent's next step starts first
         composite.notify_parent(claimed)
+    _refill_pool(executor)
     return status
 
 

@@ -48,8 +48,20 @@ class SkillRegistry:
         root = self.skills_dir / skill_id
         if root.is_dir() and not is_openevo_dir(root) and not _category(root):
             return root
+        hit = _roots.get((self.skills_dir, skill_id))
+        if (
+            hit is not None
+            and hit[0] == _dir_key(self.skills_dir, hit[1])
+            and _declared_name(hit[1]) == skill_id
+        ):
+            return hit[1]  # no folder added or removed there, and it still declares the name
         _, openevo = _scan(self.skills_dir)
-        return next((p for p in openevo if _declared_name(p) == skill_id), None)
+        found = next((p for p in openevo if _declared_name(p) == skill_id), None)
+        if found is not None:
+            if len(_roots) > 4096:
+                _roots.clear()
+            _roots[(self.skills_dir, skill_id)] = (_dir_key(self.skills_dir, found), found)
+        return found
 
     def graph_errors(self, pkg: SkillPackage) -> "builtins.list[str]":
         """What the checks across skills (calls, names, cycles) find wrong with a skill.json
@@ -63,6 +75,16 @@ class SkillRegistry:
 
 
 _names: dict[Path, tuple[tuple[int, int, int], str | None]] = {}
+_roots: dict[tuple[Path, str], tuple[tuple[int, ...], Path]] = {}
+
+
+def _dir_key(skills_dir: Path, root: Path | None) -> tuple[int, ...]:
+    """The mtimes of the skills directory and of the folder holding `root` (a category
+    folder, or the skills directory again): a folder added, removed or renamed there moves it."""
+    try:
+        return (skills_dir.stat().st_mtime_ns, root.parent.stat().st_mtime_ns if root else 0)
+    except OSError:
+        return ()
 
 
 def _declared_name(root: Path) -> str | None:

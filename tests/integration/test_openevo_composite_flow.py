@@ -11,6 +11,7 @@ from datetime import datetime
 
 import pytest
 
+from tests.helpers import wait_for
 from tests.integration.openevo_stack import install_node_runners, openevo_stack
 
 pytestmark = pytest.mark.integration
@@ -68,9 +69,14 @@ def test_foreach_runs_one_child_per_item_at_most_max_concurrency_at_once(stack):
     # the worker has 4 processes: the cap, not the pool, kept it at two, yet two did overlap
     assert any(a[0] < b[1] and b[0] < a[1] for a in spans for b in spans if a is not b)
     started = [e for e in events_of(stack, rid) if e["type"] == "step.started"]
-    ended = [e for e in events_of(stack, rid) if e["type"] == "step.ended"]
     assert sorted(e["data"]["index"] for e in started) == list(range(6))
-    assert len(ended) == 6 and all(e["data"]["status"] == "succeeded" for e in ended)
+
+    def all_ended():  # an item's end may be written just after the parent's, by its own worker
+        found = [e for e in events_of(stack, rid) if e["type"] == "step.ended"]
+        return found if len(found) == 6 else None
+
+    ended = wait_for(all_ended, 10)
+    assert all(e["data"]["status"] == "succeeded" for e in ended)
     assert all(e["data"]["duration_ms"] >= 700 and e["data"]["step"] == "each" for e in ended)
 
 
@@ -181,3 +187,13 @@ def test_the_skill_retry_runs_a_failed_run_again_up_to_retry_times(stack, tmp_pa
     status = stack.wait(rid, 60)
     assert status["status"] == "failed" and status["error"]["code"] == "SKILL_SCRIPT_FAILED"
     assert counter.read_text() == "3"  # one run and two retries, no more
+
+
+def test_an_index_composite_over_its_timeout_cancels_its_running_call(stack):
+    rid = start(stack, "slow_in_code", {})
+    status = stack.wait(rid, 60)
+    assert status["status"] == "failed" and status["error"]["code"] == "TIMEOUT"
+    (call,) = [e["data"] for e in events_of(stack, rid) if e["type"] == "step.started"]
+    child = stack.wait(call["request_id"], 30)
+    assert child["status"] == "canceled"
+    assert stamp(child["finished_at"]) - stamp(child["started_at"]) < 15  # not the 20 s sleep

@@ -130,3 +130,19 @@ def test_clash_with_a_skill_md_id_and_duplicate_names(tmp_path):
         if p.format == "skill.json" and p.id == "echo_prompt"
     ]
     assert clash[0].errors == ["name 'echo_prompt' is already the id of a SKILL.md skill"]
+
+
+def test_root_of_follows_renames_moves_and_removals(tmp_path):
+    skill = write(tmp_path / "text", "two", name="nested_two")
+    registry = SkillRegistry(tmp_path)
+    assert registry.root_of("nested_two") == skill
+    raw = json.loads((skill / "skill.json").read_text())
+    (skill / "skill.json").write_text(json.dumps({**raw, "name": "renamed_two"}))
+    assert registry.root_of("nested_two") is None
+    assert registry.root_of("renamed_two") == skill
+    moved = tmp_path / "misc" / "two"
+    moved.parent.mkdir()
+    skill.rename(moved)
+    assert registry.root_of("renamed_two") == moved
+    shutil.rmtree(moved)
+    assert registry.root_of("renamed_two") is None
