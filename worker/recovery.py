@@ -33,6 +33,7 @@ from worker.dispatch import announce_end, events_of
 from worker.lease import aware, beat_interval
 from worker.reaper import FOREIGN, GONE, KILLED, parse_worker, pid_alive, reap_group, this_host
 from worker.run_layout import engine_skill_dirs
+from worker.sweep_clock import clock_of
 
 log = logging.getLogger(__name__)
 Send = Callable[[Run], str]  # sends execute_run for a run, returns the task id
@@ -51,8 +52,10 @@ def recover(settings: Settings, sessions: Callable, send: Send, startup: bool = 
         "still_queued": 0,
     }
     with sessions() as session:
-        for run in rec.runs_in(session, RunStatus.RUNNING):
-            if worker_gone(settings, run):
+        running = rec.runs_in(session, RunStatus.RUNNING)
+        by_age = clock_of(settings).judge_leases()  # not right after the database was away
+        for run in running:
+            if worker_gone(settings, run, by_age):
                 _recover_running(settings, session, run, send, counts)
         for run in rec.ended_with_group(session, this_host()):
             if _reap(settings, run) in (GONE, KILLED, FOREIGN):
@@ -81,13 +84,14 @@ def recover(settings: Settings, sessions: Callable, send: Send, startup: bool = 
     return counts
 
 
-def worker_gone(settings: Settings, run: Run) -> bool:
-    """Lease expired; or the worker process on this host is dead and the run has missed a few
-    beats (the beat check keeps a same-named host in another pid namespace safe)."""
+def worker_gone(settings: Settings, run: Run, by_age: bool = True) -> bool:
+    """Lease expired (judged only when `by_age`: not right after the database was away, see
+    worker.sweep_clock); or the worker process on this host is dead and the run has missed a
+    few beats (the beat check keeps a same-named host in another pid namespace safe)."""
     if run.heartbeat_at is None:
         return True
     silent = (utcnow() - aware(run.heartbeat_at)).total_seconds()
-    if silent > settings.lease_sec:
+    if by_age and silent > settings.lease_sec:
         return True
     host, pid = parse_worker(run.worker)
     return (

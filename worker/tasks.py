@@ -17,6 +17,7 @@ from typing import cast
 
 from celery.exceptions import SoftTimeLimitExceeded
 from celery.signals import worker_process_init, worker_ready
+from sqlalchemy.exc import OperationalError
 
 from runner_core.error_codes import ErrorCode
 from runner_core.logs import bind
@@ -49,6 +50,7 @@ from worker.revokes import RevokeWatch
 from worker.run_layout import skill_copies, skill_source
 from worker.skill_retry import retry_failed
 from worker.strays import become_subreaper
+from worker.sweep_clock import clock_of
 from worker.turns import Resume, resume_input
 from worker.webhook_tasks import overdue_callbacks
 
@@ -158,8 +160,9 @@ def execute_run(self, run_id: str) -> str:
         events_of(claimed) if settings.events else None,
     )
     try:
+        away = clock_of(settings).database_away
         with (
-            Heartbeat(connect, run_id, beat_interval(settings), claimed.attempt),
+            Heartbeat(connect, run_id, beat_interval(settings), claimed.attempt, away),
             calls_served(claimed),
         ):
             status = _execute(executor)
@@ -284,7 +287,11 @@ def _execute(executor: RunExecutor) -> str:
 def sweep() -> dict:
     """Reconcile runs of gone workers, reap orphan groups, re-send lost queued runs; drop the
     ready run directories of skills no longer run."""
-    report = recover(settings, sessions(), send_run)
+    try:
+        report = recover(settings, sessions(), send_run)
+    except OperationalError:
+        clock_of(settings).database_away()  # the next sweep to reach it waits a lease
+        raise
     report["auto_replied"] = overdue_replies()
     report["callbacks"] = overdue_callbacks()
     report["leftovers"] = clear_leftovers(settings, sessions())

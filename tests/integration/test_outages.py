@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import time
+from datetime import timedelta
 
 import psycopg
 import pytest
+import redis
 
+from runner_core.store.db import make_engine, make_sessionmaker
+from runner_core.store.models import Request, Run, utcnow
 from tests.integration.lifecycle_helpers import create_job, recorded_processes
 from tests.integration.services import POSTGRES_URL
+from worker.recovery import recover
+from worker.sweep_clock import DATABASE_AWAY, JUDGE_FROM, clock_of
 
 pytestmark = pytest.mark.integration
 
@@ -46,3 +52,35 @@ def test_a_finish_that_meets_a_long_outage_is_recorded_once_the_database_is_back
     calls = stack.settings.runs_dir / running["run_id"] / "artifacts" / "calls.txt"
     assert len(calls.read_text().split()) == 1
     assert "does not answer" in stack.worker.log_path.read_text()
+
+
+def test_leases_are_not_judged_right_after_the_database_was_away(stack_settings):
+    """Found by following the chaos test's Postgres restart past a lease: every live run's
+    heartbeat is then as old as the outage, and the first sweep to reach the database again
+    failed them all. A worker that finds the database away now notes it in the broker, and the
+    next sweep gives running runs a lease to beat before it judges them by age."""
+    settings = stack_settings
+    engine = make_engine(settings.database_url)
+    sessions = make_sessionmaker(engine)
+    silent = utcnow() - timedelta(seconds=settings.lease_sec + 5)
+    with sessions() as session:
+        session.add(Request(id="req", skill_id="slow-counter"))
+        session.add(Run(id="run", request_id="req", skill_id="slow-counter", status="running",
+                        attempt=1, started_at=silent, heartbeat_at=silent,
+                        worker="another-host:1"))  # fmt: skip
+        session.commit()
+    broker = redis.Redis.from_url(settings.broker_url)
+    clock_of(settings).database_away()  # as a lease refresh that met the outage does
+
+    def sweep() -> dict:
+        return recover(settings, sessions, lambda run: "task")
+
+    assert sweep()["reconciled"] == 0
+    assert float(broker.get(JUDGE_FROM)) > time.time() + settings.lease_sec - 5
+    assert broker.get(DATABASE_AWAY) is None  # read once
+    assert sweep()["reconciled"] == 0  # still within the lease given
+    broker.set(JUDGE_FROM, time.time() - 1)  # that lease has passed and the run never beat
+    assert sweep()["reconciled"] == 1
+    with sessions() as session:
+        assert session.get(Run, "run").error_code == "ORCHESTRATOR_RESTART_INTERRUPTED"
+    engine.dispose()
