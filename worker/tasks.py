@@ -13,7 +13,7 @@ import logging
 import os
 import signal
 import socket
-from typing import cast
+from typing import Any, cast
 
 from celery.exceptions import SoftTimeLimitExceeded
 from celery.signals import worker_process_init, worker_ready
@@ -127,23 +127,31 @@ def worker_name() -> str:
 def execute_run(self, run_id: str) -> str:
     """Claim and execute one run; a redelivered or duplicate message does nothing, and a run
     over the running limits stays queued while this message retries with a countdown."""
-    with connect() as conn:
-        outcome, run = claim.claim_run(
-            conn,
-            run_id,
-            worker_name(),
-            self.request.id,
-            settings.max_running,
-            settings.max_running_per_engine,
-        )
-        if outcome == claim.LIMITED:
-            run_states.touch_dispatched(conn, run_id)
-            # the retry is a new message: it keeps the run's label in Flower
-            label = getattr(self.request, "kwargsrepr", None)
-            options = {"kwargsrepr": label} if label else {}
-            raise self.retry(countdown=settings.limit_retry_sec, **options)
-        if outcome == claim.SKIPPED:
-            return _not_claimed(run_id)
+
+    def claim_it() -> tuple[str, Any]:
+        with connect() as conn:
+            outcome, run = claim.claim_run(
+                conn,
+                run_id,
+                worker_name(),
+                self.request.id,
+                settings.max_running,
+                settings.max_running_per_engine,
+            )
+            if outcome == claim.LIMITED:
+                run_states.touch_dispatched(conn, run_id)
+            return outcome, run
+
+    # The database away: hold this message and try again, rather than drop it for the sweep to
+    # send again after its grace (a restart would otherwise drain the whole queue meanwhile)
+    outcome, run = retry_unavailable(claim_it, f"claim of run {run_id}", settings.lease_sec)
+    if outcome == claim.LIMITED:
+        # the retry is a new message: it keeps the run's label in Flower
+        label = getattr(self.request, "kwargsrepr", None)
+        options = {"kwargsrepr": label} if label else {}
+        raise self.retry(countdown=settings.limit_retry_sec, **options)
+    if outcome == claim.SKIPPED:
+        return _not_claimed(run_id)
     assert run is not None  # CLAIMED comes with the claimed row
     claimed = cast(Run, run)  # the row carries every column of Run as an attribute
     if claimed.engine is None and is_composite(load_skill(skill_source(settings, claimed))):
