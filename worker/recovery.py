@@ -61,14 +61,16 @@ def recover(settings: Settings, sessions: Callable, send: Send, startup: bool = 
             if _reap(settings, run) in (GONE, KILLED, FOREIGN):
                 rec.clear_pgid(session, run.id)
                 counts["reaped"] += 1
-        stale = run_states.stale_queued(session, timedelta(seconds=settings.sweep_grace_sec))
+        grace = timedelta(seconds=settings.sweep_grace_sec)
+        stale = run_states.stale_queued(session, grace)
         broker = read_broker(settings.broker_url, RUN_QUEUES) if stale else None
         for run in stale:
             assert broker is not None  # read whenever there are stale runs
             if broker.holds(run.celery_task_id):  # still waiting behind others: not lost
                 counts["still_queued"] += 1
                 continue
-            counts["resent"] += _resend(session, run, send)
+            if run_states.take_resend(session, run.id, grace):  # not sent by another sweep
+                counts["resent"] += _resend(session, run, send)
         expired = run_states.expire_uploads(session, timedelta(seconds=settings.upload_wait_sec))
         for run_id in expired:
             _announce(session, run_id, RunStatus.QUEUED, "upload_timeout")
