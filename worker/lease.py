@@ -22,6 +22,7 @@ from runner_core.store import runs as run_states
 from runner_core.store.models import Run
 from worker.boxing import run_box
 from worker.supervisor import Watch
+from worker.sweep_clock import clock_of
 
 log = logging.getLogger(__name__)
 
@@ -44,10 +45,16 @@ class Heartbeat:
     UPDATE only touches a run that is still running."""
 
     def __init__(
-        self, connect: Callable, run_id: str, interval: float, attempt: int | None = None
+        self,
+        connect: Callable,
+        run_id: str,
+        interval: float,
+        attempt: int | None = None,
+        away: Callable[[], None] | None = None,
     ) -> None:
         self.connect, self.run_id, self.interval = connect, run_id, interval
         self.attempt = attempt  # beats only while the run is still this claim's
+        self.away = away  # told when the database does not answer (worker.sweep_clock)
         self.due = 0.0
 
     def __enter__(self) -> Heartbeat:
@@ -61,8 +68,10 @@ class Heartbeat:
         try:
             with self.connect() as conn:
                 run_states.beat(conn, self.run_id, attempt=self.attempt)
-        except Exception:  # a database hiccup must not end the run; the next beat retries
+        except Exception as exc:  # a database hiccup must not end the run; the next beat retries
             log.warning("heartbeat of run %s failed", self.run_id, exc_info=True)
+            if isinstance(exc, OperationalError) and self.away is not None:
+                self.away()
 
 
 class _Beater:
@@ -131,6 +140,7 @@ def make_watch(settings: Settings, connect: Callable, run: Run, pkg) -> Watch:
                 run.id,
                 exc.orig if exc.orig is not None else exc,
             )
+            clock_of(settings).database_away()  # the sweep must not judge this lease at once
             return False
 
     return Watch(

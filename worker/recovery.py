@@ -33,6 +33,7 @@ from worker.dispatch import announce_end, events_of
 from worker.lease import aware, beat_interval
 from worker.reaper import FOREIGN, GONE, KILLED, parse_worker, pid_alive, reap_group, this_host
 from worker.run_layout import engine_skill_dirs
+from worker.sweep_clock import clock_of
 
 log = logging.getLogger(__name__)
 Send = Callable[[Run], str]  # sends execute_run for a run, returns the task id
@@ -51,21 +52,25 @@ def recover(settings: Settings, sessions: Callable, send: Send, startup: bool = 
         "still_queued": 0,
     }
     with sessions() as session:
-        for run in rec.runs_in(session, RunStatus.RUNNING):
-            if worker_gone(settings, run):
+        running = rec.runs_in(session, RunStatus.RUNNING)
+        by_age = clock_of(settings).judge_leases()  # not right after the database was away
+        for run in running:
+            if worker_gone(settings, run, by_age):
                 _recover_running(settings, session, run, send, counts)
         for run in rec.ended_with_group(session, this_host()):
             if _reap(settings, run) in (GONE, KILLED, FOREIGN):
                 rec.clear_pgid(session, run.id)
                 counts["reaped"] += 1
-        stale = run_states.stale_queued(session, timedelta(seconds=settings.sweep_grace_sec))
+        grace = timedelta(seconds=settings.sweep_grace_sec)
+        stale = run_states.stale_queued(session, grace)
         broker = read_broker(settings.broker_url, RUN_QUEUES) if stale else None
         for run in stale:
             assert broker is not None  # read whenever there are stale runs
             if broker.holds(run.celery_task_id):  # still waiting behind others: not lost
                 counts["still_queued"] += 1
                 continue
-            counts["resent"] += _resend(session, run, send)
+            if run_states.take_resend(session, run.id, grace):  # not sent by another sweep
+                counts["resent"] += _resend(session, run, send)
         expired = run_states.expire_uploads(session, timedelta(seconds=settings.upload_wait_sec))
         for run_id in expired:
             _announce(session, run_id, RunStatus.QUEUED, "upload_timeout")
@@ -81,13 +86,14 @@ def recover(settings: Settings, sessions: Callable, send: Send, startup: bool = 
     return counts
 
 
-def worker_gone(settings: Settings, run: Run) -> bool:
-    """Lease expired; or the worker process on this host is dead and the run has missed a few
-    beats (the beat check keeps a same-named host in another pid namespace safe)."""
+def worker_gone(settings: Settings, run: Run, by_age: bool = True) -> bool:
+    """Lease expired (judged only when `by_age`: not right after the database was away, see
+    worker.sweep_clock); or the worker process on this host is dead and the run has missed a
+    few beats (the beat check keeps a same-named host in another pid namespace safe)."""
     if run.heartbeat_at is None:
         return True
     silent = (utcnow() - aware(run.heartbeat_at)).total_seconds()
-    if silent > settings.lease_sec:
+    if by_age and silent > settings.lease_sec:
         return True
     host, pid = parse_worker(run.worker)
     return (

@@ -13,10 +13,11 @@ import logging
 import os
 import signal
 import socket
-from typing import cast
+from typing import Any, cast
 
 from celery.exceptions import SoftTimeLimitExceeded
 from celery.signals import worker_process_init, worker_ready
+from sqlalchemy.exc import OperationalError
 
 from runner_core.error_codes import ErrorCode
 from runner_core.logs import bind
@@ -49,6 +50,7 @@ from worker.revokes import RevokeWatch
 from worker.run_layout import skill_copies, skill_source
 from worker.skill_retry import retry_failed
 from worker.strays import become_subreaper
+from worker.sweep_clock import clock_of
 from worker.turns import Resume, resume_input
 from worker.webhook_tasks import overdue_callbacks
 
@@ -125,23 +127,31 @@ def worker_name() -> str:
 def execute_run(self, run_id: str) -> str:
     """Claim and execute one run; a redelivered or duplicate message does nothing, and a run
     over the running limits stays queued while this message retries with a countdown."""
-    with connect() as conn:
-        outcome, run = claim.claim_run(
-            conn,
-            run_id,
-            worker_name(),
-            self.request.id,
-            settings.max_running,
-            settings.max_running_per_engine,
-        )
-        if outcome == claim.LIMITED:
-            run_states.touch_dispatched(conn, run_id)
-            # the retry is a new message: it keeps the run's label in Flower
-            label = getattr(self.request, "kwargsrepr", None)
-            options = {"kwargsrepr": label} if label else {}
-            raise self.retry(countdown=settings.limit_retry_sec, **options)
-        if outcome == claim.SKIPPED:
-            return _not_claimed(run_id)
+
+    def claim_it() -> tuple[str, Any]:
+        with connect() as conn:
+            outcome, run = claim.claim_run(
+                conn,
+                run_id,
+                worker_name(),
+                self.request.id,
+                settings.max_running,
+                settings.max_running_per_engine,
+            )
+            if outcome == claim.LIMITED:
+                run_states.touch_dispatched(conn, run_id)
+            return outcome, run
+
+    # The database away: hold this message and try again, rather than drop it for the sweep to
+    # send again after its grace (a restart would otherwise drain the whole queue meanwhile)
+    outcome, run = retry_unavailable(claim_it, f"claim of run {run_id}", settings.lease_sec)
+    if outcome == claim.LIMITED:
+        # the retry is a new message: it keeps the run's label in Flower
+        label = getattr(self.request, "kwargsrepr", None)
+        options = {"kwargsrepr": label} if label else {}
+        raise self.retry(countdown=settings.limit_retry_sec, **options)
+    if outcome == claim.SKIPPED:
+        return _not_claimed(run_id)
     assert run is not None  # CLAIMED comes with the claimed row
     claimed = cast(Run, run)  # the row carries every column of Run as an attribute
     if claimed.engine is None and is_composite(load_skill(skill_source(settings, claimed))):
@@ -158,8 +168,9 @@ def execute_run(self, run_id: str) -> str:
         events_of(claimed) if settings.events else None,
     )
     try:
+        away = clock_of(settings).database_away
         with (
-            Heartbeat(connect, run_id, beat_interval(settings), claimed.attempt),
+            Heartbeat(connect, run_id, beat_interval(settings), claimed.attempt, away),
             calls_served(claimed),
         ):
             status = _execute(executor)
@@ -284,7 +295,11 @@ def _execute(executor: RunExecutor) -> str:
 def sweep() -> dict:
     """Reconcile runs of gone workers, reap orphan groups, re-send lost queued runs; drop the
     ready run directories of skills no longer run."""
-    report = recover(settings, sessions(), send_run)
+    try:
+        report = recover(settings, sessions(), send_run)
+    except OperationalError:
+        clock_of(settings).database_away()  # the next sweep to reach it waits a lease
+        raise
     report["auto_replied"] = overdue_replies()
     report["callbacks"] = overdue_callbacks()
     report["leftovers"] = clear_leftovers(settings, sessions())

@@ -223,6 +223,23 @@ def stale_queued(session: Session, grace: timedelta) -> list[Run]:
     )
 
 
+def take_resend(session: Session, run_id: str, grace: timedelta) -> bool:
+    """Mark a stale queued run as being sent again now; False when it no longer is stale (a
+    concurrent sweep took it first, or a worker claimed it): only one sweep sends it."""
+    now = utcnow()
+    result = session.execute(
+        update(Run)
+        .where(
+            Run.id == run_id,
+            Run.status == RunStatus.QUEUED,
+            func.coalesce(Run.dispatched_at, Run.updated_at) < now - grace,
+        )
+        .values(dispatched_at=now)
+    )
+    session.commit()
+    return cast(CursorResult, result).rowcount == 1
+
+
 def expire_uploads(session: Session, waited: timedelta) -> list[str]:
     """Runs still waiting for their input upload after `waited` -> failed (UPLOAD_TIMEOUT): a
     client that never uploads must not hold a job open forever. Returns the ids ended."""

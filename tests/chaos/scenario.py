@@ -133,8 +133,8 @@ def run(root: Path, plan: Plan) -> Outcome:
 
 
 def data_root() -> Path:
-    """Where the data directory goes: not under /tmp, which codex's sandbox (bubblewrap)
-    replaces with an empty tmpfs, so its shell tool cannot start from a run directory there."""
+    """Where the data directory goes: not under /tmp, where (without the run box) codex's own
+    sandbox cannot start its shell tool's helper (deploy/install-sandbox.sh)."""
     return Path(tempfile.mkdtemp(prefix="chaos-data-", dir="/var/tmp"))
 
 

@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+import threading
 import time
+from datetime import timedelta
 
 import psycopg
 import pytest
+import redis
 
+from api import create_app
+from api.queue import CeleryQueue
+from runner_core.store.db import make_engine, make_sessionmaker
+from runner_core.store.models import Request, Run, utcnow
+from tests.helpers import wait_for
 from tests.integration.lifecycle_helpers import create_job, recorded_processes
 from tests.integration.services import POSTGRES_URL
+from worker.recovery import recover
+from worker.sweep_clock import DATABASE_AWAY, JUDGE_FROM, clock_of
 
 pytestmark = pytest.mark.integration
 
@@ -46,3 +56,84 @@ def test_a_finish_that_meets_a_long_outage_is_recorded_once_the_database_is_back
     calls = stack.settings.runs_dir / running["run_id"] / "artifacts" / "calls.txt"
     assert len(calls.read_text().split()) == 1
     assert "does not answer" in stack.worker.log_path.read_text()
+
+
+def test_leases_are_not_judged_right_after_the_database_was_away(stack_settings):
+    """Found by following the chaos test's Postgres restart past a lease: every live run's
+    heartbeat is then as old as the outage, and the first sweep to reach the database again
+    failed them all. A worker that finds the database away now notes it in the broker, and the
+    next sweep gives running runs a lease to beat before it judges them by age."""
+    settings = stack_settings
+    engine = make_engine(settings.database_url)
+    sessions = make_sessionmaker(engine)
+    silent = utcnow() - timedelta(seconds=settings.lease_sec + 5)
+    with sessions() as session:
+        session.add(Request(id="req", skill_id="slow-counter"))
+        session.add(Run(id="run", request_id="req", skill_id="slow-counter", status="running",
+                        attempt=1, started_at=silent, heartbeat_at=silent,
+                        worker="another-host:1"))  # fmt: skip
+        session.commit()
+    broker = redis.Redis.from_url(settings.broker_url)
+    clock_of(settings).database_away()  # as a lease refresh that met the outage does
+
+    def sweep() -> dict:
+        return recover(settings, sessions, lambda run: "task")
+
+    assert sweep()["reconciled"] == 0
+    assert float(broker.get(JUDGE_FROM)) > time.time() + settings.lease_sec - 5
+    assert broker.get(DATABASE_AWAY) is None  # read once
+    assert sweep()["reconciled"] == 0  # still within the lease given
+    broker.set(JUDGE_FROM, time.time() - 1)  # that lease has passed and the run never beat
+    assert sweep()["reconciled"] == 1
+    with sessions() as session:
+        assert session.get(Run, "run").error_code == "ORCHESTRATOR_RESTART_INTERRUPTED"
+    engine.dispose()
+
+
+class Holding:
+    """A queue that keeps the messages of the API's jobs, to be sent when the test says."""
+
+    def __init__(self, real: CeleryQueue) -> None:
+        self.real, self.held = real, []
+
+    def enqueue(self, run_id: str, queue: str, *args, **kwargs) -> str:
+        self.held.append((run_id, queue))
+        return "held"
+
+    def __getattr__(self, name: str):
+        return getattr(self.real, name)
+
+
+def test_a_message_that_meets_the_outage_is_held_not_dropped(bare_stack, backend):
+    """Found by the chaos test's Postgres restart: every message a worker took while the
+    database was away failed its claim and was dropped (acked), so a restart drained the queue
+    and each run waited for the sweep to send it again. The claim is now retried while the
+    database is away. Here no sweep runs: a dropped message would leave the run queued."""
+    if backend != "postgres":
+        pytest.skip("an outage is made by closing a Postgres database to connections")
+    stack = bare_stack
+    stack.start_worker(extra_env={"SKILL_RUNNER_LEASE_SEC": "30"})  # claims retried up to 30 s
+    queue = Holding(CeleryQueue(stack.settings.broker_url))
+    app = create_app({"SETTINGS": stack.settings, "QUEUE": queue})
+    resp = app.test_client().post(
+        "/v1/jobs", json={"skill_id": "slow-counter", "parameter": {"sleep": 0}}
+    )
+    rid, (run_id, name) = resp.json["request_id"], queue.held[0]
+    app.extensions["db"].kw["bind"].dispose()
+    database = stack.settings.database_url.rsplit("/", 1)[1]
+    outage = threading.Thread(target=closed, args=(database, 4.0))
+    outage.start()
+    wait_for(lambda: not answers(stack.settings.database_url), 10)
+    queue.real.enqueue(run_id, name)  # taken by the worker while the database is away
+    wait_for(lambda: "claim of run" in stack.worker.log_path.read_text(), 10)
+    outage.join()
+    status = stack.wait(rid, timeout=60)
+    assert status["status"] == "succeeded" and status["attempt"] == 1, status
+
+
+def answers(url: str) -> bool:
+    try:
+        psycopg.connect(url, connect_timeout=2).close()
+    except psycopg.Error:
+        return False
+    return True
