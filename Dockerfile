@@ -44,6 +44,12 @@ ENV PATH=/app/.venv/bin:${PATH} \
 RUN groupadd --system --gid 10001 skillrunner \
     && useradd --system --uid 10001 --gid 10001 --home-dir /var/lib/skill-runner --create-home \
     --shell /usr/sbin/nologin skillrunner
+# bubblewrap for the run box (docs/operating.md, "The box runs run in"); as user 10001 it needs
+# unprivileged user namespaces, which a default container profile forbids: runs then get the
+# resource limits alone (SKILL_RUNNER_SANDBOX=auto says so at start).
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends bubblewrap=0.8.* \
+    && rm -rf /var/lib/apt/lists/*
 COPY --from=engines /usr/local/bin/node /usr/local/bin/node
 COPY --from=python /app /app
 COPY --from=engines /app/.engines /app/.engines

@@ -10,6 +10,10 @@ from flask import Flask, send_from_directory
 from flask_smorest import Api
 
 from api.auth import openapi_security, require_token
+from api.auth_audit import record_audited
+from api.auth_scopes import ScopePlugin
+from api.auth_session import install_sessions
+from api.auth_tokens import TokenRegistry
 from api.config import build_config
 from api.cors import allow_origins
 from api.errors import http_exception_response, register_error_handlers
@@ -17,6 +21,7 @@ from api.logs import configure_logging, tag_request_lines
 from api.metrics import register_metrics
 from api.queue import CeleryQueue
 from api.schema_fields import UtcDateTime
+from api.schemas import ErrorBody
 from runner_core.event_bus import EventHub, EventPublisher
 from runner_core.finish_events import FinishWatcher
 from runner_core.metrics import use_metrics_dir
@@ -26,7 +31,9 @@ from runner_core.store.db import make_engine, make_sessionmaker
 
 
 class RunnerApi(Api):
-    """flask-smorest Api whose HTTP errors use the API's error body."""
+    """flask-smorest Api whose HTTP errors use the API's error body (also in the document)."""
+
+    ERROR_SCHEMA = ErrorBody
 
     def handle_http_exception(self, error):
         return http_exception_response(error)
@@ -63,10 +70,14 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     register_error_handlers(app)
     tag_request_lines(app)
     register_metrics(app)
-    require_token(app, settings.api_tokens)
+    tokens = TokenRegistry(settings.api_tokens, settings.tokens_file)
+    require_token(app, tokens)
+    if tokens.enabled:
+        install_sessions(app, settings.data_dir)
+    record_audited(app)
     allow_origins(app, settings.cors_origins)
-    app.config.update(openapi_security(settings.api_tokens))
-    api = RunnerApi(app)
+    app.config.update(openapi_security(tokens.enabled))
+    api = RunnerApi(app, spec_kwargs={"extra_plugins": [ScopePlugin(tokens.enabled)]})
     api.register_field(UtcDateTime, "string", None)  # documented as a plain string
     from api.resources import (
         cleanup,

@@ -1,23 +1,31 @@
-"""Optional bearer token: with SKILL_RUNNER_API_TOKEN set, every request but the
-health check and the API docs must carry `Authorization: Bearer <token>`.
+"""Who may call the API: with tokens configured (SKILL_RUNNER_API_TOKEN and/or
+SKILL_RUNNER_TOKENS_FILE, see api.auth_tokens), every request but the health check, the API
+docs and the UI's login page carries `Authorization: Bearer <token>` or the UI's session
+cookie. The token's scopes decide what it may do (api.auth_scopes); its name owns the runs it
+creates, and a token that is not admin sees only its own runs. Without tokens nothing is asked.
 
-Several tokens (comma-separated) are all accepted, so a token can be rotated without downtime.
-Tokens are compared in constant time and never logged.
+Tokens are looked up by their SHA-256 hash and never logged.
 """
 
 from __future__ import annotations
 
-import hmac
+import logging
+from urllib.parse import quote
 
-from flask import Flask, request
+from flask import Flask, current_app, g, has_request_context, redirect, request
 
+from api.auth_scopes import SAFE_METHODS, SCHEME, required_scope
+from api.auth_session import same_origin, session_principal
+from api.auth_tokens import Principal, TokenRegistry
 from api.errors import error_response
 from runner_core.error_codes import ErrorCode
 
-# the health check (load balancers, `skill-runner serve`) and the API's own description
-PUBLIC_PATHS = ("/healthz", "/openapi.json", "/docs")
-PUBLIC_PREFIXES = ("/docs/", "/docs-static/")
-SCHEME = "bearerAuth"
+log = logging.getLogger(__name__)
+
+# the health check (load balancers, `skill-runner serve`), the API's own description, and
+# what the UI's login page needs
+PUBLIC_PATHS = ("/healthz", "/openapi.json", "/docs", "/ui/login", "/ui/logout")
+PUBLIC_PREFIXES = ("/docs/", "/docs-static/", "/ui/static/")
 
 
 def is_public(path: str) -> bool:
@@ -32,41 +40,94 @@ def presented_token(header: str) -> str | None:
     return token.strip()
 
 
-def token_matches(token: str, tokens: tuple[str, ...]) -> bool:
-    """Constant-time comparison against every accepted token (no early exit on a match)."""
-    given = token.encode("utf-8")
-    found = False
-    for accepted in tokens:
-        found |= hmac.compare_digest(given, accepted.encode("utf-8"))
-    return found
+def caller() -> Principal | None:
+    """The principal of this request; None when the API asks for no token (or outside one)."""
+    return g.get("principal") if has_request_context() else None
 
 
-def require_token(app: Flask, tokens: tuple[str, ...]) -> None:
-    """Refuse requests without an accepted token (nothing to do when `tokens` is empty)."""
-    if not tokens:
+def owner() -> str | None:
+    """The owner to stamp on what this request creates: the token's name (None: no tokens)."""
+    principal = caller()
+    return principal.name if principal else None
+
+
+def owner_filter() -> str | None:
+    """The owner a listing is limited to: None (everything) for admin tokens and without
+    tokens, else the caller's own name."""
+    principal = caller()
+    return None if principal is None or principal.is_admin else principal.name
+
+
+def may_see(run_owner: str | None) -> bool:
+    """Whether the caller may see a run (or request) owned by `run_owner`."""
+    limit = owner_filter()
+    return limit is None or run_owner == limit
+
+
+def registry() -> TokenRegistry:
+    return current_app.extensions["tokens"]
+
+
+def _refuse(status: int, code: str, message: str, details: dict | None = None):
+    # the line names the token (never the token itself), so refusals can be traced
+    level = logging.WARNING if status == 403 else logging.INFO
+    log.log(level, "%s %s refused (%d): %s", request.method, request.path, status, message)
+    response, status = error_response(status, code, message, details)
+    if status == 401:
+        response.headers["WWW-Authenticate"] = 'Bearer realm="skill-runner"'
+    return response, status
+
+
+def require_token(app: Flask, tokens: TokenRegistry) -> None:
+    """Authenticate and authorize every request (nothing to do when no token is configured)."""
+    app.extensions["tokens"] = tokens
+    if not tokens.enabled:
         return
 
     @app.before_request
     def _check_token():
         if request.method == "OPTIONS" or is_public(request.path):
             return None
-        token = presented_token(request.headers.get("Authorization", ""))
-        if token is not None and token_matches(token, tokens):
-            return None
-        message = (
-            "this server needs an API token: send 'Authorization: Bearer <token>'"
-            if token is None
-            else "the API token is not valid"
-        )
-        response, status = error_response(401, ErrorCode.UNAUTHORIZED, message)
-        response.headers["WWW-Authenticate"] = 'Bearer realm="skill-runner"'
-        return response, status
+        header = request.headers.get("Authorization")
+        token = presented_token(header) if header is not None else None
+        principal = tokens.find(token) if token is not None else None
+        by_cookie = header is None
+        if by_cookie:  # no Authorization header: the UI's session, if any
+            principal = session_principal(tokens)
+        if principal is None:
+            ui_page = request.path == "/ui" or request.path.startswith("/ui/")
+            if header is None and ui_page and request.method == "GET":
+                return redirect(f"/ui/login?next={quote(request.full_path.rstrip('?'))}")
+            message = (
+                "this server needs an API token: send 'Authorization: Bearer <token>'"
+                if token is None
+                else "the API token is not valid"
+            )
+            return _refuse(401, ErrorCode.UNAUTHORIZED, message)
+        g.principal = principal
+        if by_cookie and request.method not in SAFE_METHODS and not same_origin():
+            return _refuse(
+                403,
+                ErrorCode.FORBIDDEN,
+                "a request authenticated by the UI's session must come from the UI's own pages",
+                {"reason": "cross_origin"},
+            )
+        endpoint = request.url_rule.endpoint if request.url_rule else None
+        scope = required_scope(endpoint, request.method)
+        if scope is not None and not principal.allows(scope):
+            return _refuse(
+                403,
+                ErrorCode.FORBIDDEN,
+                f"the token '{principal.name}' lacks the scope '{scope}'",
+                {"required_scope": scope, "token_scopes": sorted(principal.scopes)},
+            )
+        return None
 
 
-def openapi_security(tokens: tuple[str, ...]) -> dict:
+def openapi_security(enabled: bool) -> dict:
     """The Flask config that makes the OpenAPI document (and Swagger UI's Authorize button)
     describe the token; empty when no token is set."""
-    if not tokens:
+    if not enabled:
         return {}
     return {
         "API_SPEC_OPTIONS": {

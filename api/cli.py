@@ -9,9 +9,10 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import cast
 
-from runner_core.settings import REPO_ROOT, SettingsError, load_settings
+from runner_core.settings import REPO_ROOT, SettingsError, hold_service_secrets, load_settings
 from runner_core.store.migrate import upgrade
 
 
@@ -87,6 +88,9 @@ def serve(args) -> int:
         ),
         *extra,  # the demo LLM: its exit stops the service too
     ]
+    # the children have their copy of the environment: this process (the parent of the worker
+    # the skill scripts run under) keeps no secret readable in /proc/<pid>/environ
+    hold_service_secrets(settings)
     if demo is not None:
         print(demo.banner(), file=sys.stderr, flush=True)
     print(
@@ -136,9 +140,53 @@ def serve(args) -> int:
     return rc
 
 
+def _tokens_file(args) -> str:
+    path = args.file or os.environ.get("SKILL_RUNNER_TOKENS_FILE", "").strip()
+    if not path:
+        print("skill-runner: name the file: --file or SKILL_RUNNER_TOKENS_FILE", file=sys.stderr)
+    return path
+
+
+def token_list(args) -> int:
+    """The tokens file's entries: name, scopes and the start of the hash (to tell lines of the
+    same name apart when rotating)."""
+    from api.auth_tokens import TokenFileError, list_tokens
+
+    path = _tokens_file(args)
+    if not path:
+        return 2
+    try:
+        for name, scopes, digest in list_tokens(Path(path).expanduser()):
+            print(f"{name}\t{','.join(scopes)}\tsha256:{digest}...")
+    except TokenFileError as exc:
+        print(f"skill-runner: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def token_add(args) -> int:
+    """Append a new token's hash to the tokens file and print the token (once)."""
+    from api.auth_tokens import TokenFileError, add_token
+
+    path = _tokens_file(args)
+    if not path:
+        return 2
+    try:
+        token = add_token(Path(path).expanduser(), args.name, args.scopes.split(","))
+    except TokenFileError as exc:
+        print(f"skill-runner: {exc}", file=sys.stderr)
+        return 2
+    print(token)
+    print(
+        f"token '{args.name}' ({args.scopes}) added to {path}; it is shown only now",
+        file=sys.stderr,
+    )
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if argv and argv[0] not in ("serve", "migrate", "-h", "--help"):
+    if argv and argv[0] not in ("serve", "migrate", "token", "-h", "--help"):
         # every other command belongs to the client package (skill_runner_client)
         from skill_runner_client.cli import main as client_main
 
@@ -161,6 +209,17 @@ def main(argv: list[str] | None = None) -> int:
         "provider account; refused when a provider key is configured)",
     )
     p.set_defaults(fn=serve)
+    tokens = sub.add_parser("token", help="manage the API tokens file").add_subparsers(
+        dest="token_command", required=True
+    )
+    p = tokens.add_parser("add", help="make a token: prints it once, appends its hash")
+    p.add_argument("name", help="the token's name (owns its runs; shown in logs and the audit)")
+    p.add_argument("--scopes", default="read,submit", help="read, submit, admin (comma-separated)")
+    p.add_argument("--file", help="the tokens file (default: SKILL_RUNNER_TOKENS_FILE)")
+    p.set_defaults(fn=token_add)
+    p = tokens.add_parser("list", help="the tokens file's names, scopes and hash prefixes")
+    p.add_argument("--file", help="the tokens file (default: SKILL_RUNNER_TOKENS_FILE)")
+    p.set_defaults(fn=token_list)
     args = parser.parse_args(argv)
     try:
         return args.fn(args)

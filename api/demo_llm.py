@@ -19,6 +19,7 @@ from pathlib import Path
 from fake_llm.demo import MODEL, demo_script
 from runner_core.engines import SUPPORTED_ENGINES
 from runner_core.engines.config import CONFIG_DIR_ENV, config_dir_from_env
+from runner_core.secret_values import public_env
 from runner_core.settings import DEMO_LLM_ENV, DEMO_LLM_WARNING, REPO_ROOT
 
 # Variables the adapters or the CLIs themselves take a provider key from; each engine config's
@@ -111,6 +112,7 @@ class DemoLLM:
             stdout=subprocess.PIPE,
             stdin=subprocess.DEVNULL,
             cwd=REPO_ROOT,
+            env=public_env(),  # any process of the user can read a process's environment
         )
         assert self.proc.stdout is not None
         port = self.proc.stdout.readline().decode().strip()  # the server prints its port first

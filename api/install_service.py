@@ -13,7 +13,12 @@ from api.errors import ApiError
 from api.zip_bodies import body_cap, package_api_error, save_zip_body
 from runner_core.error_codes import ErrorCode
 from runner_core.skills.installer import InstallResult, installer_for
-from runner_core.skills.package import PACKAGE_LIMITS, PackageError, unpack_package
+from runner_core.skills.package import (
+    PACKAGE_LIMITS,
+    PackageError,
+    check_calls,
+    unpack_package,
+)
 from runner_core.statuses import InstallStatus
 from runner_core.store.models import SkillInstall, utcnow
 from runner_core.uploads import UploadError
@@ -37,6 +42,7 @@ def install_package(session: Session) -> SkillInstall:
         session.commit()
         try:
             pkg = unpack_package(workdir / "package.zip", workdir)
+            check_calls(pkg, settings.skills_dir)
             record.skill_id, record.version = pkg.id, pkg.version
             record.warnings = list(pkg.warnings)
             result = installer.install(pkg)

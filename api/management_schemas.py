@@ -97,3 +97,39 @@ class FilePreview(Schema):
     truncated = fields.Boolean()
     text = fields.String(metadata={"description": "text and json: the first 256 KiB"})
     data_url = fields.String(metadata={"description": "image: the image as a data: URL"})
+
+
+class AuditArgs(Schema):
+    class Meta:
+        unknown = EXCLUDE
+
+    limit = fields.Integer(load_default=50, validate=validate.Range(min=1, max=500))
+    cursor = fields.Integer(
+        load_default=None,
+        validate=validate.Range(min=1),
+        metadata={"description": "a `next_cursor` of the previous page"},
+    )
+    action = fields.String(
+        load_default=None,
+        validate=validate.OneOf(
+            ["skill.install", "skill.delete", "runs.cleanup", "run.cancel", "run.reply"]
+        ),
+    )
+
+
+class AuditEntry(Schema):
+    id = fields.Integer()
+    at = UtcDateTime()
+    token_name = fields.String(allow_none=True, metadata={"description": "null: no tokens"})
+    action = fields.String()
+    target = fields.String(
+        allow_none=True, metadata={"description": "a request id, or a skill (or install) id"}
+    )
+    status_code = fields.Integer(metadata={"description": "how the API answered the action"})
+    http_request_id = fields.String(allow_none=True, metadata={"description": "X-Request-ID"})
+    details = fields.Dict()
+
+
+class AuditPage(Schema):
+    items = fields.List(fields.Nested(AuditEntry))
+    next_cursor = fields.Integer(allow_none=True)

@@ -38,14 +38,16 @@ class JobCreated(Schema):
 
 
 class ErrorInfo(Schema):
-    code = fields.String()
-    message = fields.String()
-    details = fields.Dict()
-    request_id = fields.String(allow_none=True)
+    code = fields.String(required=True, metadata={"description": "one of docs/api.md's codes"})
+    message = fields.String(required=True)
+    details = fields.Dict(required=True)
+    request_id = fields.String(required=True, allow_none=True)
 
 
 class ErrorBody(Schema):
-    error = fields.Nested(ErrorInfo)
+    """The body of every error answer (the OpenAPI document's `default` response)."""
+
+    error = fields.Nested(ErrorInfo, required=True)
 
 
 class JobStatus(Schema):
@@ -292,3 +294,55 @@ class JobList(Schema):
 
     items = fields.List(fields.Nested(JobStatus))
     next_cursor = fields.String(allow_none=True)
+
+
+class SandboxState(Schema):
+    mode = fields.String()
+    box = fields.String(allow_none=True, metadata={"description": "bwrap, or null: limits only"})
+    process_limit = fields.String(allow_none=True, metadata={"description": "cgroup or rlimit"})
+
+
+class Health(Schema):
+    """GET /healthz, 200 and 503 alike."""
+
+    status = fields.String(metadata={"description": "ok, or degraded"})
+    database = fields.String()
+    broker = fields.String()
+    disk = fields.String()
+    demo_llm = fields.Boolean()
+    sandbox = fields.Nested(SandboxState)
+
+
+class ArtifactManifest(Schema):
+    request_id = fields.String()
+    artifacts = fields.List(fields.Dict())
+    missing_required = fields.List(fields.String())
+
+
+class EngineModels(Schema):
+    engine = fields.String()
+    default_model = fields.String(allow_none=True)
+    models = fields.List(fields.String())
+
+
+# Answers that are not JSON bodies, for `blp.doc(responses={"200": ...})`.
+def _binary(description: str, media_type: str) -> dict:
+    schema = {"type": "string", "format": "binary"}
+    return {"description": description, "content": {media_type: {"schema": schema}}}
+
+
+# one event of the stream: `event` snapshot, chat_event or heartbeat; `data` JSON text
+SSE_EVENT = {
+    "type": "object",
+    "properties": {
+        "event": {"type": "string"},
+        "data": {"type": "string"},
+        "id": {"type": "string"},
+    },
+}
+SSE_STREAM = {
+    "description": "Server-Sent Events",
+    "content": {"text/event-stream": {"schema": SSE_EVENT}},
+}
+ZIP_FILE = _binary("a zip archive", "application/zip")
+ANY_FILE = _binary("the file, as an attachment", "*/*")

@@ -22,7 +22,7 @@ from api import context
 from api.errors import ApiError
 from runner_core.error_codes import ErrorCode
 from runner_core.skills import SkillPackage
-from runner_core.skills.package import PackageError, unpack_package
+from runner_core.skills.package import PackageError, check_calls, unpack_package
 from runner_core.uploads import (
     UploadedFile,
     UploadError,
@@ -94,7 +94,9 @@ def _save_zip_body(field: str, dest: Path, allow_raw: bool) -> tuple[int, str]:
 def unpack_package_or_400(zip_path: Path, workdir: Path, extra: dict | None = None) -> SkillPackage:
     """Unpack and validate a skill package, or raise a 400 listing every error."""
     try:
-        return unpack_package(zip_path, workdir)
+        pkg = unpack_package(zip_path, workdir)
+        check_calls(pkg, context.settings().skills_dir)  # a temp composite calls installed skills
+        return pkg
     except (UploadError, PackageError) as exc:
         raise package_api_error(exc, extra) from exc
 

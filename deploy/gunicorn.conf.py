@@ -20,6 +20,15 @@ worker_tmp_dir = (
 )
 
 
+def on_starting(server):
+    """The master keeps no secret in its environment (any process of the same user, a skill
+    script included, can read /proc/<pid>/environ); the workers it forks read them from
+    runner_core.secret_values."""
+    from runner_core.settings import hold_service_secrets, load_settings
+
+    hold_service_secrets(load_settings())
+
+
 def post_worker_init(worker):
     """Move the loaded app's objects out of the collector's reach: a full collection over
     them is a pause that lands on whatever request triggers it."""
@@ -30,13 +39,16 @@ def post_worker_init(worker):
 
 def when_ready(server):
     """Say so when the API is reachable beyond this host with no token asked for."""
+    from runner_core.secret_values import env_value
+
     host = bind.rsplit(":", 1)[0].strip("[]")
     if (
         host not in ("127.0.0.1", "localhost", "::1")
-        and not os.environ.get("SKILL_RUNNER_API_TOKEN", "").strip()
+        and not (env_value("SKILL_RUNNER_API_TOKEN") or "").strip()
+        and not (env_value("SKILL_RUNNER_TOKENS_FILE") or "").strip()
     ):
         server.log.warning(
-            "listening on %s without SKILL_RUNNER_API_TOKEN: anyone who can reach "
+            "listening on %s without API tokens: anyone who can reach "
             "this address can run skills; set a token (README: Configuration)",
             bind,
         )

@@ -1,7 +1,8 @@
 """Downloadable run bundles under `run_dir/bundle/`.
 
 The normal bundle holds what a client consumes (result/, artifacts/, manifest.json); the debug
-bundle holds the whole run directory for troubleshooting. Zips are produced by zipstream-ng, which
+bundle holds the whole run directory for troubleshooting, less the engine CLIs' home and config
+files that hold a provider key. Zips are produced by zipstream-ng, which
 reads each file in chunks while emitting, so memory stays flat however large the run is.
 
 A bundle is built when it is first asked for, not when the run ends: the first download streams
@@ -24,6 +25,9 @@ from pathlib import Path
 from typing import BinaryIO
 
 import zipstream
+
+from runner_core.engines.invocation import RUN_HOME
+from runner_core.run_files import SECRET_NAMES
 
 log = logging.getLogger(__name__)
 BUNDLE_DIR = "bundle"
@@ -61,16 +65,22 @@ def bundle_members(run_dir: Path, debug: bool) -> list[BundleMember]:
     """Files that belong in the bundle, sorted; symlinks only when they resolve inside the run."""
     root = Path(run_dir).resolve()
     if debug:
-        tops = [p for p in root.iterdir() if p.name != BUNDLE_DIR]
+        # not the engine CLIs' homes (.home, .codex-home, .claude-home): their auth, config
+        # and session files hold the provider key, and sessions what the agent's commands read
+        tops = [p for p in root.iterdir() if p.name != BUNDLE_DIR and not _engine_home(p.name)]
     else:
         tops = [root / name for name in (*_CONTENT_DIRS, *_CONTENT_FILES)]
     members: list[BundleMember] = []
     for top in tops:
         for path in _walk_files(top):
             source = _inside_source(root, path)
-            if source is not None:
+            if source is not None and path.name not in SECRET_NAMES:
                 members.append(BundleMember(path.relative_to(root).as_posix(), source))
     return sorted(members, key=lambda m: m.path)
+
+
+def _engine_home(name: str) -> bool:
+    return name == RUN_HOME or (name.startswith(".") and name.endswith("-home"))
 
 
 def bundle_path(run_dir: Path, debug: bool) -> Path:

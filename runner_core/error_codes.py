@@ -21,6 +21,7 @@ class ErrorCode(StrEnum):
     INVALID_REQUEST = "INVALID_REQUEST"
     REQUEST_VALIDATION_FAILED = "REQUEST_VALIDATION_FAILED"
     UNAUTHORIZED = "UNAUTHORIZED"
+    FORBIDDEN = "FORBIDDEN"
     NOT_FOUND = "NOT_FOUND"
     METHOD_NOT_ALLOWED = "METHOD_NOT_ALLOWED"
     UNSUPPORTED_MEDIA_TYPE = "UNSUPPORTED_MEDIA_TYPE"
@@ -82,6 +83,7 @@ class ErrorCode(StrEnum):
     AUTH_MISSING = "AUTH_MISSING"
     MODEL_API_ERROR = "MODEL_API_ERROR"
     TIMEOUT = "TIMEOUT"
+    RESOURCE_LIMIT_EXCEEDED = "RESOURCE_LIMIT_EXCEEDED"
     CANCELED_BY_USER = "CANCELED_BY_USER"
     ORCHESTRATOR_RESTART_INTERRUPTED = "ORCHESTRATOR_RESTART_INTERRUPTED"
     SESSION_RESUME_FAILED = "SESSION_RESUME_FAILED"
@@ -100,6 +102,7 @@ class ErrorCode(StrEnum):
     OUTPUT_RESULT_FILE_INVALID = "OUTPUT_RESULT_FILE_INVALID"
     ARTIFACT_SYMLINK_ESCAPE = "ARTIFACT_SYMLINK_ESCAPE"
     ARTIFACT_SYMLINK_DIR = "ARTIFACT_SYMLINK_DIR"
+    NETWORK_NOT_ENFORCED = "NETWORK_NOT_ENFORCED"
 
 
 @dataclass(frozen=True)
@@ -123,6 +126,9 @@ CATALOGUE: dict[ErrorCode, CodeUse] = {
         (422,), "the request does not match the endpoint's fields"
     ),
     _C.UNAUTHORIZED: CodeUse((401,), "an API token is required and the request has no valid one"),
+    _C.FORBIDDEN: CodeUse(
+        (403,), "the token lacks the route's scope, or a UI session's request came cross-site"
+    ),
     _C.NOT_FOUND: CodeUse((404,), "no such route"),
     _C.METHOD_NOT_ALLOWED: CodeUse((405,), "the route does not take this method"),
     _C.UNSUPPORTED_MEDIA_TYPE: CodeUse((415,), "a body of a type the endpoint does not take"),
@@ -198,6 +204,9 @@ CATALOGUE: dict[ErrorCode, CodeUse] = {
     _C.AUTH_MISSING: CodeUse((RUN,), "no API key configured for the engine"),
     _C.MODEL_API_ERROR: CodeUse((RUN,), "a model call failed"),
     _C.TIMEOUT: CodeUse((RUN,), "the run passed its time limit"),
+    _C.RESOURCE_LIMIT_EXCEEDED: CodeUse(
+        (RUN,), "a process of the run hit its process-count or memory limit"
+    ),
     _C.CANCELED_BY_USER: CodeUse((RUN,), "the run was canceled"),
     _C.ORCHESTRATOR_RESTART_INTERRUPTED: CodeUse((RUN,), "the run's worker died"),
     _C.SESSION_RESUME_FAILED: CodeUse(
@@ -230,6 +239,9 @@ CATALOGUE: dict[ErrorCode, CodeUse] = {
         (WARNING,), "an artifact symlink leaves the run directory or does not resolve"
     ),
     _C.ARTIFACT_SYMLINK_DIR: CodeUse((WARNING,), "a symlinked artifact directory, not followed"),
+    _C.NETWORK_NOT_ENFORCED: CodeUse(
+        (WARNING,), "the skill's automation.network was not enforced for (part of) the run"
+    ),
 }
 del _C
 

@@ -29,11 +29,17 @@ class EventPublisher:
         self.url = redis_url(broker_url)
         self._client = PerProcess(self._connect)
 
-    def __call__(self, run_id: str, line: str) -> None:
-        if self.url is None:
+    def __call__(self, run_id: str, lines: list[str]) -> None:
+        if self.url is None or not lines:
             return
         try:
-            self._client.get().publish(channel(run_id), line)
+            if len(lines) == 1:
+                self._client.get().publish(channel(run_id), lines[0])
+            else:
+                with self._client.get().pipeline(transaction=False) as pipe:
+                    for line in lines:
+                        pipe.publish(channel(run_id), line)
+                    pipe.execute()
         except Exception as exc:  # readers fill the gap from the file
             log.debug("event of run %s not published: %s", run_id, exc)
 

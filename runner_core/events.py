@@ -11,18 +11,25 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-from collections.abc import Callable, Iterator
+import re
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from runner_core.secret_values import redact
+
 PROTOCOL_VERSION = "fcmp/1.0"
 EVENTS_FILE = "events.jsonl"
 STATE_CHANGED = "conversation.state.changed"
 TAIL_BYTES = 64 * 1024  # the last line of the file is found within this much of its end
+# The envelope's seq, written before its data: a line outside a seq range is skipped unparsed.
+_SEQ = re.compile(
+    rb'^\{"protocol_version":"[^"]*","run_id":"[^"]*","request_id":"[^"]*","seq":(\d+),'
+)
 
-Publish = Callable[[str, str], None]  # (run_id, the event's JSON line)
+Publish = Callable[[str, list[str]], None]  # (run_id, event JSON lines in order)
 
 
 @dataclass(frozen=True)
@@ -47,29 +54,41 @@ class EventLog:
     def emit(self, type_: str, data: dict[str, Any] | None = None) -> dict[str, Any] | None:
         """Append one event; None when the run has no directory (nothing to write into) or
         events are off."""
-        if not self.enabled or not self.path.parent.is_dir():
-            return None
+        events = self.emit_many([(type_, data)])
+        return events[0] if events else None
+
+    def emit_many(self, items: Sequence[tuple[str, dict[str, Any] | None]]) -> list[dict[str, Any]]:
+        """Append events in order under one lock and one write, announced in one round trip
+        (a chunk of CLI output often makes several)."""
+        if not items or not self.enabled or not self.path.parent.is_dir():
+            return []
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
-            event = {
-                "protocol_version": PROTOCOL_VERSION,
-                "run_id": self.ref.run_id,
-                "request_id": self.ref.request_id,
-                "seq": _last_seq(fd) + 1,
-                "ts": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
-                "engine": self.ref.engine,
-                "type": type_,
-                "data": data or {},
-                "meta": {"attempt": self.ref.attempt},
-            }
-            line = json.dumps(event, ensure_ascii=False, separators=(",", ":"))
-            os.write(fd, (line + "\n").encode("utf-8"))
+            seq = _last_seq(fd)
+            ts = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+            events, lines = [], []
+            for type_, data in items:
+                seq += 1
+                event = {
+                    "protocol_version": PROTOCOL_VERSION,
+                    "run_id": self.ref.run_id,
+                    "request_id": self.ref.request_id,
+                    "seq": seq,
+                    "ts": ts,
+                    "engine": self.ref.engine,
+                    "type": type_,
+                    "data": data or {},
+                    "meta": {"attempt": self.ref.attempt},
+                }
+                events.append(event)
+                lines.append(redact(json.dumps(event, ensure_ascii=False, separators=(",", ":"))))
+            os.write(fd, "".join(line + "\n" for line in lines).encode("utf-8"))
         finally:
             os.close(fd)  # releases the lock
         if self.publish is not None:
-            self.publish(self.ref.run_id, line)
-        return event
+            self.publish(self.ref.run_id, lines)
+        return events
 
     def state_changed(
         self,
@@ -106,6 +125,18 @@ def _last_seq(fd: int) -> int:
     return 0
 
 
+def last_seq(run_dir: Path) -> int:
+    """The seq of the run's last stored event (0: none yet), read from the file's tail."""
+    try:
+        fd = os.open(Path(run_dir) / EVENTS_FILE, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return 0
+    try:
+        return _last_seq(fd)
+    finally:
+        os.close(fd)
+
+
 def read_events(
     run_dir: Path,
     after_seq: int = 0,
@@ -116,7 +147,18 @@ def read_events(
 ) -> list[dict[str, Any]]:
     """The stored events with `after_seq` < seq (<= to_seq), within [from_ts, to_ts]."""
     found = []
-    for event in iter_events(Path(run_dir) / EVENTS_FILE):
+    for raw in _whole_lines(Path(run_dir) / EVENTS_FILE):
+        head = _SEQ.match(raw)
+        if head is not None:  # a page of a long history parses only its own lines
+            seq = int(head.group(1))
+            if seq <= after_seq:
+                continue
+            if to_seq is not None and seq > to_seq:
+                break  # seqs only grow down the file
+        try:
+            event = json.loads(raw)
+        except ValueError:
+            continue
         seq = event.get("seq", 0)
         if seq <= after_seq or (to_seq is not None and seq > to_seq):
             continue
@@ -131,15 +173,20 @@ def read_events(
 
 def iter_events(path: Path) -> Iterator[dict[str, Any]]:
     """Every whole event line of a file (a line still being written is left for later)."""
+    for raw in _whole_lines(path):
+        try:
+            yield json.loads(raw)
+        except ValueError:
+            continue
+
+
+def _whole_lines(path: Path) -> Iterator[bytes]:
     try:
         with path.open("rb") as fh:
             for raw in fh:
                 if not raw.endswith(b"\n"):
                     return
-                try:
-                    yield json.loads(raw)
-                except ValueError:
-                    continue
+                yield raw
     except FileNotFoundError:
         return
 

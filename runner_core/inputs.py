@@ -130,9 +130,12 @@ def validate_inline(input_schema: dict[str, Any], inline: Any) -> dict[str, Any]
 
 
 def match_upload(uploads: Path, key: str, extensions: list[str]) -> Path | None:
-    """The upload for field `key`: `uploads/key` or `uploads/key<ext>` with an allowed ext."""
-    candidates = [uploads / key] + [uploads / f"{key}{ext}" for ext in extensions]
-    found = [p for p in candidates if p.is_file()]
+    """The upload for field `key`: `uploads/key` or `uploads/key<ext>` with an allowed ext.
+    A key that is a path (a separator, `.`, `..`) names no upload: nothing outside `uploads`."""
+    if not key or "/" in key or "\\" in key or key in (".", ".."):
+        return None
+    names = dict.fromkeys([key, *(f"{key}{ext}" for ext in extensions)])  # "" lists key once
+    found = [uploads / name for name in names if (uploads / name).is_file()]
     if len(found) > 1:
         raise InputError(
             ErrorCode.INPUT_FILE_AMBIGUOUS,
@@ -141,7 +144,12 @@ def match_upload(uploads: Path, key: str, extensions: list[str]) -> Path | None:
         )
     if found:
         return found[0]
-    others = sorted(p.name for p in uploads.glob(f"{key}.*")) if uploads.is_dir() else []
+    # by prefix, not glob: a key may hold * ? [ ]
+    others = (
+        sorted(p.name for p in uploads.iterdir() if p.name.startswith(f"{key}."))
+        if uploads.is_dir()
+        else []
+    )
     if others:
         raise InputError(
             ErrorCode.INPUT_FILE_EXTENSION_NOT_ALLOWED,

@@ -1,6 +1,6 @@
 """Logging of every process (API, worker, beat): the console plus one rotating file,
 `LOG_FILE` (default `<data dir>/logs/skill_runner.log`), as text or as JSON lines
-(`LOG_FORMAT=json`). A line logged while a run is being handled carries its run_id and
+(`LOG_FORMAT=json`), with every known secret value masked (runner_core.secret_values). A line logged while a run is being handled carries its run_id and
 request_id, from a context variable the task and the request set (`run_context`).
 """
 
@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from logging.handlers import RotatingFileHandler
 from pathlib import Path
 
+from runner_core.secret_values import redact
 from runner_core.settings import Settings
 
 _RUN: ContextVar[tuple[str | None, str | None]] = ContextVar(
@@ -62,7 +63,7 @@ class TextFormatter(logging.Formatter):
             for key in ("run_id", "request_id")
             if (value := getattr(record, key, None))
         ]
-        return f"{line} {' '.join(ids)}" if ids else line
+        return redact(f"{line} {' '.join(ids)}" if ids else line)
 
 
 class JsonFormatter(logging.Formatter):
@@ -80,7 +81,7 @@ class JsonFormatter(logging.Formatter):
         }
         if record.exc_info:
             entry["exc"] = self.formatException(record.exc_info)
-        return json.dumps(entry, ensure_ascii=False)
+        return redact(json.dumps(entry, ensure_ascii=False))
 
 
 class SharedRotatingFileHandler(RotatingFileHandler):

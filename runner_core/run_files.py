@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from runner_core.secret_values import mask_bytes
+
 TEXT_CAP = 256 * 1024  # bytes of a text file a preview holds
 IMAGE_CAP = 2 * 1024 * 1024  # an image larger than this is not inlined
 TREE_CAP = 2000  # entries a tree lists at most
@@ -108,7 +110,7 @@ def preview(path: Path, rel: str) -> dict[str, Any]:
     raw = raw[:TEXT_CAP]
     if b"\0" in raw[:8192]:
         return {**body, "kind": "binary"}
-    text = raw.decode("utf-8", errors="replace")
+    text = mask_bytes(raw).decode("utf-8", errors="replace")  # the secrets this process knows
     if path.suffix == ".json" and not truncated:
         try:
             text = json.dumps(json.loads(text), indent=2, ensure_ascii=False)

@@ -12,6 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import overload
 
+from runner_core.engines.config import configured_key_names
+from runner_core.secret_values import held, hold
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEMO_LLM_ENV = (
     "SKILL_RUNNER_DEMO_LLM"  # set by `skill-runner serve --demo-llm` (the fake LLM's URL)
@@ -64,6 +67,7 @@ class Settings:
     run_pool: int = 2  # run directories made ahead per skill version and kind (0: off)
     snapshot_mode: str = "link"  # link: from a read-only copy per skill version; copy: full copies
     api_tokens: tuple[str, ...] = field(default=(), repr=False)  # empty: no token asked for
+    tokens_file: Path | None = None  # hashed, scoped, named tokens (re-read when it changes)
     cors_origins: tuple[str, ...] = ()  # browser origins allowed to call the API ("*": any)
     webhook_hosts: tuple[str, ...] = ()  # hosts (and non-public addresses) callbacks may go to
     webhook_secret: str = field(default="", repr=False)  # signs callback bodies (HMAC-SHA256)
@@ -71,6 +75,12 @@ class Settings:
     webhook_backoff_sec: float = 2.0  # the first retry's delay; doubled each time (max 5 min)
     demo_llm: str = ""  # the demo LLM's URL when the engine CLIs talk to it (never in production)
     work_dir: Path | None = None  # local scratch runs work in (None: in the shared runs/)
+    sandbox: str = "auto"  # auto: box runs with bwrap when it works, limits alone when not; off
+    run_memory_max: int = 4 * 1024**3  # writable memory a run process may map (0: no limit)
+    run_processes_max: int = 1024  # processes and threads of one run process (0: no limit)
+    run_open_files_max: int = 4096  # open files of each run process (0: no limit)
+    sandbox_read_paths: tuple[Path, ...] = ()  # folders under /tmp or the data dir runs may read
+    sandbox_bwrap: str = ""  # the bwrap binary (empty: .sandbox/ of the checkout, else PATH)
 
     def running_limit(self, engine: str | None) -> int:
         """The per-engine maximum of running runs for `engine` (script runs: 'script'); 0 = none."""
@@ -242,7 +252,7 @@ def cors_origins(raw: str) -> tuple[str, ...]:
 
 def load_settings(env: dict[str, str] | None = None) -> Settings:
     """Build Settings from `env` (default: os.environ); SettingsError names a bad value."""
-    env = dict(os.environ if env is None else env)
+    env = {**held(), **os.environ} if env is None else dict(env)
     read = _Env(env)
     data_dir = Path(env.get("SKILL_RUNNER_DATA_DIR", "./data")).resolve()
     skills_dir = Path(env.get("SKILL_RUNNER_SKILLS_DIR", "./skills")).resolve()
@@ -303,6 +313,9 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         task_sent_events=read.flag("SKILL_RUNNER_TASK_SENT_EVENTS", default=True),
         events=read.flag("SKILL_RUNNER_EVENTS", default=True),
         api_tokens=api_tokens(env.get("SKILL_RUNNER_API_TOKEN", "")),
+        tokens_file=Path(env["SKILL_RUNNER_TOKENS_FILE"]).expanduser()
+        if env.get("SKILL_RUNNER_TOKENS_FILE", "").strip()
+        else None,
         cors_origins=cors_origins(env.get("SKILL_RUNNER_CORS_ORIGINS", "")),
         webhook_hosts=tuple(
             h.strip().lower()
@@ -316,7 +329,26 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         work_dir=Path(env["SKILL_RUNNER_WORK_DIR"]).resolve()
         if env.get("SKILL_RUNNER_WORK_DIR", "").strip()
         else None,
+        sandbox=_choice(
+            "SKILL_RUNNER_SANDBOX", env.get("SKILL_RUNNER_SANDBOX", "auto"), "auto", "off"
+        ),
+        run_memory_max=read.number("SKILL_RUNNER_RUN_MEMORY_MAX", 4 * 1024**3, minimum=0),
+        run_processes_max=read.number("SKILL_RUNNER_RUN_PROCESSES_MAX", 1024, minimum=0),
+        run_open_files_max=read.number("SKILL_RUNNER_RUN_OPEN_FILES_MAX", 4096, minimum=0),
+        sandbox_bwrap=env.get("SKILL_RUNNER_BWRAP", "").strip(),
+        sandbox_read_paths=tuple(
+            Path(p).resolve()
+            for p in env.get("SKILL_RUNNER_SANDBOX_READ_PATHS", "").split(os.pathsep)
+            if p.strip()
+        ),
     )
+
+
+def _choice(name: str, value: str, *choices: str) -> str:
+    chosen = value.strip().lower() or choices[0]
+    if chosen not in choices:
+        raise SettingsError(f"{name} must be one of {', '.join(choices)}, not {value!r}")
+    return chosen
 
 
 def _log_format(value: str) -> str:
@@ -331,3 +363,12 @@ def _snapshot_mode(value: str) -> str:
     if mode not in ("link", "copy"):
         raise SettingsError(f"SKILL_RUNNER_SNAPSHOT must be 'link' or 'copy', not {value!r}")
     return mode
+
+
+def hold_service_secrets(settings: Settings) -> None:
+    """`secret_values.hold` for a service process: the variables its engine configs name as
+    keys too, and the tokens, webhook secret and URL passwords its settings hold."""
+    hold(
+        configured_key_names(),
+        (*settings.api_tokens, settings.webhook_secret, settings.database_url, settings.broker_url),
+    )

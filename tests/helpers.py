@@ -125,3 +125,31 @@ def recorded(name: str, exit_code: int | None, timed_out: bool = False) -> Proce
         1.0,
         timed_out=timed_out,
     )
+
+
+# API tokens of the auth tests: name -> (token, scopes)
+TOKENS = {
+    "alice": ("alice-token-0123456789abcdef", ["read", "submit"]),
+    "bob": ("bob-token-0123456789abcdef", ["read", "submit"]),
+    "reader": ("reader-token-0123456789abcdef", ["read"]),
+    "root": ("root-token-0123456789abcdef", ["admin"]),
+}
+
+
+def write_tokens_file(path: Path, tokens: dict[str, tuple[str, list[str]]]) -> Path:
+    """A tokens file (one JSON line per token, its hash only) with `tokens`."""
+    import hashlib
+    import json
+
+    lines = [
+        json.dumps({"name": n, "sha256": hashlib.sha256(t.encode()).hexdigest(), "scopes": s})
+        for n, (t, s) in tokens.items()
+    ]
+    path.write_text("".join(line + "\n" for line in lines))
+    return path
+
+
+def bearer(name_or_token: str) -> dict[str, str]:
+    """The Authorization header of a token of TOKENS (by name) or of a literal token."""
+    token = TOKENS[name_or_token][0] if name_or_token in TOKENS else name_or_token
+    return {"Authorization": f"Bearer {token}"}

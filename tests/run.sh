@@ -20,6 +20,7 @@ done
 if [ "$unit_only" = 0 ]; then
   bash deploy/install-engines.sh
   bash deploy/install-node-runners.sh
+  bash deploy/install-sandbox.sh   # bubblewrap for the run box (tests/integration/test_sandbox.py)
   bash deploy/install-browser.sh   # Chromium for tests/browser (the `browser` marker)
   bash deploy/services.sh
 fi

@@ -9,12 +9,17 @@ SKILL_RUNNER_SWEEP_INTERVAL_SEC (tests shorten it).
 from __future__ import annotations
 
 from celery import Celery
-from celery.signals import setup_logging
+from celery.signals import beat_init, setup_logging, worker_init
 from kombu import Queue
 
 from runner_core.logs import configure_logging
 from runner_core.queues import MAINTENANCE_QUEUE, RUN_QUEUES, SCRIPT_QUEUE
-from runner_core.settings import HARD_LIMIT_MARGIN_SEC, SOFT_LIMIT_MARGIN_SEC, load_settings
+from runner_core.settings import (
+    HARD_LIMIT_MARGIN_SEC,
+    SOFT_LIMIT_MARGIN_SEC,
+    hold_service_secrets,
+    load_settings,
+)
 
 settings = load_settings()
 
@@ -64,3 +69,11 @@ def _logging(**_kwargs) -> None:
     """Worker and beat log like the API (runner_core.logs: LOG_LEVEL, LOG_FILE, rotation,
     LOG_FORMAT); connected, this replaces Celery's own logging set-up."""
     configure_logging(settings)
+
+
+@worker_init.connect
+@beat_init.connect
+def _hold_secrets(**_kwargs) -> None:
+    """Before the pool forks: the secrets leave os.environ and /proc/<pid>/environ, so the
+    skill scripts and agent CLIs the worker starts cannot read them from their parent."""
+    hold_service_secrets(settings)

@@ -53,12 +53,13 @@ def queue_of(run: Run) -> str:
     return queue_for(run.engine, pkg.manifest.entrypoint.type if pkg.manifest else "script")
 
 
-def send_run(run: Run, task_id: str | None = None) -> str:
-    """Send execute_run for `run` to its queue; returns the task id."""
+def send_run(run: Run, task_id: str | None = None, queue: str | None = None) -> str:
+    """Send execute_run for `run` to its queue (`queue` when the caller knows it); returns the
+    task id."""
     return app.send_task(
         "worker.tasks.execute_run",
         args=[run.id],
-        queue=queue_of(run),
+        queue=queue or queue_of(run),
         task_id=task_id,
         **task_label(run.skill_id, run.engine, run.request_id),
     ).id

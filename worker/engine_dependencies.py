@@ -83,7 +83,7 @@ def install_dependencies(entry: EntryContext, runtime: Runtime, uv_cache: Path) 
         CHECK_COMMAND, paths, entry.pkg.root, run.id, run.request_id, runtime, uv_cache=uv_cache
     )
     stdout, stderr = paths.logs / "dependencies_stdout.txt", paths.logs / "dependencies_stderr.txt"
-    result = run_command(spec, stdout, stderr, entry.watch())
+    result = run_command(spec, stdout, stderr, entry.watch(engine=True))  # uv reaches its index
     failure = process_failure(result, ErrorCode.DEPENDENCIES_UNAVAILABLE)
     if failure is None:
         return

@@ -15,6 +15,7 @@ from runner_core.error_codes import ErrorCode
 from runner_core.output import RepairRequest
 from runner_core.prompts import PromptContext, PromptError, patch_skill_md, render_prompt
 from runner_core.workspace import install_skill_copy, write_git_marker, write_json
+from worker.boxing import boxes_engine
 from worker.engine_dependencies import provide_dependencies
 from worker.entry import EntryContext, EntryResult, add_tokens
 from worker.failures import RunFailed, process_failure
@@ -71,6 +72,7 @@ def run_engine(entry: EntryContext, resume: Resume | None = None) -> EntryResult
         output_schema_path=pkg.root / pkg.loaded_manifest.schemas["output"],
         execution_mode=mode,
         session_id=resume.session_id if resume else None,
+        boxed=boxes_engine(entry.watch(engine=True).box),
     )
     adapter = provide_dependencies(entry, adapter)  # runtime.dependencies for its shell
     spec = adapter.build_command(ctx)
@@ -78,7 +80,7 @@ def run_engine(entry: EntryContext, resume: Resume | None = None) -> EntryResult
     result = run_streamed(entry, spec, run.engine)
     # wall clock (epoch s) when the CLI started: a reply's latency to its turn is read from it
     timings["engine_started_at"] = round(result.started, 4)
-    if result.canceled or result.timed_out or result.output_exceeded:
+    if result.canceled or result.timed_out or result.output_exceeded or result.limit_exceeded:
         return EntryResult(
             None, timings=timings, failure=process_failure(result, ErrorCode.ENGINE_FAILED)
         )
@@ -162,7 +164,10 @@ class EngineRepair:
         )
         logs, name = self.entry.paths.logs, f"repair_{request.round}"
         result = run_command(
-            spec, logs / f"{name}_stdout.txt", logs / f"{name}_stderr.txt", self.entry.watch()
+            spec,
+            logs / f"{name}_stdout.txt",
+            logs / f"{name}_stderr.txt",
+            self.entry.watch(engine=True),
         )
         output = self.adapter.parse_output(result)
         self.tokens = add_tokens(self.tokens, output.tokens)

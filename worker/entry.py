@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -30,9 +30,13 @@ class EntryContext:
     make_watch: Callable[[SkillPackage], Watch]
     events: EventLog | None = None  # where the run's events go (None: not recorded)
 
-    def watch(self) -> Watch:
-        """A fresh watch (deadline + cancel poll) for one process of this run."""
-        return self.make_watch(self.pkg)
+    def watch(self, engine: bool = False) -> Watch:
+        """A fresh watch (deadline, cancel poll, box) for one process of this run; `engine`:
+        for an engine CLI (or its dependencies), which keeps the network."""
+        watch = self.make_watch(self.pkg)
+        if engine and watch.box is not None:
+            watch = replace(watch, box=watch.box.for_engine())
+        return watch
 
 
 class Repair(Protocol):

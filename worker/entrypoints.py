@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from worker.boxing import fetch_dependencies
 from worker.engine_entry import run_engine
 from worker.entry import EntryContext, EntryResult
 from worker.hybrid_entry import run_hybrid
@@ -14,6 +15,7 @@ def run_entrypoint(entry: EntryContext, resume: Resume | None = None) -> EntryRe
     `resume` continues an interactive run's engine session."""
     kind = entry.pkg.loaded_manifest.entrypoint.type
     if kind == "script":
+        fetch_dependencies(entry)  # before a box without network
         return run_script(entry)
     if kind == "hybrid":
         return run_hybrid(entry, resume)

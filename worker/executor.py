@@ -29,6 +29,7 @@ from runner_core.skills.locks import locks_dir, skill_lock
 from runner_core.statuses import RunStatus
 from runner_core.store.models import Run
 from runner_core.workspace import RunPaths, create_run_dir, disk_full
+from worker.boxing import network_warning
 from worker.entry import EntryContext, EntryResult, add_tokens
 from worker.entrypoints import run_entrypoint
 from worker.failures import RunFailed
@@ -129,6 +130,11 @@ class RunExecutor:
             error = self._unexpected(exc)
             if outcome.status == RunStatus.SUCCEEDED:
                 outcome = RunOutcome(RunStatus.FAILED, error, self.warnings)
+            elif outcome.status == RunStatus.FAILED and disk_full(exc):
+                # a run that failed on a full disk (a script that could not write its output
+                # exits 1) failed for want of space: STORAGE_FULL says so, and retrying later
+                # helps; what the run itself reported stays beside it
+                outcome.error = {**error, "run_error": outcome.error}
             elif outcome.error is not None:
                 outcome.error = {**outcome.error, "result_not_written": error["message"]}
         outcome = self._timed("publish", self._publish, outcome)
@@ -183,10 +189,10 @@ class RunExecutor:
         rest is INTERNAL_ERROR with the exception (logged with its traceback)."""
         if disk_full(exc):
             log.error("run %s: no space left for its files (%s)", self.run.id, exc)
+            where = f" ({self._relative(str(exc.filename))})" if exc.filename else ""
             return {
                 "code": ErrorCode.STORAGE_FULL,
-                "message": "the disk holding the run's directory is "
-                f"full: {exc.strerror} ({self._relative(str(exc.filename))})",
+                "message": f"the disk holding the run's directory is full: {exc.strerror}{where}",
             }
         log.exception("run %s crashed", self.run.id)
         return {"code": ErrorCode.INTERNAL_ERROR, "message": f"{type(exc).__name__}: {exc}"}
@@ -218,6 +224,9 @@ class RunExecutor:
 
     def _process(self, ctx: EntryContext) -> None:
         """Run the entrypoint; its own timings come before the step's total."""
+        if self.resume is None:  # later turns keep the first turn's warnings
+            warning = network_warning(ctx.watch().box, ctx.pkg, self.run.engine)
+            self.warnings.extend([warning] if warning else [])
         started = time.perf_counter()
         try:
             self.entry = run_entrypoint(ctx, self.resume)

@@ -25,9 +25,16 @@ class RunFailed(Exception):
 
 
 def process_failure(result: ProcessResult, failure_code: str) -> RunFailed | None:
-    """The failure a ProcessResult means (timeout, cancel, output cap, non-zero exit), or None."""
+    """The failure a ProcessResult means (cancel, resource limit, timeout, output cap, non-zero
+    exit), or None."""
     if result.canceled:
         return RunFailed(ErrorCode.CANCELED_BY_USER, "canceled by user", status=RunStatus.CANCELED)
+    if result.limit_exceeded is not None:
+        return RunFailed(
+            ErrorCode.RESOURCE_LIMIT_EXCEEDED,
+            f"the run's process hit its {result.limit_exceeded} limit",
+            {"limit": result.limit_exceeded, "exit_code": result.exit_code},
+        )
     if result.timed_out:
         return RunFailed(
             ErrorCode.TIMEOUT, "the run exceeded its time limit; the process group was killed"

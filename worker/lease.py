@@ -20,6 +20,7 @@ from runner_core.per_process import PerProcess
 from runner_core.settings import Settings, run_timeout
 from runner_core.store import runs as run_states
 from runner_core.store.models import Run
+from worker.boxing import run_box
 from worker.supervisor import Watch
 
 log = logging.getLogger(__name__)
@@ -42,8 +43,11 @@ class Heartbeat:
     starts and joins no thread of its own. A beat racing the run's finish is harmless: the
     UPDATE only touches a run that is still running."""
 
-    def __init__(self, connect: Callable, run_id: str, interval: float) -> None:
+    def __init__(
+        self, connect: Callable, run_id: str, interval: float, attempt: int | None = None
+    ) -> None:
         self.connect, self.run_id, self.interval = connect, run_id, interval
+        self.attempt = attempt  # beats only while the run is still this claim's
         self.due = 0.0
 
     def __enter__(self) -> Heartbeat:
@@ -56,7 +60,7 @@ class Heartbeat:
     def beat(self) -> None:
         try:
             with self.connect() as conn:
-                run_states.beat(conn, self.run_id)
+                run_states.beat(conn, self.run_id, attempt=self.attempt)
         except Exception:  # a database hiccup must not end the run; the next beat retries
             log.warning("heartbeat of run %s failed", self.run_id, exc_info=True)
 
@@ -120,7 +124,7 @@ def make_watch(settings: Settings, connect: Callable, run: Run, pkg) -> Watch:
     def poll(pgid: int) -> bool:
         try:
             with connect() as conn:
-                return run_states.beat(conn, run.id, pgid)
+                return run_states.beat(conn, run.id, pgid, attempt=run.attempt)
         except OperationalError as exc:  # the database is away for a moment: keep running
             log.warning(
                 "lease of run %s not refreshed: %s",
@@ -134,4 +138,5 @@ def make_watch(settings: Settings, connect: Callable, run: Run, pkg) -> Watch:
         poll=poll,
         grace_sec=settings.kill_grace_sec,
         max_output_bytes=settings.max_output_bytes,
+        box=run_box(settings, settings.runs_dir / run.id, pkg),
     )

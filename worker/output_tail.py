@@ -8,8 +8,9 @@ import threading
 from pathlib import Path
 
 from runner_core.engines.base import CommandSpec, ProcessResult
-from runner_core.engines.live import translate_line
+from runner_core.engines.live import Translated, translate_line
 from runner_core.events import EventLog
+from runner_core.secret_values import longest, mask_file
 from worker.entry import EntryContext
 from worker.supervisor import run_command
 
@@ -39,7 +40,7 @@ class OutputTail:
         self._thread.join(timeout=5)
         self._read()  # whatever came after the last look
         if self.partial:
-            self._translate(self.partial + "\n")
+            self.events.emit_many(self._translate(self.partial + "\n"))
 
     def _follow(self) -> None:
         while not self._stop.wait(TAIL_EVERY_SEC):
@@ -47,6 +48,8 @@ class OutputTail:
 
     def _read(self) -> None:
         for stream, path in self.files.items():
+            # secrets printed are masked in the file (same length) before they become events
+            mask_file(path, max(0, self.read_to[stream] - longest()))
             try:
                 with path.open("rb") as fh:
                     fh.seek(self.read_to[stream])
@@ -59,16 +62,15 @@ class OutputTail:
             self.read_to[stream] = start + len(data)
             text = data.decode("utf-8", errors="replace")
             ref = {"stream": stream, "byte_from": start, "byte_to": start + len(data)}
-            self.events.emit(f"raw.{stream}", {"raw_ref": ref, "text": text[:RAW_TEXT_CAP]})
-            if stream == "stdout":
-                self._translate(text)
+            raw = (f"raw.{stream}", {"raw_ref": ref, "text": text[:RAW_TEXT_CAP]})
+            translated = self._translate(text) if stream == "stdout" else []
+            self.events.emit_many([raw, *translated])
 
-    def _translate(self, text: str) -> None:
+    def _translate(self, text: str) -> Translated:
+        """The events the complete lines of `text` make (the rest waits for its newline)."""
         lines = (self.partial + text).split("\n")
         self.partial = lines.pop()  # not yet ended by a newline
-        for line in lines:
-            for type_, data in translate_line(self.engine, line):
-                self.events.emit(type_, data)
+        return [item for line in lines for item in translate_line(self.engine, line)]
 
 
 def run_streamed(entry: EntryContext, spec: CommandSpec, engine: str | None) -> ProcessResult:
@@ -77,7 +79,7 @@ def run_streamed(entry: EntryContext, spec: CommandSpec, engine: str | None) -> 
     logs = entry.paths.logs
     stdout, stderr = logs / "stdout.txt", logs / "stderr.txt"
     if entry.events is None:
-        return run_command(spec, stdout, stderr, entry.watch())
+        return run_command(spec, stdout, stderr, entry.watch(engine is not None))
     offsets = tuple(p.stat().st_size if p.exists() else 0 for p in (stdout, stderr))
     with OutputTail(entry.events, logs, (offsets[0], offsets[1]), engine):
-        return run_command(spec, stdout, stderr, entry.watch())
+        return run_command(spec, stdout, stderr, entry.watch(engine is not None))

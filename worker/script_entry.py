@@ -22,6 +22,7 @@ from pathlib import Path
 from runner_core.engines.base import CommandSpec
 from runner_core.error_codes import ErrorCode
 from runner_core.output import NormalizeRequest, SkillCommand
+from runner_core.secret_values import held
 from runner_core.skills.model import Command, Runtime
 from runner_core.workspace import RunPaths
 from worker.entry import EntryContext, EntryResult
@@ -52,7 +53,8 @@ def uv_cache_dir(data_dir: Path) -> Path:
 
 def uv_env(cache_dir: Path | None) -> dict[str, str]:
     """The operator's uv and proxy settings, plus the shared cache."""
-    env = {k: v for k, v in os.environ.items() if k.startswith("UV_") or k in NETWORK_ENV_KEYS}
+    service = {**held(), **os.environ}  # an index URL with a password is a held secret
+    env = {k: v for k, v in service.items() if k.startswith("UV_") or k in NETWORK_ENV_KEYS}
     if cache_dir is not None:
         env["UV_CACHE_DIR"] = str(cache_dir)
     return env

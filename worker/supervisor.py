@@ -14,8 +14,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from runner_core.cgroups import PidsGroup, pids_root
 from runner_core.engines.base import CommandSpec, ProcessResult
 from runner_core.processes import terminate_group
+from runner_core.sandbox import Box, box_command, out_of_memory
+from runner_core.secret_values import mask_file
 from worker.strays import end_strays
 
 POLL_SEC = 0.05
@@ -31,6 +34,7 @@ class Watch:
     poll: Callable[[int], bool] | None = None
     grace_sec: float = 3.0
     max_output_bytes: int = 0  # stdout + stderr beyond this: the group is killed (0: no limit)
+    box: Box | None = None  # the run's sandbox and resource limits (None: none)
 
 
 def run_command(
@@ -42,6 +46,26 @@ def run_command(
         target = spec.cwd / rel if not os.path.isabs(rel) else Path(rel)
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(content, encoding="utf-8")
+    group = _pids_group(watch.box)
+    try:
+        if watch.box is not None:
+            spec = box_command(spec, watch.box, group.procs if group else None)
+        result = _run(spec, stdout_path, stderr_path, watch, group)
+    finally:
+        if group is not None:
+            group.close()  # also what left the process group
+    if _ran_out_of_memory(result, watch.box):
+        result = replace(result, limit_exceeded="memory")
+    return result
+
+
+def _run(
+    spec: CommandSpec,
+    stdout_path: Path,
+    stderr_path: Path,
+    watch: Watch,
+    group: PidsGroup | None,
+) -> ProcessResult:
     stdin = subprocess.PIPE if spec.stdin is not None else subprocess.DEVNULL
     started = time.time()
     with stdout_path.open("ab") as out, stderr_path.open("ab") as err:
@@ -68,11 +92,10 @@ def run_command(
                 stdout_from=offsets[0],
                 stderr_from=offsets[1],
             )
-        return replace(
-            _watch(proc, spec, watch, stdout_path, stderr_path, started),
-            stdout_from=offsets[0],
-            stderr_from=offsets[1],
-        )
+        result = _watch(proc, spec, watch, stdout_path, stderr_path, started, group)
+    for path, start in ((stdout_path, offsets[0]), (stderr_path, offsets[1])):
+        mask_file(path, start)  # a secret the process printed (an agent's `env`) stays out
+    return replace(result, stdout_from=offsets[0], stderr_from=offsets[1])
 
 
 def _watch(
@@ -82,9 +105,11 @@ def _watch(
     stdout_path: Path,
     stderr_path: Path,
     started: float,
+    group: PidsGroup | None = None,
 ) -> ProcessResult:
     pgid = proc.pid
     timed_out = canceled = exceeded = False
+    limited = None
     pidfd = _pidfd(proc.pid)
     try:
         if spec.stdin is not None:
@@ -92,7 +117,7 @@ def _watch(
         # The claim just set the heartbeat: a process done within FIRST_WATCH_SEC costs no
         # extra database round trip; longer ones record their pgid right after.
         next_watch = time.monotonic() + FIRST_WATCH_SEC
-        if watch.poll is None and not watch.max_output_bytes:
+        if watch.poll is None and not watch.max_output_bytes and group is None:
             next_watch = float("inf")
         while proc.poll() is None:
             now = time.monotonic()
@@ -104,6 +129,9 @@ def _watch(
                 limit = watch.max_output_bytes
                 if limit and _written(stdout_path, stderr_path) > limit:
                     exceeded = True
+                    break
+                if group is not None and group.hit_limit():  # a fork bomb, or close to one
+                    limited = "processes"
                     break
                 if watch.poll is not None and watch.poll(pgid):
                     canceled = True
@@ -118,8 +146,12 @@ def _watch(
         if proc.poll() is None:
             proc.kill()
         proc.wait()
+        if group is not None:  # bwrap's init in the box can still be exiting: not a stray
+            group.empty()
         end_strays(watch.grace_sec)  # those that left the group (setsid, daemons)
-    code = None if (timed_out or canceled or exceeded) else proc.returncode
+    if limited is None and group is not None and proc.returncode != 0 and group.hit_limit():
+        limited = "processes"  # a refused fork it did not survive, before the watch looked
+    code = None if (timed_out or canceled or exceeded or limited) else proc.returncode
     return ProcessResult(
         code,
         stdout_path,
@@ -129,7 +161,28 @@ def _watch(
         timed_out=timed_out,
         canceled=canceled,
         output_exceeded=exceeded,
+        limit_exceeded=limited,
     )
+
+
+def _pids_group(box: Box | None) -> PidsGroup | None:
+    """A pids group for one boxed command, when the box limits processes and cgroups allow."""
+    if box is None or not box.limits.processes:
+        return None
+    root = pids_root()
+    return PidsGroup(root, box.limits.processes) if root is not None else None
+
+
+def _ran_out_of_memory(result: ProcessResult, box: Box | None) -> bool:
+    """A boxed process with a memory limit that failed saying it ran out of memory."""
+    if box is None or not box.limits.memory_bytes or result.exit_code in (0, None):
+        return False
+    try:
+        with result.stderr_path.open("rb") as err:
+            err.seek(max(result.stderr_from, err.seek(0, os.SEEK_END) - 4096))
+            return out_of_memory(err.read().decode("utf-8", errors="replace"))
+    except OSError:
+        return False
 
 
 def _written(*paths: Path) -> int:

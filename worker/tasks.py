@@ -21,6 +21,7 @@ from celery.signals import worker_process_init, worker_ready
 from runner_core.error_codes import ErrorCode
 from runner_core.logs import bind
 from runner_core.run_pool import IDLE_KEY_SEC, RunDirPool
+from runner_core.sandbox import sandbox_status
 from runner_core.settings import DEMO_LLM_WARNING
 from runner_core.skill_copy import installed_signatures
 from runner_core.skills import load_skill
@@ -35,6 +36,7 @@ from worker import (
 )
 from worker.celery_app import app, settings
 from worker.composite import is_composite
+from worker.composite_calls import calls_served
 from worker.database import connect, sessions
 from worker.dispatch import announce_end, events_of, finished, send_run, write_failure
 from worker.executor import RunExecutor
@@ -45,6 +47,7 @@ from worker.recovery import recover
 from worker.refill import Refiller
 from worker.revokes import RevokeWatch
 from worker.run_layout import skill_copies, skill_source
+from worker.skill_retry import retry_failed
 from worker.strays import become_subreaper
 from worker.turns import Resume, resume_input
 from worker.webhook_tasks import overdue_callbacks
@@ -52,6 +55,9 @@ from worker.webhook_tasks import overdue_callbacks
 log = logging.getLogger(__name__)
 _task: dict = {"run_id": None, "terminating": False}
 _refiller = Refiller()
+# How long a run's finish is retried while the database does not answer, in leases: past one
+# lease the sweep may take the run over, and the finish's attempt guard then refuses it.
+FINISH_RETRY_LEASES = 2
 app.steps["worker"].add(RevokeWatch)  # operator revokes cancel runs (worker.revokes)
 
 
@@ -101,6 +107,16 @@ def _warn_demo_llm(**_kwargs) -> None:
         log.warning(DEMO_LLM_WARNING, settings.demo_llm)
 
 
+@worker_ready.connect
+def _report_sandbox(**_kwargs) -> None:
+    """Say once at start how runs are boxed here (a warning when bwrap cannot box them)."""
+    status = sandbox_status(settings.sandbox, settings.sandbox_bwrap)
+    if settings.sandbox == "auto" and status["box"] is None:
+        log.warning("run box: bwrap not usable here, runs get resource limits only: %s", status)
+    else:
+        log.info("run box: %s", status)
+
+
 def worker_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
@@ -120,7 +136,10 @@ def execute_run(self, run_id: str) -> str:
         )
         if outcome == claim.LIMITED:
             run_states.touch_dispatched(conn, run_id)
-            raise self.retry(countdown=settings.limit_retry_sec)
+            # the retry is a new message: it keeps the run's label in Flower
+            label = getattr(self.request, "kwargsrepr", None)
+            options = {"kwargsrepr": label} if label else {}
+            raise self.retry(countdown=settings.limit_retry_sec, **options)
         if outcome == claim.SKIPPED:
             return _not_claimed(run_id)
     assert run is not None  # CLAIMED comes with the claimed row
@@ -139,13 +158,17 @@ def execute_run(self, run_id: str) -> str:
         events_of(claimed) if settings.events else None,
     )
     try:
-        with Heartbeat(connect, run_id, beat_interval(settings)):
+        with (
+            Heartbeat(connect, run_id, beat_interval(settings), claimed.attempt),
+            calls_served(claimed),
+        ):
             status = _execute(executor)
     finally:
         signal.signal(signal.SIGTERM, previous)
         _task.update(run_id=None, terminating=False)
     _refill_pool(executor)
-    composite.notify_parent(claimed)
+    if status != RunStatus.QUEUED:
+        composite.notify_parent(claimed)
     return status
 
 
@@ -185,6 +208,8 @@ def _execute(executor: RunExecutor) -> str:
             raise Terminated()
         if outcome.status == RunStatus.WAITING_USER:
             return ask_user(executor.run, executor.turn, outcome)
+        if outcome.status == RunStatus.FAILED and retry_failed(run, outcome.error):
+            return RunStatus.QUEUED  # a new attempt of the same run (skill.json `retry`)
 
         def record() -> bool:
             with connect() as conn:
@@ -197,10 +222,14 @@ def _execute(executor: RunExecutor) -> str:
                     timings=outcome.timings,
                     session_handle=outcome.session_handle,
                     token_usage=outcome.token_usage,
+                    attempt=run.attempt,
                 )
 
-        # result/result.json is written: a database away for a moment must not lose the run
-        if retry_unavailable(record, f"finish of run {run.id}", settings.lease_sec / 2):
+        # result/result.json is written: a database away for a while must not lose the run (a
+        # late finish is safe: it lands only while the run is still this attempt's)
+        if retry_unavailable(
+            record, f"finish of run {run.id}", FINISH_RETRY_LEASES * settings.lease_sec
+        ):
             announce_end(run, RunStatus.RUNNING, outcome.status, outcome.error, "turn_finished")
         else:
             finished.publish(run.id)
@@ -229,7 +258,7 @@ def _execute(executor: RunExecutor) -> str:
         # ended the run writes its result file, so a recorded success is never overwritten.
         executor.publish_cut_short()  # nothing left to move once the end was recorded
         with connect() as conn:
-            ended = run_states.finish_run(conn, run.id, status, error=error)
+            ended = run_states.finish_run(conn, run.id, status, error=error, attempt=run.attempt)
         if not ended:
             return "recorded"
         write_failure(run, status, error)
@@ -242,7 +271,9 @@ def _execute(executor: RunExecutor) -> str:
         error = {"code": ErrorCode.INTERNAL_ERROR, "message": f"{type(exc).__name__}: {exc}"}
         executor.publish_cut_short()
         with connect() as conn:
-            ended = run_states.finish_run(conn, run.id, RunStatus.FAILED, error=error)
+            ended = run_states.finish_run(
+                conn, run.id, RunStatus.FAILED, error=error, attempt=run.attempt
+            )
         if ended:
             write_failure(run, RunStatus.FAILED, error)
             announce_end(run, RunStatus.RUNNING, RunStatus.FAILED, error, "crashed")

@@ -14,6 +14,7 @@ from api.errors import ApiError
 from api.jobs.read import read_result
 from api.jobs.rows import JobRow, RunState, waiting_for_upload
 from runner_core.error_codes import ErrorCode
+from runner_core.secret_values import mask_bytes
 from runner_core.statuses import TERMINAL_STATUSES, RunStatus
 from runner_core.store import runs as run_states
 from runner_core.store.models import Request, Run
@@ -92,7 +93,7 @@ def log_range(job: JobRow, stream: str, byte_from: int, byte_to: int | None) -> 
         "byte_to": start + len(data),
         "size": size,
         "status": job.status,
-        "text": data.decode("utf-8", errors="replace"),
+        "text": mask_bytes(data).decode("utf-8", errors="replace"),
     }
 
 
@@ -122,7 +123,7 @@ def tail(path: Path, cap: int = LOG_CAP) -> tuple[str | None, bool]:
     with path.open("rb") as fh:
         if size > cap:
             fh.seek(size - cap)
-        return fh.read().decode("utf-8", errors="replace"), size > cap
+        return mask_bytes(fh.read()).decode("utf-8", errors="replace"), size > cap
 
 
 def cancel_run(session: Session, req: Request, run: Run) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from typing import Any, cast
 from sqlalchemy import Connection, Table, func, insert, select
 from sqlalchemy.orm import Session
 
-from api import context, job_cache
+from api import auth, context, job_cache
 from api.errors import ApiError
 from api.idempotency import Claim, remember
 from api.jobs.validate import check_request
@@ -89,6 +89,7 @@ def create_job(
     (Idempotency-Key) is committed with them: api.idempotency.KeyTaken when it was taken.
     """
     settings = context.settings()
+    owner = auth.owner()
     engine, parameter = check_request(pkg, body)
     needs_upload = bool(file_fields(pkg.input_schema))
     options = body.get("runtime_options") or {}
@@ -99,7 +100,9 @@ def create_job(
         else job_cache.key_for(pkg, engine, body.get("model"), parameter, inline, {}, options)
     )
     cached = (
-        job_cache.find_cached(conn, key) if key and job_cache.cache_usable(pkg, options) else None
+        job_cache.find_cached(conn, key, owner)
+        if key and job_cache.cache_usable(pkg, options)
+        else None
     )
     queued = 0 if cached else conn.execute(_QUEUED_COUNT).scalar_one()
     if queued >= settings.queue_max:
@@ -143,6 +146,7 @@ def create_job(
                 "queued_at": None,
                 "created_at": now,
                 "updated_at": now,
+                "owner": owner,
                 **(dispatch.columns() if dispatch else {}),
             },
         )
@@ -159,6 +163,7 @@ def create_job(
             "created_at": now,
             "callback_url": callback,
             "callback_state": callbacks.PENDING if callback else None,
+            "owner": owner,
         },
     )
     accepted = Accepted(
@@ -238,7 +243,7 @@ def bind_upload(
         pkg, run.engine, run.model, run.parameter, run.input, upload_hashes, options
     )
     cached = (
-        job_cache.find_cached(session.connection(), run.cache_key)
+        job_cache.find_cached(session.connection(), run.cache_key, run.owner)
         if job_cache.cache_usable(pkg, options)
         else None
     )

@@ -28,10 +28,12 @@ class JobPage:
     next_cursor: str | None
 
 
-def list_jobs(conn: Connection, args: dict[str, Any]) -> JobPage:
-    """Newest first, filtered by status/skill_id/engine, from `args["cursor"]` on."""
+def list_jobs(conn: Connection, args: dict[str, Any], owner: str | None = None) -> JobPage:
+    """Newest first, filtered by status/skill_id/engine (and to `owner`'s when given), from
+    `args["cursor"]` on."""
     by_run = args.get("status") in RUN_DRIVEN_STATUSES
-    filters = tuple(name for name in ("status", "skill_id", "engine") if args.get(name))
+    args = {**args, "owner": owner}
+    filters = tuple(name for name in ("status", "skill_id", "engine", "owner") if args.get(name))
     params = {f"{name}_": args[name] for name in filters}
     if args.get("cursor"):
         params["when_"], params["last_id_"] = parse_cursor(conn, args["cursor"])

@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy import Connection, bindparam, select
 from sqlalchemy.orm import Session
 
-from api import context
+from api import auth, context
 from api.errors import ApiError
 from api.jobs.rows import JOB_COLUMNS, JobRow, requests_table, runs_table
 from runner_core.error_codes import ErrorCode
@@ -30,11 +30,13 @@ def not_found(request_id: str, kind: str | None) -> ApiError:
 
 
 def load_job(session: Session, request_id: str, kind: str | None = None) -> tuple[Request, Run]:
-    """The request and its run as ORM objects, for changing them; 404 when missing or, with
-    `kind`, of another kind."""
+    """The request and its run as ORM objects, for changing them; 404 when missing, of another
+    token's (unless the caller is admin) or, with `kind`, of another kind."""
     req = session.get(Request, request_id)
     run = session.get(Run, req.run_id) if req and req.run_id else None
     if req is None or run is None or (kind is not None and req.kind != kind):
+        raise not_found(request_id, kind)
+    if not auth.may_see(req.owner):  # the same answer as an unknown id: nothing to learn
         raise not_found(request_id, kind)
     return req, run
 
@@ -50,6 +52,8 @@ def read_job(conn: Connection, request_id: str, kind: str | None = None) -> JobR
     """load_job for reading only: one SELECT, no ORM objects; 404 as load_job."""
     row = conn.execute(_READ_JOB, {"request_id_": request_id}).first()
     if row is None or (kind is not None and row.request_kind != kind):
+        raise not_found(request_id, kind)
+    if not auth.may_see(row.owner):
         raise not_found(request_id, kind)
     return JobRow.from_row(row)
 

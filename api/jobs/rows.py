@@ -61,6 +61,7 @@ class JobRow:
     warnings: list[Any] | None
     error: dict[str, Any] | None
     token_usage: dict[str, int] | None
+    owner: str | None  # the request's token name (None: no tokens)
 
     @property
     def waiting_for_upload(self) -> bool:
@@ -80,6 +81,7 @@ _SOURCES = {
     "created_at": requests_table.c.created_at,
     "run_id": runs_table.c.id,
     "run_created_at": runs_table.c.created_at,
+    "owner": requests_table.c.owner,
 }
 # JobRow's fields in order, each from its column (the rest are the run's of the same name)
 JOB_COLUMNS: tuple[ColumnElement[Any], ...] = tuple(

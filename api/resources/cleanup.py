@@ -10,7 +10,7 @@ from flask.views import MethodView
 from marshmallow import Schema, fields, validate
 from sqlalchemy import and_, delete, or_, select
 
-from api import context, idempotency
+from api import auth, context, idempotency
 from api.blueprint import Blueprint
 from runner_core.statuses import TERMINAL_STATUSES, RunStatus
 from runner_core.store.models import Request, Run, utcnow
@@ -19,7 +19,10 @@ blp = Blueprint("cleanup", __name__, url_prefix="/v1/jobs", description="Houseke
 
 
 class CleanupArgs(Schema):
-    older_than_sec = fields.Integer(load_default=0, validate=validate.Range(min=0))
+    # at most 100 years: a larger age is no date (it overflowed into a 500)
+    older_than_sec = fields.Integer(
+        load_default=0, validate=validate.Range(min=0, max=100 * 365 * 86400)
+    )
     statuses = fields.List(
         fields.String(validate=validate.OneOf((*TERMINAL_STATUSES, RunStatus.WAITING_USER))),
         load_default=list(TERMINAL_STATUSES),
@@ -51,13 +54,14 @@ class Cleanup(MethodView):
     @blp.response(200, CleanupResult)
     def post(self, args):
         """Delete finished runs older than `older_than_sec` with their requests and files, in
-        batches of 500, for up to 20 s (`more: true`: call again for the rest)."""
+        batches of 500, for up to 20 s (`more: true`: call again for the rest). A token that
+        is not admin deletes only its own runs."""
         settings = context.settings()
         cutoff = utcnow() - timedelta(seconds=args["older_than_sec"])
         deadline = time.monotonic() + TIME_BUDGET_SEC
         runs_deleted = requests_deleted = 0
         while True:
-            run_ids, request_ids = _delete_batch(args["statuses"], cutoff)
+            run_ids, request_ids = _delete_batch(args["statuses"], cutoff, auth.owner_filter())
             for run_id in run_ids:
                 shutil.rmtree(settings.runs_dir / run_id, ignore_errors=True)
             for request_id in request_ids:
@@ -76,9 +80,9 @@ class Cleanup(MethodView):
         }
 
 
-def _delete_batch(statuses: list[str], cutoff) -> tuple[list[str], list[str]]:
-    """Delete up to BATCH finished runs (and waiting ones, when named), with the requests
-    pointing at them, in one transaction."""
+def _delete_batch(statuses: list[str], cutoff, owner: str | None) -> tuple[list[str], list[str]]:
+    """Delete up to BATCH finished runs (and waiting ones, when named) of `owner` (None: of
+    everyone), with the requests pointing at them, in one transaction."""
     ended = [s for s in statuses if s in TERMINAL_STATUSES]
     old_enough = and_(
         Run.status.in_(ended), Run.finished_at.is_not(None), Run.finished_at <= cutoff
@@ -86,6 +90,8 @@ def _delete_batch(statuses: list[str], cutoff) -> tuple[list[str], list[str]]:
     if RunStatus.WAITING_USER in statuses:  # never unless asked: a person may still answer
         waiting = and_(Run.status == RunStatus.WAITING_USER, Run.updated_at <= cutoff)
         old_enough = or_(old_enough, waiting)
+    if owner is not None:
+        old_enough = and_(old_enough, Run.owner == owner)
     with context.db_session() as session:
         run_ids = list(session.scalars(select(Run.id).where(old_enough).limit(BATCH)))
         if not run_ids:

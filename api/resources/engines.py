@@ -6,6 +6,8 @@ from flask.views import MethodView
 
 from api.blueprint import Blueprint
 from api.errors import ApiError
+from api.management_schemas import EngineDetail, EngineSummary
+from api.schemas import EngineModels
 from runner_core.engines import SUPPORTED_ENGINES
 from runner_core.engines.catalog import all_engines, engine_info
 from runner_core.error_codes import ErrorCode
@@ -26,6 +28,7 @@ def info_or_404(engine: str):
 
 @blp.route("")
 class Engines(MethodView):
+    @blp.alt_response(200, schema=EngineSummary(many=True), success=True)
     def get(self):
         """List engines: cli_version, installed, auth_ready, models_count."""
         return [info.summary() for info in all_engines()]
@@ -33,6 +36,7 @@ class Engines(MethodView):
 
 @blp.route("/<engine>")
 class Engine(MethodView):
+    @blp.alt_response(200, schema=EngineDetail, success=True)
     def get(self, engine: str):
         """One engine in detail (binary path, models, last error)."""
         return info_or_404(engine).detail()
@@ -40,6 +44,7 @@ class Engine(MethodView):
 
 @blp.route("/<engine>/models")
 class Models(MethodView):
+    @blp.alt_response(200, schema=EngineModels, success=True)
     def get(self, engine: str):
         """Models offered for `engine` (codex: name@reasoning_effort)."""
         info = info_or_404(engine)

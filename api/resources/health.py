@@ -9,16 +9,22 @@ from sqlalchemy import text
 
 from api import context
 from api.blueprint import Blueprint
+from api.schemas import Health as HealthBody
+from runner_core.sandbox import sandbox_status
 
 blp = Blueprint("health", __name__, description="Service health")
 
 
 @blp.route("/healthz")
 class Health(MethodView):
+    @blp.alt_response(200, schema=HealthBody, success=True)
+    @blp.alt_response(503, schema=HealthBody)
+    @blp.doc(security=[])  # public even when the API asks for a token (load balancers)
     def get(self):
         """Whether the API, its database and its broker answer and the data directory's disk
         has room: 503 "degraded" when not (jobs are still accepted while the broker is away:
-        the sweeper sends them later); `demo_llm` is true under `serve --demo-llm`."""
+        the sweeper sends them later); `demo_llm` is true under `serve --demo-llm`; `sandbox`
+        says what boxes runs on this host (`box`: "bwrap" or null when runs get limits only)."""
         try:
             with context.db_session() as session:
                 session.execute(text("SELECT 1"))
@@ -35,6 +41,7 @@ class Health(MethodView):
             "broker": broker,
             "disk": disk,
             "demo_llm": bool(settings.demo_llm),  # engine CLIs talk to the scripted fake LLM
+            "sandbox": sandbox_status(settings.sandbox, settings.sandbox_bwrap),
         }, status
 
 

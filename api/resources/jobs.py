@@ -7,7 +7,7 @@ from typing import Any
 
 from flask.views import MethodView
 
-from api import context, idempotency
+from api import auth, context, idempotency
 from api.blueprint import Blueprint
 from api.jobs.create import Accepted, create_job
 from api.jobs.files import require_finished_job
@@ -72,7 +72,7 @@ class Jobs(MethodView):
     def get(self, args: dict[str, Any]) -> JobPage:
         """List jobs, newest first; filter by status/skill_id/engine; page with `cursor`."""
         with context.connect() as conn:
-            return list_jobs(conn, args)
+            return list_jobs(conn, args, auth.owner_filter())
 
 
 register_run_routes(blp, JOB)

@@ -9,13 +9,15 @@ from typing import Any
 from flask import Response
 from flask.views import MethodView
 
-from api import context
+from api import auth, context
 from api.blueprint import Blueprint
 from api.jobs import actions, interaction
 from api.jobs.conversation import conversation_state, files_body, preview_body
 from api.jobs.listing import JobPage, list_jobs
 from api.jobs.read import load_job, read_job
 from api.management_schemas import (
+    AuditArgs,
+    AuditPage,
     EngineDetail,
     EngineSummary,
     FilePreview,
@@ -29,6 +31,7 @@ from api.resources.engines import info_or_404
 from api.resources.jobs import JOB
 from api.resources.skills import get_skill_or_404, skill_detail, skill_summary
 from api.schemas import (
+    SSE_STREAM,
     CancelResult,
     EventHistory,
     EventHistoryArgs,
@@ -44,6 +47,7 @@ from api.schemas import (
     SkillSummary,
 )
 from runner_core.engines.catalog import EngineInfo, all_engines
+from runner_core.store import audit
 
 blp = Blueprint(
     "management",
@@ -116,7 +120,7 @@ class Runs(MethodView):
     def get(self, args: dict[str, Any]) -> JobPage:
         """Runs newest first, filtered by status/skill_id/engine, in keyset pages (as /v1/jobs)."""
         with context.connect() as conn:
-            return list_jobs(conn, args)
+            return list_jobs(conn, args, auth.owner_filter())
 
 
 # schema instances, not classes: webargs would build a new schema object per request
@@ -159,6 +163,7 @@ class File(MethodView):
 @blp.route("/runs/<request_id>/events")
 class Events(MethodView):
     @blp.arguments(_EVENTS_ARGS, location="query")
+    @blp.doc(responses={"200": SSE_STREAM})
     def get(self, args: dict[str, Any], request_id: str) -> Response:
         """The run's events as Server-Sent Events (as /v1/jobs/{request_id}/events)."""
         return run_events.sse_response(request_id, KIND, args["cursor"])
@@ -209,3 +214,17 @@ class Cancel(MethodView):
         """Cancel an active run; a finished run answers accepted=false (as the jobs route)."""
         with context.db_session() as session:
             return actions.cancel_run(session, *load_job(session, request_id, KIND))
+
+
+@blp.route("/audit")
+class Audit(MethodView):
+    @blp.arguments(AuditArgs(), location="query")
+    @blp.response(200, AuditPage)
+    def get(self, args: dict[str, Any]) -> dict[str, Any]:
+        """The audit log, newest first (admin): installs, cleanups, cancels and replies with the
+        token name, target and answer; page with `cursor`, filter by `action`."""
+        with context.connect() as conn:
+            rows = audit.page(conn, args["limit"] + 1, args["cursor"], args["action"])
+        more = len(rows) > args["limit"]
+        items = rows[: args["limit"]]
+        return {"items": items, "next_cursor": items[-1]["id"] if more else None}

@@ -11,6 +11,7 @@ from api.blueprint import Blueprint
 from api.jobs.files import artifact_file_response, artifacts_body, load_finished
 from api.resources.jobs import JOB
 from api.resources.run_routes import register_bundle_route
+from api.schemas import ANY_FILE, ArtifactManifest
 
 blp = Blueprint(
     "run_files", __name__, url_prefix="/v1/jobs", description="Run artifacts and bundles"
@@ -23,6 +24,7 @@ def _finished(request_id: str):
 
 @blp.route("/<request_id>/artifacts")
 class Artifacts(MethodView):
+    @blp.alt_response(200, schema=ArtifactManifest, success=True)
     def get(self, request_id: str) -> dict[str, Any]:
         """The artifact manifest: role, path, filename, mime, size, sha256, required."""
         return artifacts_body(request_id, _finished(request_id))
@@ -30,6 +32,7 @@ class Artifacts(MethodView):
 
 @blp.route("/<request_id>/artifacts/<path:path>")
 class ArtifactFile(MethodView):
+    @blp.doc(responses={"200": ANY_FILE})
     def get(self, request_id: str, path: str) -> Response:
         """Download one artifact by its path (traversal refused)."""
         return artifact_file_response(request_id, _finished(request_id), path)

@@ -19,6 +19,8 @@ from api.jobs.read import load_job, read_job, wait_for_job
 from api.jobs.rows import JobRow, RunState
 from api.resources import run_events
 from api.schemas import (
+    SSE_STREAM,
+    ZIP_FILE,
     CancelResult,
     EventHistory,
     EventHistoryArgs,
@@ -113,6 +115,7 @@ def register_run_routes(blp: Blueprint, kind: RunKind) -> None:
 
     class Events(MethodView):
         @blp.arguments(_EVENTS_ARGS, location="query")
+        @blp.doc(responses={"200": SSE_STREAM})
         def get(self, args: dict[str, Any], request_id: str) -> Response:
             return run_events.sse_response(request_id, kind.name, args["cursor"])
 
@@ -147,6 +150,7 @@ def register_bundle_route(blp: Blueprint, kind: RunKind) -> None:
     """Add the bundle download of `kind` to `blp` (a job's sits beside its artifacts)."""
 
     class Bundle(MethodView):
+        @blp.doc(responses={"200": ZIP_FILE})
         def get(self, request_id: str) -> Response:
             return bundle_response(load_finished(request_id, kind.name, kind.require_finished))
 

@@ -1,10 +1,11 @@
-"""Installed skills: list and detail."""
+"""Installed skills: list, detail, and (admin) delete."""
 
 from __future__ import annotations
 
 from dataclasses import asdict
 
 from flask.views import MethodView
+from marshmallow import Schema, fields
 
 from api import context
 from api.blueprint import Blueprint
@@ -12,8 +13,17 @@ from api.errors import ApiError
 from api.schemas import SkillDetail, SkillSummary
 from runner_core.error_codes import ErrorCode
 from runner_core.skills import SkillPackage
+from runner_core.skills.installer import installer_for
 
 blp = Blueprint("skills", __name__, url_prefix="/v1/skills", description="Installed skills")
+
+
+class SkillDeleted(Schema):
+    skill_id = fields.String()
+    version = fields.String(allow_none=True)
+    archive_path = fields.String(
+        metadata={"description": "where the removed files were archived, under the data dir"}
+    )
 
 
 def skill_summary(pkg: SkillPackage) -> dict:
@@ -84,3 +94,16 @@ class Skill(MethodView):
     def get(self, skill_id: str):
         """Show one skill's manifest, schemas and artifacts contract."""
         return skill_detail(get_skill_or_404(skill_id))
+
+    @blp.response(200, SkillDeleted)
+    def delete(self, skill_id: str):
+        """Uninstall a skill (admin): archived under the data directory, then removed; runs
+        already started keep their copy, runs that have not started yet fail SKILL_NOT_FOUND."""
+        pkg = get_skill_or_404(skill_id)
+        settings = context.settings()
+        archived = installer_for(settings.data_dir, settings.skills_dir).uninstall(pkg)
+        return {
+            "skill_id": pkg.id,
+            "version": pkg.version,
+            "archive_path": archived.relative_to(settings.data_dir).as_posix(),
+        }

@@ -9,7 +9,7 @@ from typing import Any
 from flask import Blueprint, redirect, render_template, request, url_for
 from marshmallow import ValidationError
 
-from api import context
+from api import auth, context
 from api.errors import ApiError
 from api.jobs.conversation import conversation_state, files_body, preview_body
 from api.jobs.listing import list_jobs
@@ -18,13 +18,16 @@ from api.resources.management import KIND, engine_summary
 from api.resources.skills import get_skill_or_404, skill_summary
 from api.schemas import JobListArgs
 from api.ui.forms import form_fields
+from api.ui.login import add_login_routes
 from runner_core.engines.catalog import all_engines, engine_info
 from runner_core.error_codes import ErrorCode
+from runner_core.events import last_seq
 from runner_core.statuses import RunStatus
 
 bp = Blueprint(
     "ui", __name__, url_prefix="/ui", template_folder="templates", static_folder="static"
 )
+add_login_routes(bp)
 _LIST_ARGS = JobListArgs()
 RUNTIME_OPTIONS = (  # (name, label, widget): the common runtime options the form offers
     ("no_cache", "Run again even if a cached result exists", "boolean"),
@@ -70,7 +73,7 @@ def skill(skill_id: str):
 def runs():
     args = _LIST_ARGS.load({k: v for k, v in request.args.items() if v})
     with context.connect() as conn:
-        page = list_jobs(conn, args)
+        page = list_jobs(conn, args, auth.owner_filter())
     return render_template(
         "runs.html",
         page=page,
@@ -87,7 +90,11 @@ def run(request_id: str):
     with context.connect() as conn:
         job = read_job(conn, request_id, KIND)
     return render_template(
-        "run.html", state=conversation_state(job), tree=files_body(job), nav="runs"
+        "run.html",
+        state=conversation_state(job),
+        tree=files_body(job),
+        last_seq=last_seq(context.settings().runs_dir / job.run_id),  # history is read back from it
+        nav="runs",
     )
 
 
@@ -116,6 +123,12 @@ def preview(request_id: str):
 def engines():
     listed = [{**engine_summary(i), "models": i.models} for i in all_engines()]
     return render_template("engines.html", engines=listed, nav="engines")
+
+
+@bp.get("/packages")
+def packages():
+    """Install a skill package: the page posts the zip to POST /v1/skill-packages itself."""
+    return render_template("packages.html", nav="packages")
 
 
 @bp.errorhandler(ApiError)

@@ -23,6 +23,7 @@ from skill_runner_client.errors import SkillRunnerError
 from skill_runner_client.progress import Progress
 
 LONG_POLL_SEC = 20.0
+COLLECTORS_WHILE_SUBMITTING = 2  # the rest start when every job is sent: accepting comes first
 SUMMARY = "summary.jsonl"
 
 
@@ -84,6 +85,8 @@ class BatchRun:
         self._failure: BaseException | None = None
         self._ended = 0
         self._done = threading.Event()
+        self._sent_all = threading.Event()
+        self._submitters = 0
         self.progress = Progress(len(jobs))
 
     def run(self) -> int:
@@ -102,8 +105,11 @@ class BatchRun:
         remaining = len(self._todo)
         self._summary = (self.options.out / SUMMARY).open("a", encoding="utf-8")
         n = self.options.concurrency
+        self._submitters = n
         threads = [threading.Thread(target=self._submitter, daemon=True) for _ in range(n)]
-        threads += [threading.Thread(target=self._collector, daemon=True) for _ in range(n)]
+        threads += [
+            threading.Thread(target=self._collector, args=(i,), daemon=True) for i in range(n)
+        ]
         self.progress.start()
         for thread in threads:
             thread.start()
@@ -121,6 +127,15 @@ class BatchRun:
 
     # -- submitting ------------------------------------------------------------------------
     def _submitter(self) -> None:
+        try:
+            self._submit_jobs()
+        finally:
+            with self._lock:
+                self._submitters -= 1
+                if self._submitters == 0:
+                    self._sent_all.set()
+
+    def _submit_jobs(self) -> None:
         while self._failure is None:
             with self._lock:
                 job = self._todo.pop() if self._todo else None
@@ -156,9 +171,13 @@ class BatchRun:
         self._pending.put(Pending(job, created["request_id"], started))
 
     # -- collecting ------------------------------------------------------------------------
-    def _collector(self) -> None:
+    def _collector(self, index: int) -> None:
         # runs until every job has ended (or the batch failed): an unfinished job goes back
-        # into the queue, so an empty queue does not mean the work is done
+        # into the queue, so an empty queue does not mean the work is done. While jobs are
+        # still being sent, only a few collect, so the service's time goes to accepting them.
+        if index >= COLLECTORS_WHILE_SUBMITTING:
+            while not (self._sent_all.wait(0.2) or self._done.is_set()):
+                pass
         while not self._done.is_set():
             try:
                 item = self._pending.get(timeout=0.5)

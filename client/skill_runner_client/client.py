@@ -229,6 +229,10 @@ class Client:
         """One install's record."""
         return cast(InstallStatus, self._get(f"/v1/skill-packages/{quote(install_id)}"))
 
+    def delete_skill(self, skill_id: str) -> dict[str, Any]:
+        """Uninstall a skill (an admin token): `{skill_id, version, archive_path}`."""
+        return self._t.request("DELETE", f"/v1/skills/{quote(skill_id)}").json()
+
     def engines(self) -> list[dict[str, Any]]:
         """Engines: cli_version, installed, auth_ready, models_count."""
         return cast(list[dict[str, Any]], self._get("/v1/engines"))

@@ -24,6 +24,9 @@ class EngineContext:
     session_id: str | None = None  # set to resume a previous session
     output_schema_path: Path | None = None
     execution_mode: str = "auto"  # auto | interactive
+    # the run's box (runner_core.sandbox, bwrap) holds the CLI: a CLI sandbox of its own that
+    # needs to nest a user namespace cannot start in it, and is not needed
+    boxed: bool = False
 
 
 @dataclass(frozen=True)
@@ -51,6 +54,7 @@ class ProcessResult:
     timed_out: bool = False
     canceled: bool = False
     output_exceeded: bool = False  # killed for writing more than its output limit
+    limit_exceeded: str | None = None  # "processes" or "memory": a resource limit ended it
     # where this process's output starts in its files (a resumed turn appends to the run's logs)
     stdout_from: int = 0
     stderr_from: int = 0

@@ -22,6 +22,12 @@ Each run gets its own ``CODEX_HOME`` (and ``HOME``) at ``<run_dir>/.codex-home``
 there, so a resume must use the same run dir. Profiles (``-p``) are never used. The prompt is
 the last argument (after ``--``), or ``-`` with the prompt on stdin when it is too long for
 argv. ``ctx.execution_mode`` changes nothing: codex exec has no way to ask the user.
+
+``--sandbox workspace-write`` runs codex's shell commands in its own bubblewrap sandbox, which
+needs a user namespace: inside the run's box (``ctx.boxed``) it cannot start ("setting up uid
+map: Operation not permitted"), so a boxed run passes ``danger-full-access`` and the box does
+the job. Codex takes a ``bwrap`` on PATH over its bundled one; Debian 12's cannot start codex's
+helper when CODEX_HOME is under /tmp.
 """
 
 from __future__ import annotations
@@ -183,7 +189,7 @@ class CodexAdapter:
             "--json",
             "--skip-git-repo-check",
             "--sandbox",
-            "workspace-write",
+            "danger-full-access" if ctx.boxed else "workspace-write",
         ]
         for override in config_overrides(settings) + config_overrides(
             ctx.config.get("settings") or {}

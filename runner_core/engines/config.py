@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from runner_core.bounded_cache import BoundedCache
+from runner_core.secret_values import env_value
 
 CONFIG_DIR_ENV = "SKILL_RUNNER_ENGINE_CONFIG_DIR"
 REPO_CONFIG_DIR = Path(__file__).resolve().parents[2] / "deploy" / "engine-config"
@@ -178,5 +179,20 @@ def resolve_api_key(
     if config.get("api_key"):
         return str(config["api_key"])
     env_name = config.get("api_key_env")
-    source = os.environ if environ is None else environ
-    return source.get(env_name) or None if env_name else None
+    if not env_name:
+        return None
+    return env_value(env_name) if environ is None else environ.get(env_name) or None
+
+
+def configured_key_names(config_dir: Path | None = None) -> set[str]:
+    """Variables named by `api_key_env` in the operator's engine config layers."""
+    config_dir = config_dir if config_dir is not None else config_dir_from_env()
+    names: set[str] = set()
+    for path in list(config_dir.glob("*/default.json")) + list(config_dir.glob("*/enforced.json")):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict) and isinstance(data.get("api_key_env"), str):
+            names.add(data["api_key_env"])
+    return names

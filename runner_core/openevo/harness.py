@@ -14,6 +14,7 @@ import inspect
 import json
 import os
 import sys
+import time
 import traceback
 from typing import Any
 
@@ -39,18 +40,35 @@ class Context:
         self.scratch = scratch
         self.memory = Unavailable("memory")
         self.session = Unavailable("session")
+        self._calls = 0
 
     def log(self, *parts: Any) -> None:
         print("[skill]", *parts, file=sys.stderr, flush=True)
 
     def call(self, name: str, input: Any = None) -> Any:
-        raise RuntimeError(
-            f"ctx.call('{name}') is not available to code skills yet; "
-            "compose skills with a pipeline"
-        )
+        """Run the skill `name` as a child run and return its output (composites only)."""
+        calls = os.path.join(os.environ.get("SKILL_RUNNER_RUN_DIR", ""), "calls")
+        if not os.path.isdir(calls):
+            raise RuntimeError(f"ctx.call('{name}'): only a composite skill calls other skills")
+        self._calls += 1
+        base = os.path.join(calls, str(self._calls))
+        with open(base + ".request.tmp", "w", encoding="utf-8") as fh:
+            json.dump({"name": name, "input": input if input is not None else {}}, fh)
+        os.replace(base + ".request.tmp", base + ".request.json")
+        while not os.path.exists(base + ".response.json"):  # the worker answers when it ends
+            time.sleep(0.02)
+        with open(base + ".response.json", encoding="utf-8") as fh:
+            answer = json.load(fh)
+        if not answer.get("ok"):
+            message = (answer.get("error") or {}).get("message") or "failed"
+            raise RuntimeError(f"ctx.call('{name}') failed: {message}")
+        return answer.get("output")
 
 
 def _load(path: str):
+    # no __pycache__: a skill copy may be shared by runs, and an update whose file keeps its
+    # size and (zip, 2 s) mtime would otherwise run the old bytecode
+    sys.dont_write_bytecode = True
     spec = importlib.util.spec_from_file_location("skill_index", path)
     if spec is None or spec.loader is None:
         raise RuntimeError(f"cannot load {path}")

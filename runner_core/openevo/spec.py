@@ -155,7 +155,8 @@ def inline_input_schema(schema: dict[str, Any], errors: list[str]) -> dict[str, 
 def _manifest(spec: OpenEvoSpec, raw: dict[str, Any]) -> RunnerManifest:
     """The runner manifest the rest of the service reads: code runs as a script (the harness
     calls execute), llm as a prompt skill on any engine, composite as its own entrypoint."""
-    if spec.mode == "code":
+    if spec.mode == "code" or (spec.mode == "composite" and not spec.pipeline):
+        # an index-file composite runs as a script too; its ctx.call starts child runs
         entry = Entrypoint(type="script", script_command=code_command(spec.code_file or ""))
     elif spec.mode == "llm":
         entry = Entrypoint(type="prompt", prompts={e: LLM_TEMPLATE for e in SUPPORTED_ENGINES})

@@ -30,6 +30,17 @@ class TemplateFailure(ValueError):
     """A template that does not compile or fails while evaluated; the message names it."""
 
 
+class _JsonEnvironment(ImmutableSandboxedEnvironment):
+    """`a.b` on an object is its key `b`, never a dict method (`steps.list.items` is data)."""
+
+    def getattr(self, obj: Any, attribute: str) -> Any:
+        if isinstance(obj, dict):
+            if attribute in obj:
+                return obj[attribute]
+            return self.undefined(obj=obj, name=attribute)
+        return super().getattr(obj, attribute)
+
+
 def render(value: Any, context: dict[str, Any]) -> Any:
     """`value` with every template in its strings evaluated against `context` (recursively
     through objects and arrays)."""
@@ -165,7 +176,7 @@ def _items(seq: Any) -> list[Any]:
 
 def _environment() -> ImmutableSandboxedEnvironment:
     # Sandboxed: expressions come from skill files; a missing path is falsy and chains to None.
-    env = ImmutableSandboxedEnvironment(undefined=ChainableUndefined)
+    env = _JsonEnvironment(undefined=ChainableUndefined)
     env.filters.update(
         map=_map, pluck=_pluck, join=_join, slice=_slice, default=_default, json=_json
     )

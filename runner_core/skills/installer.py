@@ -20,6 +20,7 @@ from runner_core.skills.loader import load_skill
 from runner_core.skills.locks import locks_dir, skill_lock
 from runner_core.skills.model import SkillPackage
 from runner_core.skills.package import PackageError, parse_version
+from runner_core.skills.registry import SkillRegistry
 
 STAGING = ".staging"
 ARCHIVE_DIR = "skill_archive"
@@ -56,7 +57,8 @@ class SkillInstaller:
 
     def install(self, pkg: SkillPackage) -> InstallResult:
         """Move the staged `pkg` into place; an update must raise the version."""
-        live = self.skills_dir / pkg.id
+        # a skill.json skill may live in a category folder: an update replaces it there
+        live = SkillRegistry(self.skills_dir).root_of(pkg.id) or self.skills_dir / pkg.id
         with skill_lock(self.locks_dir, pkg.id):
             previous = load_skill(live) if live.is_dir() else None
             old_version = previous.version if previous else None
@@ -65,6 +67,19 @@ class SkillInstaller:
             archived = self._archive(live, pkg.id, old_version) if previous else None
             swap_in(pkg.root, live)
         return InstallResult(pkg.id, pkg.version or "", old_version, archived, previous is not None)
+
+    def uninstall(self, pkg: SkillPackage) -> Path:
+        """Archive the installed `pkg` and take it out of the skills directory (renamed away
+        first, so a half-deleted skill is never listed); the archive's path."""
+        (self.skills_dir / STAGING).mkdir(parents=True, exist_ok=True)
+        retired = Path(tempfile.mkdtemp(prefix="delete-", dir=self.skills_dir / STAGING))
+        try:
+            with skill_lock(self.locks_dir, pkg.id):
+                archived = self._archive(pkg.root, pkg.id, pkg.version)
+                os.rename(pkg.root, retired / "skill")
+        finally:
+            shutil.rmtree(retired, ignore_errors=True)
+        return archived
 
     def _archive(self, live: Path, skill_id: str, version: str | None) -> Path:
         """Copy the installed skill to `<archive>/<id>/<version>/` (complete or not at all)."""

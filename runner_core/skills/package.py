@@ -16,12 +16,14 @@ from typing import Any
 from packaging.version import InvalidVersion, Version
 
 from runner_core.error_codes import ErrorCode
+from runner_core.openevo.spec import SKILL_JSON, is_openevo_dir
 from runner_core.skills.loader import load_skill
 from runner_core.skills.model import SkillPackage
 from runner_core.uploads import UploadLimits, extract_upload
 
 PACKAGE_LIMITS = UploadLimits(max_total_bytes=256 * 1024 ** 2, max_entries=5_000)
 SKILL_NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+OPENEVO_NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")  # skill.json `name` (snake_case)
 IGNORED_TOP_LEVEL = ("__MACOSX", ".DS_Store")
 UNNAMED = "unnamed-skill"
 
@@ -69,9 +71,21 @@ def unpack_package(zip_path: Path, workdir: Path) -> SkillPackage:
     return pkg
 
 
+def check_calls(pkg: SkillPackage, skills_dir: Path) -> None:
+    """A skill.json package must fit the installed skills: what it calls is installed and
+    valid, its name is no SKILL.md skill's id, and no call cycle; else PackageError."""
+    from runner_core.skills.registry import SkillRegistry  # (the registry imports the loader)
+
+    errors = SkillRegistry(skills_dir).graph_errors(pkg)
+    if errors:
+        summary = f"the skill package is invalid ({len(errors)} problem(s)): " + "; ".join(errors)
+        raise PackageError(ErrorCode.SKILL_PACKAGE_INVALID, summary, errors,
+                           {"skill_id": pkg.id, "warnings": pkg.warnings})
+
+
 def _skill_root(extracted: Path) -> Path:
     """The files at the zip root, or its single top-level folder."""
-    if (extracted / "SKILL.md").exists() or (extracted / "assets").exists():
+    if any((extracted / name).exists() for name in ("SKILL.md", "assets", SKILL_JSON)):
         return extracted
     entries = [p for p in extracted.iterdir() if p.name not in IGNORED_TOP_LEVEL]
     if len(entries) == 1 and entries[0].is_dir():
@@ -84,7 +98,13 @@ def _skill_root(extracted: Path) -> Path:
 
 
 def _declared_id(root: Path, errors: list[str]) -> str:
-    """The directory name for files zipped at the root: runner.json `id`."""
+    """The directory name for files zipped at the root: runner.json `id` (skill.json `name`)."""
+    if is_openevo_dir(root):
+        try:
+            name = json.loads((root / SKILL_JSON).read_text(encoding="utf-8")).get("name")
+        except (OSError, ValueError, AttributeError):
+            return UNNAMED  # the loader reports the broken skill.json
+        return name if isinstance(name, str) and OPENEVO_NAME.match(name) else UNNAMED
     try:
         runner = (root / "assets" / "runner.json").read_text(encoding="utf-8")
         declared = json.loads(runner).get("id")

@@ -7,6 +7,8 @@ under the skills directory or one level down (openEvo's `<category>/<name>/` lay
 
 from __future__ import annotations
 
+import builtins
+import json
 from pathlib import Path
 
 from runner_core.openevo.graph import check_graph
@@ -38,9 +40,51 @@ class SkillRegistry:
         return next((p for p in _checked(openevo, skill_md) if p.id == skill_id), None)
 
     def root_of(self, skill_id: str) -> Path | None:
-        """The folder of an installed skill (a skill.json skill's folder need not be its id)."""
-        pkg = self.get(skill_id)
-        return pkg.root if pkg is not None else None
+        """The folder of an installed skill (a skill.json skill's folder need not be its id).
+        Asked for every step of a composite: it reads the skill.json names only (cached while
+        those files are unchanged), never loads or checks the skills."""
+        if not skill_id or "/" in skill_id or skill_id.startswith("."):
+            return None
+        root = self.skills_dir / skill_id
+        if root.is_dir() and not is_openevo_dir(root) and not _category(root):
+            return root
+        _, openevo = _scan(self.skills_dir)
+        return next((p for p in openevo if _declared_name(p) == skill_id), None)
+
+    def graph_errors(self, pkg: SkillPackage) -> "builtins.list[str]":
+        """What the checks across skills (calls, names, cycles) find wrong with a skill.json
+        `pkg` were it installed, replacing an installed skill of its name."""
+        if pkg.openevo is None:
+            return []
+        skill_md, openevo = _scan(self.skills_dir)
+        others = [p for p in (load_skill_cached(root) for root in openevo) if p.id != pkg.id]
+        checked = check_graph([*others, pkg], {p.name for p in skill_md})
+        return [e for e in checked[-1].errors if e not in pkg.errors]
+
+
+_names: dict[Path, tuple[tuple[int, int, int], str | None]] = {}
+
+
+def _declared_name(root: Path) -> str | None:
+    """skill.json's `name` (the skill's id; None when unreadable), re-read when the file
+    changed (its inode, size and mtime)."""
+    path = root / SKILL_JSON
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    key = (st.st_ino, st.st_size, st.st_mtime_ns)
+    hit = _names.get(root)
+    if hit is not None and hit[0] == key:
+        return hit[1]
+    try:
+        name = json.loads(path.read_text(encoding="utf-8")).get("name")
+    except (OSError, ValueError, AttributeError):
+        name = None
+    if len(_names) > 4096:
+        _names.clear()
+    _names[root] = (key, name if isinstance(name, str) else None)
+    return _names[root][1]
 
 
 def _checked(openevo: list[Path], skill_md: list[Path]) -> list[SkillPackage]:

@@ -70,6 +70,8 @@ class Run(Base):
     # a composite's step: its parent run and step name (None for every other run)
     parent_run_id: Mapped[str | None] = mapped_column(String(36))
     step_name: Mapped[str | None] = mapped_column(String(128))
+    # the name of the API token that created it (None: the API asks for no token)
+    owner: Mapped[str | None] = mapped_column(String(64))
 
     __table_args__ = (
         Index("ix_runs_status_queued_at", "status", "queued_at"),
@@ -98,9 +100,11 @@ class Request(Base):
     callback_url: Mapped[str | None] = mapped_column(Text)  # POSTed when the run ends
     # pending -> scheduled -> delivered | failed (None: no callback)
     callback_state: Mapped[str | None] = mapped_column(String(16))
+    owner: Mapped[str | None] = mapped_column(String(64))  # as its run's (cache hits never cross)
 
     __table_args__ = (
         Index("ix_requests_run_id", "run_id"),
+        Index("ix_requests_owner_created", "owner", "created_at", "id"),
         Index("ix_requests_callback_state", "callback_state"),
         Index("ix_requests_created_at", "created_at"),
         Index("ix_requests_skill_created", "skill_id", "created_at", "id"),
@@ -180,6 +184,7 @@ class IdempotencyKey(Base):
     __tablename__ = "idempotency_keys"
 
     scope: Mapped[str] = mapped_column(String(16), primary_key=True)  # job | temp
+    owner: Mapped[str] = mapped_column(String(64), primary_key=True, default="")  # token name
     key: Mapped[str] = mapped_column(String(255), primary_key=True)
     body_sha256: Mapped[str] = mapped_column(String(64))
     request_id: Mapped[str] = mapped_column(String(36))
@@ -190,7 +195,24 @@ class IdempotencyKey(Base):
     __table_args__ = (Index("ix_idempotency_keys_created_at", "created_at"),)
 
 
+class AuditEntry(Base):
+    """One security-relevant action: who (token name) did what to which target, and how the
+    API answered it."""
+
+    __tablename__ = "audit_log"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    token_name: Mapped[str | None] = mapped_column(String(64))  # None: no token configured
+    action: Mapped[str] = mapped_column(String(32))  # skill.install | run.cancel | ...
+    target: Mapped[str | None] = mapped_column(String(255))  # request id, skill id, install id
+    status_code: Mapped[int] = mapped_column(Integer)
+    http_request_id: Mapped[str | None] = mapped_column(String(128))  # the X-Request-ID
+    details: Mapped[dict[str, Any]] = mapped_column(default=dict)
+
+
 __all__ = [
+    "AuditEntry",
     "Base",
     "IdempotencyKey",
     "Interaction",

@@ -31,7 +31,7 @@ _FINISH_OPTIONAL = ("warnings", "timings", "session_handle", "token_usage")
 
 
 @cache
-def _finish_statement(optional: tuple[str, ...]):
+def _finish_statement(optional: tuple[str, ...], of_attempt: bool = False):
     c = _runs.c
     values = dict(
         status=bindparam("status_", type_=c.status.type),
@@ -42,11 +42,17 @@ def _finish_statement(optional: tuple[str, ...]):
         error_code=bindparam("error_code_", type_=c.error_code.type),
     )
     values.update({name: bindparam(f"{name}_", type_=c[name].type) for name in optional})
-    return (
-        update(_runs)
-        .where(c.id == bindparam("run_id_"), c.status == RunStatus.RUNNING)
-        .values(**values)
-    )
+    return update(_runs).where(*_running(of_attempt)).values(**values)
+
+
+def _running(of_attempt: bool) -> list:
+    """The run, while running; with `of_attempt`, only while it is still that claim's (a run
+    requeued after its lease expired and claimed again belongs to the new attempt)."""
+    c = _runs.c
+    where = [c.id == bindparam("run_id_"), c.status == RunStatus.RUNNING]
+    if of_attempt:
+        where.append(c.attempt == bindparam("attempt_", type_=c.attempt.type))
+    return where
 
 
 def finish_run(
@@ -59,8 +65,10 @@ def finish_run(
     timings: dict[str, Any] | None = None,
     session_handle: str | None = None,
     token_usage: dict[str, int] | None = None,
+    attempt: int | None = None,
 ) -> bool:
-    """running -> terminal status. False when the run was no longer running."""
+    """running -> terminal status. False when the run was no longer running, or, with
+    `attempt`, no longer that attempt's: a stale worker never records over a newer claim."""
     given = {
         "warnings": warnings,
         "timings": timings,
@@ -76,7 +84,30 @@ def finish_run(
         "error_code_": (error or {}).get("code"),
     }
     params.update({f"{name}_": given[name] for name in optional})
-    result = session.execute(_finish_statement(optional), params)
+    if attempt is not None:
+        params["attempt_"] = attempt
+    result = session.execute(_finish_statement(optional, attempt is not None), params)
+    session.commit()
+    return cast(CursorResult, result).rowcount == 1
+
+
+def requeue_failed(session: Session, run_id: str) -> bool:
+    """running -> queued again after a failed attempt (a skill.json `retry`), unless a cancel
+    was asked for; the next claim is a new attempt."""
+    now = utcnow()
+    result = session.execute(
+        update(Run)
+        .where(Run.id == run_id, Run.status == RunStatus.RUNNING, Run.cancel_requested_at.is_(None))
+        .values(
+            status=RunStatus.QUEUED,
+            started_at=None,
+            heartbeat_at=None,
+            worker=None,
+            pgid=None,
+            updated_at=now,
+            recovery_reason="retry_after_failure",
+        )
+    )
     session.commit()
     return cast(CursorResult, result).rowcount == 1
 
@@ -124,22 +155,31 @@ def request_cancel(session: Session, run_id: str) -> bool:
     return cast(CursorResult, result).rowcount == 1
 
 
-_BEAT = (
-    update(_runs)
-    .where(_runs.c.id == bindparam("run_id_"), _runs.c.status == RunStatus.RUNNING)
-    .values(heartbeat_at=bindparam("now_", type_=_runs.c.heartbeat_at.type))
-    .returning(_runs.c.cancel_requested_at)
-)
-_BEAT_PGID = _BEAT.values(pgid=bindparam("pgid_", type_=_runs.c.pgid.type))
+@cache
+def _beat_statement(with_pgid: bool, of_attempt: bool):
+    statement = (
+        update(_runs)
+        .where(*_running(of_attempt))
+        .values(heartbeat_at=bindparam("now_", type_=_runs.c.heartbeat_at.type))
+        .returning(_runs.c.cancel_requested_at)
+    )
+    if with_pgid:
+        statement = statement.values(pgid=bindparam("pgid_", type_=_runs.c.pgid.type))
+    return statement
 
 
-def beat(session: Session | Connection, run_id: str, pgid: int | None = None) -> bool:
+def beat(
+    session: Session | Connection, run_id: str, pgid: int | None = None, attempt: int | None = None
+) -> bool:
     """Refresh the lease (and record the process group); True when the process must stop:
-    a cancel was requested, or the run is no longer running (its lease was reconciled)."""
+    a cancel was requested, or the run is no longer running (its lease was reconciled) or, with
+    `attempt`, no longer this attempt's (requeued and claimed again)."""
     params: dict[str, Any] = {"run_id_": run_id, "now_": utcnow()}
     if pgid is not None:
         params["pgid_"] = pgid
-    row = session.execute(_BEAT if pgid is None else _BEAT_PGID, params).first()
+    if attempt is not None:
+        params["attempt_"] = attempt
+    row = session.execute(_beat_statement(pgid is not None, attempt is not None), params).first()
     session.commit()
     return row is None or row.cancel_requested_at is not None
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from api import create_app
-from tests.helpers import migrated_settings
+from tests.helpers import TOKENS, migrated_settings, write_tokens_file
 from tests.integration.services import create_postgres_db
 
 
@@ -71,3 +73,21 @@ def app(settings, queue):
 @pytest.fixture
 def client(app):
     return app.test_client()
+
+
+@pytest.fixture
+def tokens_file(tmp_path):
+    """The tokens file of `scoped` (tests.helpers.TOKENS); a test may rewrite it."""
+    return write_tokens_file(tmp_path / "tokens.jsonl", TOKENS)
+
+
+@pytest.fixture
+def scoped_app(settings, queue, tokens_file):
+    """The app with the named, scoped tokens of tests.helpers.TOKENS."""
+    configured = dataclasses.replace(settings, tokens_file=tokens_file)
+    return create_app({"SETTINGS": configured, "QUEUE": queue, "TESTING": True})
+
+
+@pytest.fixture
+def scoped(scoped_app):
+    return scoped_app.test_client()

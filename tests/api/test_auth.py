@@ -8,7 +8,7 @@ import logging
 import pytest
 
 from api import create_app
-from api.auth import presented_token, token_matches
+from api.auth import presented_token
 
 TOKEN, OLD_TOKEN = "t0k3n-for-the-tests-0123456789", "an-older-token-still-accepted"
 
@@ -87,8 +87,6 @@ def test_token_helpers() -> None:
     assert presented_token("Bearer abc") == "abc"
     assert presented_token("  BEARER   abc  ") == "abc"
     assert presented_token("Token abc") is None and presented_token("") is None
-    assert token_matches("abc", ("x", "abc")) and not token_matches("ab", ("abc",))
-    assert not token_matches("é", ("e",))  # non-ASCII is compared as bytes, no TypeError
 
 
 @pytest.fixture

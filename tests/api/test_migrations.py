@@ -35,7 +35,7 @@ def test_the_cache_lookup_is_one_index_seek(tmp_path):
             row[-1]
             for row in conn.exec_driver_sql(
                 f"EXPLAIN QUERY PLAN {compiled}",
-                tuple(compiled.construct_params({"key_": "k"}).values()),
+                tuple(compiled.construct_params({"key_": "k", "owner_": None}).values()),
             )
         )
     engine.dispose()

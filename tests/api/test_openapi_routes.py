@@ -8,20 +8,25 @@ UNPROCESSABLE = "#/components/responses/UNPROCESSABLE_ENTITY"
 
 # (path, method) -> (tag, {status: schema of the 200, or the 422's $ref})
 OPERATIONS = {
-    ("/healthz", "get"): ("health", {}),
-    ("/v1/engines", "get"): ("engines", {}),
-    ("/v1/engines/{engine}", "get"): ("engines", {}),
-    ("/v1/engines/{engine}/models", "get"): ("engines", {}),
+    ("/healthz", "get"): ("health", {"200": "Health", "503": "Health"}),
+    ("/v1/engines", "get"): ("engines", {"200": "EngineSummary[]"}),
+    ("/v1/engines/{engine}", "get"): ("engines", {"200": "EngineDetail"}),
+    ("/v1/engines/{engine}/models", "get"): ("engines", {"200": "EngineModels"}),
+    ("/v1/skills/{skill_id}", "delete"): ("skills", {"200": "SkillDeleted"}),
+    ("/v1/management/audit", "get"): ("management", {"200": "AuditPage", "422": UNPROCESSABLE}),
     ("/v1/jobs", "get"): ("jobs", {"200": "JobList", "422": UNPROCESSABLE}),
     ("/v1/jobs", "post"): ("jobs", {"200": "JobCreated", "422": UNPROCESSABLE}),
     ("/v1/jobs/cleanup", "post"): ("cleanup", {"200": "CleanupResult", "422": UNPROCESSABLE}),
     ("/v1/jobs/{request_id}", "get"): ("jobs", {"200": "JobStatus", "422": UNPROCESSABLE}),
-    ("/v1/jobs/{request_id}/artifacts", "get"): ("run_files", {}),
-    ("/v1/jobs/{request_id}/artifacts/{path}", "get"): ("run_files", {}),
-    ("/v1/jobs/{request_id}/bundle", "get"): ("run_files", {}),
+    ("/v1/jobs/{request_id}/artifacts", "get"): ("run_files", {"200": "ArtifactManifest"}),
+    ("/v1/jobs/{request_id}/artifacts/{path}", "get"): ("run_files", {"200": "*/*"}),
+    ("/v1/jobs/{request_id}/bundle", "get"): ("run_files", {"200": "application/zip"}),
     ("/v1/jobs/{request_id}/cancel", "post"): ("jobs", {"200": "CancelResult"}),
     ("/v1/jobs/{request_id}/interaction/pending", "get"): ("jobs", {"200": "PendingInteraction"}),
-    ("/v1/jobs/{request_id}/events", "get"): ("jobs", {"422": UNPROCESSABLE}),
+    ("/v1/jobs/{request_id}/events", "get"): (
+        "jobs",
+        {"200": "text/event-stream", "422": UNPROCESSABLE},
+    ),
     ("/v1/jobs/{request_id}/webhooks", "get"): ("jobs", {"200": "WebhookLog"}),
     ("/v1/jobs/{request_id}/events/history", "get"): (
         "jobs",
@@ -46,7 +51,10 @@ OPERATIONS = {
         {"200": "RunConversationState"},
     ),
     ("/v1/management/runs/{request_id}/cancel", "post"): ("management", {"200": "CancelResult"}),
-    ("/v1/management/runs/{request_id}/events", "get"): ("management", {"422": UNPROCESSABLE}),
+    ("/v1/management/runs/{request_id}/events", "get"): (
+        "management",
+        {"200": "text/event-stream", "422": UNPROCESSABLE},
+    ),
     ("/v1/management/runs/{request_id}/events/history", "get"): (
         "management",
         {"200": "EventHistory", "422": UNPROCESSABLE},
@@ -80,13 +88,19 @@ OPERATIONS = {
         "temp_skill_runs",
         {"200": "JobStatus", "422": UNPROCESSABLE},
     ),
-    ("/v1/temp-skill-runs/{request_id}/bundle", "get"): ("temp_skill_runs", {}),
+    ("/v1/temp-skill-runs/{request_id}/bundle", "get"): (
+        "temp_skill_runs",
+        {"200": "application/zip"},
+    ),
     ("/v1/temp-skill-runs/{request_id}/cancel", "post"): (
         "temp_skill_runs",
         {"200": "CancelResult"},
     ),
     ("/v1/temp-skill-runs/{request_id}/logs", "get"): ("temp_skill_runs", {"200": "JobLogs"}),
-    ("/v1/temp-skill-runs/{request_id}/events", "get"): ("temp_skill_runs", {"422": UNPROCESSABLE}),
+    ("/v1/temp-skill-runs/{request_id}/events", "get"): (
+        "temp_skill_runs",
+        {"200": "text/event-stream", "422": UNPROCESSABLE},
+    ),
     ("/v1/temp-skill-runs/{request_id}/events/history", "get"): (
         "temp_skill_runs",
         {"200": "EventHistory", "422": UNPROCESSABLE},
@@ -177,6 +191,8 @@ RUN_ROUTE_SUMMARIES = {
 def _response(doc: dict) -> str:
     if "$ref" in doc:
         return doc["$ref"]
+    if "application/json" not in doc["content"]:  # a stream or a file: its media type
+        return next(iter(doc["content"]))
     schema = doc["content"]["application/json"]["schema"]
     if schema.get("type") == "array":
         return schema["items"]["$ref"].rsplit("/", 1)[-1] + "[]"

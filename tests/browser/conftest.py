@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from runner_core.settings import REPO_ROOT
 from tests.engines.harness import FAKE_CONFIG, require_binary
 from tests.engines.test_event_stream_served import Api
 from tests.engines.test_interactive_jobs import ASKS_THEN_FINISHES
+from tests.helpers import TOKENS, write_tokens_file
 from tests.integration.services import WorkerProcess, broker_settings, service_env
 from tests.integration.test_serve import free_port
 
@@ -52,11 +54,10 @@ def page(browser):
     context.close()
 
 
-@pytest.fixture(scope="module")
-def served(tmp_path_factory):
-    """The API (gunicorn) and a worker; codex asks one question, then finishes."""
+@contextmanager
+def _serve(root: Path, api_env: dict[str, str]):
+    """The API (gunicorn, with `api_env`) and a worker; codex asks one question, then finishes."""
     require_binary(get_adapter("codex"))
-    root = tmp_path_factory.mktemp("browser")
     script_file = root / "llm-script.json"
     script_file.write_text(json.dumps(asdict(ASKS_THEN_FINISHES)))
     with FakeLLM(script_file) as llm, broker_settings(root, REDIS_DB) as settings:
@@ -67,7 +68,13 @@ def served(tmp_path_factory):
         worker = WorkerProcess(
             settings, "browser", settings.data_dir / "worker.log", extra_env=extra
         )
-        env = {**service_env(settings), **extra, "PORT": str(free_port()), "WEB_CONCURRENCY": "1"}
+        env = {
+            **service_env(settings),
+            **extra,
+            **api_env,
+            "PORT": str(free_port()),
+            "WEB_CONCURRENCY": "1",
+        }
         api = Api(env, int(env["PORT"]))
         api.start()
         try:
@@ -75,3 +82,19 @@ def served(tmp_path_factory):
         finally:
             api.stop()
             worker.stop()
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    """The UI with no tokens configured (open)."""
+    with _serve(tmp_path_factory.mktemp("browser"), {}) as api:
+        yield api
+
+
+@pytest.fixture(scope="module")
+def served_with_tokens(tmp_path_factory):
+    """The UI with the tokens of tests.helpers.TOKENS: its pages ask for a login."""
+    root = tmp_path_factory.mktemp("browser-tokens")
+    tokens = write_tokens_file(root / "tokens.jsonl", TOKENS)
+    with _serve(root, {"SKILL_RUNNER_TOKENS_FILE": str(tokens)}) as api:
+        yield api

@@ -190,7 +190,7 @@ def test_submit_wait_status_result_logs_bundle_and_list(served, tmp_path):
 
 
 def test_logs_follow_prints_a_run_live_and_cancel_ends_it(served, client):
-    rid = client.jobs.create("slow-counter", parameter={"sleep": 6, "ticks": 6})["request_id"]
+    rid = client.jobs.create("slow-counter", parameter={"sleep": 15, "ticks": 6})["request_id"]
     follow = popen(served, "logs", "-f", rid, script="skill-runner")
     first = follow.stdout.readline().decode()
     assert first.startswith("tick 0")

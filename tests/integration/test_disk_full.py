@@ -12,7 +12,7 @@ import pytest
 
 from api import create_app
 from api.queue import CeleryQueue
-from tests.helpers import upload_body, wait_for_job
+from tests.helpers import upload_body, wait_for, wait_for_job
 from tests.integration.services import WorkerProcess, broker_settings
 
 pytestmark = pytest.mark.integration
@@ -122,3 +122,21 @@ def test_a_full_disk_fails_runs_and_requests_cleanly_and_the_service_recovers(se
     after = post(client, {**body, "input": {"text": "after"}}).json["request_id"]
     assert wait_for_job(client, after)["status"] == "succeeded"
     assert leftovers(small_disk) == []
+
+
+def test_a_script_that_fails_on_the_full_disk_ends_storage_full(service, small_disk):
+    """Found by the chaos test: the disk fills while a script runs, the script cannot write
+    its output and exits 1, and the runner cannot write the result either. That run failed
+    for want of space (STORAGE_FULL, worth retrying later), not SKILL_SCRIPT_FAILED."""
+    settings, client = service
+    body = {"skill_id": "slow-counter", "parameter": {"sleep": 1.5}}
+    rid = post(client, body).json["request_id"]
+    running = wait_for_job(client, rid, until=("running",))
+    calls = settings.runs_dir / running["run_id"] / "artifacts" / "calls.txt"
+    assert wait_for(calls.is_file, 10)  # the script is past its first write
+    fill(small_disk / "fill")
+    status = wait_for_job(client, rid)
+    assert status["status"] == "failed", status
+    assert status["error"]["code"] == "STORAGE_FULL", status["error"]
+    assert status["error"]["run_error"]["code"] == "SKILL_SCRIPT_FAILED"
+    (small_disk / "fill").unlink()

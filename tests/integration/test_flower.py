@@ -26,6 +26,9 @@ from tests.integration.test_serve import free_port
 pytestmark = pytest.mark.integration
 
 FAST = {
+    # the tests read the pids a script records from inside; a boxed run has a pid namespace
+    # of its own (boxed runs' kills: tests/integration/test_sandbox.py)
+    "SKILL_RUNNER_SANDBOX": "off",
     "SKILL_RUNNER_KILL_GRACE_SEC": "1",
     "SKILL_RUNNER_SWEEP_INTERVAL_SEC": "1",
 }
@@ -182,3 +185,24 @@ def test_flower_revoke_with_terminate_cancels_a_running_run_and_kills_its_group(
     assert last["data"]["terminal"]["status"] == "canceled"
     again = create_job(bare_stack, "slow-counter", sleep=0)
     assert bare_stack.wait(again)["status"] == "succeeded"
+
+
+def test_a_run_held_back_by_the_running_limit_keeps_its_label_in_flower(bare_stack, flower):
+    limits = {**FAST, "SKILL_RUNNER_MAX_RUNNING": "1", "SKILL_RUNNER_LIMIT_RETRY_SEC": "1"}
+    worker = bare_stack.start_worker(concurrency=2, extra_env=limits)
+    watched_by_flower(flower, worker)
+    first = create_job(bare_stack, "slow-counter", sleep=3)
+    bare_stack.wait(first, until=("running",))
+    held = create_job(bare_stack, "slow-counter", sleep=0)  # a free slot, but over the limit
+    wait_for(lambda: "retry" in worker.log_path.read_text().lower(), 20, 0.2, "a limit retry")
+    assert bare_stack.wait(held, timeout=30)["status"] == "succeeded"
+    task = wait_for(
+        lambda: (t := flower.task(task_id_of(bare_stack, held))) and t["state"] == "SUCCESS" and t,
+        30,
+        0.2,
+    )
+    assert literal_eval(task["kwargs"]) == {
+        "skill": "slow-counter",
+        "engine": "script",
+        "request_id": held,
+    }

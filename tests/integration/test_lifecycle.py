@@ -34,6 +34,9 @@ from tests.integration.services import Stack, WorkerProcess
 pytestmark = pytest.mark.integration
 
 FAST = {
+    # these tests read the pids a script records from inside; a boxed run has a pid namespace
+    # of its own (boxed runs' kills: tests/integration/test_sandbox.py)
+    "SKILL_RUNNER_SANDBOX": "off",
     "SKILL_RUNNER_KILL_GRACE_SEC": "1",
     "SKILL_RUNNER_SWEEP_INTERVAL_SEC": "1",
     "SKILL_RUNNER_LIMIT_RETRY_SEC": "0.3",

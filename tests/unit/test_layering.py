@@ -1,6 +1,7 @@
 """Import rules: runner_core is the pure domain (no Flask, Celery, api or worker), api never
 imports worker, fake_llm (offered to skill authors) needs nothing but the standard library,
-and no module of api, worker, runner_core or bench imports itself in a circle."""
+the example client (e2e_client) talks to the service through the SDK only, and no module of
+api, worker, runner_core or bench imports itself in a circle."""
 
 from __future__ import annotations
 
@@ -55,6 +56,17 @@ def outside_stdlib(package: Path) -> list[str]:
 
 def test_fake_llm_imports_only_the_standard_library():
     assert outside_stdlib(REPO_ROOT / "fake_llm") == []
+
+
+def test_e2e_client_uses_the_sdk_not_the_service_s_modules():
+    """The example client imports Flask (its web pages), the SDK and the standard library only."""
+    allowed = {"flask", "werkzeug", "skill_runner_client"}
+    leaks = [
+        m
+        for m in outside_stdlib(REPO_ROOT / "e2e_client")
+        if m.split(": ")[1].split(".")[0] not in allowed
+    ]
+    assert leaks == []
 
 
 def test_outside_stdlib_reports_a_third_party_import(tmp_path):

@@ -105,6 +105,13 @@ def test_api_tokens_are_split_on_commas_and_kept_out_of_repr(tmp_path) -> None:
     assert load_settings({"SKILL_RUNNER_DATA_DIR": str(tmp_path)}).api_tokens == ()
 
 
+def test_the_tokens_file_is_a_path_and_blank_means_none(tmp_path) -> None:
+    base = {"SKILL_RUNNER_DATA_DIR": str(tmp_path)}
+    named = load_settings({**base, "SKILL_RUNNER_TOKENS_FILE": str(tmp_path / "t.jsonl")})
+    assert named.tokens_file == tmp_path / "t.jsonl"
+    assert load_settings({**base, "SKILL_RUNNER_TOKENS_FILE": " "}).tokens_file is None
+
+
 def test_the_cli_reports_a_configuration_error_without_a_traceback(
     tmp_path, monkeypatch, capsys
 ) -> None:
@@ -128,6 +135,7 @@ def test_the_cli_reports_a_configuration_error_without_a_traceback(
         ("127.0.0.1", "", False),
         ("::1", "", False),
         ("10.1.2.3", " ", True),
+        ("0.0.0.0", "file", False),  # a tokens file instead
     ],
 )
 def test_gunicorn_warns_when_it_listens_beyond_loopback_without_a_token(
@@ -138,7 +146,8 @@ def test_gunicorn_warns_when_it_listens_beyond_loopback_without_a_token(
     from runner_core.settings import REPO_ROOT
 
     monkeypatch.setenv("HOST", host)
-    monkeypatch.setenv("SKILL_RUNNER_API_TOKEN", token)
+    monkeypatch.setenv("SKILL_RUNNER_API_TOKEN", "" if token == "file" else token)
+    monkeypatch.setenv("SKILL_RUNNER_TOKENS_FILE", "/etc/tokens.jsonl" if token == "file" else "")
     conf = runpy.run_path(str(REPO_ROOT / "deploy" / "gunicorn.conf.py"))
     said = []
 
@@ -149,7 +158,7 @@ def test_gunicorn_warns_when_it_listens_beyond_loopback_without_a_token(
     conf["when_ready"](type("Server", (), {"log": Log()})())
     assert bool(said) is warned
     if warned:
-        assert f"listening on {host}:" in said[0] and "SKILL_RUNNER_API_TOKEN" in said[0]
+        assert f"listening on {host}:" in said[0] and "without API tokens" in said[0]
 
 
 def test_gunicorn_keeps_its_worker_heartbeat_files_in_memory_when_it_can() -> None:

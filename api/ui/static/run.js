@@ -1,14 +1,18 @@
-/* The run page: follows the run's event stream (the management API's SSE) into the
-   conversation, stderr and status; offers the pending question's reply; shows the result,
-   the artifacts and the bundle when the run ends. */
+/* The run page: shows the last page of the run's events (the history route), earlier pages on
+   demand, then follows the event stream (the management API's SSE) from there into the
+   conversation, stderr and status; offers the pending question's reply; shows the result, the
+   artifacts and the bundle when the run ends. A long run's history is never sent whole. */
 "use strict";
 (() => {
-  const { request_id: rid } = JSON.parse(document.getElementById("run-state").textContent);
+  const { request_id: rid, last_seq: lastSeq } = JSON.parse(document.getElementById("run-state").textContent);
+  const PAGE = 100;  /* events per history page */
   const api = `/v1/management/runs/${rid}`;
   const $ = (id) => document.getElementById(id);
   const conversation = $("conversation"), stderr = $("stderr");
   const TERMINAL = ["succeeded", "failed", "canceled"];
-  let lastTool = null, lastAgentText = null, pendingId = null, ended = false;
+  let lastTool = null, lastAgentText = null, pendingId = null, ended = false, source = null;
+  let batch = null;  /* while a history page is drawn: {nodes, stderr, older} */
+  let oldest = lastSeq + 1;  /* the first seq shown */
 
   function el(tag, cls, text) {
     const node = document.createElement(tag);
@@ -17,6 +21,7 @@
     return node;
   }
   function show(node) {
+    if (batch) { batch.nodes.append(node); return; }
     const follow = conversation.scrollHeight - conversation.scrollTop - conversation.clientHeight < 40;
     conversation.append(node);
     if (follow) conversation.scrollTop = conversation.scrollHeight;
@@ -31,13 +36,15 @@
 
   function onEvent(ev) {
     const d = ev.data || {};
+    const older = batch && batch.older;  /* an earlier page: drawn only, no state of its own */
     switch (ev.type) {
       case "conversation.state.changed":
-        setStatus(d.to);
         show(el("div", "state", `${d.from || "—"} → ${d.to}${d.trigger ? ` (${d.trigger})` : ""}`));
+        if (older) break;
+        setStatus(d.to);
         if (d.to !== "waiting_user") closeQuestion();
         if (d.terminal) finish(d.terminal);
-        else if (window.htmx) htmx.trigger("#tree", "refresh");
+        else if (window.htmx && !batch) htmx.trigger("#tree", "refresh");
         break;
       case "assistant.message":
         lastAgentText = d.text;
@@ -58,11 +65,11 @@
         break;
       case "user.input.required":
         show(el("div", "msg question", d.prompt));
-        ask(d);
+        if (!batch) ask(d);  /* a page of history: the stream's snapshot says what is pending */
         break;
       case "interaction.reply.accepted":
         show(el("div", "msg user", text(d.response)));
-        closeQuestion();
+        if (!older) closeQuestion();
         break;
       case "interaction.auto_decide.timeout":
         show(el("div", "state", "No reply in time: decided automatically."));
@@ -77,6 +84,7 @@
         break;
       }
       case "raw.stderr":
+        if (batch) { batch.stderr += d.text; break; }
         stderr.textContent += d.text;
         stderr.scrollTop = stderr.scrollHeight;
         break;
@@ -186,19 +194,90 @@
     await fetch(`${api}/cancel`, { method: "POST" });
   });
 
-  let source = new EventSource(`${api}/events`);
-  source.addEventListener("snapshot", (m) => {
-    const snap = JSON.parse(m.data);
-    setStatus(snap.status);
-    if (snap.pending) ask(snap.pending);
+  /* One page of history drawn at once: into the end of the conversation (the latest page) or
+     before what is shown (an earlier one), with a single layout and scroll. */
+  function draw(events, older) {
+    const toolBefore = lastTool;
+    batch = { nodes: document.createDocumentFragment(), stderr: "", older };
+    if (older) lastTool = null;
+    try {
+      for (const ev of events) onEvent(ev);
+    } finally {
+      const drawn = batch;
+      batch = null;
+      if (older) {
+        lastTool = toolBefore;
+        const height = conversation.scrollHeight;
+        $("earlier").after(drawn.nodes);
+        conversation.scrollTop += conversation.scrollHeight - height;  /* the view stays put */
+        stderr.textContent = drawn.stderr + stderr.textContent;
+      } else {
+        conversation.append(drawn.nodes);
+        conversation.scrollTop = conversation.scrollHeight;
+        stderr.textContent += drawn.stderr;
+        stderr.scrollTop = stderr.scrollHeight;
+      }
+    }
+  }
+
+  async function history(from, to) {
+    const answer = await fetch(`${api}/events/history?from_seq=${from}&to_seq=${to}`);
+    if (!answer.ok) throw new Error(`history: ${answer.status}`);
+    return (await answer.json()).events;
+  }
+
+  function earlierButton() {
+    const button = $("earlier");
+    button.hidden = oldest <= 1;
+    button.textContent = `Show earlier events (${oldest - 1} more)`;
+  }
+
+  $("earlier").addEventListener("click", async () => {
+    const button = $("earlier");
+    button.disabled = true;
+    const from = Math.max(1, oldest - PAGE);
+    try {
+      draw(await history(from, oldest - 1), true);
+      oldest = from;
+    } finally {
+      button.disabled = false;
+      earlierButton();
+    }
   });
-  source.addEventListener("chat_event", (m) => onEvent(JSON.parse(m.data)));
-  source.onerror = () => {
-    /* the browser reconnects with Last-Event-ID; a run that ended without a terminal event
-       (canceled before it started) is read from its state instead */
-    if (ended) return;
-    fetch(api).then((r) => r.json()).then((s) => {
-      if (TERMINAL.includes(s.status)) finish({ status: s.status, error: s.error });
+
+  function follow(cursor) {
+    source = new EventSource(`${api}/events?cursor=${cursor}`);
+    source.addEventListener("snapshot", (m) => {
+      const snap = JSON.parse(m.data);
+      setStatus(snap.status);
+      if (snap.pending) ask(snap.pending);
     });
-  };
+    source.addEventListener("chat_event", (m) => onEvent(JSON.parse(m.data)));
+    source.onerror = () => {
+      /* the browser reconnects with Last-Event-ID; a run that ended without a terminal event
+         (canceled before it started) is read from its state instead */
+      if (ended) return;
+      fetch(api).then((r) => r.json()).then((s) => {
+        if (TERMINAL.includes(s.status)) finish({ status: s.status, error: s.error });
+      });
+    };
+  }
+
+  /* The last page of the history first, then the stream from where it ends (a finished run's
+     page holds its terminal event, so no stream is opened). */
+  (async () => {
+    let cursor = 0;
+    if (lastSeq > 0) {
+      try {
+        const from = Math.max(1, lastSeq - PAGE + 1);
+        draw(await history(from, lastSeq), false);
+        oldest = from;
+        cursor = lastSeq;
+      } catch (err) {
+        oldest = 1;  /* no history: the stream replays it all */
+      }
+    }
+    earlierButton();
+    if (!ended) follow(cursor);
+  })();
 })();

@@ -1,0 +1,2 @@
+def execute(input, ctx):
+    return {"n": input["n"] + 1}

@@ -1,0 +1,212 @@
+"""The box a run's processes run in: resource limits, and with bubblewrap (`bwrap`) a
+filesystem and network of their own.
+
+`box_command` turns a CommandSpec into one that starts as
+`prlimit LIMITS -- sh -c 'join the pids group; exec "$@"' box bwrap OPTIONS -- ARGV`:
+- limits: RLIMIT_DATA (memory a process can map writable; not RLIMIT_AS, which Node's
+  address-space reservations exceed at any sane value), RLIMIT_NOFILE, and the process count
+  as a cgroup v1 pids group (runner_core.cgroups; RLIMIT_NPROC does not bind root);
+- bwrap: its own pid namespace (other processes and their environments are not visible, and
+  nothing it starts outlives it), no capabilities; with `fs_scope: workspace_only` the root
+  read-only, a private /tmp, the data directory (database, broker socket, other runs, skill
+  copies) replaced by an empty folder but for the run's own directory (read-write), the uv
+  cache and the `SKILL_RUNNER_SANDBOX_READ_PATHS`; with `network: off` (script steps only) a
+  network namespace holding only its own loopback.
+SKILL_RUNNER_SANDBOX=off turns all of it off; `auto` boxes with bwrap when it works here and
+applies the limits alone when it does not.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import re
+import resource
+import shlex
+import shutil
+import subprocess
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from runner_core.cgroups import pids_root
+from runner_core.engines.base import CommandSpec
+from runner_core.skills.model import Automation
+
+log = logging.getLogger(__name__)
+
+MODES = ("auto", "off")
+# Where deploy/install-sandbox.sh unpacks Debian's bubblewrap (looked at before PATH).
+LOCAL_BWRAP = Path(__file__).resolve().parent.parent / ".sandbox" / "usr" / "bin" / "bwrap"
+# What a process that ran out of (limited) memory prints: CPython, Node/V8, glibc, C++, Rust.
+_OUT_OF_MEMORY = re.compile(
+    r"MemoryError|out of memory|Cannot allocate memory|bad_alloc|memory allocation of \d+ bytes"
+)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Per-process resource limits (0: none)."""
+
+    memory_bytes: int = 0
+    processes: int = 0
+    open_files: int = 0
+
+
+@dataclass(frozen=True)
+class Box:
+    """How the processes of one run are boxed."""
+
+    limits: Limits
+    bwrap: str | None = None  # None: limits only (bwrap off or not usable)
+    run_dir: Path | None = None
+    fs: bool = True  # workspace_only: the run directory is the only writable place
+    hidden: tuple[Path, ...] = ()  # replaced by empty folders (other runs, the database)
+    writable: tuple[Path, ...] = ()  # shared folders the run may write (uv's cache)
+    readable: tuple[Path, ...] = ()  # folders under `hidden` or /tmp the run may read
+    network: bool = True  # False: no network but its own loopback
+
+    def for_engine(self) -> Box:
+        """Engine CLIs talk to their model's endpoint: never cut from the network."""
+        return replace(self, network=True)
+
+    @property
+    def cuts_network(self) -> bool:
+        return self.bwrap is not None and not self.network
+
+
+def plan_box(
+    mode: str,
+    limits: Limits,
+    run_dir: Path,
+    automation: Automation | None,
+    hidden: tuple[Path, ...] = (),
+    writable: tuple[Path, ...] = (),
+    readable: tuple[Path, ...] = (),
+    bwrap_setting: str = "",
+) -> Box | None:
+    """The box for a run's processes (None when the sandbox is off); `bwrap_setting` is
+    SKILL_RUNNER_BWRAP (empty: .sandbox/ of the checkout, else PATH)."""
+    if mode == "off":
+        return None
+    automation = automation or Automation()
+    bwrap = find_bwrap(bwrap_setting)
+    if bwrap is None:
+        return Box(limits)
+    return Box(
+        limits,
+        bwrap,
+        run_dir=run_dir,
+        fs=automation.fs_scope == "workspace_only",
+        hidden=hidden,
+        writable=writable,
+        readable=readable,
+        network=automation.network != "off",
+    )
+
+
+@functools.cache
+def find_bwrap(setting: str = "") -> str | None:
+    """bwrap's path when it can build our box here (checked once per process), else None."""
+    found = setting or (str(LOCAL_BWRAP) if LOCAL_BWRAP.is_file() else shutil.which("bwrap"))
+    if not found:
+        log.warning(
+            "sandbox: bwrap not found (deploy/install-sandbox.sh); runs get resource limits only"
+        )
+        return None
+    probe = [found, *_base_options(), "--unshare-net", "--ro-bind", "/", "/"]
+    probe += ["--dev", "/dev", "--proc", "/proc", "--", "true"]
+    try:
+        done = subprocess.run(probe, capture_output=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        log.warning("sandbox: bwrap does not start (%s); runs get resource limits only", exc)
+        return None
+    if done.returncode != 0:
+        why = done.stderr.decode(errors="replace").strip()
+        log.warning("sandbox: bwrap cannot box here (%s); runs get resource limits only", why)
+        return None
+    return found
+
+
+def sandbox_status(mode: str, bwrap_setting: str = "") -> dict[str, object]:
+    """What boxes runs on this host (for /healthz and the worker's start line)."""
+    if mode == "off":
+        return {"mode": "off", "box": None, "process_limit": None}
+    return {
+        "mode": mode,
+        "box": "bwrap" if find_bwrap(bwrap_setting) else None,
+        "process_limit": "cgroup" if pids_root() else "rlimit",
+    }
+
+
+def box_command(spec: CommandSpec, box: Box, pids_procs: Path | None) -> CommandSpec:
+    """`spec` started inside `box`; `pids_procs` is the cgroup.procs file of its pids group
+    (None: RLIMIT_NPROC instead, which binds only a non-root uid)."""
+    argv, env = list(spec.argv), spec.env
+    if box.bwrap is not None:
+        argv = [box.bwrap, *_bwrap_options(box, spec), "--", *argv]
+        if box.cuts_network and "UV_CACHE_DIR" in env:
+            env = {**env, "UV_OFFLINE": "1"}  # `uv run` without network: from its cache only
+    if pids_procs is not None:
+        join = f'echo $$ > {shlex.quote(str(pids_procs))} || exit 125; exec "$@"'
+        argv = ["/bin/sh", "-c", join, "box", *argv]
+    argv = _prlimit(box.limits, nproc=pids_procs is None) + argv
+    return replace(spec, argv=argv, env=env)
+
+
+def out_of_memory(stderr_tail: str) -> bool:
+    """True when a failed process's last words say it ran out of memory."""
+    return _OUT_OF_MEMORY.search(stderr_tail) is not None
+
+
+def _prlimit(limits: Limits, nproc: bool) -> list[str]:
+    prlimit = shutil.which("prlimit")
+    if prlimit is None:
+        return []
+    wanted = [("data", resource.RLIMIT_DATA, limits.memory_bytes)]
+    wanted.append(("nofile", resource.RLIMIT_NOFILE, limits.open_files))
+    if nproc:
+        wanted.append(("nproc", resource.RLIMIT_NPROC, limits.processes))
+    options = []
+    for name, which, value in wanted:
+        hard = resource.getrlimit(which)[1]
+        if value and hard != resource.RLIM_INFINITY:
+            value = min(value, hard)  # an unprivileged worker cannot raise its hard limit
+        if value:
+            options.append(f"--{name}={value}")
+    return [prlimit, *options, "--"] if options else []
+
+
+def _base_options() -> list[str]:
+    return ["--die-with-parent", "--unshare-pid", "--cap-drop", "ALL"]
+
+
+def _bwrap_options(box: Box, spec: CommandSpec) -> list[str]:
+    options = _base_options()
+    if not box.network:
+        options.append("--unshare-net")
+    if not box.fs or box.run_dir is None:
+        return [*options, "--bind", "/", "/", "--dev-bind", "/dev", "/dev", "--proc", "/proc"]
+    options += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    for path in box.hidden:
+        options += ["--tmpfs", str(path)]
+    for path in (*box.readable, *_find_links(spec.env)):
+        options += ["--ro-bind-try", str(path), str(path)]
+    for path in box.writable:  # made first: one created inside the box would not outlive it
+        path.mkdir(parents=True, exist_ok=True)
+        options += ["--bind", str(path), str(path)]
+    run_dir = str(box.run_dir)
+    options += ["--bind", run_dir, run_dir]
+    for path in box.hidden:  # nothing written there outlives the box: refuse it at once
+        options += ["--remount-ro", str(path)]
+    return [*options, "--chdir", str(spec.cwd)]
+
+
+def _find_links(env: dict[str, str]) -> list[Path]:
+    """uv's local package folders (UV_FIND_LINKS), which may sit under /tmp or the data dir."""
+    paths = []
+    for item in re.split(r"[\s,]+", env.get("UV_FIND_LINKS", "")):
+        item = item.removeprefix("file://")
+        if item and os.path.isabs(item):
+            paths.append(Path(item))
+    return paths

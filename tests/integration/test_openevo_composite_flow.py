@@ -1,0 +1,183 @@
+"""Composite flow control through the API, Redis and a real worker: foreach within
+maxConcurrency, a step's retry and timeout, the composite's own timeout, step events."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from datetime import datetime
+
+import pytest
+
+from tests.integration.openevo_stack import install_node_runners, openevo_stack
+
+pytestmark = pytest.mark.integration
+REDIS_DB = {"sqlite": 13, "postgres": 14}
+TAGS = ["a", "b", "c", "d", "e", "f"]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def node_runners():
+    install_node_runners()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def stack(request, tmp_path):
+    with openevo_stack(tmp_path, REDIS_DB[request.param], request.param, concurrency=4) as stack:
+        yield stack
+
+
+def start(stack, skill_id, inline):
+    resp = stack.client.post("/v1/jobs", json={"skill_id": skill_id, "input": inline})
+    assert resp.status_code == 200, resp.json
+    return resp.json["request_id"]
+
+
+def result_of(stack, rid):
+    return stack.client.get(f"/v1/jobs/{rid}/result").json["result"]
+
+
+def events_of(stack, rid):
+    run_id = stack.client.get(f"/v1/jobs/{rid}").json["run_id"]
+    path = stack.settings.runs_dir / run_id / "events.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def stamp(value):
+    return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+
+
+def test_foreach_runs_one_child_per_item_at_most_max_concurrency_at_once(stack):
+    rid = start(stack, "fanout", {"tags": TAGS, "ms": 700})
+    assert stack.wait(rid, 90)["status"] == "succeeded"
+    result = result_of(stack, rid)
+    assert result["data"]["tags"] == [f"{i}:{t}" for i, t in enumerate(TAGS)]  # item order
+    (step,) = result["steps"]
+    assert step["status"] == "succeeded" and [i["index"] for i in step["items"]] == list(range(6))
+    spans = []
+    for item in step["items"]:
+        child = stack.client.get(f"/v1/jobs/{item['request_id']}").json
+        assert child["status"] == "succeeded"
+        spans.append((stamp(child["started_at"]), stamp(child["finished_at"])))
+    # at any child's start, fewer than two others are running
+    for begin, _ in spans:
+        overlapping = [s for s in spans if s[0] <= begin < s[1]]
+        assert len(overlapping) <= 2, spans
+    # the worker has 4 processes: the cap, not the pool, kept it at two, yet two did overlap
+    assert any(a[0] < b[1] and b[0] < a[1] for a in spans for b in spans if a is not b)
+    started = [e for e in events_of(stack, rid) if e["type"] == "step.started"]
+    ended = [e for e in events_of(stack, rid) if e["type"] == "step.ended"]
+    assert sorted(e["data"]["index"] for e in started) == list(range(6))
+    assert len(ended) == 6 and all(e["data"]["status"] == "succeeded" for e in ended)
+    assert all(e["data"]["duration_ms"] >= 700 and e["data"]["step"] == "each" for e in ended)
+
+
+def test_a_failed_step_is_retried_as_new_children_after_its_delay(stack, tmp_path):
+    counter = tmp_path / "calls.txt"
+    rid = start(stack, "retried_step", {"counter_file": str(counter), "fail_times": 2})
+    assert stack.wait(rid, 90)["status"] == "succeeded"
+    result = result_of(stack, rid)
+    assert result["data"] == {"calls": 3}
+    (step,) = result["steps"]
+    assert step["attempts"] == 3 and step["status"] == "succeeded"
+    ended = [e["data"] for e in events_of(stack, rid) if e["type"] == "step.ended"]
+    assert [(e["attempt"], e["status"]) for e in ended] == [
+        (1, "failed"),
+        (2, "failed"),
+        (3, "succeeded"),
+    ]
+    assert ended[0]["error"]["code"] == "SKILL_SCRIPT_FAILED"
+    children = [stack.client.get(f"/v1/jobs/{e['request_id']}").json for e in ended]
+    for before, after in zip(children, children[1:], strict=False):
+        assert stamp(after["started_at"]) - stamp(before["finished_at"]) >= 0.4  # retryDelay
+
+
+def test_a_step_over_its_timeout_is_killed_and_fails_the_composite(stack):
+    rid = start(stack, "slow_step", {})
+    status = stack.wait(rid, 60)
+    assert status["status"] == "failed"
+    assert status["error"]["code"] == "COMPOSITE_STEP_FAILED"
+    assert status["error"]["details"]["error"]["code"] == "TIMEOUT"
+    (step,) = result_of(stack, rid)["steps"]
+    assert step["status"] == "failed" and step["error"]["code"] == "TIMEOUT"
+    assert step["duration_ms"] < 20000  # killed, not slept out
+
+
+def test_the_composite_timeout_cancels_its_running_step_and_fails_the_parent(stack):
+    rid = start(stack, "slow_composite", {})
+    status = stack.wait(rid, 60)
+    assert status["status"] == "failed" and status["error"]["code"] == "TIMEOUT"
+    assert stamp(status["finished_at"]) - stamp(status["started_at"]) < 25  # not the 30 s sleep
+    (step,) = result_of(stack, rid)["steps"]
+    child = stack.wait(step["request_id"], 30)
+    assert child["status"] == "canceled"
+    stderr = stack.settings.runs_dir / child["run_id"] / "logs" / "stderr.txt"
+    pid = int(re.search(r"pid (\d+)", stderr.read_text()).group(1))
+    deadline = time.time() + 10
+    while time.time() < deadline and _alive(pid):
+        time.sleep(0.1)
+    assert not _alive(pid), f"the step's process {pid} outlived its cancel"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(") ")[1][0] != "Z"  # a zombie is gone but not yet reaped
+    except OSError:
+        return False
+
+
+def test_an_index_py_composite_calls_skills_as_child_runs(stack):
+    rid = start(stack, "research_in_code", {"topic": "queue runs"})
+    assert stack.wait(rid, 60)["status"] == "succeeded"
+    data = result_of(stack, rid)["data"]
+    assert len(data["sources"]) == 3
+    assert data["summary"].endswith("first: " + data["sources"][0]["snippet"].splitlines()[0])
+    events = events_of(stack, rid)
+    started = [e["data"] for e in events if e["type"] == "step.started"]
+    ended = [e["data"] for e in events if e["type"] == "step.ended"]
+    assert [s["step"] for s in started] == ["memory_search@1", "summarize@2"]
+    assert [(e["step"], e["status"]) for e in ended] == [
+        ("memory_search@1", "succeeded"),
+        ("summarize@2", "succeeded"),
+    ]
+    child = stack.client.get(f"/v1/jobs/{started[1]['request_id']}").json
+    assert child["status"] == "succeeded" and child["skill_id"] == "summarize"
+    stderr = stack.settings.runs_dir / stack.wait(rid, 1)["run_id"] / "logs" / "stderr.txt"
+    assert "not in this skill's `calls`" in stderr.read_text()  # sleep_ms was refused
+
+
+def test_an_index_ts_composite_runs_calls_at_once_and_sees_a_failed_call(stack):
+    rid = start(stack, "pair_in_code", {"ms": 1500})
+    assert stack.wait(rid, 60)["status"] == "succeeded"
+    data = result_of(stack, rid)["data"]
+    a, b = data["a"], data["b"]
+    assert a["started"] < b["ended"] and b["started"] < a["ended"], data  # both in flight
+    assert "ctx.call('wrong_output') failed" in data["failure"]
+    ended = {
+        e["data"]["step"]: e["data"] for e in events_of(stack, rid) if e["type"] == "step.ended"
+    }
+    assert ended["wrong_output@3"]["error"]["code"] == "OUTPUT_VALIDATION_FAILED"
+
+
+def test_the_skill_retry_runs_a_failed_run_again_up_to_retry_times(stack, tmp_path):
+    counter = tmp_path / "calls.txt"
+    rid = start(stack, "flaky_retried", {"counter_file": str(counter), "fail_times": 2})
+    assert stack.wait(rid, 60)["status"] == "succeeded"
+    assert result_of(stack, rid)["data"] == {"calls": 3}
+    events = events_of(stack, rid)
+    retries = [e for e in events if e["data"].get("trigger") == "retry_after_failure"]
+    warnings = [e["data"] for e in events if e["type"] == "diagnostic.warning"]
+    assert len(retries) == 2 and [w["attempt"] for w in warnings] == [1, 2]
+    assert warnings[0]["error"]["code"] == "SKILL_SCRIPT_FAILED"
+    counter.unlink()
+    rid = start(stack, "flaky_retried", {"counter_file": str(counter), "fail_times": 5})
+    status = stack.wait(rid, 60)
+    assert status["status"] == "failed" and status["error"]["code"] == "SKILL_SCRIPT_FAILED"
+    assert counter.read_text() == "3"  # one run and two retries, no more

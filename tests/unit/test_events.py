@@ -1,0 +1,90 @@
+"""The run event log: numbering, batching, announcing, reading back."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+from pathlib import Path
+
+from runner_core.events import EventLog, RunRef, is_terminal, read_events
+
+REF = RunRef("run-1", "req-1", "codex", attempt=2)
+
+
+def _seqs(run_dir: Path) -> list[int]:
+    return [event["seq"] for event in read_events(run_dir)]
+
+
+def test_emit_numbers_from_one_and_fills_the_envelope(tmp_path):
+    log = EventLog(tmp_path, REF)
+    first = log.emit("raw.stdout", {"text": "a"})
+    second = log.emit("assistant.message.final", {"text": "b"})
+    assert first is not None and second is not None
+    assert (first["seq"], second["seq"]) == (1, 2)
+    stored = read_events(tmp_path)
+    assert stored == [first, second]
+    assert stored[0]["protocol_version"] == "fcmp/1.0"
+    assert stored[0]["request_id"] == "req-1"
+    assert stored[0]["meta"] == {"attempt": 2}
+
+
+def test_emit_many_writes_in_order_and_announces_once(tmp_path):
+    calls: list[tuple[str, list[str]]] = []
+    log = EventLog(tmp_path, REF, publish=lambda run_id, lines: calls.append((run_id, lines)))
+    log.emit("raw.stdout", {"text": "before"})
+    events = log.emit_many([("raw.stdout", {"text": "x"}), ("tool.call", {"name": "sh"})])
+    assert [e["seq"] for e in events] == [2, 3]
+    assert [e["type"] for e in read_events(tmp_path)] == ["raw.stdout", "raw.stdout", "tool.call"]
+    assert len(calls) == 2 and calls[1][0] == "run-1"
+    assert [json.loads(line)["seq"] for line in calls[1][1]] == [2, 3]
+
+
+def test_a_new_log_on_the_same_file_continues_the_numbering(tmp_path):
+    EventLog(tmp_path, REF).emit_many([("a", None), ("b", None)])
+    again = EventLog(tmp_path, RunRef("run-1", "req-1", "codex", attempt=3)).emit("c")
+    assert again is not None and again["seq"] == 3
+
+
+def test_a_damaged_last_line_does_not_restart_the_numbering(tmp_path):
+    EventLog(tmp_path, REF).emit_many([("a", None), ("b", None)])
+    with (tmp_path / "events.jsonl").open("a") as fh:
+        fh.write('{"seq": 9, "cut in the mid\n')
+    assert EventLog(tmp_path, REF).emit("c")["seq"] == 3
+
+
+def test_off_or_without_a_directory_nothing_is_written(tmp_path):
+    published: list = []
+    assert EventLog(tmp_path, REF, lambda *a: published.append(a), enabled=False).emit("a") is None
+    assert (
+        EventLog(tmp_path / "gone", REF, lambda *a: published.append(a)).emit_many([("a", None)])
+        == []
+    )
+    assert published == [] and not (tmp_path / "events.jsonl").exists()
+
+
+def _append(run_dir: str, n: int) -> None:
+    log = EventLog(Path(run_dir), REF)
+    for i in range(n):
+        if i % 2:
+            log.emit("one")
+        else:
+            log.emit_many([("two", None), ("two", None)])
+
+
+def test_writers_in_several_processes_never_reuse_a_seq(tmp_path):
+    procs = [multiprocessing.Process(target=_append, args=(str(tmp_path), 40)) for _ in range(3)]
+    for proc in procs:
+        proc.start()
+    for proc in procs:
+        proc.join(30)
+    assert _seqs(tmp_path) == list(range(1, 3 * 60 + 1))
+
+
+def test_read_events_filters_by_seq_and_terminal_is_recognised(tmp_path):
+    log = EventLog(tmp_path, REF)
+    log.emit("raw.stdout")
+    log.state_changed("running", "succeeded", "finished", terminal=True)
+    assert [e["seq"] for e in read_events(tmp_path, after_seq=1)] == [2]
+    assert [e["seq"] for e in read_events(tmp_path, to_seq=1)] == [1]
+    last = read_events(tmp_path)[-1]
+    assert is_terminal(last) and last["data"]["terminal"] == {"status": "succeeded", "error": None}

@@ -1,0 +1,92 @@
+"""Which box a run's processes get (runner_core.sandbox), and the warning a run records when
+its skill's `automation.network` could not be enforced."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from runner_core.error_codes import ErrorCode
+from runner_core.sandbox import Box, Limits, plan_box
+from runner_core.settings import Settings
+from runner_core.skills import SkillPackage
+from runner_core.skills.model import Automation
+from worker.engine_dependencies import install_dependencies
+from worker.entry import EntryContext
+from worker.script_entry import uv_cache_dir
+
+
+def automation_of(pkg: SkillPackage | None) -> Automation:
+    """The skill's automation block (defaults when it has none)."""
+    manifest = pkg.manifest if pkg is not None else None
+    return manifest.automation if manifest is not None else Automation()
+
+
+def run_box(settings: Settings, run_dir: Path, pkg: SkillPackage | None) -> Box | None:
+    """The box of a run's script steps (engine CLIs get `Box.for_engine()`); None when
+    SKILL_RUNNER_SANDBOX=off."""
+    limits = Limits(
+        memory_bytes=settings.run_memory_max,
+        processes=settings.run_processes_max,
+        open_files=settings.run_open_files_max,
+    )
+    uv_cache = uv_cache_dir(settings.data_dir)
+    hidden = [settings.data_dir]
+    if not settings.runs_dir.is_relative_to(settings.data_dir):
+        hidden.append(settings.runs_dir)
+    return plan_box(
+        settings.sandbox,
+        limits,
+        run_dir,
+        automation_of(pkg),
+        hidden=tuple(hidden),
+        writable=(uv_cache,),
+        readable=settings.sandbox_read_paths,
+        bwrap_setting=settings.sandbox_bwrap,
+    )
+
+
+def fetch_dependencies(entry: EntryContext) -> None:
+    """A script with runtime.dependencies in a box without network: uv fetches them with
+    network first (as for an engine), so the script's own `uv run` works offline from the cache.
+    Raises RunFailed (DEPENDENCIES_UNAVAILABLE) when uv cannot."""
+    runtime = entry.pkg.loaded_manifest.runtime
+    box = entry.watch().box
+    if runtime and runtime.dependencies and box is not None and box.cuts_network:
+        install_dependencies(entry, runtime, uv_cache_dir(entry.settings.data_dir))
+
+
+def boxes_engine(box: Box | None) -> bool:
+    """True when an engine CLI runs in a bwrap box whose filesystem is the run's own."""
+    return box is not None and box.bwrap is not None and box.fs
+
+
+def network_warning(
+    box: Box | None, pkg: SkillPackage, engine: str | None
+) -> dict[str, Any] | None:
+    """NETWORK_NOT_ENFORCED when the skill asks for `network: off` (or an allowlist) and part
+    of the run had network anyway: an engine CLI (it must reach its model), no usable bwrap,
+    or the sandbox turned off."""
+    wanted = automation_of(pkg).network
+    if wanted not in ("off", "allowlist"):
+        return None
+    kind = pkg.loaded_manifest.entrypoint.type
+    if kind == "composite":
+        return None  # its steps are runs of their own, each with its warning
+    if wanted == "allowlist":
+        why = "host allowlists are not enforced; the run had full network access"
+    elif box is None:
+        why = "the sandbox is off (SKILL_RUNNER_SANDBOX=off)"
+    elif box.bwrap is None:
+        why = "bubblewrap is not usable on this host"
+    elif engine is not None and kind != "script":
+        why = f"the engine CLI ({engine}) needs the network to reach its model"
+    else:
+        return None
+    return {
+        "code": ErrorCode.NETWORK_NOT_ENFORCED,
+        "message": f"automation.network is '{wanted}' but was not enforced: {why}",
+        "level": "warning",
+        "normalization_level": None,
+        "details": {"network": wanted, "entrypoint": kind, "engine": engine},
+    }

@@ -1,0 +1,130 @@
+"""`ctx.call(name, input)` of a composite written as an index file (index.py / index.ts).
+
+The index file runs as the parent run's script. Each call is a child run like a pipeline step
+(`step_name` `<skill>@<n>`, the parent's id): the harness writes `calls/<n>.request.json` in
+the run directory and waits for `calls/<n>.response.json`; a thread of the worker process that
+runs the parent creates and sends the child, watches it end and writes the answer. When the
+parent ends (done, failed, timed out or canceled), its children still active are canceled.
+The parent holds its worker process while it waits, so index-file composites need a worker
+with at least two processes (pipeline composites hold none).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from contextlib import contextmanager
+from typing import Any
+
+from sqlalchemy import select
+
+from runner_core.openevo.spec import is_openevo_dir
+from runner_core.openevo.steps import call_name
+from runner_core.skills import SkillPackage, load_skill
+from runner_core.statuses import ACTIVE_STATUSES, RunStatus
+from runner_core.store.models import Run
+from runner_core.workspace import write_json
+from worker.celery_app import settings
+from worker.composite_children import cancel_children, create_child, output_of
+from worker.database import sessions
+from worker.dispatch import events_of, send_run
+from worker.run_layout import skill_source
+
+log = logging.getLogger(__name__)
+CALLS_DIR = "calls"
+POLL_SEC = 0.05
+
+
+def is_index_composite(pkg: SkillPackage) -> bool:
+    spec = pkg.openevo
+    return spec is not None and spec.mode == "composite" and not spec.pipeline
+
+
+@contextmanager
+def calls_served(run: Run):
+    """Serve the calls of `run` while it executes, when it is an index-file composite."""
+    source = skill_source(settings, run) if run.engine is None else None
+    if source is None or not is_openevo_dir(source) or not is_index_composite(load_skill(source)):
+        yield
+        return
+    server = CallServer(run)
+    server.start()
+    try:
+        yield
+    finally:
+        server.stop()
+
+
+class CallServer(threading.Thread):
+    """Turns the harness's call requests into child runs and their ends into answers."""
+
+    def __init__(self, parent: Run) -> None:
+        super().__init__(name=f"calls-{parent.id[:8]}", daemon=True)
+        self.parent = parent
+        self.allowed = set(load_skill(skill_source(settings, parent)).openevo.calls)
+        self.dir = settings.runs_dir / parent.id / CALLS_DIR
+        self.dir.mkdir(parents=True, exist_ok=True)  # its presence tells the harness: served
+        self.pending: dict[int, str] = {}  # call number -> child run id
+        self.seen: set[int] = set()
+        self.stopping = threading.Event()
+
+    def run(self) -> None:
+        while not self.stopping.wait(POLL_SEC):
+            try:
+                self._take_requests()
+                self._answer_ended()
+            except Exception:  # a database hiccup: the next poll tries again
+                log.warning("calls of run %s: poll failed", self.parent.id, exc_info=True)
+
+    def stop(self) -> None:
+        self.stopping.set()
+        self.join(timeout=5)
+        with sessions()() as session:
+            cancel_children(session, self.parent.id)
+            session.commit()
+
+    def _take_requests(self) -> None:
+        for path in sorted(self.dir.glob("*.request.json")):
+            number = int(path.name.split(".")[0])
+            if number in self.seen:
+                continue
+            self.seen.add(number)
+            request = json.loads(path.read_text(encoding="utf-8"))
+            name, call_input = request.get("name"), request.get("input") or {}
+            if name not in self.allowed:
+                self._answer(number, {"ok": False, "error": _undeclared(name, self.allowed)})
+                continue
+            with sessions()() as session:
+                step = call_name(name, number)
+                child, queue = create_child(session, self.parent, step, name, call_input)
+                session.commit()
+            self.pending[number] = child.id
+            events_of(self.parent).emit(
+                "step.started", {"step": child.step_name, "request_id": child.request_id}
+            )
+            send_run(child, child.celery_task_id, queue)
+
+    def _answer_ended(self) -> None:
+        if not self.pending:
+            return
+        with sessions()() as session:
+            rows = session.scalars(select(Run).where(Run.id.in_(list(self.pending.values()))))
+            ended = {r.id: r for r in rows if r.status not in ACTIVE_STATUSES}
+        for number, run_id in list(self.pending.items()):
+            child = ended.get(run_id)
+            if child is None:
+                continue
+            del self.pending[number]
+            if child.status == RunStatus.SUCCEEDED:
+                self._answer(number, {"ok": True, "output": output_of(child)})
+            else:
+                error = child.error or {"message": f"call {child.step_name} {child.status}"}
+                self._answer(number, {"ok": False, "error": error, "status": child.status})
+
+    def _answer(self, number: int, body: dict[str, Any]) -> None:
+        write_json(self.dir / f"{number}.response.json", body)
+
+
+def _undeclared(name: Any, allowed: set[str]) -> dict[str, Any]:
+    return {"message": f"ctx.call('{name}'): not in this skill's `calls` ({sorted(allowed)})"}

@@ -1,0 +1,158 @@
+"""The child runs of a composite parent: reading them as attempts, creating one (a request and a
+queued run stamped for sending after the commit), and canceling the ones still active."""
+
+from __future__ import annotations
+
+import json
+import math
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, cast
+
+from sqlalchemy import Table, insert, select, update
+from sqlalchemy.orm import Session
+
+from runner_core.openevo.steps import Attempt, parse_child_name
+from runner_core.queues import queue_for
+from runner_core.skills import SkillPackage, load_skill
+from runner_core.skills.registry import SkillRegistry
+from runner_core.statuses import ACTIVE_STATUSES, RunStatus
+from runner_core.store import runs as run_states
+from runner_core.store.models import Request, Run, utcnow
+from worker.celery_app import settings
+from worker.lease import aware
+
+
+def children(session: Session, parent_id: str) -> list[Run]:
+    return list(session.scalars(select(Run).where(Run.parent_run_id == parent_id)))
+
+
+def attempts(runs: list[Run]) -> list[Attempt]:
+    """The pipeline children as the planner's attempts (outputs read for succeeded ones)."""
+    found = []
+    for child in runs:
+        parsed = parse_child_name(child.step_name or "")
+        if parsed is None:
+            continue
+        step, index, attempt = parsed
+        ended = aware(child.finished_at).timestamp() if child.finished_at else None
+        output = output_of(child) if child.status == RunStatus.SUCCEEDED else None
+        found.append(Attempt(step, index, attempt, child.status, output, child.error, ended))
+    return found
+
+
+def output_of(child: Run) -> Any:
+    path = settings.runs_dir / child.id / "result" / "result.json"
+    try:
+        return json.loads(path.read_text(encoding="utf-8")).get("data")
+    except (OSError, ValueError):
+        return None
+
+
+@dataclass
+class NewChild:
+    """A step's (or call's) child run and its request row, not yet saved, and its queue."""
+
+    run: Run
+    request: dict[str, Any]
+    queue: str
+
+
+def create_child(
+    session: Session,
+    parent: Run,
+    step: str,
+    skill_id: str,
+    step_input: Any,
+    timeout_ms: float | None = None,
+) -> tuple[Run, str]:
+    """One child saved in `session` (committed by the caller); the run and its queue."""
+    (child,) = save_children(session, [new_child(parent, step, skill_id, step_input, timeout_ms)])
+    return child.run, child.queue
+
+
+def save_children(session: Session, children: list[NewChild]) -> list[NewChild]:
+    """Add the runs, then their requests (which refer to them), in one flush and one insert."""
+    if children:
+        session.add_all([c.run for c in children])
+        session.flush()
+        session.execute(insert(cast(Table, Request.__table__)), [c.request for c in children])
+    return children
+
+
+def new_child(
+    parent: Run,
+    step: str,
+    skill_id: str,
+    step_input: Any,
+    timeout_ms: float | None = None,
+    pkgs: dict[str, SkillPackage] | None = None,
+) -> NewChild:
+    """A request and a queued run for one step (or call), stamped for sending after the
+    commit; a step's `timeout` becomes the child's time limit (whole seconds). `pkgs`: the
+    skills loaded so far by the caller (a fan-out loads its skill once)."""
+    pkg = (pkgs or {}).get(skill_id)
+    if pkg is None:
+        pkg = load_skill(SkillRegistry(settings.skills_dir).root_of(skill_id) or Path(skill_id))
+        if pkgs is not None:
+            pkgs[skill_id] = pkg
+    engine = pkg.effective_engines[0] if pkg.effective_engines else None
+    kind = pkg.manifest.entrypoint.type if pkg.manifest else "script"
+    now, request_id, run_id = utcnow(), str(uuid.uuid4()), str(uuid.uuid4())
+    options = {"timeout_sec": max(1, math.ceil(timeout_ms / 1000))} if timeout_ms else {}
+    payload = {
+        "skill_id": skill_id,
+        "engine": engine,
+        "parameter": {},
+        "input": step_input,
+        "model": None,
+        "runtime_options": options,
+        "parent_request_id": parent.request_id,
+        "step": step,
+    }
+    child = Run(
+        id=run_id,
+        request_id=request_id,
+        kind="job",
+        skill_id=skill_id,
+        skill_version=pkg.version,
+        engine=engine,
+        status=RunStatus.QUEUED,
+        parameter={},
+        input=step_input if isinstance(step_input, dict) else {},
+        runtime_options=options,
+        celery_task_id=str(uuid.uuid4()),
+        queued_at=now,
+        dispatched_at=now,
+        created_at=now,
+        updated_at=now,
+        parent_run_id=parent.id,
+        step_name=step,
+    )
+    request = {
+        "id": request_id,
+        "kind": "job",
+        "skill_id": skill_id,
+        "engine": engine,
+        "run_id": run_id,
+        "cache_hit": False,
+        "payload": payload,
+        "created_at": now,
+    }
+    return NewChild(child, request, queue_for(engine, kind))
+
+
+def cancel_children(session: Session, parent_id: str) -> list[str]:
+    """Cancel cascades by parent id: one UPDATE flags the active children (running ones are
+    killed by their watch), queued ones end at once; returns the ids of the latter."""
+    now = utcnow()
+    session.execute(
+        update(Run)
+        .where(Run.parent_run_id == parent_id, Run.status.in_(ACTIVE_STATUSES))
+        .values(cancel_requested_at=now, updated_at=now)
+    )
+    queued = session.scalars(
+        select(Run.id).where(Run.parent_run_id == parent_id, Run.status == RunStatus.QUEUED)
+    ).all()
+    return [run_id for run_id in queued if run_states.cancel_queued(session, run_id)]

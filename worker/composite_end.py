@@ -1,0 +1,132 @@
+"""The end of a composite parent (its result document with every step, its recorded end) and
+the step entries and `step.ended` events that describe its children."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from runner_core.openevo.steps import parse_child_name
+from runner_core.openevo.workflow import StepState
+from runner_core.statuses import RunStatus
+from runner_core.store import runs as run_states
+from runner_core.store.models import Run
+from runner_core.workspace import write_json
+from worker.celery_app import settings
+from worker.composite_children import cancel_children
+from worker.dispatch import announce_end, events_of, finished
+
+SKIPPED_FILE = "skipped_steps.json"
+
+
+def end(
+    session: Session,
+    parent: Run,
+    status: str,
+    data: Any,
+    error: dict[str, Any] | None,
+    order: list[str],
+    runs: list[Run],
+    states: dict[str, StepState],
+) -> str:
+    """Write the parent's result (with its steps), cancel what still runs, record its end."""
+    steps = step_entries(order, runs, states)
+    write_json(
+        settings.runs_dir / parent.id / "result" / "result.json",
+        {
+            "status": status,
+            "data": data if status == RunStatus.SUCCEEDED else None,
+            "artifacts": [],
+            "validation_warnings": [],
+            "error": error,
+            "steps": steps,
+        },
+    )
+    canceled = cancel_children(session, parent.id)
+    session.commit()
+    for child in runs:
+        if child.id in canceled:  # never started: no worker will say it ended
+            step_ended(parent, child, RunStatus.CANCELED)
+    if run_states.finish_run(session, parent.id, status, error=error, timings={"steps": steps}):
+        announce_end(parent, RunStatus.RUNNING, status, error, "composite_finished")
+    else:
+        finished.publish(parent.id)
+    return status
+
+
+def step_entries(
+    order: list[str], runs: list[Run], states: dict[str, StepState]
+) -> list[dict[str, Any]]:
+    """One entry per step: its status, error, duration (first start to last end of its
+    children), attempts and the latest child's request id; a foreach step lists its items."""
+    by_step: dict[str, list[tuple[int | None, int, Run]]] = {}
+    for child in runs:
+        parsed = parse_child_name(child.step_name or "")
+        if parsed is not None:
+            by_step.setdefault(parsed[0], []).append((parsed[1], parsed[2], child))
+    entries = []
+    for name in order:
+        state = states.get(name)
+        entry: dict[str, Any] = {"step": name, "status": state.status if state else "not_started"}
+        tries = by_step.get(name, [])
+        if tries:
+            entry["error"] = state.error if state else None
+            entry.update(_span([c for _, _, c in tries]))
+            items = sorted({index for index, _, _ in tries}, key=lambda i: -1 if i is None else i)
+            if items == [None]:
+                entry.update(_latest(tries, None))
+            else:
+                entry["items"] = [{"index": i, **_latest(tries, i)} for i in items]
+        entries.append(entry)
+    return entries
+
+
+def _latest(tries: list[tuple[int | None, int, Run]], index: int | None) -> dict[str, Any]:
+    mine = [(attempt, child) for i, attempt, child in tries if i == index]
+    attempt, child = max(mine, key=lambda pair: pair[0])
+    entry: dict[str, Any] = {"request_id": child.request_id, "attempts": attempt}
+    if index is not None:
+        entry.update(status=child.status, error=child.error, **_span([child]))
+    return entry
+
+
+def _span(children: list[Run]) -> dict[str, Any]:
+    starts = [c.started_at for c in children if c.started_at]
+    ends = [c.finished_at for c in children if c.finished_at]
+    if not starts or not ends or len(ends) < len(children):
+        return {}
+    return {"duration_ms": round((max(ends) - min(starts)).total_seconds() * 1000)}
+
+
+def step_ended(parent: Run, child: Run, status: str | None = None) -> None:
+    """`step.ended` on the parent's events: the child's step, request id, status, duration,
+    error."""
+    parsed = parse_child_name(child.step_name or "")
+    step, index, attempt = parsed if parsed else (child.step_name, None, 1)
+    data: dict[str, Any] = {
+        "step": step,
+        "request_id": child.request_id,
+        "status": status or child.status,
+        "error": child.error,
+        "attempt": attempt,
+    }
+    if index is not None:
+        data["index"] = index
+    if child.started_at and child.finished_at:
+        seconds = (child.finished_at - child.started_at).total_seconds()
+        data["duration_ms"] = round(seconds * 1000)
+    events_of(parent).emit("step.ended", data)
+
+
+def skipped(parent: Run) -> list[str]:
+    path = settings.runs_dir / parent.id / SKIPPED_FILE
+    try:
+        return list(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError):
+        return []
+
+
+def record_skipped(parent: Run, names: list[str]) -> None:
+    write_json(settings.runs_dir / parent.id / SKIPPED_FILE, skipped(parent) + names)
