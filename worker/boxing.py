@@ -34,6 +34,8 @@ def run_box(settings: Settings, run_dir: Path, pkg: SkillPackage | None) -> Box 
     hidden = [settings.data_dir]
     if not settings.runs_dir.is_relative_to(settings.data_dir):
         hidden.append(settings.runs_dir)
+    if settings.work_dir is not None:  # the other runs in local scratch, the pool, the copies
+        hidden.append(settings.work_dir)
     return plan_box(
         settings.sandbox,
         limits,

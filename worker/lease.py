@@ -138,5 +138,5 @@ def make_watch(settings: Settings, connect: Callable, run: Run, pkg) -> Watch:
         poll=poll,
         grace_sec=settings.kill_grace_sec,
         max_output_bytes=settings.max_output_bytes,
-        box=run_box(settings, settings.runs_dir / run.id, pkg),
+        box=run_box(settings, settings.work_runs_dir / run.id, pkg),  # where the run works
     )

@@ -170,7 +170,8 @@ def test_a_worker_killed_mid_run_is_reconciled_and_its_scratch_removed(
     bare_stack, workers, tmp_path
 ):
     scratch = tmp_path / "scratch"
-    first = workers("a", scratch, beat=False)
+    unboxed = {"SKILL_RUNNER_SANDBOX": "off"}  # the script's own pid is its group's id
+    first = workers("a", scratch, beat=False, **unboxed)
     rid = create_job(bare_stack, "slow-counter", sleep=60, children=1)
     run_id = bare_stack.wait(rid, until=("running", *TERMINAL_STATUSES))["run_id"]
     local = scratch / "runs" / run_id
@@ -182,7 +183,7 @@ def test_a_worker_killed_mid_run_is_reconciled_and_its_scratch_removed(
     for child in children:
         child.send_signal(signal.SIGKILL)
     assert in_scratch(scratch) == [run_id]  # the local copy of a dead worker's run
-    workers("b", scratch)  # the same host's next worker: same scratch
+    workers("b", scratch, **unboxed)  # the same host's next worker: same scratch
     ended = bare_stack.wait(rid, timeout=20)
     assert ended["status"] == "failed", ended
     assert ended["error"]["code"] == "ORCHESTRATOR_RESTART_INTERRUPTED"
