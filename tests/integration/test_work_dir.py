@@ -26,6 +26,7 @@ from api import create_app
 from api.queue import CeleryQueue
 from fake_llm import FakeLLM, Script
 from runner_core.engines import get_adapter
+from runner_core.sandbox import find_bwrap
 from runner_core.settings import REPO_ROOT
 from runner_core.statuses import TERMINAL_STATUSES
 from tests.engines.harness import FAKE_CONFIG, require_binary
@@ -192,6 +193,35 @@ def test_a_worker_killed_mid_run_is_reconciled_and_its_scratch_removed(
     wait_for(lambda: in_scratch(scratch) == [], 10)  # the ended run's leftover
     # the API still answers for the run: its logs were in the shared runs/ all along
     assert bare_stack.client.get(f"/v1/jobs/{rid}/logs").status_code == 200
+
+
+def probe(stack, action: str, target: str = "") -> tuple[dict, dict]:
+    """A `box-probe` run: (its status, what the script reported)."""
+    rid = stack.client.post(
+        "/v1/jobs", json={"skill_id": "box-probe", "input": {"action": action, "target": target}}
+    ).json["request_id"]
+    status = stack.wait(rid, timeout=60)
+    assert status["status"] == "succeeded", status
+    return status, stack.client.get(f"/v1/jobs/{rid}/result").json["result"]["data"]
+
+
+def test_a_boxed_run_in_scratch_works_in_its_local_directory_and_sees_no_other(
+    bare_stack, workers, tmp_path
+):
+    if find_bwrap() is None:
+        pytest.fail("bubblewrap must work here: deploy/install-sandbox.sh installs it")
+    scratch = tmp_path / "scratch"
+    workers("a", scratch)
+    status, seen = probe(bare_stack, "ok")
+    assert seen["detail"] == str(scratch / "runs" / status["run_id"])  # it ran in scratch
+    wait_for(lambda: (scratch / "run-pool").is_dir(), 10)  # made for the next run
+    status, seen = probe(bare_stack, "list", str(scratch / "runs"))
+    assert seen == {"action": "list", "outcome": "listed", "detail": status["run_id"]}
+    for hidden in (scratch / "run-pool", bare_stack.settings.runs_dir):
+        _status, seen = probe(bare_stack, "list", str(hidden))
+        assert seen["outcome"] == "refused", (hidden, seen)
+    _status, seen = probe(bare_stack, "write", str(bare_stack.settings.runs_dir / "x"))
+    assert seen["outcome"] == "refused"
 
 
 @pytest.fixture
