@@ -1,6 +1,7 @@
 """The container image itself (marker `image`): built from the Dockerfile and run with
 `docker run -p`, it answers /healthz and serves the demo job on its embedded default, as the
-service's user, with the agent CLIs installed; with `--demo-llm` the codex demo job runs too.
+service's user, with the agent CLIs installed; with `--demo-llm` (and the seccomp profile
+that lets bubblewrap make namespaces) the codex demo job runs too.
 
 It needs a Docker daemon and the network (the base images, npm and the Python package index),
 which the machines the suite runs on may not have, so `tests/run.sh` leaves it out (setup.cfg
@@ -75,9 +76,11 @@ def container(image) -> Iterator:
     (name, base URL). Every container is removed after the test."""
     names: list[str] = []
 
-    def start(*command: str) -> tuple[str, str]:
+    def start(*command: str, options: tuple[str, ...] = ()) -> tuple[str, str]:
         name, port = f"skill-runner-test-{uuid.uuid4().hex[:8]}", free_port()
-        docker("run", "-d", "--name", name, "-p", f"127.0.0.1:{port}:8000", image, *command)
+        docker(
+            "run", "-d", "--name", name, "-p", f"127.0.0.1:{port}:8000", *options, image, *command
+        )
         names.append(name)
         base = f"http://127.0.0.1:{port}"
 
@@ -120,7 +123,12 @@ def test_the_image_serves_healthz_and_the_demo_job_as_its_own_user(container):
 
 
 def test_the_image_runs_the_codex_demo_against_the_demo_llm(container):
-    _name, base = container("skill-runner", "serve", "--demo-llm")
+    # codex runs its tools in bubblewrap, which makes user namespaces: Docker's default
+    # seccomp profile refuses them ("No permissions to create a new namespace"), and every
+    # tool call of the agent would fail
+    _name, base = container(
+        "skill-runner", "serve", "--demo-llm", options=("--security-opt", "seccomp=unconfined")
+    )
     assert call("GET", f"{base}/healthz").get("demo_llm") is True
     created = call(
         "POST",
