@@ -39,7 +39,10 @@ ENV PATH=/app/.venv/bin:${PATH} \
     SKILL_RUNNER_SKILLS_DIR=/app/skills \
     HOST=0.0.0.0 \
     PORT=8000
-RUN useradd --system --user-group --uid 10001 --home-dir /var/lib/skill-runner --create-home \
+# The group gets the id USER names too (--user-group would pick a free system gid): a process
+# whose gid has no group entry makes Celery warn that it runs with superuser privileges.
+RUN groupadd --system --gid 10001 skillrunner \
+    && useradd --system --uid 10001 --gid 10001 --home-dir /var/lib/skill-runner --create-home \
     --shell /usr/sbin/nologin skillrunner
 # bubblewrap for the run box (docs/operating.md, "The box runs run in"); as user 10001 it needs
 # unprivileged user namespaces, which a default container profile forbids: runs then get the

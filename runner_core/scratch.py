@@ -47,7 +47,11 @@ def publish(local: Path, shared: Path) -> None:
     create_run_dir(shared.parent, shared.name)  # there already, unless the turn failed early
     remove(staging)  # a publish cut short before
     remove(replaced)
-    _copy_tree(local, staging, link_from=shared)
+    try:
+        _copy_tree(local, staging, link_from=shared)
+    except BaseException:  # a full disk: no half copy is left in the shared directory
+        remove_quietly(staging)
+        raise
     for name in sorted(os.listdir(staging), key=lambda n: n == "result"):  # result/ last
         source, target = staging / name, shared / name
         if (target.is_dir() and not target.is_symlink()) or (

@@ -8,11 +8,13 @@ interactive run's second turn runs on another worker, from the files of the shar
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
 import shutil
 import signal
+import subprocess
 import zipfile
 from dataclasses import asdict
 from pathlib import Path
@@ -20,16 +22,20 @@ from pathlib import Path
 import psutil
 import pytest
 
+from api import create_app
+from api.queue import CeleryQueue
 from fake_llm import FakeLLM, Script
 from runner_core.engines import get_adapter
+from runner_core.sandbox import find_bwrap
 from runner_core.settings import REPO_ROOT
 from runner_core.statuses import TERMINAL_STATUSES
 from tests.engines.harness import FAKE_CONFIG, require_binary
-from tests.helpers import wait_for
+from tests.helpers import wait_for, wait_for_job
 from tests.integration.lifecycle_helpers import create_job, live_group, run_row
-from tests.integration.services import WorkerProcess
+from tests.integration.services import WorkerProcess, broker_settings
 
 pytestmark = pytest.mark.integration
+FULL_DISK_REDIS_DB = 11  # as test_disk_full.py: the modules of a session run one after another
 FAST = {"SKILL_RUNNER_KILL_GRACE_SEC": "1", "SKILL_RUNNER_SWEEP_INTERVAL_SEC": "1"}
 
 
@@ -188,6 +194,97 @@ def test_a_worker_killed_mid_run_is_reconciled_and_its_scratch_removed(
     wait_for(lambda: in_scratch(scratch) == [], 10)  # the ended run's leftover
     # the API still answers for the run: its logs were in the shared runs/ all along
     assert bare_stack.client.get(f"/v1/jobs/{rid}/logs").status_code == 200
+
+
+def probe(stack, action: str, target: str = "") -> tuple[dict, dict]:
+    """A `box-probe` run: (its status, what the script reported)."""
+    rid = stack.client.post(
+        "/v1/jobs", json={"skill_id": "box-probe", "input": {"action": action, "target": target}}
+    ).json["request_id"]
+    status = stack.wait(rid, timeout=60)
+    assert status["status"] == "succeeded", status
+    return status, stack.client.get(f"/v1/jobs/{rid}/result").json["result"]["data"]
+
+
+def test_a_boxed_run_in_scratch_works_in_its_local_directory_and_sees_no_other(
+    bare_stack, workers, tmp_path
+):
+    if find_bwrap() is None:
+        pytest.fail("bubblewrap must work here: deploy/install-sandbox.sh installs it")
+    scratch = tmp_path / "scratch"
+    workers("a", scratch)
+    status, seen = probe(bare_stack, "ok")
+    assert seen["detail"] == str(scratch / "runs" / status["run_id"])  # it ran in scratch
+    wait_for(lambda: (scratch / "run-pool").is_dir(), 10)  # made for the next run
+    status, seen = probe(bare_stack, "list", str(scratch / "runs"))
+    assert seen == {"action": "list", "outcome": "listed", "detail": status["run_id"]}
+    for hidden in (scratch / "run-pool", bare_stack.settings.runs_dir):
+        _status, seen = probe(bare_stack, "list", str(hidden))
+        assert seen["outcome"] == "refused", (hidden, seen)
+    _status, seen = probe(bare_stack, "write", str(bare_stack.settings.runs_dir / "x"))
+    assert seen["outcome"] == "refused"
+
+
+@pytest.fixture
+def small_shared_disk(tmp_path):
+    """The shared data directory on a 4 MiB tmpfs (root only); the scratch on the real disk."""
+    mount = tmp_path / "small" / "data"
+    mount.mkdir(parents=True)
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)],
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        pytest.skip(f"a small disk is a tmpfs mount, which needs root: {done.stderr.strip()}")
+    yield mount
+    subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def test_a_shared_disk_full_when_a_run_ends_fails_it_storage_full_and_keeps_nothing_half(
+    tmp_path, small_shared_disk
+):
+    database = f"sqlite:///{tmp_path / 'runs.db'}"  # off the small disk
+    with broker_settings(tmp_path / "small", FULL_DISK_REDIS_DB, DATABASE_URL=database) as settings:
+        app = create_app({"SETTINGS": settings, "QUEUE": CeleryQueue(settings.broker_url)})
+        client, scratch = app.test_client(), tmp_path / "scratch"
+        worker = WorkerProcess(
+            settings,
+            "full",
+            tmp_path / "worker.log",
+            extra_env={"SKILL_RUNNER_WORK_DIR": str(scratch)},
+        )
+        try:
+            rid = client.post(
+                "/v1/jobs",
+                json={"skill_id": "slow-counter", "parameter": {"sleep": 2, "children": 0}},
+            ).json["request_id"]
+            run_id = wait_for_job(client, rid, 20, ("running", *TERMINAL_STATUSES))["run_id"]
+            wait_for(lambda: (scratch / "runs" / run_id / "artifacts" / "calls.txt").is_file(), 10)
+            with open(small_shared_disk / "fill", "ab") as out:  # the shared disk fills up
+                with contextlib.suppress(OSError):
+                    while True:
+                        out.write(b"\0" * 65536)
+                        out.flush()
+            status = wait_for_job(client, rid, 30)
+            assert status["status"] == "failed", status
+            assert status["error"]["code"] == "STORAGE_FULL", status["error"]
+            assert "No space left on device" in status["error"]["message"]
+            assert in_scratch(scratch) == []
+            shared = settings.runs_dir / run_id
+            assert not (shared / ".publishing").exists()  # no half copy left behind
+            assert not (shared / "artifacts" / "calls.txt").exists()
+            # space again: the next run is published whole
+            (small_shared_disk / "fill").unlink()
+            again = client.post(
+                "/v1/jobs",
+                json={"skill_id": "slow-counter", "parameter": {"sleep": 0, "children": 0}},
+            ).json["request_id"]
+            assert wait_for_job(client, again, 30)["status"] == "succeeded"
+            assert in_scratch(scratch) == []
+        finally:
+            worker.stop()
+            app.extensions["db"].kw["bind"].dispose()
 
 
 # --- the real codex CLI against the fake LLM -------------------------------------------------

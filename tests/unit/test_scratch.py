@@ -122,6 +122,7 @@ def test_a_full_disk_while_publishing_is_an_enospc_error_and_keeps_the_local_fil
     assert caught.value.errno == errno.ENOSPC
     assert (local / "artifacts" / "out.txt").is_file()
     assert not (shared / "artifacts" / "out.txt").exists()  # nothing half-moved into place
+    assert not (shared / scratch.STAGING).exists()
 
 
 def test_the_setting_puts_runs_the_run_pool_and_skill_copies_in_scratch(tmp_path):
