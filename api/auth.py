@@ -19,6 +19,7 @@ from api.auth_session import same_origin, session_principal
 from api.auth_tokens import Principal, TokenRegistry
 from api.errors import error_response
 from runner_core.error_codes import ErrorCode
+from runner_core.logs import bind_caller
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +87,7 @@ def require_token(app: Flask, tokens: TokenRegistry) -> None:
 
     @app.before_request
     def _check_token():
+        bind_caller(None)  # a thread serves many requests: no name carries over
         if request.method == "OPTIONS" or is_public(request.path):
             return None
         header = request.headers.get("Authorization")
@@ -105,6 +107,7 @@ def require_token(app: Flask, tokens: TokenRegistry) -> None:
             )
             return _refuse(401, ErrorCode.UNAUTHORIZED, message)
         g.principal = principal
+        bind_caller(principal.name)  # the request's log lines name the token
         if by_cookie and request.method not in SAFE_METHODS and not same_origin():
             return _refuse(
                 403,

@@ -23,6 +23,7 @@ from runner_core.settings import Settings
 _RUN: ContextVar[tuple[str | None, str | None]] = ContextVar(
     "skill_runner_run", default=(None, None)
 )
+_CALLER: ContextVar[str | None] = ContextVar("skill_runner_caller", default=None)
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 _configured = False
 
@@ -43,6 +44,11 @@ def bind(run_id: str | None = None, request_id: str | None = None) -> None:
     _RUN.set((run_id or current[0], request_id or current[1]))
 
 
+def bind_caller(name: str | None) -> None:
+    """The API token (by its name) the current request came with; None between requests."""
+    _CALLER.set(name)
+
+
 class RunContextFilter(logging.Filter):
     """Sets `record.run_id` / `record.request_id` (an `extra=` given to the call wins)."""
 
@@ -50,24 +56,26 @@ class RunContextFilter(logging.Filter):
         run_id, request_id = _RUN.get()
         record.run_id = getattr(record, "run_id", None) or run_id
         record.request_id = getattr(record, "request_id", None) or request_id
+        record.caller = getattr(record, "caller", None) or _CALLER.get()
         return True
 
 
 class TextFormatter(logging.Formatter):
-    """The plain line, then ` run_id=… request_id=…` when the line is about a run."""
+    """The plain line, then ` run_id=… request_id=… caller=…` for what is known of them."""
 
     def format(self, record: logging.LogRecord) -> str:
         line = super().format(record)
         ids = [
             f"{key}={value}"
-            for key in ("run_id", "request_id")
+            for key in ("run_id", "request_id", "caller")
             if (value := getattr(record, key, None))
         ]
         return redact(f"{line} {' '.join(ids)}" if ids else line)
 
 
 class JsonFormatter(logging.Formatter):
-    """One JSON object per line: ts, level, logger, message, pid, run_id, request_id, exc."""
+    """One JSON object per line: ts, level, logger, message, pid, run_id, request_id, caller
+    (the API token's name), exc."""
 
     def format(self, record: logging.LogRecord) -> str:
         entry = {
@@ -78,6 +86,7 @@ class JsonFormatter(logging.Formatter):
             "pid": record.process,
             "run_id": getattr(record, "run_id", None),
             "request_id": getattr(record, "request_id", None),
+            "caller": getattr(record, "caller", None),
         }
         if record.exc_info:
             entry["exc"] = self.formatException(record.exc_info)

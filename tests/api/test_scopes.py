@@ -166,3 +166,14 @@ def test_token_add_prints_the_token_once_and_stores_only_its_hash(tmp_path, caps
 def test_bad_token_lines_are_refused(line):
     with pytest.raises(TokenFileError, match="line 2"):
         parse_entries("# comment\n" + line)
+
+
+def test_the_lines_logged_for_a_request_name_its_token(scoped):
+    from runner_core.logs import _CALLER
+
+    assert scoped.get("/v1/jobs", headers=bearer("alice")).status_code == 200
+    assert _CALLER.get() == "alice"  # what the log filter adds to the request's lines
+    assert scoped.get("/v1/jobs", headers=bearer("bob")).status_code == 200
+    assert _CALLER.get() == "bob"
+    assert scoped.get("/v1/jobs", headers=bearer("not-a-token-0123456789")).status_code == 401
+    assert _CALLER.get() is None  # nothing carried over from the request before

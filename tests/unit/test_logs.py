@@ -53,3 +53,17 @@ def test_the_file_rotates_by_size_and_keeps_the_backup_count(tmp_path) -> None:
     assert files == ["service.log", "service.log.1", "service.log.2"]
     assert all((tmp_path / name).stat().st_size <= 1000 for name in files)
     assert (tmp_path / "service.log").read_text().splitlines()[-1].startswith("line 099")
+
+
+def test_a_line_logged_for_a_request_names_its_token_until_the_next_request() -> None:
+    from runner_core.logs import bind_caller
+
+    text = TextFormatter("%(message)s")
+    bind_caller("alice")
+    try:
+        assert text.format(record("cancel")) == "cancel caller=alice"
+        assert json.loads(JsonFormatter().format(record("cancel")))["caller"] == "alice"
+        bind_caller(None)
+        assert text.format(record("cancel")) == "cancel"
+    finally:
+        bind_caller(None)
