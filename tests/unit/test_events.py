@@ -76,7 +76,8 @@ def test_writers_in_several_processes_never_reuse_a_seq(tmp_path):
     for proc in procs:
         proc.start()
     for proc in procs:
-        proc.join(30)
+        proc.join(120)
+    assert [proc.exitcode for proc in procs] == [0, 0, 0]
     assert _seqs(tmp_path) == list(range(1, 3 * 60 + 1))
 
 
