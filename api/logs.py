@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from flask import Flask, g, request
 
-from runner_core.logs import configure_logging, run_context
+from runner_core.logs import bind_caller, configure_logging, run_context
 
 __all__ = ["configure_logging", "tag_request_lines"]
 
@@ -22,6 +22,7 @@ def tag_request_lines(app: Flask) -> None:
 
     @app.teardown_request
     def _leave(_exc: BaseException | None) -> None:
+        bind_caller(None)  # the thread's next lines are not this request's
         context = g.pop("log_context", None)
         if context is not None:
             context.__exit__(None, None, None)

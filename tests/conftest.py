@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
+import psutil
 import pytest
 
 from tests.helpers import copy_skills
@@ -12,3 +14,19 @@ from tests.helpers import copy_skills
 @pytest.fixture
 def skills_root(tmp_path: Path) -> Path:
     return copy_skills(tmp_path / "skills")
+
+
+def pytest_sessionfinish(session, exitstatus) -> None:
+    """A process a test left running (a worker, a server, a writer) is named and killed, so the
+    suite always exits instead of waiting on it."""
+    leftovers = psutil.Process().children(recursive=True)
+    for proc in leftovers:
+        try:
+            print(
+                f"\nkilling a process a test left running: {proc.pid} {proc.cmdline()[:3]}",
+                file=sys.stderr,
+            )
+            proc.kill()
+        except psutil.Error:
+            continue
+    psutil.wait_procs(leftovers, timeout=10)

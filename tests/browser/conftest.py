@@ -34,7 +34,8 @@ def chromium_path() -> str:
     pytest.fail("the browser tests need Chromium (apt-get install chromium; tests/run.sh does)")
 
 
-@pytest.fixture(scope="session")
+# closed when the browser tier ends, not at the end of the whole session after every other tier
+@pytest.fixture(scope="package")
 def browser():
     from playwright.sync_api import sync_playwright
 
