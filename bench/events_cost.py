@@ -2,9 +2,9 @@
 
 Two services side by side, the same codex prompt skill (one tool call + final JSON from the fake
 LLM): one with events on (the default: events.jsonl, pub/sub, the CLI's stream translated as it
-prints), one with SKILL_RUNNER_EVENTS=0. Runs alternate between them (on, off, on, off ...), so
-drift on a shared machine hits both alike; each is observed as a client does (POST, then one
-long poll of the result).
+prints), one with SKILL_RUNNER_EVENTS=0. Runs alternate between them (on, off, off, on, ...),
+so drift on a shared machine and the order within a pair hit both alike; each is observed as a
+client does (POST, then one long poll of the result).
 """
 
 from __future__ import annotations
@@ -34,9 +34,11 @@ def run(ctx: Context) -> list[Row]:
                     for client in clients:
                         submit_and_wait(client)
                 with_events, without = [], []
-                for i in range(n):
-                    with_events.append(submit_and_wait(clients[0]).elapsed)
-                    without.append(submit_and_wait(clients[1]).elapsed)
+                for i in range(n):  # on-off, then off-on: neither goes first every time
+                    order = (0, 1) if i % 2 == 0 else (1, 0)
+                    for side in order:
+                        elapsed = submit_and_wait(clients[side]).elapsed
+                        (with_events if side == 0 else without).append(elapsed)
                     if (i + 1) % 10 == 0:
                         ctx.log(f"{FIGURE}: {i + 1}/{n} pairs")
     finally:
