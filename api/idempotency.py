@@ -19,7 +19,7 @@ from datetime import timedelta
 from typing import Any, cast
 
 from flask import request
-from sqlalchemy import Connection, Table, delete, insert, select
+from sqlalchemy import Connection, Table, bindparam, delete, insert, select
 from sqlalchemy.exc import IntegrityError
 
 from api import auth, context
@@ -31,6 +31,15 @@ HEADER = "Idempotency-Key"
 REPLAYED_HEADER = "Idempotent-Replayed"
 _KEY = re.compile(r"[\x21-\x7e]{1,255}")  # printable ASCII, no spaces
 _TABLE = cast(Table, IdempotencyKey.__table__)
+# built once (a create pays no statement construction or cache-key work for its key)
+_KEY_IS = (
+    _TABLE.c.scope == bindparam("scope_"),
+    _TABLE.c.owner == bindparam("owner_"),
+    _TABLE.c.key == bindparam("key_"),
+)
+_FIND = select(_TABLE.c.body_sha256, _TABLE.c.response, _TABLE.c.created_at).where(*_KEY_IS)
+_FORGET = delete(_TABLE).where(*_KEY_IS)
+_INSERT = insert(_TABLE)
 
 
 class KeyTaken(Exception):
@@ -68,18 +77,14 @@ def header_claim(scope: str, *parts: Any) -> Claim | None:
 
 def stored_response(conn: Connection, claim: Claim) -> dict[str, Any] | None:
     """The answer the key got, or None when it is new (an expired key is forgotten here)."""
-    row = conn.execute(
-        select(_TABLE.c.body_sha256, _TABLE.c.response, _TABLE.c.created_at).where(
-            *_same_key(claim)
-        )
-    ).first()
+    row = conn.execute(_FIND, _same_key(claim)).first()
     if row is None:
         return None
     created = (
         row.created_at if row.created_at.tzinfo else row.created_at.replace(tzinfo=utcnow().tzinfo)
     )
     if created < utcnow() - timedelta(seconds=context.settings().idempotency_ttl_sec):
-        conn.execute(delete(_TABLE).where(*_same_key(claim)))
+        conn.execute(_FORGET, _same_key(claim))
         conn.commit()
         return None
     if row.body_sha256 != claim.body_sha256:
@@ -92,12 +97,8 @@ def stored_response(conn: Connection, claim: Claim) -> dict[str, Any] | None:
     return dict(row.response)
 
 
-def _same_key(claim: Claim) -> tuple[Any, ...]:
-    return (
-        _TABLE.c.scope == claim.scope,
-        _TABLE.c.owner == claim.owner,
-        _TABLE.c.key == claim.key,
-    )
+def _same_key(claim: Claim) -> dict[str, str]:
+    return {"scope_": claim.scope, "owner_": claim.owner, "key_": claim.key}
 
 
 def remember(conn: Connection, claim: Claim, response: dict[str, Any]) -> None:
@@ -105,7 +106,7 @@ def remember(conn: Connection, claim: Claim, response: dict[str, Any]) -> None:
     when a concurrent request with the same key committed first."""
     try:
         conn.execute(
-            insert(_TABLE),
+            _INSERT,
             {
                 "scope": claim.scope,
                 "owner": claim.owner,
