@@ -168,12 +168,21 @@ def test_bad_token_lines_are_refused(line):
         parse_entries("# comment\n" + line)
 
 
-def test_the_lines_logged_for_a_request_name_its_token(scoped):
-    from runner_core.logs import _CALLER
+def test_the_lines_logged_for_a_request_name_its_token(scoped_app):
+    import logging
 
-    assert scoped.get("/v1/jobs", headers=bearer("alice")).status_code == 200
-    assert _CALLER.get() == "alice"  # what the log filter adds to the request's lines
-    assert scoped.get("/v1/jobs", headers=bearer("bob")).status_code == 200
-    assert _CALLER.get() == "bob"
-    assert scoped.get("/v1/jobs", headers=bearer("not-a-token-0123456789")).status_code == 401
-    assert _CALLER.get() is None  # nothing carried over from the request before
+    from runner_core.logs import RunContextFilter
+
+    def caller_of_a_line() -> str | None:
+        line = logging.LogRecord("api", logging.INFO, __file__, 1, "probe", (), None)
+        RunContextFilter().filter(line)  # what the log handlers add to every line
+        return line.caller
+
+    scoped_app.add_url_rule("/v1/probe-caller", "probe_caller", lambda: caller_of_a_line() or "")
+    client = scoped_app.test_client()
+    assert client.get("/v1/probe-caller", headers=bearer("alice")).text == "alice"
+    assert client.get("/v1/probe-caller", headers=bearer("bob")).text == "bob"
+    assert (
+        client.get("/v1/probe-caller", headers=bearer("not-a-token-0123456789")).status_code == 401
+    )
+    assert caller_of_a_line() is None  # nothing carried over once a request ends
