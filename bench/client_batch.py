@@ -40,8 +40,9 @@ def bare_loop(client, indexes: range) -> float:
     return accepted_rate([parse_time(s["created_at"]) for s in done.values()])
 
 
-def run_batch(stack: Stack, root: Path, n: int) -> tuple[float, float, float]:
-    """The batch command as a user runs it: (peak RSS bytes, its end (epoch), wall seconds)."""
+def run_batch(stack: Stack, root: Path, n: int) -> tuple[float, float, float, float]:
+    """The batch command as a user runs it: (peak RSS bytes, its end (epoch), wall seconds,
+    its CPU seconds as last sampled)."""
     jobs = root / "jobs.jsonl"
     with jobs.open("w") as fh:
         for i in range(n):
@@ -50,16 +51,18 @@ def run_batch(stack: Stack, root: Path, n: int) -> tuple[float, float, float]:
     argv += ["--out", str(root / "out"), "--concurrency", str(THREADS), "--max-queued", str(n)]
     started = time.monotonic()
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    watched, peak = psutil.Process(proc.pid), 0
+    watched, peak, cpu = psutil.Process(proc.pid), 0, 0.0
     while proc.poll() is None:
         try:
             peak = max(peak, watched.memory_info().rss)
+            times = watched.cpu_times()
+            cpu = times.user + times.system
         except psutil.NoSuchProcess:
             break
         time.sleep(0.05)
     if proc.returncode != 0:
         raise RuntimeError(f"skill-runner batch exited {proc.returncode}")
-    return peak, time.time(), time.monotonic() - started
+    return peak, time.time(), time.monotonic() - started, cpu
 
 
 def run(ctx: Context) -> list[Row]:
@@ -70,7 +73,7 @@ def run(ctx: Context) -> list[Row]:
         with Stack(root / "stack", options) as stack:
             client = stack.client()
             before = bare_loop(client, range(n // 2))
-            peak, ended, wall = run_batch(stack, root, n)
+            peak, ended, wall, cpu = run_batch(stack, root, n)
             summary = [json.loads(line) for line in (root / "out" / "summary.jsonl").open()]
             ids = [entry["request_id"] for entry in summary]
             statuses = wait_terminal(client, ids, timeout=600)
@@ -103,6 +106,7 @@ def run(ctx: Context) -> list[Row]:
             target="<= 100 MiB",
             met=peak <= 100 * 2**20,
         ),
+        Row(FIGURE, "batch client CPU per job (submit, collect, write)", cpu / n * 1000, "ms"),
         Row(
             FIGURE,
             "last submission -> last result on disk",
