@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import logging
 from datetime import UTC, datetime
-from typing import Any
 
 from runner_core.event_bus import EventPublisher
 from runner_core.events import EventLog, RunRef
@@ -54,17 +53,14 @@ def queue_of(run: Run) -> str:
     return queue_for(run.engine, pkg.manifest.entrypoint.type if pkg.manifest else "script")
 
 
-def send_run(
-    run: Run, task_id: str | None = None, queue: str | None = None, producer: Any = None
-) -> str:
-    """Send execute_run for `run` to its queue (`queue` when the caller knows it; `producer`:
-    one held for several sends); returns the task id."""
+def send_run(run: Run, task_id: str | None = None, queue: str | None = None) -> str:
+    """Send execute_run for `run` to its queue (`queue` when the caller knows it); returns the
+    task id."""
     return app.send_task(
         "worker.tasks.execute_run",
         args=[run.id],
         queue=queue or queue_of(run),
         task_id=task_id,
-        producer=producer,
         **task_label(run.skill_id, run.engine, run.request_id),
     ).id
 

@@ -206,19 +206,3 @@ def test_a_non_admins_list_walks_its_owner_index_without_sorting(tmp_path):
         )
     engine.dispose()
     assert "ix_requests_owner_created" in plan and "TEMP B-TREE" not in plan, plan
-
-
-def test_a_request_leaves_no_token_name_on_the_threads_later_log_lines(scoped):
-    import logging
-
-    from runner_core.logs import RunContextFilter
-
-    def caller_now() -> str | None:
-        line = logging.LogRecord("api", logging.INFO, __file__, 1, "after", (), None)
-        RunContextFilter().filter(line)
-        return line.caller
-
-    assert scoped.get("/v1/jobs", headers=bearer("alice")).status_code == 200
-    assert caller_now() is None
-    assert scoped.get("/v1/jobs/" + UNKNOWN, headers=bearer("bob")).status_code == 404
-    assert caller_now() is None

@@ -182,6 +182,14 @@ def test_the_lines_logged_for_a_request_name_its_token(scoped_app):
     client = scoped_app.test_client()
     assert client.get("/v1/probe-caller", headers=bearer("alice")).text == "alice"
     assert client.get("/v1/probe-caller", headers=bearer("bob")).text == "bob"
+    assert caller_of_a_line() is None  # nothing carried over once a request ends
+    assert (
+        client.get(
+            "/v1/jobs/00000000-0000-0000-0000-000000000000", headers=bearer("bob")
+        ).status_code
+        == 404
+    )
+    assert caller_of_a_line() is None  # nor after a request that ended in an error
     assert (
         client.get("/v1/probe-caller", headers=bearer("not-a-token-0123456789")).status_code == 401
     )
