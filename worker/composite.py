@@ -152,9 +152,8 @@ def advance(parent_id: str, ended_child: str | None = None) -> str:
             session.rollback()
             app.send_task(ADVANCE, args=[parent_id], queue=QUEUE)
             return "raced"
-    with app.producer_or_acquire() as producer:  # every message first, on one connection:
-        for new in created:  # the children start while the events are written
-            send_run(new.run, new.run.celery_task_id, new.queue, producer)
+    for new in created:  # every message first: the children start while the events are written
+        send_run(new.run, new.run.celery_task_id, new.queue)
     items: list[tuple[str, dict[str, Any] | None]] = []
     for launch, new in zip(moves.start, created, strict=True):
         started: dict[str, Any] = {"step": launch.step, "request_id": new.run.request_id}
