@@ -37,13 +37,11 @@ from worker.composite_children import (
 )
 from worker.composite_end import end, record_skipped, skipped, step_ended
 from worker.database import sessions
-from worker.dispatch import events_of, send_run
+from worker.dispatch import ADVANCE, events_of, send_advance, send_run
 from worker.lease import aware
 from worker.run_layout import skill_source
 
 log = logging.getLogger(__name__)
-ADVANCE = "worker.composite.advance"
-QUEUE = "runs.script"
 
 
 def is_composite(pkg: SkillPackage) -> bool:
@@ -59,7 +57,7 @@ def start(run: Run) -> str:
     (settings.runs_dir / run.id / "result").mkdir(parents=True, exist_ok=True)
     events_of(run).state_changed(RunStatus.QUEUED, RunStatus.RUNNING, "composite_started")
     pkg = load_skill(skill_source(settings, run))
-    app.send_task(ADVANCE, args=[run.id], queue=QUEUE, countdown=time_limit(run, pkg) + 0.05)
+    send_advance(run.id, time_limit(run, pkg) + 0.05)
     advance(run.id)
     return RunStatus.RUNNING
 
@@ -74,7 +72,7 @@ def notify_parent(run: Run) -> None:
         advance(run.parent_run_id, run.id)
     except Exception:
         log.warning("advance of %s failed; sent as a task", run.parent_run_id, exc_info=True)
-        app.send_task(ADVANCE, args=[run.parent_run_id], queue=QUEUE)
+        send_advance(run.parent_run_id)
 
 
 def time_limit(parent: Run, pkg: SkillPackage) -> float:
@@ -150,7 +148,7 @@ def advance(parent_id: str, ended_child: str | None = None) -> str:
             session.commit()
         except IntegrityError:  # another callback started one of them first: look again
             session.rollback()
-            app.send_task(ADVANCE, args=[parent_id], queue=QUEUE)
+            send_advance(parent_id)
             return "raced"
     for new in created:  # every message first: the children start while the events are written
         send_run(new.run, new.run.celery_task_id, new.queue)
@@ -163,7 +161,7 @@ def advance(parent_id: str, ended_child: str | None = None) -> str:
         items.append(("step.started", started))
     events_of(parent).emit_many(items)  # a fan-out's starts: one write, one round trip
     if moves.wake_in is not None:  # a retry is due later
-        app.send_task(ADVANCE, args=[parent_id], queue=QUEUE, countdown=moves.wake_in + 0.02)
+        send_advance(parent_id, moves.wake_in + 0.02)
     return "advanced"
 
 

@@ -10,7 +10,7 @@ from runner_core.event_bus import EventPublisher
 from runner_core.events import EventLog, RunRef
 from runner_core.finish_events import FinishPublisher
 from runner_core.metrics import record_run_end
-from runner_core.queues import queue_for, task_label
+from runner_core.queues import SCRIPT_QUEUE, queue_for, task_label
 from runner_core.skills import load_skill
 from runner_core.store.models import Run
 from worker import results
@@ -18,6 +18,7 @@ from worker.celery_app import app, settings
 from worker.run_layout import skill_source
 
 log = logging.getLogger(__name__)
+ADVANCE = "worker.composite.advance"  # the next moves of a composite parent (worker.composite)
 finished = FinishPublisher(settings.broker_url)  # wakes API requests waiting on a run
 _publish_event = EventPublisher(settings.broker_url)
 
@@ -63,6 +64,11 @@ def send_run(run: Run, task_id: str | None = None, queue: str | None = None) -> 
         task_id=task_id,
         **task_label(run.skill_id, run.engine, run.request_id),
     ).id
+
+
+def send_advance(parent_id: str, countdown: float | None = None) -> None:
+    """Send `advance` for a composite parent (now, or after `countdown` seconds)."""
+    app.send_task(ADVANCE, args=[parent_id], queue=SCRIPT_QUEUE, countdown=countdown)
 
 
 def write_failure(run: Run, status: str, error: dict) -> None:

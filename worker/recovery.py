@@ -1,5 +1,7 @@
 """Recovery: the periodic sweep and the startup reconciliation of runs whose worker is gone.
 
+- running pipeline composites (they hold no process, so no lease): an `advance` each pass, the
+  backstop for a step-end callback that was lost;
 - running runs whose worker is gone (lease expired, or on this host its process is dead):
   their process group is reaped, then the run is failed ORCHESTRATOR_RESTART_INTERRUPTED
   (failed_reconciled) or, when the skill declares `retries`, queued again;
@@ -29,10 +31,10 @@ from runner_core.store import runs as run_states
 from runner_core.store.models import Run, utcnow
 from runner_core.workspace import find_snapshot
 from worker.broker_view import read_broker
-from worker.dispatch import announce_end, events_of
+from worker.dispatch import announce_end, events_of, send_advance
 from worker.lease import aware, beat_interval
 from worker.reaper import FOREIGN, GONE, KILLED, parse_worker, pid_alive, reap_group, this_host
-from worker.run_layout import engine_skill_dirs
+from worker.run_layout import engine_skill_dirs, skill_source
 from worker.sweep_clock import clock_of
 
 log = logging.getLogger(__name__)
@@ -50,12 +52,15 @@ def recover(settings: Settings, sessions: Callable, send: Send, startup: bool = 
         "failed_waiting": 0,
         "upload_timeouts": 0,
         "still_queued": 0,
+        "composites_advanced": 0,
     }
     with sessions() as session:
         running = rec.runs_in(session, RunStatus.RUNNING)
         by_age = clock_of(settings).judge_leases()  # not right after the database was away
         for run in running:
-            if worker_gone(settings, run, by_age):
+            if run.heartbeat_at is None and pipeline_parent(settings, run):
+                counts["composites_advanced"] += _advance(run)
+            elif worker_gone(settings, run, by_age):
                 _recover_running(settings, session, run, send, counts)
         for run in rec.ended_with_group(session, this_host()):
             if _reap(settings, run) in (GONE, KILLED, FOREIGN):
@@ -81,7 +86,9 @@ def recover(settings: Settings, sessions: Callable, send: Send, startup: bool = 
                 if rec.fail_waiting(session, run.id):
                     counts["failed_waiting"] += 1
                     _announce(session, run.id, RunStatus.WAITING_USER, "resume_failed")
-    if any(n for name, n in counts.items() if name != "still_queued"):  # something was done
+    if any(
+        n for name, n in counts.items() if name not in ("still_queued", "composites_advanced")
+    ):  # something was done
         log.info("recovery%s: %s", " at startup" if startup else "", counts)
     return counts
 
@@ -102,6 +109,29 @@ def worker_gone(settings: Settings, run: Run, by_age: bool = True) -> bool:
         and not pid_alive(pid)
         and silent > 3 * beat_interval(settings)
     )
+
+
+def pipeline_parent(settings: Settings, run: Run) -> bool:
+    """A running pipeline composite holds no process and no lease (worker.composite): no
+    lease judges it."""
+    if run.engine is not None:
+        return False
+    try:
+        spec = load_skill(skill_source(settings, run)).openevo
+    except Exception:  # an unreadable skill: judged like any run
+        return False
+    return spec is not None and spec.mode == "composite" and bool(spec.pipeline)
+
+
+def _advance(run: Run) -> int:
+    """The sweep's backstop for a composite whose step-end callback was lost: an `advance`
+    (idempotent: it starts what is due, or ends the parent)."""
+    try:
+        send_advance(run.id)
+    except Exception as exc:  # the next sweep sends it
+        log.warning("advance of composite %s not sent: %s", run.id, exc)
+        return 0
+    return 1
 
 
 def retries_left(settings: Settings, run: Run) -> bool:
