@@ -6,7 +6,8 @@ and `step_name`, sent as execute_run), so status, cancel, events and Flower work
 a child ends, `advance` runs for its parent: under the parent's row lock it reads the children,
 starts what became ready (on as many worker processes as are free), and at the end writes the
 parent's outcome (outputMapping, validated against `output`). A unique (parent, step_name) index
-keeps two racing callbacks from starting a child twice. Waiting costs no worker slot: a retry's
+keeps two racing callbacks from starting a child twice. A failed composite whose skill declares
+`retry` is queued again as a new attempt, whose children start afresh (named for it). Waiting costs no worker slot: a retry's
 delay and the composite's own `timeout` are `advance` messages sent with a countdown. A child's
 end runs `advance` in the child's own worker process, right after its end is recorded.
 """
@@ -23,6 +24,7 @@ from sqlalchemy.exc import IntegrityError
 
 from runner_core.error_codes import ErrorCode
 from runner_core.inputs import apply_defaults
+from runner_core.openevo.steps import in_run_attempt
 from runner_core.openevo.workflow import final_output, next_moves
 from runner_core.skills import SkillPackage, load_skill
 from runner_core.statuses import RunStatus
@@ -35,7 +37,7 @@ from worker.composite_children import (
     new_child,
     save_children,
 )
-from worker.composite_end import end, record_skipped, skipped, step_ended
+from worker.composite_end import end, forget_skipped, record_skipped, skipped, step_ended
 from worker.database import sessions
 from worker.dispatch import ADVANCE, events_of, send_advance, send_run
 from worker.lease import aware
@@ -55,6 +57,7 @@ def start(run: Run) -> str:
         session.execute(update(Run).where(Run.id == run.id).values(heartbeat_at=None, pgid=None))
         session.commit()
     (settings.runs_dir / run.id / "result").mkdir(parents=True, exist_ok=True)
+    forget_skipped(run)  # each attempt (skill `retry`) plans its steps afresh
     events_of(run).state_changed(RunStatus.QUEUED, RunStatus.RUNNING, "composite_started")
     pkg = load_skill(skill_source(settings, run))
     send_advance(run.id, time_limit(run, pkg) + 0.05)
@@ -64,15 +67,16 @@ def start(run: Run) -> str:
 
 def notify_parent(run: Run) -> None:
     """After a child's end is recorded: `step.ended` on its parent, and the next steps."""
-    if not getattr(run, "parent_run_id", None):
+    parent_id = getattr(run, "parent_run_id", None)
+    if not parent_id:
         return
     if "@" in (run.step_name or ""):  # a call of an index-file composite: its parent's
         return  # worker answers it (and writes its step.ended) when it sees it ended
     try:  # here, in the child's process: no broker round trip before the next step starts
-        advance(run.parent_run_id, run.id)
+        advance(parent_id, run.id)
     except Exception:
-        log.warning("advance of %s failed; sent as a task", run.parent_run_id, exc_info=True)
-        send_advance(run.parent_run_id)
+        log.warning("advance of %s failed; sent as a task", parent_id, exc_info=True)
+        send_advance(parent_id)
 
 
 def time_limit(parent: Run, pkg: SkillPackage) -> float:
@@ -105,7 +109,7 @@ def advance(parent_id: str, ended_child: str | None = None) -> str:
             return "not a pipeline composite"
         pipeline = list(pkg.openevo.pipeline)
         order = [s["step"] for s in pipeline]
-        runs = children(session, parent_id)
+        runs = children(session, parent_id, parent.attempt)
         now = time.time()
         inputs = apply_defaults(pkg.input_schema, parent.input or {})
         moves = next_moves(pipeline, inputs, attempts(runs), set(skipped(parent)), now)
@@ -140,7 +144,14 @@ def advance(parent_id: str, ended_child: str | None = None) -> str:
         created = save_children(
             session,
             [
-                new_child(parent, launch.name, launch.skill, launch.input, launch.timeout_ms, pkgs)
+                new_child(
+                    parent,
+                    in_run_attempt(launch.name, parent.attempt),
+                    launch.skill,
+                    launch.input,
+                    launch.timeout_ms,
+                    pkgs,
+                )
                 for launch in moves.start
             ],
         )

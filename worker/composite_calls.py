@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import shutil
 import threading
 from contextlib import contextmanager
 from typing import Any
@@ -20,7 +21,7 @@ from typing import Any
 from sqlalchemy import select
 
 from runner_core.openevo.spec import is_openevo_dir
-from runner_core.openevo.steps import call_name
+from runner_core.openevo.steps import call_name, in_run_attempt
 from runner_core.skills import SkillPackage, load_skill
 from runner_core.statuses import ACTIVE_STATUSES, RunStatus
 from runner_core.store.models import Run
@@ -65,7 +66,8 @@ class CallServer(threading.Thread):
         self.parent = parent
         self.allowed = set(load_skill(skill_source(settings, parent)).openevo.calls)
         self.dir = settings.runs_dir / parent.id / CALLS_DIR
-        self.dir.mkdir(parents=True, exist_ok=True)  # its presence tells the harness: served
+        shutil.rmtree(self.dir, ignore_errors=True)  # an earlier attempt's answers are not ours
+        self.dir.mkdir(parents=True)  # its presence tells the harness: served
         self.pending: dict[int, str] = {}  # call number -> child run id
         self.seen: set[int] = set()
         self.stopping = threading.Event()
@@ -97,7 +99,7 @@ class CallServer(threading.Thread):
                 self._answer(number, {"ok": False, "error": _undeclared(name, self.allowed)})
                 continue
             with sessions()() as session:
-                step = call_name(name, number)
+                step = in_run_attempt(call_name(name, number), self.parent.attempt)
                 child, queue = create_child(session, self.parent, step, name, call_input)
                 session.commit()
             self.pending[number] = child.id

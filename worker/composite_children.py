@@ -13,7 +13,7 @@ from typing import Any, cast
 from sqlalchemy import Table, insert, select, update
 from sqlalchemy.orm import Session
 
-from runner_core.openevo.steps import Attempt, parse_child_name
+from runner_core.openevo.steps import Attempt, parse_child_name, run_attempt_of
 from runner_core.queues import queue_for
 from runner_core.skills import SkillPackage, load_skill
 from runner_core.skills.registry import SkillRegistry
@@ -24,8 +24,12 @@ from worker.celery_app import settings
 from worker.lease import aware
 
 
-def children(session: Session, parent_id: str) -> list[Run]:
-    return list(session.scalars(select(Run).where(Run.parent_run_id == parent_id)))
+def children(session: Session, parent_id: str, run_attempt: int | None = None) -> list[Run]:
+    """The parent's children; only its `run_attempt`-th attempt's when given."""
+    runs = session.scalars(select(Run).where(Run.parent_run_id == parent_id))
+    if run_attempt is None:
+        return list(runs)
+    return [r for r in runs if run_attempt_of(r.step_name or "") == max(1, run_attempt)]
 
 
 def attempts(runs: list[Run]) -> list[Attempt]:

@@ -17,6 +17,7 @@ from runner_core.workspace import write_json
 from worker.celery_app import settings
 from worker.composite_children import cancel_children
 from worker.dispatch import announce_end, events_of, finished
+from worker.skill_retry import retry_failed
 
 SKIPPED_FILE = "skipped_steps.json"
 
@@ -31,7 +32,15 @@ def end(
     runs: list[Run],
     states: dict[str, StepState],
 ) -> str:
-    """Write the parent's result (with its steps), cancel what still runs, record its end."""
+    """Cancel what still runs; then queue a failed parent again when its skill's `retry`
+    allows, or write its result (with its steps) and record its end."""
+    canceled = cancel_children(session, parent.id)
+    session.commit()
+    for child in runs:
+        if child.id in canceled:  # never started: no worker will say it ended
+            step_ended(parent, child, RunStatus.CANCELED)
+    if status == RunStatus.FAILED and retry_failed(parent, error):
+        return RunStatus.QUEUED
     steps = step_entries(order, runs, states)
     write_json(
         settings.runs_dir / parent.id / "result" / "result.json",
@@ -44,11 +53,6 @@ def end(
             "steps": steps,
         },
     )
-    canceled = cancel_children(session, parent.id)
-    session.commit()
-    for child in runs:
-        if child.id in canceled:  # never started: no worker will say it ended
-            step_ended(parent, child, RunStatus.CANCELED)
     if run_states.finish_run(session, parent.id, status, error=error, timings={"steps": steps}):
         announce_end(parent, RunStatus.RUNNING, status, error, "composite_finished")
     else:
@@ -126,6 +130,10 @@ def skipped(parent: Run) -> list[str]:
         return list(json.loads(path.read_text(encoding="utf-8")))
     except (OSError, ValueError):
         return []
+
+
+def forget_skipped(parent: Run) -> None:
+    (settings.runs_dir / parent.id / SKIPPED_FILE).unlink(missing_ok=True)
 
 
 def record_skipped(parent: Run, names: list[str]) -> None:

@@ -206,3 +206,44 @@ def test_an_index_composite_over_its_timeout_cancels_its_running_call(stack):
     child = stack.wait(call["request_id"], 30)
     assert child["status"] == "canceled"
     assert stamp(child["finished_at"]) - stamp(child["started_at"]) < 15  # not the 20 s sleep
+
+
+def test_the_composites_own_retry_runs_all_its_steps_again(stack, tmp_path):
+    counter = tmp_path / "calls.txt"
+    rid = start(stack, "retried_composite", {"counter_file": str(counter), "fail_times": 2})
+    status = stack.wait(rid, 60)
+    assert status["status"] == "succeeded" and status["attempt"] == 3, status
+    result = result_of(stack, rid)
+    assert result["data"] == {"calls": 3, "tag": "first"}
+    events = events_of(stack, rid)
+    started = [e["data"] for e in events if e["type"] == "step.started"]
+    assert [s["step"] for s in started] == ["first", "try"] * 3  # each attempt starts afresh
+    tries = [stack.wait(s["request_id"])["status"] for s in started if s["step"] == "try"]
+    assert tries == ["failed", "failed", "succeeded"]
+    warned = [
+        e["data"] for e in events if e["type"] == "diagnostic.warning" and "attempt" in e["data"]
+    ]
+    assert [w["attempt"] for w in warned] == [1, 2]
+    assert warned[0]["error"]["code"] == "COMPOSITE_STEP_FAILED"
+    step = {s["step"]: s for s in result["steps"]}["try"]
+    assert step["status"] == "succeeded" and step["request_id"] == started[-1]["request_id"]
+    counter.unlink()
+    rid = start(stack, "retried_composite", {"counter_file": str(counter), "fail_times": 5})
+    status = stack.wait(rid, 60)
+    assert status["status"] == "failed" and status["attempt"] == 3
+    assert status["error"]["code"] == "COMPOSITE_STEP_FAILED"
+    assert status["error"]["details"]["step"] == "try"
+    assert counter.read_text() == "3"  # one run and two retries, no more
+
+
+def test_an_index_composites_retry_calls_afresh(stack, tmp_path):
+    counter = tmp_path / "calls.txt"
+    rid = start(stack, "retried_in_code", {"counter_file": str(counter), "fail_times": 1})
+    status = stack.wait(rid, 60)
+    assert status["status"] == "succeeded" and status["attempt"] == 2, status
+    assert result_of(stack, rid)["data"] == {"calls": 2}  # the second attempt's own call
+    ended = [e["data"] for e in events_of(stack, rid) if e["type"] == "step.ended"]
+    assert [(e["step"], e["status"]) for e in ended] == [
+        ("flaky@1", "failed"),
+        ("2:flaky@1", "succeeded"),
+    ]

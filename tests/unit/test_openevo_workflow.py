@@ -3,7 +3,14 @@ its delay, continueOnError, and the step names of the child runs."""
 
 from __future__ import annotations
 
-from runner_core.openevo.steps import Attempt, call_name, child_name, parse_child_name
+from runner_core.openevo.steps import (
+    Attempt,
+    call_name,
+    child_name,
+    in_run_attempt,
+    parse_child_name,
+    run_attempt_of,
+)
 from runner_core.openevo.workflow import final_output, next_moves
 
 FANOUT = [
@@ -27,6 +34,17 @@ def test_child_names_round_trip():
         assert parse_child_name(child_name(*args)) == args
     assert child_name("a", 3, 2) == "a[3]#2"
     assert parse_child_name(call_name("memory_search", 2)) is None
+
+
+def test_a_composite_attempt_prefixes_its_childrens_names():
+    for args in [("a", None, 1), ("a", 3, 2)]:
+        name = child_name(*args)
+        assert in_run_attempt(name, 1) == in_run_attempt(name, None) == name
+        again = in_run_attempt(name, 3)
+        assert again.startswith("3:") and parse_child_name(again) == args
+        assert (run_attempt_of(name), run_attempt_of(again)) == (1, 3)
+    call = in_run_attempt(call_name("memory_search", 2), 2)
+    assert parse_child_name(call) is None and run_attempt_of(call) == 2
 
 
 def test_sequential_steps_start_one_after_another():
