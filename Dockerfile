@@ -27,7 +27,8 @@ COPY fake_llm/ fake_llm/
 COPY migrations/ migrations/
 COPY deploy/ deploy/
 COPY client/ client/
-RUN /app/.venv/bin/pip install -e . -e client \
+RUN (/app/.venv/bin/pip install --config-settings editable_mode=compat -e . -e client \
+      || /app/.venv/bin/pip install -e . -e client) \
     && find /app -name '__pycache__' -prune -exec rm -rf {} +
 
 # 3. What runs: no compiler, no npm; the code read-only to the service's user.

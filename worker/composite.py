@@ -26,7 +26,8 @@ from runner_core.error_codes import ErrorCode
 from runner_core.inputs import apply_defaults
 from runner_core.openevo.steps import in_run_attempt
 from runner_core.openevo.workflow import final_output, next_moves
-from runner_core.skills import SkillPackage, load_skill
+from runner_core.skills import SkillPackage
+from runner_core.skills.memo import load_skill_cached
 from runner_core.statuses import RunStatus
 from runner_core.store.models import Run
 from worker.celery_app import app, settings
@@ -59,7 +60,7 @@ def start(run: Run) -> str:
     (settings.runs_dir / run.id / "result").mkdir(parents=True, exist_ok=True)
     forget_skipped(run)  # each attempt (skill `retry`) plans its steps afresh
     events_of(run).state_changed(RunStatus.QUEUED, RunStatus.RUNNING, "composite_started")
-    pkg = load_skill(skill_source(settings, run))
+    pkg = load_skill_cached(skill_source(settings, run))
     send_advance(run.id, time_limit(run, pkg) + 0.05)
     advance(run.id)
     return RunStatus.RUNNING
@@ -104,7 +105,7 @@ def advance(parent_id: str, ended_child: str | None = None) -> str:
                 cancel_children(session, parent_id)
             session.commit()
             return "ended"
-        pkg = load_skill(skill_source(settings, parent))
+        pkg = load_skill_cached(skill_source(settings, parent))
         if not is_composite(pkg) or pkg.openevo is None:
             return "not a pipeline composite"
         pipeline = list(pkg.openevo.pipeline)

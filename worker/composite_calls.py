@@ -22,7 +22,8 @@ from sqlalchemy import select
 
 from runner_core.openevo.spec import is_openevo_dir
 from runner_core.openevo.steps import call_name, in_run_attempt
-from runner_core.skills import SkillPackage, load_skill
+from runner_core.skills import SkillPackage
+from runner_core.skills.memo import load_skill_cached
 from runner_core.statuses import ACTIVE_STATUSES, RunStatus
 from runner_core.store.models import Run
 from runner_core.workspace import write_json
@@ -47,7 +48,11 @@ def is_index_composite(pkg: SkillPackage) -> bool:
 def calls_served(run: Run):
     """Serve the calls of `run` while it executes, when it is an index-file composite."""
     source = skill_source(settings, run) if run.engine is None else None
-    if source is None or not is_openevo_dir(source) or not is_index_composite(load_skill(source)):
+    if (
+        source is None
+        or not is_openevo_dir(source)
+        or not is_index_composite(load_skill_cached(source))
+    ):
         yield
         return
     server = CallServer(run)
@@ -64,7 +69,7 @@ class CallServer(threading.Thread):
     def __init__(self, parent: Run) -> None:
         super().__init__(name=f"calls-{parent.id[:8]}", daemon=True)
         self.parent = parent
-        self.allowed = set(load_skill(skill_source(settings, parent)).openevo.calls)
+        self.allowed = set(load_skill_cached(skill_source(settings, parent)).openevo.calls)
         self.dir = settings.runs_dir / parent.id / CALLS_DIR
         shutil.rmtree(self.dir, ignore_errors=True)  # an earlier attempt's answers are not ours
         self.dir.mkdir(parents=True)  # its presence tells the harness: served

@@ -15,7 +15,8 @@ from sqlalchemy.orm import Session
 
 from runner_core.openevo.steps import Attempt, parse_child_name, run_attempt_of
 from runner_core.queues import queue_for
-from runner_core.skills import SkillPackage, load_skill
+from runner_core.skills import SkillPackage
+from runner_core.skills.memo import load_skill_cached
 from runner_core.skills.registry import SkillRegistry
 from runner_core.statuses import ACTIVE_STATUSES, RunStatus
 from runner_core.store import runs as run_states
@@ -98,7 +99,9 @@ def new_child(
     skills loaded so far by the caller (a fan-out loads its skill once)."""
     pkg = (pkgs or {}).get(skill_id)
     if pkg is None:
-        pkg = load_skill(SkillRegistry(settings.skills_dir).root_of(skill_id) or Path(skill_id))
+        pkg = load_skill_cached(
+            SkillRegistry(settings.skills_dir).root_of(skill_id) or Path(skill_id)
+        )
         if pkgs is not None:
             pkgs[skill_id] = pkg
     engine = pkg.effective_engines[0] if pkg.effective_engines else None

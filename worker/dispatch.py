@@ -11,7 +11,7 @@ from runner_core.events import EventLog, RunRef
 from runner_core.finish_events import FinishPublisher
 from runner_core.metrics import record_run_end
 from runner_core.queues import SCRIPT_QUEUE, queue_for, task_label
-from runner_core.skills import load_skill
+from runner_core.skills.memo import load_skill_cached
 from runner_core.store.models import Run
 from worker import results
 from worker.celery_app import app, settings
@@ -50,7 +50,7 @@ def announce_end(run: Run, before: str, status: str, error: dict | None, trigger
 
 def queue_of(run: Run) -> str:
     """The queue of `run`: its engine's, or the script queue."""
-    pkg = load_skill(skill_source(settings, run))
+    pkg = load_skill_cached(skill_source(settings, run))
     return queue_for(run.engine, pkg.manifest.entrypoint.type if pkg.manifest else "script")
 
 

@@ -24,7 +24,7 @@ from datetime import timedelta
 
 from runner_core.queues import RUN_QUEUES
 from runner_core.settings import Settings
-from runner_core.skills import load_skill
+from runner_core.skills.memo import load_skill_cached
 from runner_core.statuses import RunStatus
 from runner_core.store import recovery as rec
 from runner_core.store import runs as run_states
@@ -117,7 +117,7 @@ def pipeline_parent(settings: Settings, run: Run) -> bool:
     if run.engine is not None:
         return False
     try:
-        spec = load_skill(skill_source(settings, run)).openevo
+        spec = load_skill_cached(skill_source(settings, run)).openevo
     except Exception:  # an unreadable skill: judged like any run
         return False
     return spec is not None and spec.mode == "composite" and bool(spec.pipeline)
@@ -141,7 +141,7 @@ def retries_left(settings: Settings, run: Run) -> bool:
     )
     root = snapshot or settings.skills_dir / run.skill_id
     try:
-        pkg = load_skill(root)
+        pkg = load_skill_cached(root)
     except Exception:  # an unreadable skill gets no retry
         return False
     retries = pkg.manifest.retries if pkg.manifest else 0

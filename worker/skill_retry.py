@@ -7,7 +7,7 @@ import logging
 from typing import Any
 
 from runner_core.error_codes import ErrorCode
-from runner_core.skills import load_skill
+from runner_core.skills.memo import load_skill_cached
 from runner_core.statuses import RunStatus
 from runner_core.store import runs as run_states
 from runner_core.store.models import Run
@@ -24,7 +24,7 @@ def retry_failed(run: Run, error: dict[str, Any] | None) -> bool:
     if (error or {}).get("code") == ErrorCode.CANCELED_BY_USER:
         return False
     try:
-        spec = load_skill(skill_source(settings, run)).openevo
+        spec = load_skill_cached(skill_source(settings, run)).openevo
     except Exception:  # an unreadable skill gets no retry
         return False
     if spec is None or spec.retry <= 0 or (run.attempt or 0) > spec.retry:

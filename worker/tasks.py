@@ -25,7 +25,7 @@ from runner_core.run_pool import IDLE_KEY_SEC, RunDirPool
 from runner_core.sandbox import sandbox_status
 from runner_core.settings import DEMO_LLM_WARNING
 from runner_core.skill_copy import installed_signatures
-from runner_core.skills import load_skill
+from runner_core.skills.memo import load_skill_cached
 from runner_core.statuses import RunStatus
 from runner_core.store import checkpoint, claim
 from runner_core.store import runs as run_states
@@ -154,7 +154,7 @@ def execute_run(self, run_id: str) -> str:
         return _not_claimed(run_id)
     assert run is not None  # CLAIMED comes with the claimed row
     claimed = cast(Run, run)  # the row carries every column of Run as an attribute
-    if claimed.engine is None and is_composite(load_skill(skill_source(settings, claimed))):
+    if claimed.engine is None and is_composite(load_skill_cached(skill_source(settings, claimed))):
         return composite.start(claimed)
     bind(request_id=claimed.request_id)  # every line about the run says which request
     _task.update(run_id=run_id, terminating=False)

@@ -8,14 +8,11 @@ Standalone on purpose: it imports nothing of the service.
 
 from __future__ import annotations
 
-import asyncio
 import importlib.util
-import inspect
 import json
 import os
 import sys
 import time
-import traceback
 from typing import Any
 
 
@@ -97,10 +94,14 @@ def main(index: str) -> int:
     stdout, sys.stdout = sys.stdout, sys.stderr  # prints go to the log, never into the result
     try:
         value = _load(index)(payload.get("input") or {}, ctx)
-        if inspect.isawaitable(value):
+        if hasattr(value, "__await__"):  # an async execute
+            import asyncio  # only then: its import costs more than the rest of the harness
+
             value = asyncio.run(_await(value))
         text = json.dumps(value, ensure_ascii=False)
     except Exception:
+        import traceback  # only on failure, as asyncio above
+
         traceback.print_exc()
         return 1
     finally:
