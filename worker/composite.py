@@ -7,9 +7,10 @@ a child ends, `advance` runs for its parent: under the parent's row lock it read
 starts what became ready (on as many worker processes as are free), and at the end writes the
 parent's outcome (outputMapping, validated against `output`). A unique (parent, step_name) index
 keeps two racing callbacks from starting a child twice. A failed composite whose skill declares
-`retry` is queued again as a new attempt, whose children start afresh (named for it). Waiting costs no worker slot: a retry's
-delay and the composite's own `timeout` are `advance` messages sent with a countdown. A child's
-end runs `advance` in the child's own worker process, right after its end is recorded.
+`retry` is queued again as a new attempt, whose children start afresh (named for it). Waiting
+costs no worker slot: a retry's delay and the composite's own `timeout` are `advance` messages
+sent with a countdown. A child's end runs `advance` in the child's own worker process, right
+after its end is recorded.
 """
 
 from __future__ import annotations

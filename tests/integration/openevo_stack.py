@@ -42,3 +42,10 @@ def openevo_stack(root: Path, redis_db: int, backend: str, **worker: Any):
             if stack.worker:
                 stack.worker.stop()
             app.extensions["db"].kw["bind"].dispose()
+
+
+def start(stack: Stack, skill_id: str, inline: dict[str, Any]) -> str:
+    """POST a job of `skill_id` with inline `input`; its request id (a refusal fails the test)."""
+    resp = stack.client.post("/v1/jobs", json={"skill_id": skill_id, "input": inline})
+    assert resp.status_code == 200, resp.json
+    return resp.json["request_id"]

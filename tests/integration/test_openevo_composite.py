@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from tests.integration.openevo_stack import install_node_runners, openevo_stack
+from tests.integration.openevo_stack import install_node_runners, openevo_stack, start
 
 pytestmark = pytest.mark.integration
 REDIS_DB = {"sqlite": 11, "postgres": 12}
@@ -23,12 +23,6 @@ def node_runners():
 def stack(request, tmp_path):
     with openevo_stack(tmp_path, REDIS_DB[request.param], request.param, concurrency=3) as stack:
         yield stack
-
-
-def start(stack, skill_id, inline):
-    resp = stack.client.post("/v1/jobs", json={"skill_id": skill_id, "input": inline})
-    assert resp.status_code == 200, resp.json
-    return resp.json["request_id"]
 
 
 def result_of(stack, rid):

@@ -12,7 +12,7 @@ from datetime import datetime
 import pytest
 
 from tests.helpers import wait_for
-from tests.integration.openevo_stack import install_node_runners, openevo_stack
+from tests.integration.openevo_stack import install_node_runners, openevo_stack, start
 
 pytestmark = pytest.mark.integration
 REDIS_DB = {"sqlite": 13, "postgres": 14}
@@ -35,12 +35,6 @@ def stack(request, tmp_path):
         tmp_path, REDIS_DB[request.param], request.param, concurrency=4, extra_env=UNBOXED
     ) as stack:
         yield stack
-
-
-def start(stack, skill_id, inline):
-    resp = stack.client.post("/v1/jobs", json={"skill_id": skill_id, "input": inline})
-    assert resp.status_code == 200, resp.json
-    return resp.json["request_id"]
 
 
 def result_of(stack, rid):

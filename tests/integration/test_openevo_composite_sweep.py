@@ -10,7 +10,7 @@ import signal
 import pytest
 
 from tests.helpers import wait_for
-from tests.integration.openevo_stack import install_node_runners, openevo_stack
+from tests.integration.openevo_stack import install_node_runners, openevo_stack, start
 
 pytestmark = pytest.mark.integration
 REDIS_DB = {"sqlite": 13, "postgres": 14}  # as the other composite modules: one runs at a time
@@ -37,12 +37,6 @@ def stack(request, tmp_path):
         extra_env=SWEEPING,
     ) as stack:
         yield stack
-
-
-def start(stack, skill_id, inline):
-    resp = stack.client.post("/v1/jobs", json={"skill_id": skill_id, "input": inline})
-    assert resp.status_code == 200, resp.json
-    return resp.json["request_id"]
 
 
 def test_a_composite_outlives_many_sweeps(stack):
