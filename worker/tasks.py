@@ -11,7 +11,6 @@ from __future__ import annotations
 import gc
 import logging
 import os
-import signal
 import socket
 from typing import Any, cast
 
@@ -51,28 +50,16 @@ from worker.run_layout import skill_copies, skill_source
 from worker.skill_retry import retry_failed
 from worker.strays import become_subreaper
 from worker.sweep_clock import clock_of
+from worker.termination import Terminated, terminable, terminating
 from worker.turns import Resume, resume_input
 from worker.webhook_tasks import overdue_callbacks
 
 log = logging.getLogger(__name__)
-_task: dict = {"run_id": None, "terminating": False}
 _refiller = Refiller()
 # How long a run's finish is retried while the database does not answer, in leases: past one
 # lease the sweep may take the run over, and the finish's attempt guard then refuses it.
 FINISH_RETRY_LEASES = 2
 app.steps["worker"].add(RevokeWatch)  # operator revokes cancel runs (worker.revokes)
-
-
-class Terminated(BaseException):
-    """Raised in the task when the pool child gets SIGTERM (e.g. Flower revoke-terminate)."""
-
-
-def _on_sigterm(_signum, _frame) -> None:
-    """Installed while a run executes (billiard installs its own exit handler after the
-    process initializer, so it cannot be set once per child)."""
-    if not _task["terminating"]:  # once: a second SIGTERM must not interrupt the group kill
-        _task["terminating"] = True
-        raise Terminated()
 
 
 @worker_process_init.connect
@@ -157,8 +144,6 @@ def execute_run(self, run_id: str) -> str:
     if claimed.engine is None and is_composite(load_skill_cached(skill_source(settings, claimed))):
         return composite.start(claimed)
     bind(request_id=claimed.request_id)  # every line about the run says which request
-    _task.update(run_id=run_id, terminating=False)
-    previous = signal.signal(signal.SIGTERM, _on_sigterm)
     executor = RunExecutor(
         settings,
         claimed,
@@ -167,16 +152,13 @@ def execute_run(self, run_id: str) -> str:
         lambda: _resume(claimed),
         events_of(claimed) if settings.events else None,
     )
-    try:
-        away = clock_of(settings).database_away
-        with (
-            Heartbeat(connect, run_id, beat_interval(settings), claimed.attempt, away),
-            calls_served(claimed),
-        ):
-            status = _execute(executor)
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-        _task.update(run_id=None, terminating=False)
+    away = clock_of(settings).database_away
+    with (
+        terminable(run_id),
+        Heartbeat(connect, run_id, beat_interval(settings), claimed.attempt, away),
+        calls_served(claimed),
+    ):
+        status = _execute(executor)
     if status != RunStatus.QUEUED:  # before the refill: the parent's next step starts first
         composite.notify_parent(claimed)
     _refill_pool(executor)
@@ -213,7 +195,7 @@ def _execute(executor: RunExecutor) -> str:
     run = executor.run
     try:
         outcome = executor.execute()
-        if _task["terminating"] and outcome.status == RunStatus.FAILED:
+        if terminating() and outcome.status == RunStatus.FAILED:
             # SIGTERM landed inside a library (a database ping) that turned it into its own
             # error: the run was terminated, not broken
             raise Terminated()

@@ -1,0 +1,68 @@
+"""SIGTERM to a pool process while it executes a run (Flower's revoke with terminate, a worker
+stopping) ends the run through `Terminated`, raised in the task's main thread.
+
+Never inside a database call: raised in SQLAlchemy or the driver mid-statement or mid-commit,
+it can leave the connection's write transaction open (SQLite keeps its write lock, Postgres its
+row locks) while the task goes on to record the end, which then waits on itself. A signal that
+lands there is sent again a moment later, until it lands outside.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import FrameType
+
+RESEND_SEC = 0.005
+_DATABASE_MODULES = ("sqlalchemy", "psycopg", "sqlite3")
+_state: dict = {"run_id": None, "terminating": False}
+
+
+class Terminated(BaseException):
+    """Raised in the task when its pool process gets SIGTERM."""
+
+
+@contextmanager
+def terminable(run_id: str) -> Iterator[None]:
+    """While the block runs, SIGTERM raises Terminated (once) in it."""
+    _state.update(run_id=run_id, terminating=False)
+    # billiard installs its own handler after the process initializer, so this cannot be set
+    # once per pool process
+    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        _state.update(run_id=None, terminating=False)
+
+
+def terminating() -> bool:
+    """True once Terminated was raised in the current run."""
+    return bool(_state["terminating"])
+
+
+def _on_sigterm(_signum: int, frame: FrameType | None) -> None:
+    if _state["terminating"]:  # once: a second SIGTERM must not interrupt the group kill
+        return
+    if in_database_call(frame):
+        threading.Timer(RESEND_SEC, _resend, (_state["run_id"],)).start()
+        return
+    _state["terminating"] = True
+    raise Terminated()
+
+
+def _resend(run_id: str | None) -> None:
+    if _state["run_id"] == run_id and not _state["terminating"]:
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
+def in_database_call(frame: FrameType | None) -> bool:
+    """True when `frame` or a caller of it is in SQLAlchemy or a database driver."""
+    while frame is not None:
+        if frame.f_globals.get("__name__", "").startswith(_DATABASE_MODULES):
+            return True
+        frame = frame.f_back
+    return False
