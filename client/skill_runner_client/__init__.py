@@ -1,4 +1,4 @@
-"""Python SDK of the Agent Skill Runner REST API (sync, httpx only)."""
+"""Python SDK of the Agent Skill Runner REST API (sync, urllib3 only)."""
 
 from skill_runner_client.client import DEFAULT_URL, Client, Jobs, TempRuns
 from skill_runner_client.errors import SkillRunnerError

@@ -11,8 +11,6 @@ from pathlib import Path
 from typing import Any, cast
 from urllib.parse import quote
 
-import httpx
-
 from skill_runner_client.inputs import FileSource
 from skill_runner_client.runs import RunRoutes
 from skill_runner_client.transport import Transport
@@ -178,7 +176,6 @@ class Client:
         timeout: float = 90.0,
         max_retries: int = 5,
         max_retry_wait: float = 60.0,
-        http: httpx.Client | None = None,
     ) -> None:
         """`base_url` defaults to $SKILL_RUNNER_URL or http://127.0.0.1:8000, `token` to
         $SKILL_RUNNER_TOKEN. 429 and 503 are retried up to `max_retries` times after their
@@ -186,7 +183,7 @@ class Client:
         base_url = base_url or os.environ.get("SKILL_RUNNER_URL") or DEFAULT_URL
         token = token if token is not None else os.environ.get("SKILL_RUNNER_TOKEN")
         self.base_url = base_url
-        self._t = Transport(base_url, token, timeout, max_retries, max_retry_wait, http)
+        self._t = Transport(base_url, token, timeout, max_retries, max_retry_wait)
         self.jobs = Jobs(self._t, "/v1/jobs")
         self.temp_runs = TempRuns(self._t, "/v1/temp-skill-runs")
 

@@ -10,8 +10,6 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any, cast
 
-import httpx
-
 from skill_runner_client.errors import SkillRunnerError
 from skill_runner_client.inputs import FileSource, build_inputs_zip
 from skill_runner_client.transport import Transport
@@ -166,7 +164,7 @@ class RunRoutes:
                     ):
                         return
                 return  # the server closed the stream: the run has ended
-            except (httpx.TransportError, SkillRunnerError) as exc:
+            except SkillRunnerError as exc:
                 if isinstance(exc, SkillRunnerError) and exc.status is not None:
                     raise  # an answer (404 ...), not a dropped connection
                 failures += 1
@@ -177,9 +175,7 @@ class RunRoutes:
     def _sse(self, request_id: str, last: int) -> Iterator[tuple[str, dict[str, Any]]]:
         headers = {"Accept": "text/event-stream", "Last-Event-ID": str(last)}
         path = self._path(request_id, "/events")
-        with self._t.stream(
-            "GET", path, headers=headers, timeout=httpx.Timeout(30, read=None)
-        ) as r:
+        with self._t.stream("GET", path, headers=headers, timeout=None) as r:
             kind, data = "", ""
             for line in r.iter_lines():
                 if line.startswith("event: "):

@@ -151,4 +151,32 @@ def test_the_client_package_imports_neither_flask_nor_celery():
     from tests.unit.test_layering import outside_stdlib
 
     root = Path(__file__).resolve().parents[2] / "client" / "skill_runner_client"
-    assert {line.split(": ")[1].split(".")[0] for line in outside_stdlib(root)} == {"httpx"}
+    assert {line.split(": ")[1].split(".")[0] for line in outside_stdlib(root)} == {"urllib3"}
+
+
+def test_a_multipart_body_streams_files_from_their_position_with_its_length(tmp_path):
+    from io import BytesIO
+
+    from werkzeug.formparser import parse_form_data
+
+    from skill_runner_client import multipart
+
+    upload = tmp_path / "inputs.zip"
+    upload.write_bytes(b"skip" + bytes(range(256)) * 1000)
+    with upload.open("rb") as fh:
+        fh.seek(4)  # a body that starts mid-file (a zip spooled after other data)
+        body, content_type = multipart.encode(
+            {"request": '{"a": "é"}'}, {"file": ('in "x".zip', fh, "application/zip")}
+        )
+        sent = b"".join(iter(lambda: body.read(7000), b""))
+    assert len(sent) == body.length
+    environ = {
+        "REQUEST_METHOD": "POST",
+        "CONTENT_TYPE": content_type,
+        "CONTENT_LENGTH": str(len(sent)),
+        "wsgi.input": BytesIO(sent),
+    }
+    _stream, form, files = parse_form_data(environ)
+    assert form["request"] == '{"a": "é"}'
+    assert files["file"].read() == bytes(range(256)) * 1000
+    assert files["file"].mimetype == "application/zip"
