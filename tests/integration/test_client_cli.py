@@ -86,6 +86,7 @@ def test_batch_killed_half_way_and_resumed_runs_every_job_once(served, client, t
     jobs = write_batch(tmp_path, BATCH_JOBS)
     out = tmp_path / "out"
     args = ("batch", str(jobs), "--out", str(out), "--concurrency", "4", "--artifacts")
+    args += ("--max-queued", "50")  # a full window: results are collected while sending
     first = popen(served, *args)
     try:
         wait_for(lambda: len(summary(out)) >= BATCH_JOBS // 2, 300, 0.05, "half the batch")
