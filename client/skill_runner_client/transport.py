@@ -94,6 +94,8 @@ class Transport:
     ) -> None:
         self.max_retries, self.max_retry_wait = max_retries, max_retry_wait
         base = urlsplit(base_url.rstrip("/"))
+        if base.scheme not in ("http", "https") or not base.hostname:
+            raise ValueError(f"server URL {base_url!r}: expected http(s)://host[:port][/path]")
         self.prefix = base.path
         self.headers = {"Authorization": f"Bearer {token}"} if token else {}
         self.timeout = urllib3.Timeout(connect=CONNECT_TIMEOUT_SEC, read=timeout)

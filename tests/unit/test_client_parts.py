@@ -139,6 +139,19 @@ def test_retries_end_with_the_last_error_body(scripted):
     )
 
 
+@pytest.mark.parametrize("url", ["localhost:8000", "ftp://host", "http://"])
+def test_a_server_url_that_is_not_http_is_refused_by_name(url):
+    with pytest.raises(ValueError, match="expected http"):
+        Client(url)
+
+
+def test_a_base_url_with_a_path_prefixes_every_route(scripted):
+    scripted.script.append((200, {}, []))
+    with Client(f"http://127.0.0.1:{scripted.server_port}/runner/") as client:
+        assert client.skills() == []
+    assert scripted.seen == ["/runner/v1/skills"]
+
+
 def test_an_answer_that_is_not_the_error_body_is_still_one_error(scripted):
     scripted.script.append((502, {}, "bad gateway"))
     with Client(f"http://127.0.0.1:{scripted.server_port}") as client:
