@@ -22,7 +22,7 @@ class Body(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
-    def readinto(self, buffer) -> int:  # type: ignore[override]
+    def readinto(self, buffer) -> int:
         while self.index < len(self.parts):
             part = self.parts[self.index]
             if isinstance(part, bytes):
