@@ -132,18 +132,34 @@ def forget_expired() -> int:
     return deleted
 
 
-def once(claim: Claim | None, create: Callable[[], Any]) -> Any:
-    """`create()`, or the stored answer of the claim's key (marked Idempotent-Replayed)."""
+def once(claim: Claim | None, create: Callable[[], Any], look_first: bool = True) -> Any:
+    """`create()`, or the stored answer of the claim's key (marked Idempotent-Replayed).
+
+    With `look_first` False the key is not looked up before `create()` (a new key, the usual
+    case, then costs only its insert): `create()` must be safe to call again and to fail at
+    the key (nothing outside its transaction). A create refused meanwhile (429, a skill gone)
+    still answers a key that was answered before."""
     if claim is None:
         return create()
+    if look_first:
+        with context.connect() as conn:
+            stored = stored_response(conn, claim)
+        if stored is not None:
+            return stored, {REPLAYED_HEADER: "true"}
+    try:
+        return create()
+    except KeyTaken:
+        pass
+    except ApiError:
+        if look_first:
+            raise
+        with context.connect() as conn:
+            stored = stored_response(conn, claim)
+        if stored is None:
+            raise
+        return stored, {REPLAYED_HEADER: "true"}
     with context.connect() as conn:
-        stored = stored_response(conn, claim)
-    if stored is None:
-        try:
-            return create()
-        except KeyTaken:
-            with context.connect() as conn:
-                stored = stored_response(conn, claim)
-            if stored is None:  # pragma: no cover - the winner's row is committed
-                raise
+        stored = stored_response(conn, claim)  # 409 when the body differs
+    if stored is None:  # an expired key, forgotten just now (looked up first: not expired)
+        return create()
     return stored, {REPLAYED_HEADER: "true"}

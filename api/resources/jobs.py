@@ -65,7 +65,7 @@ class Jobs(MethodView):
             with context.connect() as conn:
                 return create_job(conn, pkg, body, claim=claim)
 
-        return idempotency.once(claim, create)
+        return idempotency.once(claim, create, look_first=False)
 
     @blp.arguments(JobListArgs(), location="query")
     @blp.response(200, JobList())

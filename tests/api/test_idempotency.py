@@ -3,17 +3,20 @@ Postgres): one job per key and body, 409 for another body, nothing kept of a ref
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from datetime import timedelta
 
 import pytest
 from sqlalchemy import func, select, update
 
+from api import create_app
 from runner_core.store.models import IdempotencyKey, Request, utcnow
 from tests.helpers import BOTH_DATABASES
 from tests.packages import echo_skill, package_upload
 
 PRIME = {"skill_id": "demo-prime-number", "parameter": {"divisor": 2}}
+FENCED = {"skill_id": "fenced-json", "input": {"text": "x"}}  # queued at once (no upload)
 
 
 def post_job(client, body, key="k-1"):
@@ -58,6 +61,21 @@ def test_a_refused_create_keeps_no_key(client, app):
     assert missing.status_code == 404
     ok = post_job(client, {"skill_id": "no-such-skill"} | PRIME)
     assert ok.status_code == 200  # the key was not spent on the refusal
+
+
+@BOTH_DATABASES
+def test_a_key_answered_before_is_answered_while_new_jobs_are_refused(settings, queue):
+    app = create_app({"SETTINGS": dataclasses.replace(settings, queue_max=1), "QUEUE": queue})
+    client = app.test_client()
+    first = post_job(client, FENCED)
+    assert first.status_code == 200  # the queue is now full
+    again = post_job(client, FENCED)
+    assert (again.status_code, again.json) == (200, first.json)
+    assert again.headers["Idempotent-Replayed"] == "true"
+    refused = post_job(client, FENCED, "k-2")
+    assert refused.status_code == 429 and refused.json["error"]["code"] == "QUEUE_FULL"
+    assert post_job(client, {**FENCED, "input": {"text": "y"}}).status_code == 409
+    assert requests_count(app) == 1
 
 
 @pytest.mark.parametrize("key", ["", "has space", "x" * 256, "caf\u00e9"])
