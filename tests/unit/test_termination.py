@@ -16,7 +16,7 @@ from worker import termination
 
 def writers(tmp_path, trials: int, mode: str) -> dict[str, int]:
     """Exit codes of `trials` SIGTERM'd writers: 0 recorded its end, 3 found the database
-    locked (see tests/sigterm_writer.py)."""
+    locked, 1 died of another exception (see tests/sigterm_writer.py)."""
     out = subprocess.run(
         [
             sys.executable,
@@ -40,10 +40,10 @@ def test_a_sigterm_during_database_writes_never_leaves_the_database_locked(tmp_p
 
 
 def test_the_hazard_is_real_when_sigterm_raises_wherever_it_lands(tmp_path):
-    # the control: the same writers without the guard; about one in eight keeps the lock
-    outcomes = writers(tmp_path, 60, "unguarded")
+    # the control: the same writers without the guard. About one in eight keeps the lock (3);
+    # now and then SQLAlchemy's commit, interrupted, fails its own assertion instead (1)
+    outcomes = writers(tmp_path, 80, "unguarded")
     assert int(outcomes.get("3", 0)) >= 1, outcomes
-    assert set(outcomes) <= {"0", "3"}, outcomes
 
 
 def test_a_sigterm_raises_terminated_once_and_the_handler_is_restored():
