@@ -84,7 +84,6 @@ class BatchRun:
         self._failure: BaseException | None = None
         self._ended = 0
         self._done = threading.Event()
-        self._sent_all = threading.Event()
         self._collecting = threading.Event()  # every job sent, or --max-queued of them waiting
         self._submitters = 0
         self.progress = Progress(len(jobs))
@@ -131,7 +130,6 @@ class BatchRun:
             with self._lock:
                 self._submitters -= 1
                 if self._submitters == 0:
-                    self._sent_all.set()
                     self._collecting.set()
 
     def _submit_jobs(self) -> None:
