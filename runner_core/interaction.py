@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from runner_core.error_codes import ErrorCode
+from runner_core.results import run_warning
 
 DONE_MARKER = "__SKILL_DONE__"
 KINDS = ("open_text", "choose_one", "confirm", "fill_fields", "risk_ack")
@@ -80,13 +81,10 @@ def parse_question(text: str | None) -> tuple[Pending, dict[str, Any] | None]:
         return _from_yaml(yaml.safe_load(match.group(1)), message), None
     except (yaml.YAMLError, ValueError, TypeError) as exc:
         outside = _ASK.sub("", message).strip() or match.group(1).strip()
-        warning: dict[str, Any] = {
-            "code": ErrorCode.INTERACTIVE_ASK_YAML_INVALID,
-            "message": f"the <ASK_USER_YAML> block is not usable ({exc}); asked as open text",
-            "level": "warning",
-            "normalization_level": None,
-            "details": {},
-        }
+        warning = run_warning(
+            ErrorCode.INTERACTIVE_ASK_YAML_INVALID,
+            f"the <ASK_USER_YAML> block is not usable ({exc}); asked as open text",
+        )
         return Pending("open_text", _cap(outside)), warning
 
 

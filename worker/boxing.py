@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from runner_core.error_codes import ErrorCode
+from runner_core.results import run_warning
 from runner_core.sandbox import Box, Limits, plan_box
 from runner_core.settings import Settings
 from runner_core.skills import SkillPackage
@@ -93,10 +94,8 @@ def network_warning(
         why = f"the engine CLI ({engine}) needs the network to reach its model"
     else:
         return None
-    return {
-        "code": ErrorCode.NETWORK_NOT_ENFORCED,
-        "message": f"automation.network is '{wanted}' but was not enforced: {why}",
-        "level": "warning",
-        "normalization_level": None,
-        "details": {"network": wanted, "entrypoint": kind, "engine": engine},
-    }
+    return run_warning(
+        ErrorCode.NETWORK_NOT_ENFORCED,
+        f"automation.network is '{wanted}' but was not enforced: {why}",
+        {"network": wanted, "entrypoint": kind, "engine": engine},
+    )

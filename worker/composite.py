@@ -10,7 +10,7 @@ keeps two racing callbacks from starting a child twice. A failed composite whose
 `retry` is queued again as a new attempt, whose children start afresh (named for it). Waiting
 costs no worker slot: a retry's delay and the composite's own `timeout` are `advance` messages
 sent with a countdown. A child's end runs `advance` in the child's own worker process, right
-after its end is recorded.
+after its end is recorded (worker.recorder).
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from runner_core.error_codes import ErrorCode
 from runner_core.inputs import apply_defaults
 from runner_core.openevo.steps import in_run_attempt
 from runner_core.openevo.workflow import final_output, next_moves
+from runner_core.results import RunError
 from runner_core.skills import SkillPackage
 from runner_core.skills.memo import load_skill_cached
 from runner_core.statuses import RunStatus
@@ -67,20 +68,6 @@ def start(run: Run) -> str:
     return RunStatus.RUNNING
 
 
-def notify_parent(run: Run) -> None:
-    """After a child's end is recorded: `step.ended` on its parent, and the next steps."""
-    parent_id = getattr(run, "parent_run_id", None)
-    if not parent_id:
-        return
-    if "@" in (run.step_name or ""):  # a call of an index-file composite: its parent's
-        return  # worker answers it (and writes its step.ended) when it sees it ended
-    try:  # here, in the child's process: no broker round trip before the next step starts
-        advance(parent_id, run.id)
-    except Exception:
-        log.warning("advance of %s failed; sent as a task", parent_id, exc_info=True)
-        send_advance(parent_id)
-
-
 def time_limit(parent: Run, pkg: SkillPackage) -> float:
     """The composite's `timeout` in seconds (ms precision), or the request's `timeout_sec`;
     never above the server maximum."""
@@ -117,26 +104,25 @@ def advance(parent_id: str, ended_child: str | None = None) -> str:
         moves = next_moves(pipeline, inputs, attempts(runs), set(skipped(parent)), now)
         error: dict[str, Any] | None
         if parent.cancel_requested_at:
-            error = {"code": ErrorCode.CANCELED_BY_USER, "message": "canceled by user"}
+            error = RunError(ErrorCode.CANCELED_BY_USER, "canceled by user").as_dict()
             return end(session, parent, RunStatus.CANCELED, None, error, order, runs, moves.states)
         limit = time_limit(parent, pkg)
         if parent.started_at and now >= aware(parent.started_at).timestamp() + limit:
-            error = {
-                "code": ErrorCode.TIMEOUT,
-                "message": f"the composite's timeout ({round(limit * 1000)} ms) passed; "
+            error = RunError(
+                ErrorCode.TIMEOUT,
+                f"the composite's timeout ({round(limit * 1000)} ms) passed; "
                 "its running steps were canceled",
-            }
+            ).as_dict()
             return end(session, parent, RunStatus.FAILED, None, error, order, runs, moves.states)
         if moves.skip:
             record_skipped(parent, moves.skip)
             for name in moves.skip:
                 events_of(parent).emit("step.skipped", {"step": name})
         if moves.failed:
-            error = {
-                "code": ErrorCode.COMPOSITE_STEP_FAILED,
-                "message": moves.failed["message"],
-                "details": {"step": moves.failed["step"], "error": moves.failed["error"]},
-            }
+            details = {"step": moves.failed["step"], "error": moves.failed["error"]}
+            error = RunError(
+                ErrorCode.COMPOSITE_STEP_FAILED, moves.failed["message"], {"details": details}
+            ).as_dict()
             return end(session, parent, RunStatus.FAILED, None, error, order, runs, moves.states)
         if moves.done:
             data = final_output(pipeline, pkg.openevo.output_mapping, inputs, moves.states)
@@ -182,8 +168,8 @@ def _checked(pkg: SkillPackage, data: Any) -> tuple[str, dict[str, Any] | None]:
     errors = [e.message for e in Draft7Validator(pkg.output_schema).iter_errors(data)]
     if not errors:
         return RunStatus.SUCCEEDED, None
-    return RunStatus.FAILED, {
-        "code": ErrorCode.OUTPUT_VALIDATION_FAILED,
-        "message": "the composite's output does not match its output schema",
-        "details": {"validation_errors": errors, "output": data},
-    }
+    return RunStatus.FAILED, RunError(
+        ErrorCode.OUTPUT_VALIDATION_FAILED,
+        "the composite's output does not match its output schema",
+        {"details": {"validation_errors": errors, "output": data}},
+    ).as_dict()

@@ -3,7 +3,6 @@ queued run stamped for sending after the commit), and canceling the ones still a
 
 from __future__ import annotations
 
-import json
 import math
 import uuid
 from dataclasses import dataclass
@@ -15,12 +14,14 @@ from sqlalchemy.orm import Session
 
 from runner_core.openevo.steps import Attempt, parse_child_name, run_attempt_of
 from runner_core.queues import queue_for
+from runner_core.results import read_result
 from runner_core.skills import SkillPackage
 from runner_core.skills.memo import load_skill_cached
 from runner_core.skills.registry import SkillRegistry
 from runner_core.statuses import ACTIVE_STATUSES, RunStatus
 from runner_core.store import runs as run_states
 from runner_core.store.models import Request, Run, utcnow
+from runner_core.workspace import RunPaths
 from worker.celery_app import settings
 from worker.lease import aware
 
@@ -48,11 +49,8 @@ def attempts(runs: list[Run]) -> list[Attempt]:
 
 
 def output_of(child: Run) -> Any:
-    path = settings.runs_dir / child.id / "result" / "result.json"
-    try:
-        return json.loads(path.read_text(encoding="utf-8")).get("data")
-    except (OSError, ValueError):
-        return None
+    document = read_result(RunPaths(settings.runs_dir / child.id))
+    return document.get("data") if isinstance(document, dict) else None
 
 
 @dataclass

@@ -10,13 +10,15 @@ from sqlalchemy.orm import Session
 
 from runner_core.openevo.steps import parse_child_name
 from runner_core.openevo.workflow import StepState
+from runner_core.results import result_document, write_result
 from runner_core.statuses import RunStatus
 from runner_core.store import runs as run_states
 from runner_core.store.models import Run
-from runner_core.workspace import write_json
+from runner_core.workspace import RunPaths, write_json
 from worker.celery_app import settings
 from worker.composite_children import cancel_children
-from worker.dispatch import announce_end, events_of, finished
+from worker.dispatch import events_of
+from worker.recorder import RunEnd, record_end
 from worker.skill_retry import retry_failed
 
 SKIPPED_FILE = "skipped_steps.json"
@@ -42,21 +44,19 @@ def end(
     if status == RunStatus.FAILED and retry_failed(parent, error):
         return RunStatus.QUEUED
     steps = step_entries(order, runs, states)
-    write_json(
-        settings.runs_dir / parent.id / "result" / "result.json",
-        {
-            "status": status,
-            "data": data if status == RunStatus.SUCCEEDED else None,
-            "artifacts": [],
-            "validation_warnings": [],
-            "error": error,
-            "steps": steps,
-        },
+    write_result(
+        RunPaths(settings.runs_dir / parent.id),
+        result_document(status, data, error=error, steps=steps),
     )
-    if run_states.finish_run(session, parent.id, status, error=error, timings={"steps": steps}):
-        announce_end(parent, RunStatus.RUNNING, status, error, "composite_finished")
-    else:
-        finished.publish(parent.id)
+    record_end(
+        parent,
+        RunEnd(status, error, timings={"steps": steps}),
+        "composite_finished",
+        transition=lambda: run_states.finish_run(
+            session, parent.id, status, error=error, timings={"steps": steps}
+        ),
+        cut_short=False,
+    )
     return status
 
 

@@ -12,12 +12,12 @@ from runner_core.engines.base import EngineAdapter, EngineContext, ProcessResult
 from runner_core.engines.config import EngineConfigError, load_engine_config
 from runner_core.engines.streams import read_output
 from runner_core.error_codes import ErrorCode
-from runner_core.output import RepairRequest
+from runner_core.output import RepairReply, RepairRequest
 from runner_core.prompts import PromptContext, PromptError, patch_skill_md, render_prompt
 from runner_core.workspace import install_skill_copy, write_git_marker, write_json
 from worker.boxing import boxes_engine
 from worker.engine_dependencies import provide_dependencies
-from worker.entry import EntryContext, EntryResult, add_tokens
+from worker.entry import EntryContext, EntryResult
 from worker.failures import RunFailed, process_failure
 from worker.output_tail import run_streamed
 from worker.supervisor import run_command
@@ -140,7 +140,8 @@ Answer again with ONLY the corrected JSON object (no prose, no code fence). The 
 
 
 class EngineRepair:
-    """N3: re-ask the same engine session with the validation errors (one CLI turn a round)."""
+    """N3: re-ask the same engine session with the validation errors (one CLI turn a round).
+    Each round answers its text, the session it continued and its tokens (a RepairReply)."""
 
     def __init__(
         self,
@@ -150,18 +151,16 @@ class EngineRepair:
         session_handle: str | None,
     ) -> None:
         self.entry, self.adapter, self.ctx = entry, adapter, ctx
-        self.session_handle = session_handle
-        self.tokens: dict[str, int] | None = None  # of the repair turns
+        self.session_handle = session_handle  # the turn's session, which the first round continues
 
-    def __call__(self, request: RepairRequest) -> str | None:
+    def __call__(self, request: RepairRequest) -> RepairReply:
         errors = "\n".join(f"- {e.get('path')}: {e.get('message')}" for e in request.errors)
         prompt = REPAIR_PROMPT.format(
             errors=errors or "- (no JSON found)",
             schema=json.dumps(self.entry.pkg.output_schema, ensure_ascii=False),
         )
-        spec = self.adapter.build_command(
-            replace(self.ctx, prompt=prompt, session_id=self.session_handle)
-        )
+        session = request.session_id or self.session_handle
+        spec = self.adapter.build_command(replace(self.ctx, prompt=prompt, session_id=session))
         logs, name = self.entry.paths.logs, f"repair_{request.round}"
         result = run_command(
             spec,
@@ -170,8 +169,7 @@ class EngineRepair:
             self.entry.watch(engine=True),
         )
         output = self.adapter.parse_output(result)
-        self.tokens = add_tokens(self.tokens, output.tokens)
         if output.error is not None:
-            raise RuntimeError(f"{output.error.code}: {output.error.message}")
-        self.session_handle = output.session_id or self.session_handle
-        return output.final_text
+            error = f"{output.error.code}: {output.error.message}"
+            return RepairReply(None, session, output.tokens, error)
+        return RepairReply(output.final_text, output.session_id or session, output.tokens)

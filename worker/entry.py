@@ -9,7 +9,7 @@ from typing import Any, Protocol
 
 from runner_core.events import EventLog
 from runner_core.inputs import ResolvedInputs
-from runner_core.output import RepairRequest
+from runner_core.output import RepairReply, RepairRequest
 from runner_core.settings import Settings
 from runner_core.skills import SkillPackage
 from runner_core.store.models import Run
@@ -40,13 +40,10 @@ class EntryContext:
 
 
 class Repair(Protocol):
-    """N3: one more turn of the engine session; it follows the session id the engine reports
-    and adds up the tokens its turns used."""
+    """N3: one more turn of the engine session (it answers the session id the engine reports
+    and the tokens the turn used)."""
 
-    session_handle: str | None
-    tokens: dict[str, int] | None
-
-    def __call__(self, request: RepairRequest) -> str | None: ...
+    def __call__(self, request: RepairRequest) -> RepairReply: ...
 
 
 @dataclass
@@ -65,12 +62,3 @@ class EntryResult:
     usage: dict[str, Any] = field(default_factory=dict)
     tokens: dict[str, int] | None = None  # the CLI's token counts for this turn
     failure: RunFailed | None = None
-
-
-def add_tokens(total: dict[str, int] | None, more: dict[str, int] | None) -> dict[str, int] | None:
-    """Token counts of two turns added up (None when neither reported any)."""
-    if more is None:
-        return total
-    if total is None:
-        return dict(more)
-    return {key: total.get(key, 0) + more.get(key, 0) for key in {**total, **more}}

@@ -22,19 +22,29 @@ from runner_core.error_codes import ErrorCode
 from runner_core.events import EventLog
 from runner_core.interaction import Pending, has_done_marker
 from runner_core.output import OutputOutcome, run_output_chain
+from runner_core.output.stages import RepairRounds
+from runner_core.results import (
+    RunError,
+    result_document,
+    run_warning,
+    stderr_tail,
+    write_failure,
+    write_result,
+)
 from runner_core.run_pool import RunDirPool
 from runner_core.settings import Settings
 from runner_core.skills import SkillPackage
 from runner_core.skills.locks import locks_dir, skill_lock
 from runner_core.statuses import RunStatus
 from runner_core.store.models import Run
+from runner_core.tokens import add_tokens
 from runner_core.workspace import RunPaths, create_run_dir, disk_full
 from worker.boxing import network_warning
-from worker.entry import EntryContext, EntryResult, add_tokens
+from worker.entry import EntryContext, EntryResult
 from worker.entrypoints import run_entrypoint
 from worker.failures import RunFailed
 from worker.prepare import resumed_context, stage_skill, write_inputs
-from worker.results import write_failure, write_result
+from worker.recorder import RunEnd
 from worker.run_layout import PoolLayout, run_relative
 from worker.script_entry import skill_command
 from worker.supervisor import Watch
@@ -43,8 +53,10 @@ from worker.turns import AwaitUser, Resume, decide, is_interactive, turn_number
 log = logging.getLogger(__name__)
 
 
-@dataclass
+@dataclass(frozen=True)
 class RunOutcome:
+    """What one execution of a run came to (a turn of an interactive run)."""
+
     status: str
     error: dict[str, Any] | None = None
     warnings: list[dict[str, Any]] = field(default_factory=list)
@@ -52,6 +64,19 @@ class RunOutcome:
     session_handle: str | None = None
     token_usage: dict[str, int] | None = None
     pending: Pending | None = None  # the question of a turn that ended waiting_user
+    data: Any = None
+    artifacts: list[str] = field(default_factory=list)
+
+    def end(self) -> RunEnd:
+        """The run's end as its row records it."""
+        return RunEnd(
+            self.status,
+            self.error,
+            self.warnings,
+            self.timings,
+            self.session_handle,
+            self.token_usage,
+        )
 
 
 class RunExecutor:
@@ -86,6 +111,7 @@ class RunExecutor:
         self.data: Any = None
         self.artifacts: list[str] = []
         self.entry: EntryResult | None = None
+        self.repaired = RepairRounds()  # what the output chain's repair rounds added up to
 
     def execute(self) -> RunOutcome:
         """Execute and always write result/result.json in the run directory's shape."""
@@ -105,49 +131,62 @@ class RunExecutor:
             self.warnings.extend([ask.warning] if ask.warning else [])
             outcome = RunOutcome(RunStatus.WAITING_USER, None, self.warnings, pending=ask.pending)
         except RunFailed as exc:
-            error = {"code": exc.code, "message": exc.message, **exc.details}
-            outcome = RunOutcome(exc.status, error, self.warnings)
+            outcome = RunOutcome(exc.status, exc.error.as_dict(), self.warnings)
         except SoftTimeLimitExceeded:
             raise  # unwinds to the task, which records TIMEOUT (the group is already killed)
         except Exception as exc:  # unexpected: recorded on the run, never lost
             outcome = RunOutcome(RunStatus.FAILED, self._unexpected(exc), self.warnings)
-        try:
-            if not self.paths.root.is_dir():  # a run that failed early has none
-                create_run_dir(self.paths.root.parent, self.paths.root.name)
-            if outcome.status != RunStatus.WAITING_USER:  # a waiting run has no result yet
-                # the bundle is built on its first download
-                write_result(
-                    self.paths,
-                    outcome.status,
-                    self.data,
-                    self.artifacts,
-                    outcome.warnings,
-                    outcome.error,
-                )
-        except OSError as exc:
-            # No result file: the API answers from the row, so the row must say what happened;
-            # output that cannot be stored is no success.
-            error = self._unexpected(exc)
-            if outcome.status == RunStatus.SUCCEEDED:
-                outcome = RunOutcome(RunStatus.FAILED, error, self.warnings)
-            elif outcome.status == RunStatus.FAILED and disk_full(exc):
-                # a run that failed on a full disk (a script that could not write its output
-                # exits 1) failed for want of space: STORAGE_FULL says so, and retrying later
-                # helps; what the run itself reported stays beside it
-                outcome.error = {**error, "run_error": outcome.error}
-            elif outcome.error is not None:
-                outcome.error = {**outcome.error, "result_not_written": error["message"]}
+        outcome = self._write_result(replace(outcome, data=self.data, artifacts=self.artifacts))
         outcome = self._timed("publish", self._publish, outcome)
         if self.events is not None:
             for warning in self.warnings:
                 self.events.emit("diagnostic.warning", warning)
-        outcome.timings = self.timings
-        outcome.session_handle = self._session_handle()
-        outcome.token_usage = self._token_usage()
+        warnings, tokens = outcome.warnings, self._token_usage()
         if self.resume is not None:  # earlier turns' warnings and tokens are the run's too
-            outcome.warnings = list(self.run.warnings or []) + outcome.warnings
-            outcome.token_usage = add_tokens(self.run.token_usage, outcome.token_usage)
-        return outcome
+            warnings = list(self.run.warnings or []) + warnings
+            tokens = add_tokens(self.run.token_usage, tokens)
+        return replace(
+            outcome,
+            warnings=warnings,
+            timings=self.timings,
+            session_handle=self._session_handle(),
+            token_usage=tokens,
+        )
+
+    def _write_result(self, outcome: RunOutcome) -> RunOutcome:
+        """result/result.json of an ended run (a waiting run has no result yet). A document that
+        cannot be written leaves the row to say what happened: output that cannot be stored is
+        no success."""
+        try:
+            if not self.paths.root.is_dir():  # a run that failed early has none
+                create_run_dir(self.paths.root.parent, self.paths.root.name)
+            if (
+                outcome.status != RunStatus.WAITING_USER
+            ):  # the bundle is built on its first download
+                error = outcome.error
+                if error is not None:
+                    error = {**error, "stderr": stderr_tail(self.paths)}
+                write_result(
+                    self.paths,
+                    result_document(
+                        outcome.status, outcome.data, outcome.artifacts, outcome.warnings, error
+                    ),
+                )
+            return outcome
+        except OSError as exc:
+            error = self._unexpected(exc)
+            if outcome.status == RunStatus.SUCCEEDED:
+                return replace(outcome, status=RunStatus.FAILED, error=error)
+            if outcome.status == RunStatus.FAILED and disk_full(exc):
+                # a run that failed on a full disk (a script that could not write its output
+                # exits 1) failed for want of space: STORAGE_FULL says so, and retrying later
+                # helps; what the run itself reported stays beside it
+                return replace(outcome, error={**error, "run_error": outcome.error})
+            if outcome.error is not None:
+                return replace(
+                    outcome, error={**outcome.error, "result_not_written": error["message"]}
+                )
+            return outcome
 
     def _publish(self, outcome: RunOutcome) -> RunOutcome:
         """A run in local scratch: its files to the shared run directory before its status is
@@ -161,7 +200,7 @@ class RunExecutor:
         except OSError as exc:
             error = self._unexpected(exc)
             scratch.remove_quietly(self.paths.root)
-            write_failure(self.settings.runs_dir, self.run.id, RunStatus.FAILED, error)
+            write_failure(RunPaths(self.shared), RunStatus.FAILED, error)
             return RunOutcome(RunStatus.FAILED, error, self.warnings)
 
     def publish_cut_short(self) -> None:
@@ -190,12 +229,10 @@ class RunExecutor:
         if disk_full(exc):
             log.error("run %s: no space left for its files (%s)", self.run.id, exc)
             where = f" ({self._relative(str(exc.filename))})" if exc.filename else ""
-            return {
-                "code": ErrorCode.STORAGE_FULL,
-                "message": f"the disk holding the run's directory is full: {exc.strerror}{where}",
-            }
+            message = f"the disk holding the run's directory is full: {exc.strerror}{where}"
+            return RunError(ErrorCode.STORAGE_FULL, message).as_dict()
         log.exception("run %s crashed", self.run.id)
-        return {"code": ErrorCode.INTERNAL_ERROR, "message": f"{type(exc).__name__}: {exc}"}
+        return RunError(ErrorCode.INTERNAL_ERROR, f"{type(exc).__name__}: {exc}").as_dict()
 
     def _relative(self, path: str) -> str:
         """A path shown to clients: relative to the run directory (local or shared)."""
@@ -241,16 +278,13 @@ class RunExecutor:
         """The engine session at the end: a repair round may have continued it."""
         if self.entry is None:
             return None
-        if self.entry.repair is not None:
-            return self.entry.repair.session_handle
-        return self.entry.session_handle
+        return self.repaired.session_id or self.entry.session_handle
 
     def _token_usage(self) -> dict[str, int] | None:
         """The tokens of the engine's first turn and of any repair rounds."""
         if self.entry is None:
             return None
-        repair = self.entry.repair
-        return add_tokens(self.entry.tokens, repair.tokens if repair is not None else None)
+        return add_tokens(self.entry.tokens, self.repaired.tokens)
 
     def _turn_output(self, ctx: EntryContext) -> None:
         """An interactive turn: the done marker runs the whole output chain; without it, a
@@ -285,6 +319,7 @@ class RunExecutor:
 
     def _output_chain(self, ctx: EntryContext) -> None:
         outcome = self._chain(ctx)
+        self.repaired = outcome.repaired
         paths = ctx.paths
         self.warnings.extend(outcome.warnings)
         if not outcome.ok:
@@ -310,14 +345,7 @@ class RunExecutor:
         write_manifest(self.paths.root, manifest)
         self.artifacts = [a.path for a in manifest.artifacts]
         self.warnings.extend(
-            {
-                "code": w["code"],
-                "message": w.get("message", ""),
-                "level": "warning",
-                "normalization_level": None,
-                "details": w,
-            }
-            for w in manifest.warnings
+            run_warning(w["code"], w.get("message", ""), w) for w in manifest.warnings
         )
         if manifest.missing_required:
             missing = [s.pattern for s in manifest.missing_required]

@@ -7,6 +7,7 @@ from typing import Any
 
 from runner_core.engines.base import ProcessResult
 from runner_core.error_codes import ErrorCode
+from runner_core.results import RunError
 from runner_core.statuses import RunStatus
 
 
@@ -22,6 +23,11 @@ class RunFailed(Exception):
     ) -> None:
         super().__init__(message)
         self.code, self.message, self.details, self.status = code, message, details or {}, status
+
+    @property
+    def error(self) -> RunError:
+        """The error the run records."""
+        return RunError(self.code, self.message, self.details)
 
 
 def process_failure(result: ProcessResult, failure_code: str) -> RunFailed | None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Any
 
 from runner_core.statuses import RunStatus
@@ -14,14 +14,8 @@ from runner_core.store import interactions
 from runner_core.store.models import Run, utcnow
 from worker.celery_app import app, settings
 from worker.database import connect, sessions
-from worker.dispatch import (
-    announce_end,
-    events_of,
-    finished,
-    queue_of,
-    send_run,
-    write_failure,
-)
+from worker.dispatch import events_of, finished, queue_of, send_run
+from worker.recorder import RunEnd, record_end
 from worker.waiting import CANCELED, auto_decide, auto_reply_delay, record_question
 from worker.webhook_tasks import callbacks_for_question
 
@@ -34,9 +28,9 @@ COUNTDOWN_MAX_SEC = 3600
 def ask_user(run: Run, turn: int, outcome: Any) -> str:
     """The turn asked: the run waits for a reply, with an auto-reply scheduled if it wants one."""
     interaction_id = record_question(connect, run, turn, outcome, settings.lease_sec / 2)
-    if interaction_id is None:
-        write_failure(run, RunStatus.CANCELED, CANCELED)
-        announce_end(run, RunStatus.RUNNING, RunStatus.CANCELED, CANCELED, "cancel")
+    if interaction_id is None:  # canceled meanwhile: the turn's warnings are kept
+        end = replace(RunEnd.failed(CANCELED, RunStatus.CANCELED), warnings=outcome.warnings)
+        record_end(run, end, "cancel")
         return RunStatus.CANCELED
     events = events_of(run)
     events.emit(

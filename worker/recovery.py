@@ -13,7 +13,7 @@
   UPLOAD_TIMEOUT;
 - at startup, waiting_user runs keep waiting with a session handle, else SESSION_RESUME_FAILED.
 
-Every run this ends gets its terminal event (worker.dispatch.announce_end), as any other end.
+Every run this ends is recorded by worker.recorder, as any other end.
 """
 
 from __future__ import annotations
@@ -31,9 +31,10 @@ from runner_core.store import runs as run_states
 from runner_core.store.models import Run, utcnow
 from runner_core.workspace import find_snapshot
 from worker.broker_view import read_broker
-from worker.dispatch import announce_end, events_of, send_advance
+from worker.dispatch import events_of, send_advance
 from worker.lease import aware, beat_interval
 from worker.reaper import FOREIGN, GONE, KILLED, parse_worker, pid_alive, reap_group, this_host
+from worker.recorder import RunEnd, record_end
 from worker.run_layout import engine_skill_dirs, skill_source
 from worker.sweep_clock import clock_of
 
@@ -165,10 +166,12 @@ def _recover_running(settings: Settings, session, run: Run, send: Send, counts: 
 
 
 def _announce(session, run_id: str, before: str, trigger: str) -> None:
-    """The terminal event of a run this pass ended (read back: the guarded UPDATE set it)."""
+    """What follows the end of a run this pass ended (its guarded UPDATE made the transition;
+    the end is read back)."""
     run = session.get(Run, run_id, populate_existing=True)
     if run is not None:
-        _record_event(lambda: announce_end(run, before, run.status, run.error, trigger))
+        end = RunEnd.of_row(run)
+        _record_event(lambda: record_end(run, end, trigger, before=before, transition=lambda: True))
 
 
 def _record_event(write: Callable[[], object]) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
+from functools import partial
 
 from celery import bootsteps
 from celery.signals import task_revoked
@@ -21,18 +22,18 @@ from celery.worker import state as worker_state
 from sqlalchemy import select
 
 from runner_core.error_codes import ErrorCode
+from runner_core.results import RunError
 from runner_core.statuses import ACTIVE_STATUSES, RunStatus
 from runner_core.store import runs as run_states
 from runner_core.store.models import Run
 from worker.database import sessions
-from worker.dispatch import announce_end
+from worker.recorder import RunEnd, record_end
 
 log = logging.getLogger(__name__)
 REVOKE_CHECK_SEC = 0.5
-REVOKED = {
-    "code": ErrorCode.CANCELED_BY_USER,
-    "message": "revoked by an operator (Flower or celery control revoke)",
-}
+REVOKED = RunError(
+    ErrorCode.CANCELED_BY_USER, "revoked by an operator (Flower or celery control revoke)"
+)
 
 
 def cancel_revoked(task_ids: Iterable[str]) -> list[str]:
@@ -57,8 +58,15 @@ def cancel_revoked(task_ids: Iterable[str]) -> list[str]:
                 extra={"run_id": run.id, "request_id": run.request_id},
             )
             # a running run is ended by its own watch; one with no process ends here
-            if before != RunStatus.RUNNING and run_states.cancel_idle(session, run.id):
-                announce_end(run, before, RunStatus.CANCELED, REVOKED, "revoke")
+            if before != RunStatus.RUNNING:
+                record_end(
+                    run,
+                    RunEnd.failed(REVOKED, RunStatus.CANCELED),
+                    "revoke",
+                    before=before,
+                    transition=partial(run_states.cancel_idle, session, run.id),
+                    cut_short=False,  # no process wrote anything: the API answers from the row
+                )
     return canceled
 
 

@@ -20,6 +20,7 @@ from sqlalchemy.exc import OperationalError
 
 from runner_core.error_codes import ErrorCode
 from runner_core.logs import bind
+from runner_core.results import RunError
 from runner_core.run_pool import IDLE_KEY_SEC, RunDirPool
 from runner_core.sandbox import sandbox_status
 from runner_core.settings import DEMO_LLM_WARNING
@@ -38,16 +39,16 @@ from worker.celery_app import app, settings
 from worker.composite import is_composite
 from worker.composite_calls import calls_served
 from worker.database import connect, sessions
-from worker.dispatch import announce_end, events_of, finished, send_run, write_failure
+from worker.dispatch import events_of, send_run
 from worker.executor import RunExecutor
 from worker.interactive_tasks import ask_user, overdue_replies
 from worker.lease import Heartbeat, beat_interval, make_watch
 from worker.leftovers import clear_leftovers
+from worker.recorder import RunEnd, record_end
 from worker.recovery import recover
 from worker.refill import Refiller
 from worker.revokes import RevokeWatch
 from worker.run_layout import skill_copies, skill_source
-from worker.skill_retry import retry_failed
 from worker.strays import become_subreaper
 from worker.sweep_clock import clock_of
 from worker.termination import Terminated, terminable, terminating
@@ -56,9 +57,13 @@ from worker.webhook_tasks import overdue_callbacks
 
 log = logging.getLogger(__name__)
 _refiller = Refiller()
-# How long a run's finish is retried while the database does not answer, in leases: past one
-# lease the sweep may take the run over, and the finish's attempt guard then refuses it.
-FINISH_RETRY_LEASES = 2
+SOFT_TIME_LIMIT = RunError(
+    ErrorCode.TIMEOUT, "the soft time limit was reached; the process group was killed"
+)
+TERMINATED = RunError(
+    ErrorCode.CANCELED_BY_USER,
+    "terminated (SIGTERM to the worker process); the process group was killed",
+)
 app.steps["worker"].add(RevokeWatch)  # operator revokes cancel runs (worker.revokes)
 
 
@@ -159,9 +164,7 @@ def execute_run(self, run_id: str) -> str:
         calls_served(claimed),
     ):
         status = _execute(executor)
-    if status != RunStatus.QUEUED:  # before the refill: the parent's next step starts first
-        composite.notify_parent(claimed)
-    _refill_pool(executor)
+    _refill_pool(executor)  # after the parent's next step started (worker.recorder)
     return status
 
 
@@ -179,8 +182,14 @@ def _not_claimed(run_id: str) -> str:
             and current.status == RunStatus.QUEUED
             and current.cancel_requested_at
         ):
-            if run_states.cancel_queued(session, run_id):
-                finished.publish(run_id)
+            record_end(
+                current,
+                RunEnd.failed(run_states.CANCELED, RunStatus.CANCELED),
+                "cancel",
+                before=RunStatus.QUEUED,
+                transition=lambda: run_states.cancel_queued(session, run_id),
+                cut_short=False,  # it never started: the API answers from the row
+            )
         log.info("run %s not claimed (status %s)", run_id, current.status if current else "missing")
     return "skipped"
 
@@ -200,76 +209,38 @@ def _execute(executor: RunExecutor) -> str:
             # error: the run was terminated, not broken
             raise Terminated()
         if outcome.status == RunStatus.WAITING_USER:
-            return ask_user(executor.run, executor.turn, outcome)
-        if outcome.status == RunStatus.FAILED and retry_failed(run, outcome.error):
-            return RunStatus.QUEUED  # a new attempt of the same run (skill.json `retry`)
-
-        def record() -> bool:
-            with connect() as conn:
-                return run_states.finish_run(
-                    conn,
-                    run.id,
-                    outcome.status,
-                    error=outcome.error,
-                    warnings=outcome.warnings,
-                    timings=outcome.timings,
-                    session_handle=outcome.session_handle,
-                    token_usage=outcome.token_usage,
-                    attempt=run.attempt,
-                )
-
-        # result/result.json is written: a database away for a while must not lose the run (a
-        # late finish is safe: it lands only while the run is still this attempt's)
-        if retry_unavailable(
-            record, f"finish of run {run.id}", FINISH_RETRY_LEASES * settings.lease_sec
-        ):
-            announce_end(run, RunStatus.RUNNING, outcome.status, outcome.error, "turn_finished")
-        else:
-            finished.publish(run.id)
-        return outcome.status
+            return ask_user(run, executor.turn, outcome)
+        # result/result.json is written (the executor's own document)
+        recorded = record_end(
+            run,
+            outcome.end(),
+            "turn_finished",
+            cut_short=False,
+            retry=True,
+            advance_parent=composite.advance,
+        )
+        return recorded or outcome.status
     except (Terminated, SoftTimeLimitExceeded) as exc:
         # the supervisor's `finally` has already killed the process group
         if isinstance(exc, SoftTimeLimitExceeded):
-            status, error = (
-                RunStatus.FAILED,
-                {
-                    "code": ErrorCode.TIMEOUT,
-                    "message": "the soft time limit was reached; the process group was killed",
-                },
-            )
+            status, error = RunStatus.FAILED, SOFT_TIME_LIMIT
         else:
-            status, error = (
-                RunStatus.CANCELED,
-                {
-                    "code": ErrorCode.CANCELED_BY_USER,
-                    "message": "terminated (SIGTERM to the worker process); the process group "
-                    "was killed",
-                },
-            )
+            status, error = RunStatus.CANCELED, TERMINATED
         # The signal may land after the run's real end was recorded (e.g. a worker stopped
         # while it announced the end): the guarded UPDATE decides, and only the call that
         # ended the run writes its result file, so a recorded success is never overwritten.
         executor.publish_cut_short()  # nothing left to move once the end was recorded
-        with connect() as conn:
-            ended = run_states.finish_run(conn, run.id, status, error=error, attempt=run.attempt)
-        if not ended:
-            return "recorded"
-        write_failure(run, status, error)
-        announce_end(run, RunStatus.RUNNING, status, error, "terminated")
-        return status
+        ended = record_end(
+            run, RunEnd.failed(error, status), "terminated", advance_parent=composite.advance
+        )
+        return ended or "recorded"
     except Exception as exc:
         # A failure outside the executor's own handling (e.g. its result could not be
         # recorded): end the run now rather than leave it `running` until its lease expires.
         log.exception("run %s: the task failed", run.id)
-        error = {"code": ErrorCode.INTERNAL_ERROR, "message": f"{type(exc).__name__}: {exc}"}
+        error = RunError(ErrorCode.INTERNAL_ERROR, f"{type(exc).__name__}: {exc}")
         executor.publish_cut_short()
-        with connect() as conn:
-            ended = run_states.finish_run(
-                conn, run.id, RunStatus.FAILED, error=error, attempt=run.attempt
-            )
-        if ended:
-            write_failure(run, RunStatus.FAILED, error)
-            announce_end(run, RunStatus.RUNNING, RunStatus.FAILED, error, "crashed")
+        record_end(run, RunEnd.failed(error), "crashed", advance_parent=composite.advance)
         return RunStatus.FAILED
 
 

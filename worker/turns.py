@@ -21,6 +21,7 @@ from runner_core.interaction import (
     reply_prompt,
 )
 from runner_core.output import OutputOutcome
+from runner_core.results import run_warning
 from runner_core.store import interactions
 from runner_core.store.models import Run
 from worker.failures import RunFailed
@@ -84,13 +85,11 @@ def decide(
     or repair (`soft`): a warning to record when the output validated (soft completion), else
     AwaitUser, or RunFailed when the turn limit is reached."""
     if soft.ok:
-        return {
-            "code": ErrorCode.INTERACTIVE_COMPLETED_WITHOUT_DONE_MARKER,
-            "message": f"turn {turn}'s output validated without the __SKILL_DONE__ marker",
-            "level": "warning",
-            "normalization_level": None,
-            "details": {"turn": turn},
-        }
+        return run_warning(
+            ErrorCode.INTERACTIVE_COMPLETED_WITHOUT_DONE_MARKER,
+            f"turn {turn}'s output validated without the __SKILL_DONE__ marker",
+            {"turn": turn},
+        )
     if max_attempt is not None and turn >= max_attempt:
         raise RunFailed(
             ErrorCode.INTERACTIVE_MAX_ATTEMPT_EXCEEDED,

@@ -9,21 +9,21 @@ from datetime import timedelta
 from typing import Any
 
 from runner_core.error_codes import ErrorCode
+from runner_core.results import RunError
 from runner_core.statuses import RunStatus
 from runner_core.store import interactions
-from runner_core.store import runs as run_states
 from runner_core.store.db import retry_unavailable
 from runner_core.store.models import Run, utcnow
 
 log = logging.getLogger(__name__)
-CANCELED = {"code": ErrorCode.CANCELED_BY_USER, "message": "canceled by user while it asked"}
+CANCELED = RunError(ErrorCode.CANCELED_BY_USER, "canceled by user while it asked")
 
 
 def record_question(
     connect: Callable, run: Run, turn: int, outcome: Any, budget: float
 ) -> int | None:
     """running -> waiting_user with the turn's question; None when a cancel came first (the
-    run is then ended canceled, or was already ended by someone else)."""
+    caller then records the run's end, canceled)."""
     finish = {
         "warnings": outcome.warnings,
         "timings": outcome.timings,
@@ -35,13 +35,7 @@ def record_question(
         with connect() as conn:
             return interactions.ask(conn, run.id, turn, outcome.pending, finish)
 
-    interaction_id = retry_unavailable(ask, f"question of run {run.id}", budget)
-    if interaction_id is None:
-        with connect() as conn:
-            run_states.finish_run(
-                conn, run.id, RunStatus.CANCELED, error=CANCELED, warnings=outcome.warnings
-            )
-    return interaction_id
+    return retry_unavailable(ask, f"question of run {run.id}", budget)
 
 
 def auto_reply_delay(run: Run, cap_sec: int) -> int | None:

@@ -134,9 +134,8 @@ def cancel_run(session: Session, req: Request, run: Run) -> dict[str, Any]:
     # queued or waiting run (no process) ends here, and the revoke only spares a worker the
     # message (if it is lost, the claim guard still refuses the run).
     if accepted and run_states.cancel_idle(session, run.id):
-        error = {"code": ErrorCode.CANCELED_BY_USER, "message": "canceled by user"}
         context.run_events(run).state_changed(
-            before, RunStatus.CANCELED, "cancel", error=error, terminal=True
+            before, RunStatus.CANCELED, "cancel", error=run_states.CANCELED.as_dict(), terminal=True
         )
         if run.celery_task_id and before == RunStatus.QUEUED:  # a waiting run's task ended
             context.queue().revoke(run.celery_task_id)

@@ -3,7 +3,6 @@ poll that waits for its run to end, and its result file."""
 
 from __future__ import annotations
 
-import json
 import time
 from typing import Any
 
@@ -13,9 +12,11 @@ from sqlalchemy.orm import Session
 from api import auth, context
 from api.errors import ApiError
 from api.jobs.rows import JOB_COLUMNS, JobRow, requests_table, runs_table
+from runner_core import results
 from runner_core.error_codes import ErrorCode
 from runner_core.statuses import RunStatus
 from runner_core.store.models import Request, Run
+from runner_core.workspace import RunPaths
 
 
 def not_found(request_id: str, kind: str | None) -> ApiError:
@@ -92,14 +93,8 @@ def in_progress(job: JobRow) -> bool:
 
 def read_result(job: JobRow) -> dict[str, Any]:
     """result/result.json of a finished run (the result document of the run protocol)."""
-    path = context.settings().runs_dir / job.run_id / "result" / "result.json"
-    if path.is_file():
-        return json.loads(path.read_text(encoding="utf-8"))
+    document = results.read_result(RunPaths(context.settings().runs_dir / job.run_id))
+    if document is not None:
+        return document
     # A run that ended before its workspace existed (canceled while queued, reconciled...)
-    return {
-        "status": job.status,
-        "data": None,
-        "artifacts": [],
-        "validation_warnings": [],
-        "error": job.error,
-    }
+    return results.result_document(job.status, error=job.error)

@@ -9,6 +9,7 @@ from runner_core.output.chain import OutputOutcome, run_output_chain
 from runner_core.output.commands import (
     NormalizeRequest,
     RepairFunction,
+    RepairReply,
     RepairRequest,
     SkillCommand,
 )
@@ -18,6 +19,7 @@ __all__ = [
     "NormalizeRequest",
     "OutputOutcome",
     "RepairFunction",
+    "RepairReply",
     "RepairRequest",
     "SkillCommand",
     "WARNING_CODES",

@@ -30,6 +30,7 @@ from runner_core.output.stages import (
     Attempt,
     Candidate,
     ChainContext,
+    RepairRounds,
     parse_candidate,
     repair_candidate,
 )
@@ -60,6 +61,7 @@ class OutputOutcome:
     # result_file | envelope | engine_text | normalizer | fallback | repair
     source: str | None = None
     record: dict[str, Any] = field(default_factory=dict)  # the content of result/validation.json
+    repaired: RepairRounds = field(default_factory=RepairRounds)  # what N3 rounds added up to
 
 
 def run_output_chain(
@@ -110,8 +112,8 @@ def run_output_chain(
         best = ctx.best()
         no_output = [error_record("$", "the engine produced no output", "parse")]
         errors = best.errors if best else no_output
-        return _finish(run_dir, raw, log, None, errors, [])
-    return _finish(run_dir, raw, log, winner, [], _warnings(ctx, winner))
+        return _finish(run_dir, raw, log, None, errors, [], ctx.repaired)
+    return _finish(run_dir, raw, log, winner, [], _warnings(ctx, winner), ctx.repaired)
 
 
 def _candidates(result_text: str | None, envelope: Any, engine_text: str | None) -> list[Candidate]:
@@ -165,6 +167,7 @@ def _attempts(
             schema,
             ctx.run_dir,
             raw.primary_path,
+            ctx.repaired.session_id,
         )
         attempt = run_repair_round(ctx, repair, repair_request)
         previous = attempt or previous  # a round that failed outright leaves the input as it was
@@ -196,6 +199,7 @@ def _finish(
     winner: Attempt | None,
     errors: list[dict[str, Any]],
     warnings: list[dict[str, Any]],
+    repaired: RepairRounds | None = None,
 ) -> OutputOutcome:
     ok = winner is not None
     level = winner.level if winner else None
@@ -222,4 +226,5 @@ def _finish(
         str(raw.primary_path),
         source,
         record,
+        repaired or RepairRounds(),
     )

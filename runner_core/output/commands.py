@@ -48,10 +48,22 @@ class RepairRequest:
     schema: Any
     run_dir: Path
     raw_output_path: Path
+    session_id: str | None = None  # the session the previous round continued (None: the first)
+
+
+@dataclass(frozen=True)
+class RepairReply:
+    """What one repair round answered: its text (None: no answer, `error` says why), the
+    session it continued and the tokens it used."""
+
+    text: str | None
+    session_id: str | None = None
+    tokens: dict[str, int] | None = None
+    error: str | None = None
 
 
 SkillCommand = Callable[[NormalizeRequest], None]
-RepairFunction = Callable[[RepairRequest], "str | None"]
+RepairFunction = Callable[[RepairRequest], "str | RepairReply | None"]
 
 
 def run_skill_command(
@@ -104,10 +116,16 @@ def run_repair_round(
     name = f"N3 repair round {request.round}"
     started = time.perf_counter()
     try:
-        text = repair(request)
+        reply = repair(request)
     except Exception as exc:  # a failing repair backend is a failed step, not a crashed run
         _log_failure(ctx, name, "N3", started, "repair", _exception_message(exc), "exception")
         return None
+    if isinstance(reply, RepairReply):
+        ctx.repaired = ctx.repaired.after(reply)
+        if reply.error is not None:
+            _log_failure(ctx, name, "N3", started, "repair", reply.error, "exception")
+            return None
+    text = reply.text if isinstance(reply, RepairReply) else reply
     if not isinstance(text, str) or not text.strip():
         _log_failure(ctx, name, "N3", started, "repair", "repair returned no text", "parse")
         return None

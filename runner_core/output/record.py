@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from runner_core.error_codes import ErrorCode
+from runner_core.results import run_warning
 
 LEVEL_PARSE = "parse"
 LEVEL_VALIDATE = "validate"
@@ -77,21 +78,13 @@ class StepLog:
 
 def normalization_warning(level: str, details: dict[str, Any]) -> dict[str, Any]:
     """Build the warning that says output only validated after normalization at `level`."""
-    return {
-        "code": WARNING_CODES[level],
-        "message": _WARNING_MESSAGES[level],
-        "level": "warning",
-        "normalization_level": level,
-        "details": details,
-    }
+    return run_warning(WARNING_CODES[level], _WARNING_MESSAGES[level], details, level)
 
 
 def result_file_warning(errors: list[dict[str, Any]], used_source: str) -> dict[str, Any]:
     """Build the warning that says result/result.json was invalid and another source was used."""
-    return {
-        "code": ErrorCode.OUTPUT_RESULT_FILE_INVALID,
-        "message": f"result/result.json did not validate; the output was taken from {used_source}.",
-        "level": "warning",
-        "normalization_level": None,
-        "details": {"errors": errors, "used_source": used_source},
-    }
+    return run_warning(
+        ErrorCode.OUTPUT_RESULT_FILE_INVALID,
+        f"result/result.json did not validate; the output was taken from {used_source}.",
+        {"errors": errors, "used_source": used_source},
+    )

@@ -25,6 +25,7 @@ from runner_core.output.repair import (
     repair_text,
 )
 from runner_core.output.validate import collect_errors, error_record, is_root_type_mismatch
+from runner_core.tokens import add_tokens
 
 # Bounds the validation work N0 does on a long, list-heavy transcript.
 _MAX_VALUES_PER_TEXT = 50
@@ -61,6 +62,21 @@ class Attempt:
         return (not self.parsed, is_root_type_mismatch(self.errors), len(self.errors))
 
 
+@dataclass(frozen=True)
+class RepairRounds:
+    """What the repair rounds (N3) of a chain added up to: the session the last one continued
+    and the tokens they used."""
+
+    session_id: str | None = None
+    tokens: dict[str, int] | None = None
+
+    def after(self, reply: Any) -> RepairRounds:
+        """These rounds and one more (a runner_core.output.commands.RepairReply)."""
+        return RepairRounds(
+            reply.session_id or self.session_id, add_tokens(self.tokens, reply.tokens)
+        )
+
+
 @dataclass
 class ChainContext:
     """State shared by the stages of one chain run."""
@@ -69,6 +85,7 @@ class ChainContext:
     validator: Validator
     log: StepLog
     attempts: list[Attempt] = field(default_factory=list)
+    repaired: RepairRounds = field(default_factory=RepairRounds)
 
     def check(self, attempt: Attempt) -> Attempt:
         """Validate a parsed attempt and remember it for choosing the best failure. The

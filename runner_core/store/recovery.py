@@ -12,6 +12,7 @@ from sqlalchemy import CursorResult, or_, select, update
 from sqlalchemy.orm import Session
 
 from runner_core.error_codes import ErrorCode
+from runner_core.results import RunError
 from runner_core.statuses import TERMINAL_STATUSES, RecoveryState, RunStatus
 from runner_core.store.models import Run, utcnow
 
@@ -31,18 +32,18 @@ def reconcile_interrupted(
     if canceled:
         status, error = (
             RunStatus.CANCELED,
-            {
-                "code": ErrorCode.CANCELED_BY_USER,
-                "message": "canceled by user (the worker running it stopped before it could end it)",
-            },
+            RunError(
+                ErrorCode.CANCELED_BY_USER,
+                "canceled by user (the worker running it stopped before it could end it)",
+            ).as_dict(),
         )
     else:
         status, error = (
             RunStatus.FAILED,
-            {
-                "code": ErrorCode.ORCHESTRATOR_RESTART_INTERRUPTED,
-                "message": "the worker running this run stopped (lease lost)",
-            },
+            RunError(
+                ErrorCode.ORCHESTRATOR_RESTART_INTERRUPTED,
+                "the worker running this run stopped (lease lost)",
+            ).as_dict(),
         )
     values: dict[str, Any] = dict(
         status=status,
@@ -105,10 +106,10 @@ def fail_waiting(session: Session, run_id: str) -> bool:
     """waiting_user without a session handle or a pending question cannot resume: failed
     SESSION_RESUME_FAILED."""
     now = utcnow()
-    error = {
-        "code": ErrorCode.SESSION_RESUME_FAILED,
-        "message": "the run waited for a reply but has no engine session or question to resume",
-    }
+    error = RunError(
+        ErrorCode.SESSION_RESUME_FAILED,
+        "the run waited for a reply but has no engine session or question to resume",
+    ).as_dict()
     result = session.execute(
         update(Run)
         .where(

@@ -20,11 +20,14 @@ from sqlalchemy import (
 from sqlalchemy.orm import Session
 
 from runner_core.error_codes import ErrorCode
+from runner_core.results import RunError
 from runner_core.statuses import ACTIVE_STATUSES, IDLE_STATUSES, RunStatus
 from runner_core.store import interactions
 from runner_core.store.models import Run, utcnow
 
 _runs = cast(Table, Run.__table__)
+
+CANCELED = RunError(ErrorCode.CANCELED_BY_USER, "canceled by user")  # of a run that held no process
 
 
 _FINISH_OPTIONAL = ("warnings", "timings", "session_handle", "token_usage")
@@ -132,7 +135,7 @@ def _cancel_idle(session: Session, run_id: str, statuses: tuple[str, ...]) -> bo
             finished_at=now,
             updated_at=now,
             error_code=ErrorCode.CANCELED_BY_USER,
-            error={"code": ErrorCode.CANCELED_BY_USER, "message": "canceled by user"},
+            error=CANCELED.as_dict(),
             pending_interaction_id=None,
         )
     )
@@ -248,11 +251,10 @@ def expire_uploads(session: Session, waited: timedelta) -> list[str]:
     ids = list(
         session.scalars(select(Run.id).where(*waiting, Run.created_at < now - waited).limit(500))
     )
-    error = {
-        "code": ErrorCode.UPLOAD_TIMEOUT,
-        "message": f"no input upload arrived within "
-        f"{waited.total_seconds():g} s; create the job again",
-    }
+    error = RunError(
+        ErrorCode.UPLOAD_TIMEOUT,
+        f"no input upload arrived within {waited.total_seconds():g} s; create the job again",
+    ).as_dict()
     ended = [
         run_id
         for run_id in ids

@@ -3,7 +3,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from runner_core.output import NormalizeRequest, RepairRequest, run_output_chain
+from runner_core.output import NormalizeRequest, RepairReply, RepairRequest, run_output_chain
 
 SCHEMA = {
     "type": "object",
@@ -35,11 +35,11 @@ class FakeSkillCommand:
 class FakeRepair:
     """Stands in for the runner's repair backend: answers with scripted texts."""
 
-    def __init__(self, *answers: str | Exception) -> None:
+    def __init__(self, *answers: str | RepairReply | Exception) -> None:
         self.answers = list(answers)
         self.requests: list[RepairRequest] = []
 
-    def __call__(self, request: RepairRequest) -> str | None:
+    def __call__(self, request: RepairRequest) -> str | RepairReply | None:
         self.requests.append(request)
         answer = self.answers[min(len(self.requests), len(self.answers)) - 1]
         if isinstance(answer, Exception):
@@ -173,3 +173,27 @@ def test_all_levels_failing_records_each_step_in_order(tmp_path: Path) -> None:
     assert sorted(e["validator"] for e in outcome.validation_errors) == ["required", "type"]
     record = json.loads((tmp_path / "result" / "validation.json").read_text(encoding="utf-8"))
     assert [s["level"] for s in record["steps"]] == ["parse", "N0", "N1", "N2", "N3"]
+
+
+def test_repair_rounds_follow_the_session_each_reply_names_and_add_up_their_tokens(
+    tmp_path: Path,
+) -> None:
+    repair = FakeRepair(
+        RepairReply('{"title": "t"}', "session-2", {"input_tokens": 5, "output_tokens": 1}),
+        RepairReply(None, None, {"input_tokens": 7}, error="ENGINE_FAILED: model said 500"),
+        RepairReply('{"title": "t", "count": 1}', "session-3", {"input_tokens": 2}),
+    )
+    outcome = run_output_chain(tmp_path, SCHEMA, engine_text=BROKEN, repair=repair, repair_rounds=3)
+    assert outcome.ok
+    # the first round continues the turn's session (None: the repair knows it), the next ones
+    # the session the last answering round named
+    assert [r.session_id for r in repair.requests] == [None, "session-2", "session-2"]
+    assert outcome.repaired.session_id == "session-3"
+    assert outcome.repaired.tokens == {"input_tokens": 14, "output_tokens": 1}
+    n3 = [s for s in outcome.steps if s["level"] == "N3"]
+    assert n3[1]["errors"][0]["message"] == "ENGINE_FAILED: model said 500"
+
+
+def test_a_chain_without_repair_rounds_reports_no_session_and_no_tokens(tmp_path: Path) -> None:
+    outcome = run_output_chain(tmp_path, SCHEMA, engine_text='{"title": "t", "count": 1}')
+    assert (outcome.repaired.session_id, outcome.repaired.tokens) == (None, None)

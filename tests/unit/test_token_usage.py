@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from worker.entry import add_tokens
+from runner_core.tokens import add_tokens
 
 
 def test_counts_of_two_turns_are_added_key_by_key():
