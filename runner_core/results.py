@@ -35,6 +35,27 @@ class RunError:
         return RunError(self.code, self.message, {**self.details, **more})
 
 
+@dataclass(frozen=True)
+class RunEnd:
+    """How a run ended, as its row records it."""
+
+    status: str
+    error: Mapping[str, Any] | None = None
+    warnings: Sequence[Mapping[str, Any]] | None = None
+    timings: Mapping[str, Any] | None = None
+    session_handle: str | None = None
+    token_usage: Mapping[str, int] | None = None
+
+    @classmethod
+    def failed(cls, error: RunError, status: str = RunStatus.FAILED) -> RunEnd:
+        return cls(status, error.as_dict())
+
+    @classmethod
+    def of_row(cls, run: Any) -> RunEnd:
+        """The end a guarded UPDATE already wrote into a run row (read back)."""
+        return cls(run.status, run.error)
+
+
 def run_warning(
     code: str,
     message: str,

@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 
 from runner_core.openevo.steps import parse_child_name
 from runner_core.openevo.workflow import StepState
-from runner_core.results import result_document, write_result
+from runner_core.results import RunEnd, result_document, write_result
 from runner_core.statuses import RunStatus
 from runner_core.store import runs as run_states
 from runner_core.store.models import Run
@@ -18,7 +18,7 @@ from runner_core.workspace import RunPaths, write_json
 from worker.celery_app import settings
 from worker.composite_children import cancel_children
 from worker.dispatch import events_of
-from worker.recorder import RunEnd, record_end
+from worker.recorder import record_end
 from worker.skill_retry import retry_failed
 
 SKIPPED_FILE = "skipped_steps.json"

@@ -24,6 +24,7 @@ from runner_core.interaction import Pending, has_done_marker
 from runner_core.output import OutputOutcome, run_output_chain
 from runner_core.output.stages import RepairRounds
 from runner_core.results import (
+    RunEnd,
     RunError,
     result_document,
     run_warning,
@@ -44,7 +45,6 @@ from worker.entry import EntryContext, EntryResult
 from worker.entrypoints import run_entrypoint
 from worker.failures import RunFailed
 from worker.prepare import resumed_context, stage_skill, write_inputs
-from worker.recorder import RunEnd
 from worker.run_layout import PoolLayout, run_relative
 from worker.script_entry import skill_command
 from worker.supervisor import Watch

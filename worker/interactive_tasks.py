@@ -9,13 +9,14 @@ import uuid
 from dataclasses import asdict, replace
 from typing import Any
 
+from runner_core.results import RunEnd
 from runner_core.statuses import RunStatus
 from runner_core.store import interactions
 from runner_core.store.models import Run, utcnow
 from worker.celery_app import app, settings
 from worker.database import connect, sessions
 from worker.dispatch import events_of, finished, queue_of, send_run
-from worker.recorder import RunEnd, record_end
+from worker.recorder import record_end
 from worker.waiting import CANCELED, auto_decide, auto_reply_delay, record_question
 from worker.webhook_tasks import callbacks_for_question
 

@@ -10,13 +10,12 @@ skill declares `retry` is queued again instead (worker.skill_retry).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
 from runner_core.metrics import record_run_end
-from runner_core.results import RunError, write_failure
+from runner_core.results import RunEnd, write_failure
 from runner_core.statuses import RunStatus
 from runner_core.store import runs as run_states
 from runner_core.store.db import retry_unavailable
@@ -31,27 +30,6 @@ log = logging.getLogger(__name__)
 # How long a run's finish is retried while the database does not answer, in leases: past one
 # lease the sweep may take the run over, and the finish's attempt guard then refuses it.
 FINISH_RETRY_LEASES = 2
-
-
-@dataclass(frozen=True)
-class RunEnd:
-    """How a run ended, as its row records it."""
-
-    status: str
-    error: Mapping[str, Any] | None = None
-    warnings: Sequence[Mapping[str, Any]] | None = None
-    timings: Mapping[str, Any] | None = None
-    session_handle: str | None = None
-    token_usage: Mapping[str, int] | None = None
-
-    @classmethod
-    def failed(cls, error: RunError, status: str = RunStatus.FAILED) -> RunEnd:
-        return cls(status, error.as_dict())
-
-    @classmethod
-    def of_row(cls, run: Run) -> RunEnd:
-        """The end a guarded UPDATE already wrote into `run` (read back)."""
-        return cls(run.status, run.error)
 
 
 def record_end(

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from datetime import timedelta
 
 from runner_core.queues import RUN_QUEUES
+from runner_core.results import RunEnd
 from runner_core.settings import Settings
 from runner_core.skills.memo import load_skill_cached
 from runner_core.statuses import RunStatus
@@ -34,7 +35,7 @@ from worker.broker_view import read_broker
 from worker.dispatch import events_of, send_advance
 from worker.lease import aware, beat_interval
 from worker.reaper import FOREIGN, GONE, KILLED, parse_worker, pid_alive, reap_group, this_host
-from worker.recorder import RunEnd, record_end
+from worker.recorder import record_end
 from worker.run_layout import engine_skill_dirs, skill_source
 from worker.sweep_clock import clock_of
 

@@ -22,12 +22,12 @@ from celery.worker import state as worker_state
 from sqlalchemy import select
 
 from runner_core.error_codes import ErrorCode
-from runner_core.results import RunError
+from runner_core.results import RunEnd, RunError
 from runner_core.statuses import ACTIVE_STATUSES, RunStatus
 from runner_core.store import runs as run_states
 from runner_core.store.models import Run
 from worker.database import sessions
-from worker.recorder import RunEnd, record_end
+from worker.recorder import record_end
 
 log = logging.getLogger(__name__)
 REVOKE_CHECK_SEC = 0.5

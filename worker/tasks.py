@@ -20,7 +20,7 @@ from sqlalchemy.exc import OperationalError
 
 from runner_core.error_codes import ErrorCode
 from runner_core.logs import bind
-from runner_core.results import RunError
+from runner_core.results import RunEnd, RunError
 from runner_core.run_pool import IDLE_KEY_SEC, RunDirPool
 from runner_core.sandbox import sandbox_status
 from runner_core.settings import DEMO_LLM_WARNING
@@ -44,7 +44,7 @@ from worker.executor import RunExecutor
 from worker.interactive_tasks import ask_user, overdue_replies
 from worker.lease import Heartbeat, beat_interval, make_watch
 from worker.leftovers import clear_leftovers
-from worker.recorder import RunEnd, record_end
+from worker.recorder import record_end
 from worker.recovery import recover
 from worker.refill import Refiller
 from worker.revokes import RevokeWatch

@@ -3,6 +3,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from runner_core.results import (
+    RunEnd,
     RunError,
     read_result,
     result_document,
@@ -59,3 +60,15 @@ def test_the_stderr_tail_is_the_end_of_the_log(tmp_path: Path) -> None:
     assert stderr_tail(paths) == ""
     (paths.logs / "stderr.txt").write_bytes(b"x" * 10 + b"the end")
     assert stderr_tail(paths, limit=7) == "the end"
+
+
+def test_a_run_end_from_an_error_or_read_back_from_a_row() -> None:
+    end = RunEnd.failed(RunError("TIMEOUT", "too slow"))
+    assert (end.status, end.error) == ("failed", {"code": "TIMEOUT", "message": "too slow"})
+    canceled = RunEnd.failed(RunError("CANCELED_BY_USER", "stop"), RunStatus.CANCELED)
+    assert canceled.status == "canceled"
+
+    class Row:
+        status, error = "failed", {"code": "ORCHESTRATOR_RESTART_INTERRUPTED"}
+
+    assert RunEnd.of_row(Row()) == RunEnd("failed", {"code": "ORCHESTRATOR_RESTART_INTERRUPTED"})
