@@ -13,7 +13,6 @@ from api.auth import openapi_security, require_token
 from api.auth_audit import record_audited
 from api.auth_scopes import ScopePlugin
 from api.auth_session import install_sessions
-from api.auth_tokens import TokenRegistry
 from api.config import build_config
 from api.cors import allow_origins
 from api.errors import http_exception_response, register_error_handlers
@@ -22,6 +21,7 @@ from api.metrics import register_metrics
 from api.queue import CeleryQueue
 from api.schema_fields import UtcDateTime
 from api.schemas import ErrorBody
+from runner_core.api_tokens import TokenRegistry
 from runner_core.event_bus import EventHub, EventPublisher
 from runner_core.finish_events import FinishWatcher
 from runner_core.metrics import use_metrics_dir

@@ -150,7 +150,7 @@ def _tokens_file(args) -> str:
 def token_list(args) -> int:
     """The tokens file's entries: name, scopes and the start of the hash (to tell lines of the
     same name apart when rotating)."""
-    from api.auth_tokens import TokenFileError, list_tokens
+    from runner_core.api_tokens import TokenFileError, list_tokens
 
     path = _tokens_file(args)
     if not path:
@@ -166,7 +166,7 @@ def token_list(args) -> int:
 
 def token_add(args) -> int:
     """Append a new token's hash to the tokens file and print the token (once)."""
-    from api.auth_tokens import TokenFileError, add_token
+    from runner_core.api_tokens import TokenFileError, add_token
 
     path = _tokens_file(args)
     if not path:

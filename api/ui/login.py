@@ -7,7 +7,7 @@ from flask import Blueprint, make_response, redirect, render_template, request, 
 
 from api import auth
 from api.auth_session import end_session, same_origin, session_principal, start_session
-from api.auth_tokens import token_hash
+from runner_core.api_tokens import token_hash
 
 
 def _next_page() -> str:
