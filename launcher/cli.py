@@ -26,8 +26,8 @@ def migrate(_args) -> int:
 
 def serve(args) -> int:
     """Migrate, start the embedded broker when none is configured, then web + worker (+ beat)."""
-    from api.demo_llm import DemoLLM, DemoRefused
-    from api.embedded_broker import EmbeddedBroker
+    from launcher.demo_llm import DemoLLM, DemoRefused
+    from launcher.embedded_broker import EmbeddedBroker
 
     settings = load_settings()
     demo = DemoLLM(settings.data_dir) if args.demo_llm else None
