@@ -188,8 +188,17 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] not in ("serve", "migrate", "token", "-h", "--help"):
         # every other command belongs to the client package (skill_runner_client)
-        from skill_runner_client.cli import main as client_main
-
+        try:
+            from skill_runner_client.cli import main as client_main
+        except ModuleNotFoundError as exc:
+            if not (exc.name or "").startswith("skill_runner_client"):
+                raise
+            print(
+                f"skill-runner: '{argv[0]}' is a client command; install the client package: "
+                "pip install ./client (docs/clients.md)",
+                file=sys.stderr,
+            )
+            return 2
         return client_main(argv, prog="skill-runner")
     parser = argparse.ArgumentParser(
         prog="skill-runner",
