@@ -10,9 +10,9 @@ from flask import Flask, send_from_directory
 from flask_smorest import Api
 
 from api.auth import openapi_security, require_token
-from api.auth_audit import record_audited
-from api.auth_scopes import ScopePlugin
-from api.auth_session import install_sessions
+from api.auth.audit import record_audited
+from api.auth.scopes import ScopePlugin
+from api.auth.session import install_sessions
 from api.config import build_config
 from api.cors import allow_origins
 from api.errors import http_exception_response, register_error_handlers
