@@ -19,8 +19,8 @@ from api.errors import http_exception_response, register_error_handlers
 from api.logs import configure_logging, tag_request_lines
 from api.metrics import register_metrics
 from api.queue import CeleryQueue
-from api.schema_fields import UtcDateTime
 from api.schemas import ErrorBody
+from api.schemas.output_fields import UtcDateTime
 from runner_core.api_tokens import TokenRegistry
 from runner_core.event_bus import EventHub, EventPublisher
 from runner_core.finish_events import FinishWatcher

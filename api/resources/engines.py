@@ -6,8 +6,8 @@ from flask.views import MethodView
 
 from api.blueprint import Blueprint
 from api.errors import ApiError
-from api.management_schemas import EngineDetail, EngineSummary
 from api.schemas import EngineModels
+from api.schemas.management import EngineDetail, EngineSummary
 from runner_core.engines import SUPPORTED_ENGINES
 from runner_core.engines.catalog import all_engines, engine_info
 from runner_core.error_codes import ErrorCode

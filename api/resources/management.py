@@ -15,17 +15,6 @@ from api.jobs import actions, interaction
 from api.jobs.conversation import conversation_state, files_body, preview_body
 from api.jobs.listing import JobPage, list_jobs
 from api.jobs.read import load_job, read_job
-from api.management_schemas import (
-    AuditArgs,
-    AuditPage,
-    EngineDetail,
-    EngineSummary,
-    FilePreview,
-    FilePreviewArgs,
-    RunConversationState,
-    RunFiles,
-    SkillSchemas,
-)
 from api.resources import run_events
 from api.resources.engines import info_or_404
 from api.resources.jobs import JOB
@@ -45,6 +34,17 @@ from api.schemas import (
     ReplyResult,
     SkillDetail,
     SkillSummary,
+)
+from api.schemas.management import (
+    AuditArgs,
+    AuditPage,
+    EngineDetail,
+    EngineSummary,
+    FilePreview,
+    FilePreviewArgs,
+    RunConversationState,
+    RunFiles,
+    SkillSchemas,
 )
 from runner_core.engines.catalog import EngineInfo, all_engines
 from runner_core.store import audit
