@@ -1,9 +1,9 @@
 """Import rules: runner_core is the pure domain (no Flask, Celery, api, worker or launcher),
-api never imports worker, the launcher (`skill-runner`) starts api and worker as processes and
-imports neither (nor do they import it), fake_llm (offered to skill authors) needs nothing but
-the standard library, the example client (e2e_client) talks to the service through the SDK
-only, and no module of api, worker, runner_core, launcher or bench imports itself in a
-circle."""
+api never imports worker, the web UI imports no route module, the launcher (`skill-runner`)
+starts api and worker as processes and imports neither (nor do they import it), fake_llm
+(offered to skill authors) needs nothing but the standard library, the example client
+(e2e_client) talks to the service through the SDK only, and no module of api, worker,
+runner_core, launcher or bench imports itself in a circle."""
 
 from __future__ import annotations
 
@@ -41,6 +41,20 @@ def test_api_never_imports_worker():
         for p in (REPO_ROOT / "api").rglob("*.py")
         for m in imported_modules(p)
         if m.split(".")[0] == "worker"
+    ]
+    assert leaks == []
+
+
+def test_the_ui_draws_from_services_not_route_modules():
+    """api/ui calls what the routes call (api.catalog, api.jobs, runner_core), never a route
+    module of api.resources."""
+    graph = import_graph()
+    leaks = [
+        f"{name}: {target}"
+        for name, targets in graph.items()
+        if name == "api.ui" or name.startswith("api.ui.")
+        for target in targets
+        if target == "api.resources" or target.startswith("api.resources.")
     ]
     assert leaks == []
 
