@@ -17,7 +17,7 @@ from api.jobs.conversation import conversation_state, files_body, preview_body
 from api.jobs.listing import JobPage, list_jobs
 from api.jobs.read import load_job, read_job
 from api.resources import run_events
-from api.resources.jobs import JOB
+from api.resources.job_routes import JOB
 from api.schemas import (
     SSE_STREAM,
     CancelResult,
