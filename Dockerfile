@@ -21,6 +21,7 @@ ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 RUN python -m venv /app/.venv
 COPY pyproject.toml setup.cfg README.md LICENSE Procfile ./
 COPY api/ api/
+COPY launcher/ launcher/
 COPY worker/ worker/
 COPY runner_core/ runner_core/
 COPY fake_llm/ fake_llm/

@@ -10,18 +10,18 @@ from flask import Flask, send_from_directory
 from flask_smorest import Api
 
 from api.auth import openapi_security, require_token
-from api.auth_audit import record_audited
-from api.auth_scopes import ScopePlugin
-from api.auth_session import install_sessions
-from api.auth_tokens import TokenRegistry
+from api.auth.audit import record_audited
+from api.auth.scopes import ScopePlugin
+from api.auth.session import install_sessions
 from api.config import build_config
 from api.cors import allow_origins
 from api.errors import http_exception_response, register_error_handlers
 from api.logs import configure_logging, tag_request_lines
 from api.metrics import register_metrics
 from api.queue import CeleryQueue
-from api.schema_fields import UtcDateTime
 from api.schemas import ErrorBody
+from api.schemas.output_fields import UtcDateTime
+from runner_core.api_tokens import TokenRegistry
 from runner_core.event_bus import EventHub, EventPublisher
 from runner_core.finish_events import FinishWatcher
 from runner_core.metrics import use_metrics_dir
@@ -83,7 +83,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         cleanup,
         engines,
         health,
-        jobs,
+        job_routes,
         management,
         run_files,
         skill_packages,
@@ -96,7 +96,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         skills,
         skill_packages,
         cleanup,
-        jobs,
+        job_routes,
         run_files,
         temp_skill_runs,
         engines,

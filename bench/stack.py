@@ -59,7 +59,7 @@ class Stack:
     """Broker + database + gunicorn (+ celery worker) under `root`; a context manager."""
 
     def __init__(self, root: Path, options: StackOptions | None = None) -> None:
-        from api.embedded_broker import EmbeddedBroker
+        from launcher.embedded_broker import EmbeddedBroker
 
         self.root, self.options = root, options or StackOptions()
         root.mkdir(parents=True, exist_ok=True)

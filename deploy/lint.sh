@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The linters CI runs: ruff (lint and format check) on the whole tree, mypy on runner_core, worker,
-# api and the client package, hadolint on the Dockerfile.
+# api, launcher and the client package, hadolint on the Dockerfile.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"

@@ -11,7 +11,7 @@ from sqlalchemy import BindParameter, Connection, Select, bindparam, select
 
 from api.errors import ApiError
 from api.jobs.rows import JOB_COLUMNS, JobRow, requests_table, runs_table
-from api.schema_fields import iso
+from api.schemas.output_fields import iso
 from runner_core.error_codes import ErrorCode
 from runner_core.statuses import RunStatus
 

@@ -18,6 +18,8 @@ from runner_core.statuses import RunStatus
 from runner_core.store.models import Request, Run
 from runner_core.workspace import RunPaths
 
+JOB_KIND = "job"  # requests.kind of a job (a one-off run's: api.jobs.temp.TEMP)
+
 
 def not_found(request_id: str, kind: str | None) -> ApiError:
     """The 404 of a request id that is unknown, has no run, or is of the other kind."""

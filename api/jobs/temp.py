@@ -21,7 +21,7 @@ from sqlalchemy import Connection
 from api import context, idempotency
 from api.errors import ApiError
 from api.jobs.create import create_job
-from api.package_schemas import TempRunCreate
+from api.schemas.packages import TempRunCreate
 from api.zip_bodies import body_cap, body_limit, save_zip_body, unpack_package_or_400
 from runner_core.error_codes import ErrorCode
 from runner_core.skills import SkillPackage, load_skill

@@ -5,25 +5,12 @@ from __future__ import annotations
 from flask.views import MethodView
 
 from api.blueprint import Blueprint
-from api.errors import ApiError
-from api.management_schemas import EngineDetail, EngineSummary
+from api.catalog import info_or_404
 from api.schemas import EngineModels
-from runner_core.engines import SUPPORTED_ENGINES
-from runner_core.engines.catalog import all_engines, engine_info
-from runner_core.error_codes import ErrorCode
+from api.schemas.management import EngineDetail, EngineSummary
+from runner_core.engines.catalog import all_engines
 
 blp = Blueprint("engines", __name__, url_prefix="/v1/engines", description="Engine CLIs")
-
-
-def info_or_404(engine: str):
-    if engine not in SUPPORTED_ENGINES:
-        raise ApiError(
-            404,
-            ErrorCode.ENGINE_NOT_FOUND,
-            f"unknown engine '{engine}'",
-            {"engines": list(SUPPORTED_ENGINES)},
-        )
-    return engine_info(engine)
 
 
 @blp.route("")

@@ -11,25 +11,13 @@ from flask.views import MethodView
 
 from api import auth, context
 from api.blueprint import Blueprint
+from api.catalog import engine_summary, get_skill_or_404, info_or_404, skill_detail, skill_summary
 from api.jobs import actions, interaction
 from api.jobs.conversation import conversation_state, files_body, preview_body
 from api.jobs.listing import JobPage, list_jobs
 from api.jobs.read import load_job, read_job
-from api.management_schemas import (
-    AuditArgs,
-    AuditPage,
-    EngineDetail,
-    EngineSummary,
-    FilePreview,
-    FilePreviewArgs,
-    RunConversationState,
-    RunFiles,
-    SkillSchemas,
-)
 from api.resources import run_events
-from api.resources.engines import info_or_404
-from api.resources.jobs import JOB
-from api.resources.skills import get_skill_or_404, skill_detail, skill_summary
+from api.resources.job_routes import JOB
 from api.schemas import (
     SSE_STREAM,
     CancelResult,
@@ -46,7 +34,18 @@ from api.schemas import (
     SkillDetail,
     SkillSummary,
 )
-from runner_core.engines.catalog import EngineInfo, all_engines
+from api.schemas.management import (
+    AuditArgs,
+    AuditPage,
+    EngineDetail,
+    EngineSummary,
+    FilePreview,
+    FilePreviewArgs,
+    RunConversationState,
+    RunFiles,
+    SkillSchemas,
+)
+from runner_core.engines.catalog import all_engines
 from runner_core.store import audit
 
 blp = Blueprint(
@@ -56,14 +55,7 @@ blp = Blueprint(
     description="Management API: skills, engines and runs for front ends (the UI uses it)",
 )
 
-# The engines' own sandboxes as the adapters start them; the others run without one, in the
-# run directory with a HOME of their own.
-SANDBOXES = {"codex": "workspace-write"}
 KIND = JOB.name  # a run here is a job (one-off runs stay under /v1/temp-skill-runs)
-
-
-def engine_summary(info: EngineInfo) -> dict[str, Any]:
-    return {**info.summary(), "sandbox_status": SANDBOXES.get(info.engine, "none")}
 
 
 @blp.route("/skills")

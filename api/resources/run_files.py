@@ -9,7 +9,7 @@ from flask.views import MethodView
 
 from api.blueprint import Blueprint
 from api.jobs.files import artifact_file_response, artifacts_body, load_finished
-from api.resources.jobs import JOB
+from api.resources.job_routes import JOB
 from api.resources.run_routes import register_bundle_route
 from api.schemas import ANY_FILE, ArtifactManifest
 

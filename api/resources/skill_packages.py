@@ -7,7 +7,7 @@ from flask.views import MethodView
 from api.blueprint import Blueprint
 from api.context import db_session
 from api.install_service import install_package, load_install
-from api.package_schemas import InstallStatus, package_form_doc
+from api.schemas.packages import InstallStatus, package_form_doc
 
 blp = Blueprint(
     "skill_packages",

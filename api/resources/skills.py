@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
-
 from flask.views import MethodView
 from marshmallow import Schema, fields
 
 from api import context
 from api.blueprint import Blueprint
-from api.errors import ApiError
+from api.catalog import get_skill_or_404, skill_detail, skill_summary
 from api.schemas import SkillDetail, SkillSummary
-from runner_core.error_codes import ErrorCode
-from runner_core.skills import SkillPackage
 from runner_core.skills.installer import installer_for
 
 blp = Blueprint("skills", __name__, url_prefix="/v1/skills", description="Installed skills")
@@ -24,60 +20,6 @@ class SkillDeleted(Schema):
     archive_path = fields.String(
         metadata={"description": "where the removed files were archived, under the data dir"}
     )
-
-
-def skill_summary(pkg: SkillPackage) -> dict:
-    m = pkg.manifest
-    return {
-        "id": pkg.id,
-        "format": pkg.format,
-        "name": pkg.name,
-        "version": pkg.version,
-        "description": pkg.description,
-        "engines": list(m.engines) if m and m.engines is not None else None,
-        "unsupported_engines": list(m.unsupported_engines) if m else [],
-        "effective_engines": pkg.effective_engines,
-        "execution_modes": list(m.execution_modes) if m else [],
-        "health": pkg.health,
-        "errors": pkg.errors,
-        "warnings": pkg.warnings,
-    }
-
-
-def skill_detail(pkg: SkillPackage) -> dict:
-    m = pkg.manifest
-    detail = skill_summary(pkg)
-    detail.update(
-        {
-            "entrypoint": asdict(m.entrypoint) if m else {},
-            "schemas": {
-                "input": pkg.input_schema,
-                "parameter": pkg.parameter_schema,
-                "output": pkg.output_schema,
-            },
-            "artifacts": [asdict(a) for a in pkg.artifacts],
-            "runtime": asdict(m.runtime) if m and m.runtime else None,
-            "automation": asdict(m.automation) if m else {},
-            "files": sorted(
-                str(p.relative_to(pkg.root))
-                for p in pkg.root.rglob("*")
-                if p.is_file() and "__pycache__" not in p.parts
-            ),
-        }
-    )
-    return detail
-
-
-def get_skill_or_404(skill_id: str) -> SkillPackage:
-    pkg = context.skills().get(skill_id)
-    if pkg is None:
-        raise ApiError(
-            404,
-            ErrorCode.SKILL_NOT_FOUND,
-            f"skill '{skill_id}' is not installed",
-            {"skill_id": skill_id},
-        )
-    return pkg
 
 
 @blp.route("")

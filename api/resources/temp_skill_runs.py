@@ -11,8 +11,8 @@ from api import context
 from api.blueprint import Blueprint
 from api.jobs.actions import require_finished
 from api.jobs.temp import TEMP, create_temp_run, temp_skill
-from api.package_schemas import TempRunCreated, package_form_doc
 from api.resources.run_routes import RunKind, register_bundle_route, register_run_routes
+from api.schemas.packages import TempRunCreated, package_form_doc
 
 blp = Blueprint(
     "temp_skill_runs",

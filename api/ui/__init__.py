@@ -10,12 +10,11 @@ from flask import Blueprint, redirect, render_template, request, url_for
 from marshmallow import ValidationError
 
 from api import auth, context
+from api.catalog import engine_summary, get_skill_or_404, skill_summary
 from api.errors import ApiError
 from api.jobs.conversation import conversation_state, files_body, preview_body
 from api.jobs.listing import list_jobs
-from api.jobs.read import read_job
-from api.resources.management import KIND, engine_summary
-from api.resources.skills import get_skill_or_404, skill_summary
+from api.jobs.read import JOB_KIND, read_job
 from api.schemas import JobListArgs
 from api.ui.forms import form_fields
 from api.ui.login import add_login_routes
@@ -88,7 +87,7 @@ def runs():
 @bp.get("/runs/<request_id>")
 def run(request_id: str):
     with context.connect() as conn:
-        job = read_job(conn, request_id, KIND)
+        job = read_job(conn, request_id, JOB_KIND)
     return render_template(
         "run.html",
         state=conversation_state(job),
@@ -102,7 +101,7 @@ def run(request_id: str):
 def tree(request_id: str):
     """The file tree fragment (htmx swaps it in when the run moves on)."""
     with context.connect() as conn:
-        job = read_job(conn, request_id, KIND)
+        job = read_job(conn, request_id, JOB_KIND)
     return render_template("_tree.html", tree=files_body(job), request_id=request_id)
 
 
@@ -110,7 +109,7 @@ def tree(request_id: str):
 def preview(request_id: str):
     """One file's preview fragment; a refused or missing path shows the API's error."""
     with context.connect() as conn:
-        job = read_job(conn, request_id, KIND)
+        job = read_job(conn, request_id, JOB_KIND)
     shown: dict[str, Any]
     try:
         shown = preview_body(job, request.args.get("path", ""))

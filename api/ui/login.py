@@ -1,4 +1,4 @@
-"""The UI's login: paste an API token, get a session cookie (api.auth_session); log out. Only
+"""The UI's login: paste an API token, get a session cookie (api.auth.session); log out. Only
 where tokens are configured; without them the UI is open and these pages send you on."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 from flask import Blueprint, make_response, redirect, render_template, request, url_for
 
 from api import auth
-from api.auth_session import end_session, same_origin, session_principal, start_session
-from api.auth_tokens import token_hash
+from api.auth.session import end_session, same_origin, session_principal, start_session
+from runner_core.api_tokens import token_hash
 
 
 def _next_page() -> str:

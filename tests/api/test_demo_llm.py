@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from api import create_app
-from api.cli import main
-from api.demo_llm import DEMO_KEY, configured_keys, write_engine_config
+from launcher.cli import main
+from launcher.demo_llm import DEMO_KEY, configured_keys, write_engine_config
 from runner_core.engines import SUPPORTED_ENGINES
 from runner_core.engines.config import CONFIG_DIR_ENV, load_engine_config
 from runner_core.settings import REPO_ROOT

@@ -12,9 +12,9 @@ import pytest
 
 from api import create_app
 from api.auth import is_public
-from api.auth_scopes import required_scope
-from api.auth_tokens import ADMIN, READ, SUBMIT, TokenFileError, parse_entries
-from api.cli import main as cli_main
+from api.auth.scopes import required_scope
+from launcher.cli import main as cli_main
+from runner_core.api_tokens import ADMIN, READ, SUBMIT, TokenFileError, parse_entries
 from tests.helpers import TOKENS, bearer, write_tokens_file
 
 RANK = {READ: 0, SUBMIT: 1, ADMIN: 2}

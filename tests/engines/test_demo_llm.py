@@ -1,6 +1,6 @@
 """The demo LLM's sessions (`serve --demo-llm`): each example skill through the whole service
 on every installed engine, the CLIs pointed at the scripted server by the same engine config
-the switch writes (api.demo_llm.write_engine_config)."""
+the switch writes (launcher.demo_llm.write_engine_config)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import json
 import pytest
 
 from api import create_app
-from api.demo_llm import write_engine_config
 from api.queue import CeleryQueue
 from fake_llm import FakeLLM
 from fake_llm.demo import NO_SESSION, demo_script
+from launcher.demo_llm import write_engine_config
 from runner_core.engines import get_adapter
 from runner_core.settings import REPO_ROOT
 from tests.engines.harness import require_binary

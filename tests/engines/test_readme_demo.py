@@ -13,7 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from api.demo_llm import KEY_VARIABLES
+from launcher.demo_llm import KEY_VARIABLES
 from runner_core.engines import get_adapter
 from runner_core.settings import REPO_ROOT
 from tests.engines.harness import require_binary

@@ -21,6 +21,7 @@ LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 CODE_SPAN = re.compile(r"`([^`\n]+)`")
 TOP_DIRS = (
     "api/",
+    "launcher/",
     "worker/",
     "runner_core/",
     "fake_llm/",

@@ -1,7 +1,9 @@
-"""Import rules: runner_core is the pure domain (no Flask, Celery, api or worker), api never
-imports worker, fake_llm (offered to skill authors) needs nothing but the standard library,
-the example client (e2e_client) talks to the service through the SDK only, and no module of
-api, worker, runner_core or bench imports itself in a circle."""
+"""Import rules: runner_core is the pure domain (no Flask, Celery, api, worker or launcher),
+api never imports worker, the web UI imports no route module, the launcher (`skill-runner`)
+starts api and worker as processes and imports neither (nor do they import it), fake_llm
+(offered to skill authors) needs nothing but the standard library, the example client
+(e2e_client) talks to the service through the SDK only, and no module of api, worker,
+runner_core, launcher or bench imports itself in a circle."""
 
 from __future__ import annotations
 
@@ -11,8 +13,8 @@ from pathlib import Path
 
 from runner_core.settings import REPO_ROOT
 
-FORBIDDEN = ("flask", "flask_smorest", "celery", "kombu", "api", "worker")
-PACKAGES = ("api", "worker", "runner_core", "bench")
+FORBIDDEN = ("flask", "flask_smorest", "celery", "kombu", "api", "worker", "launcher")
+PACKAGES = ("api", "worker", "runner_core", "launcher", "bench")
 
 
 def imported_modules(path):
@@ -39,6 +41,38 @@ def test_api_never_imports_worker():
         for p in (REPO_ROOT / "api").rglob("*.py")
         for m in imported_modules(p)
         if m.split(".")[0] == "worker"
+    ]
+    assert leaks == []
+
+
+def test_the_ui_draws_from_services_not_route_modules():
+    """api/ui calls what the routes call (api.catalog, api.jobs, runner_core), never a route
+    module of api.resources."""
+    graph = import_graph()
+    leaks = [
+        f"{name}: {target}"
+        for name, targets in graph.items()
+        if name == "api.ui" or name.startswith("api.ui.")
+        for target in targets
+        if target == "api.resources" or target.startswith("api.resources.")
+    ]
+    assert leaks == []
+
+
+def test_launcher_starts_api_and_worker_without_importing_them():
+    """The launcher names `api.wsgi:app` and `worker.celery_app` to gunicorn and Celery; the
+    service's packages never reach back into the launcher."""
+    leaks = [
+        f"{p.relative_to(REPO_ROOT)}: {m}"
+        for p in (REPO_ROOT / "launcher").rglob("*.py")
+        for m in imported_modules(p)
+        if m.split(".")[0] in ("api", "worker")
+    ] + [
+        f"{p.relative_to(REPO_ROOT)}: {m}"
+        for pkg in ("api", "worker", "runner_core")
+        for p in (REPO_ROOT / pkg).rglob("*.py")
+        for m in imported_modules(p)
+        if m.split(".")[0] == "launcher"
     ]
     assert leaks == []
 
@@ -149,7 +183,7 @@ def test_import_graph_follows_relative_and_nested_imports(tmp_path):
         "sub/c.py": "from ..a import x\n",
     }.items():
         (tmp_path / "worker" / name).write_text(text)
-    for pkg in ("api", "runner_core", "bench"):
+    for pkg in ("api", "runner_core", "launcher", "bench"):
         (tmp_path / pkg).mkdir()
     graph = import_graph(tmp_path)
     assert graph["worker.a"] == {"worker.b"}

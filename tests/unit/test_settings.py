@@ -115,7 +115,7 @@ def test_the_tokens_file_is_a_path_and_blank_means_none(tmp_path) -> None:
 def test_the_cli_reports_a_configuration_error_without_a_traceback(
     tmp_path, monkeypatch, capsys
 ) -> None:
-    from api.cli import main
+    from launcher.cli import main
 
     monkeypatch.setenv("SKILL_RUNNER_DATA_DIR", str(tmp_path))
     monkeypatch.setenv("SKILL_RUNNER_LEASE_SEC", "-1")

@@ -6,6 +6,9 @@ token named `env-token`) and SKILL_RUNNER_TOKENS_FILE, one JSON object per line
 re-read when its modification time or size changes, so adding or removing a line rotates
 tokens without a restart. A file that does not parse keeps the last good set (and says so in
 the log); a missing file accepts no file token.
+
+Here, not in `api`, because two sides use the file's format: the API reads it and the
+`skill-runner token` commands write it.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Who may call the API: with tokens configured (SKILL_RUNNER_API_TOKEN and/or
-SKILL_RUNNER_TOKENS_FILE, see api.auth_tokens), every request but the health check, the API
-docs and the UI's login page carries `Authorization: Bearer <token>` or the UI's session
-cookie. The token's scopes decide what it may do (api.auth_scopes); its name owns the runs it
+SKILL_RUNNER_TOKENS_FILE, see runner_core.api_tokens), every request but the health check, the
+API docs and the UI's login page carries `Authorization: Bearer <token>` or the UI's session
+cookie. The token's scopes decide what it may do (api.auth.scopes); its name owns the runs it
 creates, and a token that is not admin sees only its own runs. Without tokens nothing is asked.
 
 Tokens are looked up by their SHA-256 hash and never logged.
@@ -14,10 +14,10 @@ from urllib.parse import quote
 
 from flask import Flask, current_app, g, has_request_context, redirect, request
 
-from api.auth_scopes import SAFE_METHODS, SCHEME, required_scope
-from api.auth_session import same_origin, session_principal
-from api.auth_tokens import Principal, TokenRegistry
+from api.auth.scopes import SAFE_METHODS, SCHEME, required_scope
+from api.auth.session import same_origin, session_principal
 from api.errors import error_response
+from runner_core.api_tokens import Principal, TokenRegistry
 from runner_core.error_codes import ErrorCode
 from runner_core.logs import bind_caller
 

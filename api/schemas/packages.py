@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from marshmallow import Schema, fields
 
-from api.schema_fields import ListOrEmpty, UtcDateTime
 from api.schemas import JobCreate
+from api.schemas.output_fields import ListOrEmpty, UtcDateTime
 
 
 class InstallStatus(Schema):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from marshmallow import EXCLUDE, Schema, fields, validate
 
-from api.schema_fields import ListOrEmpty, UtcDateTime
+from api.schemas.output_fields import ListOrEmpty, UtcDateTime
 from runner_core.statuses import RunStatus
 
 LOG_STREAMS = ("stdout", "stderr", "prompt")  # the files under a run's logs/

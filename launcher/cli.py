@@ -26,8 +26,8 @@ def migrate(_args) -> int:
 
 def serve(args) -> int:
     """Migrate, start the embedded broker when none is configured, then web + worker (+ beat)."""
-    from api.demo_llm import DemoLLM, DemoRefused
-    from api.embedded_broker import EmbeddedBroker
+    from launcher.demo_llm import DemoLLM, DemoRefused
+    from launcher.embedded_broker import EmbeddedBroker
 
     settings = load_settings()
     demo = DemoLLM(settings.data_dir) if args.demo_llm else None
@@ -150,7 +150,7 @@ def _tokens_file(args) -> str:
 def token_list(args) -> int:
     """The tokens file's entries: name, scopes and the start of the hash (to tell lines of the
     same name apart when rotating)."""
-    from api.auth_tokens import TokenFileError, list_tokens
+    from runner_core.api_tokens import TokenFileError, list_tokens
 
     path = _tokens_file(args)
     if not path:
@@ -166,7 +166,7 @@ def token_list(args) -> int:
 
 def token_add(args) -> int:
     """Append a new token's hash to the tokens file and print the token (once)."""
-    from api.auth_tokens import TokenFileError, add_token
+    from runner_core.api_tokens import TokenFileError, add_token
 
     path = _tokens_file(args)
     if not path:
@@ -188,8 +188,17 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] not in ("serve", "migrate", "token", "-h", "--help"):
         # every other command belongs to the client package (skill_runner_client)
-        from skill_runner_client.cli import main as client_main
-
+        try:
+            from skill_runner_client.cli import main as client_main
+        except ModuleNotFoundError as exc:
+            if not (exc.name or "").startswith("skill_runner_client"):
+                raise
+            print(
+                f"skill-runner: '{argv[0]}' is a client command; install the client package: "
+                "pip install ./client (docs/clients.md)",
+                file=sys.stderr,
+            )
+            return 2
         return client_main(argv, prog="skill-runner")
     parser = argparse.ArgumentParser(
         prog="skill-runner",

@@ -9,19 +9,19 @@ from flask.views import MethodView
 
 from api import auth, context, idempotency
 from api.blueprint import Blueprint
+from api.catalog import get_skill_or_404
 from api.jobs.create import Accepted, create_job
 from api.jobs.files import require_finished_job
 from api.jobs.listing import JobPage, list_jobs
-from api.jobs.read import load_job
+from api.jobs.read import JOB_KIND, load_job
 from api.resources.run_routes import RunKind, register_run_routes
-from api.resources.skills import get_skill_or_404
 from api.schemas import JobCreate, JobCreated, JobList, JobListArgs, WebhookLog
 from runner_core.store import callbacks
 
 blp = Blueprint("jobs", __name__, url_prefix="/v1/jobs", description="Skill runs")
 
 JOB = RunKind(
-    name="job",
+    name=JOB_KIND,
     endpoint_prefix="",
     skill_for=lambda _req, run: get_skill_or_404(run.skill_id),
     require_finished=require_finished_job,

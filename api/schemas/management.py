@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from marshmallow import EXCLUDE, Schema, fields, validate
 
-from api.schema_fields import ListOrEmpty, UtcDateTime
+from api.schemas.output_fields import ListOrEmpty, UtcDateTime
 
 
 class SkillSchemas(Schema):

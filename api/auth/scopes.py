@@ -8,7 +8,7 @@ from typing import Any
 
 from apispec import BasePlugin
 
-from api.auth_tokens import ADMIN, READ, SUBMIT
+from runner_core.api_tokens import ADMIN, READ, SUBMIT
 
 SCHEME = "bearerAuth"
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})

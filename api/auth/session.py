@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 from flask import Flask, Response, current_app, request
 from itsdangerous import BadSignature, URLSafeTimedSerializer
 
-from api.auth_tokens import Principal, TokenRegistry
+from runner_core.api_tokens import Principal, TokenRegistry
 
 COOKIE = "skill_runner_session"
 MAX_AGE_SEC = 12 * 3600
