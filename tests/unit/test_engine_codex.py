@@ -251,7 +251,7 @@ def test_command_runs_the_native_binary_with_the_launchers_variables(
     tmp_path: Path, linux_x64: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     link = npm_layout(tmp_path / "install", "sibling")
-    monkeypatch.setattr(codex, "resolve_binary", lambda name: link)
+    monkeypatch.setenv("SKILL_RUNNER_CODEX_BIN", str(link))
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     spec = codex.ADAPTER.build_command(context(run_dir))
@@ -268,7 +268,7 @@ def test_command_falls_back_to_the_launcher(
     link.parent.mkdir()
     link.write_text("#!/bin/sh\n")
     link.chmod(0o755)
-    monkeypatch.setattr(codex, "resolve_binary", lambda name: link)
+    monkeypatch.setenv("SKILL_RUNNER_CODEX_BIN", str(link))
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     spec = codex.ADAPTER.build_command(context(run_dir))

@@ -95,7 +95,7 @@ def test_missing_key_is_auth_missing() -> None:
 def test_missing_binary_is_cli_not_installed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(gemini, "resolve_binary", lambda name: None)
+    monkeypatch.setattr("runner_core.engines.invocation.resolve_binary", lambda name: None)
     monkeypatch.setattr("runner_core.engines.failures.resolve_binary", lambda name: None)
     assert gemini.ADAPTER.build_command(context(tmp_path)).argv[0] == "gemini"
     (tmp_path / "empty").write_text("")

@@ -88,7 +88,7 @@ def test_missing_key_is_auth_missing(monkeypatch: pytest.MonkeyPatch, tmp_path: 
 def test_missing_binary_is_cli_not_installed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(iflow, "resolve_binary", lambda name: None)
+    monkeypatch.setattr("runner_core.engines.invocation.resolve_binary", lambda name: None)
     monkeypatch.setattr("runner_core.engines.failures.resolve_binary", lambda name: None)
     (tmp_path / "empty").write_text("")
     out = iflow.ADAPTER.parse_output(

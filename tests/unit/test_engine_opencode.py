@@ -103,7 +103,7 @@ def test_http_401_is_a_model_api_error_with_its_status() -> None:
 def test_missing_binary_is_cli_not_installed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(opencode, "resolve_binary", lambda name: None)
+    monkeypatch.setattr("runner_core.engines.invocation.resolve_binary", lambda name: None)
     monkeypatch.setattr("runner_core.engines.failures.resolve_binary", lambda name: None)
     (tmp_path / "empty").write_text("")
     out = opencode.ADAPTER.parse_output(

@@ -74,7 +74,7 @@ def test_missing_key_is_auth_missing() -> None:
 def test_missing_binary_is_cli_not_installed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(qwen, "resolve_binary", lambda name: None)
+    monkeypatch.setattr("runner_core.engines.invocation.resolve_binary", lambda name: None)
     monkeypatch.setattr("runner_core.engines.failures.resolve_binary", lambda name: None)
     (tmp_path / "empty").write_text("")
     out = qwen.ADAPTER.parse_output(
