@@ -18,7 +18,7 @@ from runner_core.statuses import RunStatus
 from runner_core.store.models import Run
 
 
-def cache_usable(pkg: SkillPackage, runtime_options: dict[str, Any]) -> bool:
+def cache_usable(runtime_options: dict[str, Any]) -> bool:
     """Interactive runs and requests that opt out are never served from the cache."""
     return (
         not runtime_options.get("no_cache")

@@ -9,10 +9,11 @@ Tool results are `tool_result` blocks inside a user message.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 from fake_llm.script import Conversation, Script, ToolCall, decide, estimate_tokens, new_id
-from fake_llm.wire import Reply, json_reply, sse_reply
+from fake_llm.wire import Reply, content_text, json_reply, sse_reply
 
 ERROR_TYPES = {
     400: "invalid_request_error",
@@ -29,35 +30,26 @@ def read_conversation(body: dict[str, Any]) -> Conversation:
     tools = {
         t["name"]: t.get("input_schema") or {} for t in body.get("tools") or [] if t.get("name")
     }
-    pending, last_output = False, ""
+    return Conversation.of_turns(tools, _turns(body), body.get("model", ""))
+
+
+def _turns(body: dict[str, Any]) -> Iterator[str | None]:
     for msg in body.get("messages") or []:
         if msg.get("role") != "user":
             continue
         blocks = msg.get("content")
         if not isinstance(blocks, list):
-            pending = False
+            yield None
             continue
         # A resumed claude session merges the old tool result and the new prompt into one
         # user message: walk its blocks in order. System reminders are not user turns.
         for block in blocks:
             if block.get("type") == "tool_result":
-                pending, last_output = True, _result_text(block.get("content"))
+                yield content_text(block.get("content"))
             elif block.get("type") == "text" and not block.get("text", "").startswith(
                 "<system-reminder>"
             ):
-                pending = False
-    return Conversation(
-        tools=tools,
-        tool_result_pending=pending,
-        last_tool_output=last_output,
-        model=body.get("model", ""),
-    )
-
-
-def _result_text(content: Any) -> str:
-    if isinstance(content, list):
-        return "".join(b.get("text", "") for b in content if isinstance(b, dict))
-    return content if isinstance(content, str) else ""
+                yield None
 
 
 def _block(answer: ToolCall | str) -> dict[str, Any]:

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from fake_llm.script import Conversation, Script, ToolCall, decide, estimate_tokens, new_id
-from fake_llm.wire import Reply, json_reply, sse_reply
+from fake_llm.wire import Reply, content_text, json_reply, openai_error, sse_reply
 
 
 def read_conversation(body: dict[str, Any]) -> Conversation:
@@ -22,24 +23,15 @@ def read_conversation(body: dict[str, Any]) -> Conversation:
         fn = tool.get("function") or {}
         if fn.get("name"):
             tools[fn["name"]] = fn.get("parameters") or {}
-    pending, last_output = False, ""
+    return Conversation.of_turns(tools, _turns(body), body.get("model", ""))
+
+
+def _turns(body: dict[str, Any]) -> Iterator[str | None]:
     for msg in body.get("messages") or []:
         if msg.get("role") == "tool":
-            pending, last_output = True, _content_text(msg.get("content"))
+            yield content_text(msg.get("content"))
         elif msg.get("role") == "user":
-            pending = False
-    return Conversation(
-        tools=tools,
-        tool_result_pending=pending,
-        last_tool_output=last_output,
-        model=body.get("model", ""),
-    )
-
-
-def _content_text(content: Any) -> str:
-    if isinstance(content, list):
-        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
-    return content if isinstance(content, str) else ""
+            yield None
 
 
 def _message(answer: ToolCall | str) -> dict[str, Any]:
@@ -61,16 +53,7 @@ def _message(answer: ToolCall | str) -> dict[str, Any]:
 def handle(body: dict[str, Any], script: Script) -> Reply:
     """Answer one Chat Completions request."""
     if script.status != 200:
-        return json_reply(
-            {
-                "error": {
-                    "message": script.error_message,
-                    "type": "invalid_request_error",
-                    "code": str(script.status),
-                }
-            },
-            status=script.status,
-        )
+        return openai_error(script.status, script.error_message)
     convo = read_conversation(body)
     answer = decide(script, convo)
     message = _message(answer)

@@ -10,6 +10,7 @@ that satisfies the schema instead of the script's text.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 from fake_llm.script import Conversation, Script, ToolCall, decide, estimate_tokens
@@ -35,17 +36,17 @@ def read_conversation(body: dict[str, Any], model: str) -> Conversation:
                 tools[decl["name"]] = (
                     decl.get("parametersJsonSchema") or decl.get("parameters") or {}
                 )
-    pending, last_output = False, ""
+    return Conversation.of_turns(tools, _turns(body), model)
+
+
+def _turns(body: dict[str, Any]) -> Iterator[str | None]:
     for content in body.get("contents") or []:
         parts = content.get("parts") or []
         responses = [p["functionResponse"] for p in parts if "functionResponse" in p]
         if responses:
-            pending, last_output = True, _response_text(responses[-1].get("response"))
+            yield _response_text(responses[-1].get("response"))
         elif content.get("role") == "user" and any("text" in p for p in parts):
-            pending = False
-    return Conversation(
-        tools=tools, tool_result_pending=pending, last_tool_output=last_output, model=model
-    )
+            yield None
 
 
 def _response_text(response: Any) -> str:

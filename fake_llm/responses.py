@@ -9,10 +9,11 @@ object. Tool results are `function_call_output` / `custom_tool_call_output` /
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 from fake_llm.script import Conversation, Script, ToolCall, decide, estimate_tokens, new_id
-from fake_llm.wire import Reply, json_reply, sse_reply
+from fake_llm.wire import Reply, content_text, json_reply, openai_error, sse_reply
 
 TOOL_OUTPUT_TYPES = ("function_call_output", "custom_tool_call_output", "local_shell_call_output")
 
@@ -23,29 +24,22 @@ def read_conversation(body: dict[str, Any]) -> Conversation:
     for tool in body.get("tools") or []:
         if tool.get("type") == "function" and tool.get("name"):
             tools[tool["name"]] = tool.get("parameters") or {}
-    pending, last_output = False, ""
+    return Conversation.of_turns(tools, _turns(body), body.get("model", ""))
+
+
+def _turns(body: dict[str, Any]) -> Iterator[str | None]:
     items = body.get("input")
     for item in items if isinstance(items, list) else []:
         if item.get("type") in TOOL_OUTPUT_TYPES:
-            pending, last_output = True, _output_text(item.get("output"))
+            yield _output_text(item.get("output"))
         elif item.get("role") == "user":
-            pending = False
-    return Conversation(
-        tools=tools,
-        tool_result_pending=pending,
-        last_tool_output=last_output,
-        model=body.get("model", ""),
-    )
+            yield None
 
 
 def _output_text(output: Any) -> str:
-    if isinstance(output, str):
-        return output
-    if isinstance(output, list):
-        return "".join(p.get("text", "") for p in output if isinstance(p, dict))
     if isinstance(output, dict):
         return str(output.get("content") or output.get("output") or "")
-    return ""
+    return content_text(output)
 
 
 def output_item(answer: ToolCall | str) -> dict[str, Any]:
@@ -71,16 +65,7 @@ def output_item(answer: ToolCall | str) -> dict[str, Any]:
 def handle(body: dict[str, Any], script: Script) -> Reply:
     """Answer one Responses request."""
     if script.status != 200:
-        return json_reply(
-            {
-                "error": {
-                    "message": script.error_message,
-                    "type": "invalid_request_error",
-                    "code": str(script.status),
-                }
-            },
-            status=script.status,
-        )
+        return openai_error(script.status, script.error_message)
     convo = read_conversation(body)
     answer = decide(script, convo)
     item = output_item(answer)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import string
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -89,6 +90,22 @@ class Conversation:
     last_tool_output: str = ""
     model: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def of_turns(
+        cls, tools: dict[str, dict[str, Any]], turns: Iterable[str | None], model: str
+    ) -> Conversation:
+        """The state after a request's turns, in order: each tool result's text, or None for a
+        user message (after which no tool result is pending)."""
+        pending, last_output = False, ""
+        for turn in turns:
+            if turn is None:
+                pending = False
+            else:
+                pending, last_output = True, turn
+        return cls(
+            tools=tools, tool_result_pending=pending, last_tool_output=last_output, model=model
+        )
 
 
 def new_id(prefix: str) -> str:

@@ -1,4 +1,5 @@
-"""HTTP reply values and the SSE / JSON encodings shared by the protocol modules."""
+"""What the protocol modules share of the wire: HTTP reply values, the SSE / JSON encodings,
+the text of a request's content value and the OpenAI error body."""
 
 from __future__ import annotations
 
@@ -36,3 +37,16 @@ def sse_reply(events: list[tuple[str | None, Any]], done_marker: bool = False) -
         content_type="text/event-stream",
         headers={"Cache-Control": "no-cache"},
     )
+
+
+def content_text(content: Any) -> str:
+    """The text of a message's content: the string itself, or its text parts joined."""
+    if isinstance(content, list):
+        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return content if isinstance(content, str) else ""
+
+
+def openai_error(status: int, message: str) -> Reply:
+    """The error reply of both OpenAI APIs (Responses, Chat Completions)."""
+    error = {"message": message, "type": "invalid_request_error", "code": str(status)}
+    return json_reply({"error": error}, status=status)

@@ -158,13 +158,6 @@ def _store(copy: BinaryIO, tmp: Path, zip_path: Path, manifest_path: Path, manif
         zip_path.unlink(missing_ok=True)
 
 
-def build_bundle(run_dir: Path, debug: bool) -> Path:
-    """Write `bundle/run_bundle[_debug].zip` and its manifest; return the zip's path."""
-    for _chunk in stream_bundle(run_dir, debug):
-        pass
-    return bundle_path(run_dir, debug)
-
-
 def _write_text(path: Path, text: str) -> None:
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
     try:

@@ -171,15 +171,6 @@ def read_events(
     return found
 
 
-def iter_events(path: Path) -> Iterator[dict[str, Any]]:
-    """Every whole event line of a file (a line still being written is left for later)."""
-    for raw in _whole_lines(path):
-        try:
-            yield json.loads(raw)
-        except ValueError:
-            continue
-
-
 def _whole_lines(path: Path) -> Iterator[bytes]:
     try:
         with path.open("rb") as fh:

@@ -82,10 +82,6 @@ class Settings:
     sandbox_read_paths: tuple[Path, ...] = ()  # folders under /tmp or the data dir runs may read
     sandbox_bwrap: str = ""  # the bwrap binary (empty: .sandbox/ of the checkout, else PATH)
 
-    def running_limit(self, engine: str | None) -> int:
-        """The per-engine maximum of running runs for `engine` (script runs: 'script'); 0 = none."""
-        return self.max_running_per_engine.get(engine_key(engine), 0)
-
     @property
     def runs_dir(self) -> Path:
         return self.data_dir / "runs"

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-from runner_core.engines.base import ProcessResult
+from runner_core.engines.base import EngineContext, ProcessResult
 from runner_core.settings import REPO_ROOT, Settings, load_settings
 from runner_core.statuses import TERMINAL_STATUSES
 from runner_core.store.migrate import upgrade
@@ -125,6 +125,21 @@ def recorded(name: str, exit_code: int | None, timed_out: bool = False) -> Proce
         1.0,
         timed_out=timed_out,
     )
+
+
+def printed(
+    folder: Path, exit_code: int | None, stdout: str = "", stderr: str = "", **kw: Any
+) -> ProcessResult:
+    """A process result whose captured stdout and stderr (files in `folder`) hold these texts."""
+    (folder / "stdout").write_text(stdout)
+    (folder / "stderr").write_text(stderr)
+    return ProcessResult(exit_code, folder / "stdout", folder / "stderr", 0.0, 1.0, **kw)
+
+
+def engine_context(run_dir: Path, *, config: dict[str, Any], **overrides: Any) -> EngineContext:
+    """An adapter's input in command tests: skill `demo`, prompt `do it`, `config`."""
+    values = {"run_dir": run_dir, "skill_id": "demo", "prompt": "do it", "config": config}
+    return EngineContext(**{**values, **overrides})
 
 
 # API tokens of the auth tests: name -> (token, scopes)

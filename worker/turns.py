@@ -16,7 +16,6 @@ from runner_core.error_codes import ErrorCode
 from runner_core.interaction import (
     Pending,
     auto_decision_prompt,
-    has_done_marker,
     parse_question,
     reply_prompt,
 )
@@ -98,10 +97,6 @@ def decide(
         )
     pending, warning = parse_question(text)
     raise AwaitUser(pending, warning)
-
-
-def finished_with_marker(text: str | None) -> bool:
-    return has_done_marker(text)
 
 
 _SESSION_GONE = (

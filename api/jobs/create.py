@@ -100,9 +100,7 @@ def create_job(
         else job_cache.key_for(pkg, engine, body.get("model"), parameter, inline, {}, options)
     )
     cached = (
-        job_cache.find_cached(conn, key, owner)
-        if key and job_cache.cache_usable(pkg, options)
-        else None
+        job_cache.find_cached(conn, key, owner) if key and job_cache.cache_usable(options) else None
     )
     queued = 0 if cached else conn.execute(_QUEUED_COUNT).scalar_one()
     if queued >= settings.queue_max:
@@ -244,7 +242,7 @@ def bind_upload(
     )
     cached = (
         job_cache.find_cached(session.connection(), run.cache_key, run.owner)
-        if job_cache.cache_usable(pkg, options)
+        if job_cache.cache_usable(options)
         else None
     )
     if cached is not None:

@@ -29,9 +29,8 @@ from runner_core.engines.base import (
     ProcessResult,
 )
 from runner_core.engines.claude_stream import Stream, read_stream
-from runner_core.engines.config import resolve_api_key
 from runner_core.engines.failures import api_error, exit_error, missing_cli_error
-from runner_core.engines.invocation import engine_env, prompt_args, resolve_binary
+from runner_core.engines.invocation import command_spec, engine_env, find_cli, resolve_binary
 from runner_core.engines.streams import json_lines, json_of_text, read_output, token_counts
 from runner_core.error_codes import ErrorCode
 
@@ -58,15 +57,14 @@ class ClaudeAdapter:
         """`claude --print --output-format stream-json ... [--resume SID] -- PROMPT`."""
         home = Path(ctx.run_dir) / HOME_DIR
         config_dir = home / ".claude"
-        binary_path = resolve_binary(self.binary)
+        cli = find_cli(self.binary, ctx)
         extra = {**QUIET_ENV, "CLAUDE_CONFIG_DIR": str(config_dir)}
         if ctx.config.get("base_url"):
             extra["ANTHROPIC_BASE_URL"] = str(ctx.config["base_url"])
-        key = resolve_api_key(ctx.config)
-        if key:
-            extra["ANTHROPIC_API_KEY"] = key
+        if cli.key:
+            extra["ANTHROPIC_API_KEY"] = cli.key
         argv = [
-            str(binary_path or self.binary),
+            cli.program,
             "--print",
             "--output-format",
             "stream-json",
@@ -76,19 +74,14 @@ class ClaudeAdapter:
         ]
         if ctx.execution_mode != "interactive":
             argv += ["--disallowedTools", "AskUserQuestion"]
-        model = ctx.model or ctx.config.get("model")
-        if model:
-            argv += ["--model", str(model)]
-        if ctx.session_id:
-            argv += ["--resume", ctx.session_id]
-        prompt, stdin = prompt_args(ctx.prompt)  # too long for argv: claude reads stdin
-        argv += prompt
+        if cli.model:
+            argv += ["--model", str(cli.model)]
         files: dict[str, str] = {}
         if ctx.config.get("settings"):
             rel = config_dir.relative_to(Path(ctx.run_dir)) / "settings.json"
             files[str(rel)] = json.dumps(ctx.config["settings"], indent=2)
-        env = engine_env(home=home, binary_path=binary_path, config=ctx.config, extra=extra)
-        return CommandSpec(argv=argv, cwd=Path(ctx.run_dir), env=env, stdin=stdin, files=files)
+        env = engine_env(home=home, binary_path=cli.path, config=ctx.config, extra=extra)
+        return command_spec(ctx, argv, env, files=files)  # too long for argv: claude reads stdin
 
     def parse_output(self, result: ProcessResult) -> EngineOutput:
         """Session id, final text, usage, tool calls and a typed error from the stream."""

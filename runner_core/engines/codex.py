@@ -48,9 +48,8 @@ from runner_core.engines.base import (
     EngineOutput,
     ProcessResult,
 )
-from runner_core.engines.config import resolve_api_key
 from runner_core.engines.failures import api_error, exit_error, http_status, missing_cli_error
-from runner_core.engines.invocation import engine_env, prompt_args, resolve_binary
+from runner_core.engines.invocation import command_spec, engine_env, find_cli, resolve_binary
 from runner_core.engines.streams import json_lines, json_of_text, read_output, token_counts
 from runner_core.error_codes import ErrorCode
 
@@ -157,8 +156,8 @@ class CodexAdapter:
         """`codex exec --json ... [resume SID] -- PROMPT` with a per-run CODEX_HOME."""
         home = Path(ctx.run_dir) / HOME_DIR
         home.mkdir(parents=True, exist_ok=True)  # codex refuses a missing CODEX_HOME
-        binary_path = resolve_binary(self.binary)
-        native = native_binary(binary_path)
+        cli = find_cli(self.binary, ctx)
+        native = native_binary(cli.path)
         settings: dict[str, Any] = {
             "analytics": {"enabled": False},
             "check_for_update_on_startup": False,
@@ -166,7 +165,6 @@ class CodexAdapter:
         extra = {"CODEX_HOME": str(home)}
         if native is not None:  # what the launcher would add before running the binary
             extra.update(CODEX_MANAGED_BY_NPM="1", CODEX_MANAGED_PACKAGE_ROOT=str(native[1]))
-        key = resolve_api_key(ctx.config)
         if ctx.config.get("base_url"):
             key_env = ctx.config.get("api_key_env") or DEFAULT_KEY_ENV
             settings["model_provider"] = PROVIDER
@@ -178,13 +176,12 @@ class CodexAdapter:
                     "wire_api": "responses",
                 }
             }
-            if key:
-                extra[key_env] = key
-        elif key:
-            extra["CODEX_API_KEY"] = key
-        program = native[0] if native is not None else binary_path or self.binary
+            if cli.key:
+                extra[key_env] = cli.key
+        elif cli.key:
+            extra["CODEX_API_KEY"] = cli.key
         argv = [
-            str(program),
+            str(native[0]) if native is not None else cli.program,
             "exec",
             "--json",
             "--skip-git-repo-check",
@@ -195,19 +192,16 @@ class CodexAdapter:
             ctx.config.get("settings") or {}
         ):
             argv += ["-c", override]
-        model, effort = split_model(ctx.model or ctx.config.get("model"))
+        model, effort = split_model(cli.model)
         if effort:
             argv += ["-c", f"model_reasoning_effort={toml_value(effort)}"]
         if model:
             argv += ["-m", model]
         if ctx.output_schema_path and is_object_schema(ctx.output_schema_path):
             argv += ["--output-schema", str(ctx.output_schema_path)]
-        if ctx.session_id:
-            argv += ["resume", ctx.session_id]
-        prompt, stdin = prompt_args(ctx.prompt, stdin_args=["-"])  # "-": read it from stdin
-        argv += prompt
-        env = engine_env(home=home, binary_path=binary_path, config=ctx.config, extra=extra)
-        return CommandSpec(argv=argv, cwd=Path(ctx.run_dir), env=env, stdin=stdin)
+        env = engine_env(home=home, binary_path=cli.path, config=ctx.config, extra=extra)
+        # "-": read the prompt from stdin
+        return command_spec(ctx, argv, env, resume="resume", stdin_args=["-"])
 
     def parse_output(self, result: ProcessResult) -> EngineOutput:
         """Session id, final message, usage, tool calls and a typed error from the JSONL."""

@@ -12,7 +12,6 @@ stream-json events: ``init{session_id}``, ``message{role, content, delta}``,
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,15 +22,14 @@ from runner_core.engines.base import (
     EngineOutput,
     ProcessResult,
 )
-from runner_core.engines.config import deep_merge, resolve_api_key
+from runner_core.engines.config import deep_merge
 from runner_core.engines.failures import api_error, http_status, process_error
 from runner_core.engines.invocation import (
-    RUN_HOME,
-    RUN_HOME_FILES,
+    command_spec,
+    find_cli,
     program_argv,
-    prompt_args,
-    resolve_binary,
     run_env,
+    run_home_files,
 )
 from runner_core.engines.streams import json_lines, json_of_text, read_output, token_counts
 from runner_core.error_codes import ErrorCode
@@ -52,35 +50,24 @@ class GeminiAdapter:
     def build_command(self, ctx: EngineContext) -> CommandSpec:
         """Per-run HOME with settings.json, provider env, stream-json output."""
         config = ctx.config
-        binary_path = resolve_binary(self.binary)
+        cli = find_cli(self.binary, ctx)
         extra = {"GEMINI_CLI_TRUST_WORKSPACE": "true"}
-        key = resolve_api_key(config)
-        if key:
-            extra["GEMINI_API_KEY"] = key
+        if cli.key:
+            extra["GEMINI_API_KEY"] = cli.key
         if config.get("base_url"):
             extra["GOOGLE_GEMINI_BASE_URL"] = str(config["base_url"]).rstrip("/")
-        env = run_env(ctx.run_dir, binary_path, config, extra)
-        argv = program_argv(self.binary, binary_path, config, env)
+        env = run_env(ctx.run_dir, cli.path, config, extra)
+        argv = program_argv(self.binary, cli.path, config, env)
         argv += ["--yolo", "--output-format", "stream-json"]
-        model = ctx.model or config.get("model")
-        if model:
-            argv += ["-m", model]
-        if ctx.session_id:
-            argv += ["--resume", ctx.session_id]
-        prompt, stdin = prompt_args(
-            ctx.prompt, flag="--prompt"
-        )  # piped stdin alone is headless too
-        argv += prompt
+        if cli.model:
+            argv += ["-m", cli.model]
         settings = deep_merge(BASE_SETTINGS, config.get("settings", {}))
-        return CommandSpec(
-            argv=argv,
-            cwd=ctx.run_dir,
-            stdin=stdin,
-            env=env,
-            files={
-                **RUN_HOME_FILES,
-                f"{RUN_HOME}/.gemini/settings.json": json.dumps(settings, indent=2),
-            },
+        return command_spec(
+            ctx,
+            argv,
+            env,
+            prompt_flag="--prompt",  # piped stdin alone is headless too
+            files=run_home_files(".gemini/settings.json", settings),
         )
 
     def parse_output(self, result: ProcessResult) -> EngineOutput:

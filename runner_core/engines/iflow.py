@@ -11,7 +11,6 @@ provider: ``baseUrl``, ``modelName``); the key travels in the environment as IFL
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -23,15 +22,9 @@ from runner_core.engines.base import (
     EngineOutput,
     ProcessResult,
 )
-from runner_core.engines.config import deep_merge, resolve_api_key
+from runner_core.engines.config import deep_merge
 from runner_core.engines.failures import api_error, http_status, process_error
-from runner_core.engines.invocation import (
-    RUN_HOME,
-    RUN_HOME_FILES,
-    prompt_args,
-    resolve_binary,
-    run_env,
-)
+from runner_core.engines.invocation import command_spec, find_cli, run_env, run_home_files
 from runner_core.engines.streams import json_of_text, read_output, token_counts
 from runner_core.error_codes import ErrorCode
 
@@ -51,32 +44,20 @@ class IflowAdapter:
     def build_command(self, ctx: EngineContext) -> CommandSpec:
         """Per-run HOME with `.iflow/settings.json`; the key in IFLOW_apiKey."""
         config = ctx.config
-        binary_path = resolve_binary(self.binary)
-        model = ctx.model or config.get("model")
+        cli = find_cli(self.binary, ctx)
         provider: dict[str, Any] = {}
         if config.get("base_url"):
             provider["baseUrl"] = str(config["base_url"])
-        if model:
-            provider["modelName"] = model
+        if cli.model:
+            provider["modelName"] = cli.model
         settings = deep_merge(config.get("settings", {}), provider)
-        key = resolve_api_key(config)
-        extra = {"IFLOW_apiKey": key} if key else {}
-        argv = [str(binary_path or self.binary), "--yolo", "--thinking"]
-        if ctx.session_id:
-            argv += ["--resume", ctx.session_id]
-        prompt, stdin = prompt_args(
-            ctx.prompt, flag="--prompt"
-        )  # piped stdin alone is headless too
-        argv += prompt
-        return CommandSpec(
-            argv=argv,
-            cwd=ctx.run_dir,
-            stdin=stdin,
-            env=run_env(ctx.run_dir, binary_path, config, extra),
-            files={
-                **RUN_HOME_FILES,
-                f"{RUN_HOME}/.iflow/settings.json": json.dumps(settings, indent=2),
-            },
+        extra = {"IFLOW_apiKey": cli.key} if cli.key else {}
+        return command_spec(
+            ctx,
+            [cli.program, "--yolo", "--thinking"],
+            run_env(ctx.run_dir, cli.path, config, extra),
+            prompt_flag="--prompt",  # piped stdin alone is headless too
+            files=run_home_files(".iflow/settings.json", settings),
         )
 
     def parse_output(self, result: ProcessResult) -> EngineOutput:

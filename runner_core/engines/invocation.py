@@ -1,5 +1,6 @@
 """How an engine CLI is found and started: its binary, the start of its argv, the child's
-environment and where the prompt goes (argv or stdin).
+environment, where the prompt goes (argv or stdin) and the end every adapter's command shares
+(`find_cli` opens a `build_command`, `command_spec` closes it).
 
 A binary is the file ``SKILL_RUNNER_<BINARY>_BIN`` names (one engine's CLI, e.g.
 ``SKILL_RUNNER_CODEX_BIN``), else the one in the folder ``SKILL_RUNNER_ENGINE_BIN_DIR`` names,
@@ -10,11 +11,16 @@ TMPDIR under the run dir, so nothing lands in a shared user config.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from runner_core.engines.base import CommandSpec, EngineContext
+from runner_core.engines.config import resolve_api_key
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 BIN_DIR_ENV = "SKILL_RUNNER_ENGINE_BIN_DIR"
@@ -151,3 +157,53 @@ def prompt_args(
     if not prompt_fits_argv(prompt):
         return list(stdin_args), prompt
     return ([f"{flag}={prompt}"] if flag else ["--", prompt]), None
+
+
+@dataclass(frozen=True)
+class Cli:
+    """What every adapter's `build_command` starts from: its CLI, the model and the key."""
+
+    binary: str
+    path: Path | None  # None when not installed: argv names it bare and the start fails (127)
+    model: str | None  # the request's model, else the engine config's
+    key: str | None  # the provider key (config.resolve_api_key)
+
+    @property
+    def program(self) -> str:
+        """The first argv word: the CLI's path, else its bare name."""
+        return str(self.path or self.binary)
+
+
+def find_cli(binary: str, ctx: EngineContext) -> Cli:
+    """`binary` found (see resolve_binary), with the model and the key `ctx` chooses."""
+    return Cli(
+        binary=binary,
+        path=resolve_binary(binary),
+        model=ctx.model or ctx.config.get("model"),
+        key=resolve_api_key(ctx.config),
+    )
+
+
+def command_spec(
+    ctx: EngineContext,
+    argv: list[str],
+    env: dict[str, str],
+    *,
+    resume: str = "--resume",
+    prompt_flag: str | None = None,
+    stdin_args: Sequence[str] = (),
+    files: dict[str, str] | None = None,
+) -> CommandSpec:
+    """`argv` ended as every CLI here takes it, run in the run dir: `resume` and the session id
+    when resuming, then the prompt (see prompt_args)."""
+    if ctx.session_id:
+        argv = [*argv, resume, ctx.session_id]
+    prompt, stdin = prompt_args(ctx.prompt, flag=prompt_flag, stdin_args=stdin_args)
+    return CommandSpec(
+        argv=[*argv, *prompt], cwd=Path(ctx.run_dir), env=env, stdin=stdin, files=files or {}
+    )
+
+
+def run_home_files(settings_path: str, settings: Any) -> dict[str, str]:
+    """RUN_HOME_FILES and `settings` as JSON at `settings_path` under the per-run HOME."""
+    return {**RUN_HOME_FILES, f"{RUN_HOME}/{settings_path}": json.dumps(settings, indent=2)}

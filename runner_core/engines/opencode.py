@@ -27,9 +27,9 @@ from runner_core.engines.base import (
     EngineOutput,
     ProcessResult,
 )
-from runner_core.engines.config import deep_merge, resolve_api_key
+from runner_core.engines.config import deep_merge
 from runner_core.engines.failures import api_error, process_error
-from runner_core.engines.invocation import RUN_HOME_FILES, prompt_args, resolve_binary, run_env
+from runner_core.engines.invocation import RUN_HOME_FILES, command_spec, find_cli, run_env
 from runner_core.engines.streams import json_lines, json_of_text, read_output, token_counts
 from runner_core.error_codes import ErrorCode
 from runner_core.workspace import GIT_MARKER  # opencode stops its upward scan at a git root
@@ -49,29 +49,22 @@ class OpencodeAdapter:
     def build_command(self, ctx: EngineContext) -> CommandSpec:
         """opencode.json in the run dir, per-run HOME, provider key in the environment."""
         config = ctx.config
-        binary_path = resolve_binary(self.binary)
-        model = ctx.model or config.get("model")
-        settings, extra = provider_settings(config, model)
+        cli = find_cli(self.binary, ctx)
+        settings, extra = provider_settings(config, cli.model, cli.key)
         question = "allow" if ctx.execution_mode == "interactive" else "deny"
         settings = deep_merge(settings, {"permission": {"question": question}})
-        argv = [str(binary_path or self.binary), "run", "--format", "json"]
+        argv = [cli.program, "run", "--format", "json"]
         if settings.get("model"):
             argv += ["-m", settings["model"]]
-        if ctx.session_id:
-            argv += ["-s", ctx.session_id]
-        else:  # named here, or opencode asks the model for a title: a second request per run
+        # a new session is named here, or opencode asks the model for a title: a second request
+        if not ctx.session_id:
             argv += ["--title", f"skill {ctx.skill_id}"]
-        prompt, stdin = prompt_args(ctx.prompt)  # opencode run reads piped stdin as the message
-        argv += prompt
         files = {**RUN_HOME_FILES, "opencode.json": json.dumps(settings, indent=2)}
         if not (ctx.run_dir / ".git").exists():
             files.update(GIT_MARKER)
-        return CommandSpec(
-            argv=argv,
-            cwd=ctx.run_dir,
-            stdin=stdin,
-            env=run_env(ctx.run_dir, binary_path, config, extra),
-            files=files,
+        # a prompt too long for argv goes to stdin: opencode run reads it as the message
+        return command_spec(
+            ctx, argv, run_env(ctx.run_dir, cli.path, config, extra), resume="-s", files=files
         )
 
     def parse_output(self, result: ProcessResult) -> EngineOutput:
@@ -85,7 +78,7 @@ class OpencodeAdapter:
 
 
 def provider_settings(
-    config: dict[str, Any], model: str | None
+    config: dict[str, Any], model: str | None, key: str | None
 ) -> tuple[dict[str, Any], dict[str, str]]:
     """The opencode.json content and the env carrying the key.
 
@@ -93,7 +86,6 @@ def provider_settings(
     it ``model`` must already be ``provider/model`` and the key is passed under ``api_key_env``.
     """
     settings = deep_merge({}, config.get("settings", {}))
-    key = resolve_api_key(config)
     extra: dict[str, str] = {}
     if config.get("base_url") and model:
         bare = model.split("/", 1)[1] if model.startswith(f"{PROVIDER_ID}/") else model

@@ -11,7 +11,6 @@ model API failure still ends with exit 0, ``subtype:"success"`` and
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -24,15 +23,13 @@ from runner_core.engines.base import (
     ProcessResult,
 )
 from runner_core.engines.claude_stream import read_stream
-from runner_core.engines.config import resolve_api_key
 from runner_core.engines.failures import api_error, http_status, process_error
 from runner_core.engines.invocation import (
-    RUN_HOME,
-    RUN_HOME_FILES,
+    command_spec,
+    find_cli,
     program_argv,
-    prompt_args,
-    resolve_binary,
     run_env,
+    run_home_files,
 )
 from runner_core.engines.streams import json_lines, json_of_text, read_output, token_counts
 from runner_core.error_codes import ErrorCode
@@ -52,36 +49,25 @@ class QwenAdapter:
     def build_command(self, ctx: EngineContext) -> CommandSpec:
         """Per-run HOME with settings.json, OpenAI-compatible provider env, stream-json."""
         config = ctx.config
-        binary_path = resolve_binary(self.binary)
-        model = ctx.model or config.get("model")
+        cli = find_cli(self.binary, ctx)
         extra: dict[str, str] = {}
-        key = resolve_api_key(config)
-        if key:
-            extra["OPENAI_API_KEY"] = key
+        if cli.key:
+            extra["OPENAI_API_KEY"] = cli.key
         if config.get("base_url"):
             extra["OPENAI_BASE_URL"] = str(config["base_url"])
-        if model:
-            extra["OPENAI_MODEL"] = model
-        env = run_env(ctx.run_dir, binary_path, config, extra)
-        argv = program_argv(self.binary, binary_path, config, env)
+        if cli.model:
+            extra["OPENAI_MODEL"] = cli.model
+        env = run_env(ctx.run_dir, cli.path, config, extra)
+        argv = program_argv(self.binary, cli.path, config, env)
         argv += ["--auth-type", "openai", "--yolo", "--output-format", "stream-json"]
-        if model:
-            argv += ["-m", model]
-        if ctx.session_id:
-            argv += ["--resume", ctx.session_id]
-        prompt, stdin = prompt_args(
-            ctx.prompt, flag="--prompt"
-        )  # piped stdin alone is headless too
-        argv += prompt
-        return CommandSpec(
-            argv=argv,
-            cwd=ctx.run_dir,
-            stdin=stdin,
-            env=env,
-            files={
-                **RUN_HOME_FILES,
-                f"{RUN_HOME}/.qwen/settings.json": json.dumps(config.get("settings", {}), indent=2),
-            },
+        if cli.model:
+            argv += ["-m", cli.model]
+        return command_spec(
+            ctx,
+            argv,
+            env,
+            prompt_flag="--prompt",  # piped stdin alone is headless too
+            files=run_home_files(".qwen/settings.json", config.get("settings", {})),
         )
 
     def parse_output(self, result: ProcessResult) -> EngineOutput:

@@ -98,7 +98,3 @@ class SkillPackage:
         assert self.manifest is not None, f"skill {self.id}: runner.json did not parse"
         return self.manifest
 
-    def file_inputs(self) -> list[str]:
-        """Input fields read from uploads (x-input-source file, the default)."""
-        props = self.input_schema.get("properties", {})
-        return [k for k, v in props.items() if v.get("x-input-source", "file") == "file"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import timedelta
 from functools import cache
 from typing import Any, cast
 
@@ -276,13 +276,3 @@ def expire_uploads(session: Session, waited: timedelta) -> list[str]:
     ]
     session.commit()
     return ended
-
-
-def expired_leases(session: Session, lease: timedelta) -> list[Run]:
-    """Running runs whose heartbeat is older than `lease`."""
-    cutoff: datetime = utcnow() - lease
-    return list(
-        session.scalars(
-            select(Run).where(Run.status == RunStatus.RUNNING, Run.heartbeat_at < cutoff).limit(500)
-        )
-    )

@@ -7,7 +7,7 @@ opened for append so a resumed turn lands in the same stdout log) and hand back 
 `EngineOutput` plus the fake server's request log.
 
 Adding an engine means adding its entry to `FAKE_CONFIG` (how it reaches the fake server), a
-row in test_every_engine.ENGINES and one test module for what only it does.
+row in test_every_engine.ENGINES and, for what only it does, a test module of its own.
 """
 
 from __future__ import annotations
@@ -56,7 +56,8 @@ def _root_style(llm: FakeLLM) -> dict[str, Any]:
     return {"base_url": llm.base_url, "api_key": FAKE_KEY, "model": FAKE_MODEL}
 
 
-# Engine -> the config that points its adapter at the fake server (see ENGINES.md).
+# Engine -> the config that points its adapter at the fake server (the base URL forms are in
+# each adapter's module docstring).
 FAKE_CONFIG: dict[str, Callable[[FakeLLM], dict[str, Any]]] = {
     "codex": _openai_style,  # Responses API under /v1
     "claude": _root_style,  # ANTHROPIC_BASE_URL without /v1

@@ -3,8 +3,8 @@
 For each engine with an npm package (deploy/engines/package.json), each version asked for
 (`pinned`: the version the lock installs; `latest`: the newest published; or an exact number)
 is installed side by side under `.engines-matrix/<engine>/<version>/` (npm, so this downloads),
-the engine's tests (`tests/engines/test_<engine>.py` and its cases in `test_every_engine.py`)
-run against it through `SKILL_RUNNER_<ENGINE>_BIN`, and the results are written to
+the engine's tests (its cases in `test_every_engine.py` and `tests/engines/test_<engine>.py`
+where it has one) run against it through `SKILL_RUNNER_<ENGINE>_BIN`, and the results are written to
 docs/engine-matrix.md (pass/fail per test and version, with the date) and
 deploy/engines/tested-versions.json (the versions whose every test passed, which
 `GET /v1/engines` reports). Not part of the default test run.
@@ -109,9 +109,10 @@ def run_tier(engine: str, binary: Path, work: Path) -> tuple[str, dict[str, str]
         [str(binary), "--version"], capture_output=True, text=True, env=env, check=False
     ).stdout.strip()
     xml_path = work / f"{engine}-{binary.parents[2].name}.xml"
+    modules = [f"tests/engines/test_{engine}.py", "tests/engines/test_every_engine.py"]
     subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={xml_path}",
-         f"tests/engines/test_{engine}.py", "tests/engines/test_every_engine.py", "-k", engine],
+         *[m for m in modules if (ROOT / m).exists()], "-k", engine],
         cwd=ROOT, env=env, check=False,
     )  # fmt: skip
     tests = {}
@@ -150,7 +151,8 @@ def write_report(outcomes: list[Outcome], today: str) -> None:
     head = (
         "# Engine versions tested\n\n"
         "Written by `python -m tests.engines.matrix` (see its docstring): the engine tier "
-        "(`tests/engines/test_<engine>.py` and the engine's cases in `test_every_engine.py`) "
+        "(the engine's cases in `test_every_engine.py` and `tests/engines/test_<engine>.py` "
+        "where it has one) "
         "against the version the lock pins and others installed side by side. "
         "[deploy/engines/tested-versions.json](../deploy/engines/tested-versions.json) lists "
         "the versions whose every test passed; `GET /v1/engines` reports it.\n"

@@ -1,7 +1,9 @@
-"""The scenarios every engine goes through, for real against the fake LLM server: where the
-prompt goes (argv, or stdin when too long), a failed model call and a missing key.
+"""The scenarios every engine goes through, for real against the fake LLM server: a shell tool
+call and a final JSON answer, the installed skill listed to the model, a resumed session, where
+the prompt goes (argv, or stdin when too long), a failed model call and a missing key.
 
-Adding an engine means adding a row to ENGINES; its own module keeps what only it does.
+Adding an engine means adding a row to ENGINES; its own module (test_<engine>.py, where it has
+one) keeps what only it does.
 """
 
 from __future__ import annotations
@@ -16,7 +18,13 @@ import pytest
 from fake_llm import Script
 from runner_core.engines import get_adapter
 from runner_core.engines.config import load_engine_config
-from tests.engines.harness import ScenarioResult
+from tests.engines.harness import (
+    MARKER_FILE,
+    PROBE_BODY_TOKEN,
+    PROBE_COMMAND,
+    PROBE_TOKEN,
+    ScenarioResult,
+)
 
 Scenario = Callable[..., ScenarioResult]
 NO_KEY = {"api_key": None, "api_key_env": "UNSET_FAKE_KEY_VAR"}
@@ -27,8 +35,17 @@ class Engine:
     """How one CLI is run in these scenarios and what it is expected to do."""
 
     name: str
+    tool_call: dict[str, Any]  # what the one tool call of a shell turn holds (among its keys)
+    model_path: str  # where its model requests go (the start of their path)
     config: dict[str, Any] = field(default_factory=dict)  # merged into every run's config
-    http_error_seconds: float = 15.0  # an HTTP 400 is reported within this time
+    session_prefix: str = ""  # how its session ids start
+    # the config under which an HTTP 401 is reported at once; None: not tested
+    no_retries: dict[str, Any] | None = None
+    # one model request per step, none on the side (opencode names the session itself with
+    # --title; without it, it asks the model for a title first)
+    one_request_per_step: bool = False
+    # an HTTP 400 (and a 401, see no_retries) is reported within this many seconds
+    http_error_seconds: float = 15.0
     # the exit codes an HTTP 400 may end the CLI with, where they are known (every version the
     # engine matrix runs: docs/engine-matrix.md)
     http_error_exits: tuple[int, ...] | None = None
@@ -47,13 +64,48 @@ def _opencode_offline() -> dict[str, Any]:
 
 
 ENGINES = [
-    Engine("claude", http_error_seconds=10.0),
-    Engine("codex", http_error_seconds=10.0),
-    Engine("gemini", auth_before_requests=True),
-    # API failures exit 0 up to 0.15, 1 from 0.24 on
-    Engine("qwen", http_error_exits=(0, 1), auth_before_requests=True),
     Engine(
-        "opencode", config=_opencode_offline(), http_error_exits=(1,), auth_before_requests=None
+        "claude",
+        tool_call={"name": "Bash", "is_error": False},
+        model_path="/v1/messages",
+        no_retries={"env": {"CLAUDE_CODE_MAX_RETRIES": "0"}},
+        http_error_seconds=10.0,
+    ),
+    Engine(
+        "codex",
+        tool_call={"type": "command_execution"},
+        model_path="/v1/responses",
+        no_retries={
+            "settings": {
+                "model_providers": {
+                    "skillrunner": {"stream_max_retries": 0, "request_max_retries": 0}
+                }
+            }
+        },
+        http_error_seconds=10.0,
+    ),
+    Engine(
+        "gemini",
+        tool_call={"name": "run_shell_command"},
+        model_path="/v1beta/models/",
+        auth_before_requests=True,
+    ),
+    Engine(
+        "qwen",
+        tool_call={"name": "run_shell_command"},
+        model_path="/v1/chat/completions",
+        http_error_exits=(0, 1),  # API failures exit 0 up to 0.15, 1 from 0.24 on
+        auth_before_requests=True,
+    ),
+    Engine(
+        "opencode",
+        tool_call={"name": "bash"},
+        model_path="/v1/chat/completions",
+        config=_opencode_offline(),
+        session_prefix="ses_",
+        one_request_per_step=True,
+        http_error_exits=(1,),
+        auth_before_requests=None,
     ),
 ]
 
@@ -61,17 +113,95 @@ ENGINES = [
 each_engine = pytest.mark.parametrize("engine", ENGINES, ids=lambda engine: engine.name)
 
 
+def model_requests(run: ScenarioResult) -> list[str]:
+    """The paths of the run's requests to the model (POSTs; not the model list)."""
+    return [r.path for r in run.requests if r.method == "POST"]
+
+
+def tool_turn(scenario: Scenario, engine: Engine, **kwargs: Any) -> ScenarioResult:
+    """One turn in which the model calls the shell tool (running the probe), then answers."""
+    script = Script(command=PROBE_COMMAND, final_text=engine.final)
+    return scenario(get_adapter(engine.name), script, config=engine.config, **kwargs)
+
+
+def answer_turn(scenario: Scenario, engine: Engine, **kwargs: Any) -> ScenarioResult:
+    """One turn in which the model answers at once, calling no tool."""
+    script = Script(tool=False, final_text=engine.final)
+    return scenario(get_adapter(engine.name), script, config=engine.config, **kwargs)
+
+
+@each_engine
+def test_the_shell_tool_runs_and_the_final_json_is_parsed(
+    scenario: Scenario, engine: Engine
+) -> None:
+    run = tool_turn(scenario, engine)
+    out = run.output
+    assert out.error is None, (out.error, run.stderr[-2000:])
+    assert out.exit_code == 0
+    assert (run.run_dir / MARKER_FILE).read_text() == "probe"
+    assert out.parsed_json == json.loads(engine.final)
+    assert out.session_id and out.session_id.startswith(engine.session_prefix)
+    assert [{k: call.get(k) for k in engine.tool_call} for call in out.tool_calls] == [
+        engine.tool_call
+    ]
+    assert out.tokens is not None
+    assert out.tokens["input_tokens"] > 0 and out.tokens["output_tokens"] > 0
+    if engine.one_request_per_step:
+        assert len(model_requests(run)) == 2
+
+
+@each_engine
+def test_the_installed_skill_is_listed_to_the_model_unread(
+    scenario: Scenario, engine: Engine
+) -> None:
+    run = answer_turn(scenario, engine)
+    assert run.output.error is None, run.stderr[-2000:]
+    assert PROBE_TOKEN in run.request_text
+    assert PROBE_BODY_TOKEN not in run.request_text  # listed, not yet activated
+    assert all(path.startswith(engine.model_path) for path in model_requests(run))
+    if engine.one_request_per_step:
+        assert len(model_requests(run)) == 1
+
+
+@each_engine
+def test_a_resumed_session_continues_in_the_same_run_dir_and_log(
+    scenario: Scenario, engine: Engine
+) -> None:
+    first = tool_turn(scenario, engine)
+    (first.run_dir / MARKER_FILE).unlink()
+    second = tool_turn(
+        scenario, engine, prompt="again", run_dir=first.run_dir, session_id=first.output.session_id
+    )
+    assert second.output.error is None, second.stderr[-2000:]
+    assert second.output.session_id == first.output.session_id
+    assert (first.run_dir / MARKER_FILE).exists()
+    assert "again" in second.request_text
+    assert PROBE_COMMAND in second.request_text  # the first turn's history was sent again
+    if engine.one_request_per_step:
+        assert len(model_requests(second)) == 2
+
+
+@pytest.mark.parametrize(
+    "engine", [e for e in ENGINES if e.no_retries is not None], ids=lambda engine: engine.name
+)
+def test_http_401_is_a_model_api_error_quickly(scenario: Scenario, engine: Engine) -> None:
+    run = scenario(
+        get_adapter(engine.name),
+        Script(status=401, error_message="bad key"),
+        config={**engine.config, **(engine.no_retries or {})},
+        timeout=30,
+    )
+    assert run.output.error is not None and run.output.error.code == "MODEL_API_ERROR"
+    assert run.output.error.details.get("status") == 401
+    assert run.seconds < engine.http_error_seconds
+
+
 @each_engine
 def test_a_prompt_starting_with_a_dash_reaches_the_model(
     scenario: Scenario, engine: Engine
 ) -> None:
     prompt = "- use the probe skill --now"
-    run = scenario(
-        get_adapter(engine.name),
-        Script(tool=False, final_text=engine.final),
-        prompt=prompt,
-        config=engine.config,
-    )
+    run = answer_turn(scenario, engine, prompt=prompt)
     assert run.spec.stdin is None
     assert run.output.error is None, run.stderr[-2000:]
     assert prompt in run.request_text
@@ -80,12 +210,7 @@ def test_a_prompt_starting_with_a_dash_reaches_the_model(
 @each_engine
 def test_a_prompt_too_long_for_argv_is_read_from_stdin(scenario: Scenario, engine: Engine) -> None:
     prompt = "ZQXLONG55 Use the probe skill. " + "pad " * 40_000 + "TAILTOKEN91"
-    run = scenario(
-        get_adapter(engine.name),
-        Script(tool=False, final_text=engine.final),
-        prompt=prompt,
-        config=engine.config,
-    )
+    run = answer_turn(scenario, engine, prompt=prompt)
     assert run.spec.stdin == prompt
     assert run.output.error is None, run.stderr[-2000:]
     assert run.output.parsed_json == json.loads(engine.final)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from runner_core.bundles import build_bundle, bundle_members, stream_bundle
+from runner_core.bundles import bundle_members, bundle_path, stream_bundle
 
 
 @pytest.fixture
@@ -39,6 +39,13 @@ CONTENT = ["artifacts/primes.md", "artifacts/sub/data.bin", "manifest.json", "re
 def names(zip_path: Path) -> list[str]:
     with zipfile.ZipFile(zip_path) as zf:
         return sorted(zf.namelist())
+
+
+def build_bundle(run_dir: Path, debug: bool) -> Path:
+    """Stream the bundle once, as the first download does (it stores it); its stored path."""
+    for _chunk in stream_bundle(run_dir, debug):
+        pass
+    return bundle_path(run_dir, debug)
 
 
 def test_normal_bundle_holds_result_artifacts_and_manifest(run_dir: Path) -> None:

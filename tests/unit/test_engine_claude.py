@@ -4,24 +4,17 @@ run against the fake LLM server (tests/engines/transcripts/claude_*)."""
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
 
 import pytest
 
 from runner_core.engines import claude
-from runner_core.engines.base import EngineContext, ProcessResult
-from tests.helpers import TRANSCRIPTS, recorded
+from tests.helpers import TRANSCRIPTS, engine_context, recorded
 
+CONFIG = {"base_url": "http://127.0.0.1:9", "api_key": "k", "model": "m1"}
 
-def context(tmp_path: Path, **overrides: object) -> EngineContext:
-    values: dict = {
-        "run_dir": tmp_path,
-        "skill_id": "demo",
-        "prompt": "do it",
-        "config": {"base_url": "http://127.0.0.1:9", "api_key": "k", "model": "m1"},
-    }
-    values.update(overrides)
-    return EngineContext(**values)
+context = partial(engine_context, config=CONFIG)
 
 
 def test_command_prints_stream_json_with_preapproved_tools(tmp_path: Path) -> None:
@@ -57,10 +50,9 @@ def test_config_env_is_passed_and_settings_are_written(tmp_path: Path) -> None:
     assert json.loads(spec.files[".claude-home/.claude/settings.json"]) == {"model": "x"}
 
 
-def test_model_from_context_beats_config_and_resume_is_passed(tmp_path: Path) -> None:
-    argv = claude.ADAPTER.build_command(context(tmp_path, model="m2", session_id="s-1")).argv
+def test_model_from_context_beats_config(tmp_path: Path) -> None:
+    argv = claude.ADAPTER.build_command(context(tmp_path, model="m2")).argv
     assert argv[argv.index("--model") + 1] == "m2"
-    assert argv[argv.index("--resume") + 1] == "s-1"
 
 
 def test_skills_are_discovered_in_claude_skills() -> None:
@@ -103,23 +95,3 @@ def test_parse_killed_while_retrying_is_model_api_error() -> None:
 def test_parse_missing_key_is_auth_missing() -> None:
     out = claude.ADAPTER.parse_output(recorded("claude_auth_missing", 1))
     assert out.error is not None and out.error.code == "AUTH_MISSING"
-
-
-def test_parse_spawn_failure_is_cli_not_installed(tmp_path: Path) -> None:
-    (tmp_path / "o").write_text("")
-    (tmp_path / "e").write_text("cannot start claude: not found\n")
-    out = claude.ADAPTER.parse_output(ProcessResult(127, tmp_path / "o", tmp_path / "e", 0.0, 0.1))
-    assert out.error is not None and out.error.code == "CLI_NOT_INSTALLED"
-
-
-def test_parse_exit_without_result_is_engine_failed(tmp_path: Path) -> None:
-    (tmp_path / "o").write_text("")
-    (tmp_path / "e").write_text("error: unknown option\n")
-    out = claude.ADAPTER.parse_output(ProcessResult(1, tmp_path / "o", tmp_path / "e", 0.0, 0.1))
-    assert out.error is not None and out.error.code == "ENGINE_FAILED"
-    assert "unknown option" in out.error.message
-
-
-def test_prompt_too_long_for_argv_goes_through_stdin(tmp_path: Path) -> None:
-    spec = claude.ADAPTER.build_command(context(tmp_path, prompt="x" * 200_000))
-    assert "x" * 200_000 not in spec.argv and spec.stdin == "x" * 200_000

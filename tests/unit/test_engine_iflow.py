@@ -10,39 +10,27 @@ becomes available.
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
 
 import pytest
 
 from runner_core.engines import iflow
-from runner_core.engines.base import EngineContext, ProcessResult
-from tests.helpers import TRANSCRIPTS, recorded
+from tests.helpers import engine_context, recorded
 
+CONFIG = {
+    "base_url": "http://127.0.0.1:9/v1",
+    "api_key": "k",
+    "model": "m1",
+    "settings": {"selectedAuthType": "openai-compatible"},
+}
 
-def context(tmp_path: Path, **overrides: object) -> EngineContext:
-    values: dict = {
-        "run_dir": tmp_path,
-        "skill_id": "demo",
-        "prompt": "do it",
-        "config": {
-            "base_url": "http://127.0.0.1:9/v1",
-            "api_key": "k",
-            "model": "m1",
-            "settings": {"selectedAuthType": "openai-compatible"},
-        },
-    }
-    values.update(overrides)
-    return EngineContext(**values)
+context = partial(engine_context, config=CONFIG)
 
 
 def test_command_is_yolo_thinking_prompt(tmp_path: Path) -> None:
     argv = iflow.ADAPTER.build_command(context(tmp_path)).argv
     assert argv[1:] == ["--yolo", "--thinking", "--prompt=do it"]
-
-
-def test_resume_passes_the_session_id(tmp_path: Path) -> None:
-    argv = iflow.ADAPTER.build_command(context(tmp_path, session_id="session-1")).argv
-    assert argv[argv.index("--resume") + 1] == "session-1"
 
 
 def test_provider_goes_to_per_run_settings_and_key_to_env(tmp_path: Path) -> None:
@@ -83,24 +71,3 @@ def test_missing_key_is_auth_missing(monkeypatch: pytest.MonkeyPatch, tmp_path: 
     monkeypatch.setattr("runner_core.engines.failures.resolve_binary", lambda name: tmp_path / name)
     out = iflow.ADAPTER.parse_output(recorded("iflow_auth_missing", 1))
     assert out.error is not None and out.error.code == "AUTH_MISSING"
-
-
-def test_missing_binary_is_cli_not_installed(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(iflow, "resolve_binary", lambda name: None)
-    monkeypatch.setattr("runner_core.engines.failures.resolve_binary", lambda name: None)
-    (tmp_path / "empty").write_text("")
-    out = iflow.ADAPTER.parse_output(
-        ProcessResult(127, tmp_path / "empty", tmp_path / "empty", 0.0, 0.0)
-    )
-    assert out.error is not None and out.error.code == "CLI_NOT_INSTALLED"
-
-
-def test_appended_log_of_a_resumed_turn_yields_the_last_answer(tmp_path: Path) -> None:
-    first, second = (TRANSCRIPTS / f"iflow_{n}.stdout" for n in ("tool_json", "json_only"))
-    (tmp_path / "out").write_text(first.read_text() + second.read_text())
-    (tmp_path / "err").write_text("")
-    out = iflow.ADAPTER.parse_output(ProcessResult(0, tmp_path / "out", tmp_path / "err", 0.0, 0.0))
-    assert out.parsed_json == {"ok": True, "count": 3}
-    assert out.session_id == "session-0f6b7c2d-1e3a-4b5c-8d9e-aa11bb22cc33"

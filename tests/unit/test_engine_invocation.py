@@ -1,4 +1,5 @@
-"""How an engine CLI is started: binary lookup, node flags, and where the prompt goes."""
+"""How an engine CLI is started: binary lookup, node flags, where the prompt goes and how a
+command ends."""
 
 from __future__ import annotations
 
@@ -8,8 +9,10 @@ from pathlib import Path
 import pytest
 
 from runner_core.engines import invocation
+from runner_core.engines.base import EngineContext
 from runner_core.engines.invocation import (
     MAX_ARGV_PROMPT_BYTES,
+    command_spec,
     program_argv,
     prompt_args,
     resolve_binary,
@@ -89,3 +92,10 @@ def test_a_prompt_too_long_for_argv_goes_on_stdin() -> None:
 def test_the_argv_limit_is_inclusive() -> None:
     prompt = "x" * MAX_ARGV_PROMPT_BYTES
     assert prompt_args(prompt) == (["--", prompt], None)
+
+
+def test_a_command_ends_with_the_session_to_resume_then_the_prompt(tmp_path: Path) -> None:
+    ctx = EngineContext(run_dir=tmp_path, skill_id="s", prompt="hi", config={}, session_id="s-1")
+    spec = command_spec(ctx, ["cli", "-x"], {"A": "1"}, resume="resume")
+    assert spec.argv == ["cli", "-x", "resume", "s-1", "--", "hi"]
+    assert (spec.cwd, spec.env, spec.stdin, spec.files) == (tmp_path, {"A": "1"}, None, {})

@@ -4,30 +4,21 @@ run against the fake LLM server (tests/engines/transcripts/opencode_*)."""
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
 
-import pytest
-
 from runner_core.engines import opencode
-from runner_core.engines.base import EngineContext, ProcessResult
-from tests.helpers import TRANSCRIPTS, recorded
+from tests.helpers import TRANSCRIPTS, engine_context, printed, recorded
 
+CONFIG = {
+    "base_url": "http://127.0.0.1:9/v1",
+    "api_key": "secret-key",
+    "model": "m1",
+    "env": {"OPENCODE_DISABLE_AUTOUPDATE": "1"},
+    "settings": {"autoupdate": False},
+}
 
-def context(tmp_path: Path, **overrides: object) -> EngineContext:
-    values: dict = {
-        "run_dir": tmp_path,
-        "skill_id": "demo",
-        "prompt": "do it",
-        "config": {
-            "base_url": "http://127.0.0.1:9/v1",
-            "api_key": "secret-key",
-            "model": "m1",
-            "env": {"OPENCODE_DISABLE_AUTOUPDATE": "1"},
-            "settings": {"autoupdate": False},
-        },
-    }
-    values.update(overrides)
-    return EngineContext(**values)
+context = partial(engine_context, config=CONFIG)
 
 
 def written_config(spec) -> dict:
@@ -100,34 +91,11 @@ def test_http_401_is_a_model_api_error_with_its_status() -> None:
     assert out.error.details["status"] == 401
 
 
-def test_missing_binary_is_cli_not_installed(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(opencode, "resolve_binary", lambda name: None)
-    monkeypatch.setattr("runner_core.engines.failures.resolve_binary", lambda name: None)
-    (tmp_path / "empty").write_text("")
-    out = opencode.ADAPTER.parse_output(
-        ProcessResult(127, tmp_path / "empty", tmp_path / "empty", 0.0, 0.0)
-    )
-    assert out.error is not None and out.error.code == "CLI_NOT_INSTALLED"
-
-
 def test_appended_log_of_a_resumed_turn_yields_the_last_answer(tmp_path: Path) -> None:
     ok = (TRANSCRIPTS / "opencode_tool_json.stdout").read_text()
     second = ok.replace('{\\"ok\\": true', '{\\"ok\\": false')
-    (tmp_path / "out").write_text(ok + second)
-    (tmp_path / "err").write_text("")
-    out = opencode.ADAPTER.parse_output(
-        ProcessResult(0, tmp_path / "out", tmp_path / "err", 0.0, 0.0)
-    )
+    out = opencode.ADAPTER.parse_output(printed(tmp_path, 0, ok + second))
     assert out.parsed_json["ok"] is False
-
-
-def test_prompt_too_long_for_argv_goes_to_stdin(tmp_path: Path) -> None:
-    prompt = "x" * 200_000
-    spec = opencode.ADAPTER.build_command(context(tmp_path, prompt=prompt))
-    assert spec.stdin == prompt
-    assert prompt not in spec.argv
 
 
 def test_new_sessions_are_named_so_opencode_asks_no_title_of_the_model(tmp_path: Path) -> None:

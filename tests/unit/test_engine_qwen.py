@@ -4,29 +4,20 @@ against the fake LLM server (tests/engines/transcripts/qwen_*)."""
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
 
-import pytest
-
 from runner_core.engines import qwen
-from runner_core.engines.base import EngineContext, ProcessResult
-from tests.helpers import TRANSCRIPTS, recorded
+from tests.helpers import engine_context, recorded
 
+CONFIG = {
+    "base_url": "http://127.0.0.1:9/v1",
+    "api_key": "k",
+    "model": "m1",
+    "settings": {"privacy": {"usageStatisticsEnabled": False}},
+}
 
-def context(tmp_path: Path, **overrides: object) -> EngineContext:
-    values: dict = {
-        "run_dir": tmp_path,
-        "skill_id": "demo",
-        "prompt": "do it",
-        "config": {
-            "base_url": "http://127.0.0.1:9/v1",
-            "api_key": "k",
-            "model": "m1",
-            "settings": {"privacy": {"usageStatisticsEnabled": False}},
-        },
-    }
-    values.update(overrides)
-    return EngineContext(**values)
+context = partial(engine_context, config=CONFIG)
 
 
 def test_command_uses_openai_auth_and_stream_json(tmp_path: Path) -> None:
@@ -69,36 +60,6 @@ def test_api_error_text_with_exit_zero_is_a_model_api_error() -> None:
 def test_missing_key_is_auth_missing() -> None:
     out = qwen.ADAPTER.parse_output(recorded("qwen_auth_missing", 1))
     assert out.error is not None and out.error.code == "AUTH_MISSING"
-
-
-def test_missing_binary_is_cli_not_installed(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(qwen, "resolve_binary", lambda name: None)
-    monkeypatch.setattr("runner_core.engines.failures.resolve_binary", lambda name: None)
-    (tmp_path / "empty").write_text("")
-    out = qwen.ADAPTER.parse_output(
-        ProcessResult(127, tmp_path / "empty", tmp_path / "empty", 0.0, 0.0)
-    )
-    assert out.error is not None and out.error.code == "CLI_NOT_INSTALLED"
-
-
-def test_timeout_is_engine_failed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("runner_core.engines.failures.resolve_binary", lambda name: tmp_path / name)
-    (tmp_path / "empty").write_text("")
-    result = ProcessResult(None, tmp_path / "empty", tmp_path / "empty", 0.0, 0.0, timed_out=True)
-    out = qwen.ADAPTER.parse_output(result)
-    assert out.error is not None and out.error.code == "ENGINE_FAILED"
-    assert out.error.details["timed_out"] is True
-
-
-def test_appended_log_of_a_resumed_turn_yields_the_last_answer(tmp_path: Path) -> None:
-    failed, ok = (TRANSCRIPTS / f"qwen_{n}.stdout" for n in ("http400", "tool_json"))
-    (tmp_path / "out").write_text(failed.read_text() + ok.read_text())
-    (tmp_path / "err").write_text("")
-    out = qwen.ADAPTER.parse_output(ProcessResult(0, tmp_path / "out", tmp_path / "err", 0.0, 0.0))
-    assert out.error is None
-    assert out.parsed_json["ok"] is True
 
 
 def test_an_api_error_in_the_result_events_error_is_typed_with_its_status():

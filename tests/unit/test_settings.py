@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from runner_core.settings import SettingsError, load_settings
+from runner_core.settings import SettingsError, engine_key, load_settings
 
 
 @pytest.mark.parametrize(
@@ -31,9 +31,10 @@ def test_per_engine_running_limits_are_read_by_engine_key(tmp_path) -> None:
             "SKILL_RUNNER_MAX_RUNNING_SCRIPT": "5",
         }
     )
-    assert settings.running_limit("codex") == 2
-    assert settings.running_limit(None) == 5
-    assert settings.running_limit("gemini") == 0
+    limits = settings.max_running_per_engine
+    assert limits[engine_key("codex")] == 2
+    assert limits[engine_key(None)] == 5
+    assert engine_key("gemini") not in limits
 
 
 def test_snapshot_mode_defaults_to_link_and_rejects_typos(tmp_path) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from runner_core.inputs import file_fields
 from runner_core.settings import REPO_ROOT
 from runner_core.skills import SkillRegistry, load_skill
 
@@ -35,7 +36,7 @@ def edit_runner(root: Path, **changes) -> None:
 def test_demo_skill_is_healthy_with_artifacts_registered(skill):
     pkg = load_skill(skill, strict=True)
     assert pkg.health == "ok", pkg.errors
-    assert pkg.file_inputs() == ["input_file"]
+    assert list(file_fields(pkg.input_schema)) == ["input_file"]
     assert any(a.pattern == "primes.md" and a.role == "report" for a in pkg.artifacts)
 
 
