@@ -24,6 +24,7 @@ from runner_core.error_codes import ErrorCode
 from runner_core.statuses import ACTIVE_STATUSES, RunStatus
 from runner_core.store import runs as run_states
 from runner_core.store.models import Run
+from worker.celery_app import settings
 from worker.database import sessions
 from worker.dispatch import announce_end
 
@@ -63,9 +64,18 @@ def cancel_revoked(task_ids: Iterable[str]) -> list[str]:
 
 
 class RevokeWatch(bootsteps.StartStopStep):
-    """A worker step: new ids in the worker's revoked set cancel their runs."""
+    """A worker step: new ids in the worker's revoked set cancel their runs.
+
+    That set, `celery.worker.state.revoked`, is Celery's internal worker state, not public API:
+    no public hook tells a worker that a revoke came for a message it has not reached or a
+    task it runs (the `task_revoked` signal below fires only when it drops or terminates one).
+    So the step is kept behind SKILL_RUNNER_REVOKE_WATCH for what it buys (bench/RESULTS.md,
+    revoke-watch), and tests/unit/test_revoke_watch.py fails when Celery changes the set."""
 
     requires = {"celery.worker.components:Timer"}
+
+    def include_if(self, parent) -> bool:
+        return settings.revoke_watch
 
     def __init__(self, parent, **kwargs) -> None:
         super().__init__(parent, **kwargs)
