@@ -74,13 +74,14 @@ class RevokeWatch(bootsteps.StartStopStep):
 
     requires = {"celery.worker.components:Timer"}
 
-    def include_if(self, parent) -> bool:
-        return settings.revoke_watch
-
     def __init__(self, parent, **kwargs) -> None:
         super().__init__(parent, **kwargs)
         self.seen: set[str] = set()
         self.timer_ref = None
+
+    def include_if(self, parent) -> bool:
+        """Celery's bootstep hook: the worker leaves the step out with the setting off."""
+        return settings.revoke_watch
 
     def start(self, parent) -> None:
         self.timer_ref = parent.timer.call_repeatedly(REVOKE_CHECK_SEC, self.check, priority=10)
