@@ -1,6 +1,6 @@
 """`python -m bench [figure ...] [--quick] [--json PATH]`: run the figures, print each with its
 baseline from the same run and the ratio, then a summary table. Figures are named by what they
-measure (`codex-overhead noop-throughput`); the numbers 1-17 are accepted too."""
+measure (`codex-overhead noop-throughput`); the numbers 1-22 are accepted too."""
 
 from __future__ import annotations
 
@@ -38,6 +38,8 @@ FIGURES = {
     "composite-fanout": "bench.composite_fanout",
     "composite-chain": "bench.composite_chain",
     "sandbox-cost": "bench.sandbox_cost",
+    "broker-view": "bench.broker_view",
+    "revoke-watch": "bench.revoke_watch",
 }
 NUMBERS = {str(i): name for i, name in enumerate(FIGURES, 1)}
 

@@ -64,6 +64,10 @@ class Settings:
     task_events: bool = False  # workers' task events always on (else while Flower watches)
     task_sent_events: bool = True  # `task-sent` on every send: Flower lists queued runs
     events: bool = True  # each run's FCMP events (events.jsonl + pub/sub); off for benchmarks
+    # reaches into library internals (docs/internals.md, "Private library details"); off: the
+    # public API only
+    broker_view: bool = True  # the sweep reads kombu's Redis keys: only lost messages re-sent
+    revoke_watch: bool = True  # workers read Celery's revoked set: a revoke cancels at once
     run_pool: int = 2  # run directories made ahead per skill version and kind (0: off)
     snapshot_mode: str = "link"  # link: from a read-only copy per skill version; copy: full copies
     api_tokens: tuple[str, ...] = field(default=(), repr=False)  # empty: no token asked for
@@ -308,6 +312,8 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         task_events=read.flag("SKILL_RUNNER_TASK_EVENTS"),
         task_sent_events=read.flag("SKILL_RUNNER_TASK_SENT_EVENTS", default=True),
         events=read.flag("SKILL_RUNNER_EVENTS", default=True),
+        broker_view=read.flag("SKILL_RUNNER_BROKER_VIEW", default=True),
+        revoke_watch=read.flag("SKILL_RUNNER_REVOKE_WATCH", default=True),
         api_tokens=api_tokens(env.get("SKILL_RUNNER_API_TOKEN", "")),
         tokens_file=Path(env["SKILL_RUNNER_TOKENS_FILE"]).expanduser()
         if env.get("SKILL_RUNNER_TOKENS_FILE", "").strip()

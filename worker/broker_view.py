@@ -1,9 +1,11 @@
 """Which task ids a Redis broker still holds (waiting or reserved), so the sweep re-sends only
 lost messages, not runs still waiting behind a backlog.
 
-The kombu Redis layout read here is not public API: it is verified for the celery and kombu
-pinned in setup.cfg and checked by tests/integration/test_broker_view.py. Other brokers cannot
-be read: there every stale run is re-sent (the claim guard drops the duplicates).
+The kombu Redis layout read here is not public API (no public call names the messages a queue
+holds; counts alone cannot tell which run's message was lost): it is verified for the celery and
+kombu pinned in pyproject.toml, checked by tests/integration/test_broker_view.py, and kept
+behind SKILL_RUNNER_BROKER_VIEW for what it saves (bench/RESULTS.md, broker-view). Switched off,
+and on other brokers, every stale run is re-sent (the claim guard drops the duplicates).
 """
 
 from __future__ import annotations
@@ -40,9 +42,10 @@ class BrokerView:
         return task_id in self.task_ids
 
 
-def read_broker(broker_url: str, queues: Iterable[str]) -> BrokerView:
-    """Every task id waiting in `queues` or reserved by a worker, read in one pass."""
-    url = redis_url(broker_url)
+def read_broker(broker_url: str, queues: Iterable[str], enabled: bool = True) -> BrokerView:
+    """Every task id waiting in `queues` or reserved by a worker, read in one pass; a view that
+    tells nothing when not `enabled` (SKILL_RUNNER_BROKER_VIEW=0)."""
+    url = redis_url(broker_url) if enabled else None
     if url is None:
         return BrokerView(None)
     import redis

@@ -70,7 +70,9 @@ def recover(settings: Settings, sessions: Callable, send: Send, startup: bool = 
                 counts["reaped"] += 1
         grace = timedelta(seconds=settings.sweep_grace_sec)
         stale = run_states.stale_queued(session, grace)
-        broker = read_broker(settings.broker_url, RUN_QUEUES) if stale else None
+        broker = (
+            read_broker(settings.broker_url, RUN_QUEUES, settings.broker_view) if stale else None
+        )
         for run in stale:
             assert broker is not None  # read whenever there are stale runs
             if broker.holds(run.celery_task_id):  # still waiting behind others: not lost

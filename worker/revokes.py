@@ -26,6 +26,7 @@ from runner_core.results import RunEnd, RunError
 from runner_core.statuses import ACTIVE_STATUSES, RunStatus
 from runner_core.store import runs as run_states
 from runner_core.store.models import Run
+from worker.celery_app import settings
 from worker.database import sessions
 from worker.recorder import record_end
 
@@ -71,7 +72,13 @@ def cancel_revoked(task_ids: Iterable[str]) -> list[str]:
 
 
 class RevokeWatch(bootsteps.StartStopStep):
-    """A worker step: new ids in the worker's revoked set cancel their runs."""
+    """A worker step: new ids in the worker's revoked set cancel their runs.
+
+    That set, `celery.worker.state.revoked`, is Celery's internal worker state, not public API:
+    no public hook tells a worker that a revoke came for a message it has not reached or a
+    task it runs (the `task_revoked` signal below fires only when it drops or terminates one).
+    So the step is kept behind SKILL_RUNNER_REVOKE_WATCH for what it buys (bench/RESULTS.md,
+    revoke-watch), and tests/unit/test_revoke_watch.py fails when Celery changes the set."""
 
     requires = {"celery.worker.components:Timer"}
 
@@ -79,6 +86,10 @@ class RevokeWatch(bootsteps.StartStopStep):
         super().__init__(parent, **kwargs)
         self.seen: set[str] = set()
         self.timer_ref = None
+
+    def include_if(self, parent) -> bool:
+        """Celery's bootstep hook: the worker leaves the step out with the setting off."""
+        return settings.revoke_watch
 
     def start(self, parent) -> None:
         self.timer_ref = parent.timer.call_repeatedly(REVOKE_CHECK_SEC, self.check, priority=10)

@@ -16,10 +16,12 @@ from typing import Any, cast
 
 from celery.exceptions import SoftTimeLimitExceeded
 from celery.signals import worker_process_init, worker_ready
+from sqlalchemy import select
 from sqlalchemy.exc import OperationalError
 
 from runner_core.error_codes import ErrorCode
 from runner_core.logs import bind
+from runner_core.queues import task_label
 from runner_core.results import RunEnd, RunError
 from runner_core.run_pool import IDLE_KEY_SEC, RunDirPool
 from runner_core.sandbox import sandbox_status
@@ -64,6 +66,7 @@ TERMINATED = RunError(
     ErrorCode.CANCELED_BY_USER,
     "terminated (SIGTERM to the worker process); the process group was killed",
 )
+_LABEL = select(Run.skill_id, Run.engine, Run.request_id)  # runner_core.queues.task_label's
 app.steps["worker"].add(RevokeWatch)  # operator revokes cancel runs (worker.revokes)
 
 
@@ -132,16 +135,17 @@ def execute_run(self, run_id: str) -> str:
             )
             if outcome == claim.LIMITED:
                 run_states.touch_dispatched(conn, run_id)
+                run = conn.execute(_LABEL.where(Run.id == run_id)).first()  # for the retry
             return outcome, run
 
     # The database away: hold this message and try again, rather than drop it for the sweep to
     # send again after its grace (a restart would otherwise drain the whole queue meanwhile)
     outcome, run = retry_unavailable(claim_it, f"claim of run {run_id}", settings.lease_sec)
     if outcome == claim.LIMITED:
-        # the retry is a new message: it keeps the run's label in Flower
-        label = getattr(self.request, "kwargsrepr", None)
-        options = {"kwargsrepr": label} if label else {}
-        raise self.retry(countdown=settings.limit_retry_sec, **options)
+        # the retry is a new message: it carries the run's label in Flower, made from the
+        # run's row as every sender makes it (apply_async's documented kwargsrepr option)
+        label = task_label(run.skill_id, run.engine, run.request_id) if run is not None else {}
+        raise self.retry(countdown=settings.limit_retry_sec, **label)
     if outcome == claim.SKIPPED:
         return _not_claimed(run_id)
     assert run is not None  # CLAIMED comes with the claimed row

@@ -5,6 +5,9 @@ Never inside a database call: raised in SQLAlchemy or the driver mid-statement o
 it can leave the connection's write transaction open (SQLite keeps its write lock, Postgres its
 row locks) while the task goes on to record the end, which then waits on itself. A signal that
 lands there is sent again a moment later, until it lands outside.
+
+A correctness guard, kept on purpose (docs/internals.md, "Private library details"): not a
+speed-up, and it uses no library's private API, so it has no setting to switch it off.
 """
 
 from __future__ import annotations

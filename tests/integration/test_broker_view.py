@@ -50,6 +50,8 @@ def test_waiting_messages_are_held_at_every_priority(monkeypatch):
     for task_id in ("waiting-a", "waiting-b", "priority-1", "priority-5", "priority-9"):
         assert view.holds(task_id) is True, task_id
     assert view.holds("lost-d") is False and view.holds(None) is False
+    # switched off (SKILL_RUNNER_BROKER_VIEW=0): nothing is read, nothing can be told
+    assert read_broker(url, RUN_QUEUES, enabled=False).holds("waiting-a") is None
     monkeypatch.setattr(broker_view, "READ_CAP", 2)  # a backlog too long to read: hold all
     assert read_broker(url, RUN_QUEUES).holds("lost-d") is True
     redis.Redis.from_url(url).flushdb()

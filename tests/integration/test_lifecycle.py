@@ -328,6 +328,29 @@ def test_a_backlog_is_not_sent_again_while_it_waits(bare_stack, workers):
     assert resent <= 1, resent
 
 
+def test_with_the_broker_view_off_a_backlog_is_sent_again_and_each_run_runs_once(
+    bare_stack, workers
+):
+    """SKILL_RUNNER_BROKER_VIEW=0 (the public API only): the sweep cannot tell a waiting
+    message from a lost one, so it sends the backlog again; the claim guard drops the
+    duplicates."""
+    workers("w", concurrency=1, beat=False)
+    sweeper = workers(
+        "sweep",
+        queues="maintenance",
+        SKILL_RUNNER_SWEEP_GRACE_SEC="1",
+        SKILL_RUNNER_BROKER_VIEW="0",
+    )
+    ids = [create_job(bare_stack, "slow-counter", sleep=1.0) for _ in range(6)]
+    statuses = [bare_stack.wait(rid, timeout=40) for rid in ids]
+    assert [s["status"] for s in statuses] == ["succeeded"] * len(ids)
+    resent = sum(int(n) for n in re.findall(r"'resent': (\d+)", sweeper.log_path.read_text()))
+    assert resent >= 3, resent  # the last runs waited several graces
+    for status in statuses:
+        calls = bare_stack.settings.runs_dir / status["run_id"] / "artifacts" / "calls.txt"
+        assert len(calls.read_text().split()) == 1 and status["attempt"] == 1, status
+
+
 def test_lost_broker_message_never_loses_an_accepted_run(bare_stack, tmp_path):
     redis = PrivateRedis(tmp_path / "redis")
     try:

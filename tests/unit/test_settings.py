@@ -23,6 +23,19 @@ def test_task_sent_events_are_on_unless_switched_off(tmp_path, value, expected) 
     assert load_settings(env).task_sent_events is expected
 
 
+@pytest.mark.parametrize("name", ["SKILL_RUNNER_BROKER_VIEW", "SKILL_RUNNER_REVOKE_WATCH"])
+@pytest.mark.parametrize("value, expected", [(None, True), ("1", True), ("0", False)])
+def test_the_reads_of_library_internals_are_on_unless_switched_off(
+    tmp_path, name, value, expected
+) -> None:
+    env = {"SKILL_RUNNER_DATA_DIR": str(tmp_path)}
+    if value is not None:
+        env[name] = value
+    settings = load_settings(env)
+    field = {"SKILL_RUNNER_BROKER_VIEW": "broker_view", "SKILL_RUNNER_REVOKE_WATCH": "revoke_watch"}
+    assert getattr(settings, field[name]) is expected
+
+
 def test_per_engine_running_limits_are_read_by_engine_key(tmp_path) -> None:
     settings = load_settings(
         {
