@@ -1,4 +1,4 @@
-"""broker-view: what the sweep's read of kombu's Redis keys (worker/broker_view.py, not public
+"""broker-view: what the sweep's read of kombu's Redis keys (worker/recovery/broker_view.py, not public
 API, SKILL_RUNNER_BROKER_VIEW) buys. No worker runs while N `bench-noop` jobs wait in the
 broker past the sweep's grace (1 s here); three sweep passes 1.1 s apart run on them (as a
 backlog waiting three graces would see), then a worker with 2 processes drains the queue.

@@ -1,5 +1,5 @@
 """The real codex CLI against the fake LLM: an engine config dir for the service, and bare
-invocations built exactly the way the worker builds them (worker/engine_entry.py)."""
+invocations built exactly the way the worker builds them (worker/execution/engine.py)."""
 
 from __future__ import annotations
 
@@ -89,7 +89,7 @@ class BareRun:
 def prepare_bare(
     runs_dir: Path, skills_dir: Path, skill_id: str = SKILL_ID, mode: str = "auto"
 ) -> BareRun:
-    """A fresh run dir with the skill installed as worker/engine_entry.py does, and the
+    """A fresh run dir with the skill installed as worker/execution/engine.py does, and the
     codex command from `get_adapter("codex").build_command(EngineContext(...))`; `mode` is the
     run's execution_mode (its prompt and SKILL.md tell the agent the interactive protocol)."""
     from runner_core.engines import get_adapter

@@ -1,4 +1,4 @@
-"""revoke-watch: what the worker step that reads Celery's revoked set (worker/revokes.py's
+"""revoke-watch: what the worker step that reads Celery's revoked set (worker/hooks/revokes.py's
 RevokeWatch, not public API, SKILL_RUNNER_REVOKE_WATCH) buys. A worker with one process runs
 three `bench-sleep` jobs (1 s each); a `bench-noop` job queued behind them is revoked as
 Flower or `celery control revoke` would (no terminate). Figure: revoke -> the job canceled, as

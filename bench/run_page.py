@@ -23,7 +23,7 @@ from bench.stats import Row, ratio, summarize
 FIGURE = "run-page"
 BIG_EVENTS, BIG_STDOUT = 2000, 5 * 2**20
 SMALL_EVENTS, SMALL_STDOUT = 10, 4096
-RAW_TEXT_CAP = 2000  # what the worker puts in a raw chunk's event (worker/output_tail.py)
+RAW_TEXT_CAP = 2000  # what the worker puts in a raw chunk's event (worker/execution/output_tail.py)
 CHROMIUM = ("/usr/bin/chromium", "/usr/bin/chromium-browser")
 
 # Sets window.__shown to the time the conversation's last line, the run's end, was painted.

@@ -1,4 +1,4 @@
-"""`python -m bench.sweep_pass PASSES GAP`: the worker's sweep (worker.recovery.recover) PASSES
+"""`python -m bench.sweep_pass PASSES GAP`: the worker's sweep (worker.recovery.sweep.recover) PASSES
 times, GAP seconds apart, in this process with the settings of its environment (a bench
 service's), then one read of the broker view; prints each pass's seconds and counts as JSON."""
 
@@ -11,11 +11,11 @@ import time
 
 def main(passes: int, gap: float) -> dict:
     from runner_core.queues import RUN_QUEUES
-    from worker.broker_view import read_broker
     from worker.celery_app import settings
     from worker.database import sessions
     from worker.dispatch import send_run
-    from worker.recovery import recover
+    from worker.recovery.broker_view import read_broker
+    from worker.recovery.sweep import recover
 
     done = []
     for i in range(passes):

@@ -13,7 +13,7 @@ import time
 from sqlalchemy import text
 
 from runner_core.store.db import make_engine
-from worker import termination
+from worker.hooks import termination
 
 WRITE = "UPDATE runs SET beat = :now WHERE id = 'r' RETURNING cancel"
 

@@ -28,9 +28,9 @@ app = Celery(
     broker=settings.broker_url,
     include=[
         "worker.tasks",
-        "worker.interactive_tasks",
+        "worker.interactive.tasks",
         "worker.webhook_tasks",
-        "worker.composite",
+        "worker.composite.workflow",
     ],
 )
 app.conf.update(

@@ -12,10 +12,12 @@ from runner_core.queues import SCRIPT_QUEUE, queue_for, task_label
 from runner_core.skills.memo import load_skill_cached
 from runner_core.store.models import Run
 from worker.celery_app import app, settings
-from worker.run_layout import skill_source
+from worker.execution.run_layout import skill_source
 
 log = logging.getLogger(__name__)
-ADVANCE = "worker.composite.advance"  # the next moves of a composite parent (worker.composite)
+ADVANCE = (
+    "worker.composite.advance"  # the next moves of a composite parent (worker.composite.workflow)
+)
 finished = FinishPublisher(settings.broker_url)  # wakes API requests waiting on a run
 _publish_event = EventPublisher(settings.broker_url)
 

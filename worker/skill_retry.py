@@ -14,7 +14,7 @@ from runner_core.store.models import Run
 from worker.celery_app import settings
 from worker.database import sessions
 from worker.dispatch import events_of, send_run
-from worker.run_layout import skill_source
+from worker.execution.run_layout import skill_source
 
 log = logging.getLogger(__name__)
 

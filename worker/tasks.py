@@ -3,7 +3,7 @@
 Every way a run can be stopped ends in the supervisor's group kill: cancel and timeout through
 the watch, Flower's revoke-with-terminate (SIGTERM to the pool child) through `Terminated`, a
 soft time limit through SoftTimeLimitExceeded. Hard kills are covered by leases and the reaper
-(`worker.recovery`), which also runs once when a worker starts.
+(`worker.recovery.sweep`), which also runs once when a worker starts.
 """
 
 from __future__ import annotations
@@ -33,28 +33,26 @@ from runner_core.store import checkpoint, claim
 from runner_core.store import runs as run_states
 from runner_core.store.db import make_engine, make_sessionmaker, retry_unavailable
 from runner_core.store.models import Run
-from worker import (
-    composite,
-    observability,  # noqa: F401  (connects its signal handlers)
-)
 from worker.celery_app import app, settings
-from worker.composite import is_composite
-from worker.composite_calls import calls_served
+from worker.composite import workflow as composite
+from worker.composite.calls import calls_served
+from worker.composite.workflow import is_composite
 from worker.database import connect, sessions
 from worker.dispatch import events_of, send_run
-from worker.executor import RunExecutor
-from worker.interactive_tasks import ask_user, overdue_replies
-from worker.lease import Heartbeat, beat_interval, make_watch
-from worker.leftovers import clear_leftovers
+from worker.execution.executor import RunExecutor
+from worker.execution.lease import Heartbeat, beat_interval, make_watch
+from worker.execution.refill import Refiller
+from worker.execution.run_layout import skill_copies, skill_source
+from worker.execution.strays import become_subreaper
+from worker.execution.turns import Resume, resume_input
+from worker.hooks import observability  # noqa: F401  (connects its signal handlers)
+from worker.hooks.revokes import RevokeWatch
+from worker.hooks.termination import Terminated, terminable, terminating
+from worker.interactive.tasks import ask_user, overdue_replies
 from worker.recorder import record_end
-from worker.recovery import recover
-from worker.refill import Refiller
-from worker.revokes import RevokeWatch
-from worker.run_layout import skill_copies, skill_source
-from worker.strays import become_subreaper
-from worker.sweep_clock import clock_of
-from worker.termination import Terminated, terminable, terminating
-from worker.turns import Resume, resume_input
+from worker.recovery.leftovers import clear_leftovers
+from worker.recovery.sweep import recover
+from worker.recovery.sweep_clock import clock_of
 from worker.webhook_tasks import overdue_callbacks
 
 log = logging.getLogger(__name__)
@@ -67,7 +65,7 @@ TERMINATED = RunError(
     "terminated (SIGTERM to the worker process); the process group was killed",
 )
 _LABEL = select(Run.skill_id, Run.engine, Run.request_id)  # runner_core.queues.task_label's
-app.steps["worker"].add(RevokeWatch)  # operator revokes cancel runs (worker.revokes)
+app.steps["worker"].add(RevokeWatch)  # operator revokes cancel runs (worker.hooks.revokes)
 
 
 @worker_process_init.connect
@@ -79,7 +77,7 @@ def _freeze_startup_objects(**_kwargs) -> None:
 
 @worker_process_init.connect
 def _adopt_orphans(**_kwargs) -> None:
-    """Each pool process adopts its runs' orphans, so none outlives its run (worker.strays)."""
+    """Each pool process adopts its runs' orphans, so none outlives its run (worker.execution.strays)."""
     become_subreaper()
 
 
@@ -153,15 +151,16 @@ def execute_run(self, run_id: str) -> str:
     if claimed.engine is None and is_composite(load_skill_cached(skill_source(settings, claimed))):
         return composite.start(claimed)
     bind(request_id=claimed.request_id)  # every line about the run says which request
+    away = clock_of(settings).database_away  # the sweep must not judge this lease at once
     executor = RunExecutor(
         settings,
         claimed,
-        lambda pkg: make_watch(settings, connect, claimed, pkg),
+        lambda pkg: make_watch(settings, connect, claimed, pkg, away),
         run.request_payload,
         lambda: _resume(claimed),
         events_of(claimed) if settings.events else None,
+        unwinds=(SoftTimeLimitExceeded,),
     )
-    away = clock_of(settings).database_away
     with (
         terminable(run_id),
         Heartbeat(connect, run_id, beat_interval(settings), claimed.attempt, away),

@@ -130,7 +130,7 @@ def test_the_sweep_finds_questions_past_their_timeout_and_decides_them_once(clie
     from sqlalchemy import update
 
     from runner_core.store.models import Interaction, utcnow
-    from worker.waiting import auto_decide
+    from worker.interactive.waiting import auto_decide
 
     rid, run_id, iid = waiting_job(client, app, queue)
     other_rid, other_run, other_iid = waiting_job(client, app, queue)
@@ -162,7 +162,7 @@ def test_the_sweep_finds_questions_past_their_timeout_and_decides_them_once(clie
 def test_an_early_auto_decision_waits_for_the_timeout(client, app, queue):
     from sqlalchemy import update
 
-    from worker.waiting import auto_decide
+    from worker.interactive.waiting import auto_decide
 
     rid, run_id, iid = waiting_job(client, app, queue)
     with app.extensions["db"]() as session:

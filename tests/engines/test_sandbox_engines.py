@@ -26,7 +26,7 @@ from tests.engines.harness import (
     require_binary,
 )
 from tests.engines.test_every_engine import ENGINES
-from worker.supervisor import Watch, run_command
+from worker.execution.supervisor import Watch, run_command
 
 SECRET = "ZQXSECRET31"
 

@@ -1,4 +1,4 @@
-"""Contract of worker.broker_view with the pinned celery and kombu: messages sent by the API's
+"""Contract of worker.recovery.broker_view with the pinned celery and kombu: messages sent by the API's
 queue client are seen while they wait (at any priority) and while a real worker holds them
 unacknowledged, and are no longer seen once acknowledged. A Celery or kombu upgrade that
 changes kombu's Redis layout fails here."""
@@ -13,8 +13,8 @@ from runner_core.queues import RUN_QUEUES
 from tests.helpers import wait_for
 from tests.integration.lifecycle_helpers import create_job, run_row
 from tests.integration.services import broker_settings, message_count, require_redis
-from worker import broker_view
-from worker.broker_view import read_broker
+from worker.recovery import broker_view
+from worker.recovery.broker_view import read_broker
 
 pytestmark = pytest.mark.integration
 

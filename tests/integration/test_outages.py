@@ -17,8 +17,8 @@ from runner_core.store.models import Request, Run, utcnow
 from tests.helpers import wait_for
 from tests.integration.lifecycle_helpers import create_job, recorded_processes
 from tests.integration.services import POSTGRES_URL
-from worker.recovery import recover
-from worker.sweep_clock import DATABASE_AWAY, JUDGE_FROM, clock_of
+from worker.recovery.sweep import recover
+from worker.recovery.sweep_clock import DATABASE_AWAY, JUDGE_FROM, clock_of
 
 pytestmark = pytest.mark.integration
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from runner_core.engines.base import CommandSpec, EngineContext, EngineOutput, ProcessResult
 from runner_core.skills.model import Runtime
-from worker.engine_dependencies import LOGIN_PROFILE, DependencyAdapter
+from worker.execution.dependencies import LOGIN_PROFILE, DependencyAdapter
 
 
 @dataclass

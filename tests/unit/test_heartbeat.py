@@ -6,7 +6,7 @@ import threading
 import time
 
 from tests.helpers import wait_for
-from worker.lease import Heartbeat, _Beater
+from worker.execution.lease import Heartbeat, _Beater
 
 
 class Counter:

@@ -1,7 +1,8 @@
 """Import rules: runner_core is the pure domain (no Flask, Celery, api, worker or launcher),
 api never imports worker, the web UI imports no route module, the launcher (`skill-runner`)
 starts api and worker as processes and imports neither (nor do they import it), fake_llm
-(offered to skill authors) needs nothing but the standard library, the example client
+(offered to skill authors) needs nothing but the standard library, worker.execution (one
+run's execution) imports runner_core and itself only, no Celery and no other worker package, the example client
 (e2e_client) talks to the service through the SDK only, and no module of api, worker,
 runner_core, launcher or bench imports itself in a circle."""
 
@@ -41,6 +42,19 @@ def test_api_never_imports_worker():
         for p in (REPO_ROOT / "api").rglob("*.py")
         for m in imported_modules(p)
         if m.split(".")[0] == "worker"
+    ]
+    assert leaks == []
+
+
+def test_worker_execution_imports_runner_core_only():
+    """What executes a run knows no Celery app, task or broker: the tasks hand it what it
+    needs (a watch, the resume, the exceptions that unwind)."""
+    leaks = [
+        f"{p.relative_to(REPO_ROOT)}: {m}"
+        for p in (REPO_ROOT / "worker" / "execution").rglob("*.py")
+        for m in imported_modules(p)
+        if m.split(".")[0] in ("celery", "kombu", "flask", "api", "launcher")
+        or (m.split(".")[0] == "worker" and not m.startswith("worker.execution"))
     ]
     assert leaks == []
 

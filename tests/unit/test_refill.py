@@ -6,7 +6,7 @@ import logging
 import os
 import threading
 
-from worker.refill import Refiller
+from worker.execution.refill import Refiller
 
 
 def test_submit_returns_at_once_and_the_fill_runs_on_the_thread():
@@ -32,7 +32,7 @@ def test_fills_run_in_order_and_a_failure_does_not_stop_the_thread(caplog):
         order.append("broken")
         raise OSError("disk full")
 
-    with caplog.at_level(logging.WARNING, logger="worker.refill"):
+    with caplog.at_level(logging.WARNING, logger="worker.execution.refill"):
         refiller.submit(broken, "run a")
         refiller.submit(lambda: (order.append("next"), last.set()), "run b")
         assert last.wait(5)

@@ -1,4 +1,4 @@
-"""Contract of worker.revokes.RevokeWatch with the pinned Celery: a worker's `revoke` remote
+"""Contract of worker.hooks.revokes.RevokeWatch with the pinned Celery: a worker's `revoke` remote
 control command puts the task id in `celery.worker.state.revoked` (Celery's internal worker
 state, not public API), where the watch finds it, once. A Celery upgrade that moves or reshapes
 that set, or stops the command from filling it, fails here."""
@@ -12,7 +12,7 @@ from celery import Celery
 from celery.worker import control
 from celery.worker import state as worker_state
 
-from worker import revokes
+from worker.hooks import revokes
 
 TASK_ID = "contract-revoked-task"
 

@@ -135,7 +135,7 @@ def test_sandbox_settings_defaults_and_a_bad_mode(tmp_path):
 def test_network_off_is_reported_where_it_was_not_enforced():
     from runner_core.skills.loader import load_skill
     from tests.helpers import TEST_SKILLS
-    from worker.boxing import network_warning
+    from worker.execution.boxing import network_warning
 
     script, prompt = load_skill(TEST_SKILLS / "box-probe"), load_skill(TEST_SKILLS / "echo-prompt")
     assert network_warning(boxed(), script, None) is None  # cut in the box
@@ -147,7 +147,7 @@ def test_network_off_is_reported_where_it_was_not_enforced():
 
 
 def test_a_box_hides_the_data_dir_and_a_work_dir_of_its_own(tmp_path):
-    from worker.boxing import hidden_dirs
+    from worker.execution.boxing import hidden_dirs
 
     data = load_settings({"SKILL_RUNNER_DATA_DIR": str(tmp_path / "data")})
     assert hidden_dirs(data) == (tmp_path / "data",)  # runs/ is inside it

@@ -51,7 +51,7 @@ def test_per_engine_running_limits_are_read_by_engine_key(tmp_path) -> None:
 
 
 def test_snapshot_mode_defaults_to_link_and_rejects_typos(tmp_path) -> None:
-    from worker.run_layout import skill_copies
+    from worker.execution.run_layout import skill_copies
 
     env = {"SKILL_RUNNER_DATA_DIR": str(tmp_path)}
     linked = load_settings(env)

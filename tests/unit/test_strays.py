@@ -1,4 +1,4 @@
-"""Processes that leave their run's group are ended with it (worker.strays)."""
+"""Processes that leave their run's group are ended with it (worker.execution.strays)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import os, psutil, sys, tempfile
 from pathlib import Path
 from runner_core.engines.base import CommandSpec
 from tests.helpers import wait_for
-from worker.strays import become_subreaper
-from worker.supervisor import run_command
+from worker.execution.strays import become_subreaper
+from worker.execution.supervisor import run_command
 assert become_subreaper()
 d = Path(tempfile.mkdtemp())
 # a daemon's double fork: the grandchild starts its own session, its parent exits at once
@@ -56,7 +56,7 @@ import os, subprocess, tempfile, types
 from pathlib import Path
 import psutil
 from tests.helpers import wait_for
-from worker import strays
+from worker.execution import strays
 assert strays.become_subreaper()
 lookups = []
 strays.psutil = types.SimpleNamespace(  # count the process lookups end_strays makes
@@ -94,7 +94,7 @@ def test_an_orphan_that_already_exited_is_reaped_without_a_process_scan():
 
 
 def test_a_process_that_did_not_become_a_subreaper_leaves_its_children_alone():
-    from worker.strays import end_strays
+    from worker.execution.strays import end_strays
 
     child = subprocess.Popen(["sleep", "30"])
     try:

@@ -11,7 +11,7 @@ import threading
 import pytest
 
 from runner_core.settings import REPO_ROOT
-from worker import termination
+from worker.hooks import termination
 
 
 def writers(tmp_path, trials: int, mode: str) -> dict[str, int]:

@@ -19,7 +19,7 @@ from runner_core.engines.base import CommandSpec, ProcessResult
 from runner_core.processes import terminate_group
 from runner_core.sandbox import Box, box_command, out_of_memory
 from runner_core.secret_values import mask_file
-from worker.strays import end_strays
+from worker.execution.strays import end_strays
 
 POLL_SEC = 0.05
 WATCH_EVERY_SEC = 0.5

@@ -23,7 +23,7 @@ from runner_core.store import runs as run_states
 from runner_core.store.models import Request, Run, utcnow
 from runner_core.workspace import RunPaths
 from worker.celery_app import settings
-from worker.lease import aware
+from worker.execution.lease import aware
 
 
 def children(session: Session, parent_id: str, run_attempt: int | None = None) -> list[Run]:

@@ -11,8 +11,8 @@ from runner_core.engines.base import CommandSpec, ProcessResult
 from runner_core.engines.live import Translated, translate_line
 from runner_core.events import EventLog
 from runner_core.secret_values import longest, mask_file
-from worker.entry import EntryContext
-from worker.supervisor import run_command
+from worker.execution.contexts import EntryContext
+from worker.execution.supervisor import run_command
 
 TAIL_EVERY_SEC = 0.2
 RAW_TEXT_CAP = 2000  # characters of a chunk carried in its raw event; the rest is in the log

@@ -26,9 +26,9 @@ from runner_core.workspace import (
     link_uploads,
     write_json,
 )
-from worker.entry import EntryContext
-from worker.failures import RunFailed
-from worker.run_layout import (
+from worker.execution.contexts import EntryContext
+from worker.execution.failures import RunFailed
+from worker.execution.run_layout import (
     PoolLayout,
     engine_skill_dirs,
     is_engine_run,
@@ -36,7 +36,7 @@ from worker.run_layout import (
     skill_source,
     snapshot_dir,
 )
-from worker.supervisor import Watch
+from worker.execution.supervisor import Watch
 
 
 @dataclass(frozen=True)

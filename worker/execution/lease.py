@@ -20,9 +20,8 @@ from runner_core.per_process import PerProcess
 from runner_core.settings import Settings, run_timeout
 from runner_core.store import runs as run_states
 from runner_core.store.models import Run
-from worker.boxing import run_box
-from worker.supervisor import Watch
-from worker.sweep_clock import clock_of
+from worker.execution.boxing import run_box
+from worker.execution.supervisor import Watch
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +53,7 @@ class Heartbeat:
     ) -> None:
         self.connect, self.run_id, self.interval = connect, run_id, interval
         self.attempt = attempt  # beats only while the run is still this claim's
-        self.away = away  # told when the database does not answer (worker.sweep_clock)
+        self.away = away  # told when the database does not answer (worker.recovery.sweep_clock)
         self.due = 0.0
 
     def __enter__(self) -> Heartbeat:
@@ -120,9 +119,13 @@ class _Beater:
 _beater: PerProcess[_Beater] = PerProcess(_Beater)  # threads do not cross a fork
 
 
-def make_watch(settings: Settings, connect: Callable, run: Run, pkg) -> Watch:
+def make_watch(
+    settings: Settings, connect: Callable, run: Run, pkg, database_away: Callable[[], None]
+) -> Watch:
     """Deadline from the skill's automation.timeout_sec (or the default), capped by the server
-    maximum and counted from the claim; the poll beats and stops the process on cancel."""
+    maximum and counted from the claim; the poll beats and stops the process on cancel, and
+    says when the database is away (`database_away`: the sweep must not judge this lease at
+    once)."""
     skill_timeout = (
         pkg.manifest.automation.timeout_sec if pkg is not None and pkg.manifest else None
     )
@@ -140,7 +143,7 @@ def make_watch(settings: Settings, connect: Callable, run: Run, pkg) -> Watch:
                 run.id,
                 exc.orig if exc.orig is not None else exc,
             )
-            clock_of(settings).database_away()  # the sweep must not judge this lease at once
+            database_away()
             return False
 
     return Watch(

@@ -14,8 +14,8 @@ from runner_core.settings import Settings
 from runner_core.skills import SkillPackage
 from runner_core.store.models import Run
 from runner_core.workspace import RunPaths
-from worker.failures import RunFailed
-from worker.supervisor import Watch
+from worker.execution.failures import RunFailed
+from worker.execution.supervisor import Watch
 
 
 @dataclass(frozen=True)

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from worker.boxing import fetch_dependencies
-from worker.engine_entry import run_engine
-from worker.entry import EntryContext, EntryResult
-from worker.hybrid_entry import run_hybrid
-from worker.script_entry import run_script
-from worker.turns import Resume
+from worker.execution.boxing import fetch_dependencies
+from worker.execution.contexts import EntryContext, EntryResult
+from worker.execution.engine import run_engine
+from worker.execution.hybrid import run_hybrid
+from worker.execution.script import run_script
+from worker.execution.turns import Resume
 
 
 def run_entrypoint(entry: EntryContext, resume: Resume | None = None) -> EntryResult:

@@ -23,7 +23,7 @@ from runner_core.output import OutputOutcome
 from runner_core.results import run_warning
 from runner_core.store import interactions
 from runner_core.store.models import Run
-from worker.failures import RunFailed
+from worker.execution.failures import RunFailed
 
 
 @dataclass(frozen=True)

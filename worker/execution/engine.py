@@ -15,13 +15,13 @@ from runner_core.error_codes import ErrorCode
 from runner_core.output import RepairReply, RepairRequest
 from runner_core.prompts import PromptContext, PromptError, patch_skill_md, render_prompt
 from runner_core.workspace import install_skill_copy, write_git_marker, write_json
-from worker.boxing import boxes_engine
-from worker.engine_dependencies import provide_dependencies
-from worker.entry import EntryContext, EntryResult
-from worker.failures import RunFailed, process_failure
-from worker.output_tail import run_streamed
-from worker.supervisor import run_command
-from worker.turns import Resume, session_gone
+from worker.execution.boxing import boxes_engine
+from worker.execution.contexts import EntryContext, EntryResult
+from worker.execution.dependencies import provide_dependencies
+from worker.execution.failures import RunFailed, process_failure
+from worker.execution.output_tail import run_streamed
+from worker.execution.supervisor import run_command
+from worker.execution.turns import Resume, session_gone
 
 
 def run_engine(entry: EntryContext, resume: Resume | None = None) -> EntryResult:

@@ -6,7 +6,7 @@ old as the outage, and the first sweep would take them all over before their wor
 So a worker process that finds the database away notes it in the broker (a lease refresh or a
 sweep that failed for it), and the next sweep that reaches the database gives every running run
 one lease from then before judging leases by age again. A dead worker process on this host is
-still judged at once (worker.recovery.worker_gone). Without a Redis broker leases are always
+still judged at once (worker.recovery.sweep.worker_gone). Without a Redis broker leases are always
 judged by age.
 """
 

@@ -33,18 +33,18 @@ from runner_core.skills.memo import load_skill_cached
 from runner_core.statuses import RunStatus
 from runner_core.store.models import Run
 from worker.celery_app import app, settings
-from worker.composite_children import (
+from worker.composite.children import (
     attempts,
     cancel_children,
     children,
     new_child,
     save_children,
 )
-from worker.composite_end import end, forget_skipped, record_skipped, skipped, step_ended
+from worker.composite.end import end, forget_skipped, record_skipped, skipped, step_ended
 from worker.database import sessions
 from worker.dispatch import ADVANCE, events_of, send_advance, send_run
-from worker.lease import aware
-from worker.run_layout import skill_source
+from worker.execution.lease import aware
+from worker.execution.run_layout import skill_source
 
 log = logging.getLogger(__name__)
 

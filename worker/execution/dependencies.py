@@ -22,10 +22,10 @@ from runner_core.engines.base import (
 )
 from runner_core.error_codes import ErrorCode
 from runner_core.skills.model import Runtime
-from worker.entry import EntryContext
-from worker.failures import process_failure
-from worker.script_entry import script_command, uv_cache_dir, uv_env, uv_run_argv
-from worker.supervisor import run_command
+from worker.execution.contexts import EntryContext
+from worker.execution.failures import process_failure
+from worker.execution.script import script_command, uv_cache_dir, uv_env, uv_run_argv
+from worker.execution.supervisor import run_command
 
 CHECK_COMMAND = "python -c pass"  # makes uv resolve and install the deps, then exits
 # Agents run tool calls in login shells (codex: `bash -lc`), whose /etc/profile resets PATH:

@@ -14,8 +14,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from celery.exceptions import SoftTimeLimitExceeded
-
 from runner_core import scratch
 from runner_core.artifacts import index_artifacts, write_manifest
 from runner_core.error_codes import ErrorCode
@@ -40,15 +38,15 @@ from runner_core.statuses import RunStatus
 from runner_core.store.models import Run
 from runner_core.tokens import add_tokens
 from runner_core.workspace import RunPaths, create_run_dir, disk_full
-from worker.boxing import network_warning
-from worker.entry import EntryContext, EntryResult
-from worker.entrypoints import run_entrypoint
-from worker.failures import RunFailed
-from worker.prepare import resumed_context, stage_skill, write_inputs
-from worker.run_layout import PoolLayout, run_relative
-from worker.script_entry import skill_command
-from worker.supervisor import Watch
-from worker.turns import AwaitUser, Resume, decide, is_interactive, turn_number
+from worker.execution.boxing import network_warning
+from worker.execution.contexts import EntryContext, EntryResult
+from worker.execution.entrypoint import run_entrypoint
+from worker.execution.failures import RunFailed
+from worker.execution.prepare import resumed_context, stage_skill, write_inputs
+from worker.execution.run_layout import PoolLayout, run_relative
+from worker.execution.script import skill_command
+from worker.execution.supervisor import Watch
+from worker.execution.turns import AwaitUser, Resume, decide, is_interactive, turn_number
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +79,8 @@ class RunOutcome:
 
 class RunExecutor:
     """Runs one run end to end. `make_watch` gives each process a fresh watch (deadline +
-    cancel poll)."""
+    cancel poll); `unwinds`: the exceptions that must reach the task as they are (Celery's
+    soft time limit), which records the end itself."""
 
     def __init__(
         self,
@@ -91,7 +90,9 @@ class RunExecutor:
         request_payload: dict[str, Any] | None = None,
         load_resume: Callable[[], Resume | None] = lambda: None,
         events: EventLog | None = None,
+        unwinds: tuple[type[Exception], ...] = (),
     ) -> None:
+        self.unwinds = unwinds
         self.events = events  # the run's event log (None: no events recorded)
         self.settings, self.run, self.make_watch = settings, run, make_watch
         self.request_payload = request_payload  # the client's JSON body, for input.json
@@ -132,8 +133,8 @@ class RunExecutor:
             outcome = RunOutcome(RunStatus.WAITING_USER, None, self.warnings, pending=ask.pending)
         except RunFailed as exc:
             outcome = RunOutcome(exc.status, exc.error.as_dict(), self.warnings)
-        except SoftTimeLimitExceeded:
-            raise  # unwinds to the task, which records TIMEOUT (the group is already killed)
+        except self.unwinds:
+            raise  # the task records TIMEOUT (the process group is already killed)
         except Exception as exc:  # unexpected: recorded on the run, never lost
             outcome = RunOutcome(RunStatus.FAILED, self._unexpected(exc), self.warnings)
         outcome = self._write_result(replace(outcome, data=self.data, artifacts=self.artifacts))

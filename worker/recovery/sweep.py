@@ -8,7 +8,7 @@
 - ended runs that still record a group on this host: the group is reaped;
 - queued runs whose message is older than the grace period and no longer in the broker: the
   message is sent again (a lost broker message never loses an accepted run; on Redis a run
-  still waiting behind a backlog is recognised and left alone, see worker.broker_view);
+  still waiting behind a backlog is recognised and left alone, see worker.recovery.broker_view);
 - jobs still waiting for their input upload after SKILL_RUNNER_UPLOAD_WAIT_SEC: failed
   UPLOAD_TIMEOUT;
 - at startup, waiting_user runs keep waiting with a session handle, else SESSION_RESUME_FAILED.
@@ -31,13 +31,21 @@ from runner_core.store import recovery as rec
 from runner_core.store import runs as run_states
 from runner_core.store.models import Run, utcnow
 from runner_core.workspace import find_snapshot
-from worker.broker_view import read_broker
 from worker.dispatch import events_of, send_advance
-from worker.lease import aware, beat_interval
-from worker.reaper import FOREIGN, GONE, KILLED, parse_worker, pid_alive, reap_group, this_host
+from worker.execution.lease import aware, beat_interval
+from worker.execution.run_layout import engine_skill_dirs, skill_source
 from worker.recorder import record_end
-from worker.run_layout import engine_skill_dirs, skill_source
-from worker.sweep_clock import clock_of
+from worker.recovery.broker_view import read_broker
+from worker.recovery.reaper import (
+    FOREIGN,
+    GONE,
+    KILLED,
+    parse_worker,
+    pid_alive,
+    reap_group,
+    this_host,
+)
+from worker.recovery.sweep_clock import clock_of
 
 log = logging.getLogger(__name__)
 Send = Callable[[Run], str]  # sends execute_run for a run, returns the task id
@@ -99,7 +107,7 @@ def recover(settings: Settings, sessions: Callable, send: Send, startup: bool = 
 
 def worker_gone(settings: Settings, run: Run, by_age: bool = True) -> bool:
     """Lease expired (judged only when `by_age`: not right after the database was away, see
-    worker.sweep_clock); or the worker process on this host is dead and the run has missed a
+    worker.recovery.sweep_clock); or the worker process on this host is dead and the run has missed a
     few beats (the beat check keeps a same-named host in another pid namespace safe)."""
     if run.heartbeat_at is None:
         return True
@@ -116,7 +124,7 @@ def worker_gone(settings: Settings, run: Run, by_age: bool = True) -> bool:
 
 
 def pipeline_parent(settings: Settings, run: Run) -> bool:
-    """A running pipeline composite holds no process and no lease (worker.composite): no
+    """A running pipeline composite holds no process and no lease (worker.composite.workflow): no
     lease judges it."""
     if run.engine is not None:
         return False

@@ -1,6 +1,6 @@
 """Processes that left their run's process group (setsid, a daemon's double fork) and outlived it.
 
-Killing the run's group (worker.supervisor) reaches every process that stayed in it; one that
+Killing the run's group (worker.execution.supervisor) reaches every process that stayed in it; one that
 started a session of its own escaped it and, adopted by init, would run on after the
 run ended. A pool process that is a child subreaper (prctl PR_SET_CHILD_SUBREAPER, Linux) adopts
 such orphans instead, so once a command and its group are gone, whatever is still a child of

@@ -16,7 +16,7 @@ from runner_core.store import runs as run_states
 from runner_core.store.models import Run
 from runner_core.workspace import RunPaths, write_json
 from worker.celery_app import settings
-from worker.composite_children import cancel_children
+from worker.composite.children import cancel_children
 from worker.dispatch import events_of
 from worker.recorder import record_end
 from worker.skill_retry import retry_failed

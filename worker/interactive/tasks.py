@@ -16,8 +16,8 @@ from runner_core.store.models import Run, utcnow
 from worker.celery_app import app, settings
 from worker.database import connect, sessions
 from worker.dispatch import events_of, finished, queue_of, send_run
+from worker.interactive.waiting import CANCELED, auto_decide, auto_reply_delay, record_question
 from worker.recorder import record_end
-from worker.waiting import CANCELED, auto_decide, auto_reply_delay, record_question
 from worker.webhook_tasks import callbacks_for_question
 
 log = logging.getLogger(__name__)

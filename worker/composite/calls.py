@@ -28,11 +28,11 @@ from runner_core.statuses import ACTIVE_STATUSES, RunStatus
 from runner_core.store.models import Run
 from runner_core.workspace import write_json
 from worker.celery_app import settings
-from worker.composite_children import cancel_children, create_child, output_of
-from worker.composite_end import step_ended
+from worker.composite.children import cancel_children, create_child, output_of
+from worker.composite.end import step_ended
 from worker.database import sessions
 from worker.dispatch import events_of, send_run
-from worker.run_layout import skill_source
+from worker.execution.run_layout import skill_source
 
 log = logging.getLogger(__name__)
 CALLS_DIR = "calls"

@@ -17,12 +17,12 @@ from dataclasses import replace
 from runner_core.error_codes import ErrorCode
 from runner_core.interaction import has_done_marker
 from runner_core.workspace import write_file
-from worker.engine_entry import run_engine
-from worker.entry import EntryContext, EntryResult
-from worker.failures import RunFailed, process_failure
-from worker.script_entry import script_command, uv_cache_dir
-from worker.supervisor import run_command
-from worker.turns import Resume, is_interactive
+from worker.execution.contexts import EntryContext, EntryResult
+from worker.execution.engine import run_engine
+from worker.execution.failures import RunFailed, process_failure
+from worker.execution.script import script_command, uv_cache_dir
+from worker.execution.supervisor import run_command
+from worker.execution.turns import Resume, is_interactive
 
 ENGINE_MESSAGE = "engine_message.txt"  # in raw/: the engine's final message, for the script
 

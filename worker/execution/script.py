@@ -25,10 +25,10 @@ from runner_core.output import NormalizeRequest, SkillCommand
 from runner_core.secret_values import held
 from runner_core.skills.model import Command, Runtime
 from runner_core.workspace import RunPaths
-from worker.entry import EntryContext, EntryResult
-from worker.failures import check_process
-from worker.output_tail import run_streamed
-from worker.supervisor import run_command
+from worker.execution.contexts import EntryContext, EntryResult
+from worker.execution.failures import check_process
+from worker.execution.output_tail import run_streamed
+from worker.execution.supervisor import run_command
 
 BASE_ENV_KEYS = ("PATH", "LANG", "LC_ALL", "TZ", "TMPDIR", "SYSTEMROOT")
 # What uv needs to reach (or avoid) a package index; UV_* variables are passed as well.

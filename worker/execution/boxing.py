@@ -12,9 +12,9 @@ from runner_core.sandbox import Box, Limits, plan_box
 from runner_core.settings import Settings
 from runner_core.skills import SkillPackage
 from runner_core.skills.model import Automation
-from worker.engine_dependencies import install_dependencies
-from worker.entry import EntryContext
-from worker.script_entry import uv_cache_dir
+from worker.execution.contexts import EntryContext
+from worker.execution.dependencies import install_dependencies
+from worker.execution.script import uv_cache_dir
 
 
 def automation_of(pkg: SkillPackage | None) -> Automation:

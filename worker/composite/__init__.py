@@ -1,0 +1,1 @@
+"""Composite skill.json runs as workflows of child runs (see worker.composite.workflow)."""
