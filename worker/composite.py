@@ -27,6 +27,7 @@ from runner_core.error_codes import ErrorCode
 from runner_core.inputs import apply_defaults
 from runner_core.openevo.steps import in_run_attempt
 from runner_core.openevo.workflow import final_output, next_moves
+from runner_core.queues import ADVANCE_COMPOSITE
 from runner_core.skills import SkillPackage
 from runner_core.skills.memo import load_skill_cached
 from runner_core.statuses import RunStatus
@@ -41,7 +42,7 @@ from worker.composite_children import (
 )
 from worker.composite_end import end, forget_skipped, record_skipped, skipped, step_ended
 from worker.database import sessions
-from worker.dispatch import ADVANCE, events_of, send_advance, send_run
+from worker.dispatch import events_of, send_advance, send_run
 from worker.lease import aware
 from worker.run_layout import skill_source
 
@@ -91,7 +92,7 @@ def time_limit(parent: Run, pkg: SkillPackage) -> float:
     return min(seconds, settings.max_timeout_sec)
 
 
-@app.task(name=ADVANCE)
+@app.task(name=ADVANCE_COMPOSITE)
 def advance(parent_id: str, ended_child: str | None = None) -> str:
     """Start the children that are due, or end the parent; idempotent. `ended_child`: the
     child whose end called it (its `step.ended` is written first)."""

@@ -105,7 +105,6 @@ def new_child(
         if pkgs is not None:
             pkgs[skill_id] = pkg
     engine = pkg.effective_engines[0] if pkg.effective_engines else None
-    kind = pkg.manifest.entrypoint.type if pkg.manifest else "script"
     now, request_id, run_id = utcnow(), str(uuid.uuid4()), str(uuid.uuid4())
     options = {"timeout_sec": max(1, math.ceil(timeout_ms / 1000))} if timeout_ms else {}
     payload = {
@@ -147,7 +146,7 @@ def new_child(
         "payload": payload,
         "created_at": now,
     }
-    return NewChild(child, request, queue_for(engine, kind))
+    return NewChild(child, request, queue_for(pkg, engine))
 
 
 def cancel_children(session: Session, parent_id: str) -> list[str]:

@@ -10,7 +10,13 @@ from runner_core.event_bus import EventPublisher
 from runner_core.events import EventLog, RunRef
 from runner_core.finish_events import FinishPublisher
 from runner_core.metrics import record_run_end
-from runner_core.queues import SCRIPT_QUEUE, queue_for, task_label
+from runner_core.queues import (
+    ADVANCE_COMPOSITE,
+    ADVANCE_QUEUE,
+    EXECUTE_RUN,
+    queue_for,
+    task_label,
+)
 from runner_core.skills.memo import load_skill_cached
 from runner_core.store.models import Run
 from worker import results
@@ -18,7 +24,6 @@ from worker.celery_app import app, settings
 from worker.run_layout import skill_source
 
 log = logging.getLogger(__name__)
-ADVANCE = "worker.composite.advance"  # the next moves of a composite parent (worker.composite)
 finished = FinishPublisher(settings.broker_url)  # wakes API requests waiting on a run
 _publish_event = EventPublisher(settings.broker_url)
 
@@ -50,15 +55,14 @@ def announce_end(run: Run, before: str, status: str, error: dict | None, trigger
 
 def queue_of(run: Run) -> str:
     """The queue of `run`: its engine's, or the script queue."""
-    pkg = load_skill_cached(skill_source(settings, run))
-    return queue_for(run.engine, pkg.manifest.entrypoint.type if pkg.manifest else "script")
+    return queue_for(load_skill_cached(skill_source(settings, run)), run.engine)
 
 
 def send_run(run: Run, task_id: str | None = None, queue: str | None = None) -> str:
     """Send execute_run for `run` to its queue (`queue` when the caller knows it); returns the
     task id."""
     return app.send_task(
-        "worker.tasks.execute_run",
+        EXECUTE_RUN,
         args=[run.id],
         queue=queue or queue_of(run),
         task_id=task_id,
@@ -68,7 +72,7 @@ def send_run(run: Run, task_id: str | None = None, queue: str | None = None) -> 
 
 def send_advance(parent_id: str, countdown: float | None = None) -> None:
     """Send `advance` for a composite parent (now, or after `countdown` seconds)."""
-    app.send_task(ADVANCE, args=[parent_id], queue=SCRIPT_QUEUE, countdown=countdown)
+    app.send_task(ADVANCE_COMPOSITE, args=[parent_id], queue=ADVANCE_QUEUE, countdown=countdown)
 
 
 def write_failure(run: Run, status: str, error: dict) -> None:

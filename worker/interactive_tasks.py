@@ -9,6 +9,7 @@ import uuid
 from dataclasses import asdict
 from typing import Any
 
+from runner_core.queues import AUTO_REPLY
 from runner_core.statuses import RunStatus
 from runner_core.store import interactions
 from runner_core.store.models import Run, utcnow
@@ -60,7 +61,7 @@ def ask_user(run: Run, turn: int, outcome: Any) -> str:
     return RunStatus.WAITING_USER
 
 
-@app.task(name="worker.tasks.auto_reply")
+@app.task(name=AUTO_REPLY)
 def auto_reply(run_id: str, interaction_id: int) -> str:
     """Nobody answered within the run's reply timeout: the agent decides and goes on."""
     task_id = str(uuid.uuid4())

@@ -274,14 +274,13 @@ def submit(
     request_id: str | None = None,
 ) -> None:
     """Send a committed, stamped run by task name, on its engine's queue."""
-    kind = pkg.manifest.entrypoint.type if pkg.manifest else "script"
     # Celery's time limits follow the run's own (a backstop above its deadline): the worker
     # keeps a timer per task until its limit passes, so limits sized to the run keep fewer.
     skill_timeout = pkg.manifest.automation.timeout_sec if pkg.manifest else None
     timeout = run_timeout(context.settings(), skill_timeout, runtime_options)
     context.queue().enqueue(
         run_id,
-        queue_for(engine, kind),
+        queue_for(pkg, engine),
         task_id=task_id,
         time_limits=task_time_limits(timeout),
         label=task_label(pkg.id, engine, request_id),
