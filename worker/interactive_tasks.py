@@ -10,6 +10,7 @@ from dataclasses import asdict
 from typing import Any
 
 from runner_core.queues import AUTO_REPLY
+from runner_core.runtime_options import RuntimeOptions
 from runner_core.statuses import RunStatus
 from runner_core.store import interactions
 from runner_core.store.models import Run, utcnow
@@ -72,9 +73,8 @@ def auto_reply(run_id: str, interaction_id: int) -> str:
         run = session.get(Run, run_id) if outcome == interactions.ACCEPTED else None
     if run is not None:
         events = events_of(run)
-        waited = interactions.reply_timeout(
-            run.runtime_options or {}, settings.reply_timeout_max_sec
-        )
+        options = RuntimeOptions.from_dict(run.runtime_options)
+        waited = options.reply_timeout(settings.reply_timeout_max_sec)
         events.emit(
             "interaction.auto_decide.timeout",
             {"interaction_id": interaction_id, "timeout_sec": waited},

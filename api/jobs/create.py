@@ -22,6 +22,7 @@ from api.zip_bodies import receive_inputs, upload_lock
 from runner_core.error_codes import ErrorCode
 from runner_core.inputs import file_fields
 from runner_core.queues import queue_for, task_label
+from runner_core.runtime_options import RuntimeOptions
 from runner_core.settings import run_timeout, task_time_limits
 from runner_core.skills import SkillPackage
 from runner_core.statuses import RunStatus
@@ -92,7 +93,7 @@ def create_job(
     owner = auth.owner()
     engine, parameter = check_request(pkg, body)
     needs_upload = bool(file_fields(pkg.input_schema))
-    options = body.get("runtime_options") or {}
+    options = RuntimeOptions.from_dict(body.get("runtime_options"))
     inline = body.get("input") or {}
     key = (
         None
@@ -122,7 +123,7 @@ def create_job(
         "parameter": body.get("parameter") or {},
         "input": inline,
         "model": body.get("model"),
-        "runtime_options": options,
+        "runtime_options": options.as_dict(),
         **({"callback_on_waiting": True} if body.get("callback_on_waiting") else {}),
     }
     dispatch = None if needs_upload or cached is not None else Dispatch.stamp()
@@ -140,7 +141,7 @@ def create_job(
                 "status": RunStatus.QUEUED,
                 "parameter": parameter,
                 "input": inline,
-                "runtime_options": options,
+                "runtime_options": options.as_dict(),
                 "needs_upload": needs_upload,
                 "cache_key": key,
                 "queued_at": None,
@@ -238,7 +239,7 @@ def bind_upload(
     session: Session, req: Request, run: Run, pkg: SkillPackage, upload_hashes: dict[str, str]
 ) -> Accepted:
     """After an upload: serve from the cache when a succeeded run matches, else send the run."""
-    options = run.runtime_options or {}
+    options = RuntimeOptions.from_dict(run.runtime_options)
     run.cache_key = job_cache.key_for(
         pkg, run.engine, run.model, run.parameter, run.input, upload_hashes, options
     )
@@ -269,7 +270,7 @@ def submit(
     pkg: SkillPackage,
     run_id: str,
     engine: str | None,
-    runtime_options: dict[str, Any],
+    options: RuntimeOptions,
     task_id: str,
     request_id: str | None = None,
 ) -> None:
@@ -277,7 +278,7 @@ def submit(
     # Celery's time limits follow the run's own (a backstop above its deadline): the worker
     # keeps a timer per task until its limit passes, so limits sized to the run keep fewer.
     skill_timeout = pkg.manifest.automation.timeout_sec if pkg.manifest else None
-    timeout = run_timeout(context.settings(), skill_timeout, runtime_options)
+    timeout = run_timeout(context.settings(), skill_timeout, options.timeout_sec)
     context.queue().enqueue(
         run_id,
         queue_for(pkg, engine),
