@@ -11,6 +11,7 @@ from sqlalchemy import Connection, Row, bindparam, select
 from api import context
 from runner_core.cache import cache_key, skill_fingerprint
 from runner_core.engines.config import EngineConfigError, load_engine_config
+from runner_core.runtime_options import RuntimeOptions
 from runner_core.skills import SkillPackage
 from runner_core.skills.memo import memo_signature, tree_signature
 from runner_core.skills.registry import SkillRegistry
@@ -18,12 +19,9 @@ from runner_core.statuses import RunStatus
 from runner_core.store.models import Run
 
 
-def cache_usable(runtime_options: dict[str, Any]) -> bool:
+def cache_usable(options: RuntimeOptions) -> bool:
     """Interactive runs and requests that opt out are never served from the cache."""
-    return (
-        not runtime_options.get("no_cache")
-        and runtime_options.get("execution_mode", "auto") == "auto"
-    )
+    return not options.no_cache and options.execution_mode == "auto"
 
 
 def key_for(
@@ -33,16 +31,16 @@ def key_for(
     parameter: dict[str, Any],
     inline: dict[str, Any],
     upload_hashes: dict[str, str],
-    runtime_options: dict[str, Any],
+    options: RuntimeOptions,
 ) -> str:
     """Hash of the skill's files, engine (+ its merged config), model, values and uploads."""
-    engine_config: dict[str, Any] = {"debug": bool(runtime_options.get("debug"))}
+    engine_config: dict[str, Any] = {"debug": options.debug}
     if engine and pkg.loaded_manifest.entrypoint.type != "script":
         try:
             config = load_engine_config(
                 engine,
                 skill_dir=pkg.root,
-                user={"model": model, f"{engine}_config": runtime_options.get(f"{engine}_config")},
+                user={"model": model, f"{engine}_config": options.engine_config(engine)},
             )
         except EngineConfigError:
             config = {}

@@ -13,12 +13,10 @@ import uuid
 from celery import Celery
 
 from runner_core.per_process import PerProcess
-from runner_core.queues import SCRIPT_QUEUE
+from runner_core.queues import ADVANCE_COMPOSITE, ADVANCE_QUEUE, EXECUTE_RUN
 
 log = logging.getLogger(__name__)
 
-EXECUTE_RUN = "worker.tasks.execute_run"
-ADVANCE_COMPOSITE = "worker.composite.advance"
 CONNECT_TIMEOUT_SEC = 3
 # a broken pooled connection (broker restart) is retried on a new one, twice, then given up
 PUBLISH_RETRY_POLICY = {"max_retries": 2, "interval_start": 0.1, "interval_step": 0.2}
@@ -104,7 +102,7 @@ class CeleryQueue:
     def wake_composite(self, run_id: str) -> None:
         """Ask the workers to act on a composite parent's new state (its cancel)."""
         try:
-            self.celery.send_task(ADVANCE_COMPOSITE, args=[run_id], queue=SCRIPT_QUEUE)
+            self.celery.send_task(ADVANCE_COMPOSITE, args=[run_id], queue=ADVANCE_QUEUE)
         except Exception as exc:
             log.warning("wake of composite %s failed: %s", run_id, exc)
 

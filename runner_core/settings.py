@@ -119,14 +119,10 @@ class Settings:
 SOFT_LIMIT_MARGIN_SEC, HARD_LIMIT_MARGIN_SEC = 60, 120
 
 
-def run_timeout(settings: Settings, skill_timeout: int | None, runtime_options: dict | None) -> int:
-    """A run's time limit in seconds: the request's `timeout_sec`, else the skill's
-    `automation.timeout_sec`, else the default; never above the server maximum."""
-    timeout = min(skill_timeout or settings.default_timeout_sec, settings.max_timeout_sec)
-    override = (runtime_options or {}).get("timeout_sec")
-    if isinstance(override, int) and not isinstance(override, bool) and override > 0:
-        timeout = min(override, settings.max_timeout_sec)
-    return timeout
+def run_timeout(settings: Settings, skill_timeout: int | None, requested: int | None) -> int:
+    """A run's time limit in seconds: the request's `timeout_sec` (RuntimeOptions), else the
+    skill's `automation.timeout_sec`, else the default; never above the server maximum."""
+    return min(requested or skill_timeout or settings.default_timeout_sec, settings.max_timeout_sec)
 
 
 def task_time_limits(timeout_sec: int) -> tuple[int, int]:

@@ -13,7 +13,7 @@ from celery.signals import beat_init, setup_logging, worker_init
 from kombu import Queue
 
 from runner_core.logs import configure_logging
-from runner_core.queues import MAINTENANCE_QUEUE, RUN_QUEUES, SCRIPT_QUEUE
+from runner_core.queues import MAINTENANCE_QUEUE, RUN_QUEUES, SCRIPT_QUEUE, SWEEP
 from runner_core.settings import (
     HARD_LIMIT_MARGIN_SEC,
     SOFT_LIMIT_MARGIN_SEC,
@@ -43,7 +43,7 @@ app.conf.update(
     broker_transport_options={"visibility_timeout": max(2 * settings.max_timeout_sec, 3600)},
     task_queues=[Queue(name) for name in RUN_QUEUES + [MAINTENANCE_QUEUE]],
     task_default_queue=SCRIPT_QUEUE,
-    task_routes={"worker.tasks.sweep": {"queue": MAINTENANCE_QUEUE}},
+    task_routes={SWEEP: {"queue": MAINTENANCE_QUEUE}},
     # defaults for messages that carry no limits of their own (the API's carry the run's)
     task_soft_time_limit=settings.max_timeout_sec + SOFT_LIMIT_MARGIN_SEC,
     task_time_limit=settings.max_timeout_sec + HARD_LIMIT_MARGIN_SEC,
@@ -56,7 +56,7 @@ app.conf.update(
     # a sweep not picked up within one interval is dropped (the next one does the same work)
     beat_schedule={
         "sweep": {
-            "task": "worker.tasks.sweep",
+            "task": SWEEP,
             "schedule": settings.sweep_interval_sec,
             "options": {"expires": max(1.0, settings.sweep_interval_sec)},
         },

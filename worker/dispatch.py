@@ -8,16 +8,17 @@ import logging
 from runner_core.event_bus import EventPublisher
 from runner_core.events import EventLog, RunRef
 from runner_core.finish_events import FinishPublisher
-from runner_core.queues import SCRIPT_QUEUE, queue_for, task_label
+from runner_core.queues import (
+    EXECUTE_RUN,
+    queue_for,
+    task_label,
+)
 from runner_core.skills.memo import load_skill_cached
 from runner_core.store.models import Run
 from worker.celery_app import app, settings
 from worker.execution.run_layout import skill_source
 
 log = logging.getLogger(__name__)
-ADVANCE = (
-    "worker.composite.advance"  # the next moves of a composite parent (worker.composite.workflow)
-)
 finished = FinishPublisher(settings.broker_url)  # wakes API requests waiting on a run
 _publish_event = EventPublisher(settings.broker_url)
 
@@ -30,15 +31,14 @@ def events_of(run: Run) -> EventLog:
 
 def queue_of(run: Run) -> str:
     """The queue of `run`: its engine's, or the script queue."""
-    pkg = load_skill_cached(skill_source(settings, run))
-    return queue_for(run.engine, pkg.manifest.entrypoint.type if pkg.manifest else "script")
+    return queue_for(load_skill_cached(skill_source(settings, run)), run.engine)
 
 
 def send_run(run: Run, task_id: str | None = None, queue: str | None = None) -> str:
     """Send execute_run for `run` to its queue (`queue` when the caller knows it); returns the
     task id."""
     return app.send_task(
-        "worker.tasks.execute_run",
+        EXECUTE_RUN,
         args=[run.id],
         queue=queue or queue_of(run),
         task_id=task_id,
@@ -48,4 +48,3 @@ def send_run(run: Run, task_id: str | None = None, queue: str | None = None) -> 
 
 def send_advance(parent_id: str, countdown: float | None = None) -> None:
     """Send `advance` for a composite parent (now, or after `countdown` seconds)."""
-    app.send_task(ADVANCE, args=[parent_id], queue=SCRIPT_QUEUE, countdown=countdown)

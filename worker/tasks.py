@@ -21,7 +21,7 @@ from sqlalchemy.exc import OperationalError
 
 from runner_core.error_codes import ErrorCode
 from runner_core.logs import bind
-from runner_core.queues import task_label
+from runner_core.queues import EXECUTE_RUN, SWEEP, task_label
 from runner_core.results import RunEnd, RunError
 from runner_core.run_pool import IDLE_KEY_SEC, RunDirPool
 from runner_core.sandbox import sandbox_status
@@ -116,7 +116,7 @@ def worker_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-@app.task(name="worker.tasks.execute_run", bind=True, max_retries=None)
+@app.task(name=EXECUTE_RUN, bind=True, max_retries=None)
 def execute_run(self, run_id: str) -> str:
     """Claim and execute one run; a redelivered or duplicate message does nothing, and a run
     over the running limits stays queued while this message retries with a countdown."""
@@ -247,7 +247,7 @@ def _execute(executor: RunExecutor) -> str:
         return RunStatus.FAILED
 
 
-@app.task(name="worker.tasks.sweep")
+@app.task(name=SWEEP)
 def sweep() -> dict:
     """Reconcile runs of gone workers, reap orphan groups, re-send lost queued runs; drop the
     ready run directories of skills no longer run."""

@@ -8,7 +8,7 @@ import logging
 from datetime import timedelta
 from typing import Any
 
-from runner_core.queues import MAINTENANCE_QUEUE
+from runner_core.queues import DELIVER_WEBHOOK, MAINTENANCE_QUEUE
 from runner_core.store import callbacks
 from runner_core.store.models import Request, Run, utcnow
 from runner_core.webhooks import Attempt, WebhookRefused, check_url, deliver
@@ -72,7 +72,7 @@ def _send(request_id: str, event: str) -> None:
         log.warning("callback of request %s not sent", request_id, exc_info=True)
 
 
-@app.task(name="worker.tasks.deliver_webhook", bind=True, max_retries=None)
+@app.task(name=DELIVER_WEBHOOK, bind=True, max_retries=None)
 def deliver_webhook(self, request_id: str, event: str) -> str:
     with sessions()() as session:
         req = session.get(Request, request_id)

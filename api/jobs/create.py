@@ -7,11 +7,10 @@ import dataclasses
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
-from sqlalchemy import Connection, Table, func, insert, select
+from sqlalchemy import Connection, func, select
 from sqlalchemy.orm import Session
 
 from api import auth, context, job_cache
@@ -22,11 +21,12 @@ from api.zip_bodies import receive_inputs, upload_lock
 from runner_core.error_codes import ErrorCode
 from runner_core.inputs import file_fields
 from runner_core.queues import queue_for, task_label
+from runner_core.runtime_options import RuntimeOptions
 from runner_core.settings import run_timeout, task_time_limits
 from runner_core.skills import SkillPackage
 from runner_core.statuses import RunStatus
-from runner_core.store import callbacks
 from runner_core.store.models import Request, Run, utcnow
+from runner_core.store.new_runs import Dispatch, NewRun, insert_runs
 from runner_core.webhooks import WebhookRefused, check_url
 
 
@@ -39,29 +39,6 @@ class Accepted:
     status: str
 
 
-@dataclass(frozen=True, slots=True)
-class Dispatch:
-    """What sending a run needs, stamped on its row in the commit that accepts it (so
-    sending costs no second write; a send that fails is re-sent by the sweeper)."""
-
-    task_id: str
-    queued_at: datetime
-    dispatched_at: datetime
-
-    @classmethod
-    def stamp(cls, queued_at: datetime | None = None) -> Dispatch:
-        """A new task id, sent now; a run keeps its first queued_at."""
-        now = utcnow()
-        return cls(str(uuid.uuid4()), queued_at or now, now)
-
-    def columns(self) -> dict[str, Any]:
-        return {
-            "celery_task_id": self.task_id,
-            "queued_at": self.queued_at,
-            "dispatched_at": self.dispatched_at,
-        }
-
-
 # The queue bound counts runs sent to the workers: jobs waiting for their upload are in no
 # queue, and a client that never uploads must not fill the bound.
 _QUEUED_COUNT = (
@@ -69,8 +46,6 @@ _QUEUED_COUNT = (
     .select_from(Run.__table__)
     .where(Run.__table__.c.status == RunStatus.QUEUED, Run.__table__.c.queued_at.is_not(None))
 )
-_INSERT_RUN = insert(cast(Table, Run.__table__))
-_INSERT_REQUEST = insert(cast(Table, Request.__table__))
 
 
 def create_job(
@@ -92,7 +67,7 @@ def create_job(
     owner = auth.owner()
     engine, parameter = check_request(pkg, body)
     needs_upload = bool(file_fields(pkg.input_schema))
-    options = body.get("runtime_options") or {}
+    options = RuntimeOptions.from_dict(body.get("runtime_options"))
     inline = body.get("input") or {}
     key = (
         None
@@ -120,50 +95,31 @@ def create_job(
         "parameter": body.get("parameter") or {},
         "input": inline,
         "model": body.get("model"),
-        "runtime_options": options,
+        "runtime_options": options.as_dict(),
         **({"callback_on_waiting": True} if body.get("callback_on_waiting") else {}),
     }
     dispatch = None if needs_upload or cached is not None else Dispatch.stamp()
-    if cached is None:
-        conn.execute(
-            _INSERT_RUN,
-            {
-                "id": run_id,
-                "request_id": request_id,
-                "kind": kind,
-                "skill_id": pkg.id,
-                "skill_version": pkg.version,
-                "engine": engine,
-                "model": body.get("model"),
-                "status": RunStatus.QUEUED,
-                "parameter": parameter,
-                "input": inline,
-                "runtime_options": options,
-                "needs_upload": needs_upload,
-                "cache_key": key,
-                "queued_at": None,
-                "created_at": now,
-                "updated_at": now,
-                "owner": owner,
-                **(dispatch.columns() if dispatch else {}),
-            },
-        )
-    conn.execute(
-        _INSERT_REQUEST,
-        {
-            "id": request_id,
-            "kind": kind,
-            "skill_id": pkg.id,
-            "engine": engine,
-            "run_id": cached.id if cached else run_id,
-            "cache_hit": cached is not None,
-            "payload": payload,
-            "created_at": now,
-            "callback_url": callback,
-            "callback_state": callbacks.PENDING if callback else None,
-            "owner": owner,
-        },
+    new_run = NewRun(
+        run_id=run_id,
+        request_id=request_id,
+        kind=kind,
+        skill_id=pkg.id,
+        skill_version=pkg.version,
+        engine=engine,
+        model=body.get("model"),
+        parameter=parameter,
+        input=inline,
+        runtime_options=options.as_dict(),
+        payload=payload,
+        created_at=now,
+        dispatch=dispatch,
+        owner=owner,
+        needs_upload=needs_upload,
+        cache_key=key,
+        callback_url=callback,
+        served_by=cached.id if cached else None,
     )
+    insert_runs(conn, [new_run])
     accepted = Accepted(
         request_id, cached is not None, cached.status if cached else RunStatus.QUEUED
     )
@@ -236,7 +192,7 @@ def bind_upload(
     session: Session, req: Request, run: Run, pkg: SkillPackage, upload_hashes: dict[str, str]
 ) -> Accepted:
     """After an upload: serve from the cache when a succeeded run matches, else send the run."""
-    options = run.runtime_options or {}
+    options = RuntimeOptions.from_dict(run.runtime_options)
     run.cache_key = job_cache.key_for(
         pkg, run.engine, run.model, run.parameter, run.input, upload_hashes, options
     )
@@ -267,19 +223,18 @@ def submit(
     pkg: SkillPackage,
     run_id: str,
     engine: str | None,
-    runtime_options: dict[str, Any],
+    options: RuntimeOptions,
     task_id: str,
     request_id: str | None = None,
 ) -> None:
     """Send a committed, stamped run by task name, on its engine's queue."""
-    kind = pkg.manifest.entrypoint.type if pkg.manifest else "script"
     # Celery's time limits follow the run's own (a backstop above its deadline): the worker
     # keeps a timer per task until its limit passes, so limits sized to the run keep fewer.
     skill_timeout = pkg.manifest.automation.timeout_sec if pkg.manifest else None
-    timeout = run_timeout(context.settings(), skill_timeout, runtime_options)
+    timeout = run_timeout(context.settings(), skill_timeout, options.timeout_sec)
     context.queue().enqueue(
         run_id,
-        queue_for(engine, kind),
+        queue_for(pkg, engine),
         task_id=task_id,
         time_limits=task_time_limits(timeout),
         label=task_label(pkg.id, engine, request_id),

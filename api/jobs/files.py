@@ -16,6 +16,7 @@ from api.jobs.rows import RunState
 from runner_core.artifacts import resolve_artifact_path
 from runner_core.bundles import bundle_names, bundle_path, stream_bundle
 from runner_core.error_codes import ErrorCode
+from runner_core.runtime_options import RuntimeOptions
 from runner_core.statuses import TERMINAL_STATUSES
 from runner_core.store.models import Run
 
@@ -75,7 +76,7 @@ def artifact_file_response(request_id: str, run: Run, path: str) -> Response:
 def bundle_response(run: Run) -> Response:
     """The bundle (debug when the run asked for it): the stored zip when an earlier download
     built it, otherwise streamed (never held in memory) and stored on the way."""
-    debug = bool((run.runtime_options or {}).get("debug"))
+    debug = RuntimeOptions.from_dict(run.runtime_options).debug
     name = bundle_names(debug)[0]
     stored = bundle_path(run_dir(run), debug)
     if stored.is_file():

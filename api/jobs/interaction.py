@@ -14,6 +14,7 @@ from api.errors import ApiError
 from api.jobs.create import submit
 from runner_core.error_codes import ErrorCode
 from runner_core.interaction import check_response
+from runner_core.runtime_options import RuntimeOptions
 from runner_core.skills import SkillPackage
 from runner_core.statuses import RunStatus
 from runner_core.store import interactions
@@ -23,7 +24,7 @@ from runner_core.store.models import Request, Run
 def require_interactive(request_id: str, run: Run) -> None:
     """400 RUN_NOT_INTERACTIVE unless the run was created in interactive mode (by mode, not
     by status, as seed 003 §9 says)."""
-    mode = (run.runtime_options or {}).get("execution_mode", "auto")
+    mode = RuntimeOptions.from_dict(run.runtime_options).execution_mode
     if mode != "interactive":
         raise ApiError(
             400,
@@ -82,7 +83,8 @@ def reply(
             {"interaction_id": interaction_id, "response": body.get("response")},
         )
         log.state_changed(RunStatus.WAITING_USER, RunStatus.QUEUED, "reply")
-        submit(skill_for(), run.id, run.engine, run.runtime_options or {}, task_id, req.id)
+        options = RuntimeOptions.from_dict(run.runtime_options)
+        submit(skill_for(), run.id, run.engine, options, task_id, req.id)
     elif outcome == interactions.NOT_WAITING:
         session.refresh(run)
         raise _not_waiting(req.id, run.status)

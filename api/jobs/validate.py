@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from api.errors import ApiError
+from runner_core import runtime_options
 from runner_core.engines.catalog import check_model
 from runner_core.error_codes import ErrorCode
 from runner_core.inputs import (
@@ -15,6 +16,7 @@ from runner_core.inputs import (
     schema_errors,
     validate_parameters,
 )
+from runner_core.runtime_options import RuntimeOptions
 from runner_core.skills import SkillPackage
 
 
@@ -39,7 +41,7 @@ def check_request(pkg: SkillPackage, body: dict[str, Any]) -> tuple[str | None, 
             {"engine": engine, "effective_engines": pkg.effective_engines},
         )
     check_runtime_options(body["runtime_options"])
-    mode = body["runtime_options"].get("execution_mode", "auto")
+    mode = RuntimeOptions.from_dict(body["runtime_options"]).execution_mode
     if mode not in manifest.execution_modes:
         raise ApiError(
             400,
@@ -63,26 +65,9 @@ def check_request(pkg: SkillPackage, body: dict[str, Any]) -> tuple[str | None, 
     return engine, parameter
 
 
-# The runtime options the service acts on, typed, so a wrong type is a 400 now rather than an
-# error or an ignored option once the run starts; other options are kept, unused.
-RUNTIME_OPTIONS_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "execution_mode": {"type": "string"},
-        "debug": {"type": "boolean"},
-        "no_cache": {"type": "boolean"},
-        "timeout_sec": {"type": "integer", "minimum": 1},
-        "repair_rounds": {"type": "integer", "minimum": 0, "maximum": 3},
-        "interactive_reply_timeout_sec": {"type": "integer", "minimum": 1},
-        "interactive_auto_reply": {"type": "boolean"},
-    },
-    "patternProperties": {"^[a-z][a-z0-9]*_config$": {"type": "object"}},
-}
-
-
 def check_runtime_options(options: dict[str, Any]) -> None:
     """400 SCHEMA_VALIDATION_FAILED naming the first option of the wrong type."""
-    errors = schema_errors(RUNTIME_OPTIONS_SCHEMA, options) if options else []
+    errors = schema_errors(runtime_options.SCHEMA, options) if options else []
     if errors:
         first = errors[0]
         raise ApiError(

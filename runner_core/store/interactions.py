@@ -12,6 +12,7 @@ from sqlalchemy import Connection, CursorResult, Table, insert, select, update
 from sqlalchemy.orm import Session
 
 from runner_core.interaction import Pending
+from runner_core.runtime_options import RuntimeOptions
 from runner_core.statuses import RunStatus
 from runner_core.store.models import Interaction, Run, utcnow
 
@@ -195,18 +196,12 @@ def overdue(session: Session, now: datetime, cap_sec: int, limit: int = 500) -> 
     )
     due = []
     for row in rows:
-        options = row.runtime_options or {}
-        if not options.get("interactive_auto_reply"):
+        options = RuntimeOptions.from_dict(row.runtime_options)
+        if not options.interactive_auto_reply:
             continue
         created = (
             row.created_at if row.created_at.tzinfo else row.created_at.replace(tzinfo=now.tzinfo)
         )
-        if created + timedelta(seconds=reply_timeout(options, cap_sec)) <= now:
+        if created + timedelta(seconds=options.reply_timeout(cap_sec)) <= now:
             due.append(row)
     return due
-
-
-def reply_timeout(runtime_options: dict[str, Any], cap_sec: int) -> int:
-    """The run's reply timeout (default 1200 s), capped by the server's maximum."""
-    wanted = int(runtime_options.get("interactive_reply_timeout_sec") or 1200)
-    return max(1, min(wanted, cap_sec))

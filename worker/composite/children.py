@@ -7,9 +7,9 @@ import math
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
-from sqlalchemy import Table, insert, select, update
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from runner_core.openevo.steps import Attempt, parse_child_name, run_attempt_of
@@ -20,7 +20,8 @@ from runner_core.skills.memo import load_skill_cached
 from runner_core.skills.registry import SkillRegistry
 from runner_core.statuses import ACTIVE_STATUSES, RunStatus
 from runner_core.store import runs as run_states
-from runner_core.store.models import Request, Run, utcnow
+from runner_core.store.models import Run, utcnow
+from runner_core.store.new_runs import Dispatch, NewRun, insert_runs
 from runner_core.workspace import RunPaths
 from worker.celery_app import settings
 from worker.execution.lease import aware
@@ -55,10 +56,11 @@ def output_of(child: Run) -> Any:
 
 @dataclass
 class NewChild:
-    """A step's (or call's) child run and its request row, not yet saved, and its queue."""
+    """A step's (or call's) child run and its request, not yet saved, and its queue; `run` is
+    the row as it will be written (a Run outside any session, for sending)."""
 
+    new: NewRun
     run: Run
-    request: dict[str, Any]
     queue: str
 
 
@@ -76,11 +78,8 @@ def create_child(
 
 
 def save_children(session: Session, children: list[NewChild]) -> list[NewChild]:
-    """Add the runs, then their requests (which refer to them), in one flush and one insert."""
-    if children:
-        session.add_all([c.run for c in children])
-        session.flush()
-        session.execute(insert(cast(Table, Request.__table__)), [c.request for c in children])
+    """Insert the runs, then their requests (which refer to them): one statement each."""
+    insert_runs(session.connection(), [c.new for c in children])
     return children
 
 
@@ -103,7 +102,6 @@ def new_child(
         if pkgs is not None:
             pkgs[skill_id] = pkg
     engine = pkg.effective_engines[0] if pkg.effective_engines else None
-    kind = pkg.manifest.entrypoint.type if pkg.manifest else "script"
     now, request_id, run_id = utcnow(), str(uuid.uuid4()), str(uuid.uuid4())
     options = {"timeout_sec": max(1, math.ceil(timeout_ms / 1000))} if timeout_ms else {}
     payload = {
@@ -116,36 +114,22 @@ def new_child(
         "parent_request_id": parent.request_id,
         "step": step,
     }
-    child = Run(
-        id=run_id,
+    new = NewRun(
+        run_id=run_id,
         request_id=request_id,
-        kind="job",
         skill_id=skill_id,
         skill_version=pkg.version,
         engine=engine,
-        status=RunStatus.QUEUED,
         parameter={},
         input=step_input if isinstance(step_input, dict) else {},
         runtime_options=options,
-        celery_task_id=str(uuid.uuid4()),
-        queued_at=now,
-        dispatched_at=now,
+        payload=payload,
         created_at=now,
-        updated_at=now,
+        dispatch=Dispatch(str(uuid.uuid4()), now, now),
         parent_run_id=parent.id,
         step_name=step,
     )
-    request = {
-        "id": request_id,
-        "kind": "job",
-        "skill_id": skill_id,
-        "engine": engine,
-        "run_id": run_id,
-        "cache_hit": False,
-        "payload": payload,
-        "created_at": now,
-    }
-    return NewChild(child, request, queue_for(engine, kind))
+    return NewChild(new, Run(**new.run_row()), queue_for(pkg, engine))
 
 
 def cancel_children(session: Session, parent_id: str) -> list[str]:

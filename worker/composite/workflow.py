@@ -27,7 +27,9 @@ from runner_core.error_codes import ErrorCode
 from runner_core.inputs import apply_defaults
 from runner_core.openevo.steps import in_run_attempt
 from runner_core.openevo.workflow import final_output, next_moves
+from runner_core.queues import ADVANCE_COMPOSITE
 from runner_core.results import RunError
+from runner_core.runtime_options import RuntimeOptions
 from runner_core.skills import SkillPackage
 from runner_core.skills.memo import load_skill_cached
 from runner_core.statuses import RunStatus
@@ -42,7 +44,7 @@ from worker.composite.children import (
 )
 from worker.composite.end import end, forget_skipped, record_skipped, skipped, step_ended
 from worker.database import sessions
-from worker.dispatch import ADVANCE, events_of, send_advance, send_run
+from worker.dispatch import events_of, send_advance, send_run
 from worker.execution.lease import aware
 from worker.execution.run_layout import skill_source
 
@@ -72,13 +74,11 @@ def time_limit(parent: Run, pkg: SkillPackage) -> float:
     """The composite's `timeout` in seconds (ms precision), or the request's `timeout_sec`;
     never above the server maximum."""
     seconds = (pkg.openevo.timeout_ms if pkg.openevo else 30000) / 1000
-    override = (parent.runtime_options or {}).get("timeout_sec")
-    if isinstance(override, int) and not isinstance(override, bool) and override > 0:
-        seconds = override
-    return min(seconds, settings.max_timeout_sec)
+    requested = RuntimeOptions.from_dict(parent.runtime_options).timeout_sec
+    return min(requested or seconds, settings.max_timeout_sec)
 
 
-@app.task(name=ADVANCE)
+@app.task(name=ADVANCE_COMPOSITE)
 def advance(parent_id: str, ended_child: str | None = None) -> str:
     """Start the children that are due, or end the parent; idempotent. `ended_child`: the
     child whose end called it (its `step.ended` is written first)."""

@@ -14,6 +14,7 @@ from runner_core.engines.streams import read_output
 from runner_core.error_codes import ErrorCode
 from runner_core.output import RepairReply, RepairRequest
 from runner_core.prompts import PromptContext, PromptError, patch_skill_md, render_prompt
+from runner_core.runtime_options import RuntimeOptions
 from runner_core.workspace import install_skill_copy, write_git_marker, write_json
 from worker.execution.boxing import boxes_engine
 from worker.execution.contexts import EntryContext, EntryResult
@@ -37,11 +38,12 @@ def run_engine(entry: EntryContext, resume: Resume | None = None) -> EntryResult
         raise RunFailed(
             ErrorCode.ENGINE_UNAVAILABLE, f"engine '{run.engine}' has no adapter: {exc}"
         ) from exc
-    mode = run.runtime_options.get("execution_mode", "auto")
+    options = RuntimeOptions.from_dict(run.runtime_options)
+    mode = options.execution_mode
     user = {
         "model": run.model,
-        "runtime_options": run.runtime_options,
-        f"{run.engine}_config": run.runtime_options.get(f"{run.engine}_config"),
+        "runtime_options": options.as_dict(),
+        f"{run.engine}_config": options.engine_config(run.engine),
     }
     prompt_ctx = PromptContext(
         entry.inputs.input, entry.inputs.parameter, paths.root, run.engine, mode

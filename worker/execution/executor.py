@@ -31,6 +31,7 @@ from runner_core.results import (
     write_result,
 )
 from runner_core.run_pool import RunDirPool
+from runner_core.runtime_options import RuntimeOptions
 from runner_core.settings import Settings
 from runner_core.skills import SkillPackage
 from runner_core.skills.locks import locks_dir, skill_lock
@@ -338,8 +339,8 @@ class RunExecutor:
         """N3 is off unless the request or the server turns it on (bounded to 3 rounds)."""
         if self.entry is None or self.entry.repair is None:
             return 0
-        rounds = self.run.runtime_options.get("repair_rounds", self.settings.repair_rounds)
-        return max(0, min(int(rounds or 0), 3))
+        options = RuntimeOptions.from_dict(self.run.runtime_options)
+        return options.repair_rounds_or(self.settings.repair_rounds)
 
     def _index_artifacts(self, pkg: SkillPackage) -> None:
         manifest = index_artifacts(self.paths.root, pkg.artifacts)

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from sqlalchemy.exc import OperationalError
 
 from runner_core.per_process import PerProcess
+from runner_core.runtime_options import RuntimeOptions
 from runner_core.settings import Settings, run_timeout
 from runner_core.store import runs as run_states
 from runner_core.store.models import Run
@@ -129,7 +130,8 @@ def make_watch(
     skill_timeout = (
         pkg.manifest.automation.timeout_sec if pkg is not None and pkg.manifest else None
     )
-    timeout = run_timeout(settings, skill_timeout, run.runtime_options)
+    requested = RuntimeOptions.from_dict(run.runtime_options).timeout_sec
+    timeout = run_timeout(settings, skill_timeout, requested)
     started = aware(run.started_at).timestamp() if run.started_at else time.time()
     deadline = time.monotonic() + max(0.0, started + timeout - time.time())
 

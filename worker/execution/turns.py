@@ -21,6 +21,7 @@ from runner_core.interaction import (
 )
 from runner_core.output import OutputOutcome
 from runner_core.results import run_warning
+from runner_core.runtime_options import RuntimeOptions
 from runner_core.store import interactions
 from runner_core.store.models import Run
 from worker.execution.failures import RunFailed
@@ -44,7 +45,7 @@ class AwaitUser(Exception):
 
 
 def is_interactive(run: Run) -> bool:
-    return (run.runtime_options or {}).get("execution_mode", "auto") == "interactive"
+    return RuntimeOptions.from_dict(run.runtime_options).is_interactive
 
 
 def turn_number(run: Run) -> int:
@@ -67,7 +68,7 @@ def resume_input(conn: Connection, run: Run, cap_sec: int) -> Resume | None:
         )
     pending = interactions.pending_document(answered)
     if answered.state == interactions.AUTO:
-        waited = interactions.reply_timeout(run.runtime_options or {}, cap_sec)
+        waited = RuntimeOptions.from_dict(run.runtime_options).reply_timeout(cap_sec)
         prompt = auto_decision_prompt(pending, waited)
     else:
         prompt = reply_prompt(pending, answered.response)

@@ -10,6 +10,7 @@ from celery.signals import task_postrun, task_prerun, worker_init
 
 from runner_core.logs import run_context
 from runner_core.metrics import use_metrics_dir
+from runner_core.queues import RUN_TASKS
 from worker.celery_app import settings
 
 
@@ -20,7 +21,6 @@ def _metrics_files(**_kwargs) -> None:
     use_metrics_dir(settings.data_dir)
 
 
-RUN_TASKS = ("worker.tasks.execute_run", "worker.tasks.auto_reply")  # their first arg: a run id
 _log_contexts: dict[str, AbstractContextManager] = {}
 
 

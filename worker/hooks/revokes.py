@@ -22,6 +22,7 @@ from celery.worker import state as worker_state
 from sqlalchemy import select
 
 from runner_core.error_codes import ErrorCode
+from runner_core.queues import EXECUTE_RUN
 from runner_core.results import RunEnd, RunError
 from runner_core.statuses import ACTIVE_STATUSES, RunStatus
 from runner_core.store import runs as run_states
@@ -115,7 +116,7 @@ class RevokeWatch(bootsteps.StartStopStep):
 def _on_task_revoked(sender=None, request=None, expired=False, **_kwargs) -> None:
     """A revoked execute_run message was dropped (or its task terminated): the run is ended
     (nothing to do when the check above already did)."""
-    if expired or getattr(sender, "name", None) != "worker.tasks.execute_run" or request is None:
+    if expired or getattr(sender, "name", None) != EXECUTE_RUN or request is None:
         return
     try:
         cancel_revoked([request.id])

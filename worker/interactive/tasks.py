@@ -9,7 +9,9 @@ import uuid
 from dataclasses import asdict, replace
 from typing import Any
 
+from runner_core.queues import AUTO_REPLY
 from runner_core.results import RunEnd
+from runner_core.runtime_options import RuntimeOptions
 from runner_core.statuses import RunStatus
 from runner_core.store import interactions
 from runner_core.store.models import Run, utcnow
@@ -55,7 +57,7 @@ def ask_user(run: Run, turn: int, outcome: Any) -> str:
     return RunStatus.WAITING_USER
 
 
-@app.task(name="worker.tasks.auto_reply")
+@app.task(name=AUTO_REPLY)
 def auto_reply(run_id: str, interaction_id: int) -> str:
     """Nobody answered within the run's reply timeout: the agent decides and goes on."""
     task_id = str(uuid.uuid4())
@@ -66,9 +68,8 @@ def auto_reply(run_id: str, interaction_id: int) -> str:
         run = session.get(Run, run_id) if outcome == interactions.ACCEPTED else None
     if run is not None:
         events = events_of(run)
-        waited = interactions.reply_timeout(
-            run.runtime_options or {}, settings.reply_timeout_max_sec
-        )
+        options = RuntimeOptions.from_dict(run.runtime_options)
+        waited = options.reply_timeout(settings.reply_timeout_max_sec)
         events.emit(
             "interaction.auto_decide.timeout",
             {"interaction_id": interaction_id, "timeout_sec": waited},

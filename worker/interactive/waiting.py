@@ -10,6 +10,7 @@ from typing import Any
 
 from runner_core.error_codes import ErrorCode
 from runner_core.results import RunError
+from runner_core.runtime_options import RuntimeOptions
 from runner_core.statuses import RunStatus
 from runner_core.store import interactions
 from runner_core.store.db import retry_unavailable
@@ -40,10 +41,10 @@ def record_question(
 
 def auto_reply_delay(run: Run, cap_sec: int) -> int | None:
     """Seconds until an unanswered question is decided by the agent (None: auto-reply off)."""
-    options = run.runtime_options or {}
-    if not options.get("interactive_auto_reply"):
+    options = RuntimeOptions.from_dict(run.runtime_options)
+    if not options.interactive_auto_reply:
         return None
-    return interactions.reply_timeout(options, cap_sec)
+    return options.reply_timeout(cap_sec)
 
 
 def auto_decide(session, run_id: str, interaction_id: int, cap_sec: int, task_id: str) -> str:

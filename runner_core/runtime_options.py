@@ -1,0 +1,111 @@
+"""A request's `runtime_options`, typed: the options the service acts on, read once from the
+stored JSON object (which is kept as the client sent it, unknown keys included)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+# The options the service acts on, typed, so a wrong type is a 400 when the job is created
+# rather than an error or an ignored option once the run starts; other options are kept, unused.
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "execution_mode": {"type": "string"},
+        "debug": {"type": "boolean"},
+        "no_cache": {"type": "boolean"},
+        "timeout_sec": {"type": "integer", "minimum": 1},
+        "repair_rounds": {"type": "integer", "minimum": 0, "maximum": 3},
+        "interactive_reply_timeout_sec": {"type": "integer", "minimum": 1},
+        "interactive_auto_reply": {"type": "boolean"},
+    },
+    "patternProperties": {"^[a-z][a-z0-9]*_config$": {"type": "object"}},
+}
+DEFAULT_REPLY_TIMEOUT_SEC = 1200
+MAX_REPAIR_ROUNDS = 3
+_CONFIG_SUFFIX = "_config"
+
+
+@dataclass(frozen=True, slots=True)
+class RuntimeOptions:
+    """What a run's `runtime_options` ask for. Built with `from_dict` from the stored object,
+    which it never rewrites: `as_dict()` gives it back whole."""
+
+    execution_mode: str = "auto"  # auto | interactive
+    debug: bool = False  # keep the debug bundle (and key the cache apart)
+    no_cache: bool = False  # never served from the result cache
+    timeout_sec: int | None = None  # the run's time limit; None: the skill's or the default
+    repair_rounds: int | None = None  # output repair rounds; None: the server's setting
+    interactive_reply_timeout_sec: int | None = None  # None: DEFAULT_REPLY_TIMEOUT_SEC
+    interactive_auto_reply: bool = False  # the agent decides when nobody answers in time
+    engine_configs: Mapping[str, Any] = field(default_factory=dict)  # engine -> its `_config`
+    stored: Mapping[str, Any] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any] | None) -> RuntimeOptions:
+        """The options of a stored (or just received) object; None reads as no options.
+        Never raises: a number option holding something else (the API refuses those) reads
+        as no number."""
+        data = data or {}
+        return cls(
+            execution_mode=str(data.get("execution_mode", "auto")),
+            debug=bool(data.get("debug")),
+            no_cache=bool(data.get("no_cache")),
+            timeout_sec=_positive_int(data.get("timeout_sec")),
+            repair_rounds=_repair_rounds(data),
+            interactive_reply_timeout_sec=_int_or_none(data.get("interactive_reply_timeout_sec")),
+            interactive_auto_reply=bool(data.get("interactive_auto_reply")),
+            engine_configs=MappingProxyType(
+                {
+                    key.removesuffix(_CONFIG_SUFFIX): value
+                    for key, value in data.items()
+                    if key.endswith(_CONFIG_SUFFIX)
+                }
+            ),
+            stored=MappingProxyType(dict(data)),
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        """The object the options were read from, unknown keys included."""
+        return dict(self.stored)
+
+    @property
+    def is_interactive(self) -> bool:
+        return self.execution_mode == "interactive"
+
+    def engine_config(self, engine: str) -> Any:
+        """The request's `<engine>_config` object (None when it sent none)."""
+        return self.engine_configs.get(engine)
+
+    def reply_timeout(self, cap_sec: int) -> int:
+        """Seconds a question waits for its answer, capped by the server's maximum."""
+        wanted = self.interactive_reply_timeout_sec or DEFAULT_REPLY_TIMEOUT_SEC
+        return max(1, min(wanted, cap_sec))
+
+    def repair_rounds_or(self, default: int) -> int:
+        """The output repair rounds to run: the request's, else `default`; 0 to 3."""
+        rounds = default if self.repair_rounds is None else self.repair_rounds
+        return max(0, min(int(rounds or 0), MAX_REPAIR_ROUNDS))
+
+
+def _positive_int(value: Any) -> int | None:
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    return None
+
+
+def _int_or_none(value: Any) -> int | None:
+    """`value` as a whole number; None for none (or a value that is not a number)."""
+    try:
+        return int(value) if value else None
+    except (TypeError, ValueError):
+        return None
+
+
+def _repair_rounds(data: Mapping[str, Any]) -> int | None:
+    """None when the request leaves them to the server; a sent null or 0 turns repair off."""
+    if "repair_rounds" not in data:
+        return None
+    return _int_or_none(data["repair_rounds"]) or 0
