@@ -11,8 +11,8 @@ import time
 
 def main(passes: int, gap: float) -> dict:
     from runner_core.queues import RUN_QUEUES
-    from worker.celery_app import settings
-    from worker.database import sessions
+    from worker import context
+    from worker.context import sessions
     from worker.dispatch import send_run
     from worker.recovery.broker_view import read_broker
     from worker.recovery.sweep import recover
@@ -22,7 +22,7 @@ def main(passes: int, gap: float) -> dict:
         if i:
             time.sleep(gap)
         started = time.perf_counter()
-        counts = recover(settings, sessions(), send_run)
+        counts = recover(context.settings(), sessions(), send_run)
         done.append(
             {
                 "sec": time.perf_counter() - started,
@@ -31,7 +31,7 @@ def main(passes: int, gap: float) -> dict:
             }
         )
     started = time.perf_counter()
-    view = read_broker(settings.broker_url, RUN_QUEUES, settings.broker_view)
+    view = read_broker(context.settings().broker_url, RUN_QUEUES, context.settings().broker_view)
     read = time.perf_counter() - started
     return {"passes": done, "read_sec": read, "held": len(view.task_ids or ())}
 

@@ -1,13 +1,10 @@
-"""Sending a run's execute_run and a composite's advance messages, and a run's event log and
-finish notice: shared by the run tasks, the interactive ones and the recorder."""
+"""Sending a run's execute_run and a composite's advance messages, to the queue the run's
+skill goes to: shared by the run tasks, the interactive ones, the composites and the sweep."""
 
 from __future__ import annotations
 
 import logging
 
-from runner_core.event_bus import EventPublisher
-from runner_core.events import EventLog, RunRef
-from runner_core.finish_events import FinishPublisher
 from runner_core.queues import (
     EXECUTE_RUN,
     queue_for,
@@ -15,35 +12,31 @@ from runner_core.queues import (
 )
 from runner_core.skills.memo import load_skill_cached
 from runner_core.store.models import Run
-from worker.celery_app import app, settings
+from worker import context
 from worker.execution.run_layout import skill_source
 
 log = logging.getLogger(__name__)
-finished = FinishPublisher(settings.broker_url)  # wakes API requests waiting on a run
-_publish_event = EventPublisher(settings.broker_url)
-
-
-def events_of(run: Run) -> EventLog:
-    """The event log of `run` (events.jsonl in its directory, announced on Redis)."""
-    ref = RunRef(run.id, run.request_id, run.engine, run.attempt or 0)
-    return EventLog(settings.runs_dir / run.id, ref, _publish_event, settings.events)
 
 
 def queue_of(run: Run) -> str:
     """The queue of `run`: its engine's, or the script queue."""
-    return queue_for(load_skill_cached(skill_source(settings, run)), run.engine)
+    return queue_for(load_skill_cached(skill_source(context.settings(), run)), run.engine)
 
 
 def send_run(run: Run, task_id: str | None = None, queue: str | None = None) -> str:
     """Send execute_run for `run` to its queue (`queue` when the caller knows it); returns the
     task id."""
-    return app.send_task(
-        EXECUTE_RUN,
-        args=[run.id],
-        queue=queue or queue_of(run),
-        task_id=task_id,
-        **task_label(run.skill_id, run.engine, run.request_id),
-    ).id
+    return (
+        context.app()
+        .send_task(
+            EXECUTE_RUN,
+            args=[run.id],
+            queue=queue or queue_of(run),
+            task_id=task_id,
+            **task_label(run.skill_id, run.engine, run.request_id),
+        )
+        .id
+    )
 
 
 def send_advance(parent_id: str, countdown: float | None = None) -> None:

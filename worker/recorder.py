@@ -21,9 +21,9 @@ from runner_core.store import runs as run_states
 from runner_core.store.db import retry_unavailable
 from runner_core.store.models import Run
 from runner_core.workspace import RunPaths
-from worker.celery_app import settings
-from worker.database import connect
-from worker.dispatch import events_of, finished, send_advance
+from worker import context
+from worker.context import connect, events_of, finished
+from worker.dispatch import send_advance
 from worker.skill_retry import retry_failed
 
 log = logging.getLogger(__name__)
@@ -54,10 +54,12 @@ def record_end(
     if retry and end.status == RunStatus.FAILED and retry_failed(run, _dict(end.error)):
         return RunStatus.QUEUED
     if not (transition or _finish(run, end))():
-        finished.publish(run.id)  # whoever ended it announced it; a long poll may re-read
+        finished().publish(run.id)  # whoever ended it announced it; a long poll may re-read
         return None
     if cut_short:
-        write_failure(RunPaths(settings.runs_dir / run.id), end.status, _dict(end.error) or {})
+        write_failure(
+            RunPaths(context.settings().runs_dir / run.id), end.status, _dict(end.error) or {}
+        )
     _announce(run, before, end, trigger)
     _notify_parent(run, advance_parent)
     return end.status
@@ -80,7 +82,7 @@ def _finish(run: Run, end: RunEnd) -> Callable[[], bool]:
 
     # a database away for a while must not lose the run (a late finish is safe: it lands only
     # while the run is still this attempt's)
-    budget = FINISH_RETRY_LEASES * settings.lease_sec
+    budget = FINISH_RETRY_LEASES * context.settings().lease_sec
     return lambda: retry_unavailable(finish_once, f"finish of run {run.id}", budget)
 
 
@@ -92,7 +94,7 @@ def _announce(run: Run, before: str, end: RunEnd, trigger: str) -> None:
         events_of(run).state_changed(before, end.status, trigger, error=error, terminal=True)
     except Exception as exc:  # the row is the truth; its event log must not stop the end
         log.warning("run %s: the terminal event was not recorded: %s", run.id, exc)
-    finished.publish(run.id)
+    finished().publish(run.id)
     code = (error or {}).get("code")
     ids = {"run_id": run.id, "request_id": run.request_id}
     log.info(

@@ -11,9 +11,9 @@ from runner_core.skills.memo import load_skill_cached
 from runner_core.statuses import RunStatus
 from runner_core.store import runs as run_states
 from runner_core.store.models import Run
-from worker.celery_app import settings
-from worker.database import sessions
-from worker.dispatch import events_of, send_run
+from worker import context
+from worker.context import events_of, sessions
+from worker.dispatch import send_run
 from worker.execution.run_layout import skill_source
 
 log = logging.getLogger(__name__)
@@ -24,7 +24,7 @@ def retry_failed(run: Run, error: dict[str, Any] | None) -> bool:
     if (error or {}).get("code") == ErrorCode.CANCELED_BY_USER:
         return False
     try:
-        spec = load_skill_cached(skill_source(settings, run)).openevo
+        spec = load_skill_cached(skill_source(context.settings(), run)).openevo
     except Exception:  # an unreadable skill gets no retry
         return False
     if spec is None or spec.retry <= 0 or (run.attempt or 0) > spec.retry:

@@ -14,6 +14,7 @@ import os
 import socket
 from typing import Any, cast
 
+from celery import shared_task
 from celery.exceptions import SoftTimeLimitExceeded
 from celery.signals import worker_process_init, worker_ready
 from sqlalchemy import select
@@ -33,12 +34,12 @@ from runner_core.store import checkpoint, claim
 from runner_core.store import runs as run_states
 from runner_core.store.db import make_engine, make_sessionmaker, retry_unavailable
 from runner_core.store.models import Run
-from worker.celery_app import app, settings
+from worker import context
 from worker.composite import workflow as composite
 from worker.composite.calls import calls_served
 from worker.composite.workflow import is_composite
-from worker.database import connect, sessions
-from worker.dispatch import events_of, send_run
+from worker.context import connect, events_of, sessions
+from worker.dispatch import send_run
 from worker.execution.executor import RunExecutor
 from worker.execution.lease import Heartbeat, beat_interval, make_watch
 from worker.execution.refill import Refiller
@@ -46,7 +47,6 @@ from worker.execution.run_layout import skill_copies, skill_source
 from worker.execution.strays import become_subreaper
 from worker.execution.turns import Resume, resume_input
 from worker.hooks import observability  # noqa: F401  (connects its signal handlers)
-from worker.hooks.revokes import RevokeWatch
 from worker.hooks.termination import Terminated, terminable, terminating
 from worker.interactive.tasks import ask_user, overdue_replies
 from worker.recorder import record_end
@@ -65,7 +65,6 @@ TERMINATED = RunError(
     "terminated (SIGTERM to the worker process); the process group was killed",
 )
 _LABEL = select(Run.skill_id, Run.engine, Run.request_id)  # runner_core.queues.task_label's
-app.steps["worker"].add(RevokeWatch)  # operator revokes cancel runs (worker.hooks.revokes)
 
 
 @worker_process_init.connect
@@ -84,6 +83,7 @@ def _adopt_orphans(**_kwargs) -> None:
 @worker_ready.connect
 def _startup_reconciliation(**_kwargs) -> None:
     """At worker start: reap orphans, reconcile runs of dead workers (idempotent)."""
+    settings = context.settings()
     engine = make_engine(settings.database_url)
     try:
         recover(settings, make_sessionmaker(engine), send_run, startup=True)
@@ -98,6 +98,7 @@ def _startup_reconciliation(**_kwargs) -> None:
 @worker_ready.connect
 def _warn_demo_llm(**_kwargs) -> None:
     """Say it loudly in the worker's log when the engine CLIs talk to the demo LLM."""
+    settings = context.settings()
     if settings.demo_llm:
         log.warning(DEMO_LLM_WARNING, settings.demo_llm)
 
@@ -105,6 +106,7 @@ def _warn_demo_llm(**_kwargs) -> None:
 @worker_ready.connect
 def _report_sandbox(**_kwargs) -> None:
     """Say once at start how runs are boxed here (a warning when bwrap cannot box them)."""
+    settings = context.settings()
     status = sandbox_status(settings.sandbox, settings.sandbox_bwrap)
     if settings.sandbox == "auto" and status["box"] is None:
         log.warning("run box: bwrap not usable here, runs get resource limits only: %s", status)
@@ -116,10 +118,11 @@ def worker_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-@app.task(name=EXECUTE_RUN, bind=True, max_retries=None)
+@shared_task(name=EXECUTE_RUN, bind=True, max_retries=None)
 def execute_run(self, run_id: str) -> str:
     """Claim and execute one run; a redelivered or duplicate message does nothing, and a run
     over the running limits stays queued while this message retries with a countdown."""
+    settings = context.settings()
 
     def claim_it() -> tuple[str, Any]:
         with connect() as conn:
@@ -173,7 +176,7 @@ def execute_run(self, run_id: str) -> str:
 
 def _resume(run: Run) -> Resume | None:
     with connect() as conn:
-        return resume_input(conn, run, settings.reply_timeout_max_sec)
+        return resume_input(conn, run, context.settings().reply_timeout_max_sec)
 
 
 def _not_claimed(run_id: str) -> str:
@@ -247,10 +250,11 @@ def _execute(executor: RunExecutor) -> str:
         return RunStatus.FAILED
 
 
-@app.task(name=SWEEP)
+@shared_task(name=SWEEP)
 def sweep() -> dict:
     """Reconcile runs of gone workers, reap orphan groups, re-send lost queued runs; drop the
     ready run directories of skills no longer run."""
+    settings = context.settings()
     try:
         report = recover(settings, sessions(), send_run)
     except OperationalError:

@@ -8,12 +8,14 @@ import logging
 from datetime import timedelta
 from typing import Any
 
+from celery import shared_task
+
 from runner_core.queues import DELIVER_WEBHOOK, MAINTENANCE_QUEUE
 from runner_core.store import callbacks
 from runner_core.store.models import Request, Run, utcnow
 from runner_core.webhooks import Attempt, WebhookRefused, check_url, deliver
-from worker.celery_app import app, settings
-from worker.database import sessions
+from worker import context
+from worker.context import sessions
 
 log = logging.getLogger(__name__)
 TERMINAL, WAITING = "terminal", "waiting_user"
@@ -72,8 +74,9 @@ def _send(request_id: str, event: str) -> None:
         log.warning("callback of request %s not sent", request_id, exc_info=True)
 
 
-@app.task(name=DELIVER_WEBHOOK, bind=True, max_retries=None)
+@shared_task(name=DELIVER_WEBHOOK, bind=True, max_retries=None)
 def deliver_webhook(self, request_id: str, event: str) -> str:
+    settings = context.settings()
     with sessions()() as session:
         req = session.get(Request, request_id)
         run = session.get(Run, req.run_id) if req is not None and req.run_id else None

@@ -103,7 +103,7 @@ def test_api_worker_and_beat_write_one_rotated_json_log_with_run_ids(tmp_path):
     assert {
         "celery.beat",
         "celery.worker.strategy",
-        "worker.dispatch",
+        "worker.recorder",
         "api.jobs.actions",
     } <= loggers, loggers
     beat_pids = {line["pid"] for line in lines if line["logger"] == "celery.beat"}
@@ -111,7 +111,7 @@ def test_api_worker_and_beat_write_one_rotated_json_log_with_run_ids(tmp_path):
     assert beat_pids and api_pids and not beat_pids & api_pids
     for rid in rids:
         about = [line for line in lines if line["request_id"] == rid]
-        ended = [line for line in about if line["logger"] == "worker.dispatch"]
+        ended = [line for line in about if line["logger"] == "worker.recorder"]
         canceled = [line for line in about if line["logger"] == "api.jobs.actions"]
         assert len(ended) == 1 and "ended succeeded" in ended[0]["message"], about
         assert len(canceled) == 1 and canceled[0]["run_id"] == ended[0]["run_id"]

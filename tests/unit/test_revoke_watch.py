@@ -42,6 +42,6 @@ def test_a_revoke_command_reaches_the_watch_once(monkeypatch):
 def test_switched_off_the_worker_leaves_the_step_out(monkeypatch):
     parent = SimpleNamespace()
     assert revokes.RevokeWatch(parent).include_if(parent) is True  # the default
-    off = dataclasses.replace(revokes.settings, revoke_watch=False)
-    monkeypatch.setattr(revokes, "settings", off)
+    off = dataclasses.replace(revokes.context.settings(), revoke_watch=False)
+    monkeypatch.setattr(revokes.context, "settings", lambda: off)
     assert revokes.RevokeWatch(parent).include_if(parent) is False

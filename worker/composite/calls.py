@@ -27,11 +27,11 @@ from runner_core.skills.memo import load_skill_cached
 from runner_core.statuses import ACTIVE_STATUSES, RunStatus
 from runner_core.store.models import Run
 from runner_core.workspace import write_json
-from worker.celery_app import settings
+from worker import context
 from worker.composite.children import cancel_children, create_child, output_of
 from worker.composite.end import step_ended
-from worker.database import sessions
-from worker.dispatch import events_of, send_run
+from worker.context import events_of, sessions
+from worker.dispatch import send_run
 from worker.execution.run_layout import skill_source
 
 log = logging.getLogger(__name__)
@@ -47,7 +47,7 @@ def is_index_composite(pkg: SkillPackage) -> bool:
 @contextmanager
 def calls_served(run: Run):
     """Serve the calls of `run` while it executes, when it is an index-file composite."""
-    source = skill_source(settings, run) if run.engine is None else None
+    source = skill_source(context.settings(), run) if run.engine is None else None
     if (
         source is None
         or not is_openevo_dir(source)
@@ -67,6 +67,7 @@ class CallServer(threading.Thread):
     """Turns the harness's call requests into child runs and their ends into answers."""
 
     def __init__(self, parent: Run) -> None:
+        settings = context.settings()
         super().__init__(name=f"calls-{parent.id[:8]}", daemon=True)
         self.parent = parent
         self.allowed = set(load_skill_cached(skill_source(settings, parent)).openevo.calls)

@@ -23,7 +23,7 @@ from runner_core.store import runs as run_states
 from runner_core.store.models import Run, utcnow
 from runner_core.store.new_runs import Dispatch, NewRun, insert_runs
 from runner_core.workspace import RunPaths
-from worker.celery_app import settings
+from worker import context
 from worker.execution.lease import aware
 
 
@@ -50,7 +50,7 @@ def attempts(runs: list[Run]) -> list[Attempt]:
 
 
 def output_of(child: Run) -> Any:
-    document = read_result(RunPaths(settings.runs_dir / child.id))
+    document = read_result(RunPaths(context.settings().runs_dir / child.id))
     return document.get("data") if isinstance(document, dict) else None
 
 
@@ -97,7 +97,7 @@ def new_child(
     pkg = (pkgs or {}).get(skill_id)
     if pkg is None:
         pkg = load_skill_cached(
-            SkillRegistry(settings.skills_dir).root_of(skill_id) or Path(skill_id)
+            SkillRegistry(context.settings().skills_dir).root_of(skill_id) or Path(skill_id)
         )
         if pkgs is not None:
             pkgs[skill_id] = pkg

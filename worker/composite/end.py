@@ -15,9 +15,9 @@ from runner_core.statuses import RunStatus
 from runner_core.store import runs as run_states
 from runner_core.store.models import Run
 from runner_core.workspace import RunPaths, write_json
-from worker.celery_app import settings
+from worker import context
 from worker.composite.children import cancel_children
-from worker.dispatch import events_of
+from worker.context import events_of
 from worker.recorder import record_end
 from worker.skill_retry import retry_failed
 
@@ -45,7 +45,7 @@ def end(
         return RunStatus.QUEUED
     steps = step_entries(order, runs, states)
     write_result(
-        RunPaths(settings.runs_dir / parent.id),
+        RunPaths(context.settings().runs_dir / parent.id),
         result_document(status, data, error=error, steps=steps),
     )
     record_end(
@@ -125,7 +125,7 @@ def step_ended(parent: Run, child: Run, status: str | None = None) -> None:
 
 
 def skipped(parent: Run) -> list[str]:
-    path = settings.runs_dir / parent.id / SKIPPED_FILE
+    path = context.settings().runs_dir / parent.id / SKIPPED_FILE
     try:
         return list(json.loads(path.read_text(encoding="utf-8")))
     except (OSError, ValueError):
@@ -133,8 +133,8 @@ def skipped(parent: Run) -> list[str]:
 
 
 def forget_skipped(parent: Run) -> None:
-    (settings.runs_dir / parent.id / SKIPPED_FILE).unlink(missing_ok=True)
+    (context.settings().runs_dir / parent.id / SKIPPED_FILE).unlink(missing_ok=True)
 
 
 def record_skipped(parent: Run, names: list[str]) -> None:
-    write_json(settings.runs_dir / parent.id / SKIPPED_FILE, skipped(parent) + names)
+    write_json(context.settings().runs_dir / parent.id / SKIPPED_FILE, skipped(parent) + names)

@@ -19,6 +19,7 @@ import logging
 import time
 from typing import Any
 
+from celery import shared_task
 from jsonschema import Draft7Validator
 from sqlalchemy import update
 from sqlalchemy.exc import IntegrityError
@@ -34,7 +35,7 @@ from runner_core.skills import SkillPackage
 from runner_core.skills.memo import load_skill_cached
 from runner_core.statuses import RunStatus
 from runner_core.store.models import Run
-from worker.celery_app import app, settings
+from worker import context
 from worker.composite.children import (
     attempts,
     cancel_children,
@@ -43,8 +44,8 @@ from worker.composite.children import (
     save_children,
 )
 from worker.composite.end import end, forget_skipped, record_skipped, skipped, step_ended
-from worker.database import sessions
-from worker.dispatch import events_of, send_advance, send_run
+from worker.context import events_of, sessions
+from worker.dispatch import send_advance, send_run
 from worker.execution.lease import aware
 from worker.execution.run_layout import skill_source
 
@@ -58,6 +59,7 @@ def is_composite(pkg: SkillPackage) -> bool:
 def start(run: Run) -> str:
     """The parent was claimed: it keeps no lease (no process to watch), its steps start, and
     an `advance` is due when its timeout passes."""
+    settings = context.settings()
     with sessions()() as session:
         session.execute(update(Run).where(Run.id == run.id).values(heartbeat_at=None, pgid=None))
         session.commit()
@@ -75,10 +77,10 @@ def time_limit(parent: Run, pkg: SkillPackage) -> float:
     never above the server maximum."""
     seconds = (pkg.openevo.timeout_ms if pkg.openevo else 30000) / 1000
     requested = RuntimeOptions.from_dict(parent.runtime_options).timeout_sec
-    return min(requested or seconds, settings.max_timeout_sec)
+    return min(requested or seconds, context.settings().max_timeout_sec)
 
 
-@app.task(name=ADVANCE_COMPOSITE)
+@shared_task(name=ADVANCE_COMPOSITE)
 def advance(parent_id: str, ended_child: str | None = None) -> str:
     """Start the children that are due, or end the parent; idempotent. `ended_child`: the
     child whose end called it (its `step.ended` is written first)."""
@@ -93,7 +95,7 @@ def advance(parent_id: str, ended_child: str | None = None) -> str:
                 cancel_children(session, parent_id)
             session.commit()
             return "ended"
-        pkg = load_skill_cached(skill_source(settings, parent))
+        pkg = load_skill_cached(skill_source(context.settings(), parent))
         if not is_composite(pkg) or pkg.openevo is None:
             return "not a pipeline composite"
         pipeline = list(pkg.openevo.pipeline)

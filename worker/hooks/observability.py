@@ -1,6 +1,6 @@
 """What each worker process sets up for operators: the metrics files (before the pool
 forks) and the run context of log lines while a run task executes. Logging itself is set up
-in worker.celery_app (beat needs it too)."""
+by the app (worker.app; beat needs it too)."""
 
 from __future__ import annotations
 
@@ -11,14 +11,14 @@ from celery.signals import task_postrun, task_prerun, worker_init
 from runner_core.logs import run_context
 from runner_core.metrics import use_metrics_dir
 from runner_core.queues import RUN_TASKS
-from worker.celery_app import settings
+from worker import context
 
 
 @worker_init.connect
 def _metrics_files(**_kwargs) -> None:
     """Before the pool forks: this process and its children record metrics in the data dir's
     multiprocess files (runner_core.metrics)."""
-    use_metrics_dir(settings.data_dir)
+    use_metrics_dir(context.settings().data_dir)
 
 
 _log_contexts: dict[str, AbstractContextManager] = {}

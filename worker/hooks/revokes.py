@@ -27,8 +27,8 @@ from runner_core.results import RunEnd, RunError
 from runner_core.statuses import ACTIVE_STATUSES, RunStatus
 from runner_core.store import runs as run_states
 from runner_core.store.models import Run
-from worker.celery_app import settings
-from worker.database import sessions
+from worker import context
+from worker.context import sessions
 from worker.recorder import record_end
 
 log = logging.getLogger(__name__)
@@ -90,7 +90,7 @@ class RevokeWatch(bootsteps.StartStopStep):
 
     def include_if(self, parent) -> bool:
         """Celery's bootstep hook: the worker leaves the step out with the setting off."""
-        return settings.revoke_watch
+        return context.settings().revoke_watch
 
     def start(self, parent) -> None:
         self.timer_ref = parent.timer.call_repeatedly(REVOKE_CHECK_SEC, self.check, priority=10)

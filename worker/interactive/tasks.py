@@ -9,15 +9,17 @@ import uuid
 from dataclasses import asdict, replace
 from typing import Any
 
+from celery import shared_task
+
 from runner_core.queues import AUTO_REPLY
 from runner_core.results import RunEnd
 from runner_core.runtime_options import RuntimeOptions
 from runner_core.statuses import RunStatus
 from runner_core.store import interactions
 from runner_core.store.models import Run, utcnow
-from worker.celery_app import app, settings
-from worker.database import connect, sessions
-from worker.dispatch import events_of, finished, queue_of, send_run
+from worker import context
+from worker.context import connect, events_of, finished, sessions
+from worker.dispatch import queue_of, send_run
 from worker.interactive.waiting import CANCELED, auto_decide, auto_reply_delay, record_question
 from worker.recorder import record_end
 from worker.webhook_tasks import callbacks_for_question
@@ -30,6 +32,7 @@ COUNTDOWN_MAX_SEC = 3600
 
 def ask_user(run: Run, turn: int, outcome: Any) -> str:
     """The turn asked: the run waits for a reply, with an auto-reply scheduled if it wants one."""
+    settings = context.settings()
     interaction_id = record_question(connect, run, turn, outcome, settings.lease_sec / 2)
     if interaction_id is None:  # canceled meanwhile: the turn's warnings are kept
         end = replace(RunEnd.failed(CANCELED, RunStatus.CANCELED), warnings=outcome.warnings)
@@ -41,7 +44,7 @@ def ask_user(run: Run, turn: int, outcome: Any) -> str:
         {"interaction_id": interaction_id, "turn": turn, **asdict(outcome.pending)},
     )
     events.state_changed(RunStatus.RUNNING, RunStatus.WAITING_USER, "ask", interaction_id)
-    finished.publish(run.id)  # wakes long polls: the run needs its client now
+    finished().publish(run.id)  # wakes long polls: the run needs its client now
     try:
         callbacks_for_question(run.id)
     except Exception:
@@ -57,9 +60,10 @@ def ask_user(run: Run, turn: int, outcome: Any) -> str:
     return RunStatus.WAITING_USER
 
 
-@app.task(name=AUTO_REPLY)
+@shared_task(name=AUTO_REPLY)
 def auto_reply(run_id: str, interaction_id: int) -> str:
     """Nobody answered within the run's reply timeout: the agent decides and goes on."""
+    settings = context.settings()
     task_id = str(uuid.uuid4())
     with sessions()() as session:
         outcome = auto_decide(
@@ -82,5 +86,5 @@ def auto_reply(run_id: str, interaction_id: int) -> str:
 def overdue_replies() -> int:
     """Questions past their reply timeout (long ones, or a lost countdown): decided now."""
     with sessions()() as session:
-        due = interactions.overdue(session, utcnow(), settings.reply_timeout_max_sec)
+        due = interactions.overdue(session, utcnow(), context.settings().reply_timeout_max_sec)
     return sum(auto_reply(row.id, row.interaction_id) == interactions.ACCEPTED for row in due)

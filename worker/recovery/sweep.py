@@ -31,7 +31,8 @@ from runner_core.store import recovery as rec
 from runner_core.store import runs as run_states
 from runner_core.store.models import Run, utcnow
 from runner_core.workspace import find_snapshot
-from worker.dispatch import events_of, send_advance
+from worker.context import events_of
+from worker.dispatch import send_advance
 from worker.execution.lease import aware, beat_interval
 from worker.execution.run_layout import engine_skill_dirs, skill_source
 from worker.recorder import record_end
