@@ -6,6 +6,8 @@ from __future__ import annotations
 import logging
 
 from runner_core.queues import (
+    ADVANCE_COMPOSITE,
+    ADVANCE_QUEUE,
     EXECUTE_RUN,
     queue_for,
     task_label,
@@ -41,3 +43,6 @@ def send_run(run: Run, task_id: str | None = None, queue: str | None = None) -> 
 
 def send_advance(parent_id: str, countdown: float | None = None) -> None:
     """Send `advance` for a composite parent (now, or after `countdown` seconds)."""
+    context.app().send_task(
+        ADVANCE_COMPOSITE, args=[parent_id], queue=ADVANCE_QUEUE, countdown=countdown
+    )
