@@ -122,7 +122,7 @@ class _Handler(BaseHTTPRequestHandler):
         )
         owner = self.server.owner
         reply = route(method, parts.path, body, owner.current_script().for_request(text))
-        if reply.hold_sec > 0 and owner.stopping.wait(reply.hold_sec):
+        if reply.hold_sec > 0 and owner.hold(reply.hold_sec):
             self.close_connection = True  # the server stops: the held answer is never sent
             return
         self.send_response(reply.status)
@@ -160,6 +160,7 @@ class FakeLLM:
         self.requests: list[RecordedRequest] = []
         self.usage: list[dict[str, int]] = []  # the token counts of each answer sent, in order
         self.stopping = threading.Event()  # set by stop(): held answers are dropped
+        self.holding = 0  # answers being held now (Script.stall_sec)
         self.log_path = log_path
         self.verbose = verbose
         self._lock = threading.Lock()
@@ -197,6 +198,17 @@ class FakeLLM:
                         )
                         + "\n"
                     )
+
+    def hold(self, seconds: float) -> bool:
+        """Hold an answer `seconds` (counted in `holding` meanwhile); True when the server
+        stopped first."""
+        with self._lock:
+            self.holding += 1
+        try:
+            return self.stopping.wait(seconds)
+        finally:
+            with self._lock:
+                self.holding -= 1
 
     def record_usage(self, usage: dict[str, int]) -> None:
         """Note the token counts an answer that was sent reported."""
