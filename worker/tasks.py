@@ -12,6 +12,7 @@ import gc
 import logging
 import os
 import socket
+from dataclasses import replace
 from typing import Any, cast
 
 from celery.exceptions import SoftTimeLimitExceeded
@@ -232,18 +233,18 @@ def _execute(executor: RunExecutor) -> str:
         # The signal may land after the run's real end was recorded (e.g. a worker stopped
         # while it announced the end): the guarded UPDATE decides, and only the call that
         # ended the run writes its result file, so a recorded success is never overwritten.
+        end = replace(RunEnd.failed(error, status), token_usage=executor.tokens_cut_short())
         executor.publish_cut_short()  # nothing left to move once the end was recorded
-        ended = record_end(
-            run, RunEnd.failed(error, status), "terminated", advance_parent=composite.advance
-        )
+        ended = record_end(run, end, "terminated", advance_parent=composite.advance)
         return ended or "recorded"
     except Exception as exc:
         # A failure outside the executor's own handling (e.g. its result could not be
         # recorded): end the run now rather than leave it `running` until its lease expires.
         log.exception("run %s: the task failed", run.id)
         error = RunError(ErrorCode.INTERNAL_ERROR, f"{type(exc).__name__}: {exc}")
+        end = replace(RunEnd.failed(error), token_usage=executor.tokens_cut_short())
         executor.publish_cut_short()
-        record_end(run, RunEnd.failed(error), "crashed", advance_parent=composite.advance)
+        record_end(run, end, "crashed", advance_parent=composite.advance)
         return RunStatus.FAILED
 
 
