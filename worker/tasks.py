@@ -52,6 +52,7 @@ from worker.hooks.termination import Terminated, terminable, terminating
 from worker.interactive.tasks import ask_user, overdue_replies
 from worker.recorder import record_end
 from worker.recovery.leftovers import clear_leftovers
+from worker.recovery.served_queues import served_queues
 from worker.recovery.sweep import recover
 from worker.recovery.sweep_clock import clock_of
 from worker.webhook_tasks import overdue_callbacks
@@ -250,10 +251,11 @@ def _execute(executor: RunExecutor) -> str:
 
 @app.task(name="worker.tasks.sweep")
 def sweep() -> dict:
-    """Reconcile runs of gone workers, reap orphan groups, re-send lost queued runs; drop the
-    ready run directories of skills no longer run."""
+    """Reconcile runs of gone workers, reap orphan groups, re-send lost queued runs, fail runs
+    queued too long where no worker serves; drop the ready run directories of skills no longer
+    run."""
     try:
-        report = recover(settings, sessions(), send_run)
+        report = recover(settings, sessions(), send_run, served=lambda: served_queues(app))
     except OperationalError:
         clock_of(settings).database_away()  # the next sweep to reach it waits a lease
         raise
