@@ -1,12 +1,16 @@
 """A run queued where no live worker consumes is failed QUEUE_NOT_SERVED by the sweep after
 SKILL_RUNNER_QUEUE_UNSERVED_SEC, never left queued; a run waiting as long behind a backlog on a
-served queue is left to run. Real workers started with `-Q`, beat running the sweep."""
+served queue is left to run. Real workers started with `-Q`, beat running the sweep. And a job
+for an engine this service has no adapter for is refused at once, nothing sent to a queue."""
 
 from __future__ import annotations
 
+import json
 import re
+import shutil
 
 import pytest
+import redis
 
 from tests.integration.lifecycle_helpers import create_job, parse_iso
 from tests.integration.services import WorkerProcess
@@ -78,3 +82,24 @@ def test_a_run_behind_a_backlog_on_a_served_queue_is_left_to_run(bare_stack, wor
     passes = re.findall(r"'long_queued_served': (\d+)", sweeper.log_path.read_text())
     assert any(int(n) >= 1 for n in passes), passes
     assert bare_stack.wait(first)["status"] == "succeeded"
+
+
+def test_a_job_for_an_engine_without_an_adapter_is_refused_and_never_queued(bare_stack, workers):
+    workers("all", queues="runs.script,runs.codex,maintenance", beat=True)
+    skill = bare_stack.settings.skills_dir / "kilo-only"
+    shutil.copytree(bare_stack.settings.skills_dir / "echo-prompt", skill)
+    runner = skill / "assets" / "runner.json"
+    runner.write_text(
+        json.dumps(json.loads(runner.read_text()) | {"id": "kilo-only", "engines": ["kilo"]})
+    )
+    skill_md = skill / "SKILL.md"
+    skill_md.write_text(skill_md.read_text().replace("name: echo-prompt", "name: kilo-only"))
+    listed = next(s for s in bare_stack.client.get("/v1/skills").json if s["id"] == "kilo-only")
+    assert listed["health"] == "ok" and any("kilo" in w for w in listed["warnings"]), listed
+    resp = bare_stack.client.post(
+        "/v1/jobs", json={"skill_id": "kilo-only", "engine": "kilo", "input": {"text": "hi"}}
+    )
+    assert resp.status_code == 400 and resp.json["error"]["code"] == "SKILL_ENGINE_UNSUPPORTED"
+    assert bare_stack.client.get("/v1/jobs").json["items"] == []
+    broker = redis.Redis.from_url(bare_stack.settings.broker_url)
+    assert broker.exists("runs.kilo") == 0
