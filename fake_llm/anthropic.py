@@ -10,9 +10,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
-from fake_llm.script import Conversation, Script, ToolCall, decide, estimate_tokens, new_id
+from fake_llm.script import (
+    Conversation,
+    Script,
+    ToolCall,
+    decide,
+    estimate_tokens,
+    hold_sec,
+    new_id,
+)
 from fake_llm.wire import Reply, content_text, json_reply, sse_reply
 
 ERROR_TYPES = {
@@ -93,8 +102,10 @@ def handle(path: str, body: dict[str, Any], script: Script) -> Reply:
         "stop_sequence": None,
         "usage": usage,
     }
+    counts = {"input_tokens": usage["input_tokens"], "output_tokens": usage["output_tokens"]}
+    held = hold_sec(script, answer)
     if not body.get("stream"):
-        return json_reply(message)
+        return replace(json_reply(message), usage=counts, hold_sec=held)
     if isinstance(answer, ToolCall):
         start_block = {**block, "input": {}}
         delta = {"type": "input_json_delta", "partial_json": json.dumps(answer.arguments)}
@@ -106,7 +117,7 @@ def handle(path: str, body: dict[str, Any], script: Script) -> Reply:
         "stop_reason": None,
         "usage": {**usage, "output_tokens": 1},
     }
-    return sse_reply(
+    reply = sse_reply(
         [
             ("message_start", {"type": "message_start", "message": started}),
             (
@@ -126,3 +137,4 @@ def handle(path: str, body: dict[str, Any], script: Script) -> Reply:
             ("message_stop", {"type": "message_stop"}),
         ]
     )
+    return replace(reply, usage=counts, hold_sec=held)

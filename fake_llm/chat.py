@@ -10,9 +10,18 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
-from fake_llm.script import Conversation, Script, ToolCall, decide, estimate_tokens, new_id
+from fake_llm.script import (
+    Conversation,
+    Script,
+    ToolCall,
+    decide,
+    estimate_tokens,
+    hold_sec,
+    new_id,
+)
 from fake_llm.wire import Reply, content_text, json_reply, openai_error, sse_reply
 
 
@@ -69,8 +78,10 @@ def handle(body: dict[str, Any], script: Script) -> Reply:
         "created": int(time.time()),
         "model": convo.model or script.model,
     }
+    counts = {"input_tokens": prompt_tokens, "output_tokens": completion_tokens}
+    held = hold_sec(script, answer)
     if not body.get("stream"):
-        return json_reply(
+        reply = json_reply(
             {
                 **base,
                 "object": "chat.completion",
@@ -78,6 +89,7 @@ def handle(body: dict[str, Any], script: Script) -> Reply:
                 "choices": [{"index": 0, "message": message, "finish_reason": finish}],
             }
         )
+        return replace(reply, usage=counts, hold_sec=held)
     chunk = {**base, "object": "chat.completion.chunk"}
     delta: dict[str, Any] = {"role": "assistant"}
     if isinstance(answer, ToolCall):
@@ -89,4 +101,4 @@ def handle(body: dict[str, Any], script: Script) -> Reply:
         (None, {**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}),
         (None, {**chunk, "choices": [], "usage": usage}),
     ]
-    return sse_reply(events, done_marker=True)
+    return replace(sse_reply(events, done_marker=True), usage=counts, hold_sec=held)

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
-from fake_llm.script import Conversation, Script, ToolCall, decide, estimate_tokens
+from fake_llm.script import Conversation, Script, ToolCall, decide, estimate_tokens, hold_sec
 from fake_llm.wire import Reply, json_reply, sse_reply
 
 STATUS_NAMES = {
@@ -90,7 +91,8 @@ def handle(model: str, method: str, body: dict[str, Any], script: Script) -> Rep
         )
     config = body.get("generationConfig") or {}
     schema = config.get("responseJsonSchema") or config.get("responseSchema")
-    if config.get("responseMimeType") == "application/json" and isinstance(schema, dict):
+    side = config.get("responseMimeType") == "application/json" and isinstance(schema, dict)
+    if side and isinstance(schema, dict):  # a side request (the next-speaker check): never held
         answer: ToolCall | str = json.dumps(minimal_instance(schema))
     else:
         answer = decide(script, read_conversation(body, model))
@@ -111,6 +113,8 @@ def handle(model: str, method: str, body: dict[str, Any], script: Script) -> Rep
         },
         "modelVersion": model,
     }
-    if method == "streamGenerateContent":
-        return sse_reply([(None, payload)])
-    return json_reply(payload)
+    counts = {"input_tokens": prompt_tokens, "output_tokens": out_tokens}
+    reply = (
+        sse_reply([(None, payload)]) if method == "streamGenerateContent" else json_reply(payload)
+    )
+    return replace(reply, usage=counts, hold_sec=0.0 if side else hold_sec(script, answer))

@@ -10,9 +10,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
-from fake_llm.script import Conversation, Script, ToolCall, decide, estimate_tokens, new_id
+from fake_llm.script import (
+    Conversation,
+    Script,
+    ToolCall,
+    decide,
+    estimate_tokens,
+    hold_sec,
+    new_id,
+)
 from fake_llm.wire import Reply, content_text, json_reply, openai_error, sse_reply
 
 TOOL_OUTPUT_TYPES = ("function_call_output", "custom_tool_call_output", "local_shell_call_output")
@@ -85,8 +94,9 @@ def handle(body: dict[str, Any], script: Script) -> Reply:
             "total_tokens": in_tokens + out_tokens,
         },
     }
+    usage, held = {"input_tokens": in_tokens, "output_tokens": out_tokens}, hold_sec(script, answer)
     if not body.get("stream"):
-        return json_reply(response)
+        return replace(json_reply(response), usage=usage, hold_sec=held)
     created = {**response, "status": "in_progress", "output": [], "usage": None}
     events: list[tuple[str | None, Any]] = [
         ("response.created", {"type": "response.created", "response": created}),
@@ -119,4 +129,4 @@ def handle(body: dict[str, Any], script: Script) -> Reply:
         ),
         ("response.completed", {"type": "response.completed", "response": response}),
     ]
-    return sse_reply(events)
+    return replace(sse_reply(events), usage=usage, hold_sec=held)

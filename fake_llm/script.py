@@ -1,10 +1,12 @@
 """The behaviour of the fake LLM: a small script and the stateless rule that applies it.
 
-Rule (the same for every protocol): when the conversation holds no tool result after the last
-user message, answer one shell tool call running `Script.command`; otherwise answer
-`Script.final_text`. A request that offers no shell tool, or a script with `tool=False`, gets
-the final text straight away. A `status` other than 200 makes every model call fail with that
-HTTP status and a protocol-shaped error body.
+Rule (the same for every protocol): while the conversation holds fewer than `Script.rounds`
+tool results after the last user message, answer one shell tool call running
+`Script.command`; otherwise answer `Script.final_text`. A request that offers no shell tool, or
+a script with `tool=False`, gets the final text straight away. A `status` other than 200 makes
+every model call fail with that HTTP status and a protocol-shaped error body. `stall_sec`
+holds the final answer that long before it is sent: a model that stalls after its tool rounds,
+so a run's timeout or cancel lands in the middle of a model call.
 
 `when` holds conditional variants: `[{"contains": TEXT, ...fields}]`. The first whose TEXT
 occurs in the request body replaces those fields for that request (e.g. the turn after a
@@ -49,6 +51,8 @@ class Script:
     error_message: str = "fake LLM error"
     model: str = "fake-model"
     when: tuple[dict[str, Any], ...] = ()
+    rounds: int = 1  # shell tool calls, one after another's result, before the final text
+    stall_sec: float = 0.0  # the final answer is held this long before it is sent
 
     def for_request(self, body_text: str) -> Script:
         """The script in force for one request: the first `when` variant it matches."""
@@ -88,6 +92,7 @@ class Conversation:
     tools: dict[str, dict[str, Any]]  # offered tool name -> JSON schema of its arguments
     tool_result_pending: bool  # a tool result follows the last user message
     last_tool_output: str = ""
+    tool_results: int = 0  # tool results after the last user message
     model: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -97,14 +102,18 @@ class Conversation:
     ) -> Conversation:
         """The state after a request's turns, in order: each tool result's text, or None for a
         user message (after which no tool result is pending)."""
-        pending, last_output = False, ""
+        results, last_output = 0, ""
         for turn in turns:
             if turn is None:
-                pending = False
+                results = 0
             else:
-                pending, last_output = True, turn
+                results, last_output = results + 1, turn
         return cls(
-            tools=tools, tool_result_pending=pending, last_tool_output=last_output, model=model
+            tools=tools,
+            tool_result_pending=results > 0,
+            last_tool_output=last_output,
+            model=model,
+            tool_results=results,
         )
 
 
@@ -151,9 +160,14 @@ def _placeholder(kind: str) -> Any:
 def decide(script: Script, convo: Conversation) -> ToolCall | str:
     """Apply the stateless rule: a shell tool call, or the final text."""
     tool = pick_shell_tool(convo.tools) if script.tool else None
-    if tool is not None and not convo.tool_result_pending:
+    if tool is not None and convo.tool_results < script.rounds:
         return ToolCall(name=tool, arguments=fill_arguments(convo.tools[tool], script.command))
     return render_final_text(script, convo)
+
+
+def hold_sec(script: Script, answer: ToolCall | str) -> float:
+    """How long the reply to `answer` is held before it is sent (`Script.stall_sec`)."""
+    return 0.0 if isinstance(answer, ToolCall) else float(script.stall_sec)
 
 
 def render_final_text(script: Script, convo: Conversation) -> str:

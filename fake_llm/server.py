@@ -120,9 +120,11 @@ class _Handler(BaseHTTPRequestHandler):
                 method, parts.path, parse_qs(parts.query), dict(self.headers.items()), body, text
             )
         )
-        reply = route(
-            method, parts.path, body, self.server.owner.current_script().for_request(text)
-        )
+        owner = self.server.owner
+        reply = route(method, parts.path, body, owner.current_script().for_request(text))
+        if reply.hold_sec > 0 and owner.hold(reply.hold_sec):
+            self.close_connection = True  # the server stops: the held answer is never sent
+            return
         self.send_response(reply.status)
         self.send_header("Content-Type", reply.content_type)
         self.send_header("Content-Length", str(len(reply.body)))
@@ -130,6 +132,9 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header(key, value)
         self.end_headers()
         self.wfile.write(reply.body)
+        self.wfile.flush()
+        if reply.usage is not None:
+            owner.record_usage(reply.usage)
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - keep quiet
         if self.server.owner.verbose:
@@ -153,6 +158,9 @@ class FakeLLM:
     ) -> None:
         self.script: Script | Path = script if script is not None else Script()
         self.requests: list[RecordedRequest] = []
+        self.usage: list[dict[str, int]] = []  # the token counts of each answer sent, in order
+        self.stopping = threading.Event()  # set by stop(): held answers are dropped
+        self.holding = 0  # answers being held now (Script.stall_sec)
         self.log_path = log_path
         self.verbose = verbose
         self._lock = threading.Lock()
@@ -191,6 +199,30 @@ class FakeLLM:
                         + "\n"
                     )
 
+    def hold(self, seconds: float) -> bool:
+        """Hold an answer `seconds` (counted in `holding` meanwhile); True when the server
+        stopped first."""
+        with self._lock:
+            self.holding += 1
+        try:
+            return self.stopping.wait(seconds)
+        finally:
+            with self._lock:
+                self.holding -= 1
+
+    def record_usage(self, usage: dict[str, int]) -> None:
+        """Note the token counts an answer that was sent reported."""
+        with self._lock:
+            self.usage.append(dict(usage))
+
+    def usage_total(self) -> dict[str, int]:
+        """The token counts of every answer sent so far, added up."""
+        with self._lock:
+            return {
+                key: sum(counts.get(key, 0) for counts in self.usage)
+                for key in ("input_tokens", "output_tokens")
+            }
+
     def request_text(self) -> str:
         """All request bodies joined: handy for 'was X sent to the model' assertions."""
         with self._lock:
@@ -204,6 +236,7 @@ class FakeLLM:
         return self
 
     def stop(self) -> None:
+        self.stopping.set()
         self._server.shutdown()
         self._server.server_close()
 

@@ -10,12 +10,16 @@ from typing import Any
 
 @dataclass(frozen=True)
 class Reply:
-    """A complete HTTP reply; streams are sent whole (SSE with a Content-Length)."""
+    """A complete HTTP reply; streams are sent whole (SSE with a Content-Length). `usage`: the
+    token counts the reply reports ({input_tokens, output_tokens}); `hold_sec`: how long the
+    server waits before it sends the reply."""
 
     status: int
     body: bytes
     content_type: str = "application/json"
     headers: dict[str, str] = field(default_factory=dict)
+    usage: dict[str, int] | None = None
+    hold_sec: float = 0.0
 
 
 def json_reply(payload: Any, status: int = 200) -> Reply:

@@ -86,6 +86,7 @@ class ErrorCode(StrEnum):
     RESOURCE_LIMIT_EXCEEDED = "RESOURCE_LIMIT_EXCEEDED"
     CANCELED_BY_USER = "CANCELED_BY_USER"
     ORCHESTRATOR_RESTART_INTERRUPTED = "ORCHESTRATOR_RESTART_INTERRUPTED"
+    QUEUE_NOT_SERVED = "QUEUE_NOT_SERVED"
     SESSION_RESUME_FAILED = "SESSION_RESUME_FAILED"
     INTERACTIVE_MAX_ATTEMPT_EXCEEDED = "INTERACTIVE_MAX_ATTEMPT_EXCEEDED"
     CALLBACK_URL_REFUSED = "CALLBACK_URL_REFUSED"
@@ -209,6 +210,9 @@ CATALOGUE: dict[ErrorCode, CodeUse] = {
     ),
     _C.CANCELED_BY_USER: CodeUse((RUN,), "the run was canceled"),
     _C.ORCHESTRATOR_RESTART_INTERRUPTED: CodeUse((RUN,), "the run's worker died"),
+    _C.QUEUE_NOT_SERVED: CodeUse(
+        (RUN,), "the run waited past the bound on a queue no live worker consumes"
+    ),
     _C.SESSION_RESUME_FAILED: CodeUse(
         (RUN,), "a waiting run had no session to resume, or the CLI could not find it"
     ),

@@ -58,6 +58,8 @@ class Settings:
     max_output_bytes: int = 256 * 1024**2  # a process's stdout + stderr (0: no limit)
     min_free_bytes: int = 256 * 1024**2  # /healthz is degraded below this much free disk
     upload_wait_sec: int = 86400  # a job waiting this long for its upload fails UPLOAD_TIMEOUT
+    # a run queued this long on a queue no live worker consumes fails QUEUE_NOT_SERVED (0: never)
+    queue_unserved_sec: int = 300
     reply_timeout_max_sec: int = 86400  # caps runtime_options.interactive_reply_timeout_sec
     idempotency_ttl_sec: int = 86400  # how long an Idempotency-Key answers with its first job
     log_format: str = "text"  # or "json": one JSON object per line
@@ -295,6 +297,7 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         max_request_bytes=read.number("SKILL_RUNNER_MAX_REQUEST_BYTES", 16 * 1024**2, minimum=1024),
         max_output_bytes=read.number("SKILL_RUNNER_MAX_OUTPUT_BYTES", 256 * 1024**2, minimum=0),
         upload_wait_sec=read.number("SKILL_RUNNER_UPLOAD_WAIT_SEC", 86400, minimum=1),
+        queue_unserved_sec=read.number("SKILL_RUNNER_QUEUE_UNSERVED_SEC", 300, minimum=0),
         reply_timeout_max_sec=read.number("SKILL_RUNNER_REPLY_TIMEOUT_MAX_SEC", 86400, minimum=1),
         idempotency_ttl_sec=read.number("SKILL_RUNNER_IDEMPOTENCY_TTL_SEC", 86400, minimum=86400),
         min_free_bytes=read.number("SKILL_RUNNER_MIN_FREE_BYTES", 256 * 1024**2, minimum=0),

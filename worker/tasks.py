@@ -12,6 +12,7 @@ import gc
 import logging
 import os
 import socket
+from dataclasses import replace
 from typing import Any, cast
 
 from celery import shared_task
@@ -51,6 +52,7 @@ from worker.hooks.termination import Terminated, terminable, terminating
 from worker.interactive.tasks import ask_user, overdue_replies
 from worker.recorder import record_end
 from worker.recovery.leftovers import clear_leftovers
+from worker.recovery.served_queues import served_queues
 from worker.recovery.sweep import recover
 from worker.recovery.sweep_clock import clock_of
 from worker.webhook_tasks import overdue_callbacks
@@ -235,28 +237,31 @@ def _execute(executor: RunExecutor) -> str:
         # The signal may land after the run's real end was recorded (e.g. a worker stopped
         # while it announced the end): the guarded UPDATE decides, and only the call that
         # ended the run writes its result file, so a recorded success is never overwritten.
+        end = replace(RunEnd.failed(error, status), token_usage=executor.tokens_cut_short())
         executor.publish_cut_short()  # nothing left to move once the end was recorded
-        ended = record_end(
-            run, RunEnd.failed(error, status), "terminated", advance_parent=composite.advance
-        )
+        ended = record_end(run, end, "terminated", advance_parent=composite.advance)
         return ended or "recorded"
     except Exception as exc:
         # A failure outside the executor's own handling (e.g. its result could not be
         # recorded): end the run now rather than leave it `running` until its lease expires.
         log.exception("run %s: the task failed", run.id)
         error = RunError(ErrorCode.INTERNAL_ERROR, f"{type(exc).__name__}: {exc}")
+        end = replace(RunEnd.failed(error), token_usage=executor.tokens_cut_short())
         executor.publish_cut_short()
-        record_end(run, RunEnd.failed(error), "crashed", advance_parent=composite.advance)
+        record_end(run, end, "crashed", advance_parent=composite.advance)
         return RunStatus.FAILED
 
 
 @shared_task(name=SWEEP)
 def sweep() -> dict:
-    """Reconcile runs of gone workers, reap orphan groups, re-send lost queued runs; drop the
-    ready run directories of skills no longer run."""
+    """Reconcile runs of gone workers, reap orphan groups, re-send lost queued runs, fail runs
+    queued too long where no worker serves; drop the ready run directories of skills no longer
+    run."""
     settings = context.settings()
     try:
-        report = recover(settings, sessions(), send_run)
+        report = recover(
+            settings, sessions(), send_run, served=lambda: served_queues(context.app())
+        )
     except OperationalError:
         clock_of(settings).database_away()  # the next sweep to reach it waits a lease
         raise

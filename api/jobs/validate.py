@@ -31,13 +31,17 @@ def check_request(pkg: SkillPackage, body: dict[str, Any]) -> tuple[str | None, 
         )
     manifest = pkg.loaded_manifest
     engine = body.get("engine")
-    if engine is None and manifest.entrypoint.type != "script" and pkg.effective_engines:
+    needs_engine = manifest.entrypoint.type in ("prompt", "hybrid")
+    if engine is None and needs_engine and pkg.effective_engines:
         engine = pkg.effective_engines[0]
-    if engine is not None and engine not in pkg.effective_engines:
+    if (engine is not None and engine not in pkg.effective_engines) or (
+        engine is None and needs_engine
+    ):
+        named = f"engine '{engine}' is" if engine is not None else "no engine this service has is"
         raise ApiError(
             400,
             ErrorCode.SKILL_ENGINE_UNSUPPORTED,
-            f"engine '{engine}' is not supported by skill '{pkg.id}'",
+            f"{named} supported by skill '{pkg.id}'",
             {"engine": engine, "effective_engines": pkg.effective_engines},
         )
     check_runtime_options(body["runtime_options"])

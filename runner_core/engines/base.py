@@ -58,6 +58,14 @@ class ProcessResult:
     # where this process's output starts in its files (a resumed turn appends to the run's logs)
     stdout_from: int = 0
     stderr_from: int = 0
+    # its working directory: for an engine CLI the run directory, which holds the CLI's own
+    # HOME and session logs (read for the tokens of a turn cut short; None: not known)
+    cwd: Path | None = None
+
+    @property
+    def cut_short(self) -> bool:
+        """Stopped from outside (timeout, cancel, output or resource limit), not exited."""
+        return bool(self.timed_out or self.canceled or self.output_exceeded or self.limit_exceeded)
 
 
 @dataclass(frozen=True)
@@ -96,4 +104,5 @@ class EngineAdapter(Protocol):
         """Return the command (and per-run config files) for one invocation."""
 
     def parse_output(self, result: ProcessResult) -> EngineOutput:
-        """Parse a finished process into an EngineOutput."""
+        """Parse a finished process into an EngineOutput; also a process cut short, whose
+        tokens are what the CLI recorded before it stopped."""

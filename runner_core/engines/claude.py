@@ -10,7 +10,9 @@ Config keys read from `ctx.config` (see runner_core.engines.config):
 - ``settings``: written to the per-run user settings file ``settings.json``.
 
 Each run gets ``HOME=<run_dir>/.claude-home`` and ``CLAUDE_CONFIG_DIR`` below it; sessions live
-there, so a resume (``--resume``) must use the same run dir. Tools the skill needs are
+there, so a resume (``--resume``) must use the same run dir. The stream's usage is in its final
+``result``; a turn cut short is counted per answer, from the session log there (the stream's
+own events carry each answer's counts as it started). Tools the skill needs are
 pre-approved with ``--allowedTools``; in ``auto`` mode the ask-the-user tool is disallowed.
 """
 
@@ -31,6 +33,7 @@ from runner_core.engines.base import (
 from runner_core.engines.claude_stream import Stream, read_stream
 from runner_core.engines.failures import api_error, exit_error, missing_cli_error
 from runner_core.engines.invocation import command_spec, engine_env, find_cli, resolve_binary
+from runner_core.engines.session_logs import claude_message_usage
 from runner_core.engines.streams import json_lines, json_of_text, read_output, token_counts
 from runner_core.error_codes import ErrorCode
 
@@ -99,6 +102,9 @@ class ClaudeAdapter:
             out.usage = stream.usage
             if "total_cost_usd" in stream.result:
                 out.usage["cost_usd"] = stream.result["total_cost_usd"]
+        elif result.cwd is not None:  # cut short: each answer's usage as the session log has it
+            home = Path(result.cwd) / HOME_DIR
+            out.usage = stream.message_usage(claude_message_usage(home, stream.session_id))
         out.tokens = token_counts(out.usage)
         out.error = self._error(result, stream)
         if out.error is None:

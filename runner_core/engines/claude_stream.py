@@ -8,7 +8,7 @@ session_id, usage}``. Resumed turns append to the same log, so only the events f
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +31,24 @@ class Stream:
     def usage(self) -> dict[str, Any]:
         """The ``result`` event's usage ({} without one)."""
         return dict((self.result or {}).get("usage") or {})
+
+    def message_usage(self, final: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
+        """The usage of the invocation's answers added up, for a stream cut short before its
+        ``result``: one count per message id (a message split over several events repeats its
+        usage). `final`: message id -> the usage logged once that message was done, preferred
+        to the stream's (claude streams the counts as the answer started)."""
+        by_id: dict[str, Mapping[str, Any]] = {}
+        for event in self.events:
+            message = event.get("message") or {}
+            if event.get("type") == "assistant" and isinstance(message.get("usage"), dict):
+                key = str(message.get("id") or len(by_id))
+                by_id[key] = (final or {}).get(key) or message["usage"]
+        total: dict[str, Any] = {}
+        for usage in by_id.values():
+            for name, value in usage.items():
+                if isinstance(value, (int, float)) and not isinstance(value, bool):
+                    total[name] = total.get(name, 0) + value
+        return total
 
 
 def read_stream(events: list[dict[str, Any]], tool_result: ToolResultFields) -> Stream:

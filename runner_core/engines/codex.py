@@ -19,9 +19,12 @@ the launcher adds, to skip a Node start per run; it falls back to the launcher w
 is not the npm one.
 
 Each run gets its own ``CODEX_HOME`` (and ``HOME``) at ``<run_dir>/.codex-home``; sessions live
-there, so a resume must use the same run dir. Profiles (``-p``) are never used. The prompt is
-the last argument (after ``--``), or ``-`` with the prompt on stdin when it is too long for
-argv. ``ctx.execution_mode`` changes nothing: codex exec has no way to ask the user.
+there, so a resume must use the same run dir. The JSONL prints the turn's usage only at
+``turn.completed``; a turn cut short (timeout, cancel, crash) is counted from the session log,
+where codex writes the running total after each model answer (runner_core.engines.session_logs).
+Profiles (``-p``) are never used. The prompt is the last argument (after ``--``), or ``-`` with
+the prompt on stdin when it is too long for argv. ``ctx.execution_mode`` changes nothing: codex
+exec has no way to ask the user.
 
 ``--sandbox workspace-write`` runs codex's shell commands in its own bubblewrap sandbox, which
 needs a user namespace: inside the run's box (``ctx.boxed``) it cannot start ("setting up uid
@@ -50,6 +53,7 @@ from runner_core.engines.base import (
 )
 from runner_core.engines.failures import api_error, exit_error, http_status, missing_cli_error
 from runner_core.engines.invocation import command_spec, engine_env, find_cli, resolve_binary
+from runner_core.engines.session_logs import codex_turn_usage
 from runner_core.engines.streams import json_lines, json_of_text, read_output, token_counts
 from runner_core.error_codes import ErrorCode
 
@@ -225,6 +229,9 @@ class CodexAdapter:
                 errors.append(str(event.get("message", "")))
             elif kind == "turn.failed":
                 failed = str((event.get("error") or {}).get("message", "")) or "turn failed"
+        if not out.usage and result.cwd is not None:
+            # no turn.completed (cut short, or failed): what codex logged after each answer
+            out.usage = codex_turn_usage(Path(result.cwd) / HOME_DIR, out.session_id)
         out.tokens = token_counts(out.usage)
         out.parsed_json = json_of_text(out.final_text)
         out.error = self._error(result, events, failed, errors)

@@ -7,12 +7,14 @@ GOOGLE_GEMINI_BASE_URL and the key GEMINI_API_KEY.
 
 stream-json events: ``init{session_id}``, ``message{role, content, delta}``,
 ``tool_use{tool_name, tool_id, parameters}``, ``tool_result{tool_id, status, output}``,
-``error{severity, message}``, ``result{status, error?, stats}``.
+``error{severity, message}``, ``result{status, error?, stats}``. The tokens are only in
+``result``: a turn cut short is counted from the chat log gemini keeps under its HOME.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from runner_core.engines.base import (
@@ -25,12 +27,14 @@ from runner_core.engines.base import (
 from runner_core.engines.config import deep_merge
 from runner_core.engines.failures import api_error, http_status, process_error
 from runner_core.engines.invocation import (
+    RUN_HOME,
     command_spec,
     find_cli,
     program_argv,
     run_env,
     run_home_files,
 )
+from runner_core.engines.session_logs import gemini_usage
 from runner_core.engines.streams import json_lines, json_of_text, read_output, token_counts
 from runner_core.error_codes import ErrorCode
 
@@ -75,6 +79,9 @@ class GeminiAdapter:
         stderr = read_output(result.stderr_path, result.stderr_from)
         events = json_lines(read_output(result.stdout_path, result.stdout_from))
         output = parse_stream_events(events, result.exit_code)
+        if output.envelope is None and result.cwd is not None:  # cut short before `result`
+            output.usage = cut_short_usage(Path(result.cwd) / RUN_HOME, events, output.session_id)
+            output.tokens = token_counts(output.usage)
         if output.error is None and result.exit_code != 0:
             output.error = startup_error(stderr, result.exit_code)
         if output.error is None:
@@ -116,6 +123,17 @@ def parse_stream_events(events: list[dict[str, Any]], exit_code: int | None) -> 
     output.final_text = text or None
     output.parsed_json = json_of_text(output.final_text)
     return output
+
+
+def cut_short_usage(
+    home: Path, events: list[dict[str, Any]], session_id: str | None
+) -> dict[str, Any]:
+    """The tokens of the invocation's answers so far, from gemini's chat log (the stream
+    prints them only in its `result`): the messages logged since the last `init`."""
+    starts = [e for e in events if e.get("type") == "init" and e.get("timestamp")]
+    if not starts:
+        return {}
+    return gemini_usage(home, session_id, str(starts[-1]["timestamp"]))
 
 
 def result_error(error: dict[str, Any]) -> EngineError:

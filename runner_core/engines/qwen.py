@@ -80,7 +80,8 @@ class QwenAdapter:
             final_text=stream.text or None,
             envelope=stream.result,
             session_id=stream.session_id,
-            usage=stream.usage,
+            # cut short before the result event: each answer's usage, as the stream printed it
+            usage=stream.usage if stream.result is not None else stream.message_usage(),
             tool_calls=stream.tool_calls,
         )
         output.tokens = token_counts(output.usage)

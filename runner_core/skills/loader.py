@@ -47,19 +47,28 @@ def load_skill(root: Path, *, strict: bool = False) -> SkillPackage:
         pkg.errors.append(f"runner.json id '{manifest.id}' must equal SKILL.md name '{pkg.name}'")
     _load_schemas(pkg)
     pkg.effective_engines = effective_engines(
-        manifest.engines, manifest.unsupported_engines, pkg.errors
+        manifest.engines, manifest.unsupported_engines, pkg.errors, pkg.warnings
     )
     pkg.artifacts = list(manifest.artifacts) + artifact_fields(pkg.output_schema)
     return pkg
 
 
-def effective_engines(engines, unsupported, errors: list[str]) -> list[str]:
-    """(engines or all supported) minus unsupported; records an error when empty."""
+def effective_engines(engines, unsupported, errors: list[str], warnings: list[str]) -> list[str]:
+    """(engines or all supported) minus unsupported, of the engines this service has an adapter
+    for: an engine it has none for (a newer CLI, a typo) is named in a warning and left out, so
+    a request for it is refused rather than queued where no worker serves it. An empty
+    declared set is an error."""
     base = list(engines) if engines is not None else list(SUPPORTED_ENGINES)
-    result = [e for e in base if e not in set(unsupported)]
-    if not result:
+    declared = [e for e in base if e not in set(unsupported)]
+    if not declared:
         errors.append("the effective engine set is empty")
-    return result
+    unknown = [e for e in declared if e not in SUPPORTED_ENGINES]
+    if unknown:
+        warnings.append(
+            f"runner.json: this service has no adapter for engine {', '.join(unknown)}; "
+            "runs on it are refused (engines here: " + ", ".join(SUPPORTED_ENGINES) + ")"
+        )
+    return [e for e in declared if e in SUPPORTED_ENGINES]
 
 
 def _load_skill_md(pkg: SkillPackage) -> None:

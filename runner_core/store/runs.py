@@ -14,6 +14,7 @@ from sqlalchemy import (
     bindparam,
     func,
     literal,
+    or_,
     select,
     update,
 )
@@ -238,6 +239,50 @@ def take_resend(session: Session, run_id: str, grace: timedelta) -> bool:
             func.coalesce(Run.dispatched_at, Run.updated_at) < now - grace,
         )
         .values(dispatched_at=now)
+    )
+    session.commit()
+    return cast(CursorResult, result).rowcount == 1
+
+
+def _long_queued(waited: timedelta) -> tuple:
+    """Queued (not waiting for an upload) since before `waited` ago: first sent then, or made
+    then when never sent."""
+    since = func.coalesce(Run.queued_at, Run.created_at)
+    return (Run.status == RunStatus.QUEUED, Run.needs_upload.is_(False), since < utcnow() - waited)
+
+
+def long_queued(session: Session, waited: timedelta, limit: int = 500) -> list[Run]:
+    """Runs still queued `waited` after they were first sent (resends keep that time)."""
+    return list(session.scalars(select(Run).where(*_long_queued(waited)).limit(limit)))
+
+
+def taken_since(session: Session, waited: timedelta, limit: int = 500) -> list[Run]:
+    """Runs a worker claimed within `waited`, or running now: each one's queue is served."""
+    since = utcnow() - waited
+    return list(
+        session.scalars(
+            select(Run)
+            .where(or_(Run.status == RunStatus.RUNNING, Run.started_at >= since))
+            .order_by(Run.started_at.desc())
+            .limit(limit)
+        )
+    )
+
+
+def fail_queued(session: Session, run_id: str, error: dict[str, Any], waited: timedelta) -> bool:
+    """queued -> failed with `error`, only while the run is still queued `waited` after it was
+    first sent (a worker that claimed it meanwhile wins)."""
+    now = utcnow()
+    result = session.execute(
+        update(Run)
+        .where(Run.id == run_id, *_long_queued(waited))
+        .values(
+            status=RunStatus.FAILED,
+            finished_at=now,
+            updated_at=now,
+            error=error,
+            error_code=error.get("code"),
+        )
     )
     session.commit()
     return cast(CursorResult, result).rowcount == 1

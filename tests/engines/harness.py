@@ -81,6 +81,7 @@ class ScenarioResult:
     seconds: float
     stdout: str = ""
     stderr: str = ""
+    usage: dict[str, int] = field(default_factory=dict)  # the fake LLM's answers' counts, added
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -108,8 +109,11 @@ def make_run_dir(base: Path, adapter: EngineAdapter, skill_src: Path = PROBE_SKI
     return run_dir
 
 
-def run_spec(spec: CommandSpec, log_dir: Path, timeout: float) -> ProcessResult:
-    """Run a CommandSpec like the supervisor: files first, own session, kill group on timeout."""
+def run_spec(
+    spec: CommandSpec, log_dir: Path, timeout: float, stop_when: Callable[[], bool] | None = None
+) -> ProcessResult:
+    """Run a CommandSpec like the supervisor: files first, own session, kill group on timeout;
+    with `stop_when`, also stop it (as a cancel) a second after that first holds."""
     for rel, content in spec.files.items():
         target = Path(spec.cwd) / rel
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -132,6 +136,18 @@ def run_spec(spec: CommandSpec, log_dir: Path, timeout: float) -> ProcessResult:
         except FileNotFoundError as exc:
             err.write(f"cannot start {spec.argv[0]}: {exc}\n".encode())
             return ProcessResult(127, stdout_path, stderr_path, started, time.time())
+        if stop_when is not None:
+            canceled = _stopped_when(proc, spec.stdin, timeout, stop_when)
+            exit_code = None if canceled else proc.returncode
+            return ProcessResult(
+                exit_code,
+                stdout_path,
+                stderr_path,
+                started,
+                time.time(),
+                canceled=canceled,
+                cwd=spec.cwd,
+            )
         try:
             proc.communicate(
                 spec.stdin.encode() if spec.stdin is not None else None, timeout=timeout
@@ -141,8 +157,31 @@ def run_spec(spec: CommandSpec, log_dir: Path, timeout: float) -> ProcessResult:
             timed_out = True
             stop_process_group(proc, 0)
     return ProcessResult(
-        exit_code, stdout_path, stderr_path, started, time.time(), timed_out=timed_out
+        exit_code, stdout_path, stderr_path, started, time.time(), timed_out=timed_out, cwd=spec.cwd
     )
+
+
+def _stopped_when(
+    proc: subprocess.Popen, stdin: str | None, timeout: float, stop_when: Callable[[], bool]
+) -> bool:
+    """Wait for `proc`; stop its group a second after `stop_when()` first holds (True), or
+    fail the test at `timeout`."""
+    if proc.stdin is not None:
+        proc.stdin.write((stdin or "").encode())
+        proc.stdin.close()
+    deadline, stop_at = time.monotonic() + timeout, None
+    while proc.poll() is None:
+        now = time.monotonic()
+        if stop_at is None and stop_when():
+            stop_at = now + 1.0  # as a timeout or cancel would: a moment after, not at once
+        if stop_at is not None and now >= stop_at:
+            stop_process_group(proc, 3)
+            return True
+        if now >= deadline:
+            stop_process_group(proc, 0)
+            pytest.fail(f"{proc.args[0]} did not reach the point to stop it in {timeout} s")
+        time.sleep(0.05)
+    return False
 
 
 def run_scenario(
@@ -156,11 +195,13 @@ def run_scenario(
     run_dir: Path | None = None,
     timeout: float = 120.0,
     log_name: str = "logs",
+    stop_when: Callable[[FakeLLM], bool] | None = None,
 ) -> ScenarioResult:
     """Run `adapter` once against a fresh fake LLM server following `script`.
 
     `config` is merged over the engine's FAKE_CONFIG entry; pass `run_dir` (and `session_id`)
-    of an earlier result to resume in the same run dir.
+    of an earlier result to resume in the same run dir; `stop_when(llm)`: the CLI is stopped
+    (a cancel) a second after it first holds.
     """
     require_binary(adapter)
     run_dir = run_dir or make_run_dir(base, adapter)
@@ -176,10 +217,12 @@ def run_scenario(
         )
         spec = adapter.build_command(ctx)
         started = time.monotonic()
-        process = run_spec(spec, run_dir / log_name, timeout)
+        stop = (lambda: stop_when(llm)) if stop_when is not None else None
+        process = run_spec(spec, run_dir / log_name, timeout, stop)
         seconds = time.monotonic() - started
         requests = list(llm.requests)
         request_text = llm.request_text()
+        usage = llm.usage_total()
     return ScenarioResult(
         output=adapter.parse_output(process),
         requests=requests,
@@ -190,6 +233,7 @@ def run_scenario(
         seconds=seconds,
         stdout=process.stdout_path.read_text(errors="replace"),
         stderr=process.stderr_path.read_text(errors="replace"),
+        usage=usage,
     )
 
 

@@ -244,3 +244,21 @@ def test_without_api_key_is_auth_missing(scenario: Scenario, engine: Engine) -> 
     assert run.output.error is not None and run.output.error.code == "AUTH_MISSING"
     if engine.auth_before_requests:
         assert not run.requests
+
+
+@each_engine
+def test_a_turn_stopped_mid_call_counts_the_tokens_of_the_answers_before(
+    scenario: Scenario, engine: Engine
+) -> None:
+    # two answers (tool calls), then the final answer is held until the CLI is stopped
+    script = Script(command="echo step", final_text=engine.final, rounds=2, stall_sec=300)
+    run = scenario(
+        get_adapter(engine.name),
+        script,
+        config=engine.config,
+        stop_when=lambda llm: llm.holding > 0,
+        timeout=120,
+    )
+    assert run.process.canceled and run.output.final_text is None
+    assert run.usage["input_tokens"] > 0  # the fake LLM answered before it held
+    assert run.output.tokens == run.usage, run.stdout[-2000:]

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import threading
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -12,6 +14,7 @@ from typing import Any
 import pytest
 
 from fake_llm import FakeLLM, Script
+from tests.helpers import wait_for
 
 SCRIPT = Script(command="touch x", final_text='{"out": $tool_output_json}')
 
@@ -139,3 +142,67 @@ def test_script_file_is_reread_and_requests_are_logged(tmp_path: Path) -> None:
         assert "hi" in server.request_text()
     assert json.loads(first)["choices"][0]["message"]["content"] == "one"
     assert json.loads(second)["choices"][0]["message"]["content"] == "two"
+
+
+CHAT_TOOLS = [
+    {
+        "type": "function",
+        "function": {"name": "bash", "parameters": {"properties": {"command": {"type": "string"}}}},
+    }
+]
+
+
+def chat_after(results: int) -> dict[str, Any]:
+    """A Chat Completions body whose conversation holds `results` tool results."""
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
+    for n in range(results):
+        call = {"id": f"c{n}", "type": "function", "function": {"name": "bash", "arguments": "{}"}}
+        messages += [
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": f"c{n}", "content": f"out {n}"},
+        ]
+    return {"tools": CHAT_TOOLS, "messages": messages}
+
+
+def test_rounds_make_that_many_tool_calls_before_the_final_text() -> None:
+    with FakeLLM(Script(rounds=3, final_text="done after $tool_output")) as server:
+        answers = [
+            json.loads(post(server, "/v1/chat/completions", chat_after(n))[1])["choices"][0]
+            for n in range(4)
+        ]
+    assert [a["finish_reason"] for a in answers] == ["tool_calls"] * 3 + ["stop"]
+    assert answers[3]["message"]["content"] == "done after out 2"
+
+
+def test_a_stalled_final_answer_is_held_and_counted_once_sent() -> None:
+    with FakeLLM(Script(rounds=1, stall_sec=0.6)) as server:
+        started = time.monotonic()
+        post(server, "/v1/chat/completions", chat_after(0))  # the tool call: not held
+        tool_call_sec = time.monotonic() - started
+        post(server, "/v1/chat/completions", chat_after(1))  # the final text: held
+        final_sec = time.monotonic() - started - tool_call_sec
+        sent = list(server.usage)
+    assert tool_call_sec < 0.5 <= final_sec
+    assert len(sent) == 2 and all(counts["input_tokens"] > 0 for counts in sent)
+    assert server.usage_total()["output_tokens"] == sum(c["output_tokens"] for c in sent)
+
+
+def test_a_held_answer_is_dropped_when_the_server_stops() -> None:
+    server = FakeLLM(Script(tool=False, stall_sec=30)).start()
+    replies: list[Any] = []
+    asking = threading.Thread(
+        target=lambda: replies.append(_post_or_error(server, chat_after(0))), daemon=True
+    )
+    asking.start()
+    wait_for(lambda: len(server.requests) == 1, 5)
+    server.stop()
+    asking.join(5)
+    assert not asking.is_alive() and isinstance(replies[0], Exception)
+    assert server.usage == []
+
+
+def _post_or_error(server: FakeLLM, body: dict[str, Any]) -> Any:
+    try:
+        return post(server, "/v1/chat/completions", body)
+    except Exception as exc:  # the connection closed without an answer
+        return exc

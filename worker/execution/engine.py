@@ -4,6 +4,7 @@ discovers it, drive the CLI under the supervisor, and hand its output to the out
 from __future__ import annotations
 
 import json
+import logging
 import time
 from dataclasses import replace
 
@@ -15,7 +16,7 @@ from runner_core.error_codes import ErrorCode
 from runner_core.output import RepairReply, RepairRequest
 from runner_core.prompts import PromptContext, PromptError, patch_skill_md, render_prompt
 from runner_core.runtime_options import RuntimeOptions
-from runner_core.workspace import install_skill_copy, write_git_marker, write_json
+from runner_core.workspace import RunPaths, install_skill_copy, write_git_marker, write_json
 from worker.execution.boxing import boxes_engine
 from worker.execution.contexts import EntryContext, EntryResult
 from worker.execution.dependencies import provide_dependencies
@@ -23,6 +24,8 @@ from worker.execution.failures import RunFailed, process_failure
 from worker.execution.output_tail import run_streamed
 from worker.execution.supervisor import run_command
 from worker.execution.turns import Resume, session_gone
+
+log = logging.getLogger(__name__)
 
 
 def run_engine(entry: EntryContext, resume: Resume | None = None) -> EntryResult:
@@ -82,9 +85,12 @@ def run_engine(entry: EntryContext, resume: Resume | None = None) -> EntryResult
     result = run_streamed(entry, spec, run.engine)
     # wall clock (epoch s) when the CLI started: a reply's latency to its turn is read from it
     timings["engine_started_at"] = round(result.started, 4)
-    if result.canceled or result.timed_out or result.output_exceeded or result.limit_exceeded:
+    if result.cut_short:  # the stop is the failure; the tokens spent before it still count
         return EntryResult(
-            None, timings=timings, failure=process_failure(result, ErrorCode.ENGINE_FAILED)
+            None,
+            timings=timings,
+            tokens=tokens_written(adapter, result),
+            failure=process_failure(result, ErrorCode.ENGINE_FAILED),
         )
     output = adapter.parse_output(result)
     if output.error is not None:
@@ -114,6 +120,42 @@ def run_engine(entry: EntryContext, resume: Resume | None = None) -> EntryResult
         usage=output.usage,
         tokens=output.tokens,
     )
+
+
+def tokens_written(adapter: EngineAdapter, result: ProcessResult) -> dict[str, int] | None:
+    """The tokens a CLI stopped from outside recorded before it stopped (its output so far,
+    its session log); None when there are none or they cannot be read: how the run ended does
+    not depend on them."""
+    try:
+        return adapter.parse_output(result).tokens
+    except Exception:
+        log.warning("the tokens of %s's output were not read", adapter.name, exc_info=True)
+        return None
+
+
+def tokens_so_far(
+    paths: RunPaths, engine: str, logs_from: tuple[int, int]
+) -> dict[str, int] | None:
+    """The tokens of the run's engine turn that a signal cut short (its process group already
+    killed): what the CLI wrote from `logs_from` (stdout, stderr offsets) on, and its session
+    log in the run directory."""
+    try:
+        adapter = get_adapter(engine)
+    except (KeyError, ImportError, AttributeError):
+        return None
+    logs = paths.logs
+    stopped = ProcessResult(
+        None,
+        logs / "stdout.txt",
+        logs / "stderr.txt",
+        0.0,
+        0.0,
+        canceled=True,
+        stdout_from=logs_from[0],
+        stderr_from=logs_from[1],
+        cwd=paths.root,
+    )
+    return tokens_written(adapter, stopped)
 
 
 def _resume_failure(result: ProcessResult, failure: RunFailed) -> RunFailed:

@@ -12,6 +12,7 @@ import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from runner_core import scratch
@@ -41,6 +42,7 @@ from runner_core.tokens import add_tokens
 from runner_core.workspace import RunPaths, create_run_dir, disk_full
 from worker.execution.boxing import network_warning
 from worker.execution.contexts import EntryContext, EntryResult
+from worker.execution.engine import tokens_so_far
 from worker.execution.entrypoint import run_entrypoint
 from worker.execution.failures import RunFailed
 from worker.execution.prepare import resumed_context, stage_skill, write_inputs
@@ -114,6 +116,7 @@ class RunExecutor:
         self.artifacts: list[str] = []
         self.entry: EntryResult | None = None
         self.repaired = RepairRounds()  # what the output chain's repair rounds added up to
+        self.logs_from: tuple[int, int] | None = None  # where this turn's output starts in logs/
 
     def execute(self) -> RunOutcome:
         """Execute and always write result/result.json in the run directory's shape."""
@@ -216,6 +219,15 @@ class RunExecutor:
             log.warning("run %s: its files were not moved to the shared runs/", self.run.id)
             scratch.remove_quietly(self.paths.root)
 
+    def tokens_cut_short(self) -> dict[str, int] | None:
+        """The run's tokens when a signal ended it (the task records that end; call it before
+        `publish_cut_short`): the engine turn's, read from what its CLI recorded before it was
+        killed when the turn itself was cut, and earlier turns'. Never raises."""
+        tokens = self._token_usage()
+        if self.entry is None and self.run.engine is not None and self.logs_from is not None:
+            tokens = tokens_so_far(self.paths, self.run.engine, self.logs_from)
+        return add_tokens(self.run.token_usage, tokens) if self.resume is not None else tokens
+
     def refill_pool(self) -> int:
         """After the run: make the directories the next runs of this skill version will take
         (under the skill's shared lock, so no install swaps the files being copied)."""
@@ -267,6 +279,7 @@ class RunExecutor:
             warning = network_warning(ctx.watch().box, ctx.pkg, self.run.engine)
             self.warnings.extend([warning] if warning else [])
         started = time.perf_counter()
+        self.logs_from = _log_sizes(ctx.paths.logs)
         try:
             self.entry = run_entrypoint(ctx, self.resume)
         finally:
@@ -356,3 +369,9 @@ class RunExecutor:
                 "required artifacts were not produced: " + ", ".join(missing),
                 {"missing": missing},
             )
+
+
+def _log_sizes(logs: Path) -> tuple[int, int]:
+    """Where the next process's output starts in the run's stdout and stderr logs."""
+    out, err = (logs / "stdout.txt", logs / "stderr.txt")
+    return (out.stat().st_size if out.exists() else 0, err.stat().st_size if err.exists() else 0)

@@ -91,11 +91,12 @@ def _run(
                 time.time(),
                 stdout_from=offsets[0],
                 stderr_from=offsets[1],
+                cwd=spec.cwd,
             )
         result = _watch(proc, spec, watch, stdout_path, stderr_path, started, group)
     for path, start in ((stdout_path, offsets[0]), (stderr_path, offsets[1])):
         mask_file(path, start)  # a secret the process printed (an agent's `env`) stays out
-    return replace(result, stdout_from=offsets[0], stderr_from=offsets[1])
+    return replace(result, stdout_from=offsets[0], stderr_from=offsets[1], cwd=spec.cwd)
 
 
 def _watch(

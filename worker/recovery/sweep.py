@@ -9,6 +9,9 @@
 - queued runs whose message is older than the grace period and no longer in the broker: the
   message is sent again (a lost broker message never loses an accepted run; on Redis a run
   still waiting behind a backlog is recognised and left alone, see worker.recovery.broker_view);
+- queued runs still waiting SKILL_RUNNER_QUEUE_UNSERVED_SEC after they were first sent, on a
+  queue no live worker consumes (asked of the workers, worker.recovery.served_queues): failed
+  QUEUE_NOT_SERVED; a run waiting behind a backlog on a served queue is left alone;
 - jobs still waiting for their input upload after SKILL_RUNNER_UPLOAD_WAIT_SEC: failed
   UPLOAD_TIMEOUT;
 - at startup, waiting_user runs keep waiting with a session handle, else SESSION_RESUME_FAILED.
@@ -21,9 +24,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from datetime import timedelta
+from functools import partial
 
+from runner_core.error_codes import ErrorCode
 from runner_core.queues import RUN_QUEUES
-from runner_core.results import RunEnd
+from runner_core.results import RunEnd, RunError
 from runner_core.settings import Settings
 from runner_core.skills.memo import load_skill_cached
 from runner_core.statuses import RunStatus
@@ -32,7 +37,7 @@ from runner_core.store import runs as run_states
 from runner_core.store.models import Run, utcnow
 from runner_core.workspace import find_snapshot
 from worker.context import events_of
-from worker.dispatch import send_advance
+from worker.dispatch import queue_of, send_advance
 from worker.execution.lease import aware, beat_interval
 from worker.execution.run_layout import engine_skill_dirs, skill_source
 from worker.recorder import record_end
@@ -50,10 +55,19 @@ from worker.recovery.sweep_clock import clock_of
 
 log = logging.getLogger(__name__)
 Send = Callable[[Run], str]  # sends execute_run for a run, returns the task id
+Served = Callable[[], "set[str] | None"]  # the queues live workers consume (None: unknown)
 
 
-def recover(settings: Settings, sessions: Callable, send: Send, startup: bool = False) -> dict:
-    """One pass; safe to run concurrently from several workers (guarded transitions)."""
+def recover(
+    settings: Settings,
+    sessions: Callable,
+    send: Send,
+    startup: bool = False,
+    served: Served | None = None,
+) -> dict:
+    """One pass; safe to run concurrently from several workers (guarded transitions).
+    `served`: how to ask which queues live workers consume (None: runs on unserved queues are
+    not judged, as at a worker's start, before it consumes anything)."""
     counts = {
         "reconciled": 0,
         "requeued_retry": 0,
@@ -64,6 +78,8 @@ def recover(settings: Settings, sessions: Callable, send: Send, startup: bool = 
         "upload_timeouts": 0,
         "still_queued": 0,
         "composites_advanced": 0,
+        "queue_not_served": 0,
+        "long_queued_served": 0,
     }
     with sessions() as session:
         running = rec.runs_in(session, RunStatus.RUNNING)
@@ -77,6 +93,8 @@ def recover(settings: Settings, sessions: Callable, send: Send, startup: bool = 
             if _reap(settings, run) in (GONE, KILLED, FOREIGN):
                 rec.clear_pgid(session, run.id)
                 counts["reaped"] += 1
+        if served is not None and settings.queue_unserved_sec > 0:
+            _fail_unserved(settings, session, served, counts)
         grace = timedelta(seconds=settings.sweep_grace_sec)
         stale = run_states.stale_queued(session, grace)
         broker = (
@@ -99,11 +117,70 @@ def recover(settings: Settings, sessions: Callable, send: Send, startup: bool = 
                 if rec.fail_waiting(session, run.id):
                     counts["failed_waiting"] += 1
                     _announce(session, run.id, RunStatus.WAITING_USER, "resume_failed")
-    if any(
-        n for name, n in counts.items() if name not in ("still_queued", "composites_advanced")
-    ):  # something was done
+    watched = ("still_queued", "composites_advanced", "long_queued_served")
+    if any(n for name, n in counts.items() if name not in watched):  # something was done
         log.info("recovery%s: %s", " at startup" if startup else "", counts)
     return counts
+
+
+def _fail_unserved(settings: Settings, session, served: Served, counts: dict) -> None:
+    """Fail QUEUE_NOT_SERVED the runs queued past the bound on a queue no live worker consumes;
+    the workers are asked only when such runs exist, and runs on served queues wait on."""
+    waited = timedelta(seconds=settings.queue_unserved_sec)
+    waiting = run_states.long_queued(session, waited)
+    queues = _served_queues(session, served, waited) if waiting else None
+    if queues is None:
+        return
+    for run in waiting:
+        queue = _queue(run)
+        if queue is None:
+            continue
+        if queue in queues:
+            counts["long_queued_served"] += 1  # behind a backlog, or over the running limits
+            continue
+        served_now = sorted(queues)
+        log.warning(
+            "run %s: no live worker consumes its queue %s (served: %s)",
+            run.id,
+            queue,
+            ", ".join(served_now),
+        )
+        error = RunError(
+            ErrorCode.QUEUE_NOT_SERVED,
+            f"no live worker consumes the queue '{queue}' this run waited in for over "
+            f"{settings.queue_unserved_sec} s",
+            {"queue": queue, "served_queues": served_now},
+        ).as_dict()
+        ended = record_end(
+            run,
+            RunEnd(RunStatus.FAILED, error),
+            "queue_not_served",
+            before=RunStatus.QUEUED,
+            transition=partial(run_states.fail_queued, session, run.id, error, waited),
+            cut_short=False,  # it never started: the API answers from the row
+        )
+        counts["queue_not_served"] += ended is not None
+
+
+def _served_queues(session, served: Served, waited: timedelta) -> set[str] | None:
+    """The queues the live workers say they consume, and those a run was taken from within
+    `waited` (a reply that came late, a busy `--pool solo` worker); None when no worker
+    answered: then nobody can tell."""
+    answered = served()
+    if answered is None:
+        log.warning("no worker said which queues it consumes: long-queued runs not judged")
+        return None
+    taken = {_queue(run) for run in run_states.taken_since(session, waited)}
+    return answered | {queue for queue in taken if queue is not None}
+
+
+def _queue(run: Run) -> str | None:
+    """The queue `run` is sent to; None when its skill cannot be read (its claim says why)."""
+    try:
+        return queue_of(run)
+    except Exception as exc:
+        log.warning("run %s: its queue is not known (%s)", run.id, exc)
+        return None
 
 
 def worker_gone(settings: Settings, run: Run, by_age: bool = True) -> bool:
