@@ -9,8 +9,6 @@ from api import create_app
 from api.queue import CeleryQueue
 from tests.integration.services import Stack, broker_settings
 
-REDIS_DB = {"sqlite": 14, "postgres": 15}
-
 
 @pytest.fixture(params=["sqlite", "postgres"])
 def backend(request):
@@ -21,7 +19,6 @@ def backend(request):
 def stack_settings(tmp_path, backend):
     with broker_settings(
         tmp_path,
-        REDIS_DB[backend],
         backend,
         SKILL_RUNNER_SWEEP_GRACE_SEC="2",
         SKILL_RUNNER_LEASE_SEC="3",

@@ -8,7 +8,7 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,28 +16,25 @@ from typing import Any
 import psutil
 import psycopg
 import pytest
-import redis
 from celery import Celery
 
 from runner_core.processes import stop_process_group
 from runner_core.settings import REPO_ROOT, Settings
 from runner_core.statuses import TERMINAL_STATUSES
 from tests.helpers import copy_skills, migrated_settings, wait_for, wait_for_job
+from tests.integration.redis_databases import RedisDatabases
 
 REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379")
 POSTGRES_URL = os.environ.get("TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
 
 
-def require_redis(db: int) -> str:
-    """A flushed Redis database; fails (never skips) when Redis is not reachable."""
-    url = f"{REDIS_URL}/{db}"
-    try:
-        client = redis.Redis.from_url(url, socket_timeout=2)
-        client.ping()
-        client.flushdb()
-    except redis.RedisError as exc:
-        pytest.fail(f"integration tests need Redis at {REDIS_URL} ({exc}); tests/run.sh starts it")
-    return url
+REDIS_DATABASES = RedisDatabases(REDIS_URL)
+
+
+def redis_database() -> AbstractContextManager[str]:
+    """`with redis_database() as url:` a flushed Redis database of this session's own for the
+    block (tests/integration/redis_databases.py); fails (never skips) when Redis is away."""
+    return REDIS_DATABASES.database()
 
 
 def create_postgres_db() -> tuple[str, callable]:
@@ -60,21 +57,20 @@ def create_postgres_db() -> tuple[str, callable]:
 
 
 @contextmanager
-def broker_settings(
-    root: Path, redis_db: int, backend: str = "sqlite", **env: str
-) -> Iterator[Settings]:
-    """Migrated settings under `root` with the test skills, flushed Redis database `redis_db` as
-    the broker and, for backend "postgres", a Postgres database of their own (dropped after)."""
+def broker_settings(root: Path, backend: str = "sqlite", **env: str) -> Iterator[Settings]:
+    """Migrated settings under `root` with the test skills, a Redis database of their own as the
+    broker and, for backend "postgres", a Postgres database of their own (dropped after)."""
     copy_skills(root / "skills")
-    env = {"CELERY_BROKER_URL": require_redis(redis_db), **env}
-    drop = None
-    if backend == "postgres":
-        env["DATABASE_URL"], drop = create_postgres_db()
-    try:
-        yield migrated_settings(root, **env)
-    finally:
-        if drop:
-            drop()
+    with redis_database() as broker_url:
+        env = {"CELERY_BROKER_URL": broker_url, **env}
+        drop = None
+        if backend == "postgres":
+            env["DATABASE_URL"], drop = create_postgres_db()
+        try:
+            yield migrated_settings(root, **env)
+        finally:
+            if drop:
+                drop()
 
 
 def message_count(url: str, queue: str) -> int:

@@ -12,7 +12,6 @@ import pytest
 from tests.integration.openevo_stack import install_node_runners, openevo_stack
 
 pytestmark = pytest.mark.integration
-REDIS_DB = {"sqlite": 3, "postgres": 4}  # of their own among the test modules
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -22,7 +21,7 @@ def node_runners():
 
 @pytest.fixture(params=["sqlite", "postgres"])
 def stack(request, tmp_path):
-    with openevo_stack(tmp_path, REDIS_DB[request.param], request.param) as stack:
+    with openevo_stack(tmp_path, request.param) as stack:
         yield stack
 
 

@@ -11,7 +11,6 @@ import pytest
 from tests.integration.openevo_stack import install_node_runners, openevo_stack, start
 
 pytestmark = pytest.mark.integration
-REDIS_DB = {"sqlite": 11, "postgres": 12}
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -21,7 +20,7 @@ def node_runners():
 
 @pytest.fixture(params=["sqlite", "postgres"])
 def stack(request, tmp_path):
-    with openevo_stack(tmp_path, REDIS_DB[request.param], request.param, concurrency=3) as stack:
+    with openevo_stack(tmp_path, request.param, concurrency=3) as stack:
         yield stack
 
 

@@ -15,7 +15,6 @@ from tests.helpers import wait_for
 from tests.integration.openevo_stack import install_node_runners, openevo_stack, start
 
 pytestmark = pytest.mark.integration
-REDIS_DB = {"sqlite": 13, "postgres": 14}
 TAGS = ["a", "b", "c", "d", "e", "f"]
 
 
@@ -31,9 +30,7 @@ UNBOXED = {"SKILL_RUNNER_SANDBOX": "off"}
 
 @pytest.fixture(params=["sqlite", "postgres"])
 def stack(request, tmp_path):
-    with openevo_stack(
-        tmp_path, REDIS_DB[request.param], request.param, concurrency=4, extra_env=UNBOXED
-    ) as stack:
+    with openevo_stack(tmp_path, request.param, concurrency=4, extra_env=UNBOXED) as stack:
         yield stack
 
 

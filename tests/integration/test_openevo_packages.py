@@ -13,7 +13,6 @@ from tests.integration.openevo_stack import install_node_runners, openevo_stack
 from tests.packages import package_upload
 
 pytestmark = pytest.mark.integration
-REDIS_DB = {"sqlite": 15, "postgres": 9}
 
 DOUBLE = {
     "name": "double_it",
@@ -48,7 +47,7 @@ def node_runners():
 
 @pytest.fixture(params=["sqlite", "postgres"])
 def stack(request, tmp_path):
-    with openevo_stack(tmp_path, REDIS_DB[request.param], request.param, concurrency=2) as stack:
+    with openevo_stack(tmp_path, request.param, concurrency=2) as stack:
         yield stack
 
 

@@ -15,7 +15,6 @@ import pytest
 from runner_core.sandbox import find_bwrap
 from runner_core.settings import REPO_ROOT
 from tests.helpers import wait_for
-from tests.integration.services import require_redis
 
 pytestmark = pytest.mark.integration
 
@@ -68,8 +67,8 @@ def test_allocating_20_gib_fails_that_run_with_the_memory_limit(boxed):
     assert probe(boxed, "ok")[0]["status"] == "succeeded"
 
 
-def test_network_off_script_cannot_reach_the_test_redis(boxed):
-    url = urlparse(require_redis(14))
+def test_network_off_script_cannot_reach_the_test_redis(boxed, redis_url):
+    url = urlparse(redis_url)
     address = (url.hostname or "127.0.0.1", url.port or 6379)
     socket.create_connection(address, timeout=5).close()  # reachable from outside the box
     status, result = probe(boxed, "connect", f"{address[0]}:{address[1]}")

@@ -8,11 +8,10 @@ from datetime import datetime
 
 from runner_core.finish_events import FinishPublisher, FinishWatcher
 from tests.integration.lifecycle_helpers import create_job
-from tests.integration.services import require_redis
 
 
-def test_a_published_finish_wakes_the_waiter_at_once():
-    url = require_redis(14)
+def test_a_published_finish_wakes_the_waiter_at_once(redis_url):
+    url = redis_url
     watcher, publisher = FinishWatcher(url), FinishPublisher(url)
     with watcher.waiting("run-a") as ended_a, watcher.waiting("run-b") as ended_b:
         assert watcher.subscribed.is_set()

@@ -35,7 +35,6 @@ from tests.integration.lifecycle_helpers import create_job, live_group, run_row
 from tests.integration.services import WorkerProcess, broker_settings
 
 pytestmark = pytest.mark.integration
-FULL_DISK_REDIS_DB = 11  # as test_disk_full.py: the modules of a session run one after another
 FAST = {"SKILL_RUNNER_KILL_GRACE_SEC": "1", "SKILL_RUNNER_SWEEP_INTERVAL_SEC": "1"}
 
 
@@ -245,7 +244,7 @@ def test_a_shared_disk_full_when_a_run_ends_fails_it_storage_full_and_keeps_noth
     tmp_path, small_shared_disk
 ):
     database = f"sqlite:///{tmp_path / 'runs.db'}"  # off the small disk
-    with broker_settings(tmp_path / "small", FULL_DISK_REDIS_DB, DATABASE_URL=database) as settings:
+    with broker_settings(tmp_path / "small", DATABASE_URL=database) as settings:
         app = create_app({"SETTINGS": settings, "QUEUE": CeleryQueue(settings.broker_url)})
         client, scratch = app.test_client(), tmp_path / "scratch"
         worker = WorkerProcess(
