@@ -17,7 +17,7 @@ import pytest
 from runner_core.engines.base import ProcessResult
 from runner_core.settings import REPO_ROOT, Settings, load_settings
 from runner_core.statuses import TERMINAL_STATUSES
-from runner_core.store.migrate import upgrade
+from tests.databases import migrate
 
 T = TypeVar("T")
 TEST_SKILLS = Path(__file__).parent / "skills"
@@ -104,10 +104,11 @@ def make_settings(root: Path, **env: str) -> Settings:
 
 
 def migrated_settings(root: Path, **env: str) -> Settings:
-    """`make_settings` with the data directory made and the database migrated."""
+    """`make_settings` with the data directory made and the database migrated (a SQLite file is
+    a copy of the session's migrated template: tests/databases.py)."""
     settings = make_settings(root, **env)
     settings.data_dir.mkdir(parents=True, exist_ok=True)
-    upgrade(settings.database_url)
+    migrate(settings.database_url)
     return settings
 
 

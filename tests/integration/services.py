@@ -6,7 +6,6 @@ import os
 import signal
 import subprocess
 import sys
-import uuid
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
@@ -14,18 +13,16 @@ from pathlib import Path
 from typing import Any
 
 import psutil
-import psycopg
-import pytest
 from celery import Celery
 
 from runner_core.processes import stop_process_group
 from runner_core.settings import REPO_ROOT, Settings
 from runner_core.statuses import TERMINAL_STATUSES
+from tests.databases import create_postgres_db
 from tests.helpers import copy_skills, migrated_settings, wait_for, wait_for_job
 from tests.integration.redis_databases import RedisDatabases
 
 REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379")
-POSTGRES_URL = os.environ.get("TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
 
 
 REDIS_DATABASES = RedisDatabases(REDIS_URL)
@@ -35,25 +32,6 @@ def redis_database() -> AbstractContextManager[str]:
     """`with redis_database() as url:` a flushed Redis database of this session's own for the
     block (tests/integration/redis_databases.py); fails (never skips) when Redis is away."""
     return REDIS_DATABASES.database()
-
-
-def create_postgres_db() -> tuple[str, callable]:
-    """A fresh Postgres database and a function that drops it."""
-    name = f"skill_runner_test_{uuid.uuid4().hex[:10]}"
-    try:
-        admin = psycopg.connect(POSTGRES_URL, autocommit=True, connect_timeout=3)
-    except psycopg.Error as exc:
-        pytest.fail(
-            f"integration tests need Postgres at {POSTGRES_URL} ({exc}); tests/run.sh starts it"
-        )
-    admin.execute(f'CREATE DATABASE "{name}"')
-    base = POSTGRES_URL.rsplit("/", 1)[0]
-
-    def drop() -> None:
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        admin.close()
-
-    return f"{base}/{name}", drop
 
 
 @contextmanager

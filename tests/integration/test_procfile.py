@@ -19,7 +19,7 @@ from celery import Celery
 
 from runner_core.settings import REPO_ROOT
 from runner_core.store.migrate import upgrade
-from tests.integration.services import create_postgres_db
+from tests.databases import create_postgres_db
 
 pytestmark = pytest.mark.integration
 
@@ -98,7 +98,7 @@ class Honcho:
 @pytest.fixture
 def production_env(tmp_path, redis_url):
     """The production setup of deploy/env.example: Redis and a fresh Postgres database."""
-    database_url, drop = create_postgres_db()
+    database_url, drop = create_postgres_db(migrated=False)  # the web process migrates
     env = dict(os.environ)
     env.pop("PYTHONPATH", None)
     env.update(

@@ -14,8 +14,9 @@ import pytest
 from api import create_app
 from api.queue import CeleryQueue
 from runner_core.bundles import stream_bundle
+from tests.databases import create_postgres_db
 from tests.helpers import copy_skills, migrated_settings, wait_for_job
-from tests.integration.services import WorkerProcess, create_postgres_db
+from tests.integration.services import WorkerProcess
 
 pytestmark = pytest.mark.integration
 DB_PASSWORD = "pg-pass-5f1e0c2a9d"
