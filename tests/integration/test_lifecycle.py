@@ -411,7 +411,7 @@ def test_a_database_outage_during_a_run_loses_neither_the_run_nor_its_result(bar
         pytest.skip("an outage is made by closing a Postgres database to connections")
     import psycopg
 
-    from tests.integration.services import POSTGRES_URL
+    from tests.databases import POSTGRES_URL
 
     stack = bare_stack
     stack.start_worker(extra_env={"SKILL_RUNNER_LEASE_SEC": "60"})

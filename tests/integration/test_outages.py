@@ -14,9 +14,9 @@ from api import create_app
 from api.queue import CeleryQueue
 from runner_core.store.db import make_engine, make_sessionmaker
 from runner_core.store.models import Request, Run, utcnow
+from tests.databases import POSTGRES_URL
 from tests.helpers import wait_for
 from tests.integration.lifecycle_helpers import create_job, recorded_processes
-from tests.integration.services import POSTGRES_URL
 from worker.recovery import recover
 from worker.sweep_clock import DATABASE_AWAY, JUDGE_FROM, clock_of
 
