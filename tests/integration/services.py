@@ -7,14 +7,18 @@ import signal
 import subprocess
 import sys
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import psutil
+import pytest
 from celery import Celery
 
+from api import create_app
+from api.queue import CeleryQueue
 from runner_core.processes import stop_process_group
 from runner_core.settings import REPO_ROOT, Settings
 from runner_core.statuses import TERMINAL_STATUSES
@@ -152,6 +156,12 @@ class WorkerProcess:
         self.log.close()
 
 
+def stop_workers(workers: list[WorkerProcess]) -> None:
+    """Stop `workers` at once: each one's warm shutdown takes its own second or two."""
+    with ThreadPoolExecutor(max_workers=max(1, len(workers))) as pool:
+        list(pool.map(WorkerProcess.stop, workers))
+
+
 @dataclass
 class Stack:
     """The API (test client) on real services, with the worker a test started, if any."""
@@ -176,3 +186,28 @@ class Stack:
         self, request_id: str, timeout: float = 30.0, until: tuple[str, ...] = TERMINAL_STATUSES
     ) -> dict:
         return wait_for_job(self.client, request_id, timeout, until)
+
+
+# A test (or, as `pytestmark`, a module) whose SQL does not differ by database: on SQLite only.
+# Every state transition, claim, lease, recovery and sweep, listing and outage test runs on
+# both (the `backend` fixture's default); the line that applies this mark says why.
+SQLITE_ONLY = pytest.mark.parametrize("backend", ["sqlite"], indirect=True, scope="module")
+# A Postgres database outage (closed to connections): on Postgres only.
+POSTGRES_ONLY = pytest.mark.parametrize("backend", ["postgres"], indirect=True, scope="module")
+
+# the integration stacks' sweep and lease: short, so that recovery tests end in seconds
+STACK_ENV = {"SKILL_RUNNER_SWEEP_GRACE_SEC": "2", "SKILL_RUNNER_LEASE_SEC": "3"}
+
+
+@contextmanager
+def api_stack(settings: Settings, backend: str) -> Iterator[Stack]:
+    """The API (test client, Celery queue) on `settings`; the worker a test starts on it is
+    stopped, and the API's database connections closed, on exit."""
+    app = create_app({"SETTINGS": settings, "QUEUE": CeleryQueue(settings.broker_url)})
+    stack = Stack(settings, app.test_client(), app, None, backend)
+    try:
+        yield stack
+    finally:
+        if stack.worker:
+            stack.worker.stop()
+        app.extensions["db"].kw["bind"].dispose()

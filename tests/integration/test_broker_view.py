@@ -19,7 +19,7 @@ from worker.broker_view import read_broker
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def backend():
     return "sqlite"
 

@@ -21,7 +21,7 @@ from tests.integration.services import broker_settings, message_count
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def backend():
     """One SQL backend is enough here: the messages are what is tested."""
     return "sqlite"
