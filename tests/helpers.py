@@ -67,12 +67,20 @@ def wait_for_job(
         ) from None
 
 
+ZIP_TIME = (2024, 1, 1, 0, 0, 0)
+
+
 def zip_bytes(files: dict[str, bytes | str]) -> bytes:
-    """An in-memory zip of name -> content."""
+    """An in-memory zip of name -> content; the same files give the same bytes (a fixed entry
+    time: a zip stamped with the clock differs across a 2 s boundary, and so does its hash)."""
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
         for name, content in files.items():
-            zf.writestr(name, content)
+            info = zipfile.ZipInfo(name, date_time=ZIP_TIME)
+            info.compress_type = zipfile.ZIP_DEFLATED
+            # the permissions ZipFile.writestr gives an entry named by a string
+            info.external_attr = ((0o40775 << 16) | 0x10) if name.endswith("/") else 0o600 << 16
+            zf.writestr(info, content)
     return buf.getvalue()
 
 
