@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
@@ -14,6 +15,15 @@ from tests.helpers import copy_skills
 @pytest.fixture
 def skills_root(tmp_path: Path) -> Path:
     return copy_skills(tmp_path / "skills")
+
+
+@pytest.fixture
+def redis_url() -> Iterator[str]:
+    """A flushed Redis database of this session's own for the test (released after)."""
+    from tests.integration.services import redis_database  # only the tiers that ask need Redis
+
+    with redis_database() as url:
+        yield url
 
 
 def pytest_sessionfinish(session, exitstatus) -> None:

@@ -1,5 +1,5 @@
 """Read the Dockerfile and deploy/compose.yaml the way the tools that run them do, for the tests
-that check them without a container engine (tests/unit/test_deploy_files.py) and the test that
+that check them without a container engine (tests/component/test_deploy_files.py) and the test that
 serves from the image's file set (tests/integration/test_image_layout.py)."""
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ import pytest
 from runner_core.engines.base import EngineContext, ProcessResult
 from runner_core.settings import REPO_ROOT, Settings, load_settings
 from runner_core.statuses import TERMINAL_STATUSES
-from runner_core.store.migrate import upgrade
+from tests.databases import migrate
 
 T = TypeVar("T")
 TEST_SKILLS = Path(__file__).parent / "skills"
@@ -67,12 +67,20 @@ def wait_for_job(
         ) from None
 
 
+ZIP_TIME = (2024, 1, 1, 0, 0, 0)
+
+
 def zip_bytes(files: dict[str, bytes | str]) -> bytes:
-    """An in-memory zip of name -> content."""
+    """An in-memory zip of name -> content; the same files give the same bytes (a fixed entry
+    time: a zip stamped with the clock differs across a 2 s boundary, and so does its hash)."""
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
         for name, content in files.items():
-            zf.writestr(name, content)
+            info = zipfile.ZipInfo(name, date_time=ZIP_TIME)
+            info.compress_type = zipfile.ZIP_DEFLATED
+            # the permissions ZipFile.writestr gives an entry named by a string
+            info.external_attr = ((0o40775 << 16) | 0x10) if name.endswith("/") else 0o600 << 16
+            zf.writestr(info, content)
     return buf.getvalue()
 
 
@@ -104,10 +112,11 @@ def make_settings(root: Path, **env: str) -> Settings:
 
 
 def migrated_settings(root: Path, **env: str) -> Settings:
-    """`make_settings` with the data directory made and the database migrated."""
+    """`make_settings` with the data directory made and the database migrated (a SQLite file is
+    a copy of the session's migrated template: tests/databases.py)."""
     settings = make_settings(root, **env)
     settings.data_dir.mkdir(parents=True, exist_ok=True)
-    upgrade(settings.database_url)
+    migrate(settings.database_url)
     return settings
 
 

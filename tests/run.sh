@@ -1,23 +1,24 @@
 #!/usr/bin/env bash
 # The whole test suite: installs the project, the pinned agent CLIs and Chromium, makes sure Redis and
 # PostgreSQL answer, runs the linters (ruff, mypy), then every tier. Extra arguments go to pytest
-# (e.g. tests/unit); when they name only tests/unit, no CLI is installed and no service started.
+# (e.g. tests/unit); when they name only tests/unit and tests/component, which need no service, no CLI
+# is installed and no service started.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 bash deploy/bootstrap.sh test,lint
 
-unit_only=1
-[ $# -eq 0 ] && unit_only=0
+no_services=1
+[ $# -eq 0 ] && no_services=0
 for arg in "$@"; do
   case "$arg" in
-    tests/unit|tests/unit/*) ;;
+    tests/unit|tests/unit/*|tests/component|tests/component/*) ;;
     -*) ;;                      # pytest options (-x, -q, --lf ...)
-    *) unit_only=0 ;;
+    *) no_services=0 ;;
   esac
 done
 
-if [ "$unit_only" = 0 ]; then
+if [ "$no_services" = 0 ]; then
   bash deploy/install-engines.sh
   bash deploy/install-node-runners.sh
   bash deploy/install-sandbox.sh   # bubblewrap for the run box (tests/integration/test_sandbox.py)

@@ -1,4 +1,4 @@
-"""Helper of tests/unit/test_termination.py: forks writers that SIGTERM lands on at random moments and
+"""Helper of tests/component/test_termination.py: forks writers that SIGTERM lands on at random moments and
 reports whether each could record its end afterwards (`python -m tests.sigterm_writer DB N MODE`)."""
 
 from __future__ import annotations

@@ -7,8 +7,8 @@ import dataclasses
 import pytest
 
 from api import create_app
+from tests.databases import create_postgres_db
 from tests.helpers import TOKENS, migrated_settings, write_tokens_file
-from tests.integration.services import create_postgres_db
 
 
 class FakeQueue:

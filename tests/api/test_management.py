@@ -12,10 +12,8 @@ from api import create_app
 from runner_core.store.models import Request
 from tests.api.test_interaction_routes import waiting_job
 from tests.helpers import migrated_settings, upload_body
-from tests.integration.services import require_redis
 
 M = "/v1/management"
-REDIS_DB = 11  # of its own among the test modules (the events stream test)
 
 
 def run_dir(app, rid):
@@ -197,8 +195,8 @@ def test_a_preview_of_nothing_or_a_directory_is_404(client, files_job):
     assert client.get(f"{M}/runs/{files_job}/file").status_code == 422  # path is required
 
 
-def test_the_event_stream_replays_an_ended_run_and_closes(tmp_path, skills_root, queue):
-    settings = migrated_settings(tmp_path, CELERY_BROKER_URL=require_redis(REDIS_DB))
+def test_the_event_stream_replays_an_ended_run_and_closes(tmp_path, skills_root, queue, redis_url):
+    settings = migrated_settings(tmp_path, CELERY_BROKER_URL=redis_url)
     client = create_app({"SETTINGS": settings, "QUEUE": queue, "TESTING": True}).test_client()
     rid = client.post(
         "/v1/jobs", json={"skill_id": "demo-prime-number", "parameter": {"divisor": 2}}

@@ -1,5 +1,5 @@
-"""The Alembic migrations build exactly the schema the models describe (SQLite; Postgres is
-migrated by every integration test)."""
+"""The Alembic migrations build exactly the schema the models describe (SQLite; on Postgres
+every session migrates the template its test databases are copied from: tests/databases.py)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,11 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import create_engine
 
+from runner_core.store.db import normalize_url
 from runner_core.store.migrate import upgrade
 from runner_core.store.models import Base
+from tests.databases import migration_head
+from tests.helpers import BOTH_DATABASES
 
 
 def test_migrations_match_the_models(tmp_path):
@@ -41,3 +44,11 @@ def test_the_cache_lookup_is_one_index_seek(tmp_path):
     engine.dispose()
     assert "ix_runs_cache_lookup" in plan, plan
     assert "TEMP B-TREE" not in plan, plan
+
+
+@BOTH_DATABASES
+def test_a_test_database_is_a_copy_of_the_template_at_the_migration_head(settings):
+    engine = create_engine(normalize_url(settings.database_url))
+    with engine.connect() as conn:
+        assert MigrationContext.configure(conn).get_current_revision() == migration_head()
+    engine.dispose()

@@ -22,7 +22,6 @@ from tests.helpers import TOKENS, write_tokens_file
 from tests.integration.services import WorkerProcess, broker_settings, service_env
 from tests.integration.test_serve import free_port
 
-REDIS_DB = 13  # of its own among the test modules
 CHROMIUM = ("/usr/bin/chromium", "/usr/bin/chromium-browser")
 
 
@@ -61,7 +60,7 @@ def _serve(root: Path, api_env: dict[str, str]):
     require_binary(get_adapter("codex"))
     script_file = root / "llm-script.json"
     script_file.write_text(json.dumps(asdict(ASKS_THEN_FINISHES)))
-    with FakeLLM(script_file) as llm, broker_settings(root, REDIS_DB) as settings:
+    with FakeLLM(script_file) as llm, broker_settings(root) as settings:
         config_dir = root / "engine-config"
         shutil.copytree(REPO_ROOT / "deploy" / "engine-config", config_dir)
         (config_dir / "codex" / "enforced.json").write_text(json.dumps(FAKE_CONFIG["codex"](llm)))

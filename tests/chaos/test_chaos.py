@@ -15,8 +15,8 @@ import pytest
 
 from runner_core.engines import get_adapter
 from tests.chaos import scenario
+from tests.databases import POSTGRES_URL
 from tests.engines.harness import require_binary
-from tests.integration.services import POSTGRES_URL
 
 pytestmark = pytest.mark.chaos
 

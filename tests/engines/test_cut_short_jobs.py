@@ -24,7 +24,6 @@ from tests.engines.harness import FAKE_CONFIG, require_binary
 from tests.helpers import wait_for, wait_for_job
 from tests.integration.services import WorkerProcess, broker_settings
 
-REDIS_DB = 10  # of its own among the test modules
 ROUNDS = 4  # tool calls answered before the model stalls
 STALLING = Script(command="echo step", final_text='{"text": "x", "length": 1}', rounds=ROUNDS)
 
@@ -36,7 +35,7 @@ def service(tmp_path_factory):
     root = tmp_path_factory.mktemp("cut-short")
     script_file = root / "llm-script.json"
     script_file.write_text(json.dumps(asdict(STALLING)))
-    with FakeLLM(script_file) as llm, broker_settings(root, REDIS_DB) as settings:
+    with FakeLLM(script_file) as llm, broker_settings(root) as settings:
         config_dir = root / "engine-config"
         shutil.copytree(REPO_ROOT / "deploy" / "engine-config", config_dir)
         (config_dir / "codex" / "enforced.json").write_text(json.dumps(FAKE_CONFIG["codex"](llm)))

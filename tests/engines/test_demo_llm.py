@@ -20,7 +20,6 @@ from tests.helpers import upload_body, wait_for_job
 from tests.integration.services import WorkerProcess, broker_settings
 
 ENGINES = ["codex", "gemini", "opencode", "qwen", "claude"]
-REDIS_DB = 5  # of its own among the test modules
 TEXT = "  Hello,   Demo World "
 PAPER = (
     "Attention Is All You Need\n\nWe propose the Transformer, a network based solely on "
@@ -34,7 +33,7 @@ def service(tmp_path_factory):
     root = tmp_path_factory.mktemp("demo-llm")
     script_file = root / "script.json"
     script_file.write_text(json.dumps(demo_script()))
-    with FakeLLM(script_file) as llm, broker_settings(root, REDIS_DB) as settings:
+    with FakeLLM(script_file) as llm, broker_settings(root) as settings:
         config_dir = write_engine_config(
             REPO_ROOT / "deploy" / "engine-config", root / "engine-config", llm.base_url
         )

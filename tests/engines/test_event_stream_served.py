@@ -22,7 +22,6 @@ from tests.helpers import wait_for
 from tests.integration.services import WorkerProcess, broker_settings, service_env
 from tests.integration.test_serve import call, free_port, health
 
-REDIS_DB = 3  # of its own among the test modules
 SLOW = Script(  # a run of a few seconds whose output comes in pieces
     command="echo step-1; sleep 1; echo step-2; sleep 1; echo step-3",
     final_text='{"title": "T", "text": "hello"}',
@@ -56,7 +55,7 @@ class Api:
 def served(tmp_path_factory):
     require_binary(get_adapter("codex"))
     root = tmp_path_factory.mktemp("served-events")
-    with FakeLLM(SLOW) as llm, broker_settings(root, REDIS_DB) as settings:
+    with FakeLLM(SLOW) as llm, broker_settings(root) as settings:
         config_dir = root / "engine-config"
         (config_dir / "codex").mkdir(parents=True)
         (config_dir / "codex" / "enforced.json").write_text(json.dumps(FAKE_CONFIG["codex"](llm)))

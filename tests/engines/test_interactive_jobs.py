@@ -26,7 +26,6 @@ from tests.helpers import wait_for_job
 from tests.integration.services import WorkerProcess, broker_settings
 
 ENGINES = ["codex", "gemini", "opencode", "qwen", "claude"]
-REDIS_DB = 12  # of its own among the test modules
 WAITING = ("waiting_user", *TERMINAL_STATUSES)
 REPLIED = "The user answered your question"  # the runner's reply message starts so
 NOBODY = "Nobody answered your question"  # ... and its auto-decision message
@@ -57,7 +56,7 @@ def service(tmp_path_factory):
     root = tmp_path_factory.mktemp("interactive")
     script_file = root / "llm-script.json"
     script_file.write_text(json.dumps(asdict(ASKS_THEN_FINISHES)))
-    with FakeLLM(script_file) as llm, broker_settings(root, REDIS_DB) as settings:
+    with FakeLLM(script_file) as llm, broker_settings(root) as settings:
         config_dir = root / "engine-config"
         shutil.copytree(REPO_ROOT / "deploy" / "engine-config", config_dir)
         for engine in ENGINES:

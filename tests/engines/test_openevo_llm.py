@@ -20,7 +20,6 @@ from tests.helpers import wait_for_job
 from tests.integration.openevo_stack import OPENEVO_SKILLS
 from tests.integration.services import WorkerProcess, broker_settings
 
-REDIS_DB = 2  # of its own among the test modules
 REVIEW = {
     "issues": [{"severity": "high", "message": "hard-coded secret"}],
     "passed": False,
@@ -33,7 +32,7 @@ def service(tmp_path_factory):
     root = tmp_path_factory.mktemp("openevo-llm")
     script_file = root / "llm-script.json"
     script_file.write_text(json.dumps(asdict(Script())))
-    with FakeLLM(script_file) as llm, broker_settings(root, REDIS_DB) as settings:
+    with FakeLLM(script_file) as llm, broker_settings(root) as settings:
         shutil.copytree(OPENEVO_SKILLS, settings.skills_dir, dirs_exist_ok=True)
         config_dir = root / "engine-config"
         shutil.copytree(REPO_ROOT / "deploy" / "engine-config", config_dir)

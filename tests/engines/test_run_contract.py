@@ -30,7 +30,6 @@ from tests.helpers import TEST_SKILLS, wait_for_job
 from tests.integration.services import WorkerProcess, broker_settings
 from tests.packages import build_wheel
 
-REDIS_DB = 4  # of its own (see tests/README.md)
 ENGINES = ["codex", "claude", "gemini", "opencode", "qwen"]  # the dependencies test runs on each
 DEP_MODULE = "zqx_contract_dep"  # a wheel built by the fixture; the service's venv lacks it
 SKILL_DIR = get_adapter("codex").skill_dirs[0]  # where codex finds the run's skill
@@ -44,7 +43,7 @@ def service(tmp_path_factory):
     build_wheel(wheels, DEP_MODULE, value="from-the-wheel")
     script_file = root / "llm-script.json"
     script_file.write_text(json.dumps(asdict(Script(tool=False))))
-    with FakeLLM(script_file) as llm, broker_settings(root, REDIS_DB) as settings:
+    with FakeLLM(script_file) as llm, broker_settings(root) as settings:
         config_dir = root / "engine-config"
         shutil.copytree(REPO_ROOT / "deploy" / "engine-config", config_dir)
         for engine in ENGINES:

@@ -46,7 +46,7 @@ def codex_run(tmp_path):
     require_binary(get_adapter("codex"))
     script_file = tmp_path / "llm-script.json"
     script_file.write_text(json.dumps(asdict(SCRIPT)))
-    with FakeLLM(script_file) as llm, broker_settings(tmp_path, 9) as settings:
+    with FakeLLM(script_file) as llm, broker_settings(tmp_path) as settings:
         config_dir = tmp_path / "engine-config"
         shutil.copytree(REPO_ROOT / "deploy" / "engine-config", config_dir)
         (config_dir / "codex" / "enforced.json").write_text(

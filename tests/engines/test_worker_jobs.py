@@ -49,7 +49,7 @@ def service(tmp_path_factory):
     root = tmp_path_factory.mktemp("engine-jobs")
     script_file = root / "llm-script.json"
     script_file.write_text(json.dumps(asdict(SUCCESS)))
-    with FakeLLM(script_file) as llm, broker_settings(root, 13) as settings:
+    with FakeLLM(script_file) as llm, broker_settings(root) as settings:
         config_dir = root / "engine-config"
         shutil.copytree(REPO_ROOT / "deploy" / "engine-config", config_dir)
         for engine in ENGINES:

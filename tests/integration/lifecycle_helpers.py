@@ -17,8 +17,13 @@ from runner_core.store.models import Run
 from tests.helpers import wait_for
 
 
-def create_job(stack, skill_id: str, **parameter) -> str:
-    resp = stack.client.post("/v1/jobs", json={"skill_id": skill_id, "parameter": parameter})
+def create_job(stack, skill_id: str, *, no_cache: bool = False, **parameter) -> str:
+    """POST a job of `skill_id` with `parameter`; with `no_cache`, never answered from the result
+    cache (on a stack shared by several tests, one may have sent the same body)."""
+    body = {"skill_id": skill_id, "parameter": parameter}
+    if no_cache:
+        body["runtime_options"] = {"no_cache": True}
+    resp = stack.client.post("/v1/jobs", json=body)
     assert resp.status_code == 200, resp.json
     return resp.json["request_id"]
 

@@ -29,9 +29,9 @@ def install_node_runners() -> None:
 
 
 @contextmanager
-def openevo_stack(root: Path, redis_db: int, backend: str, **worker: Any):
+def openevo_stack(root: Path, backend: str, **worker: Any):
     """API + a real worker on real Redis and SQL, with tests/openevo_skills installed."""
-    with broker_settings(root, redis_db, backend) as settings:
+    with broker_settings(root, backend) as settings:
         shutil.copytree(OPENEVO_SKILLS, settings.skills_dir, dirs_exist_ok=True)
         app = create_app({"SETTINGS": settings, "QUEUE": CeleryQueue(settings.broker_url)})
         stack = Stack(settings, app.test_client(), app, None, backend)

@@ -6,75 +6,53 @@ import os
 import signal
 import subprocess
 import sys
-import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import psutil
-import psycopg
 import pytest
-import redis
 from celery import Celery
 
+from api import create_app
+from api.queue import CeleryQueue
 from runner_core.processes import stop_process_group
 from runner_core.settings import REPO_ROOT, Settings
 from runner_core.statuses import TERMINAL_STATUSES
+from tests.databases import create_postgres_db
 from tests.helpers import copy_skills, migrated_settings, wait_for, wait_for_job
+from tests.integration.redis_databases import RedisDatabases
 
 REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379")
-POSTGRES_URL = os.environ.get("TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
 
 
-def require_redis(db: int) -> str:
-    """A flushed Redis database; fails (never skips) when Redis is not reachable."""
-    url = f"{REDIS_URL}/{db}"
-    try:
-        client = redis.Redis.from_url(url, socket_timeout=2)
-        client.ping()
-        client.flushdb()
-    except redis.RedisError as exc:
-        pytest.fail(f"integration tests need Redis at {REDIS_URL} ({exc}); tests/run.sh starts it")
-    return url
+REDIS_DATABASES = RedisDatabases(REDIS_URL)
 
 
-def create_postgres_db() -> tuple[str, callable]:
-    """A fresh Postgres database and a function that drops it."""
-    name = f"skill_runner_test_{uuid.uuid4().hex[:10]}"
-    try:
-        admin = psycopg.connect(POSTGRES_URL, autocommit=True, connect_timeout=3)
-    except psycopg.Error as exc:
-        pytest.fail(
-            f"integration tests need Postgres at {POSTGRES_URL} ({exc}); tests/run.sh starts it"
-        )
-    admin.execute(f'CREATE DATABASE "{name}"')
-    base = POSTGRES_URL.rsplit("/", 1)[0]
-
-    def drop() -> None:
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        admin.close()
-
-    return f"{base}/{name}", drop
+def redis_database() -> AbstractContextManager[str]:
+    """`with redis_database() as url:` a flushed Redis database of this session's own for the
+    block (tests/integration/redis_databases.py); fails (never skips) when Redis is away."""
+    return REDIS_DATABASES.database()
 
 
 @contextmanager
-def broker_settings(
-    root: Path, redis_db: int, backend: str = "sqlite", **env: str
-) -> Iterator[Settings]:
-    """Migrated settings under `root` with the test skills, flushed Redis database `redis_db` as
-    the broker and, for backend "postgres", a Postgres database of their own (dropped after)."""
+def broker_settings(root: Path, backend: str = "sqlite", **env: str) -> Iterator[Settings]:
+    """Migrated settings under `root` with the test skills, a Redis database of their own as the
+    broker and, for backend "postgres", a Postgres database of their own (dropped after)."""
     copy_skills(root / "skills")
-    env = {"CELERY_BROKER_URL": require_redis(redis_db), **env}
-    drop = None
-    if backend == "postgres":
-        env["DATABASE_URL"], drop = create_postgres_db()
-    try:
-        yield migrated_settings(root, **env)
-    finally:
-        if drop:
-            drop()
+    with redis_database() as broker_url:
+        env = {"CELERY_BROKER_URL": broker_url, **env}
+        drop = None
+        if backend == "postgres":
+            env["DATABASE_URL"], drop = create_postgres_db()
+        try:
+            yield migrated_settings(root, **env)
+        finally:
+            if drop:
+                drop()
 
 
 def message_count(url: str, queue: str) -> int:
@@ -178,6 +156,12 @@ class WorkerProcess:
         self.log.close()
 
 
+def stop_workers(workers: list[WorkerProcess]) -> None:
+    """Stop `workers` at once: each one's warm shutdown takes its own second or two."""
+    with ThreadPoolExecutor(max_workers=max(1, len(workers))) as pool:
+        list(pool.map(WorkerProcess.stop, workers))
+
+
 @dataclass
 class Stack:
     """The API (test client) on real services, with the worker a test started, if any."""
@@ -202,3 +186,28 @@ class Stack:
         self, request_id: str, timeout: float = 30.0, until: tuple[str, ...] = TERMINAL_STATUSES
     ) -> dict:
         return wait_for_job(self.client, request_id, timeout, until)
+
+
+# A test (or, as `pytestmark`, a module) whose SQL does not differ by database: on SQLite only.
+# Every state transition, claim, lease, recovery and sweep, listing and outage test runs on
+# both (the `backend` fixture's default); the line that applies this mark says why.
+SQLITE_ONLY = pytest.mark.parametrize("backend", ["sqlite"], indirect=True, scope="module")
+# A Postgres database outage (closed to connections): on Postgres only.
+POSTGRES_ONLY = pytest.mark.parametrize("backend", ["postgres"], indirect=True, scope="module")
+
+# the integration stacks' sweep and lease: short, so that recovery tests end in seconds
+STACK_ENV = {"SKILL_RUNNER_SWEEP_GRACE_SEC": "2", "SKILL_RUNNER_LEASE_SEC": "3"}
+
+
+@contextmanager
+def api_stack(settings: Settings, backend: str) -> Iterator[Stack]:
+    """The API (test client, Celery queue) on `settings`; the worker a test starts on it is
+    stopped, and the API's database connections closed, on exit."""
+    app = create_app({"SETTINGS": settings, "QUEUE": CeleryQueue(settings.broker_url)})
+    stack = Stack(settings, app.test_client(), app, None, backend)
+    try:
+        yield stack
+    finally:
+        if stack.worker:
+            stack.worker.stop()
+        app.extensions["db"].kw["bind"].dispose()

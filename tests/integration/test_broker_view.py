@@ -12,28 +12,26 @@ from api.queue import EXECUTE_RUN, CeleryQueue
 from runner_core.queues import RUN_QUEUES
 from tests.helpers import wait_for
 from tests.integration.lifecycle_helpers import create_job, run_row
-from tests.integration.services import broker_settings, message_count, require_redis
+from tests.integration.services import broker_settings, message_count
 from worker.recovery import broker_view
 from worker.recovery.broker_view import read_broker
 
 pytestmark = pytest.mark.integration
 
-STACK_DB, CLIENT_DB = 8, 7  # of their own: a worker of another test run must not take these
 
-
-@pytest.fixture
+@pytest.fixture(scope="module")
 def backend():
     return "sqlite"
 
 
 @pytest.fixture
 def stack_settings(tmp_path):
-    with broker_settings(tmp_path, STACK_DB) as settings:
+    with broker_settings(tmp_path) as settings:
         yield settings
 
 
-def test_waiting_messages_are_held_at_every_priority(monkeypatch):
-    url = require_redis(CLIENT_DB)
+def test_waiting_messages_are_held_at_every_priority(monkeypatch, redis_url):
+    url = redis_url
     queue = CeleryQueue(url)
     assert queue.enqueue("run-a", "runs.script", task_id="waiting-a")
     assert queue.enqueue("run-b", "runs.codex", task_id="waiting-b")

@@ -21,7 +21,6 @@ from tests.integration.services import broker_settings
 from tests.packages import echo_skill
 
 pytestmark = pytest.mark.integration
-STACK_DB = 5  # a Redis database of its own
 BIN = Path(sys.executable).parent
 BATCH_JOBS = 200
 
@@ -29,7 +28,7 @@ BATCH_JOBS = 200
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
     root = tmp_path_factory.mktemp("cli")
-    with broker_settings(root, STACK_DB) as settings, served_stack(settings) as stack:
+    with broker_settings(root) as settings, served_stack(settings) as stack:
         yield stack
 
 

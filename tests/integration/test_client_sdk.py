@@ -17,13 +17,12 @@ from tests.integration.services import broker_settings
 from tests.packages import echo_skill
 
 pytestmark = pytest.mark.integration
-STACK_DB, QUEUE_DB = 12, 4  # Redis databases of their own
 
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
     root = tmp_path_factory.mktemp("sdk")
-    with broker_settings(root, STACK_DB) as settings, served_stack(settings) as stack:
+    with broker_settings(root) as settings, served_stack(settings) as stack:
         yield stack
 
 
@@ -179,7 +178,7 @@ def test_429_is_retried_after_its_retry_after(tmp_path):
     """With one queued run allowed and no worker, a second create is 429 with Retry-After 5;
     the SDK waits and sends it again, and it goes through once the first run is canceled."""
     with (
-        broker_settings(tmp_path, QUEUE_DB) as settings,
+        broker_settings(tmp_path) as settings,
         served_stack(settings, worker=False, SKILL_RUNNER_QUEUE_MAX="1") as stack,
         Client(stack.base_url) as client,
     ):

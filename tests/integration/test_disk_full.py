@@ -38,7 +38,7 @@ def small_disk(tmp_path):
 @pytest.fixture
 def service(tmp_path, small_disk):
     database = f"sqlite:///{tmp_path / 'runs.db'}"  # off the small disk
-    with broker_settings(tmp_path, 11, DATABASE_URL=database) as settings:
+    with broker_settings(tmp_path, DATABASE_URL=database) as settings:
         app = create_app({"SETTINGS": settings, "QUEUE": CeleryQueue(settings.broker_url)})
         worker = WorkerProcess(settings, "disk", tmp_path / "worker.log")
         yield settings, app.test_client()

@@ -26,8 +26,6 @@ from tests.integration.services import broker_settings
 
 pytestmark = pytest.mark.integration
 
-REDIS_DB = 7  # of its own among the test modules
-
 
 @pytest.fixture(scope="module")
 def e2e(tmp_path_factory):
@@ -36,7 +34,7 @@ def e2e(tmp_path_factory):
     root = tmp_path_factory.mktemp("e2e-client")
     script_file = root / "llm-script.json"
     script_file.write_text(json.dumps(asdict(ASKS_THEN_FINISHES)))
-    with FakeLLM(script_file) as llm, broker_settings(root, REDIS_DB) as settings:
+    with FakeLLM(script_file) as llm, broker_settings(root) as settings:
         config_dir = root / "engine-config"
         shutil.copytree(REPO_ROOT / "deploy" / "engine-config", config_dir)
         (config_dir / "codex" / "enforced.json").write_text(json.dumps(FAKE_CONFIG["codex"](llm)))

@@ -30,6 +30,13 @@ TWO_TURNS = Script(
 )
 
 
+@pytest.fixture(scope="module")
+def backend():
+    """SQLite only: what is tested is the CLI's way through the worker; a run's SQL is the same
+    for every entrypoint, and tests/integration/test_runs.py runs it on both databases."""
+    return "sqlite"
+
+
 @pytest.fixture
 def script_file(tmp_path):
     path = tmp_path / "llm-script.json"

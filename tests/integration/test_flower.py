@@ -20,7 +20,7 @@ from runner_core.processes import stop_process_group
 from runner_core.settings import REPO_ROOT, Settings
 from tests.helpers import wait_for
 from tests.integration.lifecycle_helpers import create_job, job, live_group, recorded_processes
-from tests.integration.services import service_env
+from tests.integration.services import SQLITE_ONLY, service_env
 from tests.integration.test_serve import free_port
 
 pytestmark = pytest.mark.integration
@@ -187,6 +187,9 @@ def test_flower_revoke_with_terminate_cancels_a_running_run_and_kills_its_group(
     assert bare_stack.wait(again)["status"] == "succeeded"
 
 
+# SQLite only: what is checked is the label Flower keeps through a limit retry (the running
+# limit's claims run on both databases in test_lifecycle.py)
+@SQLITE_ONLY
 def test_a_run_held_back_by_the_running_limit_keeps_its_label_in_flower(bare_stack, flower):
     limits = {**FAST, "SKILL_RUNNER_MAX_RUNNING": "1", "SKILL_RUNNER_LIMIT_RETRY_SEC": "1"}
     worker = bare_stack.start_worker(concurrency=2, extra_env=limits)

@@ -1,5 +1,6 @@
 """Run lifecycle with real worker processes: timeouts, cancel, signals, running limits,
-crashes, lost broker messages and startup reconciliation."""
+crashes, lost broker messages and startup reconciliation, on SQLite and Postgres (the two tests
+of what becomes of a run's processes and output run on SQLite: no SQL of their own)."""
 
 from __future__ import annotations
 
@@ -29,7 +30,16 @@ from tests.integration.lifecycle_helpers import (
     recorded_processes,
     run_row,
 )
-from tests.integration.services import Stack, WorkerProcess
+from tests.integration.services import (
+    POSTGRES_ONLY,
+    SQLITE_ONLY,
+    STACK_ENV,
+    Stack,
+    WorkerProcess,
+    api_stack,
+    broker_settings,
+    stop_workers,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -41,6 +51,20 @@ FAST = {
     "SKILL_RUNNER_SWEEP_INTERVAL_SEC": "1",
     "SKILL_RUNNER_LIMIT_RETRY_SEC": "0.3",
 }
+
+
+@pytest.fixture(scope="module")
+def stack(backend, tmp_path_factory):
+    """One worker (with beat) for the module's tests that neither kill it nor change its
+    settings; they may signal its pool processes, which it replaces. Each test reads only the
+    jobs it created."""
+    root = tmp_path_factory.mktemp(f"lifecycle-{backend}")
+    with (
+        broker_settings(root, backend, **STACK_ENV) as settings,
+        api_stack(settings, backend) as stack,
+    ):
+        stack.start_worker(beat=True, extra_env=FAST)
+        yield stack
 
 
 @pytest.fixture
@@ -66,8 +90,7 @@ def workers(bare_stack):
         return proc
 
     yield start
-    for proc in started:
-        proc.stop()
+    stop_workers(started)
 
 
 def hard_kill(worker: WorkerProcess) -> None:
@@ -79,12 +102,11 @@ def hard_kill(worker: WorkerProcess) -> None:
         child.send_signal(signal.SIGKILL)
 
 
-def test_timeout_kills_the_whole_process_tree(bare_stack, workers):
-    workers("w")
-    rid = create_job(bare_stack, "stubborn-tree", sleep=60, children=2)
-    status = bare_stack.wait(rid, until=("running",))
-    pgid, kids = recorded_processes(bare_stack, status["run_id"], expect=4)
-    status = bare_stack.wait(rid, timeout=15)
+def test_timeout_kills_the_whole_process_tree(stack):
+    rid = create_job(stack, "stubborn-tree", sleep=60, children=2)
+    status = stack.wait(rid, until=("running",))
+    pgid, kids = recorded_processes(stack, status["run_id"], expect=4)
+    status = stack.wait(rid, timeout=15)
     assert status["status"] == "failed" and status["error"]["code"] == "TIMEOUT", status
     took = (parse_iso(status["finished_at"]) - parse_iso(status["started_at"])).total_seconds()
     print(f"timeout: started -> finished {took:.2f}s (timeout 2 s, grace 1 s)")
@@ -92,27 +114,27 @@ def test_timeout_kills_the_whole_process_tree(bare_stack, workers):
     assert live_group(pgid) == [] and live_pids(kids) == []
 
 
+@SQLITE_ONLY
 @pytest.mark.parametrize("sleep, cancel", [(0.3, False), (30, True)])
-def test_processes_that_leave_the_group_do_not_outlive_their_run(
-    bare_stack, workers, sleep, cancel
-):
-    worker = workers("w")
-    rid = create_job(bare_stack, "slow-counter", sleep=sleep, escapes=2, children=1)
-    status = bare_stack.wait(rid, until=("running", "succeeded"))
-    escaped_file = bare_stack.settings.runs_dir / status["run_id"] / "raw" / "escaped_pids.txt"
+def test_processes_that_leave_the_group_do_not_outlive_their_run(stack, sleep, cancel):
+    worker = stack.worker
+    rid = create_job(stack, "slow-counter", sleep=sleep, escapes=2, children=1)
+    status = stack.wait(rid, until=("running", "succeeded"))
+    escaped_file = stack.settings.runs_dir / status["run_id"] / "raw" / "escaped_pids.txt"
     wait_for(lambda: escaped_file.is_file() and len(escaped_file.read_text().split()) == 2, 10)
     escaped = [int(p) for p in escaped_file.read_text().split()]
-    pgid, kids = recorded_processes(bare_stack, status["run_id"], expect=1)
+    pgid, kids = recorded_processes(stack, status["run_id"], expect=1)
     assert all(os.getpgid(p) != pgid for p in escaped)  # really out of the run's group
     if cancel:
-        assert bare_stack.client.post(f"/v1/jobs/{rid}/cancel").json["accepted"] is True
-    ended = bare_stack.wait(rid, timeout=20)
+        assert stack.client.post(f"/v1/jobs/{rid}/cancel").json["accepted"] is True
+    ended = stack.wait(rid, timeout=20)
     assert ended["status"] == ("canceled" if cancel else "succeeded"), ended
     wait_for(lambda: live_pids(escaped) == [] and live_pids(kids) == [], 5)
     pool = psutil.Process(worker.proc.pid).children()
     assert [c.pid for p in pool for c in p.children()] == []  # adopted ones reaped, no zombie
 
 
+@SQLITE_ONLY
 def test_a_run_that_floods_its_output_is_killed_at_the_limit(bare_stack, workers):
     workers("w", SKILL_RUNNER_MAX_OUTPUT_BYTES=str(1024**2))
     # 10 KB lines, 1,000 of them over 20 s: 1 MiB is passed after ~2 s
@@ -156,32 +178,30 @@ def test_cancel_of_a_queued_run_holds_even_when_the_revoke_is_lost(bare_stack, w
     assert not (bare_stack.settings.runs_dir / run_id / "artifacts" / "calls.txt").exists()
 
 
-def test_cancel_of_a_running_run_kills_its_group_within_2_seconds(bare_stack, workers):
-    workers("w")
-    rid = create_job(bare_stack, "slow-counter", sleep=30, children=2)
-    status = bare_stack.wait(rid, until=("running",))
-    pgid, kids = recorded_processes(bare_stack, status["run_id"], expect=2)
+def test_cancel_of_a_running_run_kills_its_group_within_2_seconds(stack):
+    rid = create_job(stack, "slow-counter", sleep=30, children=2)
+    status = stack.wait(rid, until=("running",))
+    pgid, kids = recorded_processes(stack, status["run_id"], expect=2)
     asked = time.monotonic()
-    resp = bare_stack.client.post(f"/v1/jobs/{rid}/cancel").json
+    resp = stack.client.post(f"/v1/jobs/{rid}/cancel").json
     assert resp["accepted"] is True
-    status = bare_stack.wait(rid, timeout=5)
+    status = stack.wait(rid, timeout=5)
     took = time.monotonic() - asked
     assert status["status"] == "canceled" and status["error"]["code"] == "CANCELED_BY_USER"
     print(f"cancel -> canceled with the group dead: {took:.2f}s")
     assert took < 2.0, took
     assert live_group(pgid) == [] and live_pids(kids) == []
-    result = bare_stack.client.get(f"/v1/jobs/{rid}/result").json["result"]
+    result = stack.client.get(f"/v1/jobs/{rid}/result").json["result"]
     assert result["status"] == "canceled" and result["error"]["code"] == "CANCELED_BY_USER"
 
 
-def test_cancel_after_success_is_not_accepted_and_changes_nothing(bare_stack, workers):
-    workers("w")
-    rid = create_job(bare_stack, "slow-counter", sleep=0)
-    before = bare_stack.wait(rid)
+def test_cancel_after_success_is_not_accepted_and_changes_nothing(stack):
+    rid = create_job(stack, "slow-counter", sleep=0, no_cache=True)
+    before = stack.wait(rid)
     assert before["status"] == "succeeded"
-    resp = bare_stack.client.post(f"/v1/jobs/{rid}/cancel").json
+    resp = stack.client.post(f"/v1/jobs/{rid}/cancel").json
     assert resp == {"request_id": rid, "accepted": False, "status": "succeeded"}
-    assert job(bare_stack, rid) == before
+    assert job(stack, rid) == before
 
 
 @pytest.mark.parametrize(
@@ -191,18 +211,17 @@ def test_cancel_after_success_is_not_accepted_and_changes_nothing(bare_stack, wo
         (signal.SIGUSR1, "failed", "TIMEOUT"),  # Celery's soft time limit
     ],
 )
-def test_signal_to_the_pool_child_leaves_no_orphan(bare_stack, workers, sig, status, code):
-    workers("w")
-    rid = create_job(bare_stack, "slow-counter", sleep=30, children=2)
-    running = bare_stack.wait(rid, until=("running",))
-    pgid, kids = recorded_processes(bare_stack, running["run_id"], expect=2)
+def test_signal_to_the_pool_child_leaves_no_orphan(stack, sig, status, code):
+    rid = create_job(stack, "slow-counter", sleep=30, children=2)
+    running = stack.wait(rid, until=("running",))
+    pgid, kids = recorded_processes(stack, running["run_id"], expect=2)
     pool_child = int(running["worker"].rsplit(":", 1)[1])
     os.kill(pool_child, sig)
-    ended = bare_stack.wait(rid, timeout=10)
+    ended = stack.wait(rid, timeout=10)
     assert ended["status"] == status and ended["error"]["code"] == code, ended
     assert live_group(pgid) == [] and live_pids(kids) == []
-    again = create_job(bare_stack, "slow-counter", sleep=0)  # the worker still serves
-    assert bare_stack.wait(again)["status"] == "succeeded"
+    again = create_job(stack, "slow-counter", sleep=0, no_cache=True)  # the worker still serves
+    assert stack.wait(again)["status"] == "succeeded"
 
 
 def max_overlap(stack, statuses: list[dict]) -> int:
@@ -278,15 +297,15 @@ def test_killed_worker_run_is_reconciled_and_its_group_reaped(bare_stack, worker
     }
 
 
-def test_killed_pool_child_is_reconciled_by_its_own_worker(bare_stack, workers):
-    worker = workers("w", concurrency=2)
-    rid = create_job(bare_stack, "slow-counter", sleep=60, children=1)
-    status = bare_stack.wait(rid, until=("running",))
-    pgid, kids = recorded_processes(bare_stack, status["run_id"], expect=1)
-    wait_for(lambda: run_row(bare_stack, status["run_id"]).pgid == pgid, 5)
+def test_killed_pool_child_is_reconciled_by_its_own_worker(stack):
+    worker = stack.worker
+    rid = create_job(stack, "slow-counter", sleep=60, children=1)
+    status = stack.wait(rid, until=("running",))
+    pgid, kids = recorded_processes(stack, status["run_id"], expect=1)
+    wait_for(lambda: run_row(stack, status["run_id"]).pgid == pgid, 5)
     os.kill(int(status["worker"].rsplit(":", 1)[1]), signal.SIGKILL)  # OOM killer, hard limit
     killed = time.monotonic()
-    ended = bare_stack.wait(rid, timeout=20)
+    ended = stack.wait(rid, timeout=20)
     print(f"pool child killed -> reconciled by the sweep: {time.monotonic() - killed:.2f}s")
     assert ended["error"]["code"] == "ORCHESTRATOR_RESTART_INTERRUPTED", ended
     wait_for(lambda: live_group(pgid) == [] and live_pids(kids) == [], 5)
@@ -427,14 +446,13 @@ def test_cancel_of_a_waiting_run_ends_it_at_once(bare_stack):
     assert status["error"]["code"] == "CANCELED_BY_USER" and status["finished_at"]
 
 
-def test_a_database_outage_during_a_run_loses_neither_the_run_nor_its_result(bare_stack, backend):
+@POSTGRES_ONLY
+def test_a_database_outage_during_a_run_loses_neither_the_run_nor_its_result(bare_stack):
     """Postgres refuses every connection for ~3 s while the run works and then ends: the lease
     polls fail and are ridden out, the finish is retried until it lands."""
-    if backend != "postgres":
-        pytest.skip("an outage is made by closing a Postgres database to connections")
     import psycopg
 
-    from tests.integration.services import POSTGRES_URL
+    from tests.databases import POSTGRES_URL
 
     stack = bare_stack
     stack.start_worker(extra_env={"SKILL_RUNNER_LEASE_SEC": "60"})

@@ -20,7 +20,6 @@ from tests.integration.services import WorkerProcess, broker_settings, service_e
 from tests.integration.test_serve import call, free_port, health
 
 pytestmark = pytest.mark.integration
-REDIS_DB = 1  # of its own among the test modules
 
 
 def lines_of(log_dir: Path) -> list[dict]:
@@ -46,7 +45,7 @@ def test_api_worker_and_beat_write_one_rotated_json_log_with_run_ids(tmp_path):
         "LOG_BACKUP_COUNT": "50",
         "SKILL_RUNNER_SWEEP_INTERVAL_SEC": "0.2",  # beat's lines come quickly
     }
-    with broker_settings(tmp_path, REDIS_DB) as settings:
+    with broker_settings(tmp_path) as settings:
         env = {**service_env(settings), **logging_env}
         port = free_port()
         base = f"http://127.0.0.1:{port}"

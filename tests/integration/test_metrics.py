@@ -25,7 +25,6 @@ from tests.integration.services import WorkerProcess, broker_settings, service_e
 from tests.integration.test_serve import free_port, health
 
 pytestmark = pytest.mark.integration
-REDIS_DB = 2  # of its own among the test modules
 TOKEN = "metrics-test-token-0123456789"
 
 
@@ -92,7 +91,7 @@ class Served:
 
 @pytest.fixture
 def served(tmp_path):
-    with broker_settings(tmp_path, REDIS_DB) as settings:
+    with broker_settings(tmp_path) as settings:
         stack = Served(settings)
         try:
             yield stack

@@ -1,6 +1,7 @@
 """skill.json code skills (Python, TypeScript, JavaScript) through the API, Redis and a real
-worker, on SQLite and Postgres: listing, defaults, the harness contract, output validation,
-timeout and cancel."""
+worker: listing, defaults, the harness contract, output validation, timeout and cancel. The
+timeout and the cancel end a run and run on SQLite and Postgres; the rest is the skill format's
+and runs on SQLite."""
 
 from __future__ import annotations
 
@@ -10,9 +11,9 @@ import time
 import pytest
 
 from tests.integration.openevo_stack import install_node_runners, openevo_stack
+from tests.integration.services import SQLITE_ONLY
 
 pytestmark = pytest.mark.integration
-REDIS_DB = {"sqlite": 3, "postgres": 4}  # of their own among the test modules
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -20,9 +21,11 @@ def node_runners():
     install_node_runners()
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def stack(request, tmp_path):
-    with openevo_stack(tmp_path, REDIS_DB[request.param], request.param) as stack:
+@pytest.fixture(scope="module")
+def stack(backend, tmp_path_factory):
+    """One worker for the module (per database): no test stops or reconfigures it, and no two
+    send the same body (the result cache would answer the second)."""
+    with openevo_stack(tmp_path_factory.mktemp(backend), backend) as stack:
         yield stack
 
 
@@ -33,6 +36,7 @@ def run(stack, skill_id, inline, timeout=30.0):
     return rid, stack.wait(rid, timeout)
 
 
+@SQLITE_ONLY
 def test_code_skills_listed_and_run_in_python_typescript_and_javascript(stack):
     listed = {s["id"]: s for s in stack.client.get("/v1/skills").json}
     assert listed["memory_search"]["format"] == "skill.json"
@@ -62,6 +66,7 @@ def test_code_skills_listed_and_run_in_python_typescript_and_javascript(stack):
     assert stack.client.get(f"/v1/jobs/{rid}/result").json["result"]["data"] == {"text": "HI"}
 
 
+@SQLITE_ONLY
 def test_input_is_checked_before_any_run(stack):
     resp = stack.client.post("/v1/jobs", json={"skill_id": "memory_search", "input": {}})
     assert resp.status_code == 400 and resp.json["error"]["code"] == "SCHEMA_VALIDATION_FAILED"
@@ -75,6 +80,7 @@ def test_input_is_checked_before_any_run(stack):
     assert resp.status_code == 400 and resp.json["error"]["code"] == "SCHEMA_VALIDATION_FAILED"
 
 
+@SQLITE_ONLY
 def test_output_violating_the_schema_fails_and_ctx_memory_is_a_clear_error(stack):
     rid, status = run(stack, "wrong_output", {})
     assert status["status"] == "failed"

@@ -1,5 +1,8 @@
 """Composite flow control through the API, Redis and a real worker: foreach within
-maxConcurrency, a step's retry and timeout, the composite's own timeout, step events."""
+maxConcurrency, a step's retry and timeout, the composite's own timeout, step events. Children
+claimed under the cap, retried, canceled by their parent's timeout, and the retries of a run and
+of a composite run on SQLite and Postgres; the code composites' calls and a step's own timeout
+(the TIMEOUT of any run) on SQLite."""
 
 from __future__ import annotations
 
@@ -13,9 +16,9 @@ import pytest
 
 from tests.helpers import wait_for
 from tests.integration.openevo_stack import install_node_runners, openevo_stack, start
+from tests.integration.services import SQLITE_ONLY
 
 pytestmark = pytest.mark.integration
-REDIS_DB = {"sqlite": 13, "postgres": 14}
 TAGS = ["a", "b", "c", "d", "e", "f"]
 
 
@@ -29,11 +32,13 @@ def node_runners():
 UNBOXED = {"SKILL_RUNNER_SANDBOX": "off"}
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def stack(request, tmp_path):
-    with openevo_stack(
-        tmp_path, REDIS_DB[request.param], request.param, concurrency=4, extra_env=UNBOXED
-    ) as stack:
+@pytest.fixture(scope="module")
+def stack(backend, tmp_path_factory):
+    """One worker for the module (per database): no test stops or reconfigures it, and no two
+    send the same body (the result cache would answer the second; the counter files are each
+    test's own)."""
+    root = tmp_path_factory.mktemp(backend)
+    with openevo_stack(root, backend, concurrency=4, extra_env=UNBOXED) as stack:
         yield stack
 
 
@@ -101,6 +106,7 @@ def test_a_failed_step_is_retried_as_new_children_after_its_delay(stack, tmp_pat
         assert stamp(after["started_at"]) - stamp(before["finished_at"]) >= 0.4  # retryDelay
 
 
+@SQLITE_ONLY
 def test_a_step_over_its_timeout_is_killed_and_fails_the_composite(stack):
     rid = start(stack, "slow_step", {})
     status = stack.wait(rid, 60)
@@ -140,6 +146,7 @@ def _alive(pid: int) -> bool:
         return False
 
 
+@SQLITE_ONLY
 def test_an_index_py_composite_calls_skills_as_child_runs(stack):
     rid = start(stack, "research_in_code", {"topic": "queue runs"})
     assert stack.wait(rid, 60)["status"] == "succeeded"
@@ -160,6 +167,7 @@ def test_an_index_py_composite_calls_skills_as_child_runs(stack):
     assert "not in this skill's `calls`" in stderr.read_text()  # sleep_ms was refused
 
 
+@SQLITE_ONLY
 def test_an_index_ts_composite_runs_calls_at_once_and_sees_a_failed_call(stack):
     rid = start(stack, "pair_in_code", {"ms": 1500})
     assert stack.wait(rid, 60)["status"] == "succeeded"
@@ -192,6 +200,7 @@ def test_the_skill_retry_runs_a_failed_run_again_up_to_retry_times(stack, tmp_pa
     assert counter.read_text() == "3"  # one run and two retries, no more
 
 
+@SQLITE_ONLY
 def test_an_index_composite_over_its_timeout_cancels_its_running_call(stack):
     rid = start(stack, "slow_in_code", {})
     status = stack.wait(rid, 60)
@@ -230,6 +239,7 @@ def test_the_composites_own_retry_runs_all_its_steps_again(stack, tmp_path):
     assert counter.read_text() == "3"  # one run and two retries, no more
 
 
+@SQLITE_ONLY
 def test_an_index_composites_retry_calls_afresh(stack, tmp_path):
     counter = tmp_path / "calls.txt"
     rid = start(stack, "retried_in_code", {"counter_file": str(counter), "fail_times": 1})

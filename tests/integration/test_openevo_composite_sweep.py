@@ -13,7 +13,6 @@ from tests.helpers import wait_for
 from tests.integration.openevo_stack import install_node_runners, openevo_stack, start
 
 pytestmark = pytest.mark.integration
-REDIS_DB = {"sqlite": 13, "postgres": 14}  # as the other composite modules: one runs at a time
 SWEEPING = {
     "SKILL_RUNNER_SANDBOX": "off",
     "SKILL_RUNNER_SWEEP_INTERVAL_SEC": "0.5",
@@ -30,7 +29,6 @@ def node_runners():
 def stack(request, tmp_path):
     with openevo_stack(
         tmp_path,
-        REDIS_DB[request.param],
         request.param,
         concurrency=4,
         beat=True,

@@ -1,5 +1,6 @@
 """skill.json skills through POST /v1/skill-packages (installed, then run by a real worker,
-updated with a higher version) and POST /v1/temp-skill-runs (run once, never installed)."""
+updated with a higher version) and POST /v1/temp-skill-runs (run once, never installed). On
+SQLite: what differs from a SKILL.md package is the format, and an install is files and a row."""
 
 from __future__ import annotations
 
@@ -10,10 +11,10 @@ import pytest
 from runner_core.skills.registry import SkillRegistry
 from tests.helpers import wait_for
 from tests.integration.openevo_stack import install_node_runners, openevo_stack
+from tests.integration.services import SQLITE_ONLY
 from tests.packages import package_upload
 
-pytestmark = pytest.mark.integration
-REDIS_DB = {"sqlite": 15, "postgres": 9}
+pytestmark = [pytest.mark.integration, SQLITE_ONLY]
 
 DOUBLE = {
     "name": "double_it",
@@ -46,9 +47,10 @@ def node_runners():
     install_node_runners()
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def stack(request, tmp_path):
-    with openevo_stack(tmp_path, REDIS_DB[request.param], request.param, concurrency=2) as stack:
+@pytest.fixture
+def stack(backend, tmp_path):
+    """A stack per test: the tests install skills of the same names."""
+    with openevo_stack(tmp_path, backend, concurrency=2) as stack:
         yield stack
 
 

@@ -1,4 +1,6 @@
-"""Outages found by the chaos test (tests/chaos), each kept here as a focused regression."""
+"""Outages found by the chaos test (tests/chaos), each kept here as a focused regression. A
+database outage is made by closing a Postgres database to connections: those tests run on
+Postgres only; the sweep after an outage runs on both databases."""
 
 from __future__ import annotations
 
@@ -14,9 +16,10 @@ from api import create_app
 from api.queue import CeleryQueue
 from runner_core.store.db import make_engine, make_sessionmaker
 from runner_core.store.models import Request, Run, utcnow
+from tests.databases import POSTGRES_URL
 from tests.helpers import wait_for
 from tests.integration.lifecycle_helpers import create_job, recorded_processes
-from tests.integration.services import POSTGRES_URL
+from tests.integration.services import POSTGRES_ONLY
 from worker.recovery.sweep import recover
 from worker.recovery.sweep_clock import DATABASE_AWAY, JUDGE_FROM, clock_of
 
@@ -36,15 +39,12 @@ def closed(name: str, seconds: float) -> None:
         admin.execute(f'ALTER DATABASE "{name}" WITH ALLOW_CONNECTIONS true')
 
 
-def test_a_finish_that_meets_a_long_outage_is_recorded_once_the_database_is_back(
-    bare_stack, backend
-):
+@POSTGRES_ONLY
+def test_a_finish_that_meets_a_long_outage_is_recorded_once_the_database_is_back(bare_stack):
     """The run ends 1 s into a 6 s outage. Its finish used to be retried for half a lease
     (here 4 s) and then given up: the run stayed `running`, and the sweep later ran it again
     (the skill declares a retry) although it had succeeded. Now the finish outlasts the outage
     and the run is executed once."""
-    if backend != "postgres":
-        pytest.skip("an outage is made by closing a Postgres database to connections")
     stack = bare_stack
     stack.start_worker(extra_env={"SKILL_RUNNER_LEASE_SEC": "8"})
     rid = create_job(stack, "retry-counter", sleep=1.5)
@@ -104,13 +104,12 @@ class Holding:
         return getattr(self.real, name)
 
 
-def test_a_message_that_meets_the_outage_is_held_not_dropped(bare_stack, backend):
+@POSTGRES_ONLY
+def test_a_message_that_meets_the_outage_is_held_not_dropped(bare_stack):
     """Found by the chaos test's Postgres restart: every message a worker took while the
     database was away failed its claim and was dropped (acked), so a restart drained the queue
     and each run waited for the sweep to send it again. The claim is now retried while the
     database is away. Here no sweep runs: a dropped message would leave the run queued."""
-    if backend != "postgres":
-        pytest.skip("an outage is made by closing a Postgres database to connections")
     stack = bare_stack
     stack.start_worker(extra_env={"SKILL_RUNNER_LEASE_SEC": "30"})  # claims retried up to 30 s
     queue = Holding(CeleryQueue(stack.settings.broker_url))

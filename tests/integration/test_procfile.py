@@ -19,11 +19,10 @@ from celery import Celery
 
 from runner_core.settings import REPO_ROOT
 from runner_core.store.migrate import upgrade
-from tests.integration.services import create_postgres_db, require_redis
+from tests.databases import create_postgres_db
 
 pytestmark = pytest.mark.integration
 
-REDIS_DB = 6  # of its own: no worker of another test run may answer this test's pings
 BIN = Path(sys.executable).parent
 
 
@@ -97,17 +96,16 @@ class Honcho:
 
 
 @pytest.fixture
-def production_env(tmp_path):
+def production_env(tmp_path, redis_url):
     """The production setup of deploy/env.example: Redis and a fresh Postgres database."""
-    database_url, drop = create_postgres_db()
-    broker = require_redis(REDIS_DB)
+    database_url, drop = create_postgres_db(migrated=False)  # the web process migrates
     env = dict(os.environ)
     env.pop("PYTHONPATH", None)
     env.update(
         {
             "PATH": f"{BIN}{os.pathsep}{env.get('PATH', '')}",
             "DATABASE_URL": database_url,
-            "CELERY_BROKER_URL": broker,
+            "CELERY_BROKER_URL": redis_url,  # of its own: no other worker answers its pings
             "SKILL_RUNNER_DATA_DIR": str(tmp_path / "data"),
             "SKILL_RUNNER_SKILLS_DIR": str(REPO_ROOT / "skills"),
             "HOST": "127.0.0.1",
@@ -119,7 +117,6 @@ def production_env(tmp_path):
         }
     )
     yield env
-    require_redis(REDIS_DB)  # flushed
     drop()
 
 

@@ -16,14 +16,12 @@ from celery import Celery
 from api.queue import EXECUTE_RUN, CeleryQueue
 from tests.helpers import wait_for
 from tests.integration.lifecycle_helpers import create_job, run_row
-from tests.integration.services import broker_settings, message_count, require_redis
+from tests.integration.services import broker_settings, message_count
 
 pytestmark = pytest.mark.integration
 
-STACK_DB, CLIENT_DB = 10, 9  # of their own: a worker of another test run must not take these
 
-
-@pytest.fixture
+@pytest.fixture(scope="module")
 def backend():
     """One SQL backend is enough here: the messages are what is tested."""
     return "sqlite"
@@ -31,7 +29,7 @@ def backend():
 
 @pytest.fixture
 def stack_settings(tmp_path):
-    with broker_settings(tmp_path, STACK_DB) as settings:
+    with broker_settings(tmp_path) as settings:
         yield settings
 
 
@@ -98,8 +96,8 @@ class SentEvents:
         self.conn.release()
 
 
-def test_task_sent_events_are_emitted_only_when_events_are_on():
-    url = require_redis(CLIENT_DB)
+def test_task_sent_events_are_emitted_only_when_events_are_on(redis_url):
+    url = redis_url
     with_events, without = CeleryQueue(url, sent_events=True), CeleryQueue(url)
     events = SentEvents(url)
     try:
@@ -126,8 +124,8 @@ def test_a_broker_that_is_down_is_reported_not_raised():
     assert time.monotonic() - started < 5
 
 
-def test_a_forked_process_sends_on_a_client_of_its_own():
-    url = require_redis(CLIENT_DB)
+def test_a_forked_process_sends_on_a_client_of_its_own(redis_url):
+    url = redis_url
     queue = CeleryQueue(url)
     assert queue.enqueue("run-parent", "runs.script")
     parent_app = queue.celery

@@ -15,7 +15,7 @@ import pytest
 from runner_core.sandbox import find_bwrap
 from runner_core.settings import REPO_ROOT
 from tests.helpers import wait_for
-from tests.integration.services import require_redis
+from tests.integration.services import STACK_ENV, api_stack, broker_settings
 
 pytestmark = pytest.mark.integration
 
@@ -26,22 +26,36 @@ LIMITS = {
 }
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def backend():
     return "sqlite"  # the box does not depend on the database
 
 
-@pytest.fixture
-def boxed(bare_stack):
+@pytest.fixture(scope="module")
+def boxed(backend, tmp_path_factory):
+    """One boxed worker for the module: each test shows that what its runs tried ended those
+    runs alone, and the worker goes on serving the next test."""
     if find_bwrap() is None:
         pytest.fail("bubblewrap must work here: deploy/install-sandbox.sh installs it")
-    bare_stack.start_worker(extra_env=LIMITS)
-    return bare_stack
+    root = tmp_path_factory.mktemp("boxed")
+    with (
+        broker_settings(root, backend, **STACK_ENV) as settings,
+        api_stack(settings, backend) as stack,
+    ):
+        stack.start_worker(extra_env=LIMITS)
+        yield stack
 
 
 def probe(stack, action: str, target: str = "") -> tuple[dict, dict]:
+    """Run the probe; never answered from the result cache (a probe repeated by another test
+    must run again, in this test's box)."""
     rid = stack.client.post(
-        "/v1/jobs", json={"skill_id": "box-probe", "input": {"action": action, "target": target}}
+        "/v1/jobs",
+        json={
+            "skill_id": "box-probe",
+            "input": {"action": action, "target": target},
+            "runtime_options": {"no_cache": True},
+        },
     ).json["request_id"]
     status = stack.wait(rid, timeout=60)
     return status, stack.client.get(f"/v1/jobs/{rid}/result").json["result"]
@@ -68,8 +82,8 @@ def test_allocating_20_gib_fails_that_run_with_the_memory_limit(boxed):
     assert probe(boxed, "ok")[0]["status"] == "succeeded"
 
 
-def test_network_off_script_cannot_reach_the_test_redis(boxed):
-    url = urlparse(require_redis(14))
+def test_network_off_script_cannot_reach_the_test_redis(boxed, redis_url):
+    url = urlparse(redis_url)
     address = (url.hostname or "127.0.0.1", url.port or 6379)
     socket.create_connection(address, timeout=5).close()  # reachable from outside the box
     status, result = probe(boxed, "connect", f"{address[0]}:{address[1]}")

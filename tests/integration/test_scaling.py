@@ -17,14 +17,14 @@ from runner_core.settings import REPO_ROOT
 from runner_core.statuses import TERMINAL_STATUSES
 from tests.helpers import wait_for
 from tests.integration.lifecycle_helpers import create_job, job, job_states
-from tests.integration.services import WorkerProcess, message_count, service_env
+from tests.integration.services import WorkerProcess, message_count, service_env, stop_workers
 
 pytestmark = pytest.mark.integration
 
 SYSTEMD_WORKER = REPO_ROOT / "deploy" / "systemd" / "skill-runner-worker@.service"
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def backend():
     """Postgres only: what several workers share in production; the queues and node names
     under test do not depend on the database (the limits are tested on both)."""
@@ -49,8 +49,7 @@ def workers(bare_stack):
         return proc
 
     yield start
-    for proc in started:
-        proc.stop()
+    stop_workers(started)
 
 
 def ran_on(status: dict) -> int:

@@ -14,11 +14,11 @@ import pytest
 from api import create_app
 from api.queue import CeleryQueue
 from runner_core.bundles import stream_bundle
+from tests.databases import create_postgres_db
 from tests.helpers import copy_skills, migrated_settings, wait_for_job
-from tests.integration.services import WorkerProcess, create_postgres_db, require_redis
+from tests.integration.services import WorkerProcess
 
 pytestmark = pytest.mark.integration
-REDIS_DB = 12
 DB_PASSWORD = "pg-pass-5f1e0c2a9d"
 SECRETS = {
     "OPENAI_API_KEY": "sk-fake-openai-8c1f4e9a2b7d",
@@ -32,15 +32,13 @@ MARKER = ("SKILL_RUNNER_HUNT_MARKER", "visible-marker-4f2a")  # not a secret: mu
 
 
 @pytest.fixture
-def hunted(tmp_path):
+def hunted(tmp_path, redis_url):
     """(client, settings, request id, worker) of a finished secret-hunter run (debug bundle)."""
     copy_skills(tmp_path / "skills")
     url, drop = create_postgres_db()
     # trust authentication ignores the password, which is in the URL all the same
     url = url.replace("postgresql://postgres@", f"postgresql://postgres:{DB_PASSWORD}@")
-    settings = migrated_settings(
-        tmp_path, DATABASE_URL=url, CELERY_BROKER_URL=require_redis(REDIS_DB)
-    )
+    settings = migrated_settings(tmp_path, DATABASE_URL=url, CELERY_BROKER_URL=redis_url)
     app = create_app({"SETTINGS": settings, "QUEUE": CeleryQueue(settings.broker_url)})
     worker = WorkerProcess(
         settings,

@@ -20,10 +20,9 @@ from pathlib import Path
 import pytest
 
 from runner_core.settings import REPO_ROOT
-from runner_core.store.migrate import upgrade
+from tests.databases import create_postgres_db
 from tests.helpers import copy_skills, wait_for
 from tests.integration.hosts import Network, Relay
-from tests.integration.services import create_postgres_db
 
 pytestmark = [
     pytest.mark.integration,
@@ -57,7 +56,6 @@ def hosts(tmp_path):
     copy_skills(shared / "skills")
     (shared / "data").mkdir(parents=True)
     database_url, drop = create_postgres_db()
-    upgrade(database_url)
     net = Network()
     redis = relay = None
     try:

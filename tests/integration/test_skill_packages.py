@@ -1,5 +1,6 @@
 """Skill packages end to end: install over the API, run through a real worker, update while a
-run is in flight, one-off runs, and runtime dependencies through uv (no network)."""
+run is in flight, one-off runs, and runtime dependencies through uv (no network). On SQLite: an
+install is files and one row, and a run pinned to a version reads that row."""
 
 from __future__ import annotations
 
@@ -9,11 +10,19 @@ import time
 import pytest
 
 from tests.helpers import upload_body
+from tests.integration.services import SQLITE_ONLY
 from tests.packages import build_wheel, echo_skill, package_upload
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, SQLITE_ONLY]
 
 PROBE_MODULE = "skill_runner_probe_dep"
+
+
+@pytest.fixture
+def stack(module_stack):
+    """One worker for the module: the test that needs other worker settings starts its own
+    (`bare_stack`), and each test installs skills of its own ids."""
+    return module_stack
 
 
 def install(stack, files):
@@ -33,9 +42,9 @@ def wait_temp(stack, rid, timeout=60.0, until=("succeeded", "failed", "canceled"
 
 
 def test_installed_package_runs_through_the_worker(stack):
-    install(stack, echo_skill(version="1.0.0", message="installed"))
+    install(stack, echo_skill("pkg-echo-installed", version="1.0.0", message="installed"))
     rid = stack.client.post(
-        "/v1/jobs", json={"skill_id": "pkg-echo", "input": {"text": "hi"}}
+        "/v1/jobs", json={"skill_id": "pkg-echo-installed", "input": {"text": "hi"}}
     ).json["request_id"]
     status = stack.wait(rid)
     assert status["status"] == "succeeded", status
@@ -81,7 +90,7 @@ def test_temp_run_with_upload_runs_through_the_worker(stack):
     resp = stack.client.post(
         "/v1/temp-skill-runs",
         data={
-            **package_upload(echo_skill(message="one-off", file_input=True)),
+            **package_upload(echo_skill("pkg-echo-temp", message="one-off", file_input=True)),
             "request": '{"input": {"text": "t"}}',
         },
     )
@@ -96,7 +105,7 @@ def test_temp_run_with_upload_runs_through_the_worker(stack):
     result = stack.client.get(f"/v1/temp-skill-runs/{rid}/result").json["result"]
     assert result["data"] == {"message": "one-off", "text": "t", "notes": "N"}
     assert "stdout" in stack.client.get(f"/v1/temp-skill-runs/{rid}/logs").json
-    assert stack.client.get("/v1/skills/pkg-echo").status_code == 404  # never installed
+    assert stack.client.get("/v1/skills/pkg-echo-temp").status_code == 404  # never installed
 
 
 def test_runtime_dependencies_come_from_uv_not_the_service_venv(bare_stack, tmp_path):

@@ -17,7 +17,6 @@ from tests.helpers import wait_for
 from tests.integration.services import WorkerProcess, broker_settings
 
 pytestmark = pytest.mark.integration
-REDIS_DB = 2  # of its own among the integration modules
 SECRET = "test-secret"
 
 
@@ -52,7 +51,7 @@ def service(tmp_path):
         "SKILL_RUNNER_WEBHOOK_SECRET": SECRET,
         "SKILL_RUNNER_WEBHOOK_BACKOFF_SEC": "0.2",
     }
-    with broker_settings(tmp_path, REDIS_DB, **env) as settings:
+    with broker_settings(tmp_path, **env) as settings:
         worker = WorkerProcess(settings, "hooks", settings.data_dir / "worker.log", extra_env=env)
         app = create_app({"SETTINGS": settings, "QUEUE": CeleryQueue(settings.broker_url)})
         try:

@@ -4,7 +4,9 @@ from the shared runs/; at its end (success, cancel, a question to the user) its 
 the shared runs/ before its status says so, and nothing is left in scratch. A worker killed
 mid-run leaves its scratch behind: the run is reconciled from its lease as without scratch,
 and the leftover is removed. The codex tests run the real CLI against the fake LLM; the
-interactive run's second turn runs on another worker, from the files of the shared runs/."""
+interactive run's second turn runs on another worker, from the files of the shared runs/. The
+runs that only work in scratch and are served (a script, a boxed script, codex) run on SQLite;
+the ends, the cancel, the reconciliation and the resumed turn on both databases."""
 
 from __future__ import annotations
 
@@ -32,10 +34,9 @@ from runner_core.statuses import TERMINAL_STATUSES
 from tests.engines.harness import FAKE_CONFIG, require_binary
 from tests.helpers import wait_for, wait_for_job
 from tests.integration.lifecycle_helpers import create_job, live_group, run_row
-from tests.integration.services import WorkerProcess, broker_settings
+from tests.integration.services import SQLITE_ONLY, WorkerProcess, broker_settings, stop_workers
 
 pytestmark = pytest.mark.integration
-FULL_DISK_REDIS_DB = 11  # as test_disk_full.py: the modules of a session run one after another
 FAST = {"SKILL_RUNNER_KILL_GRACE_SEC": "1", "SKILL_RUNNER_SWEEP_INTERVAL_SEC": "1"}
 
 
@@ -58,8 +59,7 @@ def workers(bare_stack):
         return proc
 
     yield start
-    for proc in started:
-        proc.stop()
+    stop_workers(started)
 
 
 def in_scratch(scratch: Path) -> list[str]:
@@ -76,6 +76,7 @@ def served_files(client, rid: str) -> tuple[list[str], dict]:
     return names, client.get(f"/v1/jobs/{rid}/artifacts").json
 
 
+@SQLITE_ONLY
 def test_a_script_run_works_in_scratch_and_is_served_from_the_shared_runs(
     bare_stack, workers, tmp_path
 ):
@@ -206,6 +207,7 @@ def probe(stack, action: str, target: str = "") -> tuple[dict, dict]:
     return status, stack.client.get(f"/v1/jobs/{rid}/result").json["result"]["data"]
 
 
+@SQLITE_ONLY
 def test_a_boxed_run_in_scratch_works_in_its_local_directory_and_sees_no_other(
     bare_stack, workers, tmp_path
 ):
@@ -245,7 +247,7 @@ def test_a_shared_disk_full_when_a_run_ends_fails_it_storage_full_and_keeps_noth
     tmp_path, small_shared_disk
 ):
     database = f"sqlite:///{tmp_path / 'runs.db'}"  # off the small disk
-    with broker_settings(tmp_path / "small", FULL_DISK_REDIS_DB, DATABASE_URL=database) as settings:
+    with broker_settings(tmp_path / "small", DATABASE_URL=database) as settings:
         app = create_app({"SETTINGS": settings, "QUEUE": CeleryQueue(settings.broker_url)})
         client, scratch = app.test_client(), tmp_path / "scratch"
         worker = WorkerProcess(
@@ -338,6 +340,7 @@ def codex(bare_stack, tmp_path):
 
 
 @pytest.mark.engines
+@SQLITE_ONLY
 def test_a_codex_run_works_in_scratch_and_is_served_from_the_shared_runs(
     bare_stack, workers, codex, tmp_path
 ):

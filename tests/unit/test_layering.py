@@ -9,22 +9,13 @@ runner_core, launcher or bench imports itself in a circle."""
 from __future__ import annotations
 
 import ast
-import sys
 from pathlib import Path
 
 from runner_core.settings import REPO_ROOT
+from tests.imports import imported_modules, outside_stdlib
 
 FORBIDDEN = ("flask", "flask_smorest", "celery", "kombu", "api", "worker", "launcher")
 PACKAGES = ("api", "worker", "runner_core", "launcher", "bench")
-
-
-def imported_modules(path):
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            yield from (alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            yield node.module
 
 
 def test_runner_core_imports_no_framework():
@@ -89,17 +80,6 @@ def test_launcher_starts_api_and_worker_without_importing_them():
         if m.split(".")[0] == "launcher"
     ]
     assert leaks == []
-
-
-def outside_stdlib(package: Path) -> list[str]:
-    """`file: module` for each import in `package` of neither the standard library nor itself."""
-    allowed = sys.stdlib_module_names | {package.name}
-    return [
-        f"{p.relative_to(package.parent)}: {m}"
-        for p in sorted(package.rglob("*.py"))
-        for m in imported_modules(p)
-        if m.split(".")[0] not in allowed
-    ]
 
 
 def test_fake_llm_imports_only_the_standard_library():

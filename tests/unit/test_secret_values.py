@@ -4,13 +4,9 @@ service still reads it."""
 
 from __future__ import annotations
 
-import ast
 import json
 import logging
-import os
-import subprocess
 import sys
-import textwrap
 
 from runner_core.logs import JsonFormatter, TextFormatter
 from runner_core.secret_values import (
@@ -22,7 +18,6 @@ from runner_core.secret_values import (
     remember,
     url_password,
 )
-from runner_core.settings import REPO_ROOT
 
 
 def test_secrets_are_known_by_name_or_by_a_password_in_their_url() -> None:
@@ -73,45 +68,3 @@ def test_log_lines_mask_remembered_values_in_messages_and_tracebacks() -> None:
     for formatter in (TextFormatter("%(message)s"), JsonFormatter()):
         line = formatter.format(record)
         assert "log-secret-5d7f1" not in line and MASK in line
-
-
-HOLD = textwrap.dedent(
-    """
-    import os, subprocess
-    from runner_core.secret_values import env_value, hold
-    from runner_core.engines.config import resolve_api_key
-    hold(names=["MY_PROVIDER_CRED"])
-    child = subprocess.run(["cat", f"/proc/{os.getpid()}/environ"], capture_output=True).stdout
-    print(repr((
-        os.environ.get("PGPASSWORD"), b"pg-pass-4e8a2c" in child,
-        "FAKE_API_KEY" in os.environ, "MY_PROVIDER_CRED" in os.environ,
-        b"held-key-1c9e7b" in child, b"named-cred-6b2f0d" in child, b"visible-1" in child,
-        env_value("FAKE_API_KEY"), resolve_api_key({"api_key_env": "MY_PROVIDER_CRED"}),
-    )))
-    """
-)
-
-
-def test_a_held_secret_leaves_the_environment_and_proc_but_is_still_read() -> None:
-    env = {
-        "PATH": os.environ.get("PATH", ""),
-        "PYTHONPATH": str(REPO_ROOT),
-        "FAKE_API_KEY": "held-key-1c9e7b",
-        "MY_PROVIDER_CRED": "named-cred-6b2f0d",
-        "PLAIN": "visible-1",
-        "PGPASSWORD": "pg-pass-4e8a2c",  # libpq reads it from the environment: it stays there
-    }
-    out = subprocess.run(
-        [sys.executable, "-c", HOLD], env=env, capture_output=True, text=True, check=True
-    ).stdout
-    assert ast.literal_eval(out) == (
-        "pg-pass-4e8a2c",
-        False,
-        False,
-        False,
-        False,
-        False,
-        True,
-        "held-key-1c9e7b",
-        "named-cred-6b2f0d",
-    )

@@ -1,12 +1,41 @@
 """Layout of the test tree: shared logic comes from tests.helpers, never from a conftest (pytest
-loads conftest files itself; importing one runs it a second time under another name)."""
+loads conftest files itself; importing one runs it a second time under another name); the unit
+tier tests runner_core alone and starts no process (tests/README.md)."""
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
 
+from tests.imports import imported_modules
+
 TESTS = Path(__file__).resolve().parents[1]
+# Not in tests/unit: the service's other packages and frameworks (their tests are in
+# tests/component or the tier named for the service they need), the other tiers' code, and what
+# starts processes.
+NOT_IN_UNIT = {
+    "api",
+    "worker",
+    "launcher",
+    "bench",
+    "fake_llm",
+    "e2e_client",
+    "skill_runner_client",
+    "flask",
+    "flask_smorest",
+    "celery",
+    "kombu",
+    "gunicorn",
+    "subprocess",
+    "multiprocessing",
+    "tests.api",
+    "tests.browser",
+    "tests.chaos",
+    "tests.component",
+    "tests.engines",
+    "tests.integration",
+}
+STARTS_A_PROCESS = {"fork", "forkpty", "system", "popen", "posix_spawn", "posix_spawnp"}
 
 
 def conftest_imports(root: Path) -> list[str]:
@@ -41,5 +70,52 @@ def test_conftest_imports_are_found_in_every_spelling(tmp_path):
         (tmp_path / f"test_{i}.py").write_text(code + "\n")
     (tmp_path / "test_fine.py").write_text("from tests.helpers import wait_for\n")
     assert [found.split(":")[0] for found in conftest_imports(tmp_path)] == [
+        f"test_{i}.py" for i in range(len(spellings))
+    ]
+
+
+def unit_rule_breaks(root: Path) -> list[str]:
+    """`file: what` for each import of NOT_IN_UNIT and each os call that starts a process in
+    the Python files under `root`."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        name = path.relative_to(root)
+        for module in imported_modules(path):
+            parts = module.split(".")
+            if parts[0] in NOT_IN_UNIT or ".".join(parts[:2]) in NOT_IN_UNIT:
+                found.append(f"{name}: {module}")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id == "os"
+                and (node.attr in STARTS_A_PROCESS or node.attr.startswith(("spawn", "exec")))
+            ):
+                found.append(f"{name}: os.{node.attr}")
+    return found
+
+
+def test_unit_tests_import_runner_core_only_and_start_no_process():
+    assert unit_rule_breaks(TESTS / "unit") == []
+
+
+def test_unit_rule_breaks_are_found_in_every_spelling(tmp_path):
+    spellings = [
+        "from api import create_app",
+        "import worker.tasks",
+        "def f():\n    from worker.execution.lease import Heartbeat",
+        "import subprocess",
+        "from fake_llm import FakeLLM",
+        "from tests.integration.services import Stack",
+        "import os\nos.fork()",
+        "import os\nos.execv('x', [])",
+    ]
+    for i, code in enumerate(spellings):
+        (tmp_path / f"test_{i}.py").write_text(code + "\n")
+    (tmp_path / "test_fine.py").write_text(
+        "import os\nfrom runner_core.events import EventLog\nfrom tests.helpers import wait_for\n"
+        "os.getpid()\n"
+    )
+    assert [found.split(":")[0] for found in unit_rule_breaks(tmp_path)] == [
         f"test_{i}.py" for i in range(len(spellings))
     ]

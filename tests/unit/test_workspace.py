@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -11,7 +9,6 @@ from runner_core.workspace import (
     find_snapshot,
     install_skill_copy,
     snapshot_skill,
-    write_git_marker,
 )
 
 
@@ -39,25 +36,6 @@ def test_script_snapshot_lives_in_dot_skill(tmp_path: Path, skill: Path) -> None
     copy = snapshot_skill(skill, paths, "demo")
     assert copy == paths.root / ".skill" / "demo"
     assert find_snapshot(paths.root, "demo", (".gemini/skills",)) == copy
-
-
-@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
-def test_git_marker_makes_the_run_dir_a_git_root(tmp_path: Path) -> None:
-    run_dir = tmp_path / "run"
-    (run_dir / "sub").mkdir(parents=True)
-    write_git_marker(run_dir)
-    top = subprocess.run(
-        ["git", "rev-parse", "--show-toplevel"],
-        cwd=run_dir / "sub",
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
-    assert Path(top).resolve() == run_dir.resolve()
-    assert not list(run_dir.glob(".git/**/.keep"))
-    assert sorted(p.name for p in (run_dir / ".git").iterdir()) == ["HEAD", "objects", "refs"]
-    write_git_marker(run_dir)  # idempotent
-    subprocess.run(["git", "status"], cwd=run_dir, capture_output=True, check=True)
 
 
 def test_a_write_that_fails_leaves_neither_half_a_file_nor_its_temp(tmp_path) -> None:

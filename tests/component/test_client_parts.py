@@ -15,6 +15,7 @@ from skill_runner_client import Client, SkillRunnerError
 from skill_runner_client.batch import read_summary
 from skill_runner_client.batch_file import BadLine, read_batch
 from skill_runner_client.transport import retry_after_sec
+from tests.imports import outside_stdlib
 
 
 def test_jsonl_lines_become_jobs_with_stable_idempotency_keys(tmp_path):
@@ -161,8 +162,6 @@ def test_an_answer_that_is_not_the_error_body_is_still_one_error(scripted):
 
 
 def test_the_client_package_imports_neither_flask_nor_celery():
-    from tests.unit.test_layering import outside_stdlib
-
     root = Path(__file__).resolve().parents[2] / "client" / "skill_runner_client"
     assert {line.split(": ")[1].split(".")[0] for line in outside_stdlib(root)} == {"urllib3"}
 
