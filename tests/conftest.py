@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import sys
+import time
+from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,6 +26,33 @@ def redis_url() -> Iterator[str]:
 
     with redis_database() as url:
         yield url
+
+
+_tier_seconds: defaultdict[str, float] = defaultdict(float)
+_tier_tests: defaultdict[str, set[str]] = defaultdict(set)
+_started = time.monotonic()
+
+
+def pytest_runtest_logreport(report) -> None:
+    """Adds up each test's setup, call and teardown by tier (its folder under tests/)."""
+    parts = report.nodeid.split("/")
+    tier = parts[1] if len(parts) > 2 and parts[0] == "tests" else parts[0]
+    _tier_seconds[tier] += report.duration
+    _tier_tests[tier].add(report.nodeid)
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    """One line per tier: its tests and their time (tests/README.md keeps the table)."""
+    if not _tier_seconds:
+        return
+    wall = time.monotonic() - _started
+    terminalreporter.section("time by tier")
+    for tier, seconds in sorted(_tier_seconds.items(), key=lambda item: -item[1]):
+        count = len(_tier_tests[tier])
+        terminalreporter.write_line(f"{tier:12} {count:5d} tests {seconds / 60:6.1f} min")
+    terminalreporter.write_line(
+        f"{'all':12} {sum(map(len, _tier_tests.values())):5d} tests {wall / 60:6.1f} min (wall)"
+    )
 
 
 def pytest_sessionfinish(session, exitstatus) -> None:
