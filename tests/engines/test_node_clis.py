@@ -20,7 +20,8 @@ FINAL = '{"status": "ok"}'
 @pytest.mark.parametrize("engine", sorted(NO_RELAUNCH))
 def test_the_cli_runs_as_one_node_process(engine: str, tmp_path: Path) -> None:
     """With its NO_RELAUNCH variable the CLI does not start itself again as a child Node
-    process (~1 s per run here); without it, it does."""
+    process (~1 s per run here); without it, it does (and the child may start helpers of its
+    own, so at least two are seen)."""
     adapter, variable = get_adapter(engine), NO_RELAUNCH[engine]
     env = load_engine_config(engine, skill_dir=None, user=None)["env"]
     assert env.get(variable) == "true"
@@ -33,7 +34,7 @@ def test_the_cli_runs_as_one_node_process(engine: str, tmp_path: Path) -> None:
     with node_counts(tmp_path / "relaunch") as relaunched:
         run = run_scenario(adapter, tmp_path / "relaunch", script, config={"env": unset})
     assert run.output.error is None, run.stderr[-2000:]
-    assert max(single) == 1 and max(relaunched) == 2, (single, relaunched)
+    assert max(single) == 1 and max(relaunched) >= 2, (single, relaunched)
 
 
 @pytest.mark.parametrize("engine", sorted(NO_RELAUNCH))

@@ -13,6 +13,7 @@
   let lastTool = null, lastAgentText = null, pendingId = null, ended = false, source = null;
   let batch = null;  /* while a history page is drawn: {nodes, stderr, older} */
   let oldest = lastSeq + 1;  /* the first seq shown */
+  let treeAsked = 0;  /* tree refreshes asked for */
 
   function el(tag, cls, text) {
     const node = document.createElement(tag);
@@ -44,7 +45,7 @@
         setStatus(d.to);
         if (d.to !== "waiting_user") closeQuestion();
         if (d.terminal) finish(d.terminal);
-        else if (window.htmx && !batch) htmx.trigger("#tree", "refresh");
+        else if (!batch) refreshTree();
         break;
       case "assistant.message":
         lastAgentText = d.text;
@@ -160,7 +161,7 @@
       $("run-error").append(el("code", "", terminal.error.code), " " + (terminal.error.message || ""));
       $("run-error").hidden = false;
     }
-    if (window.htmx) htmx.trigger("#tree", "refresh");
+    refreshTree();
     const state = await (await fetch(api)).json();
     if (state.started_at && state.finished_at) {
       const sec = (Date.parse(state.finished_at) - Date.parse(state.started_at)) / 1000;
@@ -180,6 +181,16 @@
     const bundle = el("a", "button", "Download the bundle"); bundle.href = `/v1/jobs/${rid}/bundle`;
     box.append(el("h3", "", "Artifacts"), list, bundle);
   }
+
+  /* The file tree, fetched again as the run moves on; only the latest answer is drawn, so a
+     slow earlier one never overwrites the tree of a finished run. */
+  async function refreshTree() {
+    const asked = ++treeAsked;
+    const answer = await fetch($("tree").dataset.src);
+    const html = await answer.text();
+    if (answer.ok && asked === treeAsked) $("tree").outerHTML = html;
+  }
+  $("tree-refresh").addEventListener("click", refreshTree);
 
   /* a file of the tree into the preview pane (delegated: the tree is swapped as the run moves) */
   document.addEventListener("click", (e) => {
