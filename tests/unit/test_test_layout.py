@@ -5,6 +5,7 @@ tier tests runner_core alone and starts no process (tests/README.md)."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 from tests.imports import imported_modules
@@ -119,3 +120,15 @@ def test_unit_rule_breaks_are_found_in_every_spelling(tmp_path):
     assert [found.split(":")[0] for found in unit_rule_breaks(tmp_path)] == [
         f"test_{i}.py" for i in range(len(spellings))
     ]
+
+
+def test_the_whole_suite_runs_every_tier() -> None:
+    """tests/run.sh runs the suite as two sessions that name their tiers: a tier folder missing
+    from both would never run in CI."""
+    script = (TESTS / "run.sh").read_text(encoding="utf-8")
+    sessions = [
+        line for line in script.splitlines() if line.startswith("SECOND=(") or " pytest " in line
+    ]
+    named = set(re.findall(r"\btests/[a-z_]+\b", "\n".join(sessions)))
+    tiers = {f"tests/{p.parent.name}" for p in TESTS.glob("*/test_*.py")}
+    assert tiers and tiers <= named, sorted(tiers - named)
