@@ -32,8 +32,10 @@ def key_for(
     inline: dict[str, Any],
     upload_hashes: dict[str, str],
     options: RuntimeOptions,
+    workspace: str | None = None,
 ) -> str:
-    """Hash of the skill's files, engine (+ its merged config), model, values and uploads."""
+    """Hash of the skill's files, engine (+ its merged config), model, values and uploads;
+    `workspace`: the token of the earlier run whose workspace (and output) the run reuses."""
     engine_config: dict[str, Any] = {"debug": options.debug}
     if engine and pkg.loaded_manifest.entrypoint.type != "script":
         try:
@@ -54,6 +56,7 @@ def key_for(
         inline_input=inline,
         upload_hashes=upload_hashes,
         engine_config=engine_config,
+        workspace=workspace,
     )
 
 

@@ -40,8 +40,10 @@ def cache_key(
     inline_input: dict[str, Any],
     upload_hashes: dict[str, str],
     engine_config: dict[str, Any] | None = None,
+    workspace: str | None = None,
 ) -> str:
-    """sha256 of the canonical JSON of every input that can change a run's result."""
+    """sha256 of the canonical JSON of every input that can change a run's result;
+    `workspace` (a reused workspace's token) only when there is one, so other keys stay."""
     payload = {
         "v": _KEY_VERSION,
         "fingerprint": fingerprint,
@@ -51,6 +53,7 @@ def cache_key(
         "inline_input": inline_input,
         "upload_hashes": upload_hashes,
         "engine_config": engine_config,
+        **({"workspace": workspace} if workspace is not None else {}),
     }
     return hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()
 

@@ -38,6 +38,9 @@ class ErrorCode(StrEnum):
     INVALID_LOG_RANGE = "INVALID_LOG_RANGE"
     INVALID_ARTIFACT_PATH = "INVALID_ARTIFACT_PATH"
     REQUEST_NOT_FOUND = "REQUEST_NOT_FOUND"
+    WORKSPACE_SOURCE_NOT_FOUND = "WORKSPACE_SOURCE_NOT_FOUND"
+    WORKSPACE_SOURCE_NOT_READY = "WORKSPACE_SOURCE_NOT_READY"
+    WORKSPACE_BINDING_INVALID = "WORKSPACE_BINDING_INVALID"
     ARTIFACT_NOT_FOUND = "ARTIFACT_NOT_FOUND"
     RUN_FILE_REFUSED = "RUN_FILE_REFUSED"
     RUN_FILE_NOT_FOUND = "RUN_FILE_NOT_FOUND"
@@ -148,6 +151,15 @@ CATALOGUE: dict[ErrorCode, CodeUse] = {
     _C.INVALID_LOG_RANGE: CodeUse((400,), "byte_to is before byte_from"),
     _C.INVALID_ARTIFACT_PATH: CodeUse((400,), "an artifact path that leaves the run's artifacts"),
     _C.REQUEST_NOT_FOUND: CodeUse((404,), "no job or one-off run with that request_id"),
+    _C.WORKSPACE_SOURCE_NOT_FOUND: CodeUse(
+        (404,), "runtime_options.workspace names a request that does not exist"
+    ),
+    _C.WORKSPACE_SOURCE_NOT_READY: CodeUse(
+        (409, RUN), "the run whose workspace is reused did not succeed, or its files are gone"
+    ),
+    _C.WORKSPACE_BINDING_INVALID: CodeUse(
+        (422,), "a malformed runtime_options.workspace or one of its file_bindings"
+    ),
     _C.ARTIFACT_NOT_FOUND: CodeUse((404,), "no artifact at that path"),
     _C.RUN_FILE_REFUSED: CodeUse(
         (403,), "a run file preview of a path outside the run, through a symlink, or hidden"

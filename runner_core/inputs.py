@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from copy import deepcopy
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -160,19 +161,34 @@ def match_upload(uploads: Path, key: str, extensions: list[str]) -> Path | None:
     return None
 
 
+def _bound_file(uploads: Path, rel: str) -> Path | None:
+    """The bound file at `uploads/<rel>`; None when it is missing or leaves `uploads`."""
+    target = (uploads / rel).resolve()
+    return target if target.is_relative_to(uploads.resolve()) and target.is_file() else None
+
+
 def resolve_inputs(
     input_schema: dict[str, Any],
     parameter_schema: dict[str, Any],
     uploads: Path,
     inline: Any,
     parameter: Any,
+    bound: Mapping[str, str] | None = None,
 ) -> ResolvedInputs:
-    """Resolve every input field and validate both contexts; raises InputError."""
+    """Resolve every input field and validate both contexts; raises InputError. `bound`: file
+    inputs whose value names their file under `uploads` (bound from an earlier run's files)."""
+    bound = bound or {}
+    if bound and isinstance(inline, dict):
+        inline = {k: v for k, v in inline.items() if k not in bound}
     resolved = validate_inline(input_schema, inline)
     required = set(input_schema.get("required", []))
     missing = []
     for key, prop in file_fields(input_schema).items():
-        path = match_upload(uploads, key, list(prop.get("extensions", [])))
+        path = (
+            _bound_file(uploads, bound[key])
+            if key in bound
+            else match_upload(uploads, key, list(prop.get("extensions", [])))
+        )
         if path is not None:
             resolved[key] = str(path.resolve())
         elif key in required:

@@ -17,6 +17,7 @@ from api import auth, context, job_cache
 from api.errors import ApiError
 from api.idempotency import Claim, remember
 from api.jobs.validate import check_request
+from api.jobs.workspace import Workspace, check_reuse, pin_bound_files
 from api.zip_bodies import receive_inputs, upload_lock
 from runner_core.error_codes import ErrorCode
 from runner_core.inputs import file_fields
@@ -65,14 +66,21 @@ def create_job(
     """
     settings = context.settings()
     owner = auth.owner()
-    engine, parameter = check_request(pkg, body)
-    needs_upload = bool(file_fields(pkg.input_schema))
     options = RuntimeOptions.from_dict(body.get("runtime_options"))
     inline = body.get("input") or {}
+    workspace = check_reuse(conn, pkg, options.as_dict(), inline)
+    bound = workspace.bound_keys if workspace else frozenset()
+    # bound file inputs name their file (input[key] = target_path): checked as bound, not inline
+    checked = {**body, "input": {k: v for k, v in inline.items() if k not in bound}}
+    engine, parameter = check_request(pkg, checked)
+    needs_upload = _needs_upload(pkg, bound)
+    token = workspace.cache_token if workspace else None
     key = (
         None
         if needs_upload
-        else job_cache.key_for(pkg, engine, body.get("model"), parameter, inline, {}, options)
+        else job_cache.key_for(
+            pkg, engine, body.get("model"), parameter, inline, {}, options, token
+        )
     )
     cached = (
         job_cache.find_cached(conn, key, owner) if key and job_cache.cache_usable(options) else None
@@ -109,7 +117,7 @@ def create_job(
         model=body.get("model"),
         parameter=parameter,
         input=inline,
-        runtime_options=options.as_dict(),
+        runtime_options=_stored_options(options, workspace),
         payload=payload,
         created_at=now,
         dispatch=dispatch,
@@ -125,12 +133,31 @@ def create_job(
     )
     if claim is not None:
         remember(conn, claim, dataclasses.asdict(accepted))
+    if workspace is not None and cached is None:
+        pin_bound_files(workspace, settings.requests_dir / request_id)
     _commit_with_uploads_dir(
         conn, settings.requests_dir / request_id / "uploads" if needs_upload else None
     )
     if dispatch is not None:
         submit(pkg, run_id, engine, options, dispatch.task_id, request_id)
     return accepted
+
+
+def _needs_upload(pkg: SkillPackage, bound: frozenset[str]) -> bool:
+    """A skill with file inputs waits for its upload, unless bindings give every required one."""
+    files = file_fields(pkg.input_schema)
+    if not files:
+        return False
+    required = set(files) & set(pkg.input_schema.get("required", []))
+    return not (bound and required <= bound)
+
+
+def _stored_options(options: RuntimeOptions, workspace: Workspace | None) -> dict[str, Any]:
+    """The run's runtime_options: as sent, its `workspace` completed for the worker."""
+    stored = options.as_dict()
+    if workspace is not None:
+        stored["workspace"] = workspace.stored(stored["workspace"])
+    return stored
 
 
 def _callback(body: dict[str, Any], allowed: tuple[str, ...]) -> str | None:
@@ -193,8 +220,16 @@ def bind_upload(
 ) -> Accepted:
     """After an upload: serve from the cache when a succeeded run matches, else send the run."""
     options = RuntimeOptions.from_dict(run.runtime_options)
+    reused = (run.runtime_options or {}).get("workspace")
     run.cache_key = job_cache.key_for(
-        pkg, run.engine, run.model, run.parameter, run.input, upload_hashes, options
+        pkg,
+        run.engine,
+        run.model,
+        run.parameter,
+        run.input,
+        upload_hashes,
+        options,
+        reused.get("cache_token") if isinstance(reused, dict) else None,
     )
     cached = (
         job_cache.find_cached(session.connection(), run.cache_key, run.owner)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from marshmallow import EXCLUDE, Schema, fields, validate
 
+from api.jobs import workspace as run_files
 from api.schemas.output_fields import ListOrEmpty, UtcDateTime
 from runner_core.statuses import RunStatus
 
@@ -84,6 +85,20 @@ class JobStatus(Schema):
             "description": "tokens the engine CLI reported for the run, all its turns (repair "
             "rounds included): {input_tokens, output_tokens}; null for script "
             "skills and CLIs that report none"
+        },
+    )
+
+    # where the run's files are, for clients that chain runs in one workspace
+    workspace_dir = fields.Function(
+        lambda job: run_files.workspace_dir(job.run_id),
+        metadata={"description": "the run's directory on the server (absolute)"},
+    )
+    workspaceDir = fields.Function(lambda job: run_files.workspace_dir(job.run_id))  # noqa: N815
+    resultJsonPath = fields.Function(  # noqa: N815
+        lambda job: run_files.result_json_path(job.run_id, job.skill_id),
+        metadata={
+            "description": "the run's result document: `result/<skill>.<n>/result.json` under "
+            "workspace_dir (also in the bundle), else `result/result.json`"
         },
     )
 

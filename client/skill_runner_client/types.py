@@ -54,6 +54,9 @@ class JobStatus(TypedDict, total=False):
     warnings: list[Any]
     error: ErrorInfo | None
     token_usage: dict[str, int] | None
+    workspace_dir: str | None  # the run's directory on the server (also as workspaceDir)
+    workspaceDir: str | None
+    resultJsonPath: str | None  # its result document (result/<skill>.<n>/result.json)
 
 
 class RunResult(TypedDict):

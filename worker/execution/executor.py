@@ -40,12 +40,18 @@ from runner_core.statuses import RunStatus
 from runner_core.store.models import Run
 from runner_core.tokens import add_tokens
 from runner_core.workspace import RunPaths, create_run_dir, disk_full
+from runner_core.workspace_reuse import copy_to_namespace
 from worker.execution.boxing import network_warning
 from worker.execution.contexts import EntryContext, EntryResult
 from worker.execution.engine import tokens_so_far
 from worker.execution.entrypoint import run_entrypoint
 from worker.execution.failures import RunFailed
-from worker.execution.prepare import resumed_context, stage_skill, write_inputs
+from worker.execution.prepare import (
+    enter_workspace,
+    resumed_context,
+    stage_skill,
+    write_inputs,
+)
 from worker.execution.run_layout import PoolLayout, run_relative
 from worker.execution.script import skill_command
 from worker.execution.supervisor import Watch
@@ -171,12 +177,11 @@ class RunExecutor:
                 error = outcome.error
                 if error is not None:
                     error = {**error, "stderr": stderr_tail(self.paths)}
-                write_result(
-                    self.paths,
-                    result_document(
-                        outcome.status, outcome.data, outcome.artifacts, outcome.warnings, error
-                    ),
+                document = result_document(
+                    outcome.status, outcome.data, outcome.artifacts, outcome.warnings, error
                 )
+                write_result(self.paths, document)
+                copy_to_namespace(self.paths.root, self.run.skill_id, document)
             return outcome
         except OSError as exc:
             error = self._unexpected(exc)
@@ -269,6 +274,7 @@ class RunExecutor:
         staged = stage_skill(self.settings, self.run, self.paths, self.pool)
         self.pool_layout = staged.pool_layout  # refilled even when this run's inputs fail
         inputs = write_inputs(self.settings, self.run, self.paths, staged.pkg, self.request_payload)
+        enter_workspace(self.settings, self.run, self.paths)
         return EntryContext(
             self.run, self.paths, staged.pkg, inputs, self.settings, self.make_watch
         )

@@ -26,6 +26,7 @@ from runner_core.workspace import (
     link_uploads,
     write_json,
 )
+from runner_core.workspace_reuse import reserve_namespace, take_over
 from worker.execution.contexts import EntryContext
 from worker.execution.failures import RunFailed
 from worker.execution.run_layout import (
@@ -92,11 +93,17 @@ def write_inputs(
         paths.input_json, request_payload or {"skill_id": run.skill_id, "parameter": run.parameter}
     )
     link_uploads(request_dir / "uploads", paths)
+    link_uploads(request_dir / "bound", paths)  # files bound from an earlier run
     if (request_dir / "input_manifest.json").is_file():
         shutil.copy2(request_dir / "input_manifest.json", paths.root / "input_manifest.json")
     try:
         resolved = resolve_inputs(
-            pkg.input_schema, pkg.parameter_schema, paths.uploads, run.input, run.parameter
+            pkg.input_schema,
+            pkg.parameter_schema,
+            paths.uploads,
+            run.input,
+            run.parameter,
+            bound_inputs(run),
         )
     except InputError as exc:
         raise RunFailed(exc.code, exc.message, exc.details) from exc
@@ -104,6 +111,34 @@ def write_inputs(
         resolved = replace(resolved, input=apply_defaults(pkg.input_schema, resolved.input))
     write_json(paths.resolved_input, {"input": resolved.input, "parameter": resolved.parameter})
     return resolved
+
+
+def reused_workspace(run: Run) -> dict[str, Any]:
+    """The run's `runtime_options.workspace` as the API stored it ({} when it has none)."""
+    workspace = (run.runtime_options or {}).get("workspace")
+    return workspace if isinstance(workspace, dict) and workspace.get("source_run_id") else {}
+
+
+def bound_inputs(run: Run) -> dict[str, str]:
+    """File inputs bound from an earlier run: input key -> its uploads-relative path."""
+    bindings = reused_workspace(run).get("file_bindings") or []
+    return {b["input_key"]: b["target_path"] for b in bindings if isinstance(b, dict)}
+
+
+def enter_workspace(settings: Settings, run: Run, paths: RunPaths) -> None:
+    """Take over the workspace of the run this one reuses (its files hard-linked in, this
+    run's own inputs kept), then reserve the run's result namespace `result/<skill>.<n>/`."""
+    source_run_id = reused_workspace(run).get("source_run_id")
+    if source_run_id:
+        source = settings.runs_dir / str(source_run_id)
+        if not source.is_dir():
+            raise RunFailed(
+                ErrorCode.WORKSPACE_SOURCE_NOT_READY,
+                "the files of the run whose workspace this run reuses are gone",
+                {"source_run_id": source_run_id},
+            )
+        take_over(source, paths.root)
+    reserve_namespace(paths.result, run.skill_id)
 
 
 def resumed_context(
