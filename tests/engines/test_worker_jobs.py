@@ -152,7 +152,8 @@ ECHO_TEXT = "  Hello   World "
 ECHO_RESULT = {
     "text": ECHO_TEXT,
     "length": len(ECHO_TEXT),
-    "normalized": "hello world",
+    "normalized": True,
+    "normalized_text": "hello world",
     "warnings": ["the text has leading or trailing whitespace"],
 }
 ECHO_SESSION = Script(
