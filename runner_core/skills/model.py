@@ -20,6 +20,15 @@ class Entrypoint:
     script_command: str | None = None
     prompts: dict[str, str] = field(default_factory=dict)  # engine -> inline template
 
+    @property
+    def result_path(self) -> Path | None:
+        """Where the agent writes its result, relative to the run; None: it prints it instead
+        (`result_mode: stdout`), so only its final message is read. A script writes
+        result/result.json (entrypoint.prompt is about agents)."""
+        if self.type == "script":
+            return Path("result/result.json")
+        return None if self.result_mode == "stdout" else Path(self.result_file)
+
 
 @dataclass(frozen=True)
 class Automation:

@@ -322,9 +322,11 @@ class RunExecutor:
         """The output chain; `complete=False` stops before the fallback and repair steps."""
         paths, pkg, entry = ctx.paths, ctx.pkg, self.entry
         assert entry is not None  # set by _process, which ran first
-        if paths.result_file.is_file():  # a copy: N1/N2 commands may rewrite it in place
-            shutil.copy2(paths.result_file, paths.raw / "skill_result.json")
         manifest = pkg.loaded_manifest
+        written = manifest.entrypoint.result_path
+        if written is not None and (paths.root / written).is_file():
+            # a copy: N1/N2 commands may rewrite it in place
+            shutil.copy2(paths.root / written, paths.raw / "skill_result.json")
         return run_output_chain(
             paths.root,
             pkg.output_schema,
@@ -336,6 +338,7 @@ class RunExecutor:
             repair_rounds=self._repair_rounds() if complete else 0,
             schema_path=pkg.root / manifest.schemas["output"],
             engine_text_file=entry.text_file,
+            result_file=written,
         )
 
     def _output_chain(self, ctx: EntryContext) -> None:
