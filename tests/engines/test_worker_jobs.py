@@ -247,6 +247,10 @@ def test_the_result_file_a_skill_names_is_where_its_result_is_read(service):
     assert result["data"] == RESULT
     run_dir = service["settings"].runs_dir / status["run_id"]
     assert f"{run_dir}/out/answer.json" in (run_dir / "logs" / "prompt.txt").read_text()
+    # written outside artifacts/ and result/: listed in the manifest (seed 003 §4)
+    listed = service["client"].get(f"/v1/jobs/{status['request_id']}/artifacts").json
+    assert {"path": "out/answer.json", "size": len(json.dumps(RESULT))} in listed["other_writes"]
+    assert not any(w["path"].startswith((".", "logs/")) for w in listed["other_writes"])
 
 
 def test_result_mode_stdout_reads_the_final_message_not_a_file(service):

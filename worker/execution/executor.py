@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from runner_core import scratch
-from runner_core.artifacts import index_artifacts, write_manifest
+from runner_core.artifacts import index_artifacts, other_writes, write_manifest
 from runner_core.error_codes import ErrorCode
 from runner_core.events import EventLog
 from runner_core.interaction import Pending, has_done_marker
@@ -46,6 +46,7 @@ from worker.execution.contexts import EntryContext, EntryResult
 from worker.execution.engine import tokens_so_far
 from worker.execution.entrypoint import run_entrypoint
 from worker.execution.failures import RunFailed
+from worker.execution.lease import aware
 from worker.execution.prepare import (
     enter_workspace,
     resumed_context,
@@ -366,6 +367,10 @@ class RunExecutor:
 
     def _index_artifacts(self, pkg: SkillPackage) -> None:
         manifest = index_artifacts(self.paths.root, pkg.artifacts)
+        if self.run.started_at is not None:  # what the skill wrote outside its outputs
+            manifest.other_writes, manifest.other_writes_truncated = other_writes(
+                self.paths.root, aware(self.run.started_at).timestamp()
+            )
         write_manifest(self.paths.root, manifest)
         self.artifacts = [a.path for a in manifest.artifacts]
         self.warnings.extend(
