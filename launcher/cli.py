@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from typing import cast
 
+from runner_core.config_file import CONFIG_ENV
 from runner_core.settings import REPO_ROOT, SettingsError, hold_service_secrets, load_settings
 from runner_core.store.migrate import upgrade
 
@@ -21,6 +22,15 @@ def migrate(_args) -> int:
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     upgrade(settings.database_url)
     print(f"database at {settings.database_url} is up to date")
+    return 0
+
+
+def show_config(_args) -> int:
+    """The effective settings, one `name = value` per line, secrets masked."""
+    from launcher.effective_config import effective_lines
+
+    for line in effective_lines(load_settings(), os.environ):
+        print(line)
     return 0
 
 
@@ -186,7 +196,7 @@ def token_add(args) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if argv and argv[0] not in ("serve", "migrate", "token", "-h", "--help"):
+    if argv and argv[0] not in ("serve", "migrate", "token", "config", "-h", "--help"):
         # every other command belongs to the client package (skill_runner_client)
         try:
             from skill_runner_client.cli import main as client_main
@@ -206,8 +216,19 @@ def main(argv: list[str] | None = None) -> int:
         "reply, skills, install, engines): skill-runner COMMAND --help; see docs/clients.md.",
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("migrate", help="apply database migrations").set_defaults(fn=migrate)
-    p = sub.add_parser("serve", help="run API + worker on the embedded default")
+    config = argparse.ArgumentParser(add_help=False)
+    config.add_argument(
+        "--config",
+        metavar="FILE",
+        help=f"a YAML file of settings (as {CONFIG_ENV}; the environment wins)",
+    )
+    sub.add_parser("migrate", help="apply database migrations", parents=[config]).set_defaults(
+        fn=migrate
+    )
+    sub.add_parser(
+        "config", help="print the effective settings (secrets masked)", parents=[config]
+    ).set_defaults(fn=show_config)
+    p = sub.add_parser("serve", help="run API + worker on the embedded default", parents=[config])
     p.add_argument(
         "--concurrency", type=int, default=int(os.environ.get("WORKER_CONCURRENCY", "2"))
     )
@@ -230,6 +251,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--file", help="the tokens file (default: SKILL_RUNNER_TOKENS_FILE)")
     p.set_defaults(fn=token_list)
     args = parser.parse_args(argv)
+    if getattr(args, "config", None):  # for this process and every one it starts
+        os.environ[CONFIG_ENV] = str(Path(args.config).expanduser().resolve())
     try:
         return args.fn(args)
     except SettingsError as exc:
