@@ -21,6 +21,7 @@ from runner_core.error_codes import ErrorCode
 from runner_core.events import EventLog
 from runner_core.interaction import Pending, has_done_marker
 from runner_core.output import OutputOutcome, run_output_chain
+from runner_core.output.hints import failure_hints, summary
 from runner_core.output.stages import RepairRounds
 from runner_core.results import (
     RunEnd,
@@ -348,12 +349,16 @@ class RunExecutor:
         paths = ctx.paths
         self.warnings.extend(outcome.warnings)
         if not outcome.ok:
+            raw_output = run_relative(outcome.raw_output_path, paths.root)
+            errors = outcome.validation_errors
             raise RunFailed(
                 ErrorCode.OUTPUT_VALIDATION_FAILED,
-                "the output does not match the skill's output schema",
+                "the output does not match the skill's output schema" + summary(errors),
                 {
-                    "validation_errors": outcome.validation_errors,
-                    "raw_output_path": run_relative(outcome.raw_output_path, paths.root),
+                    "validation_errors": errors,
+                    "raw_output_path": raw_output,
+                    "validation_record": "result/validation.json",
+                    **failure_hints(errors, _answer_file(paths.root, raw_output)),
                 },
             )
         self.data = outcome.data
@@ -389,3 +394,10 @@ def _log_sizes(logs: Path) -> tuple[int, int]:
     """Where the next process's output starts in the run's stdout and stderr logs."""
     out, err = (logs / "stdout.txt", logs / "stderr.txt")
     return (out.stat().st_size if out.exists() else 0, err.stat().st_size if err.exists() else 0)
+
+
+def _answer_file(run_dir: Path, raw_output: str) -> str:
+    """Where the answer the hints are about is: the result file the skill wrote (kept as
+    raw/skill_result.json) when there was one, else the engine's raw output."""
+    kept = "raw/skill_result.json"
+    return kept if (run_dir / kept).is_file() else raw_output
