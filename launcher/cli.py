@@ -34,6 +34,40 @@ def show_config(_args) -> int:
     return 0
 
 
+def validate(args) -> int:
+    """Each skill directory checked as an upload would be: one line per problem, exit 1 on any."""
+    import json
+
+    from runner_core.skills.check import check_skill_dir
+
+    installed = Path(args.skills_dir or os.environ.get("SKILL_RUNNER_SKILLS_DIR", "./skills"))
+    checks = [check_skill_dir(Path(d), installed) for d in args.dirs]
+    if args.json:
+        print(json.dumps([c.as_dict() for c in checks], indent=2))
+    else:
+        for c in checks:
+            for problem in c.errors:
+                print(f"{c.path}: {problem}")
+            for warning in c.warnings:
+                print(f"{c.path}: warning: {warning}")
+            if c.valid:
+                print(f"{c.path}: ok ({c.skill_id})")
+    return 0 if all(c.valid for c in checks) else 1
+
+
+def new(args) -> int:
+    """A new skill directory that passes `validate` as written."""
+    from runner_core.skills.scaffold import ScaffoldError, new_skill
+
+    try:
+        root = new_skill(Path(args.dir), args.name, args.kind)
+    except ScaffoldError as exc:
+        print(f"skill-runner: {exc}", file=sys.stderr)
+        return 2
+    print(f"{root}: a new {args.kind} skill; check it with: skill-runner validate {root}")
+    return 0
+
+
 def serve(args) -> int:
     """Migrate, start the embedded broker when none is configured, then web + worker (+ beat)."""
     from launcher.demo_llm import DemoLLM, DemoRefused
@@ -194,9 +228,13 @@ def token_add(args) -> int:
     return 0
 
 
+# this package's commands; any other goes to the client package
+SERVICE_COMMANDS = ("serve", "migrate", "token", "config", "validate", "new", "-h", "--help")
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if argv and argv[0] not in ("serve", "migrate", "token", "config", "-h", "--help"):
+    if argv and argv[0] not in SERVICE_COMMANDS:
         # every other command belongs to the client package (skill_runner_client)
         try:
             from skill_runner_client.cli import main as client_main
@@ -228,6 +266,20 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser(
         "config", help="print the effective settings (secrets masked)", parents=[config]
     ).set_defaults(fn=show_config)
+    p = sub.add_parser("validate", help="check skill directories offline, as an upload would be")
+    p.add_argument("dirs", nargs="+", metavar="DIR", help="a skill directory")
+    p.add_argument("--json", action="store_true", help="one JSON report per directory")
+    p.add_argument(
+        "--skills-dir",
+        help="the installed skills a skill.json skill's calls are checked against "
+        "(default: SKILL_RUNNER_SKILLS_DIR or ./skills)",
+    )
+    p.set_defaults(fn=validate)
+    p = sub.add_parser("new", help="a new skill directory that passes validate")
+    p.add_argument("name", help="the skill's name (its directory)")
+    p.add_argument("--kind", choices=("prompt", "script", "skill.json"), default="prompt")
+    p.add_argument("--dir", default=".", help="where to make it (default: here)")
+    p.set_defaults(fn=new)
     p = sub.add_parser("serve", help="run API + worker on the embedded default", parents=[config])
     p.add_argument(
         "--concurrency", type=int, default=int(os.environ.get("WORKER_CONCURRENCY", "2"))
