@@ -68,15 +68,27 @@ def new(args) -> int:
     return 0
 
 
+def skill_test(args) -> int:
+    """Each case of the skill's test file through a throw-away service; exit 0, 1 or 2."""
+    from launcher.skill_test import SkillTestError, run_skill_test
+
+    try:
+        return run_skill_test(Path(args.dir), Path(args.file) if args.file else None, args.keep)
+    except SkillTestError as exc:
+        print(f"skill-runner test: {exc}", file=sys.stderr)
+        return 2
+
+
 def serve(args) -> int:
     """Migrate, start the embedded broker when none is configured, then web + worker (+ beat)."""
     from launcher.demo_llm import DemoLLM, DemoRefused
     from launcher.embedded_broker import EmbeddedBroker
 
     settings = load_settings()
-    demo = DemoLLM(settings.data_dir) if args.demo_llm else None
+    own_script = Path(args.demo_llm_script).resolve() if args.demo_llm_script else None
+    demo = DemoLLM(settings.data_dir, own_script) if args.demo_llm or own_script else None
     try:
-        if demo is not None:
+        if demo is not None and own_script is None:
             demo.refuse_when_keyed()
         migrate(args)
         extra = [demo.start()] if demo is not None else []
@@ -229,7 +241,17 @@ def token_add(args) -> int:
 
 
 # this package's commands; any other goes to the client package
-SERVICE_COMMANDS = ("serve", "migrate", "token", "config", "validate", "new", "-h", "--help")
+SERVICE_COMMANDS = (
+    "serve",
+    "migrate",
+    "token",
+    "config",
+    "validate",
+    "new",
+    "test",
+    "-h",
+    "--help",
+)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -290,7 +312,18 @@ def main(argv: list[str] | None = None) -> int:
         help="point the engine CLIs at a scripted fake LLM on loopback (a first look without a "
         "provider account; refused when a provider key is configured)",
     )
+    p.add_argument(
+        "--demo-llm-script",
+        metavar="FILE",
+        help="as --demo-llm, the model playing the turns of FILE (fake_llm's script format, "
+        "read at every call; what skill-runner test uses)",
+    )
     p.set_defaults(fn=serve)
+    p = sub.add_parser("test", help="play a skill's test cases through a throw-away service")
+    p.add_argument("dir", metavar="DIR", help="the skill directory")
+    p.add_argument("--file", help="the test file (default: DIR/tests/skill-test.json)")
+    p.add_argument("--keep", action="store_true", help="keep the test service's data folder")
+    p.set_defaults(fn=skill_test)
     tokens = sub.add_parser("token", help="manage the API tokens file").add_subparsers(
         dest="token_command", required=True
     )

@@ -332,6 +332,13 @@ class ArtifactManifest(Schema):
     request_id = fields.String()
     artifacts = fields.List(fields.Dict())
     missing_required = fields.List(fields.String())
+    other_writes = fields.List(
+        fields.Dict(),
+        metadata={
+            "description": "{path, size} of files the run wrote outside artifacts/ and "
+            "result/ (the first 200)"
+        },
+    )
 
 
 class EngineModels(Schema):
