@@ -104,6 +104,8 @@ def test_runs_list_filters_and_engines_page(served, page):
     page.goto(f"{served.base}/ui/engines")
     codex = page.locator("tr", has_text="codex")
     assert "workspace-write" in codex.inner_text()
+    retired = page.locator("tr", has_text="iflow").locator(".badge", has_text="retired")
+    assert "shut down" in retired.get_attribute("title")
     shot(page, "08-engines")
 
 
