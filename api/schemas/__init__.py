@@ -268,6 +268,24 @@ class SkillSummary(Schema):
     health = fields.String()
     errors = fields.List(fields.String())
     warnings = fields.List(fields.String())
+    category = fields.String(
+        allow_none=True,
+        metadata={"description": "skill.json `category`; SKILL.md frontmatter `metadata.category`"},
+    )
+    tags = fields.List(fields.String())
+    author = fields.String(allow_none=True)
+
+
+class SkillListArgs(Schema):
+    """Filters of GET /v1/skills, each optional."""
+
+    category = fields.String(metadata={"description": "this category only (any case)"})
+    tag = fields.String(metadata={"description": "skills carrying this tag"})
+    q = fields.String(
+        metadata={
+            "description": "words found in the id, name, description, category, tags or author"
+        }
+    )
 
 
 class SkillDetail(SkillSummary):

@@ -11,7 +11,7 @@ import skills_ref
 from skills_ref.parser import parse_frontmatter
 
 from runner_core.artifacts import artifact_fields
-from runner_core.engines import RETIRED, SUPPORTED_ENGINES
+from runner_core.engines import RETIRED, RUNNABLE_ENGINES, SUPPORTED_ENGINES
 from runner_core.openevo.spec import is_openevo_dir, load_openevo
 from runner_core.skills.manifest import parse_manifest
 from runner_core.skills.model import SkillPackage
@@ -58,7 +58,7 @@ def effective_engines(engines, unsupported, errors: list[str], warnings: list[st
     for: an engine it has none for (a newer CLI, a typo) is named in a warning and left out, so
     a request for it is refused rather than queued where no worker serves it. An empty
     declared set is an error."""
-    base = list(engines) if engines is not None else list(SUPPORTED_ENGINES)
+    base = list(engines) if engines is not None else list(RUNNABLE_ENGINES)
     declared = [e for e in base if e not in set(unsupported)]
     if not declared:
         errors.append("the effective engine set is empty")

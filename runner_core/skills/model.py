@@ -101,6 +101,24 @@ class SkillPackage:
         return self.manifest.version if self.manifest else None
 
     @property
+    def labels(self) -> dict[str, Any]:
+        """{category, tags, author}: a skill.json skill's own fields; a SKILL.md skill's from
+        its frontmatter `metadata` (tags as a list or comma-separated)."""
+        if self.openevo is not None:
+            spec = self.openevo
+            return {"category": spec.category or None, "tags": list(spec.tags), "author": spec.author}
+        meta = self.frontmatter.get("metadata")
+        meta = meta if isinstance(meta, dict) else {}
+        tags = meta.get("tags") or []
+        if isinstance(tags, str):
+            tags = [t.strip() for t in tags.split(",") if t.strip()]
+        return {
+            "category": str(meta["category"]) if meta.get("category") else None,
+            "tags": [str(t) for t in tags] if isinstance(tags, list) else [],
+            "author": str(meta["author"]) if meta.get("author") else None,
+        }
+
+    @property
     def loaded_manifest(self) -> RunnerManifest:
         """The manifest, for code that runs only once runner.json has parsed (a loaded or
         staged package)."""

@@ -1,6 +1,7 @@
-"""A retired engine (iflow: its service is gone): listed as retired with the reason, a new run on
-it refused with ENGINE_RETIRED and nothing queued, a job naming no engine takes the skill's first
-engine that can still run, and the skill declaring it says so in its warnings."""
+"""A retired engine (iflow: its service is gone): listed as retired with the reason, left out of
+the engines of a skill that names none, a new run on it refused with ENGINE_RETIRED and nothing
+queued, a job naming no engine takes the skill's first engine that can still run, and a skill
+declaring it says so in its warnings."""
 
 from __future__ import annotations
 
@@ -49,3 +50,11 @@ def test_a_job_naming_no_engine_takes_the_first_that_still_runs(client, queue):
 def test_the_skill_declaring_it_is_warned(client):
     listed = {s["id"]: s for s in client.get("/v1/skills").json}
     assert any("iflow is retired" in w for w in listed[IFLOW_FIRST]["warnings"])
+
+
+def test_a_skill_naming_no_engines_runs_on_every_engine_but_the_retired(client):
+    listed = {s["id"]: s for s in client.get("/v1/skills").json}
+    assert "iflow" not in listed["headline"]["effective_engines"]  # skill.json llm: no engines
+    assert "codex" in listed["headline"]["effective_engines"]
+    resp = job(client, "headline", engine="iflow")
+    assert resp.status_code == 400 and resp.json["error"]["code"] == "ENGINE_RETIRED"

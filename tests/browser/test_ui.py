@@ -19,7 +19,14 @@ def test_skills_list_shows_health_and_engines(served, page):
     row = page.locator("tr", has_text="demo-prime-number")
     assert row.locator(".badge").inner_text() == "ok"
     assert "codex" in page.locator("tr", has_text="pick-title").inner_text()
+    assert "by Skill Runner" in page.locator("tr", has_text="demo-echo").inner_text()
     shot(page, "01-skills")
+    page.get_by_label("Category").select_option("text")
+    page.wait_for_url("**category=text**")
+    rows = page.locator("#skills tbody tr")
+    assert rows.count() >= 3 and all("text" in t for t in rows.all_inner_texts())
+    assert page.locator("#skills tr", has_text="demo-echo").count() == 0
+    shot(page, "01-skills-by-category")
 
 
 def test_a_script_skill_runs_from_its_form_with_a_file_upload(served, page, tmp_path):
