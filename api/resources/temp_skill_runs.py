@@ -5,12 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from flask import request
 from flask.views import MethodView
 
 from api import context
 from api.blueprint import Blueprint
 from api.jobs.actions import require_finished
-from api.jobs.temp import TEMP, create_temp_run, temp_skill
+from api.jobs.pending import hold_for_package
+from api.jobs.temp import TEMP, create_temp_run, parse_json_request, temp_skill
 from api.resources.run_routes import RunKind, register_bundle_route, register_run_routes
 from api.schemas.packages import TempRunCreated, package_form_doc
 
@@ -49,7 +51,11 @@ class TempRuns(MethodView):
     @blp.response(200, TempRunCreated)
     def post(self) -> Any:
         """Run a skill package once (multipart `package` zip + `request` JSON); never installed.
-        With an `Idempotency-Key` header, the same key, package and request answer the first run."""
+        With an `Idempotency-Key` header, the same key, package and request answer the first run.
+        Or in two steps: a JSON body (the `request`) first, then `/{request_id}/upload` with
+        the package as multipart `skill_package` and the input zip as `file`."""
+        if request.is_json:
+            return hold_for_package(parse_json_request(), TEMP)
         with context.connect() as conn:
             return create_temp_run(conn)
 
