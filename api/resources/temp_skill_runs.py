@@ -11,9 +11,11 @@ from flask.views import MethodView
 from api import context
 from api.blueprint import Blueprint
 from api.jobs.actions import require_finished
+from api.jobs.files import artifacts_body, load_finished
 from api.jobs.pending import hold_for_package
 from api.jobs.temp import TEMP, create_temp_run, parse_json_request, temp_skill
 from api.resources.run_routes import RunKind, register_bundle_route, register_run_routes
+from api.schemas import ArtifactManifest
 from api.schemas.packages import TempRunCreated, package_form_doc
 
 blp = Blueprint(
@@ -58,6 +60,14 @@ class TempRuns(MethodView):
             return hold_for_package(parse_json_request(), TEMP)
         with context.connect() as conn:
             return create_temp_run(conn)
+
+
+@blp.route("/<request_id>/artifacts")
+class TempArtifacts(MethodView):
+    @blp.alt_response(200, schema=ArtifactManifest, success=True)
+    def get(self, request_id: str) -> dict[str, Any]:
+        """The one-off run's artifact manifest (as /v1/jobs/{request_id}/artifacts)."""
+        return artifacts_body(request_id, load_finished(request_id, TEMP, require_finished))
 
 
 register_run_routes(blp, TEMP_RUN)

@@ -190,6 +190,7 @@ def test_two_step_temp_skill_run(client, app, queue):
     status = client.get(f"/v1/temp-skill-runs/{rid}")
     assert status.status_code == 200 and status.json["status"] == "queued"
     assert client.get(f"/v1/jobs/{rid}").status_code == 404
+    error(client.get(f"/v1/temp-skill-runs/{rid}/artifacts"), 409, "RUN_NOT_FINISHED")
 
 
 def test_two_step_temp_skill_run_refusals(client, queue):

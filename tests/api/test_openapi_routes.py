@@ -88,6 +88,10 @@ OPERATIONS = {
         "temp_skill_runs",
         {"200": "JobStatus", "422": UNPROCESSABLE},
     ),
+    ("/v1/temp-skill-runs/{request_id}/artifacts", "get"): (
+        "temp_skill_runs",
+        {"200": "ArtifactManifest"},
+    ),
     ("/v1/temp-skill-runs/{request_id}/bundle", "get"): (
         "temp_skill_runs",
         {"200": "application/zip"},
