@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 import uuid
 from typing import Any
 
@@ -108,3 +109,25 @@ def _create(request_id: str, request_kind: str, body: dict[str, Any], cap: int) 
 
 def _package(request_id: str, skill_id: str) -> SkillPackage:
     return load_skill(context.settings().requests_dir / request_id / "skill" / skill_id)
+
+
+def forget_stale(owner: str | None) -> int:
+    """Remove held bodies whose package never came within SKILL_RUNNER_UPLOAD_WAIT_SEC (of
+    `owner`; None: of everyone); such a request has no row, so only its folder is left."""
+    settings = context.settings()
+    cutoff = time.time() - settings.upload_wait_sec
+    removed = 0
+    for held in (
+        settings.requests_dir.glob(f"*/{PENDING}") if settings.requests_dir.is_dir() else []
+    ):
+        try:
+            stale = held.stat().st_mtime < cutoff
+            mine = (
+                owner is None or json.loads(held.read_text(encoding="utf-8")).get("owner") == owner
+            )
+        except (OSError, ValueError):
+            continue  # taken (or being written) meanwhile
+        if stale and mine:
+            shutil.rmtree(held.parent, ignore_errors=True)
+            removed += 1
+    return removed

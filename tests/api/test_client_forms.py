@@ -129,6 +129,8 @@ def test_temp_upload_job_takes_its_package_and_inputs_with_the_upload(client, ap
     status = client.get(f"/v1/jobs/{rid}")
     assert status.status_code == 200 and status.json["skill_id"] == "pkg-echo"
     assert client.get(f"/v1/temp-skill-runs/{rid}").status_code == 404  # a job, not a temp run
+    for listing in ("/v1/jobs", "/v1/jobs?status=queued"):  # listed as the job it is
+        assert rid in {j["request_id"] for j in client.get(listing).json["items"]}, listing
     again = client.post(f"/v1/jobs/{rid}/upload", data=upload_body({"inputs/notes/a.txt": "n"}))
     error(again, 409, "UPLOAD_NOT_ALLOWED")
 
@@ -226,3 +228,40 @@ def test_unknown_runtime_options_are_kept_not_refused(client, app):
         run = session.scalars(select(Run)).one()
         assert run.runtime_options == options
     assert json.dumps(options)  # stored as sent
+
+
+def test_cleanup_forgets_bodies_whose_package_never_came(client, settings):
+    import os
+    import time
+
+    old = client.post("/v1/jobs", json={"skill_source": "temp_upload"}).json["request_id"]
+    new = client.post("/v1/temp-skill-runs", json={}).json["request_id"]
+    held = settings.requests_dir / old / "pending_package.json"
+    aged = time.time() - settings.upload_wait_sec - 10
+    os.utime(held, (aged, aged))
+    assert client.post("/v1/jobs/cleanup", json={}).status_code == 200
+    assert not (settings.requests_dir / old).exists()
+    assert (settings.requests_dir / new / "pending_package.json").is_file()
+    gone = client.post(f"/v1/jobs/{old}/upload", data=package_and_inputs(plugin_package()))
+    error(gone, 404, "REQUEST_NOT_FOUND")
+
+
+def test_another_tokens_held_body_is_404_and_stays_theirs(scoped, app, settings):
+    from tests.helpers import bearer
+
+    rid = scoped.post(
+        "/v1/jobs", json={"skill_source": "temp_upload"}, headers=bearer("alice")
+    ).json["request_id"]
+    theirs = scoped.post(
+        f"/v1/jobs/{rid}/upload", data=package_and_inputs(plugin_package()), headers=bearer("bob")
+    )
+    error(theirs, 404, "REQUEST_NOT_FOUND")
+    assert (settings.requests_dir / rid / "pending_package.json").is_file()
+    mine = scoped.post(
+        f"/v1/jobs/{rid}/upload",
+        data=package_and_inputs(plugin_package()),
+        headers=bearer("alice"),
+    )
+    assert mine.status_code == 200, mine.json
+    assert scoped.get(f"/v1/jobs/{rid}", headers=bearer("alice")).json["skill_id"] == "pkg-echo"
+    error(scoped.get(f"/v1/jobs/{rid}", headers=bearer("bob")), 404, "REQUEST_NOT_FOUND")
