@@ -17,7 +17,6 @@ class JobCreate(Schema):
 
     skill_id = fields.String(validate=validate.Length(min=1, max=128))
     skill_source = fields.String(
-        load_default="installed",
         validate=validate.OneOf(["installed", "temp_upload"]),
         metadata={"description": "temp_upload: the skill package comes with the upload"},
     )

@@ -146,6 +146,9 @@ def test_temp_upload_of_a_skill_without_files_starts_on_the_package(client, queu
 
 def test_temp_upload_refusals(client, queue, settings):
     error(client.post("/v1/jobs", json={"input": {}}), 422, "REQUEST_VALIDATION_FAILED")
+    installed = {"skill_source": "installed"}
+    error(client.post("/v1/jobs", json=installed), 422, "REQUEST_VALIDATION_FAILED")
+    assert job(client, **installed).status_code == 200  # named as installed: as without it
     error(client.post("/v1/jobs", json={"skill_source": "zip"}), 422, "REQUEST_VALIDATION_FAILED")
     rid = client.post(
         "/v1/jobs", json={"skill_source": "temp_upload", "engine": "no-such-engine"}
