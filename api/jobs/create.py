@@ -39,6 +39,7 @@ class Accepted:
     request_id: str
     cache_hit: bool
     status: str
+    extracted_files: tuple[str, ...] = ()  # an upload's: the paths its zip held
 
 
 # The queue bound counts runs sent to the workers: jobs waiting for their upload are in no
@@ -239,7 +240,8 @@ def take_inputs(
         (request_dir / "input_manifest.json").unlink(missing_ok=True)
         exc.request_id = req.id
         raise
-    return bind_upload(session, req, run, pkg, {f.path: f.sha256 for f in files})
+    accepted = bind_upload(session, req, run, pkg, {f.path: f.sha256 for f in files})
+    return dataclasses.replace(accepted, extracted_files=tuple(sorted(f.path for f in files)))
 
 
 def bind_upload(

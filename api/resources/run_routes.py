@@ -27,10 +27,10 @@ from api.schemas import (
     EventHistoryArgs,
     EventsArgs,
     InteractionReply,
-    JobCreated,
     JobLogs,
     JobResult,
     JobStatus,
+    JobUploaded,
     LogRange,
     LogRangeArgs,
     PendingInteraction,
@@ -61,7 +61,7 @@ def register_run_routes(blp: Blueprint, kind: RunKind) -> None:
     """Add the upload, status, result, logs, logs/range and cancel views of `kind` to `blp`."""
 
     class Upload(MethodView):
-        @blp.response(200, JobCreated)
+        @blp.response(200, JobUploaded)
         def post(self, request_id: str) -> Accepted:
             held = take_package_upload(request_id, kind.name)  # a package still to come
             if held is not None:

@@ -48,6 +48,12 @@ class JobCreated(Schema):
     status = fields.String()
 
 
+class JobUploaded(JobCreated):
+    extracted_files = fields.List(
+        fields.String(), metadata={"description": "the paths the input zip held (under uploads/)"}
+    )
+
+
 class ErrorInfo(Schema):
     code = fields.String(required=True, metadata={"description": "one of docs/api.md's codes"})
     message = fields.String(required=True)
