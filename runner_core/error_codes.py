@@ -108,6 +108,7 @@ class ErrorCode(StrEnum):
     ARTIFACT_SYMLINK_ESCAPE = "ARTIFACT_SYMLINK_ESCAPE"
     ARTIFACT_SYMLINK_DIR = "ARTIFACT_SYMLINK_DIR"
     NETWORK_NOT_ENFORCED = "NETWORK_NOT_ENFORCED"
+    RUNTIME_OPTION_IGNORED = "RUNTIME_OPTION_IGNORED"
 
 
 @dataclass(frozen=True)
@@ -187,14 +188,18 @@ CATALOGUE: dict[ErrorCode, CodeUse] = {
     _C.UPLOAD_TOO_LARGE: CodeUse(
         (413, 400), "the body (413) or its extracted size (400) is over the limit"
     ),
-    _C.PACKAGE_MISSING: CodeUse((400,), "no package in a skill package request"),
+    _C.PACKAGE_MISSING: CodeUse(
+        (400,), "no package in a skill package request (or in a temp_upload run's upload)"
+    ),
     _C.SKILL_PACKAGE_INVALID: CodeUse((400,), "the skill package fails validation"),
     _C.SKILL_VERSION_NOT_INCREASED: CodeUse((400,), "an update to the same or a lower version"),
     _C.QUEUE_FULL: CodeUse((429,), "too many runs are queued; retry later"),
     _C.DATABASE_UNAVAILABLE: CodeUse((503,), "the database does not answer; retry later"),
     _C.STORAGE_FULL: CodeUse((507, RUN), "the data directory's disk is full"),
     _C.INTERNAL_ERROR: CodeUse((500, RUN), "a bug; the server log has the traceback"),
-    _C.INPUT_FILE_MISSING: CodeUse((RUN,), "a required file input was not uploaded"),
+    _C.INPUT_FILE_MISSING: CodeUse(
+        (400, RUN), "a required file input (or one named by path in `input`) was not uploaded"
+    ),
     _C.INPUT_FILE_EXTENSION_NOT_ALLOWED: CodeUse((RUN,), "an upload's extension is not allowed"),
     _C.INPUT_FILE_AMBIGUOUS: CodeUse((RUN,), "more than one uploaded file matches a field"),
     _C.UPLOAD_TIMEOUT: CodeUse((RUN,), "no upload arrived within the wait"),
@@ -259,6 +264,9 @@ CATALOGUE: dict[ErrorCode, CodeUse] = {
     _C.ARTIFACT_SYMLINK_DIR: CodeUse((WARNING,), "a symlinked artifact directory, not followed"),
     _C.NETWORK_NOT_ENFORCED: CodeUse(
         (WARNING,), "the skill's automation.network was not enforced for (part of) the run"
+    ),
+    _C.RUNTIME_OPTION_IGNORED: CodeUse(
+        (WARNING,), "runtime_options held keys this service does not act on (kept, unused)"
     ),
 }
 del _C

@@ -161,10 +161,48 @@ def match_upload(uploads: Path, key: str, extensions: list[str]) -> Path | None:
     return None
 
 
+UPLOAD_DIR_PREFIX = "inputs/"
+
+
+def upload_path(key: str, value: Any) -> str | None:
+    """The uploads-relative path a file input's value names, the way existing clients send it:
+    `<key>/<name>` or `inputs/<key>/<name>` (the field segment must be the key itself, so
+    inputs stay matched by key); None for any other value."""
+    if not isinstance(value, str) or "\\" in value or value.startswith("/"):
+        return None
+    rel = value.removeprefix(UPLOAD_DIR_PREFIX)
+    segments = rel.split("/")
+    if len(segments) < 2 or segments[0] != key:
+        return None
+    if any(s in ("", ".", "..") for s in segments):
+        return None
+    return value
+
+
+def path_inputs(input_schema: dict[str, Any], inline: Any) -> dict[str, str]:
+    """File inputs named by path in `input` (see upload_path): key -> uploads-relative path."""
+    if not isinstance(inline, dict):
+        return {}
+    named = {k: upload_path(k, inline.get(k)) for k in file_fields(input_schema) if k in inline}
+    return {k: rel for k, rel in named.items() if rel is not None}
+
+
 def _bound_file(uploads: Path, rel: str) -> Path | None:
     """The bound file at `uploads/<rel>`; None when it is missing or leaves `uploads`."""
     target = (uploads / rel).resolve()
     return target if target.is_relative_to(uploads.resolve()) and target.is_file() else None
+
+
+def _check_named_extension(key: str, prop: dict[str, Any], rel: str | None) -> None:
+    """A file named by path keeps to the field's `extensions` as a key-matched one does."""
+    allowed = list(prop.get("extensions", []))
+    if rel is None or not allowed or any(rel.endswith(ext) for ext in allowed):
+        return
+    raise InputError(
+        ErrorCode.INPUT_FILE_EXTENSION_NOT_ALLOWED,
+        f"upload {rel} for input '{key}' has an extension outside {allowed}",
+        {"field": key, "files": [rel], "allowed": allowed},
+    )
 
 
 def resolve_inputs(
@@ -176,14 +214,20 @@ def resolve_inputs(
     bound: Mapping[str, str] | None = None,
 ) -> ResolvedInputs:
     """Resolve every input field and validate both contexts; raises InputError. `bound`: file
-    inputs whose value names their file under `uploads` (bound from an earlier run's files)."""
-    bound = bound or {}
+    inputs whose value names their file under `uploads` (bound from an earlier run's files);
+    a file input whose value is its upload's path (`inputs/<key>/<name>`) is read from there."""
+    named = {k: v for k, v in path_inputs(input_schema, inline).items() if k not in (bound or {})}
+    bound = {**named, **(bound or {})}
     if bound and isinstance(inline, dict):
         inline = {k: v for k, v in inline.items() if k not in bound}
     resolved = validate_inline(input_schema, inline)
     required = set(input_schema.get("required", []))
     missing = []
     for key, prop in file_fields(input_schema).items():
+        if key in bound and _bound_file(uploads, bound[key]) is None:
+            missing.append(key)  # a file named by its path must be there, required or not
+            continue
+        _check_named_extension(key, prop, named.get(key))
         path = (
             _bound_file(uploads, bound[key])
             if key in bound

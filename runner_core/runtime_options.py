@@ -23,6 +23,8 @@ SCHEMA: dict[str, Any] = {
     },
     "patternProperties": {"^[a-z][a-z0-9]*_config$": {"type": "object"}},
 }
+# Acted on outside SCHEMA's typed set: chained runs (api.jobs.workspace) and the hard deadline.
+OTHER_KNOWN = frozenset({"workspace", "hard_timeout_seconds"})
 DEFAULT_REPLY_TIMEOUT_SEC = 1200
 MAX_REPAIR_ROUNDS = 3
 _CONFIG_SUFFIX = "_config"
@@ -109,3 +111,10 @@ def _repair_rounds(data: Mapping[str, Any]) -> int | None:
     if "repair_rounds" not in data:
         return None
     return _int_or_none(data["repair_rounds"]) or 0
+
+
+def unused_keys(data: Mapping[str, Any] | None) -> list[str]:
+    """The keys of a runtime_options object this service does not act on (clients of other
+    runners send some, e.g. `env` or `workflow_mcp`): kept as sent, reported as a warning."""
+    known = set(SCHEMA["properties"]) | OTHER_KNOWN
+    return sorted(k for k in (data or {}) if k not in known and not k.endswith(_CONFIG_SUFFIX))

@@ -4,6 +4,7 @@ that takes files, send it once its upload has come (unless the result cache serv
 from __future__ import annotations
 
 import dataclasses
+import shutil
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -16,7 +17,7 @@ from sqlalchemy.orm import Session
 from api import auth, context, job_cache
 from api.errors import ApiError
 from api.idempotency import Claim, remember
-from api.jobs.validate import check_request
+from api.jobs.validate import check_named_uploads, check_request
 from api.jobs.workspace import Workspace, check_reuse, pin_bound_files
 from api.zip_bodies import receive_inputs, upload_lock
 from runner_core.error_codes import ErrorCode
@@ -38,6 +39,7 @@ class Accepted:
     request_id: str
     cache_hit: bool
     status: str
+    extracted_files: tuple[str, ...] = ()  # an upload's: the paths its zip held
 
 
 # The queue bound counts runs sent to the workers: jobs waiting for their upload are in no
@@ -57,6 +59,7 @@ def create_job(
     kind: str = "job",
     request_id: str | None = None,
     claim: Claim | None = None,
+    request_kind: str | None = None,
 ) -> Accepted:
     """Commit the request and its run; send the run at once when no upload is expected.
 
@@ -126,6 +129,7 @@ def create_job(
         cache_key=key,
         callback_url=callback,
         served_by=cached.id if cached else None,
+        request_kind=request_kind,
     )
     insert_runs(conn, [new_run])
     accepted = Accepted(
@@ -211,8 +215,33 @@ def take_upload(
                 {"status": run.status},
                 req.id,
             )
-        files = receive_inputs(request_dir, req.id)
-        return bind_upload(session, req, run, pkg_for(), {f.path: f.sha256 for f in files})
+        return take_inputs(session, req, run, pkg_for(), request_dir)
+
+
+def take_inputs(
+    session: Session, req: Request, run: Run, pkg: SkillPackage, request_dir: Path
+) -> Accepted:
+    """Receive the input zip (the upload lock held) and send the run. A file input named by
+    path must be in the zip: else 400, and the upload is dropped so it may be sent again."""
+    files = receive_inputs(request_dir, req.id)
+    reused = (run.runtime_options or {}).get("workspace")
+    bound = {
+        b.get("input_key")
+        for b in (reused.get("file_bindings") or [] if isinstance(reused, dict) else [])
+        if isinstance(b, dict)
+    }
+    try:
+        check_named_uploads(
+            pkg, {k: v for k, v in run.input.items() if k not in bound}, {f.path for f in files}
+        )
+    except ApiError as exc:
+        shutil.rmtree(request_dir / "uploads", ignore_errors=True)
+        (request_dir / "uploads").mkdir()
+        (request_dir / "input_manifest.json").unlink(missing_ok=True)
+        exc.request_id = req.id
+        raise
+    accepted = bind_upload(session, req, run, pkg, {f.path: f.sha256 for f in files})
+    return dataclasses.replace(accepted, extracted_files=tuple(sorted(f.path for f in files)))
 
 
 def bind_upload(

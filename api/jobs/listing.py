@@ -58,7 +58,7 @@ def _list_statement(by_run: bool, filters: tuple[str, ...], cursor: bool) -> Sel
         query = (
             select(*JOB_COLUMNS)
             .join_from(runs_table, requests_table, requests_table.c.id == runs_table.c.request_id)
-            .where(runs_table.c.kind == "job")
+            .where(requests_table.c.kind == "job")  # a temp_upload job's run is of kind temp
         )
     else:  # index requests(skill_id, created_at, id)
         key = requests_table

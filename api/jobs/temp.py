@@ -50,6 +50,17 @@ def parse_run_request() -> dict[str, Any]:
             "the 'request' field is nested too deeply",
             {"field": "request"},
         ) from exc
+    return _load_request(body)
+
+
+def parse_json_request() -> dict[str, Any]:
+    """The JSON body of a one-off run whose package comes with its upload."""
+    with body_limit(1024 * 1024):
+        body = request.get_json(silent=True)
+    return _load_request(body)
+
+
+def _load_request(body: Any) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise ApiError(
             400,

@@ -14,6 +14,7 @@ from runner_core.inputs import (
     InputError,
     by_identity,
     file_fields,
+    path_inputs,
     schema_errors,
     validate_parameters,
 )
@@ -100,16 +101,20 @@ def inline_schema(input_schema: dict[str, Any]) -> dict[str, Any]:
 
 
 def check_inline(pkg: SkillPackage, inline: dict[str, Any]) -> None:
-    """Inline fields are checked now; file fields wait for the upload."""
+    """Inline fields are checked now; file fields wait for the upload. A file field may name
+    its upload by path (`<key>/<name>` or `inputs/<key>/<name>`), as existing clients do."""
     files = file_fields(pkg.input_schema)
-    sent_as_inline = sorted(set(inline) & set(files))
+    by_path = path_inputs(pkg.input_schema, inline)
+    sent_as_inline = sorted((set(inline) & set(files)) - set(by_path))
     if sent_as_inline:
         raise ApiError(
             400,
             ErrorCode.INPUT_FILE_AS_INLINE,
-            "file inputs must be uploaded, not sent inline: " + ", ".join(sent_as_inline),
+            "file inputs must be uploaded, not sent inline (or name their upload as "
+            "'inputs/<key>/<file>'): " + ", ".join(sent_as_inline),
             {"fields": sent_as_inline},
         )
+    inline = {k: v for k, v in inline.items() if k not in by_path}
     errors = schema_errors(by_identity(pkg.input_schema, inline_schema), inline)
     if errors:
         raise ApiError(
@@ -117,4 +122,17 @@ def check_inline(pkg: SkillPackage, inline: dict[str, Any]) -> None:
             ErrorCode.SCHEMA_VALIDATION_FAILED,
             "input does not match the skill's input schema",
             {"schema": "input", "errors": errors},
+        )
+
+
+def check_named_uploads(pkg: SkillPackage, inline: dict[str, Any], uploaded: set[str]) -> None:
+    """Every file input named by path in `input` is in the upload: else 400 INPUT_FILE_MISSING."""
+    named = path_inputs(pkg.input_schema, inline)
+    missing = sorted(k for k, rel in named.items() if rel not in uploaded)
+    if missing:
+        raise ApiError(
+            400,
+            ErrorCode.INPUT_FILE_MISSING,
+            "the upload holds no file at the path input names for: " + ", ".join(missing),
+            {"fields": missing, "paths": {k: named[k] for k in missing}},
         )

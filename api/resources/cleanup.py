@@ -12,6 +12,7 @@ from sqlalchemy import and_, delete, or_, select
 
 from api import auth, context, idempotency
 from api.blueprint import Blueprint
+from api.jobs import pending
 from runner_core.statuses import TERMINAL_STATUSES, RunStatus
 from runner_core.store.models import Request, Run, utcnow
 
@@ -72,6 +73,7 @@ class Cleanup(MethodView):
             if not more or time.monotonic() >= deadline:
                 break
         idempotency.forget_expired()  # Idempotency-Keys past SKILL_RUNNER_IDEMPOTENCY_TTL_SEC
+        pending.forget_stale(auth.owner_filter())  # bodies whose package never came
         return {
             "runs_deleted": runs_deleted,
             "requests_deleted": requests_deleted,

@@ -13,7 +13,9 @@ from api.catalog import get_skill_or_404
 from api.jobs.create import Accepted, create_job
 from api.jobs.files import require_finished_job
 from api.jobs.listing import JobPage, list_jobs
+from api.jobs.pending import hold_for_package
 from api.jobs.read import JOB_KIND, load_job
+from api.jobs.temp import TEMP, temp_skill
 from api.resources.run_routes import RunKind, register_run_routes
 from api.schemas import JobCreate, JobCreated, JobList, JobListArgs, WebhookLog
 from runner_core.store import callbacks
@@ -23,7 +25,10 @@ blp = Blueprint("jobs", __name__, url_prefix="/v1/jobs", description="Skill runs
 JOB = RunKind(
     name=JOB_KIND,
     endpoint_prefix="",
-    skill_for=lambda _req, run: get_skill_or_404(run.skill_id),
+    # a job whose package came with its upload runs it from its own copy (its run's kind)
+    skill_for=lambda req, run: (
+        temp_skill(req) if run.kind == TEMP else get_skill_or_404(run.skill_id)
+    ),
     require_finished=require_finished_job,
     summaries={
         "Upload": "Upload the input zip (multipart field `file`, or a raw application/zip body).",
@@ -55,9 +60,11 @@ class Jobs(MethodView):
     # schema instances, not classes: webargs would build a new schema object per request
     @blp.arguments(JobCreate())
     @blp.response(200, JobCreated)
-    def post(self, body: dict[str, Any]) -> Accepted:
+    def post(self, body: dict[str, Any]) -> Accepted | dict[str, Any]:
         """Create a job; it starts now, or after its upload when the skill takes files. With an
         `Idempotency-Key` header, the same key and body answer the first job again."""
+        if body.get("skill_source") == "temp_upload":  # the package comes with the upload
+            return hold_for_package(body, JOB.name)
         claim = idempotency.header_claim("job", body)
 
         def create() -> Accepted:

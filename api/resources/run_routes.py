@@ -15,6 +15,7 @@ from api.blueprint import Blueprint
 from api.jobs import actions, interaction
 from api.jobs.create import Accepted, take_upload
 from api.jobs.files import bundle_response, load_finished
+from api.jobs.pending import take_package_upload
 from api.jobs.read import load_job, read_job, wait_for_job
 from api.jobs.rows import JobRow, RunState
 from api.resources import run_events
@@ -26,10 +27,10 @@ from api.schemas import (
     EventHistoryArgs,
     EventsArgs,
     InteractionReply,
-    JobCreated,
     JobLogs,
     JobResult,
     JobStatus,
+    JobUploaded,
     LogRange,
     LogRangeArgs,
     PendingInteraction,
@@ -60,8 +61,11 @@ def register_run_routes(blp: Blueprint, kind: RunKind) -> None:
     """Add the upload, status, result, logs, logs/range and cancel views of `kind` to `blp`."""
 
     class Upload(MethodView):
-        @blp.response(200, JobCreated)
+        @blp.response(200, JobUploaded)
         def post(self, request_id: str) -> Accepted:
+            held = take_package_upload(request_id, kind.name)  # a package still to come
+            if held is not None:
+                return held
             with context.db_session() as session:
                 req, run = load_job(session, request_id, kind.name)
                 return take_upload(

@@ -5,13 +5,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from flask import request
 from flask.views import MethodView
 
 from api import context
 from api.blueprint import Blueprint
 from api.jobs.actions import require_finished
-from api.jobs.temp import TEMP, create_temp_run, temp_skill
+from api.jobs.files import artifacts_body, load_finished
+from api.jobs.pending import hold_for_package
+from api.jobs.temp import TEMP, create_temp_run, parse_json_request, temp_skill
 from api.resources.run_routes import RunKind, register_bundle_route, register_run_routes
+from api.schemas import ArtifactManifest
 from api.schemas.packages import TempRunCreated, package_form_doc
 
 blp = Blueprint(
@@ -49,9 +53,21 @@ class TempRuns(MethodView):
     @blp.response(200, TempRunCreated)
     def post(self) -> Any:
         """Run a skill package once (multipart `package` zip + `request` JSON); never installed.
-        With an `Idempotency-Key` header, the same key, package and request answer the first run."""
+        With an `Idempotency-Key` header, the same key, package and request answer the first run.
+        Or in two steps: a JSON body (the `request`) first, then `/{request_id}/upload` with
+        the package as multipart `skill_package` and the input zip as `file`."""
+        if request.is_json:
+            return hold_for_package(parse_json_request(), TEMP)
         with context.connect() as conn:
             return create_temp_run(conn)
+
+
+@blp.route("/<request_id>/artifacts")
+class TempArtifacts(MethodView):
+    @blp.alt_response(200, schema=ArtifactManifest, success=True)
+    def get(self, request_id: str) -> dict[str, Any]:
+        """The one-off run's artifact manifest (as /v1/jobs/{request_id}/artifacts)."""
+        return artifacts_body(request_id, load_finished(request_id, TEMP, require_finished))
 
 
 register_run_routes(blp, TEMP_RUN)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from marshmallow import EXCLUDE, Schema, fields, validate
+from marshmallow import EXCLUDE, Schema, ValidationError, fields, validate, validates_schema
 
 from api.jobs import workspace as run_files
 from api.schemas.output_fields import ListOrEmpty, UtcDateTime
@@ -15,7 +15,11 @@ class JobCreate(Schema):
     class Meta:
         unknown = EXCLUDE
 
-    skill_id = fields.String(required=True, validate=validate.Length(min=1, max=128))
+    skill_id = fields.String(validate=validate.Length(min=1, max=128))
+    skill_source = fields.String(
+        validate=validate.OneOf(["installed", "temp_upload"]),
+        metadata={"description": "temp_upload: the skill package comes with the upload"},
+    )
     engine = fields.String(load_default=None, allow_none=True)
     parameter = fields.Dict(load_default=dict)
     input = fields.Dict(load_default=dict)
@@ -31,11 +35,23 @@ class JobCreate(Schema):
         load_default=False, metadata={"description": "also when it waits for a reply"}
     )
 
+    @validates_schema
+    def _skill_named(self, data: dict, **_kwargs: object) -> None:
+        if "skill_id" in self.fields and data.get("skill_source") != "temp_upload":
+            if not data.get("skill_id"):
+                raise ValidationError("Missing data for required field.", "skill_id")
+
 
 class JobCreated(Schema):
     request_id = fields.String()
     cache_hit = fields.Boolean()
     status = fields.String()
+
+
+class JobUploaded(JobCreated):
+    extracted_files = fields.List(
+        fields.String(), metadata={"description": "the paths the input zip held (under uploads/)"}
+    )
 
 
 class ErrorInfo(Schema):

@@ -30,7 +30,7 @@ class TempRunCreate(JobCreate):
     """The `request` field of POST /v1/temp-skill-runs: a job body without skill_id."""
 
     class Meta(JobCreate.Meta):
-        exclude = ("skill_id",)
+        exclude = ("skill_id", "skill_source")
 
 
 class TempRunCreated(Schema):

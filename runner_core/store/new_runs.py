@@ -68,6 +68,8 @@ class NewRun:
     step_name: str | None = None
     callback_url: str | None = None
     served_by: str | None = None
+    request_kind: str | None = None  # the request's kind when not the run's (a job whose
+    # package came with its upload: request "job", run "temp")
 
     def run_row(self) -> dict[str, Any]:
         """The run's columns (the others take their defaults)."""
@@ -100,7 +102,7 @@ class NewRun:
         """The request's columns, bound to its own run or to the cached one serving it."""
         return {
             "id": self.request_id,
-            "kind": self.kind,
+            "kind": self.request_kind or self.kind,
             "skill_id": self.skill_id,
             "engine": self.engine,
             "run_id": self.served_by or self.run_id,

@@ -68,7 +68,12 @@ def test_upload_with_same_files_hits_and_drops_the_placeholder_run(client, app, 
     assert body1["cache_hit"] is False
     finish(app, rid1)
     rid2, body2 = job()
-    assert body2 == {"request_id": rid2, "cache_hit": True, "status": "succeeded"}
+    assert body2 == {
+        "request_id": rid2,
+        "cache_hit": True,
+        "status": "succeeded",
+        "extracted_files": ["input_file.txt"],
+    }
     with app.extensions["db"]() as session:
         assert session.scalar(select(func.count()).select_from(Run)) == 1
     assert len(queue.sent) == 1

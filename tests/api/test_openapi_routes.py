@@ -42,7 +42,7 @@ OPERATIONS = {
         {"200": "LogRange", "422": UNPROCESSABLE},
     ),
     ("/v1/jobs/{request_id}/result", "get"): ("jobs", {"200": "JobResult", "422": UNPROCESSABLE}),
-    ("/v1/jobs/{request_id}/upload", "post"): ("jobs", {"200": "JobCreated"}),
+    ("/v1/jobs/{request_id}/upload", "post"): ("jobs", {"200": "JobUploaded"}),
     ("/v1/management/engines", "get"): ("management", {"200": "EngineSummary[]"}),
     ("/v1/management/engines/{engine}", "get"): ("management", {"200": "EngineDetail"}),
     ("/v1/management/runs", "get"): ("management", {"200": "JobList", "422": UNPROCESSABLE}),
@@ -88,6 +88,10 @@ OPERATIONS = {
         "temp_skill_runs",
         {"200": "JobStatus", "422": UNPROCESSABLE},
     ),
+    ("/v1/temp-skill-runs/{request_id}/artifacts", "get"): (
+        "temp_skill_runs",
+        {"200": "ArtifactManifest"},
+    ),
     ("/v1/temp-skill-runs/{request_id}/bundle", "get"): (
         "temp_skill_runs",
         {"200": "application/zip"},
@@ -121,7 +125,10 @@ OPERATIONS = {
         "temp_skill_runs",
         {"200": "JobResult", "422": UNPROCESSABLE},
     ),
-    ("/v1/temp-skill-runs/{request_id}/upload", "post"): ("temp_skill_runs", {"200": "JobCreated"}),
+    ("/v1/temp-skill-runs/{request_id}/upload", "post"): (
+        "temp_skill_runs",
+        {"200": "JobUploaded"},
+    ),
 }
 
 RUN_ROUTE_SUMMARIES = {

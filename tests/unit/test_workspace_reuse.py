@@ -123,7 +123,11 @@ def test_a_bound_file_input_resolves_to_its_file_under_uploads(tmp_path):
         schema, {}, uploads, {"doc": "inputs/doc/a.md"}, {}, {"doc": "inputs/doc/a.md"}
     )
     assert resolved.input == {"doc": str((uploads / "inputs/doc/a.md").resolve())}
-    with pytest.raises(InputError):  # not bound: a file input sent inline is refused
-        resolve_inputs(schema, {}, uploads, {"doc": "inputs/doc/a.md"}, {})
+    # not bound, its upload's path (the clients' form): the same file
+    assert resolve_inputs(schema, {}, uploads, {"doc": "inputs/doc/a.md"}, {}).input == (
+        resolved.input
+    )
+    with pytest.raises(InputError):  # not bound, not a path of the key: sent inline, refused
+        resolve_inputs(schema, {}, uploads, {"doc": "a.md"}, {})
     with pytest.raises(InputError):  # bound to a path out of uploads: missing
         resolve_inputs(schema, {}, uploads, {"doc": "../x"}, {}, {"doc": "../x"})

@@ -33,7 +33,7 @@ from runner_core.results import (
     write_result,
 )
 from runner_core.run_pool import RunDirPool
-from runner_core.runtime_options import RuntimeOptions
+from runner_core.runtime_options import RuntimeOptions, unused_keys
 from runner_core.settings import Settings
 from runner_core.skills import SkillPackage
 from runner_core.skills.locks import locks_dir, skill_lock
@@ -268,6 +268,16 @@ class RunExecutor:
 
     def _prepare(self) -> EntryContext:
         self.resume = self.load_resume() if self.interactive else None
+        ignored = unused_keys(self.run.runtime_options) if self.resume is None else []
+        if ignored:  # said once, on the first turn
+            self.warnings.append(
+                run_warning(
+                    ErrorCode.RUNTIME_OPTION_IGNORED,
+                    "runtime_options keys this service does not act on were ignored: "
+                    + ", ".join(ignored),
+                    {"keys": ignored},
+                )
+            )
         if self.paths.shared is not None:
             uploads = self.settings.requests_dir / self.run.request_id / "uploads"
             scratch.enter(self.shared, self.paths.root, uploads, self.resume is not None)

@@ -1,0 +1,133 @@
+"""One-off runs in two steps, as existing Skill-Runner clients make them: the run's JSON body
+first (POST /v1/jobs with `skill_source: "temp_upload"`, or a JSON POST /v1/temp-skill-runs),
+then its upload carrying the skill package (multipart `skill_package`) and the input zip
+(`file`). Until the package comes, the request is only its body, kept in
+`<data>/requests/<request_id>/pending_package.json`; the upload validates it against the
+package exactly as a one-off run is validated, then creates the run (kind "temp", so the worker
+reads the request's own package) under the request's kind, and takes the inputs.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+import uuid
+from typing import Any
+
+from flask import request
+
+from api import auth, context
+from api.errors import ApiError
+from api.jobs.create import Accepted, create_job, take_inputs
+from api.jobs.read import load_job, not_found
+from api.zip_bodies import (
+    body_cap,
+    body_limit,
+    save_zip_body,
+    unpack_package_or_400,
+    upload_limits,
+    upload_lock,
+)
+from runner_core.error_codes import ErrorCode
+from runner_core.skills import SkillPackage, load_skill
+from runner_core.skills.package import PACKAGE_LIMITS
+
+PENDING = "pending_package.json"
+PACKAGE_FIELD = "skill_package"
+RUN_KIND = "temp"  # the worker reads the package from the request's own directory
+
+
+def hold_for_package(body: dict[str, Any], request_kind: str) -> dict[str, Any]:
+    """Keep the body of a run whose package comes with its upload; answer its request id."""
+    request_id = str(uuid.uuid4())
+    request_dir = context.settings().requests_dir / request_id
+    request_dir.mkdir(parents=True)
+    kept = {k: v for k, v in body.items() if k not in ("skill_id", "skill_source")}
+    held = {"kind": request_kind, "owner": auth.owner(), "body": kept}
+    (request_dir / PENDING).write_text(json.dumps(held), encoding="utf-8")
+    return {"request_id": request_id, "status": "queued", "cache_hit": False}
+
+
+def take_package_upload(request_id: str, request_kind: str) -> Accepted | None:
+    """The upload of a request still waiting for its package; None when it waits for none
+    (the ordinary upload then answers)."""
+    request_dir = context.settings().requests_dir / request_id
+    if not (request_dir / PENDING).is_file():
+        return None
+    with upload_lock(request_dir, request_id):
+        try:
+            held = json.loads((request_dir / PENDING).read_text(encoding="utf-8"))
+        except FileNotFoundError:  # taken by the upload that held the lock
+            return None
+        if held.get("kind") != request_kind or not auth.may_see(held.get("owner")):
+            raise not_found(request_id, request_kind)
+        cap = body_cap(PACKAGE_LIMITS) + body_cap(upload_limits())
+        with body_limit(cap):
+            has_package = PACKAGE_FIELD in request.files
+        if not has_package:
+            raise ApiError(
+                400,
+                ErrorCode.PACKAGE_MISSING,
+                f"this run's skill package is still to come: send it as the multipart field "
+                f"'{PACKAGE_FIELD}' (the input zip as 'file')",
+                {"field": PACKAGE_FIELD},
+                request_id,
+            )
+        accepted = _create(request_id, request_kind, held["body"], cap)
+        if accepted.status != "queued" or "file" not in request.files:
+            return accepted  # served from the cache, started, or waiting for its inputs
+        with context.db_session() as session:
+            req, run = load_job(session, request_id, request_kind)
+            if not run.needs_upload:
+                return accepted  # a skill without file inputs: the zip is not needed
+            return take_inputs(session, req, run, _package(req.id, run.skill_id), request_dir)
+
+
+def _create(request_id: str, request_kind: str, body: dict[str, Any], cap: int) -> Accepted:
+    """Unpack and check the package, create the run; on a refusal nothing but the held body
+    is left, so the upload may be sent again."""
+    request_dir = context.settings().requests_dir / request_id
+    package = request_dir / "package.zip"
+    try:
+        save_zip_body(PACKAGE_FIELD, package, cap, allow_raw=False)
+        pkg = unpack_package_or_400(package, request_dir)
+        package.unlink()
+        with context.connect() as conn:
+            accepted = create_job(
+                conn, pkg, body, kind=RUN_KIND, request_id=request_id, request_kind=request_kind
+            )
+    except ApiError as exc:
+        package.unlink(missing_ok=True)
+        for leftover in ("skill", "extracted"):
+            shutil.rmtree(request_dir / leftover, ignore_errors=True)
+        exc.request_id = request_id
+        raise
+    (request_dir / PENDING).unlink()
+    return accepted
+
+
+def _package(request_id: str, skill_id: str) -> SkillPackage:
+    return load_skill(context.settings().requests_dir / request_id / "skill" / skill_id)
+
+
+def forget_stale(owner: str | None) -> int:
+    """Remove held bodies whose package never came within SKILL_RUNNER_UPLOAD_WAIT_SEC (of
+    `owner`; None: of everyone); such a request has no row, so only its folder is left."""
+    settings = context.settings()
+    cutoff = time.time() - settings.upload_wait_sec
+    removed = 0
+    for held in (
+        settings.requests_dir.glob(f"*/{PENDING}") if settings.requests_dir.is_dir() else []
+    ):
+        try:
+            stale = held.stat().st_mtime < cutoff
+            mine = (
+                owner is None or json.loads(held.read_text(encoding="utf-8")).get("owner") == owner
+            )
+        except (OSError, ValueError):
+            continue  # taken (or being written) meanwhile
+        if stale and mine:
+            shutil.rmtree(held.parent, ignore_errors=True)
+            removed += 1
+    return removed
