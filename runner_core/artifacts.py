@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from runner_core.error_codes import ErrorCode
 from runner_core.workspace import write_file
@@ -145,6 +146,15 @@ def file_sha256(path: Path) -> str:
         while chunk := fh.read(_CHUNK):
             digest.update(chunk)
     return digest.hexdigest()
+
+
+def artifact_url(kind: str, request_id: str, path: str) -> str:
+    """The download URL of a request's file `path`, relative to the service: under
+    /v1/temp-skill-runs for a one-off run's request (`kind` temp), else /v1/jobs. Made when an
+    answer is served (a cache hit's request serves its run's files under its own id), so the
+    run's manifest.json holds paths only."""
+    prefix = "temp-skill-runs" if kind == "temp" else "jobs"
+    return f"/v1/{prefix}/{quote(request_id)}/artifacts/{quote(path)}"
 
 
 def index_artifacts(run_dir: Path, contract: list[ArtifactSpec]) -> ArtifactManifest:

@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 
 from api import context
 from api.errors import ApiError
+from api.jobs.files import manifest_artifacts, with_urls
 from api.jobs.read import read_result
 from api.jobs.rows import JobRow, RunState, waiting_for_upload
 from runner_core.error_codes import ErrorCode
@@ -44,9 +45,15 @@ def require_finished(request_id: str, run: RunState) -> None:
 
 
 def result_body(job: JobRow) -> dict[str, Any]:
-    """`{request_id, result}` of a finished run."""
+    """`{request_id, result, artifacts}` of a finished run: `artifacts` the manifest's entries
+    with their download urls (the result document lists the paths)."""
     require_finished(job.request_id, job)
-    return {"request_id": job.request_id, "result": read_result(job)}
+    kind = "temp" if job.request_kind == "temp" else "job"
+    return {
+        "request_id": job.request_id,
+        "result": read_result(job),
+        "artifacts": with_urls(kind, job.request_id, manifest_artifacts(job.run_id)),
+    }
 
 
 def log_snapshot(job: JobRow) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from api import context
 from api.errors import ApiError
 from api.jobs.read import load_job
 from api.jobs.rows import RunState
-from runner_core.artifacts import resolve_artifact_path
+from runner_core.artifacts import artifact_url, resolve_artifact_path
 from runner_core.bundles import bundle_names, bundle_path, stream_bundle
 from runner_core.error_codes import ErrorCode
 from runner_core.runtime_options import RuntimeOptions
@@ -47,12 +47,27 @@ def load_finished(
     return run
 
 
-def artifacts_body(request_id: str, run: Run) -> dict[str, Any]:
+def with_urls(kind: str, request_id: str, artifacts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Manifest entries with their download `url` under the request asked about (a cache hit's
+    request serves its run's files under its own id)."""
+    return [{**a, "url": artifact_url(kind, request_id, a["path"])} for a in artifacts]
+
+
+def manifest_artifacts(run_id: str) -> list[dict[str, Any]]:
+    """The artifacts of a run's manifest.json ([] before it is written)."""
+    path = context.settings().runs_dir / run_id / "manifest.json"
+    manifest = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    return list(manifest.get("artifacts", []))
+
+
+def artifacts_body(request_id: str, run: Run, kind: str = "job") -> dict[str, Any]:
+    """The artifact manifest as GET .../artifacts answers it; `kind`: the route's (job or
+    temp), which the download urls follow."""
     path = run_dir(run) / "manifest.json"
     manifest = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
     return {
         "request_id": request_id,
-        "artifacts": manifest.get("artifacts", []),
+        "artifacts": with_urls(kind, request_id, manifest.get("artifacts", [])),
         "missing_required": manifest.get("missing_required", []),
         "other_writes": manifest.get("other_writes", []),
     }

@@ -5,17 +5,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import request
+from flask import Response, request
 from flask.views import MethodView
 
 from api import context
 from api.blueprint import Blueprint
 from api.jobs.actions import require_finished
-from api.jobs.files import artifacts_body, load_finished
+from api.jobs.files import artifact_file_response, artifacts_body, load_finished
 from api.jobs.pending import hold_for_package
 from api.jobs.temp import TEMP, create_temp_run, parse_json_request, temp_skill
 from api.resources.run_routes import RunKind, register_bundle_route, register_run_routes
-from api.schemas import ArtifactManifest
+from api.schemas import ANY_FILE, ArtifactManifest
 from api.schemas.packages import TempRunCreated, package_form_doc
 
 blp = Blueprint(
@@ -67,7 +67,16 @@ class TempArtifacts(MethodView):
     @blp.alt_response(200, schema=ArtifactManifest, success=True)
     def get(self, request_id: str) -> dict[str, Any]:
         """The one-off run's artifact manifest (as /v1/jobs/{request_id}/artifacts)."""
-        return artifacts_body(request_id, load_finished(request_id, TEMP, require_finished))
+        return artifacts_body(request_id, load_finished(request_id, TEMP, require_finished), "temp")
+
+
+@blp.route("/<request_id>/artifacts/<path:path>")
+class TempArtifactFile(MethodView):
+    @blp.doc(responses={"200": ANY_FILE})
+    def get(self, request_id: str, path: str) -> Response:
+        """Download one artifact of the one-off run by its path (traversal refused)."""
+        run = load_finished(request_id, TEMP, require_finished)
+        return artifact_file_response(request_id, run, path)
 
 
 register_run_routes(blp, TEMP_RUN)

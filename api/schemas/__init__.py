@@ -122,6 +122,10 @@ class JobStatus(Schema):
 class JobResult(Schema):
     request_id = fields.String()
     result = fields.Dict()
+    artifacts = fields.List(
+        fields.Dict(),
+        metadata={"description": "the run's artifacts: path, role, mime, size, sha256 and url"},
+    )
 
 
 class JobLogs(Schema):

@@ -92,6 +92,10 @@ OPERATIONS = {
         "temp_skill_runs",
         {"200": "ArtifactManifest"},
     ),
+    ("/v1/temp-skill-runs/{request_id}/artifacts/{path}", "get"): (
+        "temp_skill_runs",
+        {"200": "*/*"},
+    ),
     ("/v1/temp-skill-runs/{request_id}/bundle", "get"): (
         "temp_skill_runs",
         {"200": "application/zip"},

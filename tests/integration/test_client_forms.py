@@ -202,4 +202,6 @@ def test_runner_two_step_temp_skill_run(codex_stack):
     assert client.get(f"{base}/bundle").status_code == 200
     artifacts = client.get(f"{base}/artifacts")
     assert artifacts.status_code == 200, artifacts.json
-    assert "artifacts/seen.txt" in json.dumps(artifacts.json)
+    [seen_file] = [a for a in artifacts.json["artifacts"] if a["path"] == "artifacts/seen.txt"]
+    assert seen_file["url"] == f"{base}/artifacts/artifacts/seen.txt"  # the one-off run's route
+    assert client.get(seen_file["url"]).data == b"by key"

@@ -125,6 +125,12 @@ def test_artifacts_listing_download_and_bundle(stack):
     assert entry["role"] == "report" and entry["mime"] == "text/markdown"
     body = stack.client.get(f"/v1/jobs/{rid}/artifacts/primes.md").data
     assert hashlib.sha256(body).hexdigest() == entry["sha256"]
+    # each entry's download url (seed 003 R5), in the listing and beside the result
+    assert entry["url"] == f"/v1/jobs/{rid}/artifacts/artifacts/primes.md"
+    assert stack.client.get(entry["url"]).data == body
+    result = stack.client.get(f"/v1/jobs/{rid}/result").json
+    assert [a["url"] for a in result["artifacts"]] == [entry["url"]]
+    assert result["result"]["artifacts"] == ["artifacts/primes.md"]  # the document keeps paths
     assert stack.client.get(f"/v1/jobs/{rid}/artifacts/../input.json").status_code in (400, 404)
     assert stack.client.get(f"/v1/jobs/{rid}/artifacts/..%2F..%2Fruns.db").status_code in (400, 404)
     bundle_dir = (
