@@ -13,7 +13,7 @@ import pytest
 from api import create_app
 from runner_core.store.models import Request, Run
 from tests.api.test_auth import TOKEN
-from tests.helpers import upload_body
+from tests.helpers import BOTH_DATABASES, upload_body
 
 M = "/v1/management"
 HANDSHAKE = {  # as zotero-agents 0.5.6 builds it (buildSkillRunnerHandshakeRequest)
@@ -126,6 +126,7 @@ def prime_job(client) -> str:
     return rid
 
 
+@BOTH_DATABASES
 def test_runs_page_by_number_with_totals_and_still_by_cursor(client):
     rids = [prime_job(client) for _ in range(5)][::-1]  # newest first
     first = client.get(f"{M}/runs?page=1&page_size=2").json
