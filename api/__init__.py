@@ -88,6 +88,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         run_files,
         skill_packages,
         skills,
+        system,
         temp_skill_runs,
     )
 
@@ -101,6 +102,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         temp_skill_runs,
         engines,
         management,
+        system,
     ):
         api.register_blueprint(module.blp)
     from api.ui import bp as ui_blueprint

@@ -17,6 +17,7 @@ SCHEMA: dict[str, Any] = {
         "debug": {"type": "boolean"},
         "no_cache": {"type": "boolean"},
         "timeout_sec": {"type": "integer", "minimum": 1},
+        "hard_timeout_seconds": {"type": "integer", "minimum": 0},  # Skill-Runner's name
         "repair_rounds": {"type": "integer", "minimum": 0, "maximum": 3},
         "interactive_reply_timeout_sec": {"type": "integer", "minimum": 1},
         "interactive_auto_reply": {"type": "boolean"},
@@ -25,6 +26,8 @@ SCHEMA: dict[str, Any] = {
 }
 # Acted on outside SCHEMA's typed set: chained runs (api.jobs.workspace) and the hard deadline.
 OTHER_KNOWN = frozenset({"workspace", "hard_timeout_seconds"})
+# names Skill-Runner's clients send for a typed option: alias -> the option it sets
+ALIASES = {"hard_timeout_seconds": "timeout_sec"}
 DEFAULT_REPLY_TIMEOUT_SEC = 1200
 MAX_REPAIR_ROUNDS = 3
 _CONFIG_SUFFIX = "_config"
@@ -55,7 +58,9 @@ class RuntimeOptions:
             execution_mode=str(data.get("execution_mode", "auto")),
             debug=bool(data.get("debug")),
             no_cache=bool(data.get("no_cache")),
-            timeout_sec=_positive_int(data.get("timeout_sec")),
+            # Skill-Runner's clients send `hard_timeout_seconds` (0 there: the service default)
+            timeout_sec=_positive_int(data.get("timeout_sec"))
+            or _positive_int(data.get("hard_timeout_seconds")),
             repair_rounds=_repair_rounds(data),
             interactive_reply_timeout_sec=_int_or_none(data.get("interactive_reply_timeout_sec")),
             interactive_auto_reply=bool(data.get("interactive_auto_reply")),

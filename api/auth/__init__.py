@@ -9,6 +9,8 @@ Tokens are looked up by their SHA-256 hash and never logged.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import logging
 from urllib.parse import quote
 
@@ -34,11 +36,21 @@ def is_public(path: str) -> bool:
 
 
 def presented_token(header: str) -> str | None:
-    """The token of an `Authorization: Bearer <token>` header; None for any other form."""
+    """The token of an `Authorization: Bearer <token>` header, or of `Basic` credentials whose
+    password is the token (any user name: the Zotero plugin's management client sends Basic);
+    None for any other form."""
     scheme, _, token = header.strip().partition(" ")
-    if scheme.lower() != "bearer" or not token.strip():
+    token = token.strip()
+    if scheme.lower() == "basic" and token:
+        try:
+            decoded = base64.b64decode(token, validate=True).decode("utf-8")
+        except (binascii.Error, UnicodeDecodeError):
+            return None
+        _user, colon, password = decoded.partition(":")
+        return password if colon and password else None
+    if scheme.lower() != "bearer" or not token:
         return None
-    return token.strip()
+    return token
 
 
 def caller() -> Principal | None:
@@ -75,6 +87,8 @@ def _refuse(status: int, code: str, message: str, details: dict | None = None):
     log.log(level, "%s %s refused (%d): %s", request.method, request.path, status, message)
     response, status = error_response(status, code, message, details)
     if status == 401:
+        # Bearer only: a Basic challenge would make browsers pop up their own login dialog
+        # over the UI; the Zotero plugin asks for Basic credentials on any 401
         response.headers["WWW-Authenticate"] = 'Bearer realm="skill-runner"'
     return response, status
 
@@ -101,7 +115,8 @@ def require_token(app: Flask, tokens: TokenRegistry) -> None:
             if header is None and ui_page and request.method == "GET":
                 return redirect(f"/ui/login?next={quote(request.full_path.rstrip('?'))}")
             message = (
-                "this server needs an API token: send 'Authorization: Bearer <token>'"
+                "this server needs an API token: send 'Authorization: Bearer <token>' "
+                "(or Basic credentials with the token as the password)"
                 if token is None
                 else "the API token is not valid"
             )

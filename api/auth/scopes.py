@@ -18,6 +18,8 @@ ADMIN_BLUEPRINTS = frozenset({"skill_packages"})
 ADMIN_ENDPOINTS = frozenset({"management.Audit", "metrics"})
 # ...and these (endpoint, method) pairs
 ADMIN_OPERATIONS = frozenset({("skills.Skill", "DELETE")})
+# (endpoint, method) pairs that only read although not a safe method (the handshake's POST)
+READ_OPERATIONS = frozenset({("system.Handshake", "POST")})
 # endpoints that need no token (the UI's login page and assets; the docs go by path)
 PUBLIC_ENDPOINTS = frozenset({"ui.login", "ui.logout", "ui.static", "health.Health"})
 
@@ -31,6 +33,8 @@ def required_scope(endpoint: str | None, method: str) -> str | None:
         return ADMIN
     if (endpoint, method.upper()) in ADMIN_OPERATIONS:
         return ADMIN
+    if (endpoint, method.upper()) in READ_OPERATIONS:
+        return READ
     return READ if method.upper() in SAFE_METHODS else SUBMIT
 
 

@@ -76,6 +76,7 @@ def create_job(
     # bound file inputs name their file (input[key] = target_path): checked as bound, not inline
     checked = {**body, "input": {k: v for k, v in inline.items() if k not in bound}}
     engine, parameter = check_request(pkg, checked)
+    body = {**body, "model": checked.get("model")}  # as the request's effort shaped it
     needs_upload = _needs_upload(pkg, bound)
     token = workspace.cache_token if workspace else None
     key = (

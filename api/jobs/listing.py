@@ -7,7 +7,7 @@ from datetime import datetime
 from functools import cache
 from typing import Any
 
-from sqlalchemy import BindParameter, Connection, Select, bindparam, select
+from sqlalchemy import BindParameter, Connection, Select, bindparam, func, select
 
 from api.errors import ApiError
 from api.jobs.rows import JOB_COLUMNS, JobRow, requests_table, runs_table
@@ -48,6 +48,36 @@ def list_jobs(conn: Connection, args: dict[str, Any], owner: str | None = None) 
         )
         next_cursor = f"{iso(when)}|{last_id}"
     return JobPage(rows[:limit], next_cursor)
+
+
+@dataclass(frozen=True, slots=True)
+class NumberedPage:
+    """Page `page` (from 1) of `page_size` items of a list of `total` (Skill-Runner's paging)."""
+
+    items: list[JobRow]
+    page: int
+    page_size: int
+    total: int
+
+    @property
+    def total_pages(self) -> int:
+        return -(-self.total // self.page_size)
+
+
+def numbered_page(
+    conn: Connection, args: dict[str, Any], page: int, page_size: int, owner: str | None = None
+) -> NumberedPage:
+    """The list of `list_jobs` (same order and filters) cut into numbered pages."""
+    by_run = args.get("status") in RUN_DRIVEN_STATUSES
+    args = {**args, "owner": owner}
+    filters = tuple(name for name in ("status", "skill_id", "engine", "owner") if args.get(name))
+    params = {f"{name}_": args[name] for name in filters}
+    statement = _list_statement(by_run, filters, False)
+    total = conn.execute(
+        select(func.count()).select_from(statement.order_by(None).subquery()), params
+    ).scalar_one()
+    rows = conn.execute(statement.limit(page_size).offset((page - 1) * page_size), params)
+    return NumberedPage([JobRow.from_row(row) for row in rows], page, page_size, total)
 
 
 @cache

@@ -8,7 +8,7 @@ from typing import Any
 from api.errors import ApiError
 from runner_core import runtime_options
 from runner_core.engines import RETIRED
-from runner_core.engines.catalog import check_model
+from runner_core.engines.catalog import requested_model
 from runner_core.error_codes import ErrorCode
 from runner_core.inputs import (
     InputError,
@@ -62,7 +62,11 @@ def check_request(pkg: SkillPackage, body: dict[str, Any]) -> tuple[str | None, 
             f"execution_mode '{mode}' is not declared by skill '{pkg.id}'",
             {"execution_mode": mode, "execution_modes": list(manifest.execution_modes)},
         )
-    model_error = check_model(engine, body.get("model")) if engine else None
+    model_error = None
+    if engine:  # the request's effort and provider_id shape and check the model it runs
+        body["model"], model_error = requested_model(
+            engine, body.get("model"), body.get("effort"), body.get("provider_id")
+        )
     if model_error:
         raise ApiError(
             400,

@@ -8,7 +8,7 @@ from api.blueprint import Blueprint
 from api.catalog import info_or_404
 from api.schemas import EngineModels
 from api.schemas.management import EngineDetail, EngineSummary
-from runner_core.engines.catalog import all_engines
+from runner_core.engines.catalog import all_engines, model_objects
 
 blp = Blueprint("engines", __name__, url_prefix="/v1/engines", description="Engine CLIs")
 
@@ -33,6 +33,12 @@ class Engine(MethodView):
 class Models(MethodView):
     @blp.alt_response(200, schema=EngineModels, success=True)
     def get(self, engine: str):
-        """Models offered for `engine` (codex: name@reasoning_effort)."""
+        """Models offered for `engine` as objects (`id`, codex: name@reasoning_effort;
+        `provider_id`, `model`, `supported_effort`, `display_name`), their ids in `model_ids`."""
         info = info_or_404(engine)
-        return {"engine": engine, "default_model": info.default_model, "models": info.models}
+        return {
+            "engine": engine,
+            "default_model": info.default_model,
+            "models": model_objects(engine, info.models),
+            "model_ids": info.models,
+        }

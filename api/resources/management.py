@@ -14,7 +14,7 @@ from api.blueprint import Blueprint
 from api.catalog import engine_summary, get_skill_or_404, info_or_404, skill_detail, skill_summary
 from api.jobs import actions, interaction
 from api.jobs.conversation import conversation_state, files_body, preview_body
-from api.jobs.listing import JobPage, list_jobs
+from api.jobs.listing import JobPage, list_jobs, numbered_page
 from api.jobs.read import load_job, read_job
 from api.resources import run_events
 from api.resources.job_routes import JOB
@@ -25,27 +25,30 @@ from api.schemas import (
     EventHistoryArgs,
     EventsArgs,
     InteractionReply,
-    JobList,
-    JobListArgs,
     LogRange,
     LogRangeArgs,
     PendingInteraction,
     ReplyResult,
     SkillDetail,
-    SkillSummary,
 )
 from api.schemas.management import (
     AuditArgs,
     AuditPage,
     EngineDetail,
-    EngineSummary,
+    EngineList,
     FilePreview,
     FilePreviewArgs,
+    ManagementRunList,
+    ManagementRunListArgs,
     RunConversationState,
     RunFiles,
+    RuntimeOptionsInfo,
+    SkillList,
     SkillSchemas,
 )
 from runner_core.engines.catalog import all_engines
+from runner_core.runtime_options import DEFAULT_REPLY_TIMEOUT_SEC
+from runner_core.settings import Settings
 from runner_core.store import audit
 
 blp = Blueprint(
@@ -60,10 +63,11 @@ KIND = JOB.name  # a run here is a job (one-off runs stay under /v1/temp-skill-r
 
 @blp.route("/skills")
 class Skills(MethodView):
-    @blp.response(200, SkillSummary(many=True))
-    def get(self) -> list[dict]:
-        """Installed skills: id, name, version, engines, effective_engines, health."""
-        return [skill_summary(p) for p in context.skills().list()]
+    @blp.response(200, SkillList)
+    def get(self) -> dict[str, list[dict]]:
+        """Installed skills under `skills`: id, name, version, engines, effective_engines,
+        health (the list of GET /v1/skills in an envelope, as Skill-Runner's clients read it)."""
+        return {"skills": [skill_summary(p) for p in context.skills().list()]}
 
 
 @blp.route("/skills/<skill_id>")
@@ -90,10 +94,11 @@ class Schemas(MethodView):
 
 @blp.route("/engines")
 class Engines(MethodView):
-    @blp.response(200, EngineSummary(many=True))
-    def get(self) -> list[dict]:
-        """Engines: cli_version, installed, auth_ready, sandbox_status, models_count."""
-        return [engine_summary(info) for info in all_engines()]
+    @blp.response(200, EngineList)
+    def get(self) -> dict[str, list[dict]]:
+        """Engines under `engines`: cli_version, installed, auth_ready, sandbox_status,
+        models_count."""
+        return {"engines": [engine_summary(info) for info in all_engines()]}
 
 
 @blp.route("/engines/<engine>")
@@ -105,14 +110,76 @@ class Engine(MethodView):
         return {**info.detail(), **engine_summary(info), "upgrade_status": "idle"}
 
 
+@blp.route("/runtime-options")
+class RuntimeOptionsRoute(MethodView):
+    @blp.response(200, RuntimeOptionsInfo)
+    def get(self) -> dict[str, Any]:
+        """The service's defaults for a run (`service_defaults`) and the runtime_options a
+        request may set, with their type and bounds."""
+        settings = context.settings()
+        defaults = {
+            "hard_timeout_seconds": settings.default_timeout_sec,
+            "max_hard_timeout_seconds": settings.max_timeout_sec,
+            "interactive_reply_timeout_sec": DEFAULT_REPLY_TIMEOUT_SEC,
+            "max_interactive_reply_timeout_sec": settings.reply_timeout_max_sec,
+            "execution_mode": "auto",
+            "no_cache": False,
+            "debug": False,
+        }
+        return {"service_defaults": defaults, "options": runtime_option_list(settings)}
+
+
 @blp.route("/runs")
 class Runs(MethodView):
-    @blp.arguments(JobListArgs(), location="query")
-    @blp.response(200, JobList())
-    def get(self, args: dict[str, Any]) -> JobPage:
-        """Runs newest first, filtered by status/skill_id/engine, in keyset pages (as /v1/jobs)."""
+    @blp.arguments(ManagementRunListArgs(), location="query")
+    @blp.response(200, ManagementRunList())
+    def get(self, args: dict[str, Any]) -> dict[str, Any]:
+        """Runs newest first, filtered by status/skill_id/engine, under `runs`: numbered pages
+        with `page`/`page_size` (answering `total` and `total_pages`), else keyset pages with
+        `limit`/`cursor` as /v1/jobs (`items` and `next_cursor` too)."""
+        page, page_size = args.pop("page"), args.pop("page_size")
         with context.connect() as conn:
-            return list_jobs(conn, args, auth.owner_filter())
+            if page is None and page_size is None:
+                listed: JobPage = list_jobs(conn, args, auth.owner_filter())
+                return {
+                    "runs": listed.items,
+                    "items": listed.items,
+                    "next_cursor": listed.next_cursor,
+                }
+            numbered = numbered_page(conn, args, page or 1, page_size or 20, auth.owner_filter())
+        return {
+            "runs": numbered.items,
+            "items": numbered.items,
+            "next_cursor": None,
+            "page": numbered.page,
+            "page_size": numbered.page_size,
+            "total": numbered.total,
+            "total_pages": numbered.total_pages,
+        }
+
+
+def runtime_option_list(settings: Settings) -> list[dict[str, Any]]:
+    """The runtime_options a request may set, as a form draws them."""
+    return [
+        {"key": "execution_mode", "type": "string", "enum": ["auto", "interactive"]},
+        {"key": "no_cache", "type": "boolean"},
+        {"key": "debug", "type": "boolean"},
+        {
+            "key": "hard_timeout_seconds",
+            "type": "integer",
+            "minimum": 0,
+            "maximum": settings.max_timeout_sec,
+            "description": "the run's time limit (0: the service default); alias timeout_sec",
+        },
+        {
+            "key": "interactive_reply_timeout_sec",
+            "type": "integer",
+            "minimum": 1,
+            "maximum": settings.reply_timeout_max_sec,
+        },
+        {"key": "interactive_auto_reply", "type": "boolean"},
+        {"key": "repair_rounds", "type": "integer", "minimum": 0, "maximum": 3},
+    ]
 
 
 # schema instances, not classes: webargs would build a new schema object per request

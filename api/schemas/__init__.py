@@ -24,6 +24,18 @@ class JobCreate(Schema):
     parameter = fields.Dict(load_default=dict)
     input = fields.Dict(load_default=dict)
     model = fields.String(load_default=None, allow_none=True)
+    effort = fields.String(
+        load_default=None,
+        allow_none=True,
+        metadata={
+            "description": "reasoning effort; replaces the model's `@effort` (not `default`)"
+        },
+    )
+    provider_id = fields.String(
+        load_default=None,
+        allow_none=True,
+        metadata={"description": "the model's provider (400 MODEL_UNSUPPORTED if not)"},
+    )
     runtime_options = fields.Dict(load_default=dict)
     callback_url = fields.String(
         load_default=None,
@@ -379,10 +391,24 @@ class ArtifactManifest(Schema):
     )
 
 
+class EngineModel(Schema):
+    id = fields.String(metadata={"description": "as configured; codex: name@reasoning_effort"})
+    display_name = fields.String()
+    provider_id = fields.String()
+    provider = fields.String()
+    model = fields.String(metadata={"description": "the name without the effort"})
+    reasoning_effort = fields.String(allow_none=True)
+    supported_effort = fields.List(
+        fields.String(), metadata={"description": "efforts configured for this model name"}
+    )
+    deprecated = fields.Boolean()
+
+
 class EngineModels(Schema):
     engine = fields.String()
     default_model = fields.String(allow_none=True)
-    models = fields.List(fields.String())
+    models = fields.List(fields.Nested(EngineModel))
+    model_ids = fields.List(fields.String(), metadata={"description": "the models' ids"})
 
 
 # Answers that are not JSON bodies, for `blp.doc(responses={"200": ...})`.

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from marshmallow import EXCLUDE, Schema, fields, validate
 
+from api.schemas import EngineModel, JobListArgs, JobStatus, SkillSummary
 from api.schemas.output_fields import ListOrEmpty, UtcDateTime
 
 
@@ -32,7 +33,8 @@ class EngineSummary(Schema):
 
 
 class EngineDetail(EngineSummary):
-    models = fields.List(fields.String())
+    models = fields.List(fields.Nested(EngineModel))
+    model_ids = fields.List(fields.String())
     default_model = fields.String(allow_none=True)
     upgrade_status = fields.String(
         metadata={"description": "always idle: deploy/install-engines.sh installs the CLIs"}
@@ -135,3 +137,42 @@ class AuditEntry(Schema):
 class AuditPage(Schema):
     items = fields.List(fields.Nested(AuditEntry))
     next_cursor = fields.Integer(allow_none=True)
+
+
+class SkillList(Schema):
+    skills = fields.List(fields.Nested(SkillSummary))
+
+
+class EngineList(Schema):
+    engines = fields.List(fields.Nested(EngineSummary))
+
+
+class ManagementRunListArgs(JobListArgs):
+    # the Zotero plugin asks up to 1000 at once
+    limit = fields.Integer(load_default=50, validate=validate.Range(min=1, max=1000))
+    page = fields.Integer(
+        load_default=None,
+        validate=validate.Range(min=1),
+        metadata={"description": "numbered pages (with page_size) instead of the cursor"},
+    )
+    page_size = fields.Integer(load_default=None, validate=validate.Range(min=1, max=500))
+
+
+class ManagementRunList(Schema):
+    """`runs` (= `items`) always; with `page`/`page_size` the numbered page's `page`,
+    `page_size`, `total` and `total_pages`, else the cursor pages' `next_cursor`."""
+
+    runs = fields.List(fields.Nested(JobStatus))
+    items = fields.List(fields.Nested(JobStatus))
+    next_cursor = fields.String(allow_none=True)
+    page = fields.Integer()
+    page_size = fields.Integer()
+    total = fields.Integer()
+    total_pages = fields.Integer()
+
+
+class RuntimeOptionsInfo(Schema):
+    service_defaults = fields.Dict(
+        metadata={"description": "hard_timeout_seconds, max_hard_timeout_seconds, ..."}
+    )
+    options = fields.List(fields.Dict(), metadata={"description": "the options a run may set"})

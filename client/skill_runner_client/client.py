@@ -239,7 +239,8 @@ class Client:
         return cast(dict[str, Any], self._get(f"/v1/engines/{quote(engine)}"))
 
     def engine_models(self, engine: str) -> dict[str, Any]:
-        """`{engine, default_model, models}`: what POST /v1/jobs accepts as `model`."""
+        """`{engine, default_model, models, model_ids}`: `models` as objects (`id`, `provider_id`,
+        `model`, `supported_effort`, ...); `model_ids` is what POST /v1/jobs accepts as `model`."""
         return cast(dict[str, Any], self._get(f"/v1/engines/{quote(engine)}/models"))
 
     def cleanup(self, older_than_sec: int = 0, statuses: list[str] | None = None) -> CleanupResult:

@@ -58,7 +58,13 @@ class EngineInfo:
         }
 
     def detail(self) -> dict[str, Any]:
-        return {**asdict(self), "models_count": self.models_count}
+        """Everything, the models as objects (`model_objects`) and their ids in `model_ids`."""
+        return {
+            **asdict(self),
+            "models": model_objects(self.engine, self.models),
+            "model_ids": list(self.models),
+            "models_count": self.models_count,
+        }
 
 
 def cli_version(binary: str) -> tuple[str | None, str | None]:
@@ -129,6 +135,81 @@ def engine_info(engine: str, *, with_version: bool = True) -> EngineInfo:
 
 def all_engines(with_version: bool = True) -> list[EngineInfo]:
     return [engine_info(name, with_version=with_version) for name in SUPPORTED_ENGINES]
+
+
+# the provider an engine's models come from when the model id does not name one
+# (opencode ids are `provider/model`)
+ENGINE_PROVIDERS = {
+    "codex": "openai",
+    "gemini": "google",
+    "iflow": "iflow",
+    "claude": "anthropic",
+    "qwen": "qwen",
+}
+DEFAULT_EFFORT = "default"  # what a client sends for "the model's own effort"
+
+
+def model_parts(engine: str, model_id: str) -> tuple[str, str, str | None]:
+    """(provider_id, model name, reasoning effort or None) of one configured model id:
+    `gpt-5.2-codex@high` -> (openai, gpt-5.2-codex, high); `anthropic/x` -> (anthropic, x, None)."""
+    name, _, effort = model_id.partition("@")
+    provider, slash, rest = name.partition("/")
+    if slash and engine not in ENGINE_PROVIDERS:
+        return provider, rest, effort or None
+    return ENGINE_PROVIDERS.get(engine, engine), name, effort or None
+
+
+def model_objects(engine: str, models: list[str]) -> list[dict[str, Any]]:
+    """The configured models as objects: `id` as configured (codex: `name@reasoning_effort`),
+    `provider_id`, `model` (the name without the effort) and `supported_effort` (every effort
+    configured for that name, so `<model>@<effort>` of any of them is a valid id)."""
+    efforts: dict[str, list[str]] = {}
+    for model_id in models:
+        _, name, effort = model_parts(engine, model_id)
+        if effort:
+            efforts.setdefault(name, []).append(effort)
+    objects = []
+    for model_id in models:
+        provider, name, effort = model_parts(engine, model_id)
+        objects.append(
+            {
+                "id": model_id,
+                "display_name": f"{name} ({effort})" if effort else name,
+                "provider_id": provider,
+                "provider": provider,
+                "model": name,
+                "reasoning_effort": effort,
+                "supported_effort": efforts.get(name, []),
+                "deprecated": False,
+            }
+        )
+    return objects
+
+
+def requested_model(
+    engine: str, model: str | None, effort: str | None, provider_id: str | None
+) -> tuple[str | None, str | None]:
+    """(model id to run, error message) for a request's `model`, `effort` and `provider_id`.
+
+    The id's last `@` part is its effort and a request's `effort` (other than `default`)
+    replaces it: `gpt-5@high` + effort `low` -> `gpt-5@low`; `gpt-5@high@low` (a configured id
+    with one of its `supported_effort` appended, as Skill-Runner's clients build it) ->
+    `gpt-5@low`. A `provider_id` must be the model's provider."""
+    if not model:
+        return model, None
+    name, _, rest = model.partition("@")
+    model_effort = rest.rpartition("@")[2] or None
+    wanted = effort if effort and effort != DEFAULT_EFFORT else model_effort
+    chosen = f"{name}@{wanted}" if wanted else name
+    error = check_model(engine, chosen)
+    if error is None and provider_id:
+        provider = model_parts(engine, chosen)[0]
+        if provider_id != provider:
+            error = (
+                f"model '{chosen}' of engine '{engine}' comes from provider '{provider}', "
+                f"not '{provider_id}'"
+            )
+    return chosen, error
 
 
 def check_model(engine: str, model: str | None) -> str | None:

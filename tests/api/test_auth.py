@@ -32,7 +32,9 @@ def test_without_a_configured_token_nothing_is_asked(client) -> None:
     "headers, message",
     [
         ({}, "needs an API token"),
-        ({"Authorization": "Basic dXNlcjpwYXNz"}, "needs an API token"),
+        ({"Authorization": "Basic dXNlcjpwYXNz"}, "not valid"),  # user:pass, pass no token
+        ({"Authorization": "Basic dXNlcjo="}, "needs an API token"),  # user: (no password)
+        ({"Authorization": "Basic not-base64!"}, "needs an API token"),
         ({"Authorization": "Bearer "}, "needs an API token"),
         (bearer("wrong-token-0123456789"), "not valid"),
         (bearer(TOKEN + "x"), "not valid"),

@@ -45,11 +45,21 @@ def test_engines_list_every_supported_engine(client, engine_config):
 
 def test_models_come_from_the_config_layers(client, engine_config):
     body = client.get("/v1/engines/codex/models").json
-    assert body == {
-        "engine": "codex",
-        "default_model": "gpt-5.2-codex@high",
-        "models": ["gpt-5.2-codex@low", "gpt-5.2-codex@high"],
+    assert body["engine"] == "codex" and body["default_model"] == "gpt-5.2-codex@high"
+    assert body["model_ids"] == ["gpt-5.2-codex@low", "gpt-5.2-codex@high"]
+    assert body["models"][0] == {
+        "id": "gpt-5.2-codex@low",
+        "display_name": "gpt-5.2-codex (low)",
+        "provider_id": "openai",
+        "provider": "openai",
+        "model": "gpt-5.2-codex",
+        "reasoning_effort": "low",
+        "supported_effort": ["low", "high"],
+        "deprecated": False,
     }
+    assert [m["id"] for m in body["models"]] == body["model_ids"]
+    detail = client.get("/v1/engines/codex").json
+    assert detail["models"] == body["models"] and detail["model_ids"] == body["model_ids"]
 
 
 def test_auth_ready_follows_the_key_variable(client, engine_config, monkeypatch):

@@ -31,7 +31,7 @@ def prime_job(client):
 
 
 def test_skills_list_detail_and_schemas_are_the_skills_routes(client):
-    listed = client.get(f"{M}/skills").json
+    listed = client.get(f"{M}/skills").json["skills"]  # in an envelope, as Skill-Runner's
     assert listed == client.get("/v1/skills").json
     prime = next(s for s in listed if s["id"] == "demo-prime-number")
     assert prime["health"] == "ok" and "effective_engines" in prime
@@ -48,7 +48,7 @@ def test_skills_list_detail_and_schemas_are_the_skills_routes(client):
 
 
 def test_engines_carry_sandbox_status_and_detail_upgrade_status(client):
-    engines = {e["engine"]: e for e in client.get(f"{M}/engines").json}
+    engines = {e["engine"]: e for e in client.get(f"{M}/engines").json["engines"]}
     plain = {e["engine"]: e for e in client.get("/v1/engines").json}
     assert set(engines) == set(plain)
     assert engines["codex"]["sandbox_status"] == "workspace-write"
@@ -66,6 +66,7 @@ def test_runs_list_is_the_jobs_list_with_its_filters_and_pages(client):
     rids = [prime_job(client) for _ in range(3)]
     page = client.get(f"{M}/runs?limit=2").json
     assert [i["request_id"] for i in page["items"]] == rids[::-1][:2]
+    assert page["runs"] == page["items"]  # the plugin reads `runs`
     rest = client.get(f"{M}/runs?limit=2&cursor={page['next_cursor']}").json
     assert [i["request_id"] for i in rest["items"]] == [rids[0]] and rest["next_cursor"] is None
     assert client.get(f"{M}/runs?skill_id=pick-title").json["items"] == []

@@ -43,9 +43,13 @@ OPERATIONS = {
     ),
     ("/v1/jobs/{request_id}/result", "get"): ("jobs", {"200": "JobResult", "422": UNPROCESSABLE}),
     ("/v1/jobs/{request_id}/upload", "post"): ("jobs", {"200": "JobUploaded"}),
-    ("/v1/management/engines", "get"): ("management", {"200": "EngineSummary[]"}),
+    ("/v1/management/engines", "get"): ("management", {"200": "EngineList"}),
     ("/v1/management/engines/{engine}", "get"): ("management", {"200": "EngineDetail"}),
-    ("/v1/management/runs", "get"): ("management", {"200": "JobList", "422": UNPROCESSABLE}),
+    ("/v1/management/runs", "get"): (
+        "management",
+        {"200": "ManagementRunList", "422": UNPROCESSABLE},
+    ),
+    ("/v1/management/runtime-options", "get"): ("management", {"200": "RuntimeOptionsInfo"}),
     ("/v1/management/runs/{request_id}", "get"): (
         "management",
         {"200": "RunConversationState"},
@@ -76,7 +80,7 @@ OPERATIONS = {
         "management",
         {"200": "ReplyResult", "422": UNPROCESSABLE},
     ),
-    ("/v1/management/skills", "get"): ("management", {"200": "SkillSummary[]"}),
+    ("/v1/management/skills", "get"): ("management", {"200": "SkillList"}),
     ("/v1/management/skills/{skill_id}", "get"): ("management", {"200": "SkillDetail"}),
     ("/v1/management/skills/{skill_id}/schemas", "get"): ("management", {"200": "SkillSchemas"}),
     ("/v1/skill-packages", "post"): ("skill_packages", {"200": "InstallStatus"}),
@@ -100,6 +104,11 @@ OPERATIONS = {
         "temp_skill_runs",
         {"200": "application/zip"},
     ),
+    ("/v1/system/handshake", "post"): (
+        "system",
+        {"200": "HandshakeResponse", "422": UNPROCESSABLE},
+    ),
+    ("/v1/system/ping", "get"): ("system", {"204": "none"}),
     ("/v1/temp-skill-runs/{request_id}/cancel", "post"): (
         "temp_skill_runs",
         {"200": "CancelResult"},
@@ -202,6 +211,8 @@ RUN_ROUTE_SUMMARIES = {
 def _response(doc: dict) -> str:
     if "$ref" in doc:
         return doc["$ref"]
+    if "content" not in doc:  # no body
+        return "none"
     if "application/json" not in doc["content"]:  # a stream or a file: its media type
         return next(iter(doc["content"]))
     schema = doc["content"]["application/json"]["schema"]

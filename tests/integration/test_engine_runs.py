@@ -121,3 +121,26 @@ def test_invalid_output_fails_with_validation_errors_when_n3_is_off(codex_stack,
     assert status["error"]["code"] == "OUTPUT_VALIDATION_FAILED"
     assert any("length" in e["message"] for e in status["error"]["validation_errors"])
     assert status["error"]["raw_output_path"] == "raw/engine_output.txt"
+
+
+def test_hard_timeout_seconds_of_skill_runners_clients_ends_a_codex_run_timeout(
+    codex_stack, script_file
+):
+    """Skill-Runner's clients send the run's limit as runtime_options.hard_timeout_seconds:
+    it is the run's time limit (the default here is minutes; the model stalls 60 s)."""
+    script_file.write_text(json.dumps({**DEFAULT_SCRIPT.__dict__, "stall_sec": 60.0}))
+    client = codex_stack.client
+    resp = client.post(
+        "/v1/jobs",
+        json={
+            "skill_id": "echo-prompt",
+            "engine": "codex",
+            "input": {"text": "slow"},
+            "runtime_options": {"hard_timeout_seconds": 4, "no_cache": True},
+        },
+    )
+    assert resp.status_code == 200, resp.json
+    status = codex_stack.wait(resp.json["request_id"], timeout=40)
+    assert status["status"] == "failed" and status["error"]["code"] == "TIMEOUT", status
+    took = (parse_iso(status["finished_at"]) - parse_iso(status["started_at"])).total_seconds()
+    assert took < 20, took

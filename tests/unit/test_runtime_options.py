@@ -82,7 +82,9 @@ def test_repair_rounds_stay_between_0_and_3():
 
 def test_every_typed_option_is_in_the_schema_the_api_checks():
     typed = {f.name for f in dataclasses.fields(RuntimeOptions)} - {"engine_configs", "stored"}
-    assert typed == set(runtime_options.SCHEMA["properties"])
+    aliases = set(runtime_options.ALIASES)
+    assert typed == set(runtime_options.SCHEMA["properties"]) - aliases
+    assert set(runtime_options.ALIASES.values()) <= typed
 
 
 def test_the_requested_timeout_wins_below_the_server_maximum(tmp_path):
