@@ -152,7 +152,8 @@ class ManagementRunListArgs(JobListArgs):
     limit = fields.Integer(load_default=50, validate=validate.Range(min=1, max=1000))
     page = fields.Integer(
         load_default=None,
-        validate=validate.Range(min=1),
+        # bounded: page x page_size must fit the database's row offset
+        validate=validate.Range(min=1, max=1_000_000),
         metadata={"description": "numbered pages (with page_size) instead of the cursor"},
     )
     page_size = fields.Integer(load_default=None, validate=validate.Range(min=1, max=500))

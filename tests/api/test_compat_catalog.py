@@ -231,3 +231,9 @@ def test_basic_credentials_with_the_token_as_password(guarded):
 def test_without_tokens_basic_credentials_are_not_needed_nor_refused(client):
     assert client.head("/v1/system/ping", headers=basic("admin", "whatever")).status_code == 204
     assert client.head("/v1/system/ping").status_code == 204
+
+
+def test_a_page_number_beyond_any_offset_is_a_422_not_a_crash(client):
+    resp = client.get("/v1/management/runs?page=797943019490336768&page_size=10")
+    assert resp.status_code == 422, resp.json
+    assert resp.json["error"]["code"] == "REQUEST_VALIDATION_FAILED"
