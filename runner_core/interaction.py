@@ -127,6 +127,51 @@ def _cap(text: str) -> str:
     return text if len(text) <= PROMPT_CAP else text[:PROMPT_CAP] + "…"
 
 
+YES = frozenset(
+    {"yes", "y", "true", "ok", "okay", "confirm", "confirmed", "sure", "是", "好", "确认", "同意"}
+)
+NO = frozenset({"no", "n", "false", "cancel", "deny", "否", "不", "不要", "取消", "拒绝"})
+
+
+def typed_text(response: Any) -> str | None:
+    """The text of a reply as people type it in Skill-Runner's clients (`{"text": ...}`, the
+    whole response), else None."""
+    if (
+        isinstance(response, dict)
+        and set(response) == {"text"}
+        and isinstance(response["text"], str)
+    ):
+        return response["text"]
+    return None
+
+
+def from_typed(pending: dict[str, Any], text: str) -> Any:
+    """What a typed answer means for the question: the option whose value or label it names
+    (choose_one), true or false for yes or no in the user's words (confirm, risk_ack), the
+    object it spells as JSON (fill_fields); else the text itself, passed to the agent, which
+    can ask again."""
+    said = text.strip()
+    kind = pending.get("kind")
+    if kind == "choose_one":
+        for key in ("value", "label"):
+            for option in pending.get("options") or []:
+                if str(option.get(key, "")).strip().casefold() == said.casefold():
+                    return option.get("value")
+    elif kind in ("confirm", "risk_ack"):
+        word = said.casefold().rstrip(".!。！")
+        if word in YES:
+            return True
+        if word in NO:
+            return False
+    elif kind == "fill_fields" and said.startswith("{"):
+        try:
+            parsed = json.loads(said)
+        except ValueError:
+            return text
+        return parsed if isinstance(parsed, dict) else text
+    return text
+
+
 def check_response(pending: dict[str, Any], response: Any) -> str | None:
     """Why `response` does not answer `pending` (None when it does)."""
     kind = pending.get("kind")

@@ -72,6 +72,8 @@ def log_snapshot(job: JobRow) -> dict[str, Any]:
 def log_range(job: JobRow, stream: str, byte_from: int, byte_to: int | None) -> dict[str, Any]:
     """Bytes [byte_from, byte_to) of one log as text, capped at RANGE_CAP, ending before a
     UTF-8 character the range would split (unless that is the end of a finished run's log)."""
+    if byte_to == 0:  # Skill-Runner's clients send 0 for "to the end"
+        byte_to = None
     if byte_to is not None and byte_to < byte_from:
         raise ApiError(
             400,
@@ -80,6 +82,7 @@ def log_range(job: JobRow, stream: str, byte_from: int, byte_to: int | None) -> 
             {"byte_from": byte_from, "byte_to": byte_to},
             job.request_id,
         )
+    asked, stream = stream, "stdout" if stream == "pty" else stream  # CLIs run on pipes here
     path = context.settings().runs_dir / job.run_id / "logs" / f"{stream}.txt"
     data, size = b"", 0
     try:
@@ -95,12 +98,13 @@ def log_range(job: JobRow, stream: str, byte_from: int, byte_to: int | None) -> 
         data = _whole_characters(data)  # a live log may end in half a character, too
     return {
         "request_id": job.request_id,
-        "stream": stream,
+        "stream": asked,
         "byte_from": start,
         "byte_to": start + len(data),
         "size": size,
         "status": job.status,
-        "text": mask_bytes(data).decode("utf-8", errors="replace"),
+        "text": (text := mask_bytes(data).decode("utf-8", errors="replace")),
+        "chunk": text,
     }
 
 

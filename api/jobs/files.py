@@ -89,10 +89,11 @@ def artifact_file_response(request_id: str, run: Run, path: str) -> Response:
     return send_file(target, as_attachment=True, download_name=target.name)
 
 
-def bundle_response(run: Run) -> Response:
-    """The bundle (debug when the run asked for it): the stored zip when an earlier download
-    built it, otherwise streamed (never held in memory) and stored on the way."""
-    debug = RuntimeOptions.from_dict(run.runtime_options).debug
+def bundle_response(run: Run, debug: bool | None = None) -> Response:
+    """The bundle (debug when the run asked for it, or `debug` says so): the stored zip when an
+    earlier download built it, otherwise streamed (never held in memory) and stored on the way."""
+    if debug is None:
+        debug = RuntimeOptions.from_dict(run.runtime_options).debug
     name = bundle_names(debug)[0]
     stored = bundle_path(run_dir(run), debug)
     if stored.is_file():

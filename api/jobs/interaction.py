@@ -13,7 +13,7 @@ from api import context
 from api.errors import ApiError
 from api.jobs.create import submit
 from runner_core.error_codes import ErrorCode
-from runner_core.interaction import check_response
+from runner_core.interaction import check_response, from_typed, typed_text
 from runner_core.runtime_options import RuntimeOptions
 from runner_core.skills import SkillPackage
 from runner_core.statuses import RunStatus
@@ -64,7 +64,11 @@ def reply(
     if interaction_id != run.pending_interaction_id:
         raise _stale(req.id, interaction_id, run.pending_interaction_id)
     asked = interactions.get(session, run.id, interaction_id)
-    problem = check_response(interactions.pending_document(asked), body.get("response"))
+    pending = interactions.pending_document(asked)
+    text = typed_text(body.get("response"))
+    if text is not None:  # typed by a person: matched to the question, else passed on as text
+        body = {**body, "response": from_typed(pending, text)}
+    problem = None if text is not None else check_response(pending, body.get("response"))
     if problem is not None:
         raise ApiError(
             400,

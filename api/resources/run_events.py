@@ -8,14 +8,16 @@ from flask import Response, request, stream_with_context
 
 from api import context
 from api.jobs import events
+from api.jobs.chat import chat_frames, chat_history, history_bounds
 from api.jobs.read import load_job, read_job
 from runner_core.metrics import counted_subscriber
 from runner_core.statuses import TERMINAL_STATUSES, RunStatus
 from runner_core.store import interactions
 
 
-def sse_response(request_id: str, kind: str, cursor: int) -> Response:
-    """`text/event-stream` from `cursor` (or the Last-Event-ID header) to the terminal event."""
+def sse_response(request_id: str, kind: str, cursor: int, chat: bool = False) -> Response:
+    """`text/event-stream` from `cursor` (or the Last-Event-ID header) to the terminal event;
+    `chat`: each event as the chat message a person reads (`/chat`)."""
     with context.connect() as conn:
         job = read_job(conn, request_id, kind)  # 404 before the stream starts
     last_id = request.headers.get("Last-Event-ID", "").strip()
@@ -44,6 +46,8 @@ def sse_response(request_id: str, kind: str, cursor: int) -> Response:
         snapshot,
         ended,
     )
+    if chat:
+        frames = chat_frames(frames)
     return Response(
         stream_with_context(counted_subscriber(frames)),
         mimetype="text/event-stream",
@@ -51,8 +55,24 @@ def sse_response(request_id: str, kind: str, cursor: int) -> Response:
     )
 
 
-def history_body(request_id: str, kind: str, args: dict[str, Any]) -> dict[str, Any]:
+def history_body(
+    request_id: str, kind: str, args: dict[str, Any], chat: bool = False
+) -> dict[str, Any]:
+    """The stored events asked for (`chat`: as chat messages), with `count` and the seq range
+    the run holds (`cursor_floor`, `cursor_ceiling`) for clients that page through it."""
     with context.connect() as conn:
         job = read_job(conn, request_id, kind)
-    found = events.history(context.settings().runs_dir / job.run_id, args)
-    return {"request_id": request_id, "status": job.status, "events": found}
+    run_dir = context.settings().runs_dir / job.run_id
+    found = events.history(run_dir, args)
+    if chat:
+        found = chat_history(found)
+    floor, ceiling = history_bounds(run_dir)
+    return {
+        "request_id": request_id,
+        "status": job.status,
+        "events": found,
+        "count": len(found),
+        "source": "events.jsonl",
+        "cursor_floor": floor,
+        "cursor_ceiling": ceiling,
+    }

@@ -13,6 +13,7 @@ from flask.views import MethodView
 from api import context
 from api.blueprint import Blueprint
 from api.jobs import actions, interaction
+from api.jobs.client_files import client_files, client_preview
 from api.jobs.create import Accepted, take_upload
 from api.jobs.files import bundle_response, load_finished
 from api.jobs.pending import take_package_upload
@@ -37,6 +38,7 @@ from api.schemas import (
     ReplyResult,
     WaitArgs,
 )
+from api.schemas.management import ClientFilePreview, ClientRunFiles, FilePreviewArgs
 from runner_core.skills import SkillPackage
 from runner_core.store.models import Request, Run
 
@@ -55,6 +57,7 @@ class RunKind:
 # schema instances, not classes: webargs would build a new schema object per request
 _WAIT_ARGS, _RANGE_ARGS, _REPLY_ARGS = WaitArgs(), LogRangeArgs(), InteractionReply()
 _EVENTS_ARGS, _HISTORY_ARGS = EventsArgs(), EventHistoryArgs()
+_FILE_ARGS = FilePreviewArgs()
 
 
 def register_run_routes(blp: Blueprint, kind: RunKind) -> None:
@@ -129,6 +132,31 @@ def register_run_routes(blp: Blueprint, kind: RunKind) -> None:
         def get(self, args: dict[str, Any], request_id: str) -> dict[str, Any]:
             return run_events.history_body(request_id, kind.name, args)
 
+    class Chat(MethodView):
+        @blp.arguments(_EVENTS_ARGS, location="query")
+        @blp.doc(responses={"200": SSE_STREAM})
+        def get(self, args: dict[str, Any], request_id: str) -> Response:
+            return run_events.sse_response(request_id, kind.name, args["cursor"], chat=True)
+
+    class ChatHistory(MethodView):
+        @blp.arguments(_HISTORY_ARGS, location="query")
+        @blp.response(200, EventHistory)
+        def get(self, args: dict[str, Any], request_id: str) -> dict[str, Any]:
+            return run_events.history_body(request_id, kind.name, args, chat=True)
+
+    class Files(MethodView):
+        @blp.response(200, ClientRunFiles)
+        def get(self, request_id: str) -> dict[str, Any]:
+            with context.connect() as conn:
+                return client_files(read_job(conn, request_id, kind.name))
+
+    class File(MethodView):
+        @blp.arguments(_FILE_ARGS, location="query")
+        @blp.response(200, ClientFilePreview)
+        def get(self, args: dict[str, Any], request_id: str) -> dict[str, Any]:
+            with context.connect() as conn:
+                return client_preview(read_job(conn, request_id, kind.name), args["path"])
+
     class Cancel(MethodView):
         @blp.response(200, CancelResult)
         def post(self, request_id: str) -> dict[str, Any]:
@@ -146,6 +174,10 @@ def register_run_routes(blp: Blueprint, kind: RunKind) -> None:
         ("/<request_id>/interaction/reply", Reply),
         ("/<request_id>/events", Events),
         ("/<request_id>/events/history", EventsHistory),
+        ("/<request_id>/chat", Chat),
+        ("/<request_id>/chat/history", ChatHistory),
+        ("/<request_id>/files", Files),
+        ("/<request_id>/file", File),
     ):
         _register(blp, rule, view, kind)
 
@@ -158,7 +190,14 @@ def register_bundle_route(blp: Blueprint, kind: RunKind) -> None:
         def get(self, request_id: str) -> Response:
             return bundle_response(load_finished(request_id, kind.name, kind.require_finished))
 
+    class BundleDebug(MethodView):
+        @blp.doc(responses={"200": ZIP_FILE})
+        def get(self, request_id: str) -> Response:
+            run = load_finished(request_id, kind.name, kind.require_finished)
+            return bundle_response(run, debug=True)
+
     _register(blp, "/<request_id>/bundle", Bundle, kind)
+    _register(blp, "/<request_id>/bundle/debug", BundleDebug, kind)
 
 
 def _register(blp: Blueprint, rule: str, view: type[MethodView], kind: RunKind) -> None:

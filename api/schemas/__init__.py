@@ -8,7 +8,7 @@ from api.jobs import workspace as run_files
 from api.schemas.output_fields import ListOrEmpty, UtcDateTime
 from runner_core.statuses import RunStatus
 
-LOG_STREAMS = ("stdout", "stderr", "prompt")  # the files under a run's logs/
+LOG_STREAMS = ("stdout", "stderr", "prompt", "pty")  # logs/<stream>.txt (pty: stdout)
 
 
 class JobCreate(Schema):
@@ -155,7 +155,10 @@ class LogRangeArgs(Schema):
     stream = fields.String(
         load_default="stdout",
         validate=validate.OneOf(LOG_STREAMS),
-        metadata={"description": "which log: stdout, stderr or prompt"},
+        metadata={
+            "description": "which log: stdout, stderr or prompt; pty (the spec's terminal "
+            "stream) is stdout: CLIs run on pipes here"
+        },
     )
     byte_from = fields.Integer(
         load_default=0,
@@ -169,7 +172,8 @@ class LogRangeArgs(Schema):
         allow_none=True,
         validate=validate.Range(min=0),
         metadata={
-            "description": "end (exclusive); default and cap: byte_from + 1 MiB, or the log's size"
+            "description": "end (exclusive); default and cap: byte_from + 1 MiB, or the log's "
+            "size; 0 means the default (as Skill-Runner's clients send it)"
         },
     )
 
@@ -191,6 +195,7 @@ class LogRange(Schema):
         }
     )
     text = fields.String()
+    chunk = fields.String(metadata={"description": "the same as `text` (Skill-Runner's name)"})
 
 
 class PendingQuestion(Schema):
@@ -259,7 +264,14 @@ class EventHistoryArgs(Schema):
 class EventHistory(Schema):
     request_id = fields.String()
     status = fields.String()
-    events = fields.List(fields.Dict(), metadata={"description": "FCMP envelopes, by seq"})
+    events = fields.List(
+        fields.Dict(),
+        metadata={"description": "FCMP envelopes (chat messages under /chat), by seq"},
+    )
+    count = fields.Integer(metadata={"description": "how many `events` holds"})
+    source = fields.String(metadata={"description": "where they are read from: events.jsonl"})
+    cursor_floor = fields.Integer(metadata={"description": "the first seq the run holds (0: none)"})
+    cursor_ceiling = fields.Integer(metadata={"description": "the last seq the run holds"})
 
 
 class WebhookAttemptDoc(Schema):

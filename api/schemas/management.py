@@ -177,3 +177,34 @@ class RuntimeOptionsInfo(Schema):
         metadata={"description": "hard_timeout_seconds, max_hard_timeout_seconds, ..."}
     )
     options = fields.List(fields.Dict(), metadata={"description": "the options a run may set"})
+
+
+class ClientFileEntry(Schema):
+    path = fields.String()
+    name = fields.String()
+    is_dir = fields.Boolean()
+    depth = fields.Integer(metadata={"description": "how many folders deep (0: the run's top)"})
+    size = fields.Integer(allow_none=True)
+
+
+class ClientRunFiles(Schema):
+    """GET /v1/jobs/{id}/files: the run's tree as Skill-Runner's clients read it."""
+
+    request_id = fields.String()
+    run_id = fields.String()
+    entries = fields.List(fields.Nested(ClientFileEntry))
+    truncated = fields.Boolean()
+
+
+class ClientFilePreview(Schema):
+    """GET /v1/jobs/{id}/file?path=: one file's preview as Skill-Runner's clients read it."""
+
+    request_id = fields.String()
+    run_id = fields.String()
+    path = fields.String()
+    preview = fields.Dict(
+        metadata={
+            "description": "{mode: text|binary, content, size, meta, detected_format, "
+            "json_pretty?, data_url?}"
+        }
+    )

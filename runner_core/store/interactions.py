@@ -68,7 +68,10 @@ def pending_document(row: Any) -> dict[str, Any]:
         "kind": row.kind,
         "prompt": row.prompt,
         "options": row.options,
-        "ui_hints": row.ui_hints,
+        # Skill-Runner's clients read the options from ui_hints
+        "ui_hints": {**(row.ui_hints or {}), "options": row.options}
+        if row.options
+        else row.ui_hints,
         "default_decision_policy": row.default_decision_policy,
         "required_fields": row.required_fields,
         "context": row.context,

@@ -419,6 +419,7 @@ def test_logs_range_reads_a_log_in_pieces_on_character_boundaries(client, settin
         "size": 0,
         "status": "queued",
         "text": "",
+        "chunk": "",
     }
     run_id = client.get(f"/v1/jobs/{rid}").json["run_id"]
     logs = settings.runs_dir / run_id / "logs"
@@ -446,7 +447,11 @@ def test_logs_range_reads_a_log_in_pieces_on_character_boundaries(client, settin
     backwards = client.get(f"/v1/jobs/{rid}/logs/range?byte_from=4&byte_to=2")
     assert backwards.status_code == 400
     assert backwards.json["error"]["code"] == "INVALID_LOG_RANGE"
-    assert client.get(f"/v1/jobs/{rid}/logs/range?stream=pty").status_code == 422
+    # pty (the spec's terminal stream) is stdout here, and byte_to=0 (Skill-Runner's
+    # clients) means "to the end"; `chunk` repeats the text under their name
+    pty = client.get(f"/v1/jobs/{rid}/logs/range?stream=pty&byte_from=0&byte_to=0").json
+    assert (pty["stream"], pty["text"], pty["chunk"]) == ("pty", "ok ", "ok ")
+    assert client.get(f"/v1/jobs/{rid}/logs/range?stream=tty").status_code == 422
     assert client.get("/v1/jobs/nope/logs/range").status_code == 404
     assert client.get(f"/v1/temp-skill-runs/{rid}/logs/range").status_code == 404
 

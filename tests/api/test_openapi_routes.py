@@ -41,6 +41,40 @@ OPERATIONS = {
         "jobs",
         {"200": "LogRange", "422": UNPROCESSABLE},
     ),
+    ("/v1/jobs/{request_id}/bundle/debug", "get"): ("run_files", {"200": "application/zip"}),
+    ("/v1/jobs/{request_id}/chat", "get"): (
+        "jobs",
+        {"200": "text/event-stream", "422": UNPROCESSABLE},
+    ),
+    ("/v1/jobs/{request_id}/chat/history", "get"): (
+        "jobs",
+        {"200": "EventHistory", "422": UNPROCESSABLE},
+    ),
+    ("/v1/jobs/{request_id}/file", "get"): (
+        "jobs",
+        {"200": "ClientFilePreview", "422": UNPROCESSABLE},
+    ),
+    ("/v1/jobs/{request_id}/files", "get"): ("jobs", {"200": "ClientRunFiles"}),
+    ("/v1/temp-skill-runs/{request_id}/bundle/debug", "get"): (
+        "temp_skill_runs",
+        {"200": "application/zip"},
+    ),
+    ("/v1/temp-skill-runs/{request_id}/chat", "get"): (
+        "temp_skill_runs",
+        {"200": "text/event-stream", "422": UNPROCESSABLE},
+    ),
+    ("/v1/temp-skill-runs/{request_id}/chat/history", "get"): (
+        "temp_skill_runs",
+        {"200": "EventHistory", "422": UNPROCESSABLE},
+    ),
+    ("/v1/temp-skill-runs/{request_id}/file", "get"): (
+        "temp_skill_runs",
+        {"200": "ClientFilePreview", "422": UNPROCESSABLE},
+    ),
+    ("/v1/temp-skill-runs/{request_id}/files", "get"): (
+        "temp_skill_runs",
+        {"200": "ClientRunFiles"},
+    ),
     ("/v1/jobs/{request_id}/result", "get"): ("jobs", {"200": "JobResult", "422": UNPROCESSABLE}),
     ("/v1/jobs/{request_id}/upload", "post"): ("jobs", {"200": "JobUploaded"}),
     ("/v1/management/engines", "get"): ("management", {"200": "EngineList"}),
