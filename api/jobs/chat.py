@@ -6,10 +6,13 @@ tool traffic and raw output are left out."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from typing import Any
 
-from runner_core.events import read_events
+from runner_core.events import STATE_CHANGED, read_events
+from runner_core.statuses import RunStatus
+
+CLIENT_TYPES = {"user.input.required": "interaction.pending.created"}
 
 
 def chat_message(event: dict[str, Any]) -> dict[str, Any] | None:
@@ -47,23 +50,43 @@ def chat_message(event: dict[str, Any]) -> dict[str, Any] | None:
         "role": role,
         "kind": kind,
         "text": text,
-        "type": kind_of,
+        # Skill-Runner's names: the plugin refreshes its pending question on interaction.*
+        "type": CLIENT_TYPES.get(str(kind_of), kind_of),
+        "fcmp_type": kind_of,
         "attempt": (event.get("meta") or {}).get("attempt"),
     }
 
 
 def chat_frames(frames: Iterator[str]) -> Iterator[str]:
     """The `/events` SSE frames as `/chat` sends them: snapshot and heartbeat as they are, each
-    chat_event projected to its message (or left out)."""
-    for frame in frames:
-        if not frame.startswith("event: chat_event\n"):
-            yield frame
-            continue
-        head, _, data = frame.rstrip("\n").rpartition("data: ")
-        message = chat_message(json.loads(data))
-        if message is not None:
-            body = json.dumps(message, ensure_ascii=False, separators=(",", ":"))
-            yield f"{head}data: {body}\n\n"
+    chat_event projected to its message (or left out). While the run waits for a reply the
+    stream ends at its next heartbeat, as Skill-Runner's does: its clients then reconnect from
+    their cursor and read the run's state and pending question (a finished run's replay goes
+    on past its earlier questions)."""
+    waiting = False
+    try:
+        for frame in frames:
+            if frame.startswith("event: heartbeat\n"):
+                yield frame
+                if waiting:
+                    return
+                continue
+            if not frame.startswith("event: chat_event\n"):
+                yield frame
+                continue
+            head, _, data = frame.rstrip("\n").rpartition("data: ")
+            event = json.loads(data)
+            message = chat_message(event)
+            if message is not None:
+                body = json.dumps(message, ensure_ascii=False, separators=(",", ":"))
+                yield f"{head}data: {body}\n\n"
+            waiting = (
+                event.get("type") == STATE_CHANGED
+                and (event.get("data") or {}).get("to") == RunStatus.WAITING_USER
+            )
+    finally:
+        if isinstance(frames, Generator):
+            frames.close()  # stops following the run's events
 
 
 def chat_history(run_dir_events: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -40,6 +40,11 @@ def test_a_typed_label_answers_and_the_run_reads_as_a_chat(service):
     assert question["role"] == "assistant" and "Which title" in question["text"]
     assert history["count"] == len(history["events"]) and history["cursor_floor"] == 1
     assert history["cursor_ceiling"] >= question["seq"] and history["source"] == "events.jsonl"
+    # the chat stream ends once the run waits (the clients reconnect and read the question)
+    waiting = chat_messages(service, rid)
+    assert waiting[-1]["text"].endswith("waiting_user")
+    asked = next(m for m in waiting if m["fcmp_type"] == "user.input.required")
+    assert asked["type"] == "interaction.pending.created"  # the plugin refreshes on it
     pending = client.get(f"/v1/jobs/{rid}/interaction/pending").json["pending"]
     assert [o["value"] for o in pending["ui_hints"]["options"]] == ["TITLE-A", "TITLE-B-7"]
 
