@@ -89,7 +89,7 @@ def test_pending_shows_the_question_until_it_is_answered(client, app, queue):
         "kind": "choose_one",
         "prompt": "Which one?",
         "options": [{"label": "A", "value": "a"}, {"label": "B", "value": "b"}],
-        "ui_hints": {},
+        "ui_hints": {"options": [{"label": "A", "value": "a"}, {"label": "B", "value": "b"}]},
         "default_decision_policy": "engine_judgement",
         "required_fields": [],
         "context": {},
