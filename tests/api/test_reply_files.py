@@ -91,3 +91,11 @@ def test_an_unknown_run_is_404(client):
         client, unknown, {"interaction_id": 1}, [("a", b"a")], "/v1/temp-skill-runs"
     )
     assert answer.status_code == 404
+
+
+def test_the_handshake_reports_interaction_files_with_its_limits_only_when_asked(client):
+    name = "skillrunner.interaction-files.v1"
+    asked = client.post("/v1/system/handshake", json={"requested_protocols": [name]}).json
+    assert asked["protocols"] == {name: reply_files.interaction_files_protocol()}
+    unasked = client.post("/v1/system/handshake", json={}).json["protocols"]
+    assert name not in unasked and unasked["skillrunner.job.v1"] == {"supported": True}
