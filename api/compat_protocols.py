@@ -12,13 +12,27 @@ from typing import Any
 
 JOB = "skillrunner.job.v1"
 SEQUENCE = "skillrunner.sequence.v1"  # chained by the client itself: see docs/compatibility.md
+INTERACTION_FILES = "skillrunner.interaction-files.v1"  # POST .../interaction/reply/files
 
 Answer = bool | Callable[[dict[str, Any]], dict[str, Any]]
 
 PROTOCOLS: dict[str, Answer] = {
     JOB: True,
     SEQUENCE: False,
+    INTERACTION_FILES: lambda _body: _interaction_files(),
 }
+ON_REQUEST = frozenset({INTERACTION_FILES})  # answered only when a client names it
+
+
+def default_protocols() -> list[str]:
+    """What a handshake naming no protocol is told about."""
+    return [name for name in PROTOCOLS if name not in ON_REQUEST]
+
+
+def _interaction_files() -> dict[str, Any]:
+    from api.jobs.reply_files import interaction_files_protocol  # the limits it enforces
+
+    return {k: v for k, v in interaction_files_protocol().items() if k != "supported"}
 
 
 def protocol_answer(name: str, body: dict[str, Any]) -> dict[str, Any]:

@@ -51,8 +51,12 @@ def reply(
     run: Run,
     body: dict[str, Any],
     skill_for: Callable[[], SkillPackage],
+    free: bool = False,
+    before: Callable[[], None] | None = None,
 ) -> dict[str, Any]:
-    """Answer the pending question and queue the next turn. A repeated idempotency key gets
+    """Answer the pending question and queue the next turn (`free`: a response the agent
+    reads as it is, unchecked, as files are; `before`: what to do once the reply is known to be
+    for the pending question, before it is recorded). A repeated idempotency key gets
     the same answer and starts nothing; of two replies racing for one question exactly one is
     accepted (the other gets 409)."""
     require_interactive(req.id, run)
@@ -65,10 +69,11 @@ def reply(
         raise _stale(req.id, interaction_id, run.pending_interaction_id)
     asked = interactions.get(session, run.id, interaction_id)
     pending = interactions.pending_document(asked)
-    text = typed_text(body.get("response"))
+    text = None if free else typed_text(body.get("response"))
     if text is not None:  # typed by a person: matched to the question, else passed on as text
         body = {**body, "response": from_typed(pending, text)}
-    problem = None if text is not None else check_response(pending, body.get("response"))
+    unchecked = free or text is not None
+    problem = None if unchecked else check_response(pending, body.get("response"))
     if problem is not None:
         raise ApiError(
             400,
@@ -77,6 +82,8 @@ def reply(
             {"kind": asked.kind, "interaction_id": interaction_id},
             req.id,
         )
+    if before is not None:
+        before()
     task_id = str(uuid.uuid4())
     given = interactions.Answer(body.get("response"), key, task_id=task_id)
     outcome = interactions.answer(session, run.id, interaction_id, given)

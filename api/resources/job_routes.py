@@ -41,6 +41,8 @@ JOB = RunKind(
         "is terminal and\n`byte_to` reaches `size`.",
         "Pending": "The question an interactive run waits on (`pending` is null when it waits "
         "on none);\n400 RUN_NOT_INTERACTIVE for a run in auto mode.",
+        "ReplyFiles": "Answer the pending question with files (multipart: a JSON `metadata` part "
+        "and repeated `files` parts); idempotent by key or by the files' fingerprint.",
         "Reply": "Answer the pending question: the run resumes its engine session with the "
         "answer.\n409 when the run is not waiting or the question is not the pending one; "
         "a repeated\n`idempotency_key` answers the same and starts nothing.",

@@ -18,6 +18,7 @@ from api.jobs.create import Accepted, take_upload
 from api.jobs.files import bundle_response, load_finished
 from api.jobs.pending import take_package_upload
 from api.jobs.read import load_job, read_job, wait_for_job
+from api.jobs.reply_files import reply_with_files
 from api.jobs.rows import JobRow, RunState
 from api.resources import run_events
 from api.schemas import (
@@ -120,6 +121,13 @@ def register_run_routes(blp: Blueprint, kind: RunKind) -> None:
                 req, run = load_job(session, request_id, kind.name)
                 return interaction.reply(session, req, run, body, lambda: kind.skill_for(req, run))
 
+    class ReplyFiles(MethodView):
+        @blp.response(200, ReplyResult)
+        def post(self, request_id: str) -> dict[str, Any]:
+            with context.db_session() as session:
+                req, run = load_job(session, request_id, kind.name)
+                return reply_with_files(session, req, run, lambda: kind.skill_for(req, run))
+
     class Events(MethodView):
         @blp.arguments(_EVENTS_ARGS, location="query")
         @blp.doc(responses={"200": SSE_STREAM})
@@ -172,6 +180,7 @@ def register_run_routes(blp: Blueprint, kind: RunKind) -> None:
         ("/<request_id>/cancel", Cancel),
         ("/<request_id>/interaction/pending", Pending),
         ("/<request_id>/interaction/reply", Reply),
+        ("/<request_id>/interaction/reply/files", ReplyFiles),
         ("/<request_id>/events", Events),
         ("/<request_id>/events/history", EventsHistory),
         ("/<request_id>/chat", Chat),

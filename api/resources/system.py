@@ -11,7 +11,7 @@ from flask.views import MethodView
 from marshmallow import EXCLUDE, Schema, fields, validate
 
 from api.blueprint import Blueprint
-from api.compat_protocols import PROTOCOLS, protocol_answer
+from api.compat_protocols import default_protocols, protocol_answer
 
 REQUEST_SCHEMA = "zotero-agents.skillrunner-handshake.request.v1"
 RESPONSE_SCHEMA = "zotero-agents.skillrunner-handshake.response.v1"
@@ -84,9 +84,10 @@ class Handshake(MethodView):
     @blp.response(200, HandshakeResponse)
     def post(self, body: dict[str, Any]) -> dict[str, Any]:
         """Which of the `requested_protocols` this backend serves (every protocol it knows
-        when none is named): `{name: {supported: bool}}`; a protocol it does not know is
-        `supported: false`."""
-        wanted = [p.strip() for p in body["requested_protocols"] if p.strip()] or list(PROTOCOLS)
+        when none is named, but interaction files only when named): `{name: {supported:
+        bool, ...limits}}`; a protocol it does not know is `supported: false`."""
+        wanted = [p.strip() for p in body["requested_protocols"] if p.strip()]
+        wanted = wanted or default_protocols()
         return {
             "schema": RESPONSE_SCHEMA,
             "backend": {"name": BACKEND_NAME, "version": backend_version()},

@@ -38,6 +38,7 @@ TEMP_RUN = RunKind(
         "Logs": "Snapshot of the prompt, stdout and stderr (last 2 MiB of each).",
         "LogsRange": "A byte range of one log (as /v1/jobs/{request_id}/logs/range).",
         "Pending": "The question an interactive one-off run waits on (as for jobs).",
+        "ReplyFiles": "Answer the pending question with files (as for jobs).",
         "Reply": "Answer the pending question of an interactive one-off run (as for jobs).",
         "Events": "The one-off run's events as Server-Sent Events (as for jobs).",
         "EventsHistory": "The one-off run's stored FCMP events (as for jobs).",

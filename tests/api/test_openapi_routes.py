@@ -32,6 +32,10 @@ OPERATIONS = {
         "jobs",
         {"200": "EventHistory", "422": UNPROCESSABLE},
     ),
+    ("/v1/jobs/{request_id}/interaction/reply/files", "post"): (
+        "jobs",
+        {"200": "ReplyResult"},
+    ),
     ("/v1/jobs/{request_id}/interaction/reply", "post"): (
         "jobs",
         {"200": "ReplyResult", "422": UNPROCESSABLE},
@@ -159,6 +163,10 @@ OPERATIONS = {
     ("/v1/temp-skill-runs/{request_id}/interaction/pending", "get"): (
         "temp_skill_runs",
         {"200": "PendingInteraction"},
+    ),
+    ("/v1/temp-skill-runs/{request_id}/interaction/reply/files", "post"): (
+        "temp_skill_runs",
+        {"200": "ReplyResult"},
     ),
     ("/v1/temp-skill-runs/{request_id}/interaction/reply", "post"): (
         "temp_skill_runs",

@@ -23,6 +23,7 @@ JOB_ROUTES = [
     ("GET", "/v1/jobs/{rid}/events/history"),
     ("GET", "/v1/jobs/{rid}/interaction/pending"),
     ("POST", "/v1/jobs/{rid}/interaction/reply"),
+    ("POST", "/v1/jobs/{rid}/interaction/reply/files"),
     ("POST", "/v1/jobs/{rid}/cancel"),
     ("POST", "/v1/jobs/{rid}/upload"),
     ("GET", "/v1/jobs/{rid}/bundle"),

@@ -1,0 +1,131 @@
+"""A reply made of files (`POST .../interaction/reply/files`, Skill-Runner's
+`skillrunner.interaction-files.v1`): one JSON `metadata` part and repeated `files` parts. The
+files land in the run's `uploads/interaction-<id>/`, where the agent works, and the reply the
+agent reads names them. Without the client's idempotency key, the fingerprint of its metadata
+and files stands in for one, so a resent upload starts nothing new."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Callable
+from typing import Any
+
+from flask import request
+from sqlalchemy.orm import Session
+
+from api import context
+from api.errors import ApiError
+from api.jobs import interaction
+from runner_core.error_codes import ErrorCode
+from runner_core.skills import SkillPackage
+from runner_core.store.models import Request, Run
+
+MAX_FILES = 8
+MAX_FILE_BYTES = 32 * 1024 * 1024
+MAX_TOTAL_BYTES = 64 * 1024 * 1024
+_CHUNK = 1024 * 1024
+_UNSAFE = re.compile(r"[^\w.\- ]+")
+
+
+def interaction_files_protocol() -> dict[str, Any]:
+    """The handshake's `skillrunner.interaction-files.v1` entry: the limits enforced here."""
+    return {
+        "supported": True,
+        "max_files": MAX_FILES,
+        "max_file_bytes": MAX_FILE_BYTES,
+        "max_total_bytes": MAX_TOTAL_BYTES,
+    }
+
+
+def reply_with_files(
+    session: Session, req: Request, run: Run, skill_for: Callable[[], SkillPackage]
+) -> dict[str, Any]:
+    meta = _metadata(req.id)
+    files = request.files.getlist("files")
+    if not files:
+        raise _invalid(req.id, "no `files` part")
+    if len(files) > MAX_FILES:
+        raise _too_large(req.id, f"{len(files)} files, at most {MAX_FILES}")
+    slots = _slots(req.id, meta, len(files))
+    interaction.require_interactive(req.id, run)
+    fingerprint = hashlib.sha256(json.dumps(meta, sort_keys=True).encode())
+    contents = []
+    total = 0
+    for index, upload in enumerate(files):
+        data = bytearray()
+        while chunk := upload.stream.read(_CHUNK):
+            data += chunk
+            if len(data) > MAX_FILE_BYTES:
+                raise _too_large(req.id, f"file {index} is over {MAX_FILE_BYTES} bytes")
+        total += len(data)
+        if total > MAX_TOTAL_BYTES:
+            raise _too_large(req.id, f"the files are over {MAX_TOTAL_BYTES} bytes together")
+        if not data:
+            raise _invalid(req.id, f"file {index} is empty")
+        fingerprint.update(hashlib.sha256(data).digest())
+        contents.append((slots[index], _safe_name(upload.filename, index), bytes(data)))
+    key = meta.get("idempotency_key") or "files-" + fingerprint.hexdigest()[:32]
+    target = f"uploads/interaction-{meta['interaction_id']}"
+    described: list[dict[str, Any]] = [
+        {"slot": slot, "path": f"{target}/{slot}/{name}", "name": name, "size": len(data)}
+        for slot, name, data in contents
+    ]
+    response = {"message": meta.get("message") or "", "files": described}
+
+    def store() -> None:
+        base = context.settings().runs_dir / run.id
+        for (_slot, _name, data), shown in zip(contents, described, strict=True):
+            path = base / str(shown["path"])
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+
+    body = {"interaction_id": meta["interaction_id"], "response": response, "idempotency_key": key}
+    return interaction.reply(session, req, run, body, skill_for, free=True, before=store)
+
+
+def _metadata(request_id: str) -> dict[str, Any]:
+    raw = request.form.get("metadata")
+    if raw is None and "metadata" in request.files:
+        raw = request.files["metadata"].read().decode("utf-8", errors="replace")
+    try:
+        meta = json.loads(raw) if raw is not None else None
+    except ValueError as exc:
+        raise _invalid(request_id, f"metadata is not JSON: {exc}") from exc
+    if not isinstance(meta, dict) or not isinstance(meta.get("interaction_id"), int):
+        raise _invalid(request_id, "metadata must be a JSON object with an integer interaction_id")
+    unknown = set(meta) - {"interaction_id", "idempotency_key", "message", "bindings"}
+    if unknown:
+        raise _invalid(request_id, "unknown metadata fields: " + ", ".join(sorted(unknown)))
+    return meta
+
+
+def _slots(request_id: str, meta: dict[str, Any], count: int) -> list[str]:
+    """Each file's slot by its index: every file bound exactly once (unbound: `file`)."""
+    slots: list[str | None] = [None] * count
+    for binding in meta.get("bindings") or []:
+        index = binding.get("file_index") if isinstance(binding, dict) else None
+        slot = binding.get("slot") if isinstance(binding, dict) else None
+        if not isinstance(index, int) or not 0 <= index < count or not isinstance(slot, str):
+            raise _invalid(request_id, f"a binding names no file: {binding!r}")
+        if slots[index] is not None:
+            raise _invalid(request_id, f"file {index} is bound twice")
+        slots[index] = _safe_name(slot, index)
+    return [s or "file" for s in slots]
+
+
+def _safe_name(name: str | None, index: int) -> str:
+    """The client's file name as a plain name (never a path)."""
+    base = _UNSAFE.sub("_", (name or "").replace("\\", "/").rsplit("/", 1)[-1]).strip(". ")
+    return base[:120] or f"file-{index}"
+
+
+def _invalid(request_id: str, message: str) -> ApiError:
+    return ApiError(400, ErrorCode.INTERACTION_REPLY_INVALID, message, {}, request_id)
+
+
+def _too_large(request_id: str, message: str) -> ApiError:
+    limits = interaction_files_protocol()
+    limits.pop("supported")
+    return ApiError(413, ErrorCode.UPLOAD_TOO_LARGE, message, limits, request_id)

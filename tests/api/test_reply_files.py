@@ -1,0 +1,101 @@
+"""Replies made of files (POST .../interaction/reply/files, Skill-Runner's
+skillrunner.interaction-files.v1): stored in the run, named in the answer, once."""
+
+from __future__ import annotations
+
+import io
+import json
+
+from api.jobs import reply_files
+from runner_core.store import interactions
+from tests.api.test_interaction_routes import waiting_job
+from tests.api.test_management import run_dir
+
+
+def _files_reply(client, rid, meta, files, prefix="/v1/jobs"):
+    data = {"metadata": json.dumps(meta), "files": [(io.BytesIO(b), n) for n, b in files]}
+    return client.post(
+        f"{prefix}/{rid}/interaction/reply/files", data=data, content_type="multipart/form-data"
+    )
+
+
+def test_a_reply_with_files_lands_them_in_the_run_once(client, app, queue):
+    rid, run_id, iid = waiting_job(client, app, queue)  # even a choose_one: files pass as is
+    meta = {
+        "interaction_id": iid,
+        "message": "here",
+        "bindings": [{"slot": "paper", "file_index": 0}],
+    }
+    files = [("../../evil name.pdf", b"%PDF-1"), ("notes.txt", b"n")]
+    first = _files_reply(client, rid, meta, files)
+    assert first.status_code == 200, first.json
+    assert first.json["status"] == "queued" and first.json["accepted"] is True
+    again = _files_reply(client, rid, meta, files)  # the same upload resent: nothing new
+    assert again.status_code == 200 and len(queue.sent) == 1
+    with app.extensions["db"]() as session:
+        (asked,) = interactions.history(session, run_id)
+    described = asked.response["files"]
+    assert [(f["slot"], f["name"]) for f in described] == [
+        ("paper", "evil name.pdf"),
+        ("file", "notes.txt"),
+    ]
+    assert described[0]["path"] == f"uploads/interaction-{iid}/paper/evil name.pdf"
+    assert (run_dir(app, rid) / described[0]["path"]).read_bytes() == b"%PDF-1"
+    assert asked.response["message"] == "here"
+    history = client.get(f"/v1/jobs/{rid}/events/history").json["events"]
+    accepted = [e for e in history if e["type"] == "interaction.reply.accepted"]
+    assert accepted[0]["data"]["response"]["files"] == described
+
+
+def test_file_replies_refuse_bad_metadata_empty_files_and_oversize(client, app, queue, monkeypatch):
+    rid, _run_id, iid = waiting_job(client, app, queue, kind="open_text")
+    for meta in (
+        {"interaction_id": "x"},
+        {"interaction_id": iid, "extra": 1},
+        {"interaction_id": iid, "bindings": [{"slot": "a", "file_index": 3}]},
+        {"interaction_id": iid, "bindings": [{"slot": "a", "file_index": 0}] * 2},
+    ):
+        bad = _files_reply(client, rid, meta, [("a.txt", b"a")])
+        assert bad.status_code == 400, meta
+        assert bad.json["error"]["code"] == "INTERACTION_REPLY_INVALID"
+        assert bad.json["error"]["request_id"] == rid
+    assert _files_reply(client, rid, {"interaction_id": iid}, [("a.txt", b"")]).status_code == 400
+    assert _files_reply(client, rid, {"interaction_id": iid}, []).status_code == 400
+    monkeypatch.setattr(reply_files, "MAX_FILE_BYTES", 4)
+    big = _files_reply(client, rid, {"interaction_id": iid}, [("a.txt", b"12345")])
+    assert big.status_code == 413 and big.json["error"]["code"] == "UPLOAD_TOO_LARGE"
+    assert big.json["error"]["details"]["max_file_bytes"] == 4
+    monkeypatch.setattr(reply_files, "MAX_FILES", 1)
+    many = _files_reply(client, rid, {"interaction_id": iid}, [("a", b"a"), ("b", b"b")])
+    assert many.status_code == 413
+    stale = _files_reply(client, rid, {"interaction_id": iid + 1}, [("a.txt", b"a")])
+    assert stale.status_code == 409 and stale.json["error"]["code"] == "INTERACTION_STALE"
+    assert queue.sent == []
+    assert not (run_dir(app, rid) / "uploads" / f"interaction-{iid + 1}").exists()
+
+
+def test_the_protocol_entry_reports_the_limits_enforced():
+    assert reply_files.interaction_files_protocol() == {
+        "supported": True,
+        "max_files": 8,
+        "max_file_bytes": 32 * 1024 * 1024,
+        "max_total_bytes": 64 * 1024 * 1024,
+    }
+
+
+def test_an_unknown_run_is_404(client):
+    unknown = "00000000-0000-0000-0000-000000000000"
+    answer = _files_reply(client, unknown, {"interaction_id": 1}, [("a", b"a")])
+    assert answer.status_code == 404
+    answer = _files_reply(
+        client, unknown, {"interaction_id": 1}, [("a", b"a")], "/v1/temp-skill-runs"
+    )
+    assert answer.status_code == 404
+
+
+def test_the_handshake_reports_interaction_files_with_its_limits_only_when_asked(client):
+    name = "skillrunner.interaction-files.v1"
+    asked = client.post("/v1/system/handshake", json={"requested_protocols": [name]}).json
+    assert asked["protocols"] == {name: reply_files.interaction_files_protocol()}
+    unasked = client.post("/v1/system/handshake", json={}).json["protocols"]
+    assert name not in unasked and unasked["skillrunner.job.v1"] == {"supported": True}
