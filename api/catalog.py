@@ -34,7 +34,24 @@ def skill_summary(pkg: SkillPackage) -> dict:
         "health": pkg.health,
         "errors": pkg.errors,
         "warnings": pkg.warnings,
+        **pkg.labels,
     }
+
+
+def matches_labels(summary: dict, category: str | None, tag: str | None, q: str | None) -> bool:
+    """A skill summary against the list's filters (each optional; `q` is any word of its id,
+    name, description, category, tags or author, case-insensitive)."""
+    if category and (summary.get("category") or "").lower() != category.lower():
+        return False
+    if tag and tag.lower() not in {t.lower() for t in summary.get("tags") or []}:
+        return False
+    if q:
+        text = " ".join(
+            str(summary.get(k) or "") for k in ("id", "name", "description", "category", "author")
+        )
+        text = (text + " " + " ".join(summary.get("tags") or [])).lower()
+        return all(word in text for word in q.lower().split())
+    return True
 
 
 def skill_detail(pkg: SkillPackage) -> dict:

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from typing import cast
 
+from runner_core.config_file import CONFIG_ENV
 from runner_core.settings import REPO_ROOT, SettingsError, hold_service_secrets, load_settings
 from runner_core.store.migrate import upgrade
 
@@ -24,15 +25,70 @@ def migrate(_args) -> int:
     return 0
 
 
+def show_config(_args) -> int:
+    """The effective settings, one `name = value` per line, secrets masked."""
+    from launcher.effective_config import effective_lines
+
+    for line in effective_lines(load_settings(), os.environ):
+        print(line)
+    return 0
+
+
+def validate(args) -> int:
+    """Each skill directory checked as an upload would be: one line per problem, exit 1 on any."""
+    import json
+
+    from runner_core.skills.check import check_skill_dir
+
+    installed = Path(args.skills_dir or os.environ.get("SKILL_RUNNER_SKILLS_DIR", "./skills"))
+    checks = [check_skill_dir(Path(d), installed) for d in args.dirs]
+    if args.json:
+        print(json.dumps([c.as_dict() for c in checks], indent=2))
+    else:
+        for c in checks:
+            for problem in c.errors:
+                print(f"{c.path}: {problem}")
+            for warning in c.warnings:
+                print(f"{c.path}: warning: {warning}")
+            if c.valid:
+                print(f"{c.path}: ok ({c.skill_id})")
+    return 0 if all(c.valid for c in checks) else 1
+
+
+def new(args) -> int:
+    """A new skill directory that passes `validate` as written."""
+    from runner_core.skills.scaffold import ScaffoldError, new_skill
+
+    try:
+        root = new_skill(Path(args.dir), args.name, args.kind)
+    except ScaffoldError as exc:
+        print(f"skill-runner: {exc}", file=sys.stderr)
+        return 2
+    print(f"{root}: a new {args.kind} skill; check it with: skill-runner validate {root}")
+    return 0
+
+
+def skill_test(args) -> int:
+    """Each case of the skill's test file through a throw-away service; exit 0, 1 or 2."""
+    from launcher.skill_test import SkillTestError, run_skill_test
+
+    try:
+        return run_skill_test(Path(args.dir), Path(args.file) if args.file else None, args.keep)
+    except SkillTestError as exc:
+        print(f"skill-runner test: {exc}", file=sys.stderr)
+        return 2
+
+
 def serve(args) -> int:
     """Migrate, start the embedded broker when none is configured, then web + worker (+ beat)."""
     from launcher.demo_llm import DemoLLM, DemoRefused
     from launcher.embedded_broker import EmbeddedBroker
 
     settings = load_settings()
-    demo = DemoLLM(settings.data_dir) if args.demo_llm else None
+    own_script = Path(args.demo_llm_script).resolve() if args.demo_llm_script else None
+    demo = DemoLLM(settings.data_dir, own_script) if args.demo_llm or own_script else None
     try:
-        if demo is not None:
+        if demo is not None and own_script is None:
             demo.refuse_when_keyed()
         migrate(args)
         extra = [demo.start()] if demo is not None else []
@@ -184,9 +240,23 @@ def token_add(args) -> int:
     return 0
 
 
+# this package's commands; any other goes to the client package
+SERVICE_COMMANDS = (
+    "serve",
+    "migrate",
+    "token",
+    "config",
+    "validate",
+    "new",
+    "test",
+    "-h",
+    "--help",
+)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if argv and argv[0] not in ("serve", "migrate", "token", "-h", "--help"):
+    if argv and argv[0] not in SERVICE_COMMANDS:
         # every other command belongs to the client package (skill_runner_client)
         try:
             from skill_runner_client.cli import main as client_main
@@ -206,8 +276,33 @@ def main(argv: list[str] | None = None) -> int:
         "reply, skills, install, engines): skill-runner COMMAND --help; see docs/clients.md.",
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("migrate", help="apply database migrations").set_defaults(fn=migrate)
-    p = sub.add_parser("serve", help="run API + worker on the embedded default")
+    config = argparse.ArgumentParser(add_help=False)
+    config.add_argument(
+        "--config",
+        metavar="FILE",
+        help=f"a YAML file of settings (as {CONFIG_ENV}; the environment wins)",
+    )
+    sub.add_parser("migrate", help="apply database migrations", parents=[config]).set_defaults(
+        fn=migrate
+    )
+    sub.add_parser(
+        "config", help="print the effective settings (secrets masked)", parents=[config]
+    ).set_defaults(fn=show_config)
+    p = sub.add_parser("validate", help="check skill directories offline, as an upload would be")
+    p.add_argument("dirs", nargs="+", metavar="DIR", help="a skill directory")
+    p.add_argument("--json", action="store_true", help="one JSON report per directory")
+    p.add_argument(
+        "--skills-dir",
+        help="the installed skills a skill.json skill's calls are checked against "
+        "(default: SKILL_RUNNER_SKILLS_DIR or ./skills)",
+    )
+    p.set_defaults(fn=validate)
+    p = sub.add_parser("new", help="a new skill directory that passes validate")
+    p.add_argument("name", help="the skill's name (its directory)")
+    p.add_argument("--kind", choices=("prompt", "script", "skill.json"), default="prompt")
+    p.add_argument("--dir", default=".", help="where to make it (default: here)")
+    p.set_defaults(fn=new)
+    p = sub.add_parser("serve", help="run API + worker on the embedded default", parents=[config])
     p.add_argument(
         "--concurrency", type=int, default=int(os.environ.get("WORKER_CONCURRENCY", "2"))
     )
@@ -217,7 +312,18 @@ def main(argv: list[str] | None = None) -> int:
         help="point the engine CLIs at a scripted fake LLM on loopback (a first look without a "
         "provider account; refused when a provider key is configured)",
     )
+    p.add_argument(
+        "--demo-llm-script",
+        metavar="FILE",
+        help="as --demo-llm, the model playing the turns of FILE (fake_llm's script format, "
+        "read at every call; what skill-runner test uses)",
+    )
     p.set_defaults(fn=serve)
+    p = sub.add_parser("test", help="play a skill's test cases through a throw-away service")
+    p.add_argument("dir", metavar="DIR", help="the skill directory")
+    p.add_argument("--file", help="the test file (default: DIR/tests/skill-test.json)")
+    p.add_argument("--keep", action="store_true", help="keep the test service's data folder")
+    p.set_defaults(fn=skill_test)
     tokens = sub.add_parser("token", help="manage the API tokens file").add_subparsers(
         dest="token_command", required=True
     )
@@ -230,6 +336,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--file", help="the tokens file (default: SKILL_RUNNER_TOKENS_FILE)")
     p.set_defaults(fn=token_list)
     args = parser.parse_args(argv)
+    if getattr(args, "config", None):  # for this process and every one it starts
+        os.environ[CONFIG_ENV] = str(Path(args.config).expanduser().resolve())
     try:
         return args.fn(args)
     except SettingsError as exc:

@@ -85,8 +85,11 @@ def write_engine_config(source: Path, dest: Path, base_url: str) -> Path:
 class DemoLLM:
     """The fake LLM process and the engine config that points the CLIs at it."""
 
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, script_file: Path | None = None) -> None:
+        """`script_file`: a script of one's own (`skill-runner test`), read again at each model
+        call so that it can change between runs; default: the example skills' sessions."""
         self.folder = data_dir / "demo-llm"
+        self.script_file = script_file
         self.url = ""
         self.proc: subprocess.Popen[bytes] | None = None
 
@@ -104,8 +107,9 @@ class DemoLLM:
         """Start the server (its port read from its first line) and write the engine config."""
         source = config_dir_from_env()
         self.folder.mkdir(parents=True, exist_ok=True)
-        script = self.folder / "script.json"
-        script.write_text(json.dumps(demo_script(), indent=2), encoding="utf-8")
+        script = self.script_file or self.folder / "script.json"
+        if self.script_file is None:
+            script.write_text(json.dumps(demo_script(), indent=2), encoding="utf-8")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "fake_llm", "--port", "0", "--script", str(script)]
             + ["--log", str(self.folder / "requests.jsonl")],

@@ -2,7 +2,8 @@
 
 A skill declares its artifacts by marking output-schema properties with `"x-type": "artifact"`
 (or in runner.json). After a run every file under `artifacts/` is hashed and listed; files the
-contract names get their role, the rest are plain "output".
+contract names get their role, the rest are plain "output". Files the run wrote anywhere else
+(a skill should write only `artifacts/` and `result/`, seed 003 §4) are listed beside them.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import json
 import mimetypes
 import os
 import re
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path
@@ -40,6 +42,25 @@ _MIME_FALLBACKS = {
     ".zip": "application/zip",
 }
 _DRIVE_LETTER = re.compile(r"^[A-Za-z]:")
+# A run's top-level entries that are not the skill's writes: its outputs, the runner's records and
+# the run's inputs. Hidden entries (the skill snapshot, the CLI's HOME, the git marker) are the
+# runner's and the engine's.
+RUNNER_ENTRIES = frozenset(
+    {
+        "artifacts",
+        "result",
+        "logs",
+        "raw",
+        "uploads",
+        "bundle",
+        "input.json",
+        "resolved_input.json",
+        "input_manifest.json",
+        "events.jsonl",
+        "manifest.json",
+    }
+)
+OTHER_WRITES_LIMIT = 200  # files listed; `other_writes_truncated` says when there were more
 
 
 @dataclass(frozen=True)
@@ -78,6 +99,8 @@ class ArtifactManifest:
     artifacts: list[ArtifactEntry] = field(default_factory=list)
     missing_required: list[ArtifactSpec] = field(default_factory=list)
     warnings: list[dict[str, str]] = field(default_factory=list)
+    other_writes: list[dict[str, Any]] = field(default_factory=list)  # {path, size}
+    other_writes_truncated: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form; `missing_required` holds the unmet contract entries."""
@@ -85,6 +108,8 @@ class ArtifactManifest:
             "artifacts": [asdict(a) for a in self.artifacts],
             "missing_required": [asdict(s) for s in self.missing_required],
             "warnings": list(self.warnings),
+            "other_writes": list(self.other_writes),
+            "other_writes_truncated": self.other_writes_truncated,
         }
 
 
@@ -148,6 +173,35 @@ def index_artifacts(run_dir: Path, contract: list[ArtifactSpec]) -> ArtifactMani
         s for s in contract if s.required and not any(s.matches(p) for p in found)
     ]
     return manifest
+
+
+def other_writes(run_dir: Path, since: float) -> tuple[list[dict[str, Any]], bool]:
+    """Files changed since `since` (epoch seconds) outside the run's outputs, records, inputs and
+    hidden entries: the first OTHER_WRITES_LIMIT as {path, size}, and whether there were more."""
+    found: list[dict[str, Any]] = []
+    for path in _outside_outputs(Path(run_dir)):
+        info = path.lstat()
+        if info.st_mtime >= since:
+            found.append({"path": path.relative_to(run_dir).as_posix(), "size": info.st_size})
+            if len(found) > OTHER_WRITES_LIMIT:
+                return found[:OTHER_WRITES_LIMIT], True
+    return found, False
+
+
+def _outside_outputs(run_dir: Path) -> Iterator[Path]:
+    """Every file and symlink of the run outside RUNNER_ENTRIES and hidden entries, in path
+    order; symlinks are listed, never followed."""
+    for top in sorted(run_dir.iterdir()):
+        if top.name in RUNNER_ENTRIES or top.name.startswith("."):
+            continue
+        if top.is_symlink() or not top.is_dir():
+            yield top
+            continue
+        for root, dirs, files in os.walk(top):
+            dirs.sort()
+            here = Path(root)
+            yield from (here / name for name in sorted(files))
+            yield from (here / name for name in dirs if (here / name).is_symlink())
 
 
 def write_manifest(run_dir: Path, manifest: ArtifactManifest) -> Path:

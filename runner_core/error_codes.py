@@ -30,6 +30,7 @@ class ErrorCode(StrEnum):
     SKILL_NOT_FOUND = "SKILL_NOT_FOUND"
     SKILL_INVALID = "SKILL_INVALID"
     SKILL_ENGINE_UNSUPPORTED = "SKILL_ENGINE_UNSUPPORTED"
+    ENGINE_RETIRED = "ENGINE_RETIRED"
     EXECUTION_MODE_UNSUPPORTED = "EXECUTION_MODE_UNSUPPORTED"
     MODEL_UNSUPPORTED = "MODEL_UNSUPPORTED"
     SCHEMA_VALIDATION_FAILED = "SCHEMA_VALIDATION_FAILED"
@@ -142,6 +143,7 @@ CATALOGUE: dict[ErrorCode, CodeUse] = {
     _C.SKILL_NOT_FOUND: CodeUse((404, RUN), "no installed skill with that id"),
     _C.SKILL_INVALID: CodeUse((400, RUN), "the skill does not pass its checks"),
     _C.SKILL_ENGINE_UNSUPPORTED: CodeUse((400,), "the skill does not run on that engine"),
+    _C.ENGINE_RETIRED: CodeUse((400,), "the engine is retired: nobody can run it any more"),
     _C.EXECUTION_MODE_UNSUPPORTED: CodeUse((400,), "the skill does not declare that mode"),
     _C.MODEL_UNSUPPORTED: CodeUse((400,), "the model is not in the engine's list"),
     _C.SCHEMA_VALIDATION_FAILED: CodeUse(

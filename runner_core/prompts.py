@@ -39,7 +39,9 @@ Task: Execute the skill using the above inputs and parameters.
 
 CONTRACT_TEMPLATE = """
 # Output contract
-- Write the final result as one JSON object to `{{ result_file }}`; it must match this JSON Schema:
+{% if result_file %}- Write the final result as one JSON object to `{{ result_file }}`; it must match this JSON Schema:
+{% else %}- Do not write a result file: give the final result as one JSON object in your final message; it must match this JSON Schema:
+{% endif %}
 ```json
 {{ output_schema }}
 ```
@@ -97,11 +99,18 @@ def output_contract(pkg: SkillPackage, run_dir: Path, mode: str = "auto") -> str
     return _contract_text(pkg, run_dir) + protocol
 
 
+def result_file(pkg: SkillPackage, run_dir: Path) -> str:
+    """Where the agent writes its result (runner.json `entrypoint.prompt.result_file`); empty
+    when the skill's `result_mode` is stdout."""
+    relative = pkg.loaded_manifest.entrypoint.result_path
+    return str(run_dir / relative) if relative is not None else ""
+
+
 def _contract_text(pkg: SkillPackage, run_dir: Path) -> str:
     return _render(
         CONTRACT_TEMPLATE,
         {
-            "result_file": str(run_dir / "result" / "result.json"),
+            "result_file": result_file(pkg, run_dir),
             "artifacts_dir": str(run_dir / "artifacts"),
             "output_schema": json.dumps(pkg.output_schema, indent=2, ensure_ascii=False),
             "artifact_fields": artifact_field_list(pkg.output_schema),
@@ -139,7 +148,7 @@ def template_variables(pkg: SkillPackage, ctx: PromptContext) -> dict[str, Any]:
         },
         "skill_md": pkg.body,
         "output_contract": output_contract(pkg, ctx.run_dir, ctx.execution_mode),
-        "result_file": str(ctx.run_dir / "result" / "result.json"),
+        "result_file": result_file(pkg, ctx.run_dir),
         "artifacts_dir": str(ctx.run_dir / "artifacts"),
     }
 

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import overload
 
+from runner_core.config_file import ConfigFileError, apply_config_file
 from runner_core.engines.config import configured_key_names
 from runner_core.secret_values import held, hold
 
@@ -248,9 +250,21 @@ def cors_origins(raw: str) -> tuple[str, ...]:
     return origins
 
 
+def _config_file(environ: MutableMapping[str, str]) -> None:
+    try:
+        apply_config_file(environ)
+    except ConfigFileError as exc:
+        raise SettingsError(str(exc)) from exc
+
+
 def load_settings(env: dict[str, str] | None = None) -> Settings:
     """Build Settings from `env` (default: os.environ); SettingsError names a bad value."""
-    env = {**held(), **os.environ} if env is None else dict(env)
+    if env is None:
+        _config_file(os.environ)  # fills os.environ: processes started from here see it too
+        env = {**held(), **os.environ}
+    else:
+        env = dict(env)
+        _config_file(env)
     read = _Env(env)
     data_dir = Path(env.get("SKILL_RUNNER_DATA_DIR", "./data")).resolve()
     skills_dir = Path(env.get("SKILL_RUNNER_SKILLS_DIR", "./skills")).resolve()

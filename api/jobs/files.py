@@ -54,6 +54,7 @@ def artifacts_body(request_id: str, run: Run) -> dict[str, Any]:
         "request_id": request_id,
         "artifacts": manifest.get("artifacts", []),
         "missing_required": manifest.get("missing_required", []),
+        "other_writes": manifest.get("other_writes", []),
     }
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from api.errors import ApiError
 from runner_core import runtime_options
+from runner_core.engines import RETIRED
 from runner_core.engines.catalog import check_model
 from runner_core.error_codes import ErrorCode
 from runner_core.inputs import (
@@ -33,8 +34,15 @@ def check_request(pkg: SkillPackage, body: dict[str, Any]) -> tuple[str | None, 
     manifest = pkg.loaded_manifest
     engine = body.get("engine")
     needs_engine = manifest.entrypoint.type in ("prompt", "hybrid")
-    if engine is None and needs_engine and pkg.effective_engines:
-        engine = pkg.effective_engines[0]
+    if engine is None and needs_engine:
+        engine = next((e for e in pkg.effective_engines if e not in RETIRED), None)
+    if engine in RETIRED:
+        raise ApiError(
+            400,
+            ErrorCode.ENGINE_RETIRED,
+            f"engine '{engine}' is retired: {RETIRED[engine]}",
+            {"engine": engine, "reason": RETIRED[engine]},
+        )
     if (engine is not None and engine not in pkg.effective_engines) or (
         engine is None and needs_engine
     ):

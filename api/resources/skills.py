@@ -7,8 +7,8 @@ from marshmallow import Schema, fields
 
 from api import context
 from api.blueprint import Blueprint
-from api.catalog import get_skill_or_404, skill_detail, skill_summary
-from api.schemas import SkillDetail, SkillSummary
+from api.catalog import get_skill_or_404, matches_labels, skill_detail, skill_summary
+from api.schemas import SkillDetail, SkillListArgs, SkillSummary
 from runner_core.skills.installer import installer_for
 
 blp = Blueprint("skills", __name__, url_prefix="/v1/skills", description="Installed skills")
@@ -24,10 +24,17 @@ class SkillDeleted(Schema):
 
 @blp.route("")
 class Skills(MethodView):
+    @blp.arguments(SkillListArgs(), location="query")
     @blp.response(200, SkillSummary(many=True))
-    def get(self):
-        """List installed skills with their health."""
-        return [skill_summary(p) for p in context.skills().list()]
+    def get(self, args: dict):
+        """List installed skills with their health, their category, tags and author; filter by
+        `category`, `tag` or words (`q`)."""
+        summaries = [skill_summary(p) for p in context.skills().list()]
+        return [
+            s
+            for s in summaries
+            if matches_labels(s, args.get("category"), args.get("tag"), args.get("q"))
+        ]
 
 
 @blp.route("/<skill_id>")

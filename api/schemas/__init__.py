@@ -284,6 +284,24 @@ class SkillSummary(Schema):
     health = fields.String()
     errors = fields.List(fields.String())
     warnings = fields.List(fields.String())
+    category = fields.String(
+        allow_none=True,
+        metadata={"description": "skill.json `category`; SKILL.md frontmatter `metadata.category`"},
+    )
+    tags = fields.List(fields.String())
+    author = fields.String(allow_none=True)
+
+
+class SkillListArgs(Schema):
+    """Filters of GET /v1/skills, each optional."""
+
+    category = fields.String(metadata={"description": "this category only (any case)"})
+    tag = fields.String(metadata={"description": "skills carrying this tag"})
+    q = fields.String(
+        metadata={
+            "description": "words found in the id, name, description, category, tags or author"
+        }
+    )
 
 
 class SkillDetail(SkillSummary):
@@ -348,6 +366,13 @@ class ArtifactManifest(Schema):
     request_id = fields.String()
     artifacts = fields.List(fields.Dict())
     missing_required = fields.List(fields.String())
+    other_writes = fields.List(
+        fields.Dict(),
+        metadata={
+            "description": "{path, size} of files the run wrote outside artifacts/ and "
+            "result/ (the first 200)"
+        },
+    )
 
 
 class EngineModels(Schema):

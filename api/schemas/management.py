@@ -27,6 +27,8 @@ class EngineSummary(Schema):
     binary_path = fields.String(allow_none=True)
     tested = fields.Boolean(metadata={"description": "its version is in the tested matrix"})
     tested_versions = fields.List(fields.String())
+    retired = fields.Boolean(metadata={"description": "nobody can run it any more (iflow)"})
+    retired_reason = fields.String(allow_none=True)
 
 
 class EngineDetail(EngineSummary):

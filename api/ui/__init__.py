@@ -10,7 +10,7 @@ from flask import Blueprint, redirect, render_template, request, url_for
 from marshmallow import ValidationError
 
 from api import auth, context
-from api.catalog import engine_summary, get_skill_or_404, skill_summary
+from api.catalog import engine_summary, get_skill_or_404, matches_labels, skill_summary
 from api.errors import ApiError
 from api.jobs.conversation import conversation_state, files_body, preview_body
 from api.jobs.listing import list_jobs
@@ -42,8 +42,17 @@ def home():
 
 @bp.get("/skills")
 def skills():
-    listed = [skill_summary(p) for p in context.skills().list()]
-    return render_template("skills.html", skills=listed, nav="skills")
+    every = [skill_summary(p) for p in context.skills().list()]
+    args = {k: request.args.get(k, "").strip() for k in ("category", "tag", "q")}
+    listed = [s for s in every if matches_labels(s, args["category"], args["tag"], args["q"])]
+    return render_template(
+        "skills.html",
+        skills=listed,
+        args=args,
+        categories=sorted({s["category"] for s in every if s["category"]}),
+        tags=sorted({t for s in every for t in s["tags"]}),
+        nav="skills",
+    )
 
 
 @bp.get("/skills/<skill_id>")

@@ -21,17 +21,23 @@ def echo(text: str) -> dict[str, Any]:
     elif text != text.strip():
         warnings.append("the text has leading or trailing whitespace")
     normalized = re.sub(r"\s+", " ", text.strip()).lower()
-    return {"text": text, "length": len(text), "normalized": normalized, "warnings": warnings}
+    return {
+        "text": text,
+        "length": len(text),
+        "normalized": normalized != text,
+        "normalized_text": normalized,
+        "warnings": warnings,
+    }
 
 
 def notes(result: dict[str, Any]) -> str:
     """A short Markdown note about the text."""
-    words = len(result["normalized"].split())
+    words = len(result["normalized_text"].split())
     lines = [
         "# Notes",
         "",
         f"- {result['length']} characters, {words} words",
-        f'- normalized: "{result["normalized"]}"',
+        f'- normalized: "{result["normalized_text"]}"',
     ]
     lines += [f"- warning: {w}" for w in result["warnings"]]
     return "\n".join(lines) + "\n"

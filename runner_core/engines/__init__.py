@@ -20,6 +20,13 @@ ENGINES: dict[str, str] = {
 }
 
 SUPPORTED_ENGINES: tuple[str, ...] = tuple(ENGINES)
+# Engines nobody can run any more: listed, their old runs readable, new runs refused
+# (ENGINE_RETIRED); the adapter and its recorded-transcript tests stay.
+RETIRED: dict[str, str] = {
+    "iflow": "iFlow's service shut down on 2026-04-17 and its CLI is no longer published",
+}
+# what a skill that names no engines runs on
+RUNNABLE_ENGINES: tuple[str, ...] = tuple(e for e in SUPPORTED_ENGINES if e not in RETIRED)
 
 
 def get_adapter(name: str) -> EngineAdapter:

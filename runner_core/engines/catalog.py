@@ -13,7 +13,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from runner_core.engines import SUPPORTED_ENGINES, get_adapter
+from runner_core.engines import RETIRED, SUPPORTED_ENGINES, get_adapter
 from runner_core.engines.config import load_engine_config, resolve_api_key
 from runner_core.engines.invocation import resolve_binary
 from runner_core.settings import REPO_ROOT
@@ -36,6 +36,8 @@ class EngineInfo:
     last_error: str | None = None
     tested: bool = False
     tested_versions: list[str] = field(default_factory=list)
+    retired: bool = False
+    retired_reason: str | None = None
 
     @property
     def models_count(self) -> int:
@@ -51,6 +53,8 @@ class EngineInfo:
             "installed": self.installed,
             "auth_ready": self.auth_ready,
             "models_count": self.models_count,
+            "retired": self.retired,
+            "retired_reason": self.retired_reason,
         }
 
     def detail(self) -> dict[str, Any]:
@@ -118,6 +122,8 @@ def engine_info(engine: str, *, with_version: bool = True) -> EngineInfo:
         last_error=error,
         tested=version_number(version) in tested if version else False,
         tested_versions=tested,
+        retired=engine in RETIRED,
+        retired_reason=RETIRED.get(engine),
     )
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from jsonschema import Draft7Validator
 
-from runner_core.engines import SUPPORTED_ENGINES
+from runner_core.engines import RUNNABLE_ENGINES, SUPPORTED_ENGINES
 from runner_core.openevo.meta_schema import META_SCHEMA
 from runner_core.openevo.node import node_command
 from runner_core.skills.model import Automation, Entrypoint, RunnerManifest, SkillPackage
@@ -92,7 +92,7 @@ def load_openevo(root: Path) -> SkillPackage:
         prompt = root / "prompt.md"
         pkg.body = prompt.read_text(encoding="utf-8") if prompt.is_file() else ""
     pkg.manifest = _manifest(spec, raw)
-    pkg.effective_engines = list(SUPPORTED_ENGINES) if spec.mode == "llm" else []
+    pkg.effective_engines = list(RUNNABLE_ENGINES) if spec.mode == "llm" else []
     return pkg
 
 

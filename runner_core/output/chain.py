@@ -76,13 +76,15 @@ def run_output_chain(
     repair_rounds: int = 0,
     schema_path: Path | None = None,
     engine_text_file: Path | None = None,
+    result_file: Path | None = RESULT_FILE,
 ) -> OutputOutcome:
     """Turn an engine's output into data valid against `output_schema`, or say why it is not.
 
     Writes raw/engine_output.txt (and raw/engine_output.json for an envelope) first, then
     result/validation.json always and result/output.json when the output validates.
     `engine_text_file`: a file already holding exactly `engine_text` (a script's stdout),
-    hard-linked as raw/engine_output.txt instead of written again.
+    hard-linked as raw/engine_output.txt instead of written again. `result_file`: where the
+    skill writes its result in the run (None: it prints it, `result_mode: stdout`).
     """
     raw = write_raw_output(run_dir, engine_text, envelope, engine_text_file)
     log = StepLog()
@@ -94,7 +96,7 @@ def run_output_chain(
         log.add("check output schema", LEVEL_SCHEMA, ok=False, started=started, errors=errors)
         return _finish(run_dir, raw, log, None, errors, [])
     ctx = ChainContext(run_dir, validator, log)
-    result_text = read_result_file(run_dir)
+    result_text = read_result_file(run_dir, result_file) if result_file is not None else None
     candidates = _candidates(result_text, envelope, engine_text)
     attempts = _attempts(
         ctx,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from jsonschema import Draft202012Validator
@@ -14,6 +15,7 @@ from runner_core.inputs import by_identity
 # jsonschema puts the whole failing instance into some messages; a 2 MB agent answer must not
 # end up in every error record.
 _MAX_MESSAGE_CHARS = 500
+_PREVIEW_CHARS = 200  # `expected` and `got` of an error record
 
 
 class OutputSchemaError(ValueError):
@@ -39,17 +41,33 @@ def _checked_validator(schema: dict[str, Any] | bool) -> Validator:
     return cls(schema)
 
 
-def collect_errors(validator: Validator, data: Any) -> list[dict[str, str]]:
-    """Return every validation error as {path, message, validator}, ordered by path."""
+def collect_errors(validator: Validator, data: Any) -> list[dict[str, Any]]:
+    """Return every validation error as {path, message, validator, expected, got}, ordered by
+    path: `expected` is what the schema's keyword asks, `got` the start of the value found."""
     errors = sorted(validator.iter_errors(data), key=lambda e: (e.json_path, str(e.validator)))
-    return [error_record(e.json_path, e.message, str(e.validator)) for e in errors]
+    return [
+        {
+            **error_record(e.json_path, e.message, str(e.validator)),
+            "expected": _preview(e.validator_value),
+            "got": _preview(e.instance),
+        }
+        for e in errors
+    ]
 
 
 def error_record(path: str, message: str, validator: str) -> dict[str, str]:
     """Build one error record in the shape used by validation.json and API error details."""
-    if len(message) > _MAX_MESSAGE_CHARS:
-        message = message[: _MAX_MESSAGE_CHARS - 3] + "..."
-    return {"path": path, "message": message, "validator": validator}
+    return {"path": path, "message": _cut(message), "validator": validator}
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= _MAX_MESSAGE_CHARS else text[: _MAX_MESSAGE_CHARS - 3] + "..."
+
+
+def _preview(value: Any) -> Any:
+    """`value` itself when small, else its JSON text cut short."""
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return value if len(text) <= _PREVIEW_CHARS else text[: _PREVIEW_CHARS - 3] + "..."
 
 
 def is_root_type_mismatch(errors: list[dict[str, str]]) -> bool:

@@ -84,9 +84,10 @@ def link_file(source: Path, dest: Path) -> bool:
     return False
 
 
-def read_result_file(run_dir: Path) -> str | None:
-    """Return the text of result/result.json, or None when the file does not exist."""
-    path = run_dir / RESULT_FILE
+def read_result_file(run_dir: Path, relative: Path = RESULT_FILE) -> str | None:
+    """Return the text of the result file (result/result.json unless the skill names another),
+    or None when it does not exist."""
+    path = run_dir / relative
     if not path.is_file():
         return None
     # errors="replace": a skill that writes Latin-1 should get a validation error, not a crash

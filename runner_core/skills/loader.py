@@ -11,7 +11,7 @@ import skills_ref
 from skills_ref.parser import parse_frontmatter
 
 from runner_core.artifacts import artifact_fields
-from runner_core.engines import SUPPORTED_ENGINES
+from runner_core.engines import RETIRED, RUNNABLE_ENGINES, SUPPORTED_ENGINES
 from runner_core.openevo.spec import is_openevo_dir, load_openevo
 from runner_core.skills.manifest import parse_manifest
 from runner_core.skills.model import SkillPackage
@@ -58,7 +58,7 @@ def effective_engines(engines, unsupported, errors: list[str], warnings: list[st
     for: an engine it has none for (a newer CLI, a typo) is named in a warning and left out, so
     a request for it is refused rather than queued where no worker serves it. An empty
     declared set is an error."""
-    base = list(engines) if engines is not None else list(SUPPORTED_ENGINES)
+    base = list(engines) if engines is not None else list(RUNNABLE_ENGINES)
     declared = [e for e in base if e not in set(unsupported)]
     if not declared:
         errors.append("the effective engine set is empty")
@@ -67,6 +67,12 @@ def effective_engines(engines, unsupported, errors: list[str], warnings: list[st
         warnings.append(
             f"runner.json: this service has no adapter for engine {', '.join(unknown)}; "
             "runs on it are refused (engines here: " + ", ".join(SUPPORTED_ENGINES) + ")"
+        )
+    retired = [e for e in declared if e in RETIRED] if engines is not None else []
+    if retired:
+        warnings.append(
+            f"runner.json: engine {', '.join(retired)} is retired ({RETIRED[retired[0]]}); "
+            "new runs on it are refused"
         )
     return [e for e in declared if e in SUPPORTED_ENGINES]
 

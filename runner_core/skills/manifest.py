@@ -1,6 +1,7 @@
 """Parse assets/runner.json into a RunnerManifest, reporting every problem found."""
 from __future__ import annotations
 
+from pathlib import PurePosixPath
 from typing import Any
 
 from runner_core.artifacts import ArtifactSpec
@@ -99,13 +100,20 @@ def _entrypoint(raw: Any, errors: list[str]) -> Entrypoint:
     result_mode = prompt.get("result_mode", "file")
     if result_mode not in ("file", "stdout"):
         errors.append("runner.json: entrypoint.prompt.result_mode must be file or stdout")
+    result_file = prompt.get("result_file", "result/result.json")
+    if not _inside_run(result_file):
+        errors.append(
+            "runner.json: entrypoint.prompt.result_file must be a relative path inside the run "
+            "(no '..', not absolute), e.g. result/result.json"
+        )
+        result_file = "result/result.json"
     prompts = raw.get("prompts") or {}
     if not isinstance(prompts, dict) or not all(isinstance(v, str) for v in prompts.values()):
         errors.append("runner.json: entrypoint.prompts must map engine names to strings")
         prompts = {}
     return Entrypoint(
         type=kind, prompt_template=prompt.get("template"), result_mode=result_mode,
-        result_file=prompt.get("result_file", "result/result.json"),
+        result_file=result_file,
         script_command=command, prompts=dict(prompts),
     )
 
@@ -162,3 +170,11 @@ def _runtime(raw: Any, errors: list[str]) -> Runtime | None:
         deps = []
     return Runtime(language=raw.get("language", "python"), version=raw.get("version"),
                    dependencies=tuple(deps))
+
+
+def _inside_run(path: object) -> bool:
+    """A result file path the run directory holds: relative, no '..', not a folder."""
+    if not isinstance(path, str) or not path.strip() or path.endswith("/"):
+        return False
+    parts = PurePosixPath(path).parts
+    return not PurePosixPath(path).is_absolute() and ".." not in parts and "\\" not in path

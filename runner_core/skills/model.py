@@ -20,6 +20,15 @@ class Entrypoint:
     script_command: str | None = None
     prompts: dict[str, str] = field(default_factory=dict)  # engine -> inline template
 
+    @property
+    def result_path(self) -> Path | None:
+        """Where the agent writes its result, relative to the run; None: it prints it instead
+        (`result_mode: stdout`), so only its final message is read. A script writes
+        result/result.json (entrypoint.prompt is about agents)."""
+        if self.type == "script":
+            return Path("result/result.json")
+        return None if self.result_mode == "stdout" else Path(self.result_file)
+
 
 @dataclass(frozen=True)
 class Automation:
@@ -90,6 +99,24 @@ class SkillPackage:
     @property
     def version(self) -> str | None:
         return self.manifest.version if self.manifest else None
+
+    @property
+    def labels(self) -> dict[str, Any]:
+        """{category, tags, author}: a skill.json skill's own fields; a SKILL.md skill's from
+        its frontmatter `metadata` (tags as a list or comma-separated)."""
+        if self.openevo is not None:
+            spec = self.openevo
+            return {"category": spec.category or None, "tags": list(spec.tags), "author": spec.author}
+        meta = self.frontmatter.get("metadata")
+        meta = meta if isinstance(meta, dict) else {}
+        tags = meta.get("tags") or []
+        if isinstance(tags, str):
+            tags = [t.strip() for t in tags.split(",") if t.strip()]
+        return {
+            "category": str(meta["category"]) if meta.get("category") else None,
+            "tags": [str(t) for t in tags] if isinstance(tags, list) else [],
+            "author": str(meta["author"]) if meta.get("author") else None,
+        }
 
     @property
     def loaded_manifest(self) -> RunnerManifest:

@@ -61,14 +61,21 @@ def unpack_package(zip_path: Path, workdir: Path) -> SkillPackage:
     os.rename(root, dest)
     shutil.rmtree(extracted, ignore_errors=True)
     pkg = load_skill(dest, strict=True)
-    errors.extend(pkg.errors)
-    if pkg.manifest is not None and pkg.version and parse_version(pkg.version) is None:
-        errors.append(f"runner.json: version '{pkg.version}' is not a valid version (e.g. 1.2.0)")
+    errors.extend(package_problems(pkg))
     if errors:
         summary = f"the skill package is invalid ({len(errors)} problem(s)): " + "; ".join(errors)
         raise PackageError(ErrorCode.SKILL_PACKAGE_INVALID, summary, errors,
                            {"skill_id": pkg.id, "warnings": pkg.warnings})
     return pkg
+
+
+def package_problems(pkg: SkillPackage) -> list[str]:
+    """What makes a skill loaded with `strict=True` refused as a new package (its own files
+    only; `check_calls` checks it against the installed skills)."""
+    problems = list(pkg.errors)
+    if pkg.manifest is not None and pkg.version and parse_version(pkg.version) is None:
+        problems.append(f"runner.json: version '{pkg.version}' is not a valid version (e.g. 1.2.0)")
+    return problems
 
 
 def check_calls(pkg: SkillPackage, skills_dir: Path) -> None:

@@ -38,6 +38,8 @@ def test_engines_list_every_supported_engine(client, engine_config):
         "installed",
         "auth_ready",
         "models_count",
+        "retired",
+        "retired_reason",
     }
 
 

@@ -81,7 +81,7 @@ OPERATIONS = {
     ("/v1/management/skills/{skill_id}/schemas", "get"): ("management", {"200": "SkillSchemas"}),
     ("/v1/skill-packages", "post"): ("skill_packages", {"200": "InstallStatus"}),
     ("/v1/skill-packages/{install_id}", "get"): ("skill_packages", {"200": "InstallStatus"}),
-    ("/v1/skills", "get"): ("skills", {"200": "SkillSummary[]"}),
+    ("/v1/skills", "get"): ("skills", {"200": "SkillSummary[]", "422": UNPROCESSABLE}),
     ("/v1/skills/{skill_id}", "get"): ("skills", {"200": "SkillDetail"}),
     ("/v1/temp-skill-runs", "post"): ("temp_skill_runs", {"200": "TempRunCreated"}),
     ("/v1/temp-skill-runs/{request_id}", "get"): (

@@ -4,6 +4,9 @@ next to its field. Each page is photographed into .test-artifacts/ui/."""
 
 from __future__ import annotations
 
+import json
+import urllib.request
+
 import pytest
 
 from tests.browser.shots import shot
@@ -16,7 +19,14 @@ def test_skills_list_shows_health_and_engines(served, page):
     row = page.locator("tr", has_text="demo-prime-number")
     assert row.locator(".badge").inner_text() == "ok"
     assert "codex" in page.locator("tr", has_text="pick-title").inner_text()
+    assert "by Skill Runner" in page.locator("tr", has_text="demo-echo").inner_text()
     shot(page, "01-skills")
+    page.get_by_label("Category").select_option("text")
+    page.wait_for_url("**category=text**")
+    rows = page.locator("#skills tbody tr")
+    assert rows.count() >= 3 and all("text" in t for t in rows.all_inner_texts())
+    assert page.locator("#skills tr", has_text="demo-echo").count() == 0
+    shot(page, "01-skills-by-category")
 
 
 def test_a_script_skill_runs_from_its_form_with_a_file_upload(served, page, tmp_path):
@@ -101,4 +111,27 @@ def test_runs_list_filters_and_engines_page(served, page):
     page.goto(f"{served.base}/ui/engines")
     codex = page.locator("tr", has_text="codex")
     assert "workspace-write" in codex.inner_text()
+    retired = page.locator("tr", has_text="iflow").locator(".badge", has_text="retired")
+    assert "shut down" in retired.get_attribute("title")
     shot(page, "08-engines")
+
+
+def test_an_output_validation_failure_shows_what_to_fix(served, page):
+    """OUTPUT_VALIDATION_FAILED on the run page: the first problem in the message, then the
+    likeliest cause and each problem (seed 003 §7)."""
+    body = json.dumps({"skill_id": "needs-normalizer", "parameter": {"mode": "broken"}}).encode()
+    request = urllib.request.Request(
+        f"{served.base}/v1/jobs", body, {"content-type": "application/json"}
+    )
+    with urllib.request.urlopen(request) as answer:
+        rid = json.load(answer)["request_id"]
+    page.goto(f"{served.base}/ui/runs/{rid}")
+    page.locator("#status.st-failed").wait_for(timeout=60_000)
+    error = page.locator("#run-error")
+    error.locator("ul.hints li").first.wait_for()
+    assert "OUTPUT_VALIDATION_FAILED" in error.inner_text()
+    assert error.locator("ul.hints li").all_inner_texts() == [
+        '$.count: should be integer, got a string "three"'
+    ]
+    assert "raw/skill_result.json" in error.locator("p.cause").inner_text()
+    shot(page, "13-run-output-invalid")

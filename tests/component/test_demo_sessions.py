@@ -65,7 +65,8 @@ def test_the_echo_session_answers_for_the_runs_input(tmp_path):
     expected = {
         "text": " A  b ",
         "length": 6,
-        "normalized": "a b",
+        "normalized": True,
+        "normalized_text": "a b",
         "warnings": ["the text has leading or trailing whitespace"],
     }
     assert json.loads(out) == expected

@@ -78,7 +78,8 @@ def test_the_readme_demo_runs_demo_echo_through_codex_without_a_key(tmp_path: Pa
     assert result["result"]["data"] == {
         "text": "  Hello   World ",
         "length": 16,
-        "normalized": "hello world",
+        "normalized": True,
+        "normalized_text": "hello world",
         "warnings": ["the text has leading or trailing whitespace"],
     }
     notes = (tmp_path / "notes.md").read_text()

@@ -152,7 +152,8 @@ ECHO_TEXT = "  Hello   World "
 ECHO_RESULT = {
     "text": ECHO_TEXT,
     "length": len(ECHO_TEXT),
-    "normalized": "hello world",
+    "normalized": True,
+    "normalized_text": "hello world",
     "warnings": ["the text has leading or trailing whitespace"],
 }
 ECHO_SESSION = Script(
@@ -217,3 +218,48 @@ def test_the_zotero_example_skill_parses_an_uploaded_attachment(service, engine)
     }
     prompt = (run_dir / "logs" / "prompt.txt").read_text()
     assert "ABCD1234" in prompt and "attachment_path" in prompt
+
+
+def skill_variant(service, name: str, prompt: dict) -> str:
+    """echo-prompt under another name, its runner.json `entrypoint.prompt` set to `prompt`."""
+    root = service["settings"].skills_dir / name
+    if not root.exists():
+        shutil.copytree(service["settings"].skills_dir / "echo-prompt", root)
+        md = root / "SKILL.md"
+        md.write_text(md.read_text().replace("name: echo-prompt", f"name: {name}", 1))
+        runner = json.loads((root / "assets" / "runner.json").read_text())
+        runner["id"] = name
+        runner["entrypoint"]["prompt"] = prompt
+        (root / "assets" / "runner.json").write_text(json.dumps(runner))
+    return name
+
+
+def test_the_result_file_a_skill_names_is_where_its_result_is_read(service):
+    """runner.json `entrypoint.prompt.result_file` (seed 003 §5.3): the agent is told to write
+    there, and the result is read from there (its final message is no JSON)."""
+    skill = skill_variant(service, "echo-named-result", {"result_file": "out/answer.json"})
+    written = Script(
+        command="mkdir -p out && printf '%s' '" + json.dumps(RESULT) + "' > out/answer.json",
+        final_text="Written to the result file.",
+    )
+    status, result = run_job(service, "codex", written, skill_id=skill)
+    assert status["status"] == "succeeded", (status, result)
+    assert result["data"] == RESULT
+    run_dir = service["settings"].runs_dir / status["run_id"]
+    assert f"{run_dir}/out/answer.json" in (run_dir / "logs" / "prompt.txt").read_text()
+    # written outside artifacts/ and result/: listed in the manifest (seed 003 §4)
+    listed = service["client"].get(f"/v1/jobs/{status['request_id']}/artifacts").json
+    assert {"path": "out/answer.json", "size": len(json.dumps(RESULT))} in listed["other_writes"]
+    assert not any(w["path"].startswith((".", "logs/")) for w in listed["other_writes"])
+
+
+def test_result_mode_stdout_reads_the_final_message_not_a_file(service):
+    skill = skill_variant(service, "echo-stdout-result", {"result_mode": "stdout"})
+    stale = {"text": "from a file", "length": 11}
+    printed = Script(
+        command="mkdir -p result && printf '%s' '" + json.dumps(stale) + "' > result/result.json",
+        final_text=json.dumps(RESULT),
+    )
+    status, result = run_job(service, "codex", printed, skill_id=skill)
+    assert status["status"] == "succeeded", (status, result)
+    assert result["data"] == RESULT

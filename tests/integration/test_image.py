@@ -148,5 +148,5 @@ def test_the_image_runs_the_codex_demo_against_the_demo_llm(container):
     )
     assert status["status"] == "succeeded", (status, call("GET", f"{base}/v1/jobs/{rid}/logs"))
     result = call("GET", f"{base}/v1/jobs/{rid}/result")["result"]
-    assert result["data"]["normalized"] == "hello world", result
+    assert result["data"]["normalized_text"] == "hello world", result
     assert result["artifacts"] == ["artifacts/notes.md"]

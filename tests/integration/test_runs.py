@@ -183,7 +183,15 @@ def test_output_that_nothing_can_fix_fails_with_validation_errors(stack):
     _rid, status = run_normalizer_skill(stack, "broken")
     assert status["status"] == "failed"
     assert status["error"]["code"] == "OUTPUT_VALIDATION_FAILED"
-    assert status["error"]["validation_errors"][0]["path"] == "$.count"
+    error = status["error"]
+    assert error["validation_errors"][0]["path"] == "$.count"
+    # hints an author can act on: which field, what the schema wanted, what came, where to look
+    assert error["message"].endswith(': $.count: should be integer, got a string "three"')
+    assert error["validation_errors"][0]["expected"] == "integer"
+    assert error["validation_errors"][0]["got"] == "three"
+    assert error["hints"] == ['$.count: should be integer, got a string "three"']
+    assert "raw/skill_result.json" in error["likely_cause"]  # what the script wrote
+    assert error["validation_record"] == "result/validation.json"
 
 
 @SQLITE_ONLY

@@ -2,15 +2,19 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import time
 from pathlib import Path
 
 import pytest
 
 from runner_core.artifacts import (
+    OTHER_WRITES_LIMIT,
     ArtifactSpec,
     artifact_fields,
     guess_mime,
     index_artifacts,
+    other_writes,
     resolve_artifact_path,
     write_manifest,
 )
@@ -166,3 +170,30 @@ def test_resolve_artifact_path_refuses_symlink_escape(tmp_path: Path, run_dir: P
     (run_dir / "artifacts" / "leak").symlink_to(tmp_path / "secret.txt")
     with pytest.raises(ValueError):
         resolve_artifact_path(run_dir, "artifacts/leak")
+
+
+def test_writes_outside_the_outputs_are_listed_once_the_run_started(tmp_path):
+    """seed 003 §4: a skill writes artifacts/ and result/; anything else it wrote is listed."""
+    run = tmp_path
+    for old in ("notes/before.txt", "uploads/input.txt", "logs/stdout.txt"):
+        (run / old).parent.mkdir(parents=True, exist_ok=True)
+        (run / old).write_text("x")
+    os.utime(run / "notes" / "before.txt", (1, 1))  # e.g. a file of a reused workspace
+    started = time.time() - 1
+    for new in ("out/answer.json", "stray.txt", "artifacts/a.md", "result/result.json"):
+        (run / new).parent.mkdir(parents=True, exist_ok=True)
+        (run / new).write_text("abc")
+    (run / ".codex-home").mkdir()
+    (run / ".codex-home" / "session.jsonl").write_text("{}")
+    (run / "link").symlink_to("/etc")
+    listed, more = other_writes(run, started)
+    assert [w["path"] for w in listed] == ["link", "out/answer.json", "stray.txt"]
+    assert listed[1]["size"] == 3 and more is False
+
+
+def test_other_writes_stop_at_the_limit(tmp_path):
+    (tmp_path / "junk").mkdir()
+    for i in range(OTHER_WRITES_LIMIT + 5):
+        (tmp_path / "junk" / f"{i:04d}").write_text("")
+    listed, more = other_writes(tmp_path, 0)
+    assert len(listed) == OTHER_WRITES_LIMIT and more is True

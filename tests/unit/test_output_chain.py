@@ -200,3 +200,21 @@ def test_invalid_schema_fails_with_schema_step(tmp_path: Path) -> None:
     assert outcome.validation_errors[0]["validator"] == "schema"
     assert [s["level"] for s in outcome.steps] == ["schema"]
     assert (tmp_path / "raw" / "engine_output.txt").exists()
+
+
+def test_a_result_file_the_skill_names_is_read_from_there(tmp_path: Path) -> None:
+    write_result_file(tmp_path, '{"title": "default place", "count": 1}')
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "answer.json").write_text('{"title": "named place", "count": 3}')
+    outcome = run_output_chain(
+        tmp_path, SCHEMA, engine_text="done", result_file=Path("out/answer.json")
+    )
+    assert (outcome.data, outcome.source) == ({"title": "named place", "count": 3}, "result_file")
+
+
+def test_result_mode_stdout_reads_only_the_final_message(tmp_path: Path) -> None:
+    write_result_file(tmp_path, '{"title": "a stale file", "count": 1}')
+    outcome = run_output_chain(
+        tmp_path, SCHEMA, engine_text='{"title": "printed", "count": 2}', result_file=None
+    )
+    assert (outcome.data, outcome.source) == ({"title": "printed", "count": 2}, "engine_text")

@@ -161,3 +161,22 @@ def test_skill_md_that_does_not_render_is_a_skill_md_error(skill, body, words):
     assert err.value.code == "SKILL_MD_TEMPLATE_ERROR"
     assert "SKILL.md does not render" in str(err.value) and words in str(err.value)
     assert PATCH_MARKER not in (skill / "SKILL.md").read_text()
+
+
+def test_the_contract_names_the_skills_result_file(skill):
+    with_entrypoint(skill, prompt={"result_file": "out/answer.json"})
+    prompt = render_prompt(load_skill(skill), CTX)
+    assert "to `/run/out/answer.json`" in prompt and "result/result.json" not in prompt
+
+
+def test_result_mode_stdout_asks_for_the_result_in_the_final_message(skill):
+    with_entrypoint(skill, prompt={"result_mode": "stdout"})
+    prompt = render_prompt(load_skill(skill), CTX)
+    assert "Do not write a result file" in prompt and "result.json" not in prompt
+
+
+@pytest.mark.parametrize("path", ["/etc/result.json", "../result.json", "result/", ""])
+def test_a_result_file_outside_the_run_is_refused(skill, path):
+    with_entrypoint(skill, prompt={"result_file": path})
+    errors = load_skill(skill).errors
+    assert any("entrypoint.prompt.result_file" in e for e in errors), errors

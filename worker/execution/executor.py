@@ -16,11 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from runner_core import scratch
-from runner_core.artifacts import index_artifacts, write_manifest
+from runner_core.artifacts import index_artifacts, other_writes, write_manifest
 from runner_core.error_codes import ErrorCode
 from runner_core.events import EventLog
 from runner_core.interaction import Pending, has_done_marker
 from runner_core.output import OutputOutcome, run_output_chain
+from runner_core.output.hints import failure_hints, summary
 from runner_core.output.stages import RepairRounds
 from runner_core.results import (
     RunEnd,
@@ -46,6 +47,7 @@ from worker.execution.contexts import EntryContext, EntryResult
 from worker.execution.engine import tokens_so_far
 from worker.execution.entrypoint import run_entrypoint
 from worker.execution.failures import RunFailed
+from worker.execution.lease import aware
 from worker.execution.prepare import (
     enter_workspace,
     resumed_context,
@@ -332,9 +334,11 @@ class RunExecutor:
         """The output chain; `complete=False` stops before the fallback and repair steps."""
         paths, pkg, entry = ctx.paths, ctx.pkg, self.entry
         assert entry is not None  # set by _process, which ran first
-        if paths.result_file.is_file():  # a copy: N1/N2 commands may rewrite it in place
-            shutil.copy2(paths.result_file, paths.raw / "skill_result.json")
         manifest = pkg.loaded_manifest
+        written = manifest.entrypoint.result_path
+        if written is not None and (paths.root / written).is_file():
+            # a copy: N1/N2 commands may rewrite it in place
+            shutil.copy2(paths.root / written, paths.raw / "skill_result.json")
         return run_output_chain(
             paths.root,
             pkg.output_schema,
@@ -346,6 +350,7 @@ class RunExecutor:
             repair_rounds=self._repair_rounds() if complete else 0,
             schema_path=pkg.root / manifest.schemas["output"],
             engine_text_file=entry.text_file,
+            result_file=written,
         )
 
     def _output_chain(self, ctx: EntryContext) -> None:
@@ -354,12 +359,16 @@ class RunExecutor:
         paths = ctx.paths
         self.warnings.extend(outcome.warnings)
         if not outcome.ok:
+            raw_output = run_relative(outcome.raw_output_path, paths.root)
+            errors = outcome.validation_errors
             raise RunFailed(
                 ErrorCode.OUTPUT_VALIDATION_FAILED,
-                "the output does not match the skill's output schema",
+                "the output does not match the skill's output schema" + summary(errors),
                 {
-                    "validation_errors": outcome.validation_errors,
-                    "raw_output_path": run_relative(outcome.raw_output_path, paths.root),
+                    "validation_errors": errors,
+                    "raw_output_path": raw_output,
+                    "validation_record": "result/validation.json",
+                    **failure_hints(errors, _answer_file(paths.root, raw_output)),
                 },
             )
         self.data = outcome.data
@@ -373,6 +382,10 @@ class RunExecutor:
 
     def _index_artifacts(self, pkg: SkillPackage) -> None:
         manifest = index_artifacts(self.paths.root, pkg.artifacts)
+        if self.run.started_at is not None:  # what the skill wrote outside its outputs
+            manifest.other_writes, manifest.other_writes_truncated = other_writes(
+                self.paths.root, aware(self.run.started_at).timestamp()
+            )
         write_manifest(self.paths.root, manifest)
         self.artifacts = [a.path for a in manifest.artifacts]
         self.warnings.extend(
@@ -391,3 +404,10 @@ def _log_sizes(logs: Path) -> tuple[int, int]:
     """Where the next process's output starts in the run's stdout and stderr logs."""
     out, err = (logs / "stdout.txt", logs / "stderr.txt")
     return (out.stat().st_size if out.exists() else 0, err.stat().st_size if err.exists() else 0)
+
+
+def _answer_file(run_dir: Path, raw_output: str) -> str:
+    """Where the answer the hints are about is: the result file the skill wrote (kept as
+    raw/skill_result.json) when there was one, else the engine's raw output."""
+    kept = "raw/skill_result.json"
+    return kept if (run_dir / kept).is_file() else raw_output

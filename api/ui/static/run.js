@@ -159,6 +159,13 @@
     if (terminal.error) {
       $("run-error").innerHTML = "";
       $("run-error").append(el("code", "", terminal.error.code), " " + (terminal.error.message || ""));
+      /* what an author can act on (OUTPUT_VALIDATION_FAILED): the likeliest cause, each problem */
+      if (terminal.error.likely_cause) $("run-error").append(el("p", "cause", terminal.error.likely_cause));
+      if ((terminal.error.hints || []).length) {
+        const list = el("ul", "hints");
+        for (const hint of terminal.error.hints) list.append(el("li", "", hint));
+        $("run-error").append(list);
+      }
       $("run-error").hidden = false;
     }
     refreshTree();

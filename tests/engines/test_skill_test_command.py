@@ -1,0 +1,66 @@
+"""`skill-runner test DIR`: the example skills' own test files played through a throw-away
+service (embedded broker, SQLite, API, worker) with the real codex CLI against the fake LLM."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from runner_core.engines import get_adapter
+from runner_core.settings import REPO_ROOT
+from tests.engines.harness import require_binary
+
+
+def skill_test(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "launcher.cli", "test", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=REPO_ROOT,
+    )
+
+
+def test_the_example_skills_pass_their_own_test_files():
+    require_binary(get_adapter("codex"))
+    echo = skill_test(str(REPO_ROOT / "skills" / "demo-echo"))
+    assert echo.returncode == 0, echo.stdout + echo.stderr
+    assert echo.stdout.splitlines() == [
+        "PASS the agent writes its note and answers the schema's shape",
+        "PASS an answer off the schema fails with what to fix",
+        "2 of 2 case(s) passed",
+    ]
+    primes = skill_test(str(REPO_ROOT / "skills" / "demo-prime-number"))
+    assert primes.returncode == 0, primes.stdout + primes.stderr
+
+
+def test_a_case_that_does_not_hold_fails_with_each_difference(tmp_path):
+    case = {
+        "name": "wrong bound",
+        "parameter": {"divisor": 3},
+        "files": {"input_file": "tests/numbers.txt"},
+        "expect": {"data": {"bound": 11}, "artifacts": ["artifacts/nope.md"]},
+    }
+    (tmp_path / "case.json").write_text(json.dumps(case))
+    done = skill_test(
+        str(REPO_ROOT / "skills" / "demo-prime-number"), "--file", str(tmp_path / "case.json")
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.stdout.splitlines() == [
+        "FAIL wrong bound",
+        "  - data.bound: expected 11, got 10",
+        "  - artifacts missing: artifacts/nope.md",
+        "0 of 1 case(s) passed",
+    ]
+
+
+def test_a_bad_test_file_is_exit_2_with_one_line(tmp_path):
+    (tmp_path / "case.json").write_text('{"name": "x", "expected": {}}')
+    done = skill_test(
+        str(REPO_ROOT / "skills" / "demo-echo"), "--file", str(tmp_path / "case.json")
+    )
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr == (
+        f"skill-runner test: {tmp_path / 'case.json'}: case 1: unknown keys ['expected']\n"
+    )
