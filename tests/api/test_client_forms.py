@@ -228,6 +228,22 @@ def test_two_step_temp_skill_run(client, app, queue):
     error(client.get(f"/v1/temp-skill-runs/{rid}/artifacts"), 409, "RUN_NOT_FINISHED")
 
 
+def test_two_step_temp_skill_run_of_a_skill_without_files_takes_the_runners_empty_zip(
+    client, queue
+):
+    rid = client.post("/v1/temp-skill-runs", json={"runtime_options": {"no_cache": True}}).json[
+        "request_id"
+    ]
+    up = client.post(
+        f"/v1/temp-skill-runs/{rid}/upload", data=package_and_inputs(plugin_package(), {})
+    )
+    assert up.status_code == 200, up.json
+    assert up.json["status"] == "queued" and up.json["extracted_files"] == []
+    assert len(queue.sent) == 1
+    again = client.post(f"/v1/temp-skill-runs/{rid}/upload", data=upload_body({}))
+    assert again.status_code == 200 and len(queue.sent) == 1  # the package is not taken twice
+
+
 def test_two_step_temp_skill_run_refusals(client, queue):
     error(client.post("/v1/temp-skill-runs", json=[1]), 400, "INVALID_REQUEST")
     error(
