@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import io
 import os
 import shutil
+import zipfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -89,6 +91,25 @@ def _save_zip_body(field: str, dest: Path, allow_raw: bool) -> tuple[int, str]:
             size += len(chunk)
             out.write(chunk)
     return size, digest.hexdigest()
+
+
+EMPTY_ZIP_MAX = 64 * 1024  # a zip of no files (or of folders only) is far smaller
+
+
+def holds_no_files(field: str = "file") -> bool:
+    """True when the upload (multipart `field` or the raw body) is a small zip with no file in
+    it; anything else, a bad zip included, is False and left to the ordinary checks."""
+    if (request.content_length or 0) > EMPTY_ZIP_MAX:
+        return False
+    upload = request.files.get(field)
+    if upload is None and request.mimetype not in ("application/zip", "application/octet-stream"):
+        return False
+    raw = (upload.stream if upload is not None else request.stream).read(EMPTY_ZIP_MAX + 1)
+    try:
+        with zipfile.ZipFile(io.BytesIO(raw)) as archive:
+            return all(info.is_dir() for info in archive.infolist())
+    except (zipfile.BadZipFile, ValueError):
+        return False
 
 
 def unpack_package_or_400(zip_path: Path, workdir: Path, extra: dict | None = None) -> SkillPackage:

@@ -19,7 +19,7 @@ from api.errors import ApiError
 from api.idempotency import Claim, remember
 from api.jobs.validate import check_named_uploads, check_request
 from api.jobs.workspace import Workspace, check_reuse, pin_bound_files
-from api.zip_bodies import receive_inputs, upload_lock
+from api.zip_bodies import holds_no_files, receive_inputs, upload_lock
 from runner_core.error_codes import ErrorCode
 from runner_core.inputs import file_fields
 from runner_core.queues import queue_for, task_label
@@ -209,6 +209,10 @@ def take_upload(
     with upload_lock(request_dir, req.id):
         session.refresh(run)
         if not (run.needs_upload and run.status == RunStatus.QUEUED and run.queued_at is None):
+            if not file_fields(pkg_for().input_schema) and holds_no_files():
+                # Skill-Runner's REST runner uploads an empty zip to any skill with an input
+                # schema: for a job that takes no files it changes nothing, so say how it is
+                return Accepted(req.id, req.cache_hit, run.status)
             raise ApiError(
                 409,
                 ErrorCode.UPLOAD_NOT_ALLOWED,

@@ -4,11 +4,13 @@ POST /v1/temp-skill-runs), and runtime_options keys this service does not act on
 
 from __future__ import annotations
 
+import io
+
 from sqlalchemy import select
 
 from runner_core.store.models import Request, Run
 from tests.helpers import upload_body, zip_bytes
-from tests.packages import echo_skill
+from tests.packages import echo_skill, package_upload
 
 
 def job(client, **body):
@@ -79,6 +81,36 @@ def test_upload_without_the_named_file_is_400_and_may_be_sent_again(client, queu
     assert len(queue.sent) == 1
 
 
+def test_empty_zip_to_a_job_that_takes_no_files_answers_its_state(client, queue):
+    # the REST e2e runner uploads an (empty) zip to every installed skill with an input schema
+    installed = client.post("/v1/skill-packages", data=package_upload(echo_skill()))
+    assert installed.status_code == 200, installed.json
+    rid = job(client, skill_id="pkg-echo", input={"text": "x"}).json["request_id"]
+    assert len(queue.sent) == 1  # started at once: it takes no files
+    for body in (upload_body({}), upload_body({"folder/": ""})):  # no file, or folders only
+        up = client.post(f"/v1/jobs/{rid}/upload", data=body)
+        assert up.status_code == 200, up.json
+        assert up.json == {
+            "request_id": rid,
+            "cache_hit": False,
+            "status": "queued",
+            "extracted_files": [],
+        }
+    raw = client.post(f"/v1/jobs/{rid}/upload", data=zip_bytes({}), content_type="application/zip")
+    assert raw.status_code == 200, raw.json
+    assert len(queue.sent) == 1  # nothing sent again
+    with_files = client.post(f"/v1/jobs/{rid}/upload", data=upload_body({"a.txt": "a"}))
+    error(with_files, 409, "UPLOAD_NOT_ALLOWED")
+    not_zip = client.post(f"/v1/jobs/{rid}/upload", data={"file": (io.BytesIO(b"no"), "z")})
+    error(not_zip, 409, "UPLOAD_NOT_ALLOWED")
+
+
+def test_second_empty_zip_to_a_job_that_takes_files_is_still_409(client, queue):
+    rid = job(client, input={}).json["request_id"]
+    assert client.post(f"/v1/jobs/{rid}/upload", data=upload_body({"input_file.txt": "3"})).json
+    error(client.post(f"/v1/jobs/{rid}/upload", data=upload_body({})), 409, "UPLOAD_NOT_ALLOWED")
+
+
 # --- skill_source: temp_upload on /v1/jobs ------------------------------------------------
 
 
@@ -88,8 +120,6 @@ def plugin_package(**kw) -> bytes:
 
 
 def package_and_inputs(package: bytes | None, inputs: dict | None = None) -> dict:
-    import io
-
     data = {}
     if package is not None:
         data["skill_package"] = (io.BytesIO(package), "skill_package.zip")
@@ -196,6 +226,22 @@ def test_two_step_temp_skill_run(client, app, queue):
     assert status.status_code == 200 and status.json["status"] == "queued"
     assert client.get(f"/v1/jobs/{rid}").status_code == 404
     error(client.get(f"/v1/temp-skill-runs/{rid}/artifacts"), 409, "RUN_NOT_FINISHED")
+
+
+def test_two_step_temp_skill_run_of_a_skill_without_files_takes_the_runners_empty_zip(
+    client, queue
+):
+    rid = client.post("/v1/temp-skill-runs", json={"runtime_options": {"no_cache": True}}).json[
+        "request_id"
+    ]
+    up = client.post(
+        f"/v1/temp-skill-runs/{rid}/upload", data=package_and_inputs(plugin_package(), {})
+    )
+    assert up.status_code == 200, up.json
+    assert up.json["status"] == "queued" and up.json["extracted_files"] == []
+    assert len(queue.sent) == 1
+    again = client.post(f"/v1/temp-skill-runs/{rid}/upload", data=upload_body({}))
+    assert again.status_code == 200 and len(queue.sent) == 1  # the package is not taken twice
 
 
 def test_two_step_temp_skill_run_refusals(client, queue):

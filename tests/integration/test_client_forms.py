@@ -5,7 +5,9 @@ codex CLI -> fake LLM, on SQLite and Postgres.
   "inputs/doc/<name>"}}, upload the file zipped at that path, poll, read the result;
 - the Zotero plugin, local skill: POST /v1/jobs {skill_source: "temp_upload", ...}, upload
   `skill_package` (the skill under `<skill-id>/`) and `file`, poll /v1/jobs/{id};
-- the REST e2e runner: JSON POST /v1/temp-skill-runs, upload `skill_package` and `file`
+- the REST e2e runner, installed skill without file inputs: POST /v1/jobs, an empty input zip
+  uploaded anyway (200, nothing changes), poll, result;
+- the REST e2e runner, one-off: JSON POST /v1/temp-skill-runs, upload `skill_package` and `file`
   (entries named by input key), poll /v1/temp-skill-runs/{id}, read result and bundle.
 """
 
@@ -31,9 +33,9 @@ RESULT = {"text": "seen", "length": 4}
 SKILL_ID = "file-prompt"
 
 
-def skill_files(skill_id: str = SKILL_ID, prefix: str = "") -> dict[str, str]:
+def skill_files(skill_id: str = SKILL_ID, prefix: str = "", inline: bool = False) -> dict[str, str]:
     """A codex prompt skill with one file input `doc` (.txt) and no `engines` key: every
-    engine this service has (as the runner's fixture skills)."""
+    engine this service has (as the runner's fixture skills); `inline`: `doc` is sent inline."""
     manifest = {
         "id": skill_id,
         "version": "1.0.0",
@@ -53,7 +55,11 @@ def skill_files(skill_id: str = SKILL_ID, prefix: str = "") -> dict[str, str]:
         "assets/input.schema.json": json.dumps(
             {
                 "type": "object",
-                "properties": {"doc": {"type": "string", "extensions": [".txt"]}},
+                "properties": {
+                    "doc": {"type": "string", "x-input-source": "inline"}
+                    if inline
+                    else {"type": "string", "extensions": [".txt"]}
+                },
                 "required": ["doc"],
             }
         ),
@@ -205,3 +211,32 @@ def test_runner_two_step_temp_skill_run(codex_stack):
     [seen_file] = [a for a in artifacts.json["artifacts"] if a["path"] == "artifacts/seen.txt"]
     assert seen_file["url"] == f"{base}/artifacts/artifacts/seen.txt"  # the one-off run's route
     assert client.get(seen_file["url"]).data == b"by key"
+
+
+def test_runner_installed_skill_without_file_inputs_and_its_empty_upload(codex_stack):
+    client = codex_stack.client
+    skill_id = "inline-prompt"
+    package = zip_bytes(skill_files(skill_id, inline=True))
+    installed = client.post("/v1/skill-packages", data={"package": (io.BytesIO(package), "s.zip")})
+    assert installed.status_code == 200, installed.json
+    assert client.get(f"/v1/skills/{skill_id}").json["schemas"]["input"]  # so the runner uploads
+    created = client.post(
+        "/v1/jobs",
+        json={
+            "skill_id": skill_id,
+            "engine": "codex",
+            "parameter": {},
+            "input": {"doc": "inline text"},
+            "model": None,
+            "runtime_options": {"no_cache": True},
+        },
+    )
+    assert created.status_code == 200, created.json
+    rid = created.json["request_id"]
+    up = client.post(f"/v1/jobs/{rid}/upload", data=parts(inputs={}))
+    assert up.status_code == 200, up.json
+    assert up.json["extracted_files"] == [] and up.json["request_id"] == rid
+    status = poll(client, f"/v1/jobs/{rid}")
+    assert status["status"] == "succeeded", (status, client.get(f"/v1/jobs/{rid}/logs").json)
+    assert client.get(f"/v1/jobs/{rid}/result").json["result"]["data"] == RESULT
+    assert client.get(f"/v1/jobs/{rid}/artifacts").status_code == 200
