@@ -85,6 +85,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         health,
         job_routes,
         management,
+        memory,
         run_files,
         skill_packages,
         skills,
@@ -103,6 +104,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         engines,
         management,
         system,
+        memory,
     ):
         api.register_blueprint(module.blp)
     from api.ui import bp as ui_blueprint

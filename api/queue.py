@@ -13,7 +13,13 @@ import uuid
 from celery import Celery
 
 from runner_core.per_process import PerProcess
-from runner_core.queues import ADVANCE_COMPOSITE, ADVANCE_QUEUE, EXECUTE_RUN
+from runner_core.queues import (
+    ADVANCE_COMPOSITE,
+    ADVANCE_QUEUE,
+    EXECUTE_RUN,
+    MAINTENANCE_QUEUE,
+    UPGRADE_ENGINE,
+)
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +92,22 @@ class CeleryQueue:
                 exc,
                 extra={"run_id": run_id},
             )
+            return None
+
+    def send_upgrade(self, upgrade_id: str, time_limits: tuple[int, int]) -> str | None:
+        """Send upgrade_engine(upgrade_id) to the maintenance queue with Celery's (hard, soft)
+        `time_limits`; the task id, or None when the broker took no message."""
+        hard, soft = time_limits
+        try:
+            return self.celery.send_task(
+                UPGRADE_ENGINE,
+                args=[upgrade_id],
+                queue=MAINTENANCE_QUEUE,
+                time_limit=hard,
+                soft_time_limit=soft,
+            ).id
+        except Exception as exc:  # the caller fails the upgrade: nothing re-sends it
+            log.warning("send of engine upgrade %s failed: %s", upgrade_id, exc)
             return None
 
     def ping(self) -> str:

@@ -1,6 +1,6 @@
 """`python -m bench [figure ...] [--quick] [--json PATH]`: run the figures, print each with its
 baseline from the same run and the ratio, then a summary table. Figures are named by what they
-measure (`codex-overhead noop-throughput`); the numbers 1-22 are accepted too."""
+measure (`codex-overhead noop-throughput`); the numbers 1-23 are accepted too."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import time
 import traceback
 from pathlib import Path
 
+from bench.box_mode import describe
 from bench.context import Context
 from bench.stats import Row, render_row
 
@@ -40,6 +41,9 @@ FIGURES = {
     "sandbox-cost": "bench.sandbox_cost",
     "broker-view": "bench.broker_view",
     "revoke-watch": "bench.revoke_watch",
+    "repair-rounds": "bench.repair_rounds",
+    "footprint": "bench.footprint",
+    "kilo-overhead": "bench.kilo_overhead",
 }
 NUMBERS = {str(i): name for i, name in enumerate(FIGURES, 1)}
 
@@ -62,6 +66,8 @@ def main(argv: list[str] | None = None) -> int:
     ctx = Context(quick=args.quick, root=root)
     rows: list[Row] = []
     failed = []
+    configuration = describe()
+    print(configuration, flush=True)
     try:
         for name in modules:
             ctx.log(f"running {name}")
@@ -78,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
             ctx.log(f"{name} took {time.monotonic() - started:.0f}s")
     finally:
         shutil.rmtree(root, ignore_errors=True)
-    print("\nsummary")
+    print(f"\nsummary ({configuration})")
     for row in rows:
         print("  " + render_row(row))
     if args.json:

@@ -11,7 +11,9 @@ so the throughput also depends on what creating a file costs at that moment, whi
 disks swings widely (bench/RESULTS.md, "What moves the numbers"). A second
 service whose whole data directory is on tmpfs (/dev/shm) shows how much: its batches
 alternate with the first's (same code, same moment), and its rows are printed beside the main
-ones.
+ones. Where the service boxes its runs by default (bwrap), a third service with
+SKILL_RUNNER_SANDBOX=off takes its turn in the same loops: its rows show what of the overhead
+is the box's.
 """
 
 from __future__ import annotations
@@ -24,12 +26,13 @@ from pathlib import Path
 import psutil
 
 from bench.bare_celery import BareWorker
+from bench.box_mode import OFF, boxed_by_default
 from bench.context import Context
 from bench.cpu import cpu_per_run, cpu_row, service_groups
 from bench.disk import creation_cost, tmpfs_dir
 from bench.noop_jobs import bare_once, bare_throughput, runner_once, runner_throughput
 from bench.run_costs import db_writes, time_split
-from bench.stack import Stack
+from bench.stack import Stack, StackOptions
 from bench.stats import Row, ratio, summarize
 
 FIGURE = "noop-throughput"
@@ -57,6 +60,41 @@ def probe_row(probe: dict[str, list[float]]) -> Row:
     )
 
 
+def unboxed_rows(
+    off, bare, off_tput: list[float], bare_tput: list[float], boxed_p50: float
+) -> list[Row]:
+    """The same figures from the service with SKILL_RUNNER_SANDBOX=off, taken in turn with the
+    boxed one: what of the overhead is the box's."""
+    to, tb = statistics.median(off_tput), statistics.median(bare_tput)
+    pairs = [o / b for o, b in zip(off_tput, bare_tput)]
+    return [
+        Row(
+            FIGURE,
+            "noop script: POST -> succeeded, SKILL_RUNNER_SANDBOX=off (same loop)",
+            off.median,
+            "s",
+            bare.median,
+            "bare Celery task spawning the same command",
+            ratio(off.median, bare.median),
+            p99=off.p99,
+            baseline_p99=bare.p99,
+            note=f"p50 overhead {(off.median - bare.median) * 1000:.1f} ms; the box's share "
+            f"{(boxed_p50 - off.median) * 1000:.1f} ms at p50",
+        ),
+        Row(
+            FIGURE,
+            "noop script throughput, SKILL_RUNNER_SANDBOX=off (same batches)",
+            to,
+            "/s",
+            tb,
+            "bare Celery task, 2 processes",
+            ratio(to, tb),
+            note=f"per-pair ratios {min(pairs):.3f}-{max(pairs):.3f}",
+            extra={"per_batch": off_tput, "pair_ratios": pairs},
+        ),
+    ]
+
+
 def run(ctx: Context) -> list[Row]:
     n_seq, n_tput, n_pairs, warm = ctx.count(200, 20), ctx.count(300, 40), ctx.count(6, 1), 5
     root = ctx.scratch(FIGURE)
@@ -67,26 +105,38 @@ def run(ctx: Context) -> list[Row]:
             stack = stacks.enter_context(Stack(root / "stack"))
             bare = stacks.enter_context(BareWorker(root / "bare", stack.broker_url))
             fast = stacks.enter_context(Stack(shm_root / "stack")) if shm_root else None
+            unboxed = None
+            if boxed_by_default():
+                options = StackOptions(extra_env=OFF)
+                unboxed = stacks.enter_context(Stack(root / "unboxed", options))
             client, cwd = stack.client(), root
+            off_client = unboxed.client() if unboxed is not None else None
             for _ in range(warm):
                 runner_once(client)
+                if off_client is not None:
+                    runner_once(off_client)
                 bare_once(bare, cwd)
-            runner, rows_latency, bare_lat = [], [], []
+            runner, rows_latency, bare_lat, off_lat = [], [], [], []
             for _ in range(n_seq):
                 elapsed, row_s = runner_once(client)
                 runner.append(elapsed)
                 rows_latency.append(row_s)
+                if off_client is not None:
+                    off_lat.append(runner_once(off_client)[0])
                 bare_lat.append(bare_once(bare, cwd))
             ctx.log(f"{FIGURE}: {n_seq} sequential pairs done")
             split = time_split(stack, warm)
             me = [psutil.Process()]
             broker = [psutil.Process(stack.broker.proc.pid)] if stack.broker.proc else []
-            tput: dict[str, list[float]] = {"bare": [], "disk": [], "tmpfs": []}
-            cpu: dict[str, list[dict[str, float]]] = {"bare": [], "disk": [], "tmpfs": []}
+            tput: dict[str, list[float]] = {"bare": [], "disk": [], "tmpfs": [], "unboxed": []}
+            cpu: dict[str, list[dict[str, float]]] = {k: [] for k in tput}
             sides = {"disk": stack, **({"tmpfs": fast} if fast is not None else {})}
+            if unboxed is not None:
+                sides["unboxed"] = unboxed
             clients = {name: side.client() for name, side in sides.items()}
-            if fast is not None:  # warm: the run pool, the skill copy (the disk side is warm)
-                runner_throughput(fast, clients["tmpfs"], 50)
+            for name in ("tmpfs", "unboxed"):  # warm: the run pool, the skill copy
+                if name in sides:
+                    runner_throughput(sides[name], clients[name], 50)
             probe = {
                 "disk": [creation_cost(stack.root)],
                 "tmpfs": [creation_cost(fast.root)] if fast is not None else [],
@@ -111,7 +161,8 @@ def run(ctx: Context) -> list[Row]:
                     tput[name].append(n_tput / took)
                     cpu[name].append(used)
             for name, side in sides.items():
-                probe[name].append(creation_cost(side.root))
+                if name in probe:
+                    probe[name].append(creation_cost(side.root))
             ctx.log(
                 f"{FIGURE}: throughput {[round(t) for t in tput['disk']]} (tmpfs "
                 f"{[round(t) for t in tput['tmpfs']]}) vs bare {[round(t) for t in tput['bare']]}"
@@ -199,6 +250,8 @@ def run(ctx: Context) -> list[Row]:
                 extra={"per_batch": tput["tmpfs"], "pair_ratios": fast_pairs},
             )
         )
+    if off_lat:
+        rows += unboxed_rows(summarize(off_lat), b, tput["unboxed"], tput["bare"], r.median)
     rows += [
         Row(
             FIGURE,

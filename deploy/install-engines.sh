@@ -17,7 +17,8 @@ STAMP="$PREFIX/.installed"
 
 # The pinned versions live in deploy/engines/package.json and its lock file.
 MANIFEST_DIR="$ROOT/deploy/engines"
-BINARIES=(codex gemini opencode qwen claude)
+BINARIES=(codex gemini opencode qwen claude qodercli)
+# kilo: only where its platform binary package exists (linux x64); linked into .bin below
 WANT="$(cat "$MANIFEST_DIR/package.json" "$MANIFEST_DIR/package-lock.json" | sha256sum | cut -d' ' -f1)"
 
 all_present() {
@@ -61,6 +62,14 @@ link_rg() {
   return 1
 }
 link_rg || true
+
+# kilo ships one binary per platform and no bin link of its own when installed directly
+KILO="$PREFIX/node_modules/@kilocode/cli-linux-x64/bin/kilo"
+if [ -x "$KILO" ]; then
+  ln -sfr "$KILO" "$BIN/kilo"
+else
+  echo "note: no kilo binary for $(uname -sm); the kilo engine is unavailable here" >&2
+fi
 
 for b in "${BINARIES[@]}"; do
   [ -x "$BIN/$b" ] || { echo "missing binary after install: $b" >&2; exit 1; }

@@ -13,17 +13,24 @@ from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
+from fake_llm.schema import SCHEMA_TOOLS, format_schema, schema_accepted
 from fake_llm.script import (
+    SCHEMA_CALL,
+    SCHEMA_REFUSED,
     Conversation,
     Script,
     ToolCall,
+    cached_of,
     decide,
     estimate_tokens,
     hold_sec,
     new_id,
+    token_counts,
 )
 from fake_llm.wire import Reply, content_text, json_reply, sse_reply
 
+# claude's reminder after a text answer under --json-schema: not the user speaking
+ENFORCE_NOTE = "[structured-output-enforce]"
 ERROR_TYPES = {
     400: "invalid_request_error",
     401: "authentication_error",
@@ -39,11 +46,14 @@ def read_conversation(body: dict[str, Any]) -> Conversation:
     tools = {
         t["name"]: t.get("input_schema") or {} for t in body.get("tools") or [] if t.get("name")
     }
-    return Conversation.of_turns(tools, _turns(body), body.get("model", ""))
+    return Conversation.of_turns(tools, _turns(body), body.get("model", ""), format_schema(body))
 
 
 def _turns(body: dict[str, Any]) -> Iterator[str | None]:
+    schema_calls: set[str] = set()  # ids of the schema tool's calls
     for msg in body.get("messages") or []:
+        if msg.get("role") == "assistant" and isinstance(msg.get("content"), list):
+            schema_calls |= {b.get("id") for b in msg["content"] if b.get("name") in SCHEMA_TOOLS}
         if msg.get("role") != "user":
             continue
         blocks = msg.get("content")
@@ -54,9 +64,14 @@ def _turns(body: dict[str, Any]) -> Iterator[str | None]:
         # user message: walk its blocks in order. System reminders are not user turns.
         for block in blocks:
             if block.get("type") == "tool_result":
-                yield content_text(block.get("content"))
+                text = content_text(block.get("content"))
+                accepted = schema_accepted(text, bool(block.get("is_error")))
+                if block.get("tool_use_id") in schema_calls:
+                    yield SCHEMA_CALL if accepted else SCHEMA_REFUSED
+                else:
+                    yield text
             elif block.get("type") == "text" and not block.get("text", "").startswith(
-                "<system-reminder>"
+                ("<system-reminder>", ENFORCE_NOTE)
             ):
                 yield None
 
@@ -86,11 +101,13 @@ def handle(path: str, body: dict[str, Any], script: Script) -> Reply:
     answer = decide(script, convo)
     block = _block(answer)
     stop = "tool_use" if isinstance(answer, ToolCall) else "end_turn"
+    in_tokens = estimate_tokens(body)
+    # Anthropic counts cache reads beside input_tokens, not inside them
     usage = {
-        "input_tokens": estimate_tokens(body),
+        "input_tokens": in_tokens - cached_of(in_tokens),
         "output_tokens": estimate_tokens(block),
         "cache_creation_input_tokens": 0,
-        "cache_read_input_tokens": 0,
+        "cache_read_input_tokens": cached_of(in_tokens),
     }
     message = {
         "id": new_id("msg"),
@@ -102,7 +119,7 @@ def handle(path: str, body: dict[str, Any], script: Script) -> Reply:
         "stop_sequence": None,
         "usage": usage,
     }
-    counts = {"input_tokens": usage["input_tokens"], "output_tokens": usage["output_tokens"]}
+    counts = token_counts(in_tokens, usage["output_tokens"], reasoning=False)
     held = hold_sec(script, answer)
     if not body.get("stream"):
         return replace(json_reply(message), usage=counts, hold_sec=held)

@@ -1,4 +1,4 @@
-"""OpenAI Chat Completions (`POST /v1/chat/completions`), as spoken by opencode and qwen.
+"""OpenAI Chat Completions (`POST /v1/chat/completions`), as spoken by opencode, kilo and qwen.
 
 Streaming ends with a `finish_reason` chunk, a usage chunk (`choices: []`) and
 `data: [DONE]`; without `stream` it returns one `chat.completion` object. Tool results are
@@ -13,14 +13,20 @@ from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
+from fake_llm.schema import SCHEMA_TOOLS, format_schema, schema_accepted
 from fake_llm.script import (
+    SCHEMA_CALL,
+    SCHEMA_REFUSED,
     Conversation,
     Script,
     ToolCall,
+    cached_of,
     decide,
     estimate_tokens,
     hold_sec,
     new_id,
+    reasoning_of,
+    token_counts,
 )
 from fake_llm.wire import Reply, content_text, json_reply, openai_error, sse_reply
 
@@ -32,13 +38,21 @@ def read_conversation(body: dict[str, Any]) -> Conversation:
         fn = tool.get("function") or {}
         if fn.get("name"):
             tools[fn["name"]] = fn.get("parameters") or {}
-    return Conversation.of_turns(tools, _turns(body), body.get("model", ""))
+    return Conversation.of_turns(tools, _turns(body), body.get("model", ""), format_schema(body))
 
 
 def _turns(body: dict[str, Any]) -> Iterator[str | None]:
+    schema_calls: set[str] = set()  # ids of the schema tool's calls
     for msg in body.get("messages") or []:
+        for call in msg.get("tool_calls") or []:
+            if (call.get("function") or {}).get("name") in SCHEMA_TOOLS:
+                schema_calls.add(call.get("id"))
         if msg.get("role") == "tool":
-            yield content_text(msg.get("content"))
+            text = content_text(msg.get("content"))
+            if msg.get("tool_call_id") in schema_calls:
+                yield SCHEMA_CALL if schema_accepted(text, False) else SCHEMA_REFUSED
+            else:
+                yield text
         elif msg.get("role") == "user":
             yield None
 
@@ -72,13 +86,15 @@ def handle(body: dict[str, Any], script: Script) -> Reply:
         "prompt_tokens": prompt_tokens,
         "completion_tokens": completion_tokens,
         "total_tokens": prompt_tokens + completion_tokens,
+        "prompt_tokens_details": {"cached_tokens": cached_of(prompt_tokens)},
+        "completion_tokens_details": {"reasoning_tokens": reasoning_of(completion_tokens)},
     }
     base = {
         "id": new_id("chatcmpl"),
         "created": int(time.time()),
         "model": convo.model or script.model,
     }
-    counts = {"input_tokens": prompt_tokens, "output_tokens": completion_tokens}
+    counts = token_counts(prompt_tokens, completion_tokens)
     held = hold_sec(script, answer)
     if not body.get("stream"):
         reply = json_reply(

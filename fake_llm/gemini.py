@@ -14,7 +14,17 @@ from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
-from fake_llm.script import Conversation, Script, ToolCall, decide, estimate_tokens, hold_sec
+from fake_llm.script import (
+    Conversation,
+    Script,
+    ToolCall,
+    cached_of,
+    decide,
+    estimate_tokens,
+    hold_sec,
+    reasoning_of,
+    token_counts,
+)
 from fake_llm.wire import Reply, json_reply, sse_reply
 
 STATUS_NAMES = {
@@ -106,14 +116,17 @@ def handle(model: str, method: str, body: dict[str, Any], script: Script) -> Rep
                 "index": 0,
             }
         ],
+        # Gemini counts thoughts beside the candidates, cached content inside the prompt
         "usageMetadata": {
             "promptTokenCount": prompt_tokens,
-            "candidatesTokenCount": out_tokens,
+            "cachedContentTokenCount": cached_of(prompt_tokens),
+            "candidatesTokenCount": out_tokens - reasoning_of(out_tokens),
+            "thoughtsTokenCount": reasoning_of(out_tokens),
             "totalTokenCount": prompt_tokens + out_tokens,
         },
         "modelVersion": model,
     }
-    counts = {"input_tokens": prompt_tokens, "output_tokens": out_tokens}
+    counts = token_counts(prompt_tokens, out_tokens)
     reply = (
         sse_reply([(None, payload)]) if method == "streamGenerateContent" else json_reply(payload)
     )

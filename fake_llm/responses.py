@@ -13,14 +13,18 @@ from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
+from fake_llm.schema import format_schema
 from fake_llm.script import (
     Conversation,
     Script,
     ToolCall,
+    cached_of,
     decide,
     estimate_tokens,
     hold_sec,
     new_id,
+    reasoning_of,
+    token_counts,
 )
 from fake_llm.wire import Reply, content_text, json_reply, openai_error, sse_reply
 
@@ -33,7 +37,7 @@ def read_conversation(body: dict[str, Any]) -> Conversation:
     for tool in body.get("tools") or []:
         if tool.get("type") == "function" and tool.get("name"):
             tools[tool["name"]] = tool.get("parameters") or {}
-    return Conversation.of_turns(tools, _turns(body), body.get("model", ""))
+    return Conversation.of_turns(tools, _turns(body), body.get("model", ""), format_schema(body))
 
 
 def _turns(body: dict[str, Any]) -> Iterator[str | None]:
@@ -88,13 +92,13 @@ def handle(body: dict[str, Any], script: Script) -> Reply:
         "output": [item],
         "usage": {
             "input_tokens": in_tokens,
-            "input_tokens_details": {"cached_tokens": 0},
+            "input_tokens_details": {"cached_tokens": cached_of(in_tokens)},
             "output_tokens": out_tokens,
-            "output_tokens_details": {"reasoning_tokens": 0},
+            "output_tokens_details": {"reasoning_tokens": reasoning_of(out_tokens)},
             "total_tokens": in_tokens + out_tokens,
         },
     }
-    usage, held = {"input_tokens": in_tokens, "output_tokens": out_tokens}, hold_sec(script, answer)
+    usage, held = token_counts(in_tokens, out_tokens), hold_sec(script, answer)
     if not body.get("stream"):
         return replace(json_reply(response), usage=usage, hold_sec=held)
     created = {**response, "status": "in_progress", "output": [], "usage": None}

@@ -14,13 +14,14 @@ import gzip
 import json
 import threading
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from fake_llm import anthropic, chat, gemini, responses
+from fake_llm.schema import OffSchemaDraws
 from fake_llm.script import Script
 from fake_llm.wire import Reply, json_reply
 
@@ -121,7 +122,8 @@ class _Handler(BaseHTTPRequestHandler):
             )
         )
         owner = self.server.owner
-        reply = route(method, parts.path, body, owner.current_script().for_request(text))
+        script = replace(owner.current_script().for_request(text), draws=owner.draws)
+        reply = route(method, parts.path, body, script)
         if reply.hold_sec > 0 and owner.hold(reply.hold_sec):
             self.close_connection = True  # the server stops: the held answer is never sent
             return
@@ -147,7 +149,7 @@ class _Server(ThreadingHTTPServer):
 
 
 class FakeLLM:
-    """A fake LLM server on 127.0.0.1 in a background thread."""
+    """A fake LLM server on 127.0.0.1 (or `host`) in a background thread."""
 
     def __init__(
         self,
@@ -155,16 +157,19 @@ class FakeLLM:
         port: int = 0,
         log_path: Path | None = None,
         verbose: bool = False,
+        host: str = "127.0.0.1",
     ) -> None:
         self.script: Script | Path = script if script is not None else Script()
         self.requests: list[RecordedRequest] = []
         self.usage: list[dict[str, int]] = []  # the token counts of each answer sent, in order
+        self.draws = OffSchemaDraws()  # which final answers go off schema (Script.off_schema_rate)
         self.stopping = threading.Event()  # set by stop(): held answers are dropped
         self.holding = 0  # answers being held now (Script.stall_sec)
         self.log_path = log_path
         self.verbose = verbose
         self._lock = threading.Lock()
-        self._server = _Server(("127.0.0.1", port), _Handler)
+        self.host = host
+        self._server = _Server((host, port), _Handler)
         self._server.owner = self
         self._thread: threading.Thread | None = None
 
@@ -175,7 +180,7 @@ class FakeLLM:
     @property
     def base_url(self) -> str:
         """Root URL; protocols add their own prefix (/v1, /v1beta)."""
-        return f"http://127.0.0.1:{self.port}"
+        return f"http://{self.host}:{self.port}"
 
     def current_script(self) -> Script:
         """The script in force (re-read from disk when it is a path)."""
@@ -220,7 +225,7 @@ class FakeLLM:
         with self._lock:
             return {
                 key: sum(counts.get(key, 0) for counts in self.usage)
-                for key in ("input_tokens", "output_tokens")
+                for key in sorted({key for counts in self.usage for key in counts})
             }
 
     def request_text(self) -> str:

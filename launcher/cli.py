@@ -5,24 +5,48 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
-import subprocess
 import sys
-import time
 from pathlib import Path
-from typing import cast
 
 from runner_core.config_file import CONFIG_ENV
-from runner_core.settings import REPO_ROOT, SettingsError, hold_service_secrets, load_settings
-from runner_core.store.migrate import upgrade
+from runner_core.settings import SettingsError, load_settings
 
 
 def migrate(_args) -> int:
+    from runner_core.store.migrate import upgrade  # alembic: only this command needs it
+
     settings = load_settings()
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     upgrade(settings.database_url)
     print(f"database at {settings.database_url} is up to date")
     return 0
+
+
+def start_migration(args) -> int:
+    """`migrate` in a forked child, so the service that goes on never holds alembic and the
+    migration scripts (about 11 MiB it would keep for nothing); returns the child's pid."""
+    sys.stdout.flush()
+    pid = os.fork()  # no thread runs yet: the child starts from a quiet copy
+    if pid == 0:
+        code = 1
+        try:
+            code = migrate(args)
+        except BaseException:
+            import traceback
+
+            traceback.print_exc()
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+    return pid
+
+
+def finish_migration(pid: int) -> None:
+    """Wait for the migration's child; raises SystemExit when it failed."""
+    code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+    if code != 0:
+        raise SystemExit(f"skill-runner: the migration failed (exit code {code})")
 
 
 def show_config(_args) -> int:
@@ -80,120 +104,38 @@ def skill_test(args) -> int:
 
 
 def serve(args) -> int:
-    """Migrate, start the embedded broker when none is configured, then web + worker (+ beat)."""
+    """Migrate, then serve API, worker and the sweep: in one process (the default) or as the
+    production layout's processes; the embedded broker when none is configured."""
     from launcher.demo_llm import DemoLLM, DemoRefused
     from launcher.embedded_broker import EmbeddedBroker
 
     settings = load_settings()
     own_script = Path(args.demo_llm_script).resolve() if args.demo_llm_script else None
     demo = DemoLLM(settings.data_dir, own_script) if args.demo_llm or own_script else None
+    broker = EmbeddedBroker(settings.broker_socket) if settings.embedded_broker else None
+    banner = (
+        f"Agent Skill Runner on http://{settings.host}:{settings.port} "
+        f"(docs: /docs; data: {settings.data_dir}; broker: "
+        f"{'embedded' if broker else settings.broker_url})"
+    )
     try:
         if demo is not None and own_script is None:
             demo.refuse_when_keyed()
-        migrate(args)
-        extra = [demo.start()] if demo is not None else []
+        migration = start_migration(args)
+        if args.layout == "processes":
+            from launcher.processes_layout import serve_processes
+
+            finish_migration(migration)
+            return serve_processes(settings, args.concurrency, broker, demo, banner)
+        from launcher.one_process import serve_one_process, warm_imports
+        from launcher.service_children import ServiceChildren
+
+        warm_imports()  # on the other core while the child migrates
+        finish_migration(migration)
+        return serve_one_process(settings, ServiceChildren(broker, demo), args.concurrency, banner)
     except DemoRefused as exc:
         print(f"skill-runner: {exc}", file=sys.stderr)
         return 2
-    broker = None
-    env = dict(
-        os.environ,
-        SKILL_RUNNER_DATA_DIR=str(settings.data_dir),
-        SKILL_RUNNER_SKILLS_DIR=str(settings.skills_dir),
-        **(demo.env() if demo else {}),
-    )
-    if settings.embedded_broker:
-        broker = EmbeddedBroker(settings.broker_socket)
-        try:
-            broker.start()
-        except BaseException:
-            for proc in extra:
-                proc.kill()
-            raise
-        env["CELERY_BROKER_URL"] = settings.broker_url
-    bin_dir = os.path.dirname(sys.executable)
-    procs = [
-        subprocess.Popen(
-            [
-                os.path.join(bin_dir, "gunicorn"),
-                "-c",
-                str(REPO_ROOT / "deploy" / "gunicorn.conf.py"),
-                "api.wsgi:app",
-            ],
-            env=env,
-            cwd=REPO_ROOT,
-        ),
-        subprocess.Popen(
-            [
-                os.path.join(bin_dir, "celery"),
-                "-A",
-                "worker.celery_app",
-                "worker",
-                "-B",
-                "--loglevel",
-                settings.log_level.lower(),
-                "--concurrency",
-                str(args.concurrency),
-                "--schedule",
-                str(settings.data_dir / "celerybeat-schedule"),
-                "-n",
-                "worker@%h",
-            ],
-            env=env,
-            cwd=REPO_ROOT,
-        ),
-        *extra,  # the demo LLM: its exit stops the service too
-    ]
-    # the children have their copy of the environment: this process (the parent of the worker
-    # the skill scripts run under) keeps no secret readable in /proc/<pid>/environ
-    hold_service_secrets(settings)
-    if demo is not None:
-        print(demo.banner(), file=sys.stderr, flush=True)
-    print(
-        f"Agent Skill Runner on http://{settings.host}:{settings.port} "
-        f"(docs: /docs; data: {settings.data_dir}; broker: "
-        f"{'embedded' if broker else settings.broker_url})",
-        flush=True,
-    )
-    stopping = []
-    # Set explicitly: a shell that starts us in the background leaves SIGINT ignored.
-    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(sig, lambda *_: stopping.append(1))
-    rc = 0
-    try:
-        while not stopping:
-            gone = [p for p in procs if p.poll() is not None]
-            if gone:  # exit non-zero so whatever supervises us restarts the whole service
-                print(
-                    f"{os.path.basename(cast(list[str], gone[0].args)[0])} exited with code "
-                    f"{gone[0].returncode}; stopping the service",
-                    file=sys.stderr,
-                    flush=True,
-                )
-                rc = 1
-                break
-            if broker and broker.proc is not None and broker.proc.poll() is not None:
-                # Memory only: the messages it held are re-sent from SQL by the sweeper.
-                print("the embedded broker exited; restarting it", file=sys.stderr, flush=True)
-                try:
-                    broker.start()
-                except RuntimeError as exc:
-                    print(f"{exc}; stopping the service", file=sys.stderr, flush=True)
-                    rc = 1
-                    break
-            time.sleep(0.5)
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.terminate()
-        for p in procs:
-            try:
-                p.wait(20)
-            except subprocess.TimeoutExpired:
-                p.kill()
-        if broker:
-            broker.stop()
-    return rc
 
 
 def _tokens_file(args) -> str:
@@ -305,6 +247,13 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("serve", help="run API + worker on the embedded default", parents=[config])
     p.add_argument(
         "--concurrency", type=int, default=int(os.environ.get("WORKER_CONCURRENCY", "2"))
+    )
+    p.add_argument(
+        "--layout",
+        choices=("one-process", "processes"),
+        default="one-process",
+        help="one-process: API, worker and sweep in one process (one machine, a laptop); "
+        "processes: gunicorn, a prefork worker and its beat as separate processes",
     )
     p.add_argument(
         "--demo-llm",

@@ -36,9 +36,10 @@ KEY_VARIABLES = (
     "DASHSCOPE_API_KEY",
     "SKILL_RUNNER_API_KEY",
     "SKILL_RUNNER_OPENCODE_API_KEY",
+    "SKILL_RUNNER_KILO_API_KEY",
 )
 # engine -> what its CLI expects after the server root (see tests/engines/harness.py)
-URL_SUFFIX = {"codex": "/v1", "opencode": "/v1", "qwen": "/v1", "iflow": "/v1"}
+URL_SUFFIX = {"codex": "/v1", "opencode": "/v1", "kilo": "/v1", "qwen": "/v1", "iflow": "/v1"}
 DEMO_KEY = "demo-llm"
 
 

@@ -23,6 +23,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from runner_core.budget import Quota
+
 log = logging.getLogger(__name__)
 
 READ, SUBMIT, ADMIN = "read", "submit", "admin"
@@ -38,6 +40,7 @@ class Principal:
 
     name: str
     scopes: frozenset[str]
+    quota: Quota | None = None  # what its runs may spend over a window (runner_core.budget)
 
     def allows(self, scope: str) -> bool:
         return any(scope in _IMPLIED[held] for held in self.scopes)
@@ -73,7 +76,11 @@ def parse_entries(text: str) -> dict[str, Principal]:
             raise TokenFileError(f"line {number}: sha256 must be 64 hex digits")
         if not scopes or not set(scopes) <= set(SCOPES):
             raise TokenFileError(f"line {number}: scopes must be some of {', '.join(SCOPES)}")
-        found[digest] = Principal(name, frozenset(scopes))
+        try:
+            quota = Quota.of(entry["quota"]) if entry.get("quota") is not None else None
+        except ValueError as exc:
+            raise TokenFileError(f"line {number}: {exc}") from None
+        found[digest] = Principal(name, frozenset(scopes), quota)
     return found
 
 

@@ -2,9 +2,10 @@
 
 RLIMIT_NPROC counts every process of a uid and does not bind root at all, so a fork bomb in
 one run of a worker running as root would reach the whole machine. A pids group counts only
-the processes (and threads) started inside it, whatever their uid. Each boxed command gets its
-own group under the worker's own one (`<worker's pids cgroup>/skill-runner/<name>`), joins it
-before it execs (see runner_core.sandbox), and the group is emptied and removed when the
+the processes (and threads) started inside it, whatever their uid. Each worker process has a
+group of its own under the worker's own one (`<worker's pids cgroup>/skill-runner/worker-<pid>`),
+made once and reused by its commands one after the other (`command_group`): a boxed command
+joins it before it starts (see runner_core.sandbox), and what is left in it is killed when the
 command ends. Where no writable pids hierarchy is mounted (cgroup v2 only, a container without
 it), `pids_root()` is None and the process limit falls back to RLIMIT_NPROC.
 """
@@ -13,7 +14,9 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import signal
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -46,26 +49,45 @@ def pids_root() -> Path | None:
 class PidsGroup:
     """One command's pids group: `procs` is the file a process writes its pid to, to join."""
 
-    def __init__(self, root: Path, max_pids: int) -> None:
-        self.path = root / f"run-{uuid.uuid4().hex[:16]}"
-        self.path.mkdir()
-        (self.path / "pids.max").write_text(str(max_pids))
-        self.max_pids = max_pids
+    def __init__(self, root: Path, max_pids: int, name: str = "") -> None:
+        self.path = root / (name or f"run-{uuid.uuid4().hex[:16]}")
+        self.path.mkdir(exist_ok=bool(name))
+        self.reused = bool(name)
+        self.busy = False
+        self.max_pids = 0
+        self._refused_before = self._refused()
+        self.limit(max_pids)
 
     @property
     def procs(self) -> Path:
         return self.path / "cgroup.procs"
 
+    def limit(self, max_pids: int) -> None:
+        if max_pids != self.max_pids:
+            (self.path / "pids.max").write_text(str(max_pids))
+            self.max_pids = max_pids
+
+    def begin(self, max_pids: int) -> None:
+        """Ready for the next command: empty (the last one's box may still be exiting), its
+        limit set, refused forks counted from here."""
+        self.path.mkdir(exist_ok=True)
+        self.empty()
+        self.limit(max_pids)
+        self._refused_before = self._refused()
+
     def hit_limit(self) -> bool:
-        """True once a fork or clone in the group was refused for the limit."""
+        """True once a fork or clone in the group was refused for the limit (this command)."""
+        return self._refused() > self._refused_before
+
+    def _refused(self) -> int:
         try:
             for line in (self.path / "pids.events").read_text().splitlines():
                 name, _, count = line.partition(" ")
-                if name == "max" and int(count) > 0:
-                    return True
+                if name == "max":
+                    return int(count)
         except (OSError, ValueError):
             pass
-        return False
+        return 0
 
     def members(self) -> list[int]:
         try:
@@ -73,18 +95,21 @@ class PidsGroup:
         except (OSError, ValueError):
             return []
 
+    def kill_members(self) -> None:
+        """SIGKILL what is in the group now, without waiting for it to go."""
+        for pid in self.members():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
     def empty(self) -> None:
         """SIGKILL whatever is left in the group (also processes that left the process group)
         and wait until it is empty."""
         for delay in _backoff():
-            members = self.members()
-            if not members:
+            if not self.members():
                 return
-            for pid in members:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+            self.kill_members()
             time.sleep(delay)
 
     def close(self) -> None:
@@ -98,6 +123,63 @@ class PidsGroup:
                 return
             except OSError:
                 time.sleep(delay)
+
+
+_own: dict[tuple[int, Path], PidsGroup] = {}  # (os.getpid(), root) -> its reused group
+_own_lock = threading.Lock()
+
+
+def command_group(root: Path, max_pids: int) -> PidsGroup:
+    """The pids group for one command: this process's own (made once, then reused: no group
+    made and removed per command), or a group of its own while another thread's command holds
+    that one. Give it back with `end_command_group`."""
+    with _own_lock:
+        key = (os.getpid(), root)
+        group = _own.get(key)
+        if group is None:
+            _remove_dead_workers_groups(root)
+            group = _own[key] = PidsGroup(root, max_pids, f"worker-{os.getpid()}")
+        if group.busy:
+            group = PidsGroup(root, max_pids)
+        group.busy = True
+    if group.reused:
+        group.begin(max_pids)
+    return group
+
+
+def end_command_group(group: PidsGroup, wait: bool) -> None:
+    """Kill what the command left in its group; with `wait`, until it is gone. A bwrap box
+    needs no wait: its pid namespace ends with its first process, which ends the rest, and the
+    next command's `begin` waits should any be left."""
+    if wait or not group.reused:
+        group.empty()
+    else:
+        group.kill_members()
+    if not group.reused:
+        group.close()
+    group.busy = False
+
+
+def _remove_dead_workers_groups(root: Path) -> None:
+    """Groups of worker processes that ended (rmdir fails for a group still holding one)."""
+    for path in root.glob("worker-*"):
+        match = re.fullmatch(r"worker-(\d+)", path.name)
+        if match is None or _alive(int(match.group(1))):
+            continue
+        try:
+            path.rmdir()
+        except OSError:
+            pass
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _backoff() -> Iterator[float]:

@@ -13,6 +13,7 @@ from enum import StrEnum
 
 RUN = "run"  # the code a run ends with (its status and result carry it as `error.code`)
 WARNING = "warning"  # the code of one of a run's warnings
+UPGRADE = "upgrade"  # the code an engine upgrade ends with (GET /v1/engines/{engine}/upgrade)
 
 
 class ErrorCode(StrEnum):
@@ -46,7 +47,14 @@ class ErrorCode(StrEnum):
     RUN_FILE_REFUSED = "RUN_FILE_REFUSED"
     RUN_FILE_NOT_FOUND = "RUN_FILE_NOT_FOUND"
     ENGINE_NOT_FOUND = "ENGINE_NOT_FOUND"
+    ENGINE_VERSION_INVALID = "ENGINE_VERSION_INVALID"
+    ENGINE_BUSY = "ENGINE_BUSY"
+    ENGINE_UPGRADE_IN_PROGRESS = "ENGINE_UPGRADE_IN_PROGRESS"
+    ENGINE_NOT_UPGRADABLE = "ENGINE_NOT_UPGRADABLE"
+    ENGINE_VERSION_NOT_FOUND = "ENGINE_VERSION_NOT_FOUND"
+    ENGINE_UPGRADE_FAILED = "ENGINE_UPGRADE_FAILED"
     INSTALL_NOT_FOUND = "INSTALL_NOT_FOUND"
+    MEMORY_NOT_FOUND = "MEMORY_NOT_FOUND"
     RUN_NOT_FINISHED = "RUN_NOT_FINISHED"
     IDEMPOTENCY_KEY_REUSED = "IDEMPOTENCY_KEY_REUSED"
     UPLOAD_IN_PROGRESS = "UPLOAD_IN_PROGRESS"
@@ -65,6 +73,7 @@ class ErrorCode(StrEnum):
     SKILL_PACKAGE_INVALID = "SKILL_PACKAGE_INVALID"
     SKILL_VERSION_NOT_INCREASED = "SKILL_VERSION_NOT_INCREASED"
     QUEUE_FULL = "QUEUE_FULL"
+    QUOTA_EXCEEDED = "QUOTA_EXCEEDED"
     DATABASE_UNAVAILABLE = "DATABASE_UNAVAILABLE"
     STORAGE_FULL = "STORAGE_FULL"
     INTERNAL_ERROR = "INTERNAL_ERROR"
@@ -87,6 +96,8 @@ class ErrorCode(StrEnum):
     AUTH_MISSING = "AUTH_MISSING"
     MODEL_API_ERROR = "MODEL_API_ERROR"
     TIMEOUT = "TIMEOUT"
+    BUDGET_EXCEEDED = "BUDGET_EXCEEDED"
+    BUDGET_UNENFORCEABLE = "BUDGET_UNENFORCEABLE"
     RESOURCE_LIMIT_EXCEEDED = "RESOURCE_LIMIT_EXCEEDED"
     CANCELED_BY_USER = "CANCELED_BY_USER"
     ORCHESTRATOR_RESTART_INTERRUPTED = "ORCHESTRATOR_RESTART_INTERRUPTED"
@@ -108,7 +119,10 @@ class ErrorCode(StrEnum):
     ARTIFACT_SYMLINK_ESCAPE = "ARTIFACT_SYMLINK_ESCAPE"
     ARTIFACT_SYMLINK_DIR = "ARTIFACT_SYMLINK_DIR"
     NETWORK_NOT_ENFORCED = "NETWORK_NOT_ENFORCED"
+    NETWORK_REFUSED = "NETWORK_REFUSED"
+    NETWORK_RESTRICTED = "NETWORK_RESTRICTED"
     RUNTIME_OPTION_IGNORED = "RUNTIME_OPTION_IGNORED"
+    ENGINE_VERSION_UNTESTED = "ENGINE_VERSION_UNTESTED"
 
 
 @dataclass(frozen=True)
@@ -169,7 +183,27 @@ CATALOGUE: dict[ErrorCode, CodeUse] = {
     ),
     _C.RUN_FILE_NOT_FOUND: CodeUse((404,), "no file at that path in the run"),
     _C.ENGINE_NOT_FOUND: CodeUse((404,), "no such engine"),
+    _C.ENGINE_VERSION_INVALID: CodeUse(
+        (400,), "an upgrade's version is neither a semver (1.2.3, 1.2.3-beta.1) nor `latest`"
+    ),
+    _C.ENGINE_BUSY: CodeUse(
+        (409, UPGRADE),
+        "runs of the engine are active (409), or running when its upgrade was to start",
+    ),
+    _C.ENGINE_UPGRADE_IN_PROGRESS: CodeUse((409,), "an upgrade of the engine is queued or running"),
+    _C.ENGINE_NOT_UPGRADABLE: CodeUse(
+        (409,),
+        "the engine's CLI is not in an npm folder the service installs into "
+        "(SKILL_RUNNER_<BINARY>_BIN names it), or the engine has no npm package",
+    ),
+    _C.ENGINE_VERSION_NOT_FOUND: CodeUse((UPGRADE,), "npm has no such version of the package"),
+    _C.ENGINE_UPGRADE_FAILED: CodeUse(
+        (503, UPGRADE),
+        "npm failed, the CLI was missing after it, its worker was lost, or (503) the broker "
+        "took no message",
+    ),
     _C.INSTALL_NOT_FOUND: CodeUse((404,), "no skill package install with that id"),
+    _C.MEMORY_NOT_FOUND: CodeUse((404,), "the caller's skill memory holds no entry with that key"),
     _C.RUN_NOT_FINISHED: CodeUse((409,), "the result or bundle of a run still going"),
     _C.IDEMPOTENCY_KEY_REUSED: CodeUse(
         (409,), "an Idempotency-Key sent again with a different request"
@@ -194,6 +228,9 @@ CATALOGUE: dict[ErrorCode, CodeUse] = {
     _C.SKILL_PACKAGE_INVALID: CodeUse((400,), "the skill package fails validation"),
     _C.SKILL_VERSION_NOT_INCREASED: CodeUse((400,), "an update to the same or a lower version"),
     _C.QUEUE_FULL: CodeUse((429,), "too many runs are queued; retry later"),
+    _C.QUOTA_EXCEEDED: CodeUse(
+        (429,), "the API token's runs spent its quota (tokens-file `quota`) within the window"
+    ),
     _C.DATABASE_UNAVAILABLE: CodeUse((503,), "the database does not answer; retry later"),
     _C.STORAGE_FULL: CodeUse((507, RUN), "the data directory's disk is full"),
     _C.INTERNAL_ERROR: CodeUse((500, RUN), "a bug; the server log has the traceback"),
@@ -218,12 +255,23 @@ CATALOGUE: dict[ErrorCode, CodeUse] = {
     _C.ARTIFACT_MISSING: CodeUse((RUN,), "a required artifact was not produced"),
     _C.OUTPUT_TOO_LARGE: CodeUse((RUN,), "the process wrote more than the output limit"),
     _C.ENGINE_FAILED: CodeUse((RUN,), "the engine CLI failed"),
-    _C.ENGINE_CONFIG_INVALID: CodeUse((RUN,), "the engine's layered configuration is invalid"),
+    _C.ENGINE_CONFIG_INVALID: CodeUse(
+        (400, RUN),
+        "the engine's layered configuration is invalid (checked when the job is created too)",
+    ),
     _C.ENGINE_UNAVAILABLE: CodeUse((RUN,), "no adapter for the run's engine"),
     _C.CLI_NOT_INSTALLED: CodeUse((RUN,), "the engine's CLI is not installed"),
     _C.AUTH_MISSING: CodeUse((RUN,), "no API key configured for the engine"),
     _C.MODEL_API_ERROR: CodeUse((RUN,), "a model call failed"),
-    _C.TIMEOUT: CodeUse((RUN,), "the run passed its time limit"),
+    _C.TIMEOUT: CodeUse((RUN, UPGRADE), "the run (or an engine upgrade) passed its time limit"),
+    _C.BUDGET_EXCEEDED: CodeUse(
+        (409, RUN),
+        "the run reached its budget (tokens or USD): stopped mid-turn, or a reply to a run "
+        "that reached it does not raise it",
+    ),
+    _C.BUDGET_UNENFORCEABLE: CodeUse(
+        (400,), "a USD budget for an engine that reports no cost and no price for its model"
+    ),
     _C.RESOURCE_LIMIT_EXCEEDED: CodeUse(
         (RUN,), "a process of the run hit its process-count or memory limit"
     ),
@@ -265,10 +313,19 @@ CATALOGUE: dict[ErrorCode, CodeUse] = {
     _C.NETWORK_NOT_ENFORCED: CodeUse(
         (WARNING,), "the skill's automation.network was not enforced for (part of) the run"
     ),
+    _C.NETWORK_REFUSED: CodeUse(
+        (WARNING,), "the run's network box refused a connection to a host it may not reach"
+    ),
+    _C.NETWORK_RESTRICTED: CodeUse(
+        (WARNING,), "the skill asked for network: on, which the service forbids: boxed as off"
+    ),
     _C.RUNTIME_OPTION_IGNORED: CodeUse(
         (WARNING,), "runtime_options held keys this service does not act on (kept, unused)"
+    ),
+    _C.ENGINE_VERSION_UNTESTED: CodeUse(
+        (WARNING,), "an engine upgrade's version is not in the tested matrix (or is `latest`)"
     ),
 }
 del _C
 
-__all__ = ["CATALOGUE", "RUN", "WARNING", "CodeUse", "ErrorCode"]
+__all__ = ["CATALOGUE", "RUN", "UPGRADE", "WARNING", "CodeUse", "ErrorCode"]

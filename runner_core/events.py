@@ -98,7 +98,9 @@ class EventLog:
         pending_interaction_id: int | None = None,
         error: dict[str, Any] | None = None,
         terminal: bool = False,
+        token_usage: dict[str, Any] | None = None,
     ) -> dict[str, Any] | None:
+        """`token_usage`: what the turn that just ended spent (tokens, cost), when it spent any."""
         data: dict[str, Any] = {
             "from": from_,
             "to": to,
@@ -108,6 +110,8 @@ class EventLog:
         }
         if terminal:
             data["terminal"] = {"status": to, "error": error}
+        if token_usage:
+            data["token_usage"] = token_usage
         return self.emit(STATE_CHANGED, data)
 
 

@@ -83,6 +83,26 @@ def _instruments() -> dict[str, Any]:
             ["engine", "code"],
             registry=None,
         ),
+        "tokens": Counter(
+            "skill_runner_tokens",
+            "Tokens the engines reported, by engine, model, API token name and kind (input "
+            "counts cached_input, output counts reasoning)",
+            ["engine", "model", "token_name", "kind"],
+            registry=None,
+        ),
+        "cost": Counter(
+            "skill_runner_cost_usd",
+            "Cost in USD of the runs' turns, by engine, model and API token name (the engine's "
+            "own figure, or the operator's price table)",
+            ["engine", "model", "token_name"],
+            registry=None,
+        ),
+        "egress_refused": Counter(
+            "skill_runner_egress_refused",
+            "Connections a run's network box refused, by engine and host",
+            ["engine", "host"],
+            registry=None,
+        ),
         "subscribers": Gauge(
             "skill_runner_event_subscribers",
             "Open event streams (GET .../events)",
@@ -112,6 +132,31 @@ def record_run_end(
         instruments["duration"].labels(engine_name, skill_id, status).observe(seconds)
     if status == "failed":
         instruments["failures"].labels(engine_name, error_code or "UNKNOWN").inc()
+
+
+TOKEN_KINDS = ("input_tokens", "cached_input_tokens", "output_tokens", "reasoning_tokens")
+
+
+def record_tokens(
+    engine: str | None, model: str | None, token_name: str | None, turn: dict[str, Any] | None
+) -> None:
+    """Count what one turn spent (runner_core.tokens.turn_tokens)."""
+    if os.environ.get(ENV) is None or not turn:
+        return
+    instruments = _instruments()
+    labels = (engine or "script", model or "default", token_name or "")
+    for kind in TOKEN_KINDS:
+        if turn.get(kind, 0) > 0:
+            instruments["tokens"].labels(*labels, kind.removesuffix("_tokens")).inc(turn[kind])
+    if turn.get("cost_usd", 0) > 0:
+        instruments["cost"].labels(*labels).inc(turn["cost_usd"])
+
+
+def record_egress_refused(engine: str | None, host: str) -> None:
+    """Count one connection a run's network box refused."""
+    if os.environ.get(ENV) is None:
+        return
+    _instruments()["egress_refused"].labels(engine or "script", host).inc()
 
 
 def counted_subscriber(frames: Iterator[T]) -> Iterator[T]:

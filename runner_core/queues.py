@@ -16,10 +16,11 @@ AUTO_REPLY: Final = "worker.tasks.auto_reply"  # args [run_id, interaction_id]
 SWEEP: Final = "worker.tasks.sweep"
 DELIVER_WEBHOOK: Final = "worker.tasks.deliver_webhook"  # args [request_id, event]
 ADVANCE_COMPOSITE: Final = "worker.composite.advance"  # args [parent_run_id]
+UPGRADE_ENGINE: Final = "worker.engine_upgrades.upgrade_engine"  # args [upgrade_id]
 RUN_TASKS: Final = (EXECUTE_RUN, AUTO_REPLY)  # the tasks whose first argument is a run id
 
 SCRIPT_QUEUE = "runs.script"
-MAINTENANCE_QUEUE = "maintenance"  # the sweep and webhook deliveries
+MAINTENANCE_QUEUE = "maintenance"  # the sweep, webhook deliveries and engine upgrades
 RUN_QUEUES = [SCRIPT_QUEUE] + [f"runs.{engine}" for engine in SUPPORTED_ENGINES]
 ADVANCE_QUEUE = SCRIPT_QUEUE  # a composite's `advance` holds no process: any worker takes it
 

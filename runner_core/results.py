@@ -44,7 +44,7 @@ class RunEnd:
     warnings: Sequence[Mapping[str, Any]] | None = None
     timings: Mapping[str, Any] | None = None
     session_handle: str | None = None
-    token_usage: Mapping[str, int] | None = None
+    token_usage: Mapping[str, Any] | None = None
 
     @classmethod
     def failed(cls, error: RunError, status: str = RunStatus.FAILED) -> RunEnd:

@@ -18,7 +18,9 @@ from runner_core.secret_values import mask_bytes
 TEXT_CAP = 256 * 1024  # bytes of a text file a preview holds
 IMAGE_CAP = 2 * 1024 * 1024  # an image larger than this is not inlined
 TREE_CAP = 2000  # entries a tree lists at most
-SECRET_NAMES = frozenset({"opencode.json", "auth.json", "credentials.json", "oauth_creds.json"})
+SECRET_NAMES = frozenset(
+    {"opencode.json", "kilo.json", "auth.json", "credentials.json", "oauth_creds.json"}
+)
 IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 
 

@@ -8,6 +8,9 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from runner_core.budget import SCHEMA as BUDGET_SCHEMA
+from runner_core.budget import Budget
+
 # The options the service acts on, typed, so a wrong type is a 400 when the job is created
 # rather than an error or an ignored option once the run starts; other options are kept, unused.
 SCHEMA: dict[str, Any] = {
@@ -21,6 +24,9 @@ SCHEMA: dict[str, Any] = {
         "repair_rounds": {"type": "integer", "minimum": 0, "maximum": 3},
         "interactive_reply_timeout_sec": {"type": "integer", "minimum": 1},
         "interactive_auto_reply": {"type": "boolean"},
+        "budget": BUDGET_SCHEMA,
+        # the conversation ctx.session of a skill.json code skill reads and appends to
+        "session_id": {"type": "string", "minLength": 1, "maxLength": 128},
     },
     "patternProperties": {"^[a-z][a-z0-9]*_config$": {"type": "object"}},
 }
@@ -45,6 +51,8 @@ class RuntimeOptions:
     repair_rounds: int | None = None  # output repair rounds; None: the server's setting
     interactive_reply_timeout_sec: int | None = None  # None: DEFAULT_REPLY_TIMEOUT_SEC
     interactive_auto_reply: bool = False  # the agent decides when nobody answers in time
+    budget: Budget | None = None  # tokens and/or USD over all turns (runner_core.budget)
+    session_id: str | None = None  # ctx.session's conversation; None: the root run's request
     engine_configs: Mapping[str, Any] = field(default_factory=dict)  # engine -> its `_config`
     stored: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
@@ -64,6 +72,8 @@ class RuntimeOptions:
             repair_rounds=_repair_rounds(data),
             interactive_reply_timeout_sec=_int_or_none(data.get("interactive_reply_timeout_sec")),
             interactive_auto_reply=bool(data.get("interactive_auto_reply")),
+            budget=Budget.of(data.get("budget")),
+            session_id=_text(data.get("session_id")),
             engine_configs=MappingProxyType(
                 {
                     key.removesuffix(_CONFIG_SUFFIX): value
@@ -123,3 +133,7 @@ def unused_keys(data: Mapping[str, Any] | None) -> list[str]:
     runners send some, e.g. `env` or `workflow_mcp`): kept as sent, reported as a warning."""
     known = set(SCHEMA["properties"]) | OTHER_KNOWN
     return sorted(k for k in (data or {}) if k not in known and not k.endswith(_CONFIG_SUFFIX))
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None

@@ -1,8 +1,9 @@
 """The box a run's processes run in: resource limits, and with bubblewrap (`bwrap`) a
 filesystem and network of their own.
 
-`box_command` turns a CommandSpec into one that starts as
-`prlimit LIMITS -- sh -c 'join the pids group; exec "$@"' box bwrap OPTIONS -- ARGV`:
+`box_command` turns a CommandSpec into one that starts as `bwrap GATE OPTIONS -- ARGV`: the
+worker puts the box's first process under the limits before it starts ARGV
+(runner_core.box_gate, `limit_process`), so nothing but bwrap is exec'd around a run's process:
 - limits: RLIMIT_DATA (memory a process can map writable; not RLIMIT_AS, which Node's
   address-space reservations exceed at any sane value), RLIMIT_NOFILE, and the process count
   as a cgroup v1 pids group (runner_core.cgroups; RLIMIT_NPROC does not bind root);
@@ -10,10 +11,11 @@ filesystem and network of their own.
   nothing it starts outlives it), no capabilities; with `fs_scope: workspace_only` the root
   read-only, a private /tmp, the data directory (database, broker socket, other runs, skill
   copies) replaced by an empty folder but for the run's own directory (read-write), the uv
-  cache and the `SKILL_RUNNER_SANDBOX_READ_PATHS`; with `network: off` (script steps only) a
-  network namespace holding only its own loopback.
-SKILL_RUNNER_SANDBOX=off turns all of it off; `auto` boxes with bwrap when it works here and
-applies the limits alone when it does not.
+  cache (for a command told to use it) and the `SKILL_RUNNER_SANDBOX_READ_PATHS`; with
+  `network: off` (script steps only) a network namespace holding only its own loopback.
+Without bwrap the limits alone apply, as `prlimit LIMITS -- sh -c 'join the pids group; exec
+"$@"' box ARGV`. SKILL_RUNNER_SANDBOX=off turns all of it off; `auto` boxes with bwrap when it
+works here and applies the limits alone when it does not.
 """
 
 from __future__ import annotations
@@ -30,7 +32,9 @@ import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from runner_core.box_gate import BoxGate
 from runner_core.cgroups import pids_root
+from runner_core.egress import FORWARDER, PROXY_PORT, proxy_env
 from runner_core.engines.base import CommandSpec
 from runner_core.skills.model import Automation
 
@@ -69,6 +73,10 @@ class Box:
     readable: tuple[Path, ...] = ()  # folders under `hidden` or /tmp the run may read
     code: tuple[Path, ...] = ()  # the service's own files under /tmp (a checkout, its venv)
     network: bool = True  # False: no network but its own loopback
+    # the run's egress proxy (runner_core.egress): its unix socket and the loopback ports the
+    # box forwards to it as they are; None: no way out (network False) or the open network
+    egress_socket: Path | None = None
+    direct_ports: tuple[int, ...] = ()
 
     def for_engine(self) -> Box:
         """Engine CLIs talk to their model's endpoint: never cut from the network."""
@@ -134,30 +142,59 @@ def find_bwrap(setting: str = "") -> str | None:
     return found
 
 
-def sandbox_status(mode: str, bwrap_setting: str = "") -> dict[str, object]:
-    """What boxes runs on this host (for /healthz and the worker's start line)."""
+def sandbox_status(
+    mode: str, bwrap_setting: str = "", engine_network: str = "box"
+) -> dict[str, object]:
+    """What boxes runs on this host (for /healthz and the worker's start line); `network`: what
+    an engine CLI reaches (`provider`: its provider and the skill's allowlist, through the
+    run's egress proxy; `open`: everything)."""
     if mode == "off":
-        return {"mode": "off", "box": None, "process_limit": None}
+        return {"mode": "off", "box": None, "process_limit": None, "network": "open"}
+    box = "bwrap" if find_bwrap(bwrap_setting) else None
     return {
         "mode": mode,
-        "box": "bwrap" if find_bwrap(bwrap_setting) else None,
+        "box": box,
         "process_limit": "cgroup" if pids_root() else "rlimit",
+        "network": "provider" if box and engine_network == "box" else "open",
     }
 
 
-def box_command(spec: CommandSpec, box: Box, pids_procs: Path | None) -> CommandSpec:
+def box_command(
+    spec: CommandSpec, box: Box, pids_procs: Path | None, gate: BoxGate | None = None
+) -> CommandSpec:
     """`spec` started inside `box`; `pids_procs` is the cgroup.procs file of its pids group
-    (None: RLIMIT_NPROC instead, which binds only a non-root uid)."""
+    (None: RLIMIT_NPROC instead, which binds only a non-root uid). A bwrap box starts behind
+    `gate`: the caller applies `limit_process` to the box's first process, then opens it."""
     argv, env = list(spec.argv), spec.env
     if box.bwrap is not None:
-        argv = [box.bwrap, *_bwrap_options(box, spec), "--", *argv]
-        if box.cuts_network and "UV_CACHE_DIR" in env:
+        if gate is None:
+            raise ValueError("a bwrap box starts behind a gate: its limits are applied there")
+        if box.egress_socket is not None:  # the forwarder starts ARGV inside the box
+            argv = [sys.executable, "-I", "-S", str(FORWARDER), str(box.egress_socket),
+                    str(PROXY_PORT), *map(str, box.direct_ports), "--", *argv]  # fmt: skip
+            env = {**env, **proxy_env()}
+        argv = [box.bwrap, *gate.options(), *_bwrap_options(box, spec), "--", *argv]
+        if box.cuts_network and box.egress_socket is None and "UV_CACHE_DIR" in env:
             env = {**env, "UV_OFFLINE": "1"}  # `uv run` without network: from its cache only
+        return replace(spec, argv=argv, env=env)
     if pids_procs is not None:
         join = f'echo $$ > {shlex.quote(str(pids_procs))} || exit 125; exec "$@"'
         argv = ["/bin/sh", "-c", join, "box", *argv]
     argv = _prlimit(box.limits, nproc=pids_procs is None) + argv
     return replace(spec, argv=argv, env=env)
+
+
+def limit_process(pid: int, limits: Limits, pids_procs: Path | None) -> None:
+    """Put process `pid` (a gated box's first process, before it starts the command) into the
+    pids group and under the rlimits; what it starts inherits both. Raises OSError."""
+    if pids_procs is not None:
+        fd = os.open(pids_procs, os.O_WRONLY)
+        try:
+            os.write(fd, str(pid).encode())
+        finally:
+            os.close(fd)
+    for _name, which, value in _rlimits(limits, nproc=pids_procs is None):
+        resource.prlimit(pid, which, (value, value))
 
 
 def out_of_memory(stderr_tail: str) -> bool:
@@ -169,18 +206,24 @@ def _prlimit(limits: Limits, nproc: bool) -> list[str]:
     prlimit = shutil.which("prlimit")
     if prlimit is None:
         return []
+    options = [f"--{name}={value}" for name, _which, value in _rlimits(limits, nproc)]
+    return [prlimit, *options, "--"] if options else []
+
+
+def _rlimits(limits: Limits, nproc: bool) -> list[tuple[str, int, int]]:
+    """(prlimit's name, resource, value) of each limit set, soft and hard alike."""
     wanted = [("data", resource.RLIMIT_DATA, limits.memory_bytes)]
     wanted.append(("nofile", resource.RLIMIT_NOFILE, limits.open_files))
     if nproc:
         wanted.append(("nproc", resource.RLIMIT_NPROC, limits.processes))
-    options = []
+    chosen = []
     for name, which, value in wanted:
         hard = resource.getrlimit(which)[1]
         if value and hard != resource.RLIM_INFINITY:
             value = min(value, hard)  # an unprivileged worker cannot raise its hard limit
         if value:
-            options.append(f"--{name}={value}")
-    return [prlimit, *options, "--"] if options else []
+            chosen.append((name, which, value))
+    return chosen
 
 
 def own_files() -> tuple[Path, ...]:
@@ -206,14 +249,24 @@ def _bwrap_options(box: Box, spec: CommandSpec) -> list[str]:
         options += ["--tmpfs", str(path)]
     for path in (*box.readable, *_find_links(spec.env)):
         options += ["--ro-bind-try", str(path), str(path)]
-    for path in box.writable:  # made first: one created inside the box would not outlive it
-        path.mkdir(parents=True, exist_ok=True)
+    for path in _told_to_use(box.writable, spec.env):
+        path.mkdir(parents=True, exist_ok=True)  # made first: one made in the box would vanish
         options += ["--bind", str(path), str(path)]
+    if box.egress_socket is not None:  # the proxy's folder (under /tmp), at the same path
+        folder = str(box.egress_socket.parent)
+        options += ["--bind", folder, folder]
     run_dir = str(box.run_dir)
     options += ["--bind", run_dir, run_dir]
     for path in box.hidden:  # nothing written there outlives the box: refuse it at once
         options += ["--remount-ro", str(path)]
     return [*options, "--chdir", str(spec.cwd)]
+
+
+def _told_to_use(paths: tuple[Path, ...], env: dict[str, str]) -> list[Path]:
+    """The shared writable folders the command's environment names (UV_CACHE_DIR): a command
+    that is not told of uv's cache has no use for it, and one bind fewer starts faster."""
+    values = set(env.values())
+    return [path for path in paths if str(path) in values]
 
 
 def _find_links(env: dict[str, str]) -> list[Path]:

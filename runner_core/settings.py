@@ -16,6 +16,7 @@ from typing import overload
 from runner_core.config_file import ConfigFileError, apply_config_file
 from runner_core.engines.config import configured_key_names
 from runner_core.secret_values import held, hold
+from runner_core.tokens import PriceTableError, read_prices
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEMO_LLM_ENV = (
@@ -52,6 +53,7 @@ class Settings:
     max_running: int = 0
     max_running_per_engine: dict[str, int] = field(default_factory=dict)
     limit_retry_sec: float = 5.0
+    engine_upgrade_timeout_sec: int = 900  # one npm install of POST /v1/engines/{e}/upgrade
     repair_rounds: int = 0
     upload_max_bytes: int = 1024**3
     upload_max_entries: int = 10_000
@@ -76,6 +78,7 @@ class Settings:
     snapshot_mode: str = "link"  # link: from a read-only copy per skill version; copy: full copies
     api_tokens: tuple[str, ...] = field(default=(), repr=False)  # empty: no token asked for
     tokens_file: Path | None = None  # hashed, scoped, named tokens (re-read when it changes)
+    prices_file: Path | None = None  # USD per million tokens by model (runner_core.tokens)
     cors_origins: tuple[str, ...] = ()  # browser origins allowed to call the API ("*": any)
     webhook_hosts: tuple[str, ...] = ()  # hosts (and non-public addresses) callbacks may go to
     webhook_secret: str = field(default="", repr=False)  # signs callback bodies (HMAC-SHA256)
@@ -89,6 +92,12 @@ class Settings:
     run_open_files_max: int = 4096  # open files of each run process (0: no limit)
     sandbox_read_paths: tuple[Path, ...] = ()  # folders under /tmp or the data dir runs may read
     sandbox_bwrap: str = ""  # the bwrap binary (empty: .sandbox/ of the checkout, else PATH)
+    # engine CLIs in a bwrap box: `box` reach their provider (and the skill's allowlist) only,
+    # through the run's egress proxy; `open`: the whole network, as a script with network on
+    engine_network: str = "box"
+    network_on: str = "allow"  # forbid: a skill's `network: on` is boxed as `off`
+    # hosts every boxed run may reach beside its own (host:port, comma-separated)
+    egress_allow: tuple[str, ...] = ()
 
     @property
     def runs_dir(self) -> Path:
@@ -257,6 +266,18 @@ def _config_file(environ: MutableMapping[str, str]) -> None:
         raise SettingsError(str(exc)) from exc
 
 
+def prices_file(raw: str) -> Path | None:
+    """SKILL_RUNNER_PRICES_FILE: read once here so that a bad table stops the start."""
+    if not raw.strip():
+        return None
+    path = Path(raw.strip()).expanduser()
+    try:
+        read_prices(path)
+    except PriceTableError as exc:
+        raise SettingsError(f"SKILL_RUNNER_PRICES_FILE: {exc}") from exc
+    return path
+
+
 def load_settings(env: dict[str, str] | None = None) -> Settings:
     """Build Settings from `env` (default: os.environ); SettingsError names a bad value."""
     if env is None:
@@ -320,6 +341,9 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         max_running=read.number("SKILL_RUNNER_MAX_RUNNING", 0, minimum=0),
         max_running_per_engine=per_engine_limits(env),
         limit_retry_sec=read.number("SKILL_RUNNER_LIMIT_RETRY_SEC", 5, float, minimum=0.1),
+        engine_upgrade_timeout_sec=read.number(
+            "SKILL_RUNNER_ENGINE_UPGRADE_TIMEOUT_SEC", 900, minimum=1
+        ),
         run_pool=read.number("SKILL_RUNNER_RUN_POOL", 2, minimum=0),
         snapshot_mode=_snapshot_mode(env.get("SKILL_RUNNER_SNAPSHOT", "link")),
         task_events=read.flag("SKILL_RUNNER_TASK_EVENTS"),
@@ -331,6 +355,7 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         tokens_file=Path(env["SKILL_RUNNER_TOKENS_FILE"]).expanduser()
         if env.get("SKILL_RUNNER_TOKENS_FILE", "").strip()
         else None,
+        prices_file=prices_file(env.get("SKILL_RUNNER_PRICES_FILE", "")),
         cors_origins=cors_origins(env.get("SKILL_RUNNER_CORS_ORIGINS", "")),
         webhook_hosts=tuple(
             h.strip().lower()
@@ -351,6 +376,23 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         run_processes_max=read.number("SKILL_RUNNER_RUN_PROCESSES_MAX", 1024, minimum=0),
         run_open_files_max=read.number("SKILL_RUNNER_RUN_OPEN_FILES_MAX", 4096, minimum=0),
         sandbox_bwrap=env.get("SKILL_RUNNER_BWRAP", "").strip(),
+        engine_network=_choice(
+            "SKILL_RUNNER_ENGINE_NETWORK",
+            env.get("SKILL_RUNNER_ENGINE_NETWORK", "box"),
+            "box",
+            "open",
+        ),
+        network_on=_choice(
+            "SKILL_RUNNER_NETWORK_ON",
+            env.get("SKILL_RUNNER_NETWORK_ON", "allow"),
+            "allow",
+            "forbid",
+        ),
+        egress_allow=tuple(
+            item.strip()
+            for item in env.get("SKILL_RUNNER_EGRESS_ALLOW", "").split(",")
+            if item.strip()
+        ),
         sandbox_read_paths=tuple(
             Path(p).resolve()
             for p in env.get("SKILL_RUNNER_SANDBOX_READ_PATHS", "").split(os.pathsep)

@@ -32,6 +32,20 @@ class InstallStatus(StrEnum):
     FAILED = "failed"
 
 
+class UpgradeStatus(StrEnum):
+    """An engine upgrade (POST /v1/engines/{engine}/upgrade): queued -> running -> succeeded or
+    failed (a queued one fails at once when runs of its engine hold the CLI)."""
+
+    QUEUED = "queued"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+
+
+# An upgrade in one of these holds its engine: no second one starts meanwhile.
+ACTIVE_UPGRADE_STATUSES = (UpgradeStatus.QUEUED, UpgradeStatus.RUNNING)
+
+
 class RecoveryState(StrEnum):
     """What recovery after a worker's death did to a run (`recovery_state`)."""
 
@@ -42,8 +56,10 @@ class RecoveryState(StrEnum):
 
 __all__ = [
     "ACTIVE_STATUSES",
+    "ACTIVE_UPGRADE_STATUSES",
     "IDLE_STATUSES",
     "TERMINAL_STATUSES",
+    "UpgradeStatus",
     "InstallStatus",
     "RecoveryState",
     "RunStatus",

@@ -5,6 +5,7 @@ never from a conftest."""
 from __future__ import annotations
 
 import io
+import os
 import shutil
 import time
 import zipfile
@@ -51,12 +52,13 @@ def wait_for_job(
     timeout: float = 30.0,
     until: Collection[str] = TERMINAL_STATUSES,
     interval: float = 0.05,
+    headers: dict[str, str] | None = None,
 ) -> dict:
     """The job's status document once its status is one of `until` (by default: it ended)."""
     last: list[dict] = [{}]
 
     def reached() -> dict | None:
-        last[0] = client.get(f"/v1/jobs/{request_id}").json
+        last[0] = client.get(f"/v1/jobs/{request_id}", headers=headers).json
         return last[0] if last[0]["status"] in until else None
 
     try:
@@ -177,3 +179,20 @@ def bearer(name_or_token: str) -> dict[str, str]:
     """The Authorization header of a token of TOKENS (by name) or of a literal token."""
     token = TOKENS[name_or_token][0] if name_or_token in TOKENS else name_or_token
     return {"Authorization": f"Bearer {token}"}
+
+
+def fill_disk(path: Path) -> None:
+    """Write zeros into `path` until the disk under it is full. Unbuffered: closing has nothing
+    left to flush onto the full disk, and a disk already full when this starts is fine."""
+    chunk = b"\0" * (1 << 20)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    except OSError:
+        return
+    try:
+        while True:
+            os.write(fd, chunk)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

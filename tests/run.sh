@@ -30,22 +30,44 @@ if [ $# -gt 0 ]; then
 fi
 
 bash deploy/lint.sh
-# The whole suite as two pytest sessions side by side (about 12 min instead of 21 on 2 cores): the
-# tiers mostly wait on workers, CLIs and a browser. Sessions share Redis safely (each claims its own
-# database numbers) and each makes its own databases. The second one's output follows the first's.
-SECOND=(tests/engines tests/chaos tests/browser tests/api)
-second_log="$(mktemp)"
-trap 'rm -f "$second_log"' EXIT
+# The whole suite as four pytest sessions side by side: the integration tier mostly waits on
+# workers and the clock (about half a core), the engine tier keeps one core busy starting agent
+# CLIs; split, they share the two cores instead of queueing on one. Sessions share Redis safely
+# (each claims its own database numbers) and each makes its own databases. Every test file is in
+# exactly one session (tests/unit/test_test_layout.py); the first runs in the foreground, the
+# others' output follows it.
+SESSIONS=(
+  "tests/integration/test_[a-l]*.py tests/component tests/unit"
+  "tests/integration/test_[m-z]*.py"
+  "tests/engines/test_[a-i]*.py tests/browser tests/api"
+  "tests/engines/test_[j-z]*.py tests/chaos"
+)
+logs=()
+pids=()
+trap 'rm -f "${logs[@]}"' EXIT
 started=$SECONDS
-.venv/bin/python -m pytest -q -p no:cacheprovider "${SECOND[@]}" >"$second_log" 2>&1 &
-second_pid=$!
-first_rc=0
-.venv/bin/python -m pytest -q -p no:cacheprovider tests/integration tests/component tests/unit || first_rc=$?
-second_rc=0
-wait "$second_pid" || second_rc=$?
-echo
-echo "=== second session: ${SECOND[*]}"
-cat "$second_log"
+for session in "${SESSIONS[@]:1}"; do
+  log="$(mktemp)"
+  logs+=("$log")
+  # shellcheck disable=SC2086  # the session is a list of paths and globs
+  .venv/bin/python -m pytest -q -p no:cacheprovider $session >"$log" 2>&1 &
+  pids+=($!)
+done
+codes=()
+rc=0
+# shellcheck disable=SC2086
+.venv/bin/python -m pytest -q -p no:cacheprovider ${SESSIONS[0]} || rc=$?
+codes+=("$rc")
+for i in "${!pids[@]}"; do
+  rc=0
+  wait "${pids[$i]}" || rc=$?
+  codes+=("$rc")
+  echo
+  echo "=== session $((i + 2)): ${SESSIONS[$((i + 1))]}"
+  cat "${logs[$i]}"
+done
 echo "=== whole suite: $(( (SECONDS - started) / 60 )) min $(( (SECONDS - started) % 60 )) s wall;" \
-  "first session exit $first_rc, second session exit $second_rc"
-[ "$first_rc" = 0 ] && [ "$second_rc" = 0 ]
+  "session exit codes: ${codes[*]}"
+for rc in "${codes[@]}"; do
+  [ "$rc" = 0 ] || exit 1
+done

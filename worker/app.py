@@ -21,11 +21,13 @@ from runner_core.settings import (
     hold_service_secrets,
 )
 
+BRPOP_WAIT_SEC = 5.0
 TASK_MODULES = [
     "worker.tasks",
     "worker.interactive.tasks",
     "worker.webhook_tasks",
     "worker.composite.workflow",
+    "worker.engine_upgrades",
 ]
 
 
@@ -40,7 +42,12 @@ def create_celery_app(settings: Settings) -> Celery:
         task_track_started=True,
         task_ignore_result=True,
         broker_connection_retry_on_startup=True,
-        broker_transport_options={"visibility_timeout": max(2 * settings.max_timeout_sec, 3600)},
+        broker_transport_options={
+            "visibility_timeout": max(2 * settings.max_timeout_sec, 3600),
+            # how long one BRPOP waits (kombu's brpop_timeout, 1 s by default): a message ends
+            # it at once, so a longer wait only spares an idle worker its wake-ups
+            "polling_interval": BRPOP_WAIT_SEC,
+        },
         task_queues=[Queue(name) for name in RUN_QUEUES + [MAINTENANCE_QUEUE]],
         task_default_queue=SCRIPT_QUEUE,
         task_routes={SWEEP: {"queue": MAINTENANCE_QUEUE}},

@@ -14,12 +14,13 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from runner_core.metrics import record_run_end
+from runner_core.metrics import record_run_end, record_tokens
 from runner_core.results import RunEnd, write_failure
 from runner_core.statuses import RunStatus
 from runner_core.store import runs as run_states
 from runner_core.store.db import retry_unavailable
 from runner_core.store.models import Run
+from runner_core.tokens import turn_tokens
 from runner_core.workspace import RunPaths
 from worker import context
 from worker.context import connect, events_of, finished
@@ -90,8 +91,11 @@ def _announce(run: Run, before: str, end: RunEnd, trigger: str) -> None:
     """The terminal event, then the finish notice (long polls wake on the latter), the metrics
     (duration, failures by code) and the webhooks; none of them may undo the recorded end."""
     error = _dict(end.error)
+    turn = turn_tokens(run.token_usage, _dict(end.token_usage))
     try:
-        events_of(run).state_changed(before, end.status, trigger, error=error, terminal=True)
+        events_of(run).state_changed(
+            before, end.status, trigger, error=error, terminal=True, token_usage=turn
+        )
     except Exception as exc:  # the row is the truth; its event log must not stop the end
         log.warning("run %s: the terminal event was not recorded: %s", run.id, exc)
     finished().publish(run.id)
@@ -106,6 +110,7 @@ def _announce(run: Run, before: str, end: RunEnd, trigger: str) -> None:
         extra=ids,
     )
     record_run_end(run.engine, run.skill_id, end.status, code, run.started_at, datetime.now(UTC))
+    record_tokens(run.engine, run.model, run.owner, turn)
     from worker.webhook_tasks import callbacks_for_end  # (its module imports the recorder)
 
     try:

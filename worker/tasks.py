@@ -16,6 +16,7 @@ from dataclasses import replace
 from typing import Any, cast
 
 from celery import shared_task
+from celery.concurrency import get_implementation
 from celery.exceptions import SoftTimeLimitExceeded
 from celery.signals import worker_process_init, worker_ready
 from sqlalchemy import select
@@ -83,6 +84,15 @@ def _adopt_orphans(**_kwargs) -> None:
 
 
 @worker_ready.connect
+def _prepare_thread_pool(sender=None, **_kwargs) -> None:
+    """A pool of threads runs the tasks in this process, which no pool process start reaches:
+    the same preparation as each prefork pool process's, once here."""
+    if isinstance(getattr(sender, "pool", None), get_implementation("threads")):
+        gc.freeze()
+        become_subreaper()
+
+
+@worker_ready.connect
 def _startup_reconciliation(**_kwargs) -> None:
     """At worker start: reap orphans, reconcile runs of dead workers (idempotent)."""
     settings = context.settings()
@@ -109,7 +119,7 @@ def _warn_demo_llm(**_kwargs) -> None:
 def _report_sandbox(**_kwargs) -> None:
     """Say once at start how runs are boxed here (a warning when bwrap cannot box them)."""
     settings = context.settings()
-    status = sandbox_status(settings.sandbox, settings.sandbox_bwrap)
+    status = sandbox_status(settings.sandbox, settings.sandbox_bwrap, settings.engine_network)
     if settings.sandbox == "auto" and status["box"] is None:
         log.warning("run box: bwrap not usable here, runs get resource limits only: %s", status)
     else:

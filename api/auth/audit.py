@@ -23,6 +23,7 @@ _ACTIONS = {
     ("POST", "TempCancel"): "run.cancel",
     ("POST", "Reply"): "run.reply",
     ("POST", "TempReply"): "run.reply",
+    ("POST", "Upgrade"): "engine.upgrade",
 }
 _DETAILS = (
     "skill_id",
@@ -32,6 +33,7 @@ _DETAILS = (
     "runs_deleted",
     "requests_deleted",
     "archive_path",
+    "upgrade_id",
 )
 
 
@@ -46,6 +48,8 @@ def _target(action: str, body: dict[str, Any]) -> str | None:
         return body.get("skill_id") or body.get("install_id")
     if action == "skill.delete":
         return (request.view_args or {}).get("skill_id")
+    if action == "engine.upgrade":
+        return (request.view_args or {}).get("engine")
     return (request.view_args or {}).get("request_id")
 
 

@@ -17,7 +17,7 @@ ADMIN_BLUEPRINTS = frozenset({"skill_packages"})
 # ...and these endpoints (blueprint.View, or a plain view's name)
 ADMIN_ENDPOINTS = frozenset({"management.Audit", "metrics"})
 # ...and these (endpoint, method) pairs
-ADMIN_OPERATIONS = frozenset({("skills.Skill", "DELETE")})
+ADMIN_OPERATIONS = frozenset({("skills.Skill", "DELETE"), ("engines.Upgrade", "POST")})
 # (endpoint, method) pairs that only read although not a safe method (the handshake's POST)
 READ_OPERATIONS = frozenset({("system.Handshake", "POST")})
 # endpoints that need no token (the UI's login page and assets; the docs go by path)

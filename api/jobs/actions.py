@@ -45,14 +45,15 @@ def require_finished(request_id: str, run: RunState) -> None:
 
 
 def result_body(job: JobRow) -> dict[str, Any]:
-    """`{request_id, result, artifacts}` of a finished run: `artifacts` the manifest's entries
-    with their download urls (the result document lists the paths)."""
+    """`{request_id, result, artifacts, token_usage}` of a finished run: `artifacts` the
+    manifest's entries with their download urls (the result document lists the paths)."""
     require_finished(job.request_id, job)
     kind = "temp" if job.request_kind == "temp" else "job"
     return {
         "request_id": job.request_id,
         "result": read_result(job),
         "artifacts": with_urls(kind, job.request_id, manifest_artifacts(job.run_id)),
+        "token_usage": job.token_usage,
     }
 
 

@@ -43,6 +43,8 @@ _STATE_FIELDS = (
     "recovery_reason",
     "warnings",
     "error",
+    "token_usage",
+    "request_kind",
 )
 
 

@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 from api import auth, context, job_cache
 from api.errors import ApiError
 from api.idempotency import Claim, remember
+from api.jobs.quotas import check_quota
 from api.jobs.validate import check_named_uploads, check_request
 from api.jobs.workspace import Workspace, check_reuse, pin_bound_files
 from api.zip_bodies import holds_no_files, receive_inputs, upload_lock
@@ -89,6 +90,8 @@ def create_job(
     cached = (
         job_cache.find_cached(conn, key, owner) if key and job_cache.cache_usable(options) else None
     )
+    if cached is None:
+        check_quota(conn)
     queued = 0 if cached else conn.execute(_QUEUED_COUNT).scalar_one()
     if queued >= settings.queue_max:
         raise ApiError(

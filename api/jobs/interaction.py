@@ -12,7 +12,11 @@ from sqlalchemy.orm import Session
 from api import context
 from api.errors import ApiError
 from api.jobs.create import submit
+from runner_core.budget import SCHEMA as BUDGET_SCHEMA
+from runner_core.budget import Budget
+from runner_core.budget import message as budget_message
 from runner_core.error_codes import ErrorCode
+from runner_core.inputs import schema_errors
 from runner_core.interaction import check_response, from_typed, typed_text
 from runner_core.runtime_options import RuntimeOptions
 from runner_core.skills import SkillPackage
@@ -82,6 +86,7 @@ def reply(
             {"kind": asked.kind, "interaction_id": interaction_id},
             req.id,
         )
+    _within_budget(req, run, body.get("budget"))
     if before is not None:
         before()
     task_id = str(uuid.uuid4())
@@ -102,6 +107,29 @@ def reply(
     elif outcome == interactions.STALE:
         raise _stale(req.id, interaction_id, None)
     return _answer(session, req, run)
+
+
+def _within_budget(req: Request, run: Run, raised: Any) -> None:
+    """A run that reached its budget takes a reply only with a budget it has not reached yet
+    (`budget` in the reply, kept for the turns that follow); else 409 BUDGET_EXCEEDED."""
+    if raised is not None:
+        problems = schema_errors(BUDGET_SCHEMA, raised)
+        if problems:
+            raise ApiError(
+                422,
+                ErrorCode.REQUEST_VALIDATION_FAILED,
+                f"budget: {problems[0]['message']}",
+                {"errors": problems},
+                req.id,
+            )
+    options = RuntimeOptions.from_dict(run.runtime_options)
+    budget = Budget.of(raised) if raised is not None else options.budget
+    found = budget.exceeded(run.token_usage) if budget is not None else None
+    if found is not None:
+        hint = "; reply with a larger `budget` to go on" if raised is None else ""
+        raise ApiError(409, ErrorCode.BUDGET_EXCEEDED, budget_message(found) + hint, found, req.id)
+    if raised is not None:
+        run.runtime_options = {**options.as_dict(), "budget": raised}
 
 
 def _answer(session: Session, req: Request, run: Run) -> dict[str, Any]:

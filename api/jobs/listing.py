@@ -28,9 +28,18 @@ class JobPage:
     next_cursor: str | None
 
 
-def list_jobs(conn: Connection, args: dict[str, Any], owner: str | None = None) -> JobPage:
+# what a list holds: jobs (GET /v1/jobs), or every run (the management API and the UI)
+JOBS, EVERY_KIND = ("job",), ("job", "temp")
+
+
+def list_jobs(
+    conn: Connection,
+    args: dict[str, Any],
+    owner: str | None = None,
+    kinds: tuple[str, ...] = JOBS,
+) -> JobPage:
     """Newest first, filtered by status/skill_id/engine (and to `owner`'s when given), from
-    `args["cursor"]` on."""
+    `args["cursor"]` on; requests of `kinds` (one-off runs are of kind temp)."""
     by_run = args.get("status") in RUN_DRIVEN_STATUSES
     args = {**args, "owner": owner}
     filters = tuple(name for name in ("status", "skill_id", "engine", "owner") if args.get(name))
@@ -38,7 +47,7 @@ def list_jobs(conn: Connection, args: dict[str, Any], owner: str | None = None) 
     if args.get("cursor"):
         params["when_"], params["last_id_"] = parse_cursor(conn, args["cursor"])
     limit = args.get("limit", 50)
-    statement = _list_statement(by_run, filters, bool(args.get("cursor"))).limit(limit + 1)
+    statement = _list_statement(by_run, filters, bool(args.get("cursor")), kinds).limit(limit + 1)
     rows = [JobRow.from_row(row) for row in conn.execute(statement, params)]
     next_cursor = None
     if len(rows) > limit:
@@ -65,14 +74,19 @@ class NumberedPage:
 
 
 def numbered_page(
-    conn: Connection, args: dict[str, Any], page: int, page_size: int, owner: str | None = None
+    conn: Connection,
+    args: dict[str, Any],
+    page: int,
+    page_size: int,
+    owner: str | None = None,
+    kinds: tuple[str, ...] = JOBS,
 ) -> NumberedPage:
     """The list of `list_jobs` (same order and filters) cut into numbered pages."""
     by_run = args.get("status") in RUN_DRIVEN_STATUSES
     args = {**args, "owner": owner}
     filters = tuple(name for name in ("status", "skill_id", "engine", "owner") if args.get(name))
     params = {f"{name}_": args[name] for name in filters}
-    statement = _list_statement(by_run, filters, False)
+    statement = _list_statement(by_run, filters, False, kinds)
     total = conn.execute(
         select(func.count()).select_from(statement.order_by(None).subquery()), params
     ).scalar_one()
@@ -81,21 +95,23 @@ def numbered_page(
 
 
 @cache
-def _list_statement(by_run: bool, filters: tuple[str, ...], cursor: bool) -> Select:
+def _list_statement(
+    by_run: bool, filters: tuple[str, ...], cursor: bool, kinds: tuple[str, ...] = JOBS
+) -> Select:
     """The list's SELECT for one combination of filters, built once (values are bound)."""
     if by_run:  # index runs(status, skill_id, created_at, id)
         key = runs_table
         query = (
             select(*JOB_COLUMNS)
             .join_from(runs_table, requests_table, requests_table.c.id == runs_table.c.request_id)
-            .where(requests_table.c.kind == "job")  # a temp_upload job's run is of kind temp
+            .where(kind_is(kinds))  # a temp_upload job's run is of kind temp: the request's
         )
     else:  # index requests(skill_id, created_at, id)
         key = requests_table
         query = (
             select(*JOB_COLUMNS)
             .join_from(requests_table, runs_table, runs_table.c.id == requests_table.c.run_id)
-            .where(requests_table.c.kind == "job")
+            .where(kind_is(kinds))
         )
     for name in filters:
         table = runs_table if name == "status" else key
@@ -109,6 +125,13 @@ def _list_statement(by_run: bool, filters: tuple[str, ...], cursor: bool) -> Sel
             key.c.created_at <= when, (key.c.created_at < when) | (key.c.id < last_id)
         )
     return query.order_by(key.c.created_at.desc(), key.c.id.desc())
+
+
+def kind_is(kinds: tuple[str, ...]) -> Any:
+    """The WHERE on the request's kind (one value: an equality the indexes serve as before)."""
+    if len(kinds) == 1:
+        return requests_table.c.kind == kinds[0]
+    return requests_table.c.kind.in_(kinds)
 
 
 def parse_cursor(conn: Connection, cursor: str) -> tuple[datetime, str]:

@@ -60,7 +60,7 @@ class JobRow:
     last_auto_decision_at: datetime | None
     warnings: list[Any] | None
     error: dict[str, Any] | None
-    token_usage: dict[str, int] | None
+    token_usage: dict[str, Any] | None
     owner: str | None  # the request's token name (None: no tokens)
 
     @property

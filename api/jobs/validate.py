@@ -5,10 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from api import context
 from api.errors import ApiError
 from runner_core import runtime_options
+from runner_core.budget import PRICED_BY_CLI
 from runner_core.engines import RETIRED
 from runner_core.engines.catalog import requested_model
+from runner_core.engines.config import EngineConfigError, load_engine_config
 from runner_core.error_codes import ErrorCode
 from runner_core.inputs import (
     InputError,
@@ -20,6 +23,7 @@ from runner_core.inputs import (
 )
 from runner_core.runtime_options import RuntimeOptions
 from runner_core.skills import SkillPackage
+from runner_core.tokens import priced, prices_at
 
 
 def check_request(pkg: SkillPackage, body: dict[str, Any]) -> tuple[str | None, dict[str, Any]]:
@@ -46,7 +50,9 @@ def check_request(pkg: SkillPackage, body: dict[str, Any]) -> tuple[str | None, 
     if (engine is not None and engine not in pkg.effective_engines) or (
         engine is None and needs_engine
     ):
-        named = f"engine '{engine}' is" if engine is not None else "no engine this service has is"
+        named = (
+            f"engine '{engine}' is not" if engine is not None else "no engine this service has is"
+        )
         raise ApiError(
             400,
             ErrorCode.SKILL_ENGINE_UNSUPPORTED,
@@ -74,6 +80,9 @@ def check_request(pkg: SkillPackage, body: dict[str, Any]) -> tuple[str | None, 
             model_error,
             {"engine": engine, "model": body.get("model")},
         )
+    check_usd_budget(engine, body.get("model"), body["runtime_options"])
+    if engine is not None:
+        check_engine_config(pkg, engine, body.get("model"), body["runtime_options"])
     try:
         parameter = validate_parameters(pkg.parameter_schema, body.get("parameter"))
     except InputError as exc:
@@ -93,6 +102,63 @@ def check_runtime_options(options: dict[str, Any]) -> None:
             f"runtime_options.{first['path']}: {first['message']}",
             {"schema": "runtime_options", "errors": errors},
         )
+
+
+def check_engine_config(
+    pkg: SkillPackage, engine: str, model: str | None, options: dict[str, Any]
+) -> None:
+    """400 ENGINE_CONFIG_INVALID naming the key, for what would fail the run once its CLI is
+    set up: a config layer (the skill's files, the request's `<engine>_config`) that does not
+    load, or a setting without a value (null: no CLI settings file or TOML override has one)."""
+    settings = RuntimeOptions.from_dict(options).engine_config(engine)
+    problem = None
+    if settings is not None and not isinstance(settings, dict):
+        problem = f"runtime_options.{engine}_config must be an object"
+    else:
+        empty = null_keys(settings or {}, f"runtime_options.{engine}_config")
+        if empty:
+            problem = f"{empty[0]}: a setting needs a value, not null"
+    if problem is None:
+        user = {"model": model, f"{engine}_config": settings}
+        try:
+            load_engine_config(engine, skill_dir=pkg.root, user=user)
+        except EngineConfigError as exc:
+            problem = str(exc)
+    if problem is not None:
+        raise ApiError(
+            400, ErrorCode.ENGINE_CONFIG_INVALID, problem, {"engine": engine, "skill_id": pkg.id}
+        )
+
+
+def null_keys(value: Any, where: str) -> list[str]:
+    """The dotted paths under `value` that hold null."""
+    if value is None:
+        return [where]
+    if isinstance(value, dict):
+        return [path for key, item in value.items() for path in null_keys(item, f"{where}.{key}")]
+    if isinstance(value, list):
+        return [path for n, item in enumerate(value) for path in null_keys(item, f"{where}[{n}]")]
+    return []
+
+
+def check_usd_budget(engine: str | None, model: str | None, options: dict[str, Any]) -> None:
+    """400 BUDGET_UNENFORCEABLE: a USD budget for a run whose cost nobody would know (its CLI
+    prices nothing and the price table names neither its model nor its engine)."""
+    budget = RuntimeOptions.from_dict(options).budget
+    if budget is None or budget.max_usd is None or engine is None or engine in PRICED_BY_CLI:
+        return
+    probe = {"input_tokens": 1, "output_tokens": 1}
+    if "cost_usd" in (
+        priced(probe, prices_at(context.settings().prices_file), engine, model) or {}
+    ):
+        return
+    raise ApiError(
+        400,
+        ErrorCode.BUDGET_UNENFORCEABLE,
+        f"a USD budget needs a cost, and {engine} reports none: give the operator's price "
+        f"table (SKILL_RUNNER_PRICES_FILE) an entry for {engine} or its model, or use max_tokens",
+        {"engine": engine, "model": model, "priced_by_cli": sorted(PRICED_BY_CLI)},
+    )
 
 
 def inline_schema(input_schema: dict[str, Any]) -> dict[str, Any]:

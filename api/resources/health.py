@@ -24,7 +24,8 @@ class Health(MethodView):
         """Whether the API, its database and its broker answer and the data directory's disk
         has room: 503 "degraded" when not (jobs are still accepted while the broker is away:
         the sweeper sends them later); `demo_llm` is true under `serve --demo-llm`; `sandbox`
-        says what boxes runs on this host (`box`: "bwrap" or null when runs get limits only)."""
+        says what boxes runs on this host (`box`: "bwrap" or null when runs get limits only;
+        `network`: "provider" when engine CLIs reach their provider only, else "open")."""
         try:
             with context.db_session() as session:
                 session.execute(text("SELECT 1"))
@@ -41,7 +42,9 @@ class Health(MethodView):
             "broker": broker,
             "disk": disk,
             "demo_llm": bool(settings.demo_llm),  # engine CLIs talk to the scripted fake LLM
-            "sandbox": sandbox_status(settings.sandbox, settings.sandbox_bwrap),
+            "sandbox": sandbox_status(
+                settings.sandbox, settings.sandbox_bwrap, settings.engine_network
+            ),
         }, status
 
 

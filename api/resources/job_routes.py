@@ -16,7 +16,7 @@ from api.jobs.listing import JobPage, list_jobs
 from api.jobs.pending import hold_for_package
 from api.jobs.read import JOB_KIND, load_job
 from api.jobs.temp import TEMP, temp_skill
-from api.resources.run_routes import RunKind, register_run_routes
+from api.resources.run_routes import CLIENT_VIEW_SUMMARIES, RunKind, register_run_routes
 from api.schemas import JobCreate, JobCreated, JobList, JobListArgs, WebhookLog
 from runner_core.store import callbacks
 
@@ -53,17 +53,7 @@ JOB = RunKind(
         "Cancel": "Cancel an active run; a finished run answers accepted=false.",
         "Bundle": "Download the run bundle zip (result + artifacts + manifest; whole run with "
         "debug).",
-        "Chat": "The run's conversation as Server-Sent Events for people (Skill-Runner's "
-        "clients):\n`snapshot`, then one `chat_event` {seq, role, kind, text} per message "
-        "(assistant\nmessages and questions, replies, state changes), `heartbeat` every 5 s.",
-        "ChatHistory": "The run's stored conversation as chat messages, by seq range, with "
-        "`count`,\n`cursor_floor` and `cursor_ceiling`.",
-        "Files": "The run directory's file tree as Skill-Runner's clients read it "
-        "(`{entries: [{path,\nname, is_dir, depth}]}`); engine homes and configs left out.",
-        "File": "One file's preview as Skill-Runner's clients read it (`{preview: {mode, "
-        "content, size,\nmeta, detected_format}}`); 403 outside the run or hidden.",
-        "BundleDebug": "Download the debug bundle zip (the whole run: logs, prompt, raw output), "
-        "whatever\nthe run asked for.",
+        **CLIENT_VIEW_SUMMARIES,
     },
 )
 

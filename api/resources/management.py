@@ -12,9 +12,10 @@ from flask.views import MethodView
 from api import auth, context
 from api.blueprint import Blueprint
 from api.catalog import engine_summary, get_skill_or_404, info_or_404, skill_detail, skill_summary
+from api.engine_upgrades import upgrade_statuses
 from api.jobs import actions, interaction
 from api.jobs.conversation import conversation_state, files_body, preview_body
-from api.jobs.listing import JobPage, list_jobs, numbered_page
+from api.jobs.listing import EVERY_KIND, JobPage, list_jobs, numbered_page
 from api.jobs.read import load_job, read_job
 from api.resources import run_events
 from api.resources.job_routes import JOB
@@ -58,7 +59,7 @@ blp = Blueprint(
     description="Management API: skills, engines and runs for front ends (the UI uses it)",
 )
 
-KIND = JOB.name  # a run here is a job (one-off runs stay under /v1/temp-skill-runs)
+KIND = None  # a run here is a job or a one-off run (a temp-skill-run request)
 
 
 @blp.route("/skills")
@@ -98,7 +99,13 @@ class Engines(MethodView):
     def get(self) -> dict[str, list[dict]]:
         """Engines under `engines`: cli_version, installed, auth_ready, sandbox_status,
         models_count."""
-        return {"engines": [engine_summary(info) for info in all_engines()]}
+        statuses = upgrade_statuses()
+        return {
+            "engines": [
+                {**engine_summary(info), "upgrade_status": statuses.get(info.engine, "idle")}
+                for info in all_engines()
+            ]
+        }
 
 
 @blp.route("/engines/<engine>")
@@ -107,7 +114,8 @@ class Engine(MethodView):
     def get(self, engine: str) -> dict:
         """One engine: its summary, binary, models, default model, upgrade_status, last_error."""
         info = info_or_404(engine)
-        return {**info.detail(), **engine_summary(info), "upgrade_status": "idle"}
+        status = upgrade_statuses().get(engine, "idle")
+        return {**info.detail(), **engine_summary(info), "upgrade_status": status}
 
 
 @blp.route("/runtime-options")
@@ -140,13 +148,15 @@ class Runs(MethodView):
         page, page_size = args.pop("page"), args.pop("page_size")
         with context.connect() as conn:
             if page is None and page_size is None:
-                listed: JobPage = list_jobs(conn, args, auth.owner_filter())
+                listed: JobPage = list_jobs(conn, args, auth.owner_filter(), EVERY_KIND)
                 return {
                     "runs": listed.items,
                     "items": listed.items,
                     "next_cursor": listed.next_cursor,
                 }
-            numbered = numbered_page(conn, args, page or 1, page_size or 20, auth.owner_filter())
+            numbered = numbered_page(
+                conn, args, page or 1, page_size or 20, auth.owner_filter(), EVERY_KIND
+            )
         return {
             "runs": numbered.items,
             "items": numbered.items,

@@ -15,7 +15,7 @@ from runner_core.statuses import TERMINAL_STATUSES, RunStatus
 from runner_core.store import interactions
 
 
-def sse_response(request_id: str, kind: str, cursor: int, chat: bool = False) -> Response:
+def sse_response(request_id: str, kind: str | None, cursor: int, chat: bool = False) -> Response:
     """`text/event-stream` from `cursor` (or the Last-Event-ID header) to the terminal event;
     `chat`: each event as the chat message a person reads (`/chat`)."""
     with context.connect() as conn:
@@ -56,7 +56,7 @@ def sse_response(request_id: str, kind: str, cursor: int, chat: bool = False) ->
 
 
 def history_body(
-    request_id: str, kind: str, args: dict[str, Any], chat: bool = False
+    request_id: str, kind: str | None, args: dict[str, Any], chat: bool = False
 ) -> dict[str, Any]:
     """The stored events asked for (`chat`: as chat messages), with `count` and the seq range
     the run holds (`cursor_floor`, `cursor_ceiling`) for clients that page through it."""

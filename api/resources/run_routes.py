@@ -43,6 +43,21 @@ from api.schemas.management import ClientFilePreview, ClientRunFiles, FilePrevie
 from runner_core.skills import SkillPackage
 from runner_core.store.models import Request, Run
 
+# the summaries of the views Skill-Runner's clients read, the same for both kinds of run
+CLIENT_VIEW_SUMMARIES = {
+    "Chat": "The run's conversation as Server-Sent Events for people (Skill-Runner's "
+    "clients):\n`snapshot`, then one `chat_event` {seq, role, kind, text} per message "
+    "(assistant\nmessages and questions, replies, state changes), `heartbeat` every 5 s.",
+    "ChatHistory": "The run's stored conversation as chat messages, by seq range, with "
+    "`count`,\n`cursor_floor` and `cursor_ceiling`.",
+    "Files": "The run directory's file tree as Skill-Runner's clients read it "
+    "(`{entries: [{path,\nname, is_dir, depth}]}`); engine homes and configs left out.",
+    "File": "One file's preview as Skill-Runner's clients read it (`{preview: {mode, "
+    "content, size,\nmeta, detected_format}}`); 403 outside the run or hidden.",
+    "BundleDebug": "Download the debug bundle zip (the whole run: logs, prompt, raw output), "
+    "whatever\nthe run asked for.",
+}
+
 
 @dataclass(frozen=True)
 class RunKind:

@@ -14,7 +14,12 @@ from api.jobs.actions import require_finished
 from api.jobs.files import artifact_file_response, artifacts_body, load_finished
 from api.jobs.pending import hold_for_package
 from api.jobs.temp import TEMP, create_temp_run, parse_json_request, temp_skill
-from api.resources.run_routes import RunKind, register_bundle_route, register_run_routes
+from api.resources.run_routes import (
+    CLIENT_VIEW_SUMMARIES,
+    RunKind,
+    register_bundle_route,
+    register_run_routes,
+)
 from api.schemas import ANY_FILE, ArtifactManifest
 from api.schemas.packages import TempRunCreated, package_form_doc
 
@@ -44,17 +49,7 @@ TEMP_RUN = RunKind(
         "EventsHistory": "The one-off run's stored FCMP events (as for jobs).",
         "Cancel": "Cancel an active one-off run; a finished run answers accepted=false.",
         "Bundle": "Download the run bundle zip (409 RUN_NOT_FINISHED while it runs).",
-        "Chat": "The run's conversation as Server-Sent Events for people (Skill-Runner's "
-        "clients):\n`snapshot`, then one `chat_event` {seq, role, kind, text} per message "
-        "(assistant\nmessages and questions, replies, state changes), `heartbeat` every 5 s.",
-        "ChatHistory": "The run's stored conversation as chat messages, by seq range, with "
-        "`count`,\n`cursor_floor` and `cursor_ceiling`.",
-        "Files": "The run directory's file tree as Skill-Runner's clients read it "
-        "(`{entries: [{path,\nname, is_dir, depth}]}`); engine homes and configs left out.",
-        "File": "One file's preview as Skill-Runner's clients read it (`{preview: {mode, "
-        "content, size,\nmeta, detected_format}}`); 403 outside the run or hidden.",
-        "BundleDebug": "Download the debug bundle zip (the whole run: logs, prompt, raw output), "
-        "whatever\nthe run asked for.",
+        **CLIENT_VIEW_SUMMARIES,
     },
 )
 

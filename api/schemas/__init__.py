@@ -9,6 +9,14 @@ from api.schemas.output_fields import ListOrEmpty, UtcDateTime
 from runner_core.statuses import RunStatus
 
 LOG_STREAMS = ("stdout", "stderr", "prompt", "pty")  # logs/<stream>.txt (pty: stdout)
+# the largest id, seq, cursor or byte offset a request may name: it fits the databases' 64-bit
+# integers and a JavaScript number (beyond it a query overflowed into a 500)
+MAX_INT = 2**53 - 1
+
+
+def up_to_max(min: int = 0) -> validate.Range:  # noqa: A002 - marshmallow's own name
+    """A request integer's range: from `min` to MAX_INT."""
+    return validate.Range(min=min, max=MAX_INT)
 
 
 class JobCreate(Schema):
@@ -107,12 +115,17 @@ class JobStatus(Schema):
     last_auto_decision_at = UtcDateTime(allow_none=True)
     warnings = ListOrEmpty(fields.Raw())
     error = fields.Dict(allow_none=True)
+    request_kind = fields.String(
+        metadata={"description": "job, or temp for a one-off run (POST /v1/temp-skill-runs)"}
+    )
     token_usage = fields.Dict(
         allow_none=True,
         metadata={
-            "description": "tokens the engine CLI reported for the run, all its turns (repair "
-            "rounds included): {input_tokens, output_tokens}; null for script "
-            "skills and CLIs that report none"
+            "description": "tokens and cost the engine CLI reported for the run, all its turns (repair "
+            "rounds included): input_tokens (cached included), output_tokens (reasoning "
+            "included), cached_input_tokens and reasoning_tokens where the CLI reports them, "
+            "cost_usd where the CLI prices the run or the operator's price table names the "
+            "model; null for script skills and CLIs that report none"
         },
     )
 
@@ -138,6 +151,9 @@ class JobResult(Schema):
         fields.Dict(),
         metadata={"description": "the run's artifacts: path, role, mime, size, sha256 and url"},
     )
+    token_usage = fields.Dict(
+        allow_none=True, metadata={"description": "as in the run's status (token_usage)"}
+    )
 
 
 class JobLogs(Schema):
@@ -162,7 +178,7 @@ class LogRangeArgs(Schema):
     )
     byte_from = fields.Integer(
         load_default=0,
-        validate=validate.Range(min=0),
+        validate=up_to_max(),
         metadata={
             "description": "first byte (0-based); to follow a run, pass the last answer's byte_to"
         },
@@ -170,7 +186,7 @@ class LogRangeArgs(Schema):
     byte_to = fields.Integer(
         load_default=None,
         allow_none=True,
-        validate=validate.Range(min=0),
+        validate=up_to_max(),
         metadata={
             "description": "end (exclusive); default and cap: byte_from + 1 MiB, or the log's "
             "size; 0 means the default (as Skill-Runner's clients send it)"
@@ -221,7 +237,13 @@ class InteractionReply(Schema):
     class Meta:
         unknown = EXCLUDE
 
-    interaction_id = fields.Integer(required=True)
+    interaction_id = fields.Integer(required=True, validate=up_to_max(1))
+    budget = fields.Dict(
+        metadata={
+            "description": "a new runtime_options.budget for the run ({max_tokens, max_usd}): "
+            "a run that reached its budget takes a reply only with one it has not reached"
+        },
+    )
     response = fields.Raw(
         required=True,
         allow_none=True,
@@ -245,7 +267,7 @@ class EventsArgs(Schema):
 
     cursor = fields.Integer(
         load_default=0,
-        validate=validate.Range(min=0),
+        validate=up_to_max(),
         metadata={"description": "resume after this seq (the Last-Event-ID header works too)"},
     )
 
@@ -254,8 +276,8 @@ class EventHistoryArgs(Schema):
     class Meta:
         unknown = EXCLUDE
 
-    from_seq = fields.Integer(load_default=None, validate=validate.Range(min=1))
-    to_seq = fields.Integer(load_default=None, validate=validate.Range(min=1))
+    from_seq = fields.Integer(load_default=None, validate=up_to_max(1))
+    to_seq = fields.Integer(load_default=None, validate=up_to_max(1))
     from_ts = fields.String(load_default=None, metadata={"description": "ISO time, inclusive"})
     to_ts = fields.String(load_default=None, metadata={"description": "ISO time, inclusive"})
     limit = fields.Integer(load_default=1000, validate=validate.Range(min=1, max=10000))
@@ -377,6 +399,12 @@ class SandboxState(Schema):
     mode = fields.String()
     box = fields.String(allow_none=True, metadata={"description": "bwrap, or null: limits only"})
     process_limit = fields.String(allow_none=True, metadata={"description": "cgroup or rlimit"})
+    network = fields.String(
+        metadata={
+            "description": "what engine CLIs reach: provider (their provider and the skill's "
+            "allowlist, through the run's egress proxy) or open"
+        }
+    )
 
 
 class Health(Schema):

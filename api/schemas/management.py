@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from marshmallow import EXCLUDE, Schema, fields, validate
 
-from api.schemas import EngineModel, JobListArgs, JobStatus, SkillSummary
+from api.schemas import EngineModel, JobListArgs, JobStatus, SkillSummary, up_to_max
 from api.schemas.output_fields import ListOrEmpty, UtcDateTime
 
 
@@ -30,16 +30,68 @@ class EngineSummary(Schema):
     tested_versions = fields.List(fields.String())
     retired = fields.Boolean(metadata={"description": "nobody can run it any more (iflow)"})
     retired_reason = fields.String(allow_none=True)
+    upgrade_status = fields.String(
+        metadata={
+            "description": "the status of its newest upgrade (POST /v1/engines/{engine}/upgrade"
+            "): queued, running, succeeded or failed; idle when none was asked"
+        }
+    )
 
 
 class EngineDetail(EngineSummary):
     models = fields.List(fields.Nested(EngineModel))
     model_ids = fields.List(fields.String())
     default_model = fields.String(allow_none=True)
-    upgrade_status = fields.String(
-        metadata={"description": "always idle: deploy/install-engines.sh installs the CLIs"}
-    )
     last_error = fields.String(allow_none=True)
+
+
+class EngineUpgradeRequest(Schema):
+    version = fields.Raw(
+        required=True,
+        allow_none=True,  # answered 400 ENGINE_VERSION_INVALID, as any other non-version
+        metadata={
+            "description": "a semver (1.2.3, 1.2.3-beta.1) or `latest`; anything else, a range, "
+            "tag, path, URL or flag, is 400 ENGINE_VERSION_INVALID",
+            "type": "string",
+        },
+    )
+
+
+class UpgradeWarning(Schema):
+    code = fields.String()
+    message = fields.String()
+
+
+class EngineUpgrade(Schema):
+    """An engine upgrade: an npm install of a version of the engine's CLI by a worker."""
+
+    upgrade_id = fields.String()
+    engine = fields.String()
+    version = fields.String(metadata={"description": "as asked (= version_requested)"})
+    version_requested = fields.String()
+    version_installed = fields.String(
+        allow_none=True, metadata={"description": "its package's version once installed"}
+    )
+    status = fields.String(metadata={"description": "queued, running, succeeded or failed"})
+    upgrade_status = fields.String(metadata={"description": "= status (idle: never upgraded)"})
+    requested_by = fields.String(allow_none=True, metadata={"description": "the token's name"})
+    error = fields.Dict(allow_none=True, metadata={"description": "{code, message} when failed"})
+    log_path = fields.String(metadata={"description": "npm's output, under the data directory"})
+    created_at = UtcDateTime()
+    started_at = UtcDateTime(allow_none=True)
+    ended_at = UtcDateTime(allow_none=True)
+    tested = fields.Boolean(
+        metadata={
+            "description": "the version (installed, else asked) is one the engine tests passed "
+            "on (deploy/engines/tested-versions.json, docs/engine-matrix.md)"
+        }
+    )
+    tested_versions = fields.List(fields.String())
+    warnings = fields.List(
+        fields.Nested(UpgradeWarning),
+        metadata={"description": "ENGINE_VERSION_UNTESTED when not tested"},
+    )
+    log_tail = fields.String(metadata={"description": "GET: the last 8 KiB of npm's output"})
 
 
 class RunConversationState(Schema):
@@ -66,6 +118,12 @@ class RunConversationState(Schema):
     )
     warnings = ListOrEmpty(fields.Raw())
     error = fields.Dict(allow_none=True)
+    token_usage = fields.Dict(
+        allow_none=True, metadata={"description": "as in the job's status (token_usage)"}
+    )
+    request_kind = fields.String(
+        metadata={"description": "job, or temp for a one-off run (its routes: /v1/temp-skill-runs)"}
+    )
 
 
 class FileEntry(Schema):
@@ -110,13 +168,20 @@ class AuditArgs(Schema):
     limit = fields.Integer(load_default=50, validate=validate.Range(min=1, max=500))
     cursor = fields.Integer(
         load_default=None,
-        validate=validate.Range(min=1),
+        validate=up_to_max(1),
         metadata={"description": "a `next_cursor` of the previous page"},
     )
     action = fields.String(
         load_default=None,
         validate=validate.OneOf(
-            ["skill.install", "skill.delete", "runs.cleanup", "run.cancel", "run.reply"]
+            [
+                "skill.install",
+                "skill.delete",
+                "runs.cleanup",
+                "run.cancel",
+                "run.reply",
+                "engine.upgrade",
+            ]
         ),
     )
 
@@ -127,7 +192,8 @@ class AuditEntry(Schema):
     token_name = fields.String(allow_none=True, metadata={"description": "null: no tokens"})
     action = fields.String()
     target = fields.String(
-        allow_none=True, metadata={"description": "a request id, or a skill (or install) id"}
+        allow_none=True,
+        metadata={"description": "a request id, a skill (or install) id, or an engine"},
     )
     status_code = fields.Integer(metadata={"description": "how the API answered the action"})
     http_request_id = fields.String(allow_none=True, metadata={"description": "X-Request-ID"})

@@ -13,8 +13,8 @@ from api import auth, context
 from api.catalog import engine_summary, get_skill_or_404, matches_labels, skill_summary
 from api.errors import ApiError
 from api.jobs.conversation import conversation_state, files_body, preview_body
-from api.jobs.listing import list_jobs
-from api.jobs.read import JOB_KIND, read_job
+from api.jobs.listing import EVERY_KIND, list_jobs
+from api.jobs.read import read_job
 from api.schemas import JobListArgs
 from api.ui.forms import form_fields
 from api.ui.login import add_login_routes
@@ -81,7 +81,7 @@ def skill(skill_id: str):
 def runs():
     args = _LIST_ARGS.load({k: v for k, v in request.args.items() if v})
     with context.connect() as conn:
-        page = list_jobs(conn, args, auth.owner_filter())
+        page = list_jobs(conn, args, auth.owner_filter(), EVERY_KIND)
     return render_template(
         "runs.html",
         page=page,
@@ -96,7 +96,7 @@ def runs():
 @bp.get("/runs/<request_id>")
 def run(request_id: str):
     with context.connect() as conn:
-        job = read_job(conn, request_id, JOB_KIND)
+        job = read_job(conn, request_id)
     return render_template(
         "run.html",
         state=conversation_state(job),
@@ -110,7 +110,7 @@ def run(request_id: str):
 def tree(request_id: str):
     """The file tree fragment (htmx swaps it in when the run moves on)."""
     with context.connect() as conn:
-        job = read_job(conn, request_id, JOB_KIND)
+        job = read_job(conn, request_id)
     return render_template("_tree.html", tree=files_body(job), request_id=request_id)
 
 
@@ -118,7 +118,7 @@ def tree(request_id: str):
 def preview(request_id: str):
     """One file's preview fragment; a refused or missing path shows the API's error."""
     with context.connect() as conn:
-        job = read_job(conn, request_id, JOB_KIND)
+        job = read_job(conn, request_id)
     shown: dict[str, Any]
     try:
         shown = preview_body(job, request.args.get("path", ""))

@@ -13,6 +13,7 @@ import os
 import queue
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -214,6 +215,7 @@ class BatchRun:
             time.monotonic() - item.submitted,
             True,
             f"{result['status']} {error.get('code') or ''}",
+            body.get("token_usage"),
         )
         self._slots.release()
 
@@ -234,9 +236,10 @@ class BatchRun:
         sec: float,
         was_running: bool,
         note: str,
+        usage: Mapping[str, Any] | None = None,
     ) -> None:
         """Append the job's summary line: from here on it counts as done."""
-        entry = {
+        entry: dict[str, Any] = {
             "key": job.key,
             "line": job.line,
             "request_id": request_id,
@@ -244,10 +247,12 @@ class BatchRun:
             "error_code": code,
             "duration_sec": round(sec, 3),
         }
+        if usage:
+            entry["token_usage"] = dict(usage)
         with self._lock:
             self._summary.write(json.dumps(entry) + "\n")
             self._summary.flush()
-            self.progress.ended(status == "succeeded", job.key, was_running, note)
+            self.progress.ended(status == "succeeded", job.key, was_running, note, usage)
             self._ended += 1
             if self._ended >= len(self.jobs):
                 self._done.set()

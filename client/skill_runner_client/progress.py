@@ -6,7 +6,8 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from typing import TextIO
+from collections.abc import Mapping
+from typing import Any, TextIO
 
 
 class Progress:
@@ -23,6 +24,7 @@ class Progress:
         self._started = time.monotonic()
         self._stop = threading.Event()
         self._ticker = threading.Thread(target=self._tick, daemon=True)
+        self.tokens: dict[str, float] = {}  # this invocation's jobs' token_usage, added up
 
     def start(self) -> None:
         self._ticker.start()
@@ -31,9 +33,19 @@ class Progress:
         with self._lock:
             self.running += 1
 
-    def ended(self, ok: bool, key: str, was_running: bool = True, note: str = "") -> None:
+    def ended(
+        self,
+        ok: bool,
+        key: str,
+        was_running: bool = True,
+        note: str = "",
+        usage: Mapping[str, Any] | None = None,
+    ) -> None:
         with self._lock:
             self.running -= 1 if was_running else 0
+            for name, value in (usage or {}).items():
+                if isinstance(value, (int, float)):
+                    self.tokens[name] = self.tokens.get(name, 0) + value
             if ok:
                 self.succeeded += 1
             else:
@@ -56,8 +68,20 @@ class Progress:
         eta = f"{left / rate:.0f}s" if rate > 0 else "-"
         return (
             f"{ended}/{self.total} done: {self.succeeded} succeeded, {self.failed} failed, "
-            f"{self.running} running | {rate:.1f}/s | ETA {eta}"
+            f"{self.running} running | {rate:.1f}/s | ETA {eta}{self._spent()}"
         )
+
+    def _spent(self) -> str:
+        """' | 41,227 tokens in, 53 out, $0.1611' once a job reported any."""
+        if not self.tokens:
+            return ""
+        spent = (
+            f" | {self.tokens.get('input_tokens', 0):,.0f} tokens in, "
+            f"{self.tokens.get('output_tokens', 0):,.0f} out"
+        )
+        if "cost_usd" in self.tokens:
+            spent += f", ${self.tokens['cost_usd']:.4f}"
+        return spent
 
     def finish(self) -> None:
         self._stop.set()

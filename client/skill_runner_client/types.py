@@ -53,7 +53,7 @@ class JobStatus(TypedDict, total=False):
     last_auto_decision_at: str | None
     warnings: list[Any]
     error: ErrorInfo | None
-    token_usage: dict[str, int] | None
+    token_usage: TokenUsage | None
     workspace_dir: str | None  # the run's directory on the server (also as workspaceDir)
     workspaceDir: str | None
     resultJsonPath: str | None  # its result document (result/<skill>.<n>/result.json)
@@ -67,9 +67,21 @@ class RunResult(TypedDict):
     error: ErrorInfo | None
 
 
+class TokenUsage(TypedDict, total=False):
+    """What the engine CLI reported for a run (input counts cached input, output reasoning)."""
+
+    input_tokens: int
+    output_tokens: int
+    cached_input_tokens: int
+    reasoning_tokens: int
+    cost_usd: float  # the CLI's own figure or the service's price table
+
+
 class JobResult(TypedDict):
     request_id: str
     result: RunResult
+    artifacts: list[dict[str, Any]]
+    token_usage: TokenUsage | None
 
 
 class JobPage(TypedDict):

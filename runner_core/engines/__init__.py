@@ -15,6 +15,7 @@ ENGINES: dict[str, str] = {
     "gemini": "runner_core.engines.gemini",
     "iflow": "runner_core.engines.iflow",
     "opencode": "runner_core.engines.opencode",
+    "kilo": "runner_core.engines.kilo",
     "claude": "runner_core.engines.claude",
     "qwen": "runner_core.engines.qwen",
 }

@@ -55,6 +55,7 @@ class ProcessResult:
     canceled: bool = False
     output_exceeded: bool = False  # killed for writing more than its output limit
     limit_exceeded: str | None = None  # "processes" or "memory": a resource limit ended it
+    budget_exceeded: bool = False  # stopped: the run reached its budget (runner_core.budget)
     # where this process's output starts in its files (a resumed turn appends to the run's logs)
     stdout_from: int = 0
     stderr_from: int = 0
@@ -65,7 +66,13 @@ class ProcessResult:
     @property
     def cut_short(self) -> bool:
         """Stopped from outside (timeout, cancel, output or resource limit), not exited."""
-        return bool(self.timed_out or self.canceled or self.output_exceeded or self.limit_exceeded)
+        return bool(
+            self.timed_out
+            or self.canceled
+            or self.output_exceeded
+            or self.limit_exceeded
+            or self.budget_exceeded
+        )
 
 
 @dataclass(frozen=True)
@@ -88,7 +95,7 @@ class EngineOutput:
     session_id: str | None = None
     usage: dict[str, Any] = field(default_factory=dict)  # the CLI's own usage record, as printed
     # {"input_tokens": int, "output_tokens": int} as the CLI counts them; None when it has none
-    tokens: dict[str, int] | None = None
+    tokens: dict[str, Any] | None = None
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     error: EngineError | None = None
 

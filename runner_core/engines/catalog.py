@@ -11,6 +11,7 @@ import re
 import subprocess
 import time
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from runner_core.engines import RETIRED, SUPPORTED_ENGINES, get_adapter
@@ -67,11 +68,24 @@ class EngineInfo:
         }
 
 
+def file_identity(path: Path | None) -> str:
+    """What changes when the file behind `path` (its links followed) is replaced, as npm
+    replaces a package's files on an upgrade: its inode, size and modification time."""
+    if path is None:
+        return "-"
+    try:
+        stat = path.stat()
+    except OSError:
+        return "?"
+    return f"{stat.st_ino}:{stat.st_size}:{stat.st_mtime_ns}"
+
+
 def cli_version(binary: str) -> tuple[str | None, str | None]:
     """(version, error) from `<binary> --version` of the CLI the runs would use, cached for a
-    few minutes per file (choosing another file shows its version at once)."""
+    few minutes per file: choosing another file, or an upgrade replacing it (in any process:
+    the key is the file's identity), shows its version at once."""
     path = resolve_binary(binary)
-    key = f"{binary}:{path}"
+    key = f"{binary}:{path}:{file_identity(path)}"
     cached = _versions.get(key)
     if cached and time.monotonic() - cached[0] < VERSION_TTL_SEC:
         return cached[1], cached[2]
@@ -138,7 +152,7 @@ def all_engines(with_version: bool = True) -> list[EngineInfo]:
 
 
 # the provider an engine's models come from when the model id does not name one
-# (opencode ids are `provider/model`)
+# (opencode and kilo ids are `provider/model`)
 ENGINE_PROVIDERS = {
     "codex": "openai",
     "gemini": "google",

@@ -14,6 +14,11 @@ there, so a resume (``--resume``) must use the same run dir. The stream's usage 
 ``result``; a turn cut short is counted per answer, from the session log there (the stream's
 own events carry each answer's counts as it started). Tools the skill needs are
 pre-approved with ``--allowedTools``; in ``auto`` mode the ask-the-user tool is disallowed.
+
+An auto run's output schema goes to ``--json-schema`` (runner_core.engines.native_schema;
+``native_schema: false`` in the config turns it off): claude offers the model a
+``StructuredOutput`` tool with that schema, checks its input, and prints the accepted answer
+as the result's ``structured_output``, which is then the final text.
 """
 
 from __future__ import annotations
@@ -33,8 +38,15 @@ from runner_core.engines.base import (
 from runner_core.engines.claude_stream import Stream, read_stream
 from runner_core.engines.failures import api_error, exit_error, missing_cli_error
 from runner_core.engines.invocation import command_spec, engine_env, find_cli, resolve_binary
+from runner_core.engines.native_schema import TOOL, native_schema_for
 from runner_core.engines.session_logs import claude_message_usage
-from runner_core.engines.streams import json_lines, json_of_text, read_output, token_counts
+from runner_core.engines.streams import (
+    UsageKeys,
+    json_lines,
+    json_of_text,
+    read_output,
+    token_counts,
+)
 from runner_core.error_codes import ErrorCode
 
 HOME_DIR = ".claude-home"
@@ -46,6 +58,13 @@ QUIET_ENV = {
     "DISABLE_ERROR_REPORTING": "1",
 }
 _AUTH_PATTERNS = ("not logged in", "invalid api key", "/login")
+
+# the result's usage (Anthropic counts cache reads and writes beside input_tokens) and cost
+USAGE = UsageKeys(
+    input=("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"),
+    cached="cache_read_input_tokens",
+    cost="cost_usd",
+)
 
 
 @dataclass(frozen=True)
@@ -79,6 +98,9 @@ class ClaudeAdapter:
             argv += ["--disallowedTools", "AskUserQuestion"]
         if cli.model:
             argv += ["--model", str(cli.model)]
+        schema = native_schema_for(ctx, TOOL)
+        if schema is not None:
+            argv += ["--json-schema", json.dumps(schema, ensure_ascii=False)]
         files: dict[str, str] = {}
         if ctx.config.get("settings"):
             rel = config_dir.relative_to(Path(ctx.run_dir)) / "settings.json"
@@ -105,7 +127,7 @@ class ClaudeAdapter:
         elif result.cwd is not None:  # cut short: each answer's usage as the session log has it
             home = Path(result.cwd) / HOME_DIR
             out.usage = stream.message_usage(claude_message_usage(home, stream.session_id))
-        out.tokens = token_counts(out.usage)
+        out.tokens = token_counts(out.usage, USAGE)
         out.error = self._error(result, stream)
         if out.error is None:
             out.parsed_json = json_of_text(out.final_text)

@@ -2,15 +2,20 @@
 
 Events: ``system{subtype:init, session_id}``, ``assistant{message.content[text|tool_use]}``,
 ``user{message.content[tool_result]}`` and a final ``result{subtype, is_error, result,
-session_id, usage}``. Resumed turns append to the same log, so only the events from the last
+session_id, usage}`` (with ``structured_output`` / ``structured_result`` under
+``--json-schema``, which is then the answer). Resumed turns append to the same log, so only the events from the last
 ``init`` on are read. Each CLI types its own errors from what is collected here.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+# where a result event holds the --json-schema answer: claude, qwen
+STRUCTURED_KEYS = ("structured_output", "structured_result")
 
 # A tool_result block -> the fields it adds to its tool call (each CLI's own names).
 ToolResultFields = Callable[[dict[str, Any]], dict[str, Any]]
@@ -25,7 +30,8 @@ class Stream:
     result: dict[str, Any] | None = None  # the final ``result`` event
     session_id: str | None = None
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
-    text: str | None = None  # the result's text, else the last assistant message's text
+    # the result's structured answer as JSON, else its text, else the last assistant text
+    text: str | None = None
 
     @property
     def usage(self) -> dict[str, Any]:
@@ -68,8 +74,13 @@ def read_stream(events: list[dict[str, Any]], tool_result: ToolResultFields) -> 
         elif kind == "result":
             stream.result = event
     stream.tool_calls = list(calls.values())
-    answer = (stream.result or {}).get("result")
+    result = stream.result or {}
+    answer = result.get("result")
     stream.text = answer if isinstance(answer, str) else last_text
+    for key in STRUCTURED_KEYS:  # the answer the CLI's --json-schema tool accepted
+        if result.get(key) is not None:
+            stream.text = json.dumps(result[key], ensure_ascii=False)
+            break
     return stream
 
 

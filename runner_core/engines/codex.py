@@ -22,7 +22,9 @@ Each run gets its own ``CODEX_HOME`` (and ``HOME``) at ``<run_dir>/.codex-home``
 there, so a resume must use the same run dir. The JSONL prints the turn's usage only at
 ``turn.completed``; a turn cut short (timeout, cancel, crash) is counted from the session log,
 where codex writes the running total after each model answer (runner_core.engines.session_logs).
-Profiles (``-p``) are never used. The prompt is the last argument (after ``--``), or ``-`` with
+Profiles (``-p``) are never used. An auto run's output schema, in OpenAI's strict form
+(runner_core.engines.native_schema), goes to ``--output-schema`` unless the config says
+``native_schema: false`` or the schema has no strict form. The prompt is the last argument (after ``--``), or ``-`` with
 the prompt on stdin when it is too long for argv. ``ctx.execution_mode`` changes nothing: codex
 exec has no way to ask the user.
 
@@ -53,11 +55,19 @@ from runner_core.engines.base import (
 )
 from runner_core.engines.failures import api_error, exit_error, http_status, missing_cli_error
 from runner_core.engines.invocation import command_spec, engine_env, find_cli, resolve_binary
+from runner_core.engines.native_schema import STRICT, native_schema_for
 from runner_core.engines.session_logs import codex_turn_usage
-from runner_core.engines.streams import json_lines, json_of_text, read_output, token_counts
+from runner_core.engines.streams import (
+    UsageKeys,
+    json_lines,
+    json_of_text,
+    read_output,
+    token_counts,
+)
 from runner_core.error_codes import ErrorCode
 
 HOME_DIR = ".codex-home"
+SCHEMA_FILE = "output-schema.json"  # the output schema in strict form, in HOME_DIR
 PROVIDER = "skillrunner"
 DEFAULT_KEY_ENV = "SKILL_RUNNER_API_KEY"
 TOOL_ITEMS = ("command_execution", "mcp_tool_call", "file_change", "web_search")
@@ -139,13 +149,8 @@ def split_model(value: Any) -> tuple[str | None, str | None]:
     return name or None, effort or None
 
 
-def is_object_schema(path: Path) -> bool:
-    """True when the file holds a JSON schema whose top level is an object."""
-    try:
-        schema = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    return isinstance(schema, dict) and schema.get("type") == "object"
+# turn.completed.usage (and the session log's total_token_usage)
+USAGE = UsageKeys(cached="cached_input_tokens", reasoning="reasoning_output_tokens")
 
 
 @dataclass(frozen=True)
@@ -201,11 +206,14 @@ class CodexAdapter:
             argv += ["-c", f"model_reasoning_effort={toml_value(effort)}"]
         if model:
             argv += ["-m", model]
-        if ctx.output_schema_path and is_object_schema(ctx.output_schema_path):
-            argv += ["--output-schema", str(ctx.output_schema_path)]
+        files: dict[str, str] = {}
+        schema = native_schema_for(ctx, STRICT)
+        if schema is not None:  # before `resume`: exec resume takes it too (codex >= 0.132)
+            files[f"{HOME_DIR}/{SCHEMA_FILE}"] = json.dumps(schema, ensure_ascii=False)
+            argv += ["--output-schema", str(home / SCHEMA_FILE)]
         env = engine_env(home=home, binary_path=cli.path, config=ctx.config, extra=extra)
         # "-": read the prompt from stdin
-        return command_spec(ctx, argv, env, resume="resume", stdin_args=["-"])
+        return command_spec(ctx, argv, env, resume="resume", stdin_args=["-"], files=files)
 
     def parse_output(self, result: ProcessResult) -> EngineOutput:
         """Session id, final message, usage, tool calls and a typed error from the JSONL."""
@@ -232,7 +240,7 @@ class CodexAdapter:
         if not out.usage and result.cwd is not None:
             # no turn.completed (cut short, or failed): what codex logged after each answer
             out.usage = codex_turn_usage(Path(result.cwd) / HOME_DIR, out.session_id)
-        out.tokens = token_counts(out.usage)
+        out.tokens = token_counts(out.usage, USAGE)
         out.parsed_json = json_of_text(out.final_text)
         out.error = self._error(result, events, failed, errors)
         return out

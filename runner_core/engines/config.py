@@ -14,8 +14,9 @@ The config dir is ``deploy/engine-config`` in the repository unless the environm
 Keys of the merged dict: ``base_url`` (provider endpoint), ``api_key_env`` (name of the service
 environment variable holding the key), ``api_key`` (the key itself; tests only), ``model``,
 ``env`` (extra variables for the CLI), ``settings`` (written into the CLI's own settings file),
-``node_flags`` (V8 flags for a Node CLI, see invocation.program_argv) and ``runtime_options``
-(passed through from the request). How the CLI is found and started is in invocation.py.
+``node_flags`` (V8 flags for a Node CLI, see invocation.program_argv), ``native_schema``
+(false: do not hand the output schema to the engine's own structured-output flag, see
+native_schema.py) and ``runtime_options`` (passed through from the request). How the CLI is found and started is in invocation.py.
 """
 
 from __future__ import annotations
@@ -144,6 +145,8 @@ def validate_config(config: Mapping[str, Any]) -> None:
     for name, value in config.get("env", {}).items():
         if not isinstance(value, str):
             raise EngineConfigError(f"engine config env {name!r} must be a string")
+    if not isinstance(config.get("native_schema", True), bool):
+        raise EngineConfigError("engine config key 'native_schema' must be true or false")
     flags = config.get("node_flags")
     if flags is not None and not (
         isinstance(flags, list) and all(isinstance(f, str) for f in flags)

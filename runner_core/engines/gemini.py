@@ -35,12 +35,30 @@ from runner_core.engines.invocation import (
     run_home_files,
 )
 from runner_core.engines.session_logs import gemini_usage
-from runner_core.engines.streams import json_lines, json_of_text, read_output, token_counts
+from runner_core.engines.streams import (
+    UsageKeys,
+    json_lines,
+    json_of_text,
+    read_output,
+    token_counts,
+)
 from runner_core.error_codes import ErrorCode
 
 BASE_SETTINGS: dict[str, Any] = {"security": {"auth": {"selectedType": "gemini-api-key"}}}
 # Printed when no key is configured (exit 41); a refused key is a MODEL_API_ERROR instead.
 _AUTH_HINTS = ("must specify the GEMINI_API_KEY", "Invalid auth method")
+
+# stats (and the chat log's counts): output leaves out thoughts, which only the total holds
+USAGE = UsageKeys(output=("output_tokens", "thoughts"), cached="cached", reasoning="thoughts")
+
+
+def gemini_tokens(usage: dict[str, Any]) -> dict[str, Any] | None:
+    """Token counts from gemini's stats: the thoughts are what the total has beyond input and
+    output."""
+    total, given, made = (usage.get(k) for k in ("total_tokens", "input_tokens", "output_tokens"))
+    if isinstance(total, int) and isinstance(given, int) and isinstance(made, int):
+        usage = {**usage, "thoughts": max(0, total - given - made)}
+    return token_counts(usage, USAGE)
 
 
 @dataclass(frozen=True)
@@ -81,7 +99,7 @@ class GeminiAdapter:
         output = parse_stream_events(events, result.exit_code)
         if output.envelope is None and result.cwd is not None:  # cut short before `result`
             output.usage = cut_short_usage(Path(result.cwd) / RUN_HOME, events, output.session_id)
-            output.tokens = token_counts(output.usage)
+            output.tokens = gemini_tokens(output.usage)
         if output.error is None and result.exit_code != 0:
             output.error = startup_error(stderr, result.exit_code)
         if output.error is None:
@@ -117,7 +135,7 @@ def parse_stream_events(events: list[dict[str, Any]], exit_code: int | None) -> 
         elif kind == "result":
             output.envelope = event
             output.usage = dict(event.get("stats") or {})
-            output.tokens = token_counts(output.usage)
+            output.tokens = gemini_tokens(output.usage)
             if event.get("status") == "error":
                 output.error = result_error(event.get("error") or {})
     output.final_text = text or None

@@ -25,7 +25,7 @@ from runner_core.engines.base import (
 from runner_core.engines.config import deep_merge
 from runner_core.engines.failures import api_error, http_status, process_error
 from runner_core.engines.invocation import command_spec, find_cli, run_env, run_home_files
-from runner_core.engines.streams import json_of_text, read_output, token_counts
+from runner_core.engines.streams import UsageKeys, json_of_text, read_output, token_counts
 from runner_core.error_codes import ErrorCode
 
 _INFO = re.compile(r"<Execution Info>\s*(.*?)\s*</Execution Info>", re.DOTALL)
@@ -84,7 +84,7 @@ def parse_text(stdout: str, stderr: str, exit_code: int | None) -> EngineOutput:
         output.session_id = info.get("session-id") or info.get("session_id")
         usage = info.get("tokenUsage") or info.get("usage") or {}
         output.usage = dict(usage) if isinstance(usage, dict) else {}
-        output.tokens = token_counts(output.usage, "input", "output")
+        output.tokens = token_counts(output.usage, UsageKeys(("input",), ("output",)))
     start = blocks[-2].end() if len(blocks) > 1 else 0
     text = _INFO.sub("", stdout[start:]).strip()
     output.final_text = text or None

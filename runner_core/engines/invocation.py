@@ -115,18 +115,29 @@ def run_env(
     )
 
 
+# A Node CLI's launcher that always starts the CLI again as a child Node process (about a
+# second per run), whatever its no-relaunch variable says -> (the script it starts, the flags
+# it starts it with): the worker starts that script itself, one process. Qwen Code >= 0.24.
+RELAUNCHERS = {"cli-entry.js": ("cli.js", ("--expose-gc",))}
+
+
 def program_argv(
     binary: str, binary_path: Path | None, config: Mapping[str, Any], env: Mapping[str, str]
 ) -> list[str]:
     """The start of an engine's argv: the CLI itself, or `node FLAGS SCRIPT` when the config
-    has ``node_flags`` and the CLI is a Node script (V8 flags such as --liftoff-only are not
-    allowed in NODE_OPTIONS). `node` is looked up on the child's PATH, as the script's own
-    `#!/usr/bin/env node` line would."""
+    has ``node_flags`` or the CLI is a relaunching launcher (RELAUNCHERS) and it is a Node
+    script (V8 flags such as --liftoff-only are not allowed in NODE_OPTIONS). `node` is looked
+    up on the child's PATH, as the script's own `#!/usr/bin/env node` line would."""
     program = [str(binary_path or binary)]
-    flags = config.get("node_flags") or []
-    if not flags or binary_path is None:
+    if binary_path is None:
         return program
     script = Path(binary_path).resolve()
+    flags = list(config.get("node_flags") or [])
+    relaunched = RELAUNCHERS.get(script.name)
+    if relaunched is not None and (script.parent / relaunched[0]).is_file():
+        script, flags = script.parent / relaunched[0], [*relaunched[1], *flags]
+    if not flags:
+        return program
     node = shutil.which("node", path=env.get("PATH"))
     if node is None or not is_node_script(script):
         return program

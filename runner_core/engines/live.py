@@ -1,6 +1,6 @@
 """The engine CLIs' own streamed events, translated into FCMP events as they are printed:
 agent messages and tool calls, per output line (codex --json, claude/qwen stream-json, gemini
-stream-json, opencode --format json). A line that is not one of them translates to nothing."""
+stream-json, opencode and kilo --format json). A line that is not one of them translates to nothing."""
 
 from __future__ import annotations
 
@@ -84,6 +84,7 @@ TRANSLATORS: dict[str, Callable[[dict[str, Any]], Translated]] = {
     "qwen": claude_like,
     "gemini": gemini,
     "opencode": opencode,
+    "kilo": opencode,  # an opencode fork: the same events
 }
 
 

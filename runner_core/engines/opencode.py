@@ -30,12 +30,27 @@ from runner_core.engines.base import (
 from runner_core.engines.config import deep_merge
 from runner_core.engines.failures import api_error, process_error
 from runner_core.engines.invocation import RUN_HOME_FILES, command_spec, find_cli, run_env
-from runner_core.engines.streams import json_lines, json_of_text, read_output, token_counts
+from runner_core.engines.streams import (
+    UsageKeys,
+    json_lines,
+    json_of_text,
+    read_output,
+    token_counts,
+)
 from runner_core.error_codes import ErrorCode
 from runner_core.workspace import GIT_MARKER  # opencode stops its upward scan at a git root
 
 PROVIDER_ID = "runner"
 KEY_ENV = "SKILL_RUNNER_OPENCODE_API_KEY"
+
+# the step_finish counts added up: input leaves out cache reads and writes, output reasoning
+USAGE = UsageKeys(
+    input=("input", "cache_read", "cache_write"),
+    output=("output", "reasoning"),
+    cached="cache_read",
+    reasoning="reasoning",
+    cost="cost",
+)
 
 
 @dataclass(frozen=True)
@@ -78,9 +93,10 @@ class OpencodeAdapter:
 
 
 def provider_settings(
-    config: dict[str, Any], model: str | None, key: str | None
+    config: dict[str, Any], model: str | None, key: str | None, key_env: str = KEY_ENV
 ) -> tuple[dict[str, Any], dict[str, str]]:
-    """The opencode.json content and the env carrying the key.
+    """The opencode.json content and the env carrying the key (in `key_env`; kilo, an opencode
+    fork, takes the same settings).
 
     With ``base_url`` the model is served by an OpenAI-compatible provider ``runner``; without
     it ``model`` must already be ``provider/model`` and the key is passed under ``api_key_env``.
@@ -92,13 +108,13 @@ def provider_settings(
         provider = {
             "npm": "@ai-sdk/openai-compatible",
             "name": "Skill Runner provider",
-            "options": {"baseURL": str(config["base_url"]), "apiKey": f"{{env:{KEY_ENV}}}"},
+            "options": {"baseURL": str(config["base_url"]), "apiKey": f"{{env:{key_env}}}"},
             "models": {bare: {}},
         }
         settings = deep_merge(settings, {"provider": {PROVIDER_ID: provider}})
         settings["model"] = f"{PROVIDER_ID}/{bare}"
         if key:
-            extra[KEY_ENV] = key
+            extra[key_env] = key
     elif model:
         settings["model"] = model
         if key and config.get("api_key_env"):
@@ -140,7 +156,7 @@ def parse_events(events: list[dict[str, Any]], exit_code: int | None) -> EngineO
         elif kind == "error":
             output.error = event_error(event.get("error") or {})
     output.usage = usage
-    output.tokens = token_counts(usage, "input", "output")
+    output.tokens = token_counts(usage, USAGE)
     output.final_text = text or None
     output.parsed_json = json_of_text(output.final_text)
     return output

@@ -7,10 +7,19 @@ when the working dir is HOME) holding `.qwen/settings.json`. The provider is Ope
 stream-json follows Claude Code's layout (read by runner_core.engines.claude_stream). Trap: a
 model API failure still ends with exit 0, ``subtype:"success"`` and
 ``result:"[API Error: ...]"``; it is reported as MODEL_API_ERROR here.
+
+An auto run's output schema goes to ``--json-schema`` (runner_core.engines.native_schema;
+``native_schema: false`` in the config turns it off), on every turn: qwen offers the model a
+``structured_output`` tool with that schema, ends the turn on its first valid call and prints
+the answer as the result's ``structured_result``, which is then the final text. A model that
+answers plain text instead fails qwen's turn; that text is then the final text, for the output
+chain, as without the flag. Trap: under the flag a failed model call is reported that way too,
+its ``[API Error: ...]`` line as the "plain text": it stays MODEL_API_ERROR.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -31,11 +40,23 @@ from runner_core.engines.invocation import (
     run_env,
     run_home_files,
 )
-from runner_core.engines.streams import json_lines, json_of_text, read_output, token_counts
+from runner_core.engines.native_schema import TOOL, native_schema_for
+from runner_core.engines.streams import (
+    UsageKeys,
+    json_lines,
+    json_of_text,
+    read_output,
+    token_counts,
+)
 from runner_core.error_codes import ErrorCode
 
 _API_ERROR = re.compile(r"^\s*\[API Error:\s*(.*?)\]?\s*$", re.DOTALL)
+# qwen's failure when the model answers text under --json-schema (the text is in the stream)
+_PLAIN_TEXT = "Model produced plain text instead of calling the structured_output tool"
 _AUTH_HINTS = ("Missing API key", "OPENAI_API_KEY environment variable")
+
+# the result's usage: input counts the cache reads it also lists
+USAGE = UsageKeys(cached="cache_read_input_tokens")
 
 
 @dataclass(frozen=True)
@@ -62,6 +83,9 @@ class QwenAdapter:
         argv += ["--auth-type", "openai", "--yolo", "--output-format", "stream-json"]
         if cli.model:
             argv += ["-m", cli.model]
+        schema = native_schema_for(ctx, TOOL)
+        if schema is not None:  # on every turn: a resumed session does not keep it
+            argv += ["--json-schema", json.dumps(schema, ensure_ascii=False)]
         return command_spec(
             ctx,
             argv,
@@ -84,8 +108,12 @@ class QwenAdapter:
             usage=stream.usage if stream.result is not None else stream.message_usage(),
             tool_calls=stream.tool_calls,
         )
-        output.tokens = token_counts(output.usage)
+        output.tokens = token_counts(output.usage, USAGE)
         output.error = result_error(stream.result) if stream.result is not None else None
+        text_answer = output.error is not None and output.error.message.startswith(_PLAIN_TEXT)
+        if text_answer:  # the model wrote text, not the schema tool: the chain reads it,
+            # unless it is qwen's own "[API Error: ...]" line (a failed model call)
+            output.error = text_api_error(output.final_text or "", "error_during_execution")
         if output.error is None:
             output.parsed_json = json_of_text(output.final_text)
         if (
@@ -97,7 +125,7 @@ class QwenAdapter:
             output.error = EngineError(
                 ErrorCode.AUTH_MISSING, stderr.strip()[-2000:], {"exit_code": result.exit_code}
             )
-        if output.error is None:
+        if output.error is None and not text_answer:
             output.error = process_error(result, self.binary, stderr, printed=bool(events))
         return output
 
@@ -109,6 +137,12 @@ def _tool_result(block: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def text_api_error(text: str, subtype: Any) -> EngineError | None:
+    """MODEL_API_ERROR when `text` is qwen's ``[API Error: ...]`` line, else None."""
+    match = _API_ERROR.match(text)
+    return api_error(text, http_status(match.group(1)), subtype=subtype) if match else None
+
+
 def result_error(event: dict[str, Any]) -> EngineError | None:
     """The error of a ``result`` event: ``is_error``, an error subtype, or an ``[API Error:`` text
     (in ``result`` up to qwen 0.15, in ``error.message`` from 0.24 on)."""
@@ -116,9 +150,9 @@ def result_error(event: dict[str, Any]) -> EngineError | None:
     raw_error = event.get("error")
     error = raw_error if isinstance(raw_error, dict) else {}
     for candidate in (text, str(error.get("message") or "")):
-        match = _API_ERROR.match(candidate)
-        if match:
-            return api_error(candidate, http_status(match.group(1)), subtype=event.get("subtype"))
+        found = text_api_error(candidate, event.get("subtype"))
+        if found is not None:
+            return found
     if event.get("is_error") or str(event.get("subtype", "success")) != "success":
         message = str(error.get("message") or text or event.get("subtype"))
         code = (

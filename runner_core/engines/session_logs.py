@@ -75,10 +75,14 @@ def gemini_usage(home: Path, session_id: str | None, since: str) -> dict[str, in
                 tokens[str(message["id"])] = message["tokens"]
     if not tokens:
         return {}
-    return {
-        "input_tokens": sum(_count(t.get("input")) for t in tokens.values()),
-        "output_tokens": sum(_count(t.get("output")) for t in tokens.values()),
+    # named as in gemini's stats, so one reading serves both (gemini.gemini_tokens)
+    names = {
+        "input": "input_tokens",
+        "output": "output_tokens",
+        "cached": "cached",
+        "total": "total_tokens",
     }
+    return {name: sum(_count(t.get(key)) for t in tokens.values()) for key, name in names.items()}
 
 
 def _gemini_messages(entries: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeGuard
 
@@ -49,22 +50,42 @@ def json_of_text(text: str | None) -> Any:
         return None
 
 
+@dataclass(frozen=True)
+class UsageKeys:
+    """Where a CLI's usage record keeps each count. Normalized, input counts cached input and
+    output counts reasoning (OpenAI's convention): a CLI that reports them beside each other
+    lists several keys to add up."""
+
+    input: tuple[str, ...] = ("input_tokens",)
+    output: tuple[str, ...] = ("output_tokens",)
+    cached: str | None = None
+    reasoning: str | None = None
+    cost: str | None = None  # USD, where the CLI prices the run itself
+
+
 def token_counts(
-    usage: Mapping[str, Any] | None,
-    input_key: str = "input_tokens",
-    output_key: str = "output_tokens",
-) -> dict[str, int] | None:
-    """``{"input_tokens": N, "output_tokens": M}`` from a CLI's own usage record, counted as
-    the CLI counts them; None when it reports neither."""
+    usage: Mapping[str, Any] | None, keys: UsageKeys = UsageKeys()
+) -> dict[str, Any] | None:
+    """``{input_tokens, output_tokens[, cached_input_tokens, reasoning_tokens, cost_usd]}``
+    from a CLI's own usage record; None when it reports neither input nor output."""
     if not isinstance(usage, Mapping):
         return None
-    counts = {
-        name: usage.get(key)
-        for name, key in (("input_tokens", input_key), ("output_tokens", output_key))
-    }
-    if not any(_is_count(value) for value in counts.values()):
+    if not any(_is_count(usage.get(key)) for key in (*keys.input, *keys.output)):
         return None
-    return {name: int(value) if _is_count(value) else 0 for name, value in counts.items()}
+    counts: dict[str, Any] = {
+        "input_tokens": sum(_count(usage.get(key)) for key in keys.input),
+        "output_tokens": sum(_count(usage.get(key)) for key in keys.output),
+    }
+    for name, key in (("cached_input_tokens", keys.cached), ("reasoning_tokens", keys.reasoning)):
+        if key is not None and _is_count(usage.get(key)):
+            counts[name] = _count(usage.get(key))
+    if keys.cost is not None and _is_count(usage.get(keys.cost)):
+        counts["cost_usd"] = round(float(usage[keys.cost]), 6)
+    return counts
+
+
+def _count(value: Any) -> int:
+    return int(value) if _is_count(value) else 0
 
 
 def _is_count(value: Any) -> TypeGuard[int | float]:

@@ -6,41 +6,78 @@ import { readFileSync, writeFileSync, mkdirSync, existsSync, renameSync } from '
 import { dirname, join, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
 
-const unavailable = (name) => new Proxy({}, {
-  get (_target, attr) {
-    if (attr === 'then') return undefined // not a thenable
-    throw new Error(`ctx.${name} is not available in this service (ctx.${name}.${String(attr)})`)
-  }
-})
-
-// ctx.call: the request as calls/<n>.request.json in the run directory, the worker's answer
-// as calls/<n>.response.json once the child run ended (composites only)
+// Requests to the worker as files in the run's calls/ folder (the box keeps the script off the
+// network and the database): ctx.call as calls/<n>.request.json (composites only), ctx.memory,
+// ctx.session and ctx.scratch as calls/op-<n>.request.json; the worker answers each with the
+// matching .response.json. Outside the service (no SKILL_RUNNER_RUN_DIR) nothing answers.
+const runDir = process.env.SKILL_RUNNER_RUN_DIR || ''
+const channel = join(runDir, 'calls')
 let calls = 0
-async function call (name, input) {
-  const dir = join(process.env.SKILL_RUNNER_RUN_DIR || '', 'calls')
-  if (!existsSync(dir)) throw new Error(`ctx.call('${name}'): only a composite skill calls other skills`)
-  const base = join(dir, String(++calls))
-  writeFileSync(`${base}.request.tmp`, JSON.stringify({ name, input: input ?? {} }))
+let ops = 0
+
+async function request (base, body, pollMs) {
+  mkdirSync(channel, { recursive: true })
+  writeFileSync(`${base}.request.tmp`, JSON.stringify(body))
   renameSync(`${base}.request.tmp`, `${base}.request.json`)
-  while (!existsSync(`${base}.response.json`)) await new Promise((resolve) => setTimeout(resolve, 20))
-  const answer = JSON.parse(readFileSync(`${base}.response.json`, 'utf8'))
+  while (!existsSync(`${base}.response.json`)) await new Promise((resolve) => setTimeout(resolve, pollMs))
+  return JSON.parse(readFileSync(`${base}.response.json`, 'utf8'))
+}
+
+async function op (name, args = {}) {
+  if (!runDir) throw new Error(`ctx.${name} needs the service: run the skill through it`)
+  const answer = await request(join(channel, `op-${++ops}`), { op: name, args }, 5)
+  if (!answer.ok) throw new Error(`ctx.${name}: ${answer.error?.message}`)
+  return answer.output
+}
+
+async function call (name, input) {
+  if (!runDir) throw new Error(`ctx.call('${name}'): only a composite skill calls other skills`)
+  const answer = await request(join(channel, String(++calls)), { name, input: input ?? {} }, 20)
   if (!answer.ok) throw new Error(`ctx.call('${name}') failed: ${answer.error?.message || 'failed'}`)
   return answer.output
 }
 
+// ctx.scratch and ctx.session.id are plain properties, fetched on first use: a synchronous wait
+let opened = null
+const pause = new Int32Array(new SharedArrayBuffer(4))
+function openSync () {
+  if (opened) return opened
+  if (!runDir) return (opened = { scratch: {}, session_id: '' })
+  mkdirSync(channel, { recursive: true })
+  const base = join(channel, `op-${++ops}`)
+  writeFileSync(`${base}.request.tmp`, JSON.stringify({ op: 'open', args: {} }))
+  renameSync(`${base}.request.tmp`, `${base}.request.json`)
+  while (!existsSync(`${base}.response.json`)) Atomics.wait(pause, 0, 0, 5)
+  const answer = JSON.parse(readFileSync(`${base}.response.json`, 'utf8'))
+  if (!answer.ok) throw new Error(`ctx.scratch: ${answer.error?.message}`)
+  opened = { ...answer.output, start: JSON.stringify(answer.output.scratch) }
+  return opened
+}
+
 async function main (index) {
   const payload = JSON.parse(readFileSync(process.env.SKILL_RUNNER_INPUT_FILE, 'utf8'))
-  const scratchFile = process.env.SKILL_RUNNER_SCRATCH_FILE || ''
-  const scratch = scratchFile && existsSync(scratchFile) ? JSON.parse(readFileSync(scratchFile, 'utf8')) : {}
   // console.log and friends go to the log, never into the result
   for (const level of ['log', 'info', 'debug']) console[level] = (...args) => console.error(...args)
+  let scratch = null
   const ctx = {
     runId: process.env.SKILL_RUNNER_RUN_ID || '',
     config: {},
-    scratch,
+    get scratch () { return scratch ?? (scratch = openSync().scratch) },
+    set scratch (value) { openSync(); scratch = value },
     log: (...args) => console.error('[skill]', ...args),
-    memory: unavailable('memory'),
-    session: unavailable('session'),
+    memory: {
+      store: (text, key, meta) => op('memory.store', { text, key: key ?? null, meta: meta ?? null }),
+      get: (key) => op('memory.get', { key }),
+      forget: (key) => op('memory.forget', { key }),
+      list: (limit = 20) => op('memory.list', { limit }),
+      search: (query, limit = 5) => op('memory.search', { query, limit })
+    },
+    session: {
+      get id () { return openSync().session_id },
+      history: (limit = 50) => op('session.history', { limit }),
+      append: (role, content) => op('session.append', { role, content }),
+      clear: () => op('session.clear')
+    },
     call: (name, input) => call(name, input)
   }
   const mod = await import(pathToFileURL(resolve(index)).href)
@@ -50,7 +87,8 @@ async function main (index) {
   const resultFile = process.env.SKILL_RUNNER_RESULT_FILE
   mkdirSync(dirname(resultFile), { recursive: true })
   writeFileSync(resultFile, JSON.stringify(value === undefined ? null : value))
-  if (scratchFile) writeFileSync(scratchFile, JSON.stringify(ctx.scratch))
+  // a changed scratch goes back to the worker, which merges it by key
+  if (runDir && scratch !== null && JSON.stringify(scratch) !== opened.start) await op('scratch.put', { scratch })
 }
 
 main(process.argv[2]).catch((err) => {

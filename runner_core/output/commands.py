@@ -58,7 +58,7 @@ class RepairReply:
 
     text: str | None
     session_id: str | None = None
-    tokens: dict[str, int] | None = None
+    tokens: dict[str, Any] | None = None
     error: str | None = None
 
 

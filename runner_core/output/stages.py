@@ -68,7 +68,7 @@ class RepairRounds:
     and the tokens they used."""
 
     session_id: str | None = None
-    tokens: dict[str, int] | None = None
+    tokens: dict[str, Any] | None = None
 
     def after(self, reply: Any) -> RepairRounds:
         """These rounds and one more (a runner_core.output.commands.RepairReply)."""

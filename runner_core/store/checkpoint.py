@@ -11,6 +11,10 @@ restart it always finds frames newer than the checkpoint), so under sustained wr
 grows; past TRUNCATE_BYTES the thread makes a TRUNCATE checkpoint, which holds writers back
 for the few frames the last PASSIVE one left (at most BUSY_SEC) and empties the file.
 
+With nothing written since its last checkpoint, the thread waits twice as long each time, up to
+IDLE_MAX_SEC, so an idle service is not woken twice a second; the first write it sees brings it
+back to EVERY_SEC.
+
 The thread starts with the first connection a process opens (so a forked process gets its
 own) and ends once no engine of that file is left in the process.
 """
@@ -28,6 +32,7 @@ from urllib.parse import quote
 log = logging.getLogger(__name__)
 
 EVERY_SEC = 0.5
+IDLE_MAX_SEC = 8.0
 FALLBACK_PAGES = 25_000  # ~100 MiB of WAL: the commit that passes it checkpoints itself
 TRUNCATE_BYTES = 64 << 20
 BUSY_SEC = 0.05
@@ -83,9 +88,10 @@ class Checkpointer(threading.Thread):
 
     def run(self) -> None:
         conn: sqlite3.Connection | None = None
+        pause, last = EVERY_SEC, None
         try:
             while self._wanted():
-                time.sleep(EVERY_SEC)
+                time.sleep(pause)
                 try:
                     if conn is None:  # mode=rw: never create a database that is gone
                         conn = sqlite3.connect(
@@ -95,7 +101,9 @@ class Checkpointer(threading.Thread):
                             check_same_thread=False,
                             isolation_level=None,
                         )
-                    self.checkpoint(conn)
+                    frames = self.checkpoint(conn)
+                    pause = next_pause(pause, frames != last)
+                    last = frames
                 except sqlite3.Error as exc:  # busy, or the file is gone: try again later
                     log.debug("checkpoint of %s skipped: %s", self.path, exc)
                     if conn is not None:
@@ -105,16 +113,18 @@ class Checkpointer(threading.Thread):
             if conn is not None:
                 conn.close()
 
-    def checkpoint(self, conn: sqlite3.Connection) -> None:
-        conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+    def checkpoint(self, conn: sqlite3.Connection) -> tuple:
+        """One checkpoint; returns the WAL's (frames, frames checkpointed) after it."""
+        _busy, *frames = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
         self.runs += 1
         try:
             size = os.path.getsize(self.path + "-wal")
         except OSError:
-            return
+            return tuple(frames)
         if size > TRUNCATE_BYTES:
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
             self.truncations += 1
+        return tuple(frames)
 
     def _wanted(self) -> bool:
         with _lock:
@@ -122,3 +132,9 @@ class Checkpointer(threading.Thread):
                 return True
             _threads.pop((os.getpid(), self.path), None)
             return False
+
+
+def next_pause(pause: float, written: bool) -> float:
+    """The wait before the next checkpoint: EVERY_SEC after a write, else twice the last
+    (at most IDLE_MAX_SEC)."""
+    return EVERY_SEC if written else min(max(pause, EVERY_SEC) * 2, IDLE_MAX_SEC)

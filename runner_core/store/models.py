@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import JSON, Boolean, DateTime, ForeignKey, Index, Integer, String, Text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-from runner_core.statuses import InstallStatus, RecoveryState, RunStatus
+from runner_core.statuses import InstallStatus, RecoveryState, RunStatus, UpgradeStatus
 
 
 def utcnow() -> datetime:
@@ -66,7 +66,7 @@ class Run(Base):
     session_handle: Mapped[str | None] = mapped_column(String(255))
     timings: Mapped[dict[str, Any]] = mapped_column(default=dict)
     # {"input_tokens", "output_tokens"} of every engine turn of the run; None: none reported
-    token_usage: Mapped[dict[str, int] | None] = mapped_column(JSON)
+    token_usage: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     # a composite's step: its parent run and step name (None for every other run)
     parent_run_id: Mapped[str | None] = mapped_column(String(36))
     step_name: Mapped[str | None] = mapped_column(String(128))
@@ -211,15 +211,76 @@ class AuditEntry(Base):
     details: Mapped[dict[str, Any]] = mapped_column(default=dict)
 
 
+class MemoryEntry(Base):
+    """One entry of an owner's long-term memory (openEvo's `ctx.memory`): a text under a key,
+    shared by that owner's skills (memory_store writes what memory_search finds)."""
+
+    __tablename__ = "skill_memory"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    owner: Mapped[str] = mapped_column(String(64), default="")  # token name; "" without tokens
+    key: Mapped[str] = mapped_column(String(255))
+    text: Mapped[str] = mapped_column(Text)
+    meta: Mapped[dict[str, Any]] = mapped_column(default=dict)  # path, tags, ... as stored
+    skill_id: Mapped[str | None] = mapped_column(String(255))  # the skill that last wrote it
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+    __table_args__ = (Index("ix_skill_memory_owner_key", "owner", "key", unique=True),)
+
+
+class SessionMessage(Base):
+    """One message of a conversation (openEvo's `ctx.session`), in the order appended."""
+
+    __tablename__ = "skill_session_messages"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    owner: Mapped[str] = mapped_column(String(64), default="")
+    session_id: Mapped[str] = mapped_column(String(128))
+    role: Mapped[str] = mapped_column(String(32))
+    content: Mapped[str] = mapped_column(Text)
+    at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+    __table_args__ = (Index("ix_skill_session_messages_session", "owner", "session_id", "id"),)
+
+
 __all__ = [
     "AuditEntry",
     "Base",
     "IdempotencyKey",
     "Interaction",
+    "MemoryEntry",
     "Run",
     "Request",
+    "SessionMessage",
     "SkillInstall",
     "Text",
     "WebhookAttempt",
     "utcnow",
 ]
+
+
+class EngineUpgrade(Base):
+    """One POST /v1/engines/{engine}/upgrade: the npm install of a version of an engine's CLI
+    into the service's engines folder, run by a worker, and how it ended."""
+
+    __tablename__ = "engine_upgrades"
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    engine: Mapped[str] = mapped_column(String(32))
+    version_requested: Mapped[str] = mapped_column(String(64))  # a semver or "latest"
+    version_installed: Mapped[str | None] = mapped_column(String(64))  # its package.json's
+    status: Mapped[str] = mapped_column(String(16), default=UpgradeStatus.QUEUED)
+    # the engine while queued or running, else None: its unique index lets one at a time in
+    active_engine: Mapped[str | None] = mapped_column(String(32))
+    requested_by: Mapped[str | None] = mapped_column(String(64))  # token name (None: no tokens)
+    error: Mapped[dict[str, Any] | None] = mapped_column(JSON)  # {code, message}
+    log_path: Mapped[str] = mapped_column(Text)  # npm's output, relative to the data directory
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    ended_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+    __table_args__ = (
+        Index("ix_engine_upgrades_engine_created", "engine", "created_at"),
+        Index("ix_engine_upgrades_active_engine", "active_engine", unique=True),
+    )

@@ -68,7 +68,7 @@ def finish_run(
     warnings: list[Any] | None = None,
     timings: dict[str, Any] | None = None,
     session_handle: str | None = None,
-    token_usage: dict[str, int] | None = None,
+    token_usage: dict[str, Any] | None = None,
     attempt: int | None = None,
 ) -> bool:
     """running -> terminal status. False when the run was no longer running, or, with

@@ -39,6 +39,10 @@ class FakeQueue:
     def revoke(self, task_id: str) -> None:
         self.revoked.append(task_id)
 
+    def send_upgrade(self, upgrade_id: str, time_limits: tuple[int, int]) -> str:
+        self.upgrades = [*getattr(self, "upgrades", []), upgrade_id]
+        return f"upgrade-{upgrade_id}"
+
     def wake_composite(self, run_id: str) -> None:
         self.woken = [*getattr(self, "woken", []), run_id]
 

@@ -40,7 +40,9 @@ def test_engines_list_every_supported_engine(client, engine_config):
         "models_count",
         "retired",
         "retired_reason",
+        "upgrade_status",
     }
+    assert {e["upgrade_status"] for e in body} == {"idle"}  # none was asked for
 
 
 def test_models_come_from_the_config_layers(client, engine_config):

@@ -7,7 +7,12 @@ def test_healthz(client, queue):
     resp = client.get("/healthz")
     assert resp.status_code == 200
     body = dict(resp.json)
-    assert set(body.pop("sandbox")) == {"mode", "box", "process_limit"}  # the host's: varies
+    assert set(body.pop("sandbox")) == {
+        "mode",
+        "box",
+        "process_limit",
+        "network",
+    }  # the host's: varies
     assert body == {
         "status": "ok",
         "database": "ok",
@@ -28,7 +33,12 @@ def test_healthz_says_when_runs_are_not_boxed(settings, queue):
 
     off = dataclasses.replace(settings, sandbox="off")
     resp = create_app({"SETTINGS": off, "QUEUE": queue}).test_client().get("/healthz")
-    assert resp.json["sandbox"] == {"mode": "off", "box": None, "process_limit": None}
+    assert resp.json["sandbox"] == {
+        "mode": "off",
+        "box": None,
+        "process_limit": None,
+        "network": "open",
+    }
 
 
 def test_healthz_reports_a_disk_that_is_nearly_full(settings, queue):

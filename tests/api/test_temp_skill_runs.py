@@ -155,3 +155,24 @@ def test_job_request_ids_are_not_temp_runs(client):
     rid = client.post("/v1/jobs", json={"skill_id": "demo-prime-number"}).json["request_id"]
     resp = client.get(f"/v1/temp-skill-runs/{rid}")
     assert resp.status_code == 404 and resp.json["error"]["code"] == "REQUEST_NOT_FOUND"
+
+
+def test_one_off_runs_are_listed_and_read_by_the_management_api(client, app, settings):
+    """/v1/management/runs lists jobs and one-off runs alike (request_kind tells them apart);
+    GET /v1/jobs stays jobs only; the run's state and files read the same way; the UI lists
+    and shows it."""
+    temp = start(client, request={"input": {"text": "hi"}}).json["request_id"]
+    job = client.post("/v1/jobs", json={"skill_id": "demo-prime-number"}).json["request_id"]
+    listed = {r["request_id"]: r for r in client.get("/v1/management/runs").json["items"]}
+    assert listed[temp]["request_kind"] == "temp" and listed[job]["request_kind"] == "job"
+    numbered = client.get("/v1/management/runs?page=1&page_size=10").json
+    assert {r["request_id"] for r in numbered["items"]} == {temp, job} and numbered["total"] == 2
+    assert [r["request_id"] for r in client.get("/v1/jobs").json["items"]] == [job]
+    state = client.get(f"/v1/management/runs/{temp}").json
+    assert state["request_kind"] == "temp" and state["skill_id"] == "pkg-echo"
+    assert client.get(f"/v1/management/runs/{temp}/files").status_code == 200
+    assert client.get(f"/v1/management/runs/{temp}/events/history").status_code == 200
+    finish(app, settings, temp, {"text": "hi"})
+    page = client.get(f"/ui/runs/{temp}").get_data(as_text=True)
+    assert "one-off" in page and '"kind": "temp"' in page
+    assert "one-off" in client.get("/ui/runs").get_data(as_text=True)

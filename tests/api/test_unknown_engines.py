@@ -13,8 +13,8 @@ from sqlalchemy import select
 
 from runner_core.store.models import Run
 
-FUTURE = "future-engine"  # declares kilo only
-MIXED = "mixed-engines"  # declares codex and kilo
+FUTURE = "future-engine"  # declares nova only
+MIXED = "mixed-engines"  # declares codex and nova
 
 
 def add_skill(skills: Path, skill_id: str, engines: list[str]) -> None:
@@ -30,8 +30,8 @@ def add_skill(skills: Path, skill_id: str, engines: list[str]) -> None:
 
 @pytest.fixture(autouse=True)
 def skills(skills_root: Path) -> None:
-    add_skill(skills_root, FUTURE, ["kilo"])
-    add_skill(skills_root, MIXED, ["codex", "kilo"])
+    add_skill(skills_root, FUTURE, ["nova"])
+    add_skill(skills_root, MIXED, ["codex", "nova"])
 
 
 def job(client, skill_id: str, **body):
@@ -42,15 +42,15 @@ def test_the_skill_is_listed_with_the_engine_named_in_its_warnings(client):
     listed = {s["id"]: s for s in client.get("/v1/skills").json}
     future, mixed = listed[FUTURE], listed[MIXED]
     assert future["health"] == "ok" and future["effective_engines"] == []
-    assert any("kilo" in warning for warning in future["warnings"]), future
+    assert any("nova" in warning for warning in future["warnings"]), future
     assert mixed["effective_engines"] == ["codex"]
-    assert any("kilo" in warning for warning in mixed["warnings"]), mixed
+    assert any("nova" in warning for warning in mixed["warnings"]), mixed
 
 
 @pytest.mark.parametrize(
     "skill_id, body",
-    [(FUTURE, {"engine": "kilo"}), (FUTURE, {}), (MIXED, {"engine": "kilo"})],
-    ids=["only-kilo", "only-kilo-no-engine", "kilo-beside-codex"],
+    [(FUTURE, {"engine": "nova"}), (FUTURE, {}), (MIXED, {"engine": "nova"})],
+    ids=["only-nova", "only-nova-no-engine", "nova-beside-codex"],
 )
 def test_a_job_for_the_engine_is_refused_and_nothing_queued(client, app, queue, skill_id, body):
     resp = job(client, skill_id, **body)

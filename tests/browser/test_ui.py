@@ -56,6 +56,12 @@ def test_a_script_skill_runs_from_its_form_with_a_file_upload(served, page, tmp_
     shot(page, "03-run-script-finished")
 
 
+def tokens_in(line: str) -> int:
+    """41227 from the run page's 'Tokens 41,227 in (10,306 cached) · 53 out ...'."""
+    assert line.startswith("Tokens "), line
+    return int(line.split(" ")[1].replace(",", ""))
+
+
 def test_an_interactive_run_asks_and_the_reply_box_answers(served, page):
     page.goto(f"{served.base}/ui/skills/pick-title")
     page.get_by_label("Engine").select_option("codex")
@@ -69,9 +75,19 @@ def test_an_interactive_run_asks_and_the_reply_box_answers(served, page):
     assert "Which title" in page.locator("#question").inner_text()
     assert page.locator("#conversation .msg.question").count() == 1
     assert page.locator("#status").inner_text() == "waiting_user"
+    # the first turn's tokens, from its state event (codex reports cached input and reasoning)
+    usage = page.locator("#usage")
+    usage.wait_for()
+    first = tokens_in(usage.inner_text())
+    assert first > 0 and "cached" in usage.inner_text() and "reasoning" in usage.inner_text()
     shot(page, "04-run-waiting-for-a-reply")
     choice.click()
     page.locator("#status.st-succeeded").wait_for(timeout=90_000)
+    # both turns, once the run ended
+    page.wait_for_function(
+        "n => Number(document.getElementById('usage').textContent.split(' ')[1].replace(/,/g, '')) > n",
+        arg=first,
+    )
     assert page.locator("#conversation .msg.user").inner_text() == "TITLE-B-7"
     assert page.locator("#reply-controls button").count() == 0  # nothing pending any more
     page.locator("#result .result-json").wait_for()
@@ -135,3 +151,36 @@ def test_an_output_validation_failure_shows_what_to_fix(served, page):
     ]
     assert "raw/skill_result.json" in error.locator("p.cause").inner_text()
     shot(page, "13-run-output-invalid")
+
+
+def test_a_one_off_run_is_listed_and_watched_like_a_job(served, page):
+    """A one-off run (POST /v1/temp-skill-runs, its package never installed) appears in the
+    runs list marked one-off; its page follows it to the end and shows its result, artifacts and
+    bundle from its own routes."""
+    from tests.helpers import zip_bytes
+    from tests.packages import echo_skill
+
+    answer = page.request.post(
+        f"{served.base}/v1/temp-skill-runs",
+        multipart={
+            "package": {
+                "name": "skill.zip",
+                "mimeType": "application/zip",
+                "buffer": zip_bytes(echo_skill(message="from a one-off run")),
+            },
+            "request": json.dumps({"input": {"text": "hi"}}),
+        },
+    )
+    assert answer.ok, answer.text()
+    rid = answer.json()["request_id"]
+    page.goto(f"{served.base}/ui/runs")
+    row = page.locator("tr", has_text=rid[:8])
+    assert "one-off" in row.inner_text()
+    row.get_by_role("link").click()
+    page.locator("#status.st-succeeded").wait_for(timeout=60_000)
+    page.locator("#result .result-json").wait_for()
+    assert "from a one-off run" in page.locator("#result .result-json").inner_text()
+    bundle = page.get_by_role("link", name="Download the bundle")
+    assert bundle.get_attribute("href") == f"/v1/temp-skill-runs/{rid}/bundle"
+    assert page.locator("h1 .badge.one-off").count() == 1
+    shot(page, "14-one-off-run")

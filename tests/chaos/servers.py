@@ -23,7 +23,7 @@ from pathlib import Path
 import psycopg
 import redis as redis_lib
 
-from tests.helpers import wait_for
+from tests.helpers import fill_disk, wait_for
 
 
 def free_port(first: int) -> int:
@@ -164,14 +164,7 @@ class SmallDisk:
         self.filler = path / "chaos-fill"
 
     def fill(self) -> None:
-        """Write zeros until the disk is full."""
-        with open(self.filler, "ab") as out:
-            try:
-                while True:
-                    out.write(b"\0" * (1 << 20))
-                    out.flush()
-            except OSError:
-                pass
+        fill_disk(self.filler)
 
     def free(self) -> None:
         self.filler.unlink(missing_ok=True)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from runner_core.sandbox import Box, Limits
 from runner_core.settings import load_settings
 
@@ -26,8 +28,12 @@ def test_network_off_is_reported_where_it_was_not_enforced():
     assert network_warning(boxed(), script, None) is None  # cut in the box
     assert "sandbox is off" in network_warning(None, script, None)["message"]
     assert "bubblewrap" in network_warning(Box(LIMITS), script, None)["message"]
-    warning = network_warning(boxed(), prompt, "codex")
+    # an engine in a bwrap box reaches its provider only: enforced, unless the operator
+    # keeps engines on the open network
+    assert network_warning(boxed(), prompt, "codex") is None
+    warning = network_warning(boxed(), prompt, "codex", engine_network="open")
     assert warning["code"] == "NETWORK_NOT_ENFORCED" and "codex" in warning["message"]
+    assert "SKILL_RUNNER_ENGINE_NETWORK" in warning["message"]
     assert warning["details"] == {"network": "off", "entrypoint": "prompt", "engine": "codex"}
 
 
@@ -43,3 +49,74 @@ def test_a_box_hides_the_data_dir_and_a_work_dir_of_its_own(tmp_path):
         }
     )
     assert hidden_dirs(work) == (tmp_path / "data", tmp_path / "local")
+
+
+def gated_box(tmp_path: Path):
+    """A real bwrap box (network off, workspace_only) for a run directory under tmp_path."""
+    from runner_core.sandbox import find_bwrap, plan_box
+    from runner_core.skills.model import Automation
+
+    if find_bwrap() is None:
+        pytest.fail("bubblewrap must work here: deploy/install-sandbox.sh installs it")
+    run = tmp_path / "data" / "runs" / "r1"
+    run.mkdir(parents=True)
+    return run, plan_box("auto", LIMITS, run, Automation(), hidden=(tmp_path / "data",))
+
+
+def test_a_boxed_command_runs_under_the_limits_set_at_its_gate(tmp_path):
+    from runner_core.cgroups import pids_root
+    from runner_core.engines.base import CommandSpec
+    from worker.execution.supervisor import Watch, run_command
+
+    run, box = gated_box(tmp_path)
+    probe = "cat /proc/self/limits; grep pids /proc/self/cgroup; echo pid $$"
+    spec = CommandSpec(["/bin/sh", "-c", probe], run, {"PATH": "/usr/bin:/bin"})
+    result = run_command(spec, run / "out.txt", run / "err.txt", Watch(box=box))
+    assert result.exit_code == 0, (run / "err.txt").read_text()
+    lines = (run / "out.txt").read_text().splitlines()
+    soft = {line[:26].strip(): line[26:].split()[0] for line in lines if line.startswith("Max ")}
+    assert soft["Max data size"] == str(LIMITS.memory_bytes)
+    assert soft["Max open files"] == str(LIMITS.open_files)
+    if pids_root() is not None:  # the pids group counts processes, not RLIMIT_NPROC
+        assert [line for line in lines if "pids:/" in line and "/skill-runner/worker-" in line]
+    else:
+        assert soft["Max processes"] == str(LIMITS.processes)
+    assert lines[-1] == "pid 2"  # its own pid namespace: 1 is the box's init
+
+
+def test_a_box_that_cannot_be_limited_never_starts_its_command(tmp_path, monkeypatch):
+    from runner_core.engines.base import CommandSpec
+    from worker.execution import supervisor
+
+    def refuse(*_args):
+        raise PermissionError("no")
+
+    monkeypatch.setattr(supervisor, "limit_process", refuse)
+    run, box = gated_box(tmp_path)
+    spec = CommandSpec(["/usr/bin/touch", "started"], run, {"PATH": "/usr/bin:/bin"})
+    watch = supervisor.Watch(box=box)
+    result = supervisor.run_command(spec, run / "out.txt", run / "err.txt", watch)
+    assert result.exit_code != 0 and not (run / "started").exists()
+    assert "cannot put the box under its limits" in (run / "err.txt").read_text()
+
+
+def test_an_operator_can_forbid_network_on():
+    import dataclasses
+
+    from runner_core.skills.loader import load_skill
+    from tests.helpers import TEST_SKILLS
+    from worker.execution.boxing import automation_of, network_warning
+
+    pkg = load_skill(TEST_SKILLS / "box-probe")
+    manifest = pkg.loaded_manifest
+    wide = dataclasses.replace(
+        manifest, automation=dataclasses.replace(manifest.automation, network="on")
+    )
+    pkg = dataclasses.replace(pkg, manifest=wide)
+    assert automation_of(pkg).network == "on"
+    assert automation_of(pkg, "forbid").network == "off"
+    assert network_warning(boxed(), pkg, None) is None  # allowed: open, as asked
+    warning = network_warning(boxed(), pkg, None, network_on="forbid")
+    assert (
+        warning["code"] == "NETWORK_RESTRICTED" and "SKILL_RUNNER_NETWORK_ON" in warning["message"]
+    )

@@ -3,6 +3,7 @@ crash, Retry-After, and the transport's retries against a small local HTTP serve
 
 from __future__ import annotations
 
+import io
 import json
 import threading
 from email.utils import formatdate
@@ -14,6 +15,7 @@ import pytest
 from skill_runner_client import Client, SkillRunnerError
 from skill_runner_client.batch import read_summary
 from skill_runner_client.batch_file import BadLine, read_batch
+from skill_runner_client.progress import Progress
 from skill_runner_client.transport import retry_after_sec
 from tests.imports import outside_stdlib
 
@@ -192,3 +194,15 @@ def test_a_multipart_body_streams_files_from_their_position_with_its_length(tmp_
     assert form["request"] == '{"a": "é"}'
     assert files["file"].read() == bytes(range(256)) * 1000
     assert files["file"].mimetype == "application/zip"
+
+
+def test_the_progress_line_adds_up_the_tokens_and_cost_jobs_reported():
+    out = io.StringIO()
+    progress = Progress(3, stream=out)
+    assert "tokens" not in progress.line()  # nothing reported yet: nothing shown
+    progress.ended(True, "a", usage={"input_tokens": 40_000, "output_tokens": 50, "cost_usd": 0.1})
+    progress.ended(True, "b", usage={"input_tokens": 2_000, "output_tokens": 3, "cost_usd": 0.05})
+    progress.ended(False, "c", usage=None)
+    line = progress.line()
+    assert "42,000 tokens in, 53 out, $0.1500" in line, line
+    assert "2 succeeded, 1 failed" in line

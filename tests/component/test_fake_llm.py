@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from fake_llm import FakeLLM, Script
+from fake_llm.schema import sent_schema
 from tests.helpers import wait_for
 
 SCRIPT = Script(command="touch x", final_text='{"out": $tool_output_json}')
@@ -206,3 +207,62 @@ def _post_or_error(server: FakeLLM, body: dict[str, Any]) -> Any:
         return post(server, "/v1/chat/completions", body)
     except Exception as exc:  # the connection closed without an answer
         return exc
+
+
+# -- structured output (fake_llm.schema)
+
+OUT_SCHEMA = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
+
+
+def final_texts(llm: FakeLLM, body: dict[str, Any], count: int) -> list[str]:
+    """The text of `count` Responses answers to `body`, in order."""
+    texts = []
+    for _ in range(count):
+        _, text = post(llm, "/v1/responses", body)
+        texts.append(json.loads(text)["output"][0]["content"][0]["text"])
+    return texts
+
+
+def test_off_schema_rate_spreads_that_share_of_final_answers() -> None:
+    user = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "go"}]}
+    with FakeLLM(Script(tool=False, final_text='{"ok": true}', off_schema_rate=0.3)) as llm:
+        texts = final_texts(llm, {"input": [user]}, 10)
+    assert texts.count('{"off_schema": true}') == 3
+    assert texts[0] == '{"ok": true}'
+
+
+def test_a_response_format_schema_is_always_answered_on_schema() -> None:
+    user = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "go"}]}
+    body = {
+        "input": [user],
+        "text": {"format": {"type": "json_schema", "strict": True, "schema": OUT_SCHEMA}},
+    }
+    with FakeLLM(Script(tool=False, final_text='{"ok": true}', off_schema_rate=1.0)) as llm:
+        texts = final_texts(llm, body, 3)
+        assert sent_schema(llm.requests[0].body) == OUT_SCHEMA
+    assert texts == ['{"ok": true}'] * 3
+
+
+def test_a_schema_tool_is_called_with_the_final_json_until_the_cli_accepts_it() -> None:
+    tools = [{"name": "Bash", "input_schema": {}}, {"name": "StructuredOutput",
+                                                 "input_schema": OUT_SCHEMA}]  # fmt: skip
+    user = {"role": "user", "content": [{"type": "text", "text": "go"}]}
+    call = {"role": "assistant", "content": [{"type": "tool_use", "id": "t1",
+                                              "name": "StructuredOutput", "input": {}}]}  # fmt: skip
+
+    def answered(result: str, is_error: bool) -> dict[str, Any]:
+        block = {"type": "tool_result", "tool_use_id": "t1", "content": result,
+                 "is_error": is_error}  # fmt: skip
+        reply = {"role": "user", "content": [block]}
+        _, text = post(llm, "/v1/messages", {"tools": tools, "messages": [user, call, reply]})
+        return json.loads(text)["content"][0]
+
+    with FakeLLM(Script(tool=False, final_text='{"ok": true}')) as llm:
+        _, text = post(llm, "/v1/messages", {"tools": tools, "messages": [user]})
+        first = json.loads(text)["content"][0]
+        rejected = answered("Output does not match required schema", True)
+        accepted = answered("Structured output provided successfully", False)
+        assert sent_schema(llm.requests[0].body) == OUT_SCHEMA
+    assert first["name"] == "StructuredOutput" and first["input"] == {"ok": True}
+    assert rejected["name"] == "StructuredOutput"  # asked again: called again
+    assert accepted == {"type": "text", "text": '{"ok": true}'}

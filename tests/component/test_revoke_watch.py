@@ -9,6 +9,7 @@ import dataclasses
 from types import SimpleNamespace
 
 from celery import Celery
+from celery.signals import task_received
 from celery.worker import control
 from celery.worker import state as worker_state
 
@@ -45,3 +46,30 @@ def test_switched_off_the_worker_leaves_the_step_out(monkeypatch):
     off = dataclasses.replace(revokes.context.settings(), revoke_watch=False)
     monkeypatch.setattr(revokes.context, "settings", lambda: off)
     assert revokes.RevokeWatch(parent).include_if(parent) is False
+
+
+class RecordingTimer:
+    """Celery's timer as the watch uses it: call_after(wait, fn) -> an entry with cancel()."""
+
+    def __init__(self) -> None:
+        self.waits: list[float] = []
+        self.canceled = 0
+
+    def call_after(self, wait, fn, priority=0):
+        self.waits.append(wait)
+        return SimpleNamespace(cancel=lambda: setattr(self, "canceled", self.canceled + 1))
+
+
+def test_a_task_received_by_an_idle_worker_brings_the_next_check_forward():
+    timer = RecordingTimer()
+    watch = revokes.RevokeWatch(SimpleNamespace())
+    watch.start(SimpleNamespace(timer=timer))
+    try:
+        assert timer.waits == [revokes.IDLE_REVOKE_CHECK_SEC]  # nothing held: it sleeps
+        task_received.send(sender=None, request=None)
+        assert timer.waits[-1] == revokes.REVOKE_CHECK_SEC and timer.canceled == 1
+        task_received.send(sender=None, request=None)  # already soon: left alone
+        assert len(timer.waits) == 2 and timer.canceled == 1
+    finally:
+        watch.stop(None)
+    assert watch not in revokes._watches

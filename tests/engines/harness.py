@@ -63,9 +63,13 @@ FAKE_CONFIG: dict[str, Callable[[FakeLLM], dict[str, Any]]] = {
     "claude": _root_style,  # ANTHROPIC_BASE_URL without /v1
     "gemini": _root_style,  # GOOGLE_GEMINI_BASE_URL without /v1beta
     "opencode": _openai_style,  # Chat Completions under /v1
+    "kilo": _openai_style,  # Chat Completions under /v1 (an opencode fork)
     "qwen": _openai_style,  # OPENAI_BASE_URL under /v1
     "iflow": _openai_style,
 }
+# How long one run may take; kilo (a 170 MB single-file binary) needs ~25 s of CPU per run, so
+# on a busy machine it needs more than the others' default.
+RUN_SECONDS = {"kilo": 300.0}
 
 
 @dataclass
@@ -193,15 +197,16 @@ def run_scenario(
     config: Mapping[str, Any] | None = None,
     session_id: str | None = None,
     run_dir: Path | None = None,
-    timeout: float = 120.0,
+    timeout: float | None = None,
     log_name: str = "logs",
     stop_when: Callable[[FakeLLM], bool] | None = None,
+    output_schema_path: Path | None = None,
 ) -> ScenarioResult:
     """Run `adapter` once against a fresh fake LLM server following `script`.
 
     `config` is merged over the engine's FAKE_CONFIG entry; pass `run_dir` (and `session_id`)
     of an earlier result to resume in the same run dir; `stop_when(llm)`: the CLI is stopped
-    (a cancel) a second after it first holds.
+    (a cancel) a second after it first holds; `output_schema_path`: the skill's output schema.
     """
     require_binary(adapter)
     run_dir = run_dir or make_run_dir(base, adapter)
@@ -214,11 +219,13 @@ def run_scenario(
             config=merged,
             model=merged.get("model"),
             session_id=session_id,
+            output_schema_path=output_schema_path,
         )
         spec = adapter.build_command(ctx)
         started = time.monotonic()
         stop = (lambda: stop_when(llm)) if stop_when is not None else None
-        process = run_spec(spec, run_dir / log_name, timeout, stop)
+        limit = timeout or RUN_SECONDS.get(adapter.name, 120.0)
+        process = run_spec(spec, run_dir / log_name, limit, stop)
         seconds = time.monotonic() - started
         requests = list(llm.requests)
         request_text = llm.request_text()
@@ -264,3 +271,12 @@ def node_counts(folder: Path, every: float = 0.05) -> Iterator[list[int]]:
     finally:
         done.set()
         thread.join()
+
+
+def counted_as_sent(tokens: Mapping[str, Any] | None, sent: Mapping[str, int]) -> bool:
+    """Whether an adapter's token counts are the fake LLM's for every count the CLI passed on
+    (input and output always; cached and reasoning where it reports them; its cost aside)."""
+    counts = {k: v for k, v in (tokens or {}).items() if k != "cost_usd"}
+    return {"input_tokens", "output_tokens"} <= counts.keys() and counts == {
+        k: sent.get(k) for k in counts
+    }

@@ -3,8 +3,9 @@
 For each engine with an npm package (deploy/engines/package.json), each version asked for
 (`pinned`: the version the lock installs; `latest`: the newest published; or an exact number)
 is installed side by side under `.engines-matrix/<engine>/<version>/` (npm, so this downloads),
-the engine's tests (its cases in `test_every_engine.py` and `tests/engines/test_<engine>.py`
-where it has one) run against it through `SKILL_RUNNER_<ENGINE>_BIN`, and the results are written to
+the engine's tests (its cases in `test_every_engine.py`, `test_native_schema.py`,
+`test_node_clis.py` and `test_usage.py`, and
+`tests/engines/test_<engine>.py` where it has one) run against it through `SKILL_RUNNER_<ENGINE>_BIN`, and the results are written to
 docs/engine-matrix.md (pass/fail per test and version, with the date) and
 deploy/engines/tested-versions.json (the versions whose every test passed, which
 `GET /v1/engines` reports). Not part of the default test run.
@@ -29,18 +30,41 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from runner_core.engines.invocation import REPO_BIN_DIR, binary_env
+from runner_core.engines.packages import ENGINE_PACKAGES
 
 ROOT = Path(__file__).resolve().parents[2]
 MANIFEST = ROOT / "deploy" / "engines" / "package.json"
 LOCK = ROOT / "deploy" / "engines" / "package-lock.json"
 TESTED = ROOT / "deploy" / "engines" / "tested-versions.json"
 REPORT = ROOT / "docs" / "engine-matrix.md"
-PACKAGES = {  # npm package -> engine (its binary has the engine's name)
-    "@openai/codex": "codex",
-    "@google/gemini-cli": "gemini",
-    "opencode-ai": "opencode",
-    "@anthropic-ai/claude-code": "claude",
-    "@qwen-code/qwen-code": "qwen",
+# npm package -> engine (its binary has the engine's name; kilo's is not linked)
+PACKAGES = {package: engine for engine, package in ENGINE_PACKAGES.items()}
+
+# engine -> how its runs get schema-valid output (docs/skills.md#native-structured-output)
+STRUCTURED_OUTPUT = {
+    "codex": "native, `--output-schema` (strict form; also on `exec resume`), then the output chain",
+    "claude": "native, `--json-schema` (answer in `structured_output`), then the output chain",
+    "qwen": "native, `--json-schema` on every turn (answer in `structured_result`), then the "
+    "output chain",
+}
+OUTPUT_CHAIN_ONLY = "the output chain (the CLI has no schema flag)"
+# engine -> what its token_usage holds beside input and output (docs/operating.md#tokens-and-cost)
+USAGE_FIELDS = {
+    "codex": "cached, reasoning",
+    "claude": "cached, cost (the CLI's)",
+    "gemini": "cached, reasoning",
+    "kilo": "cached, reasoning, cost (the CLI's)",
+    "opencode": "cached, reasoning, cost (the CLI's)",
+    "qwen": "cached",
+}
+# engine -> how a later turn continues the session
+RESUME = {
+    "codex": "`exec resume <thread>`",
+    "claude": "`--resume <session>`",
+    "gemini": "`--resume <session>`",
+    "kilo": "`-s <session>`",
+    "opencode": "`-s <session>`",
+    "qwen": "`--resume <session>`",
 }
 
 
@@ -62,10 +86,12 @@ class Outcome:
 def pinned_versions() -> dict[str, str]:
     """engine -> the version the lock file installs."""
     lock = json.loads(LOCK.read_text())["packages"]
+    manifest = json.loads(MANIFEST.read_text())
+    listed = {**manifest["dependencies"], **manifest.get("optionalDependencies", {})}
     return {
         engine: lock[f"node_modules/{package}"]["version"]
         for package, engine in PACKAGES.items()
-        if package in json.loads(MANIFEST.read_text())["dependencies"]
+        if package in listed
     }
 
 
@@ -96,6 +122,10 @@ def install(engine: str, version: str, cache: Path) -> Path:
             cwd=prefix,
             check=True,
         )
+    unlinked = prefix / "node_modules" / package / "bin" / engine  # kilo's platform package
+    if not binary.exists() and unlinked.exists():
+        binary.parent.mkdir(parents=True, exist_ok=True)
+        binary.symlink_to(unlinked)
     rg = REPO_BIN_DIR / "rg"  # opencode's skill tool needs ripgrep beside the CLI
     if rg.exists() and not (binary.parent / "rg").exists():
         (binary.parent / "rg").symlink_to(rg.resolve())
@@ -109,7 +139,13 @@ def run_tier(engine: str, binary: Path, work: Path) -> tuple[str, dict[str, str]
         [str(binary), "--version"], capture_output=True, text=True, env=env, check=False
     ).stdout.strip()
     xml_path = work / f"{engine}-{binary.parents[2].name}.xml"
-    modules = [f"tests/engines/test_{engine}.py", "tests/engines/test_every_engine.py"]
+    modules = [
+        f"tests/engines/test_{engine}.py",
+        "tests/engines/test_every_engine.py",
+        "tests/engines/test_native_schema.py",
+        "tests/engines/test_node_clis.py",  # a Node CLI started as one process
+        "tests/engines/test_usage.py",
+    ]
     subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={xml_path}",
          *[m for m in modules if (ROOT / m).exists()], "-k", engine],
@@ -140,6 +176,7 @@ def write_report(outcomes: list[Outcome], today: str) -> None:
         lines = [
             f"## {engine}\n",
             f"Run {today}. " + "; ".join(f"{o.version}: `{o.reported}`" for o in mine) + "\n",
+            f"Structured-output mode: {STRUCTURED_OUTPUT.get(engine, OUTPUT_CHAIN_ONLY)}.\n",
             "| test | " + " | ".join(f"{o.version} ({', '.join(o.labels)})" for o in mine) + " |",
             "|---|" + "---|" * len(mine),
         ]
@@ -151,13 +188,41 @@ def write_report(outcomes: list[Outcome], today: str) -> None:
     head = (
         "# Engine versions tested\n\n"
         "Written by `python -m tests.engines.matrix` (see its docstring): the engine tier "
-        "(the engine's cases in `test_every_engine.py` and `tests/engines/test_<engine>.py` "
-        "where it has one) "
+        "(the engine's cases in `test_every_engine.py`, `test_native_schema.py`, "
+        "`test_node_clis.py` and `test_usage.py`, and "
+        "`tests/engines/test_<engine>.py` where it has one) "
         "against the version the lock pins and others installed side by side. "
         "[deploy/engines/tested-versions.json](../deploy/engines/tested-versions.json) lists "
-        "the versions whose every test passed; `GET /v1/engines` reports it.\n"
+        "the versions whose every test passed; `GET /v1/engines` reports it. Each engine's "
+        "structured-output mode: [skills.md](skills.md#native-structured-output).\n"
     )
-    REPORT.write_text(head + "\n" + "\n".join(kept[k] for k in sorted(kept)))
+    REPORT.write_text(head + "\n" + summary() + "\n" + "\n".join(kept[k] for k in sorted(kept)))
+
+
+def summary() -> str:
+    """The one table of every engine: pinned version, versions whose every test passed,
+    structured-output mode, usage fields, resume."""
+    pinned = _pinned_versions()
+    tested = json.loads(TESTED.read_text()) if TESTED.exists() else {}
+    rows = [
+        "| engine | pinned | every test passed | structured output | usage beside input/output "
+        "| resume |",
+        "|---|---|---|---|---|---|",
+    ]
+    for engine in sorted(RESUME):
+        rows.append(
+            f"| {engine} | {pinned.get(engine, '-')} | {', '.join(tested.get(engine, [])) or '-'} "
+            f"| {STRUCTURED_OUTPUT.get(engine, OUTPUT_CHAIN_ONLY)} | {USAGE_FIELDS[engine]} "
+            f"| {RESUME[engine]} |"
+        )
+    return "\n".join(rows) + "\n"
+
+
+def _pinned_versions() -> dict[str, str]:
+    """engine -> the version deploy/engines/package.json pins."""
+    manifest = json.loads(MANIFEST.read_text())
+    deps = {**manifest.get("dependencies", {}), **manifest.get("optionalDependencies", {})}
+    return {PACKAGES[name]: version for name, version in deps.items() if name in PACKAGES}
 
 
 def write_tested(outcomes: list[Outcome]) -> None:
@@ -196,8 +261,8 @@ def main(argv: list[str] | None = None) -> int:
             reported, tests = run_tier(engine, binary, work)
             outcomes.append(Outcome(engine, version, labels, reported, tests))
             print(f"{engine} {version}: {'passed' if outcomes[-1].passed else 'FAILED'}")
+    write_tested(outcomes)  # first: the report's summary table reads it
     write_report(outcomes, datetime.date.today().isoformat())
-    write_tested(outcomes)
     return 0 if all(o.passed for o in outcomes) else 1
 
 

@@ -1,6 +1,7 @@
 """Record real CLI transcripts against the fake LLM server for the adapters' unit tests.
 
     python -m tests.engines.record_transcripts codex claude
+    python -m tests.engines.record_transcripts kilo:tool_json,resume   # some cases only
 
 Writes tests/engines/transcripts/<engine>_<case>.stdout/.stderr. Paths of the temporary run
 dir are replaced by `<run_dir>` so the files hold nothing of the recording machine. Re-record
@@ -18,6 +19,7 @@ from typing import Any
 from fake_llm import Script
 from runner_core.engines import get_adapter
 from tests.engines.harness import PROBE_COMMAND, ScenarioResult, run_scenario
+from tests.engines.test_every_engine import shipped_offline
 
 TRANSCRIPTS = Path(__file__).resolve().parent / "transcripts"
 FINAL = '{"status": "ok", "engine": "$model"}'
@@ -31,20 +33,30 @@ NO_RETRIES: dict[str, dict[str, Any]] = {
     "claude": {"env": {"CLAUDE_CODE_MAX_RETRIES": "0"}},
 }
 
+# recorded with the shipped defaults that keep the CLI off the network (telemetry, updates)
+OFFLINE: dict[str, Callable[[], dict[str, Any]]] = {"kilo": lambda: shipped_offline("kilo")}
+
 Case = Callable[[str, Path], ScenarioResult]
 
 
+def _config(engine: str, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    offline = OFFLINE[engine]() if engine in OFFLINE else {}
+    return {**offline, **(extra or {})}
+
+
 def _tool_json(engine: str, base: Path) -> ScenarioResult:
-    return run_scenario(get_adapter(engine), base, Script(command=PROBE_COMMAND, final_text=FINAL))
+    script = Script(command=PROBE_COMMAND, final_text=FINAL)
+    return run_scenario(get_adapter(engine), base, script, config=_config(engine))
 
 
 def _resume(engine: str, base: Path) -> ScenarioResult:
     adapter, script = get_adapter(engine), Script(command=PROBE_COMMAND, final_text=FINAL)
-    first = run_scenario(adapter, base, script)
+    first = run_scenario(adapter, base, script, config=_config(engine))
     return run_scenario(
         adapter,
         base,
         script,
+        config=_config(engine),
         prompt="again",
         run_dir=first.run_dir,
         session_id=first.output.session_id,
@@ -58,8 +70,8 @@ def _http(status: int) -> Case:
             get_adapter(engine),
             base,
             Script(status=status, error_message=f"fake {status}"),
-            config=config,
-            timeout=60,
+            config=_config(engine, config),
+            timeout=None if engine in OFFLINE else 60,
         )
 
     return case
@@ -86,10 +98,12 @@ CASES: dict[str, Case] = {
 }
 
 
-def record(engine: str) -> None:
-    """Run every case for `engine` and store its scrubbed stdout/stderr."""
+def record(engine: str, cases: list[str] | None = None) -> None:
+    """Run every case (or those named) for `engine` and store its scrubbed stdout/stderr."""
     TRANSCRIPTS.mkdir(exist_ok=True)
     for case, run in CASES.items():
+        if cases and case not in cases:
+            continue
         with tempfile.TemporaryDirectory() as tmp:
             base = Path(tmp).resolve()
             result = run(engine, base)
@@ -107,8 +121,9 @@ def record(engine: str) -> None:
 
 def main(argv: list[str]) -> int:
     """Record transcripts for the engines named on the command line."""
-    for engine in argv or ["codex", "claude"]:
-        record(engine)
+    for arg in argv or ["codex", "claude"]:
+        engine, _, cases = arg.partition(":")
+        record(engine, cases.split(",") if cases else None)
     return 0
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from api import create_app
 from api.queue import CeleryQueue
-from tests.helpers import upload_body, wait_for, wait_for_job
+from tests.helpers import fill_disk, upload_body, wait_for, wait_for_job
 from tests.integration.services import WorkerProcess, broker_settings
 
 pytestmark = pytest.mark.integration
@@ -46,17 +46,6 @@ def service(tmp_path, small_disk):
         app.extensions["db"].kw["bind"].dispose()
 
 
-def fill(path) -> None:
-    """Write zeros into `path` until the disk under it is full."""
-    with open(path, "ab") as out:
-        try:
-            while True:
-                out.write(b"\0" * 65536)
-                out.flush()
-        except OSError:
-            pass
-
-
 def post(client, body: dict):
     return client.post("/v1/jobs", json=body)
 
@@ -83,7 +72,7 @@ def test_a_full_disk_fails_runs_and_requests_cleanly_and_the_service_recovers(se
     assert first_run["status"] == "succeeded"
 
     # a run on a full disk ends at once with a code that says why (not left `running`)
-    fill(small_disk / "fill")
+    fill_disk(small_disk / "fill")
     health = client.get("/healthz")
     assert health.status_code == 503 and health.json["disk"] == "low: 0 MiB free"
     rid = post(client, {**body, "input": {"text": "full"}}).json["request_id"]
@@ -115,7 +104,7 @@ def test_a_full_disk_fails_runs_and_requests_cleanly_and_the_service_recovers(se
     assert client.get(f"/v1/jobs/{rid}").json["waiting_for_upload"] is True
 
     # space again: the same job takes its upload and runs; new jobs run
-    (small_disk / "fill").unlink()
+    (small_disk / "fill").unlink(missing_ok=True)
     assert client.get("/healthz").json["disk"] == "low: 3 MiB free"  # under the 256 MiB floor
     assert upload(client, rid, {"input_file.txt": "100\n"}).status_code == 200
     assert wait_for_job(client, rid)["status"] == "succeeded"
@@ -134,9 +123,9 @@ def test_a_script_that_fails_on_the_full_disk_ends_storage_full(service, small_d
     running = wait_for_job(client, rid, until=("running",))
     calls = settings.runs_dir / running["run_id"] / "artifacts" / "calls.txt"
     assert wait_for(calls.is_file, 10)  # the script is past its first write
-    fill(small_disk / "fill")
+    fill_disk(small_disk / "fill")
     status = wait_for_job(client, rid)
     assert status["status"] == "failed", status
     assert status["error"]["code"] == "STORAGE_FULL", status["error"]
     assert status["error"]["run_error"]["code"] == "SKILL_SCRIPT_FAILED"
-    (small_disk / "fill").unlink()
+    (small_disk / "fill").unlink(missing_ok=True)

@@ -290,7 +290,10 @@ def test_killed_worker_run_is_reconciled_and_its_group_reaped(bare_stack, worker
     assert latency < 10, latency
     wait_for(lambda: live_group(pgid) == [] and live_pids(kids) == [], 5)
     assert run_row(bare_stack, status["run_id"]).pgid is None
-    last = read_events(bare_stack.settings.runs_dir / status["run_id"])[-1]
+    # the sweep commits the run's end, then appends its event: read once it is there
+    run_dir = bare_stack.settings.runs_dir / status["run_id"]
+    wait_for(lambda: "terminal" in read_events(run_dir)[-1]["data"], 5)
+    last = read_events(run_dir)[-1]
     assert last["data"]["trigger"] == "reconciled" and last["data"]["terminal"] == {
         "status": "failed",
         "error": ended["error"],

@@ -81,14 +81,14 @@ def test_input_is_checked_before_any_run(stack):
 
 
 @SQLITE_ONLY
-def test_output_violating_the_schema_fails_and_ctx_memory_is_a_clear_error(stack):
+def test_output_violating_the_schema_fails_and_a_call_outside_a_composite_is_a_clear_error(stack):
     rid, status = run(stack, "wrong_output", {})
     assert status["status"] == "failed"
     assert status["error"]["code"] == "OUTPUT_VALIDATION_FAILED"
-    rid, status = run(stack, "shout", {"text": "memory"})
+    rid, status = run(stack, "shout", {"text": "call"})
     assert status["status"] == "failed" and status["error"]["code"] == "SKILL_SCRIPT_FAILED"
     stderr = stack.client.get(f"/v1/jobs/{rid}/logs").json["stderr"]
-    assert "ctx.memory is not available in this service" in stderr
+    assert "ctx.call('summarize') failed: ctx.call('summarize'): only a composite" in stderr
 
 
 def test_timeout_from_skill_json_and_cancel(stack):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import socket
+import threading
 import uuid
 from urllib.parse import urlparse
 
@@ -32,7 +33,27 @@ def backend():
 
 
 @pytest.fixture(scope="module")
-def boxed(backend, tmp_path_factory):
+def greeter():
+    """A service on the host's loopback that the operator lets every boxed run reach
+    (SKILL_RUNNER_EGRESS_ALLOW); it greets whoever connects."""
+    server = socket.create_server(("127.0.0.1", 0))
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            with conn:
+                conn.sendall(b"hello from the host")
+
+    threading.Thread(target=serve, daemon=True).start()
+    yield server.getsockname()[1]
+    server.close()
+
+
+@pytest.fixture(scope="module")
+def boxed(backend, tmp_path_factory, greeter):
     """One boxed worker for the module: each test shows that what its runs tried ended those
     runs alone, and the worker goes on serving the next test."""
     if find_bwrap() is None:
@@ -42,17 +63,19 @@ def boxed(backend, tmp_path_factory):
         broker_settings(root, backend, **STACK_ENV) as settings,
         api_stack(settings, backend) as stack,
     ):
-        stack.start_worker(extra_env=LIMITS)
+        stack.start_worker(
+            extra_env={**LIMITS, "SKILL_RUNNER_EGRESS_ALLOW": f"127.0.0.1:{greeter}"}
+        )
         yield stack
 
 
-def probe(stack, action: str, target: str = "") -> tuple[dict, dict]:
+def probe(stack, action: str, target: str = "", skill: str = "box-probe") -> tuple[dict, dict]:
     """Run the probe; never answered from the result cache (a probe repeated by another test
     must run again, in this test's box)."""
     rid = stack.client.post(
         "/v1/jobs",
         json={
-            "skill_id": "box-probe",
+            "skill_id": skill,
             "input": {"action": action, "target": target},
             "runtime_options": {"no_cache": True},
         },
@@ -90,6 +113,38 @@ def test_network_off_script_cannot_reach_the_test_redis(boxed, redis_url):
     assert status["status"] == "succeeded", status
     assert result["data"]["outcome"] == "refused", result
     assert not [w for w in result["validation_warnings"] if w["code"] == "NETWORK_NOT_ENFORCED"]
+
+
+def test_an_allowlist_script_reaches_what_is_allowed_only_and_refusals_are_reported(
+    boxed, greeter, redis_url
+):
+    url = urlparse(redis_url)
+    redis = f"{url.hostname or '127.0.0.1'}:{url.port or 6379}"
+    allowlist = "box-probe-allowlist"
+    status, result = probe(boxed, "connect", f"127.0.0.1:{greeter}", allowlist)
+    assert status["status"] == "succeeded", status
+    assert result["data"] == {
+        "action": "connect",
+        "outcome": "connected",
+        "detail": "hello from the host",
+    }
+    assert probe(boxed, "connect", redis, allowlist)[1]["data"]["outcome"] == "refused"
+    status, result = probe(boxed, "proxy_connect", redis, allowlist)
+    assert result["data"]["detail"].startswith("HTTP/1.1 403"), result
+    events = boxed.client.get(f"/v1/jobs/{status['request_id']}/events/history").json["events"]
+    refusals = [
+        e["data"]
+        for e in events
+        if e["type"] == "diagnostic.warning" and e["data"].get("code") == "NETWORK_REFUSED"
+    ]
+    assert [(r["details"]["host"], r["details"]["port"]) for r in refusals] == [
+        (redis.rsplit(":", 1)[0], int(redis.rsplit(":", 1)[1]))
+    ]
+    assert not [w for w in result["validation_warnings"] if w["code"] == "NETWORK_NOT_ENFORCED"]
+    metrics = boxed.client.get("/metrics").get_data(as_text=True)
+    assert 'skill_runner_egress_refused_total{engine="script",host="127.0.0.1"} 1.0' in metrics
+    # a script with network off has no way out at all, the operator's hosts included
+    assert probe(boxed, "connect", f"127.0.0.1:{greeter}")[1]["data"]["outcome"] == "refused"
 
 
 def test_writes_outside_the_run_directory_are_refused(boxed):

@@ -86,20 +86,20 @@ def test_a_run_behind_a_backlog_on_a_served_queue_is_left_to_run(bare_stack, wor
 
 def test_a_job_for_an_engine_without_an_adapter_is_refused_and_never_queued(bare_stack, workers):
     workers("all", queues="runs.script,runs.codex,maintenance", beat=True)
-    skill = bare_stack.settings.skills_dir / "kilo-only"
+    skill = bare_stack.settings.skills_dir / "nova-only"
     shutil.copytree(bare_stack.settings.skills_dir / "echo-prompt", skill)
     runner = skill / "assets" / "runner.json"
     runner.write_text(
-        json.dumps(json.loads(runner.read_text()) | {"id": "kilo-only", "engines": ["kilo"]})
+        json.dumps(json.loads(runner.read_text()) | {"id": "nova-only", "engines": ["nova"]})
     )
     skill_md = skill / "SKILL.md"
-    skill_md.write_text(skill_md.read_text().replace("name: echo-prompt", "name: kilo-only"))
-    listed = next(s for s in bare_stack.client.get("/v1/skills").json if s["id"] == "kilo-only")
-    assert listed["health"] == "ok" and any("kilo" in w for w in listed["warnings"]), listed
+    skill_md.write_text(skill_md.read_text().replace("name: echo-prompt", "name: nova-only"))
+    listed = next(s for s in bare_stack.client.get("/v1/skills").json if s["id"] == "nova-only")
+    assert listed["health"] == "ok" and any("nova" in w for w in listed["warnings"]), listed
     resp = bare_stack.client.post(
-        "/v1/jobs", json={"skill_id": "kilo-only", "engine": "kilo", "input": {"text": "hi"}}
+        "/v1/jobs", json={"skill_id": "nova-only", "engine": "nova", "input": {"text": "hi"}}
     )
     assert resp.status_code == 400 and resp.json["error"]["code"] == "SKILL_ENGINE_UNSUPPORTED"
     assert bare_stack.client.get("/v1/jobs").json["items"] == []
     broker = redis.Redis.from_url(bare_stack.settings.broker_url)
-    assert broker.exists("runs.kilo") == 0
+    assert broker.exists("runs.nova") == 0

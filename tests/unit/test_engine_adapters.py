@@ -50,6 +50,7 @@ ADAPTERS = [
     Adapter("gemini", prompt_flag="--prompt"),
     Adapter("iflow", prompt_flag="--prompt"),
     Adapter("opencode", resume="-s"),
+    Adapter("kilo", resume="-s"),
     Adapter("qwen", prompt_flag="--prompt"),
 ]
 each_adapter = pytest.mark.parametrize("engine", ADAPTERS, ids=lambda engine: engine.name)

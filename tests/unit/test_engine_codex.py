@@ -92,11 +92,14 @@ def test_model_from_context_beats_config(tmp_path: Path) -> None:
 
 def test_output_schema_only_for_object_schemas(tmp_path: Path) -> None:
     obj, arr = tmp_path / "obj.json", tmp_path / "arr.json"
-    obj.write_text(json.dumps({"type": "object", "properties": {}}))
+    obj.write_text(json.dumps({"type": "object", "properties": {"a": {"type": "string"}},
+                               "required": ["a"]}))  # fmt: skip
     arr.write_text(json.dumps({"type": "array"}))
     with_obj = codex.ADAPTER.build_command(context(tmp_path, output_schema_path=obj)).argv
     with_arr = codex.ADAPTER.build_command(context(tmp_path, output_schema_path=arr)).argv
-    assert with_obj[with_obj.index("--output-schema") + 1] == str(obj)
+    assert with_obj[with_obj.index("--output-schema") + 1] == str(
+        tmp_path / ".codex-home" / "output-schema.json"
+    )
     assert "--output-schema" not in with_arr
 
 

@@ -174,6 +174,9 @@ def test_a_changed_config_file_is_read_again(config_dir: Path, skill_dir: Path) 
         ("opencode", ("env", "OPENCODE_DISABLE_AUTOUPDATE"), "1"),
         ("opencode", ("env", "OPENCODE_DISABLE_MODELS_FETCH"), "1"),
         ("opencode", ("settings", "autoupdate"), False),
+        ("kilo", ("env", "KILO_DISABLE_AUTOUPDATE"), "1"),
+        ("kilo", ("env", "KILO_TELEMETRY_LEVEL"), "off"),
+        ("kilo", ("settings", "autoupdate"), False),
         ("qwen", ("settings", "privacy", "usageStatisticsEnabled"), False),
         ("qwen", ("settings", "general", "enableAutoUpdate"), False),
         ("iflow", ("settings", "disableAutoUpdate"), True),
@@ -201,3 +204,10 @@ def test_api_key_literal_beats_env_name() -> None:
 def test_node_flags_must_be_a_list_of_strings(flags: object) -> None:
     with pytest.raises(EngineConfigError, match="node_flags"):
         validate_config({"node_flags": flags})
+
+
+@pytest.mark.parametrize("value", ["false", 0, None])
+def test_native_schema_must_be_true_or_false(value: object) -> None:
+    with pytest.raises(EngineConfigError, match="native_schema"):
+        validate_config({"native_schema": value})
+    validate_config({"native_schema": False})

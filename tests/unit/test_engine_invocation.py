@@ -78,6 +78,30 @@ def test_node_flags_run_a_node_script_through_node(tmp_path: Path) -> None:
     assert program_argv("native", native, config, env) == [str(native)]
 
 
+def test_a_relaunching_launcher_is_skipped_for_the_script_it_starts(tmp_path: Path) -> None:
+    package = tmp_path / "qwen-code"
+    package.mkdir()
+    launcher = script(package / "cli-entry.js", b"#!/usr/bin/env node")
+    cli = script(package / "cli.js", b"#!/usr/bin/env node")
+    link = tmp_path / "qwen"
+    link.symlink_to(launcher)
+    node = tmp_path / "bin" / "node"
+    node.parent.mkdir()
+    script(node, b"#!/bin/sh")
+    env = {"PATH": str(node.parent)}
+    # one process: the launcher's own flag, then the configured ones
+    assert program_argv("qwen", link, {}, env) == [str(node), "--expose-gc", str(cli)]
+    config = {"node_flags": ["--liftoff-only"]}
+    assert program_argv("qwen", link, config, env) == [
+        str(node),
+        "--expose-gc",
+        "--liftoff-only",
+        str(cli),
+    ]
+    cli.unlink()  # an older package: the launcher is the CLI
+    assert program_argv("qwen", link, {}, env) == [str(link)]
+
+
 def test_a_prompt_that_fits_goes_after_a_double_dash_or_as_flag_value() -> None:
     assert prompt_args("-starts with a dash") == (["--", "-starts with a dash"], None)
     assert prompt_args("-x", flag="--prompt") == (["--prompt=-x"], None)

@@ -22,7 +22,8 @@ context = partial(engine_context, config=CONFIG)
 
 def test_command_uses_openai_auth_and_stream_json(tmp_path: Path) -> None:
     argv = qwen.ADAPTER.build_command(context(tmp_path, session_id="sid-1")).argv
-    assert argv[1:5] == ["--auth-type", "openai", "--yolo", "--output-format"]
+    start = argv.index("--auth-type")  # after the program: the CLI, or node and its script
+    assert argv[start : start + 4] == ["--auth-type", "openai", "--yolo", "--output-format"]
     assert argv[argv.index("--output-format") + 1] == "stream-json"
     assert argv[argv.index("--resume") + 1] == "sid-1"
     assert argv[-1] == "--prompt=do it"

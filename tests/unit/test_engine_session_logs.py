@@ -135,7 +135,9 @@ def test_claude_cut_short_takes_each_answer_s_final_usage_from_its_session_log(
 
 
 def gemini_message(message_id: str, at: str, tokens: tuple[int, int]) -> dict[str, Any]:
-    counts = {"input": tokens[0], "output": tokens[1], "total": sum(tokens)}
+    # as gemini logs them: cached inside input, thoughts (here 2) only in the total
+    counts = {"input": tokens[0], "output": tokens[1], "cached": tokens[0] // 4, "thoughts": 2}
+    counts["total"] = sum(tokens) + 2
     return {"id": message_id, "timestamp": at, "type": "gemini", "tokens": counts}
 
 
@@ -154,12 +156,16 @@ def test_gemini_counts_the_messages_logged_since_its_invocation_began(tmp_path: 
     assert gemini_usage(home, SESSION, "2026-11-28T04:43:35.563Z") == {
         "input_tokens": 230,
         "output_tokens": 11,
+        "cached": 25 + 32,
+        "total_tokens": 245,
     }
     stdout = jsonl({"type": "init", "timestamp": "2026-11-28T04:43:35.563Z", "session_id": SESSION})
     result = printed(tmp_path, None, stdout, timed_out=True, cwd=tmp_path)
     assert get_adapter("gemini").parse_output(result).tokens == {
         "input_tokens": 230,
-        "output_tokens": 11,
+        "output_tokens": 15,  # the thoughts counted in
+        "cached_input_tokens": 57,
+        "reasoning_tokens": 4,
     }
 
 

@@ -12,7 +12,7 @@ from runner_core.engines import get_adapter
 from runner_core.engines.base import ProcessResult
 from runner_core.engines.claude_stream import read_stream
 from runner_core.engines.failures import http_status
-from runner_core.engines.streams import json_lines, token_counts
+from runner_core.engines.streams import UsageKeys, json_lines, token_counts
 
 TRANSCRIPTS = Path(__file__).parents[1] / "engines" / "transcripts"
 
@@ -38,13 +38,35 @@ def test_http_status_prefers_the_number_named_as_status(text: str, status: int |
 
 
 def test_token_counts_take_the_cli_key_names() -> None:
-    assert token_counts({"input": 7, "output": 2, "total": 9}, "input", "output") == {
+    assert token_counts(
+        {"input": 7, "output": 2, "total": 9}, UsageKeys(("input",), ("output",))
+    ) == {
         "input_tokens": 7,
         "output_tokens": 2,
     }
     assert token_counts({"input_tokens": 5}) == {"input_tokens": 5, "output_tokens": 0}
     assert token_counts({"total": 9}) is None
     assert token_counts(None) is None
+
+
+def test_token_counts_add_up_counts_reported_beside_each_other() -> None:
+    keys = UsageKeys(
+        input=("input", "cache_read"),
+        output=("output", "reasoning"),
+        cached="cache_read",
+        reasoning="reasoning",
+        cost="cost",
+    )
+    usage = {"input": 70, "cache_read": 30, "output": 8, "reasoning": 2, "cost": 0.0012345678}
+    assert token_counts(usage, keys) == {
+        "input_tokens": 100,
+        "output_tokens": 10,
+        "cached_input_tokens": 30,
+        "reasoning_tokens": 2,
+        "cost_usd": 0.001235,
+    }
+    # a count the CLI left out is not made up
+    assert "reasoning_tokens" not in token_counts({"input": 1, "output": 1}, keys)
 
 
 def _events(*names: str) -> list[dict]:
@@ -67,15 +89,30 @@ def test_read_stream_reads_only_the_last_invocation_of_an_appended_log() -> None
     assert read_stream(ok + failed, lambda block: {}).tool_calls == []
 
 
-@pytest.mark.parametrize("engine", ["claude", "codex", "gemini", "iflow", "opencode", "qwen"])
+@pytest.mark.parametrize(
+    "engine", ["claude", "codex", "gemini", "iflow", "kilo", "opencode", "qwen"]
+)
 def test_every_adapter_reports_the_token_counts_of_a_recorded_run(engine: str) -> None:
     name = f"{engine}_tool_json"
     result = ProcessResult(
         0, TRANSCRIPTS / f"{name}.stdout", TRANSCRIPTS / f"{name}.stderr", 0.0, 1.0
     )
     out = get_adapter(engine).parse_output(result)
-    assert out.tokens is not None and set(out.tokens) == {"input_tokens", "output_tokens"}
+    assert out.tokens is not None and set(out.tokens) == REPORTED[engine]
     assert out.tokens["input_tokens"] > 0 and out.tokens["output_tokens"] > 0
+
+
+BOTH = {"input_tokens", "output_tokens"}
+# what each CLI reports beside input and output (docs/engine-matrix.md, "usage fields")
+REPORTED = {
+    "claude": BOTH | {"cached_input_tokens", "cost_usd"},
+    "codex": BOTH | {"cached_input_tokens", "reasoning_tokens"},
+    "gemini": BOTH | {"cached_input_tokens", "reasoning_tokens"},
+    "iflow": BOTH,
+    "opencode": BOTH | {"cached_input_tokens", "reasoning_tokens", "cost_usd"},
+    "kilo": BOTH | {"cached_input_tokens", "reasoning_tokens", "cost_usd"},
+    "qwen": BOTH | {"cached_input_tokens"},
+}
 
 
 def test_iflow_token_counts_come_from_its_execution_info() -> None:
@@ -93,5 +130,5 @@ def test_a_run_without_usage_has_no_token_counts(tmp_path: Path) -> None:
     result = ProcessResult(1, tmp_path / "empty", tmp_path / "empty", 0.0, 1.0)
     assert all(
         get_adapter(engine).parse_output(result).tokens is None
-        for engine in ("claude", "codex", "gemini", "iflow", "opencode", "qwen")
+        for engine in ("claude", "codex", "gemini", "iflow", "kilo", "opencode", "qwen")
     )

@@ -10,7 +10,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from runner_core.error_codes import CATALOGUE, RUN, WARNING, ErrorCode
+from runner_core.error_codes import CATALOGUE, RUN, UPGRADE, WARNING, ErrorCode
 from runner_core.settings import REPO_ROOT
 
 SOURCES = ("api", "worker", "runner_core")
@@ -139,7 +139,7 @@ def test_every_code_has_one_catalogue_entry_of_a_known_kind():
         assert code.value == code.name, code
         assert use.where and use.meaning, code
         assert all(
-            w in (RUN, WARNING) or isinstance(w, int) and 400 <= w < 600 for w in use.where
+            w in (RUN, UPGRADE, WARNING) or isinstance(w, int) and 400 <= w < 600 for w in use.where
         ), code
         assert use.where == (WARNING,) or WARNING not in use.where, code
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from runner_core.cgroups import PidsGroup
+from runner_core.box_gate import BoxGate
+from runner_core.cgroups import PidsGroup, command_group, end_command_group
 from runner_core.engines.base import CommandSpec
 from runner_core.sandbox import Box, Limits, box_command, out_of_memory, plan_box
 from runner_core.settings import SettingsError, load_settings
@@ -34,46 +35,64 @@ def pairs(argv: list[str], option: str) -> list[str]:
     return [argv[i + 1] for i, arg in enumerate(argv) if arg == option]
 
 
-def test_a_workspace_only_box_hides_the_data_dir_and_binds_the_run_dir_last(tmp_path):
+@pytest.fixture
+def gate():
+    made = BoxGate()
+    yield made
+    made.close()
+
+
+def test_a_workspace_only_box_hides_the_data_dir_and_binds_the_run_dir_last(tmp_path, gate):
     uv_cache = tmp_path / "uv-cache"
-    argv = box_command(SPEC, boxed(writable=(uv_cache,)), None).argv
+    spec = CommandSpec(SPEC.argv, SPEC.cwd, {"UV_CACHE_DIR": str(uv_cache)})
+    argv = box_command(spec, boxed(writable=(uv_cache,)), None, gate).argv
     assert uv_cache.is_dir()  # made before the box: one made inside would vanish with it
-    bwrap = argv.index("/opt/bwrap")
+    assert argv[0] == "/opt/bwrap"  # nothing exec'd before bwrap: the gate applies the limits
     assert argv[-3:] == ["--", "python", "probe.py"]
-    options = argv[bwrap:]
-    assert options[options.index("--ro-bind") : options.index("--ro-bind") + 3] == [
-        "--ro-bind",
-        "/",
-        "/",
-    ]
-    assert pairs(options, "--tmpfs") == ["/tmp", "/srv/data"]
-    assert pairs(options, "--bind") == [str(uv_cache), str(RUN)]
-    assert pairs(options, "--remount-ro") == ["/srv/data"]
-    assert options.index("--bind") > options.index("--tmpfs")  # over the hidden folder
-    assert pairs(options, "--chdir") == [str(SPEC.cwd)]
-    assert "--unshare-net" in options and "--unshare-pid" in options
-    assert pairs(options, "--cap-drop") == ["ALL"]
+    assert argv[argv.index("--ro-bind") : argv.index("--ro-bind") + 3] == ["--ro-bind", "/", "/"]
+    assert pairs(argv, "--tmpfs") == ["/tmp", "/srv/data"]
+    assert pairs(argv, "--bind") == [str(uv_cache), str(RUN)]
+    assert pairs(argv, "--remount-ro") == ["/srv/data"]
+    assert argv.index("--bind") > argv.index("--tmpfs")  # over the hidden folder
+    assert pairs(argv, "--chdir") == [str(SPEC.cwd)]
+    assert "--unshare-net" in argv and "--unshare-pid" in argv
+    assert pairs(argv, "--cap-drop") == ["ALL"]
 
 
-def test_an_engine_keeps_the_network_and_the_same_filesystem():
-    argv = box_command(SPEC, boxed().for_engine(), None).argv
+def test_a_command_not_told_of_uvs_cache_does_not_get_it_bound(tmp_path, gate):
+    uv_cache = tmp_path / "uv-cache"
+    argv = box_command(SPEC, boxed(writable=(uv_cache,)), None, gate).argv
+    assert pairs(argv, "--bind") == [str(RUN)] and not uv_cache.exists()
+
+
+def test_a_bwrap_box_waits_at_its_gate_and_has_no_limits_in_its_argv(gate):
+    argv = box_command(SPEC, boxed(), Path("/cg/run-1/cgroup.procs"), gate).argv
+    info, block = pairs(argv, "--info-fd"), pairs(argv, "--block-fd")
+    assert [int(info[0]), int(block[0])] == list(gate.child_fds[:2])
+    assert not [a for a in argv if a.endswith("prlimit") or a == "/bin/sh"]
+    with pytest.raises(ValueError, match="gate"):
+        box_command(SPEC, boxed(), None)  # a bwrap box never starts without its limits
+
+
+def test_an_engine_keeps_the_network_and_the_same_filesystem(gate):
+    argv = box_command(SPEC, boxed().for_engine(), None, gate).argv
     assert "--unshare-net" not in argv and "--unshare-pid" in argv
     assert pairs(argv, "--bind")[-1] == str(RUN)
 
 
-def test_fs_scope_other_than_workspace_only_binds_the_root_writable():
-    argv = box_command(SPEC, boxed(fs=False), None).argv
+def test_fs_scope_other_than_workspace_only_binds_the_root_writable(gate):
+    argv = box_command(SPEC, boxed(fs=False), None, gate).argv
     assert pairs(argv, "--bind") == ["/"] and "--tmpfs" not in argv
 
 
-def test_limits_come_first_and_the_pids_group_is_joined_before_bwrap():
-    argv = box_command(SPEC, boxed(), Path("/cg/run-1/cgroup.procs")).argv
+def test_limits_alone_come_first_and_the_pids_group_is_joined_before_the_command():
+    argv = box_command(SPEC, Box(LIMITS), Path("/cg/run-1/cgroup.procs")).argv
     assert argv[0].endswith("prlimit")
     assert f"--data={2**30}" in argv and "--nofile=256" in argv
     assert not [a for a in argv if a.startswith("--nproc")]  # the pids group counts processes
     shell = argv.index("/bin/sh")
     assert "/cg/run-1/cgroup.procs" in argv[shell + 2] and 'exec "$@"' in argv[shell + 2]
-    assert argv[shell + 4] == "/opt/bwrap"
+    assert argv[shell + 4 :] == ["python", "probe.py"]
 
 
 def test_without_a_pids_group_the_process_limit_is_rlimit_nproc():
@@ -82,16 +101,16 @@ def test_without_a_pids_group_the_process_limit_is_rlimit_nproc():
     assert argv[-2:] == ["python", "probe.py"]
 
 
-def test_uv_runs_offline_without_network_and_sees_its_local_wheels():
+def test_uv_runs_offline_without_network_and_sees_its_local_wheels(gate):
     spec = CommandSpec(
         argv=["uv", "run"],
         cwd=RUN,
         env={"UV_CACHE_DIR": "/srv/data/uv-cache", "UV_FIND_LINKS": "/tmp/wheels"},
     )
-    boxed_spec = box_command(spec, boxed(), None)
+    boxed_spec = box_command(spec, boxed(), None, gate)
     assert boxed_spec.env["UV_OFFLINE"] == "1"
     assert "/tmp/wheels" in pairs(boxed_spec.argv, "--ro-bind-try")
-    assert "UV_OFFLINE" not in box_command(spec, boxed().for_engine(), None).env
+    assert "UV_OFFLINE" not in box_command(spec, boxed().for_engine(), None, gate).env
 
 
 def test_sandbox_off_means_no_box():
@@ -124,6 +143,23 @@ def test_a_pids_group_reports_a_refused_fork(tmp_path):
     assert group.hit_limit()
 
 
+def test_a_worker_processs_group_is_reused_and_counts_refusals_per_command(tmp_path):
+    first = command_group(tmp_path, 32)
+    assert first.path.name.startswith("worker-")
+    (first.path / "pids.events").write_text("max 3\n")  # the last command's fork bomb
+    assert first.hit_limit()
+    end_command_group(first, wait=True)
+    again = command_group(tmp_path, 16)
+    assert again is first and not again.hit_limit()  # refusals counted from its begin
+    assert (again.path / "pids.max").read_text() == "16"
+    beside = command_group(tmp_path, 16)  # another thread's command while it is held
+    assert beside is not first and beside.path.name.startswith("run-")
+    (beside.path / "pids.max").unlink()  # a plain folder here: cgroupfs removes its files
+    end_command_group(beside, wait=False)
+    end_command_group(again, wait=False)
+    assert not beside.path.exists() and first.path.is_dir()
+
+
 def test_sandbox_settings_defaults_and_a_bad_mode(tmp_path):
     settings = load_settings({"SKILL_RUNNER_DATA_DIR": str(tmp_path)})
     assert settings.sandbox == "auto" and settings.run_memory_max == 4 * 1024**3
@@ -145,7 +181,9 @@ def test_the_services_own_files_under_tmp_stay_reachable_and_hidden_parts_stay_h
         bwrap_setting="/bin/true",  # any runnable binary: only the plan is looked at
     )
     assert box is not None and box.code == (checkout,)  # outside /tmp: the root bind holds it
-    options = box_command(SPEC, box, None).argv
+    gate = BoxGate()
+    options = box_command(SPEC, box, None, gate).argv
+    gate.close()
     tmpfs = [i for i, arg in enumerate(options) if arg == "--tmpfs"]
     code_bind = options.index(str(checkout)) - 1
     assert options[code_bind] == "--ro-bind-try"

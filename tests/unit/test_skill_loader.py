@@ -60,19 +60,19 @@ def test_empty_effective_engine_set_is_an_error(skill):
 
 
 def test_an_engine_without_an_adapter_is_a_warning_and_not_effective(skill):
-    edit_runner(skill, engines=["codex", "kilo"])
+    edit_runner(skill, engines=["codex", "nova"])
     pkg = load_skill(skill, strict=True)
     assert pkg.health == "ok", pkg.errors
     assert pkg.effective_engines == ["codex"]
-    assert any("no adapter for engine kilo" in w for w in pkg.warnings), pkg.warnings
+    assert any("no adapter for engine nova" in w for w in pkg.warnings), pkg.warnings
 
 
 def test_a_skill_only_for_engines_without_an_adapter_is_listed_with_none_effective(skill):
-    edit_runner(skill, engines=["kilo"])
+    edit_runner(skill, engines=["nova"])
     pkg = load_skill(skill)
     assert pkg.health == "ok", pkg.errors  # listed; its runs are refused (tests/api)
     assert pkg.effective_engines == []
-    assert any("kilo" in w for w in pkg.warnings)
+    assert any("nova" in w for w in pkg.warnings)
 
 
 def test_missing_execution_modes_is_legacy_auto_or_rejected_when_strict(skill):

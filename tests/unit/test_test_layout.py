@@ -5,7 +5,6 @@ tier tests runner_core alone and starts no process (tests/README.md)."""
 from __future__ import annotations
 
 import ast
-import re
 from pathlib import Path
 
 from tests.imports import imported_modules
@@ -122,13 +121,27 @@ def test_unit_rule_breaks_are_found_in_every_spelling(tmp_path):
     ]
 
 
-def test_the_whole_suite_runs_every_tier() -> None:
-    """tests/run.sh runs the suite as two sessions that name their tiers: a tier folder missing
-    from both would never run in CI."""
+def session_paths() -> list[list[str]]:
+    """The paths and globs of each session of tests/run.sh (its SESSIONS array)."""
     script = (TESTS / "run.sh").read_text(encoding="utf-8")
-    sessions = [
-        line for line in script.splitlines() if line.startswith("SECOND=(") or " pytest " in line
-    ]
-    named = set(re.findall(r"\btests/[a-z_]+\b", "\n".join(sessions)))
-    tiers = {f"tests/{p.parent.name}" for p in TESTS.glob("*/test_*.py")}
-    assert tiers and tiers <= named, sorted(tiers - named)
+    block = script.split("SESSIONS=(", 1)[1].split("\n)", 1)[0]
+    return [line.strip().strip('"').split() for line in block.splitlines() if line.strip()]
+
+
+def test_the_whole_suite_runs_every_test_file_once() -> None:
+    """tests/run.sh runs the suite as sessions side by side: a test file in none of them would
+    never run in CI, one in two would run twice."""
+    root = TESTS.parent
+    files = sorted(str(p.relative_to(root)) for p in TESTS.glob("*/test_*.py"))
+    claimed: list[str] = []
+    for paths in session_paths():
+        for path in paths:
+            if (root / path).is_dir():
+                claimed += [str(p.relative_to(root)) for p in (root / path).glob("test_*.py")]
+            else:
+                matched = [str(p.relative_to(root)) for p in root.glob(path)]
+                assert matched, f"{path} matches no file"
+                claimed += matched
+    assert len(session_paths()) >= 2
+    assert sorted(set(files) - set(claimed)) == []
+    assert sorted(p for p in claimed if claimed.count(p) > 1) == []

@@ -7,6 +7,9 @@ runs the parent creates and sends the child, watches it end and writes the answe
 parent ends (done, failed, timed out or canceled), its children still active are canceled.
 The parent holds its worker process while it waits, so index-file composites need a worker
 with at least two processes (pipeline composites hold none).
+
+The same directory carries every code skill's `ctx.memory`, `ctx.session` and `ctx.scratch`
+requests (`op-<n>.request.json`), answered by worker.composite.skill_ctx.
 """
 
 from __future__ import annotations
@@ -30,13 +33,14 @@ from runner_core.workspace import write_json
 from worker import context
 from worker.composite.children import cancel_children, create_child, output_of
 from worker.composite.end import step_ended
+from worker.composite.skill_ctx import SkillContext
 from worker.context import events_of, sessions
 from worker.dispatch import send_run
 from worker.execution.run_layout import skill_source
 
 log = logging.getLogger(__name__)
 CALLS_DIR = "calls"
-POLL_SEC = 0.05
+POLL_SEC = 0.02
 
 
 def is_index_composite(pkg: SkillPackage) -> bool:
@@ -44,18 +48,25 @@ def is_index_composite(pkg: SkillPackage) -> bool:
     return spec is not None and spec.mode == "composite" and not spec.pipeline
 
 
+def runs_index_file(pkg: SkillPackage) -> bool:
+    """A code skill or an index-file composite: its index file runs with a ctx."""
+    spec = pkg.openevo
+    return spec is not None and (spec.mode == "code" or is_index_composite(pkg))
+
+
 @contextmanager
 def calls_served(run: Run):
-    """Serve the calls of `run` while it executes, when it is an index-file composite."""
+    """Serve the calls and ctx requests of `run` while it executes, when it runs an index
+    file (a skill.json code skill or an index-file composite)."""
     source = skill_source(context.settings(), run) if run.engine is None else None
-    if (
-        source is None
-        or not is_openevo_dir(source)
-        or not is_index_composite(load_skill_cached(source))
-    ):
+    if source is None or not is_openevo_dir(source):
         yield
         return
-    server = CallServer(run)
+    pkg = load_skill_cached(source)
+    if not runs_index_file(pkg):
+        yield
+        return
+    server = CallServer(run, pkg)
     server.start()
     try:
         yield
@@ -66,21 +77,27 @@ def calls_served(run: Run):
 class CallServer(threading.Thread):
     """Turns the harness's call requests into child runs and their ends into answers."""
 
-    def __init__(self, parent: Run) -> None:
+    def __init__(self, parent: Run, pkg: SkillPackage) -> None:
         settings = context.settings()
         super().__init__(name=f"calls-{parent.id[:8]}", daemon=True)
         self.parent = parent
-        self.allowed = set(load_skill_cached(skill_source(settings, parent)).openevo.calls)
-        self.dir = settings.runs_dir / parent.id / CALLS_DIR
+        self.composite = is_index_composite(pkg)
+        self.allowed = set(pkg.openevo.calls) if pkg.openevo else set()
+        self.ctx = SkillContext(parent)
+        # where the script runs (a worker's local scratch when SKILL_RUNNER_WORK_DIR is set)
+        self.dir = settings.work_runs_dir / parent.id / CALLS_DIR
         shutil.rmtree(self.dir, ignore_errors=True)  # an earlier attempt's answers are not ours
-        self.dir.mkdir(parents=True)  # its presence tells the harness: served
+        if self.composite:  # a code skill's harness makes it on its first request (after the
+            self.dir.mkdir(parents=True)  # run directory moved into place from the run pool)
         self.pending: dict[int, str] = {}  # call number -> child run id
         self.seen: set[int] = set()
+        self.ops_seen: set[str] = set()
         self.stopping = threading.Event()
 
     def run(self) -> None:
         while not self.stopping.wait(POLL_SEC):
             try:
+                self._answer_ops()
                 self._take_requests()
                 self._answer_ended()
             except Exception:  # a database hiccup: the next poll tries again
@@ -89,18 +106,32 @@ class CallServer(threading.Thread):
     def stop(self) -> None:
         self.stopping.set()
         self.join(timeout=5)
-        with sessions()() as session:
-            cancel_children(session, self.parent.id)
-            session.commit()
+        if self.composite:
+            with sessions()() as session:
+                cancel_children(session, self.parent.id)
+                session.commit()
+
+    def _answer_ops(self) -> None:
+        for path in sorted(self.dir.glob("op-*.request.json")):
+            name = path.name.split(".")[0]
+            if name in self.ops_seen:
+                continue
+            self.ops_seen.add(name)
+            answer = self.ctx.answer(json.loads(path.read_text(encoding="utf-8")))
+            write_json(self.dir / f"{name}.response.json", answer)
 
     def _take_requests(self) -> None:
-        for path in sorted(self.dir.glob("*.request.json")):
+        for path in sorted(self.dir.glob("[0-9]*.request.json")):
             number = int(path.name.split(".")[0])
             if number in self.seen:
                 continue
             self.seen.add(number)
             request = json.loads(path.read_text(encoding="utf-8"))
             name, call_input = request.get("name"), request.get("input") or {}
+            if not self.composite:
+                message = f"ctx.call('{name}'): only a composite skill calls other skills"
+                self._answer(number, {"ok": False, "error": {"message": message}})
+                continue
             if name not in self.allowed:
                 self._answer(number, {"ok": False, "error": _undeclared(name, self.allowed)})
                 continue

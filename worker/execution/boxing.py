@@ -3,6 +3,7 @@ its skill's `automation.network` could not be enforced."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -17,10 +18,14 @@ from worker.execution.dependencies import install_dependencies
 from worker.execution.script import uv_cache_dir
 
 
-def automation_of(pkg: SkillPackage | None) -> Automation:
-    """The skill's automation block (defaults when it has none)."""
+def automation_of(pkg: SkillPackage | None, network_on: str = "allow") -> Automation:
+    """The skill's automation block (defaults when it has none); with `network_on` "forbid"
+    (SKILL_RUNNER_NETWORK_ON) a skill's `network: on` is taken as `off`."""
     manifest = pkg.manifest if pkg is not None else None
-    return manifest.automation if manifest is not None else Automation()
+    automation = manifest.automation if manifest is not None else Automation()
+    if automation.network == "on" and network_on == "forbid":
+        return replace(automation, network="off")
+    return automation
 
 
 def run_box(settings: Settings, run_dir: Path, pkg: SkillPackage | None) -> Box | None:
@@ -36,7 +41,7 @@ def run_box(settings: Settings, run_dir: Path, pkg: SkillPackage | None) -> Box 
         settings.sandbox,
         limits,
         run_dir,
-        automation_of(pkg),
+        automation_of(pkg, settings.network_on),
         hidden=hidden_dirs(settings),
         writable=(uv_cache,),
         readable=settings.sandbox_read_paths,
@@ -73,25 +78,35 @@ def boxes_engine(box: Box | None) -> bool:
 
 
 def network_warning(
-    box: Box | None, pkg: SkillPackage, engine: str | None
+    box: Box | None,
+    pkg: SkillPackage,
+    engine: str | None,
+    engine_network: str = "box",
+    network_on: str = "allow",
 ) -> dict[str, Any] | None:
     """NETWORK_NOT_ENFORCED when the skill asks for `network: off` (or an allowlist) and part
-    of the run had network anyway: an engine CLI (it must reach its model), no usable bwrap,
-    or the sandbox turned off."""
+    of the run had more network anyway: no usable bwrap, the sandbox turned off, or engines
+    kept on the open network by the operator (SKILL_RUNNER_ENGINE_NETWORK=open). Where it is
+    enforced, `off` for an engine means its provider only (runner_core.egress)."""
     wanted = automation_of(pkg).network
+    if wanted == "on" and network_on == "forbid":
+        return run_warning(
+            ErrorCode.NETWORK_RESTRICTED,
+            "automation.network is 'on' but this service forbids it "
+            "(SKILL_RUNNER_NETWORK_ON=forbid): the run was boxed as 'off'",
+            {"network": wanted, "engine": engine},
+        )
     if wanted not in ("off", "allowlist"):
         return None
     kind = pkg.loaded_manifest.entrypoint.type
     if kind == "composite":
         return None  # its steps are runs of their own, each with its warning
-    if wanted == "allowlist":
-        why = "host allowlists are not enforced; the run had full network access"
-    elif box is None:
+    if box is None:
         why = "the sandbox is off (SKILL_RUNNER_SANDBOX=off)"
     elif box.bwrap is None:
         why = "bubblewrap is not usable on this host"
-    elif engine is not None and kind != "script":
-        why = f"the engine CLI ({engine}) needs the network to reach its model"
+    elif engine is not None and kind != "script" and engine_network == "open":
+        why = f"the engine CLI ({engine}) keeps the whole network (SKILL_RUNNER_ENGINE_NETWORK)"
     else:
         return None
     return run_warning(

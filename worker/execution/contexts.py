@@ -60,5 +60,5 @@ class EntryResult:
     timings: dict[str, float] = field(default_factory=dict)
     text_file: Path | None = None  # the file `text` was read from, shown in warnings
     usage: dict[str, Any] = field(default_factory=dict)
-    tokens: dict[str, int] | None = None  # the CLI's token counts for this turn
+    tokens: dict[str, Any] | None = None  # the CLI's token counts for this turn
     failure: RunFailed | None = None

@@ -7,7 +7,11 @@ import json
 import logging
 import time
 from dataclasses import replace
+from typing import Any
 
+from runner_core.budget import Budget, spent_of
+from runner_core.budget import message as budget_message
+from runner_core.egress import provider_endpoints
 from runner_core.engines import get_adapter
 from runner_core.engines.base import EngineAdapter, EngineContext, ProcessResult
 from runner_core.engines.config import EngineConfigError, load_engine_config
@@ -16,6 +20,7 @@ from runner_core.error_codes import ErrorCode
 from runner_core.output import RepairReply, RepairRequest
 from runner_core.prompts import PromptContext, PromptError, patch_skill_md, render_prompt
 from runner_core.runtime_options import RuntimeOptions
+from runner_core.tokens import add_tokens, priced, prices_at
 from runner_core.workspace import RunPaths, install_skill_copy, write_git_marker, write_json
 from worker.execution.boxing import boxes_engine
 from worker.execution.contexts import EntryContext, EntryResult
@@ -82,16 +87,23 @@ def run_engine(entry: EntryContext, resume: Resume | None = None) -> EntryResult
     adapter = provide_dependencies(entry, adapter)  # runtime.dependencies for its shell
     spec = adapter.build_command(ctx)
     timings = {"engine_setup": round(time.perf_counter() - setup_started, 4)}
-    result = run_streamed(entry, spec, run.engine)
+    # earlier turns' tokens count against the budget too
+    spending = Spending(entry, adapter, options.budget, run.token_usage if resume else None)
+    result = run_streamed(
+        entry,
+        spec,
+        run.engine,
+        spending.over if options.budget else None,
+        provider_endpoints(run.engine, config),
+    )
     # wall clock (epoch s) when the CLI started: a reply's latency to its turn is read from it
     timings["engine_started_at"] = round(result.started, 4)
     if result.cut_short:  # the stop is the failure; the tokens spent before it still count
-        return EntryResult(
-            None,
-            timings=timings,
-            tokens=tokens_written(adapter, result),
-            failure=process_failure(result, ErrorCode.ENGINE_FAILED),
-        )
+        tokens = tokens_written(adapter, result)
+        failure = process_failure(result, ErrorCode.ENGINE_FAILED)
+        if result.budget_exceeded:
+            failure = spending.failure(tokens)
+        return EntryResult(None, timings=timings, tokens=tokens, failure=failure)
     output = adapter.parse_output(result)
     if output.error is not None:
         failure = RunFailed(
@@ -112,17 +124,18 @@ def run_engine(entry: EntryContext, resume: Resume | None = None) -> EntryResult
         # an answer, so it is not offered to the output chain as a candidate.
         write_json(paths.raw / "engine_envelope.json", output.envelope)
     session = output.session_id or (resume.session_id if resume else None)
+    spending.add(output.tokens)  # what repair rounds start from
     return EntryResult(
         output.final_text,
         session_handle=session,
         timings=timings,
-        repair=EngineRepair(entry, adapter, ctx, session),
+        repair=EngineRepair(entry, adapter, ctx, session, spending),
         usage=output.usage,
         tokens=output.tokens,
     )
 
 
-def tokens_written(adapter: EngineAdapter, result: ProcessResult) -> dict[str, int] | None:
+def tokens_written(adapter: EngineAdapter, result: ProcessResult) -> dict[str, Any] | None:
     """The tokens a CLI stopped from outside recorded before it stopped (its output so far,
     its session log); None when there are none or they cannot be read: how the run ended does
     not depend on them."""
@@ -135,7 +148,7 @@ def tokens_written(adapter: EngineAdapter, result: ProcessResult) -> dict[str, i
 
 def tokens_so_far(
     paths: RunPaths, engine: str, logs_from: tuple[int, int]
-) -> dict[str, int] | None:
+) -> dict[str, Any] | None:
     """The tokens of the run's engine turn that a signal cut short (its process group already
     killed): what the CLI wrote from `logs_from` (stdout, stderr offsets) on, and its session
     log in the run directory."""
@@ -183,6 +196,44 @@ Answer again with ONLY the corrected JSON object (no prose, no code fence). The 
 {schema}"""
 
 
+class Spending:
+    """A run's tokens against its budget while its turn runs: earlier turns', this turn's
+    finished CLI invocations (the turn, repair rounds) and the running one's so far, priced
+    like the run's record (runner_core.tokens)."""
+
+    def __init__(
+        self,
+        entry: EntryContext,
+        adapter: EngineAdapter,
+        budget: Budget | None,
+        before: dict[str, Any] | None,
+    ) -> None:
+        self.adapter, self.budget, self.spent = adapter, budget, before
+        self.engine, self.model = entry.run.engine, entry.run.model
+        self.prices = prices_at(entry.settings.prices_file)
+
+    def add(self, tokens: dict[str, Any] | None) -> None:
+        self.spent = add_tokens(self.spent, self._priced(tokens))
+
+    def reached(self, running: dict[str, Any] | None = None) -> dict[str, Any] | None:
+        """What was spent against the budget, once reached (with the running CLI's tokens)."""
+        if self.budget is None:
+            return None
+        return self.budget.exceeded(add_tokens(self.spent, self._priced(running)))
+
+    def over(self, so_far: ProcessResult) -> bool:
+        """Watch.over_budget: the running CLI's answers so far, from what it wrote."""
+        return self.reached(tokens_written(self.adapter, so_far)) is not None
+
+    def failure(self, tokens: dict[str, Any] | None) -> RunFailed:
+        found = self.reached(tokens) or {"budget": self.budget.as_dict() if self.budget else {}}
+        found.setdefault("spent", spent_of(add_tokens(self.spent, self._priced(tokens))))
+        return RunFailed(ErrorCode.BUDGET_EXCEEDED, budget_message(found), found)
+
+    def _priced(self, tokens: dict[str, Any] | None) -> dict[str, Any] | None:
+        return priced(tokens, self.prices, self.engine, self.model)
+
+
 class EngineRepair:
     """N3: re-ask the same engine session with the validation errors (one CLI turn a round).
     Each round answers its text, the session it continued and its tokens (a RepairReply)."""
@@ -193,8 +244,10 @@ class EngineRepair:
         adapter: EngineAdapter,
         ctx: EngineContext,
         session_handle: str | None,
+        spending: Spending | None = None,
     ) -> None:
         self.entry, self.adapter, self.ctx = entry, adapter, ctx
+        self.spending = spending
         self.session_handle = session_handle  # the turn's session, which the first round continues
 
     def __call__(self, request: RepairRequest) -> RepairReply:
@@ -204,15 +257,19 @@ class EngineRepair:
             schema=json.dumps(self.entry.pkg.output_schema, ensure_ascii=False),
         )
         session = request.session_id or self.session_handle
+        spending = self.spending
+        if spending is not None and spending.reached():  # no round past the budget
+            found = spending.reached()
+            return RepairReply(None, session, None, f"{ErrorCode.BUDGET_EXCEEDED}: {found}")
         spec = self.adapter.build_command(replace(self.ctx, prompt=prompt, session_id=session))
         logs, name = self.entry.paths.logs, f"repair_{request.round}"
-        result = run_command(
-            spec,
-            logs / f"{name}_stdout.txt",
-            logs / f"{name}_stderr.txt",
-            self.entry.watch(engine=True),
-        )
+        watch = self.entry.watch(engine=True)
+        if spending is not None and spending.budget is not None:
+            watch = replace(watch, over_budget=spending.over)
+        result = run_command(spec, logs / f"{name}_stdout.txt", logs / f"{name}_stderr.txt", watch)
         output = self.adapter.parse_output(result)
+        if spending is not None:
+            spending.add(output.tokens)
         if output.error is not None:
             error = f"{output.error.code}: {output.error.message}"
             return RepairReply(None, session, output.tokens, error)

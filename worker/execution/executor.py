@@ -39,7 +39,7 @@ from runner_core.skills import SkillPackage
 from runner_core.skills.locks import locks_dir, skill_lock
 from runner_core.statuses import RunStatus
 from runner_core.store.models import Run
-from runner_core.tokens import add_tokens
+from runner_core.tokens import add_tokens, priced, prices_at
 from runner_core.workspace import RunPaths, create_run_dir, disk_full
 from runner_core.workspace_reuse import copy_to_namespace
 from worker.execution.boxing import network_warning
@@ -71,7 +71,7 @@ class RunOutcome:
     warnings: list[dict[str, Any]] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
     session_handle: str | None = None
-    token_usage: dict[str, int] | None = None
+    token_usage: dict[str, Any] | None = None
     pending: Pending | None = None  # the question of a turn that ended waiting_user
     data: Any = None
     artifacts: list[str] = field(default_factory=list)
@@ -226,13 +226,13 @@ class RunExecutor:
             log.warning("run %s: its files were not moved to the shared runs/", self.run.id)
             scratch.remove_quietly(self.paths.root)
 
-    def tokens_cut_short(self) -> dict[str, int] | None:
+    def tokens_cut_short(self) -> dict[str, Any] | None:
         """The run's tokens when a signal ended it (the task records that end; call it before
         `publish_cut_short`): the engine turn's, read from what its CLI recorded before it was
         killed when the turn itself was cut, and earlier turns'. Never raises."""
         tokens = self._token_usage()
         if self.entry is None and self.run.engine is not None and self.logs_from is not None:
-            tokens = tokens_so_far(self.paths, self.run.engine, self.logs_from)
+            tokens = self._priced(tokens_so_far(self.paths, self.run.engine, self.logs_from))
         return add_tokens(self.run.token_usage, tokens) if self.resume is not None else tokens
 
     def refill_pool(self) -> int:
@@ -294,7 +294,13 @@ class RunExecutor:
     def _process(self, ctx: EntryContext) -> None:
         """Run the entrypoint; its own timings come before the step's total."""
         if self.resume is None:  # later turns keep the first turn's warnings
-            warning = network_warning(ctx.watch().box, ctx.pkg, self.run.engine)
+            warning = network_warning(
+                ctx.watch().box,
+                ctx.pkg,
+                self.run.engine,
+                self.settings.engine_network,
+                self.settings.network_on,
+            )
             self.warnings.extend([warning] if warning else [])
         started = time.perf_counter()
         self.logs_from = _log_sizes(ctx.paths.logs)
@@ -313,11 +319,17 @@ class RunExecutor:
             return None
         return self.repaired.session_id or self.entry.session_handle
 
-    def _token_usage(self) -> dict[str, int] | None:
+    def _token_usage(self) -> dict[str, Any] | None:
         """The tokens of the engine's first turn and of any repair rounds."""
         if self.entry is None:
             return None
-        return add_tokens(self.entry.tokens, self.repaired.tokens)
+        return self._priced(add_tokens(self.entry.tokens, self.repaired.tokens))
+
+    def _priced(self, tokens: dict[str, Any] | None) -> dict[str, Any] | None:
+        """A turn's counts with their cost from the operator's price table, if it names the
+        run's model."""
+        prices = prices_at(self.settings.prices_file)
+        return priced(tokens, prices, self.run.engine, self.run.model)
 
     def _turn_output(self, ctx: EntryContext) -> None:
         """An interactive turn: the done marker runs the whole output chain; without it, a

@@ -5,13 +5,17 @@ events, the agent's messages and tool calls as they happen."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
+from runner_core.egress import Endpoint
 from runner_core.engines.base import CommandSpec, ProcessResult
 from runner_core.engines.live import Translated, translate_line
 from runner_core.events import EventLog
 from runner_core.secret_values import longest, mask_file
 from worker.execution.contexts import EntryContext
+from worker.execution.network import egress_plan
 from worker.execution.supervisor import run_command
 
 TAIL_EVERY_SEC = 0.2
@@ -73,13 +77,26 @@ class OutputTail:
         return [item for line in lines for item in translate_line(self.engine, line)]
 
 
-def run_streamed(entry: EntryContext, spec: CommandSpec, engine: str | None) -> ProcessResult:
+def run_streamed(
+    entry: EntryContext,
+    spec: CommandSpec,
+    engine: str | None,
+    over_budget: Callable[[ProcessResult], bool] | None = None,
+    providers: set[Endpoint] | None = None,
+) -> ProcessResult:
     """Run a process of the run; with an event log, what it prints becomes events as it is
-    printed (for `engine`'s CLI, its messages and tool calls too)."""
+    printed (for `engine`'s CLI, its messages and tool calls too). `over_budget`: stops it once
+    the run reached its budget (Watch.over_budget); `providers`: where the engine's network box
+    lets its CLI connect (runner_core.egress.provider_endpoints)."""
     logs = entry.paths.logs
     stdout, stderr = logs / "stdout.txt", logs / "stderr.txt"
+    watch = replace(
+        entry.watch(engine is not None),
+        over_budget=over_budget,
+        egress=egress_plan(entry, engine, providers),
+    )
     if entry.events is None:
-        return run_command(spec, stdout, stderr, entry.watch(engine is not None))
+        return run_command(spec, stdout, stderr, watch)
     offsets = tuple(p.stat().st_size if p.exists() else 0 for p in (stdout, stderr))
     with OutputTail(entry.events, logs, (offsets[0], offsets[1]), engine):
-        return run_command(spec, stdout, stderr, entry.watch(engine is not None))
+        return run_command(spec, stdout, stderr, watch)

@@ -5,7 +5,8 @@ started a session of its own escaped it and, adopted by init, would run on after
 run ended. A pool process that is a child subreaper (prctl PR_SET_CHILD_SUBREAPER, Linux) adopts
 such orphans instead, so once a command and its group are gone, whatever is still a child of
 the pool process is a stray of that command: it is ended (SIGTERM, grace, SIGKILL, with its own
-descendants) and reaped. Checking costs one read of /proc/self/task/<tid>/children when there
+descendants) and reaped. A pool of threads runs several commands in one process, and an orphan
+does not say whose it is: there the strays are ended when the last running command ends. Checking costs one read of /proc/self/task/<tid>/children when there
 are none, plus a waitpid for each orphan that has already exited (agent CLIs leave short-lived
 helpers behind: codex does on every run); only a stray still running costs a process scan.
 """
@@ -27,6 +28,8 @@ log = logging.getLogger(__name__)
 PR_SET_CHILD_SUBREAPER = 36
 _adopting: dict[str, int | None]
 _adopting = {"pid": None}  # the process that became a subreaper (not one forked from it)
+_running = {"commands": 0}  # commands of this process started and not yet through end_strays
+_running_lock = threading.Lock()
 
 
 def become_subreaper() -> bool:
@@ -55,10 +58,20 @@ def child_pids() -> list[int]:
     return sorted(pids)
 
 
+def command_started() -> None:
+    """Count a command of this process until its `end_strays`."""
+    with _running_lock:
+        _running["commands"] += 1
+
+
 def end_strays(grace_sec: float, spared: Collection[int] = frozenset()) -> list[int]:
     """End every child of this process (and their descendants) but `spared`; returns the pids
-    of the children ended. Call it when the command's own group is gone."""
-    if _adopting["pid"] != os.getpid():
+    of the children ended. Call it when the command's own group is gone, once for each
+    `command_started`: while another command of the process runs, its orphans are left alone."""
+    with _running_lock:
+        _running["commands"] = max(0, _running["commands"] - 1)
+        others = _running["commands"]
+    if _adopting["pid"] != os.getpid() or others:
         return []
     pids = [pid for pid in child_pids() if pid not in spared]
     if not pids:

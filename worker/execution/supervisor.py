@@ -8,18 +8,22 @@ from __future__ import annotations
 
 import os
 import select
+import signal
 import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import IO
 
-from runner_core.cgroups import PidsGroup, pids_root
+from runner_core.box_gate import BoxGate
+from runner_core.cgroups import PidsGroup, command_group, end_command_group, pids_root
+from runner_core.egress import EgressPlan, EgressProxy
 from runner_core.engines.base import CommandSpec, ProcessResult
 from runner_core.processes import terminate_group
-from runner_core.sandbox import Box, box_command, out_of_memory
+from runner_core.sandbox import Box, box_command, limit_process, out_of_memory
 from runner_core.secret_values import mask_file
-from worker.execution.strays import end_strays
+from worker.execution.strays import command_started, end_strays
 
 POLL_SEC = 0.05
 WATCH_EVERY_SEC = 0.5
@@ -35,6 +39,11 @@ class Watch:
     grace_sec: float = 3.0
     max_output_bytes: int = 0  # stdout + stderr beyond this: the group is killed (0: no limit)
     box: Box | None = None  # the run's sandbox and resource limits (None: none)
+    # True once the run reached its budget: the tokens the process reported so far (its
+    # output from the given stdout and stderr offsets) and earlier turns'
+    over_budget: Callable[[ProcessResult], bool] | None = None
+    # where a bwrap-boxed process may connect (runner_core.egress); None: as `box.network` says
+    egress: EgressPlan | None = None
 
 
 def run_command(
@@ -47,13 +56,28 @@ def run_command(
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(content, encoding="utf-8")
     group = _pids_group(watch.box)
+    gate = BoxGate() if watch.box is not None and watch.box.bwrap is not None else None
+    proxy = EgressProxy(watch.egress) if gate is not None and watch.egress is not None else None
     try:
         if watch.box is not None:
-            spec = box_command(spec, watch.box, group.procs if group else None)
-        result = _run(spec, stdout_path, stderr_path, watch, group)
+            box = watch.box
+            if proxy is not None:  # its own loopback, and the proxy as the one way out
+                proxy.__enter__()
+                box = replace(
+                    box,
+                    network=False,
+                    egress_socket=proxy.socket_path,
+                    direct_ports=tuple(proxy.plan.direct_ports()),
+                )
+            spec = box_command(spec, box, group.procs if group else None, gate)
+        result = _run(spec, stdout_path, stderr_path, watch, group, gate)
     finally:
-        if group is not None:
-            group.close()  # also what left the process group
+        if proxy is not None:
+            proxy.__exit__(None, None, None)
+        if gate is not None:
+            gate.close()
+        if group is not None:  # a bwrap box's pid namespace ends what it started
+            end_command_group(group, wait=gate is None or group.hit_limit())
     if _ran_out_of_memory(result, watch.box):
         result = replace(result, limit_exceeded="memory")
     return result
@@ -65,6 +89,7 @@ def _run(
     stderr_path: Path,
     watch: Watch,
     group: PidsGroup | None,
+    gate: BoxGate | None = None,
 ) -> ProcessResult:
     stdin = subprocess.PIPE if spec.stdin is not None else subprocess.DEVNULL
     started = time.time()
@@ -79,6 +104,7 @@ def _run(
                 stdout=out,
                 stderr=err,
                 start_new_session=True,
+                pass_fds=gate.child_fds if gate is not None else (),
             )
             started = time.time()  # Popen returns once the command is exec'd: it has started
         except OSError as exc:
@@ -93,10 +119,44 @@ def _run(
                 stderr_from=offsets[1],
                 cwd=spec.cwd,
             )
-        result = _watch(proc, spec, watch, stdout_path, stderr_path, started, group)
+        box_pid = None
+        if gate is not None:
+            box_pid = _open_gate(proc, gate, watch.box, group, err)
+        result = _watch(
+            proc, spec, watch, stdout_path, stderr_path, started, group, box_pid, offsets
+        )
     for path, start in ((stdout_path, offsets[0]), (stderr_path, offsets[1])):
         mask_file(path, start)  # a secret the process printed (an agent's `env`) stays out
     return replace(result, stdout_from=offsets[0], stderr_from=offsets[1], cwd=spec.cwd)
+
+
+def _open_gate(
+    proc: subprocess.Popen, gate: BoxGate, box: Box | None, group: PidsGroup | None, err: IO[bytes]
+) -> int | None:
+    """Put the box's first process under the run's limits, then let it start the command;
+    returns its pid (None when bwrap ended first). The box is killed if this fails."""
+    assert box is not None  # a gate is made for a box only
+    try:
+        pid = gate.box_pid()
+        if pid is not None:
+            limit_process(pid, box.limits, group.procs if group else None)
+            gate.open()
+        return pid
+    except OSError as exc:  # the box never starts its command unlimited
+        err.write(f"cannot put the box under its limits: {exc}\n".encode())
+        _kill_group(proc.pid)
+        return None
+    except BaseException:
+        _kill_group(proc.pid)
+        proc.wait()
+        raise
+
+
+def _kill_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
 
 
 def _watch(
@@ -107,18 +167,26 @@ def _watch(
     stderr_path: Path,
     started: float,
     group: PidsGroup | None = None,
+    box_pid: int | None = None,
+    offsets: tuple[int, int] = (0, 0),
 ) -> ProcessResult:
     pgid = proc.pid
-    timed_out = canceled = exceeded = False
+    timed_out = canceled = exceeded = spent = False
     limited = None
     pidfd = _pidfd(proc.pid)
+    command_started()
     try:
         if spec.stdin is not None:
             _feed_stdin(proc, spec.stdin)
         # The claim just set the heartbeat: a process done within FIRST_WATCH_SEC costs no
         # extra database round trip; longer ones record their pgid right after.
         next_watch = time.monotonic() + FIRST_WATCH_SEC
-        if watch.poll is None and not watch.max_output_bytes and group is None:
+        if (
+            watch.poll is None
+            and not watch.max_output_bytes
+            and group is None
+            and watch.over_budget is None
+        ):
             next_watch = float("inf")
         while proc.poll() is None:
             now = time.monotonic()
@@ -137,6 +205,11 @@ def _watch(
                 if watch.poll is not None and watch.poll(pgid):
                     canceled = True
                     break
+                if watch.over_budget is not None and watch.over_budget(
+                    _so_far(spec, stdout_path, stderr_path, started, offsets)
+                ):
+                    spent = True
+                    break
             wait_exit(proc, pidfd, min(next_watch, watch.deadline or next_watch) - now)
     finally:
         if pidfd is not None:
@@ -147,12 +220,14 @@ def _watch(
         if proc.poll() is None:
             proc.kill()
         proc.wait()
-        if group is not None:  # bwrap's init in the box can still be exiting: not a stray
+        if group is not None and box_pid is None:
             group.empty()
-        end_strays(watch.grace_sec)  # those that left the group (setsid, daemons)
+        # bwrap's init in the box can still be exiting (its namespaces go with it): not a
+        # stray; a later command's check collects it
+        end_strays(watch.grace_sec, spared=() if box_pid is None else (box_pid,))
     if limited is None and group is not None and proc.returncode != 0 and group.hit_limit():
         limited = "processes"  # a refused fork it did not survive, before the watch looked
-    code = None if (timed_out or canceled or exceeded or limited) else proc.returncode
+    code = None if (timed_out or canceled or exceeded or limited or spent) else proc.returncode
     return ProcessResult(
         code,
         stdout_path,
@@ -163,6 +238,25 @@ def _watch(
         canceled=canceled,
         output_exceeded=exceeded,
         limit_exceeded=limited,
+        budget_exceeded=spent,
+    )
+
+
+def _so_far(
+    spec: CommandSpec, stdout: Path, stderr: Path, started: float, offsets: tuple[int, int]
+) -> ProcessResult:
+    """The running process's output so far, read as a process cut short (an adapter then
+    counts the tokens of the answers it finished, from its output or its session log)."""
+    return ProcessResult(
+        None,
+        stdout,
+        stderr,
+        started,
+        time.time(),
+        canceled=True,
+        stdout_from=offsets[0],
+        stderr_from=offsets[1],
+        cwd=spec.cwd,
     )
 
 
@@ -171,7 +265,7 @@ def _pids_group(box: Box | None) -> PidsGroup | None:
     if box is None or not box.limits.processes:
         return None
     root = pids_root()
-    return PidsGroup(root, box.limits.processes) if root is not None else None
+    return command_group(root, box.limits.processes) if root is not None else None
 
 
 def _ran_out_of_memory(result: ProcessResult, box: Box | None) -> bool:

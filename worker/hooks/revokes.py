@@ -2,7 +2,9 @@
 
 A revoke is a broadcast that each worker's main process adds to its revoked set; Celery itself
 only drops the message when a worker takes it, and leaves a running task alone unless asked to
-terminate it. So each worker checks its revoked set every REVOKE_CHECK_SEC, and for a task id
+terminate it. So each worker checks its revoked set every REVOKE_CHECK_SEC while it holds a task
+(every IDLE_REVOKE_CHECK_SEC when it holds none, so an idle worker sleeps; a task received
+brings the next check forward), and for a task id
 that is the message of an active run: sets the run's cancel flag (the run's watch kills its
 process group within half a second) and ends a queued or waiting run at once, with its terminal
 event. Every step is a guarded UPDATE, so several workers hearing the same revoke, a revoke with
@@ -17,7 +19,7 @@ from collections.abc import Iterable
 from functools import partial
 
 from celery import bootsteps
-from celery.signals import task_revoked
+from celery.signals import task_received, task_revoked
 from celery.worker import state as worker_state
 from sqlalchemy import select
 
@@ -33,6 +35,9 @@ from worker.recorder import record_end
 
 log = logging.getLogger(__name__)
 REVOKE_CHECK_SEC = 0.5
+# with no task of this worker received or running (a queued run's message is dropped, and its
+# run ended, by `_on_task_revoked` when it arrives)
+IDLE_REVOKE_CHECK_SEC = 5.0
 REVOKED = RunError(
     ErrorCode.CANCELED_BY_USER, "revoked by an operator (Flower or celery control revoke)"
 )
@@ -87,17 +92,45 @@ class RevokeWatch(bootsteps.StartStopStep):
         super().__init__(parent, **kwargs)
         self.seen: set[str] = set()
         self.timer_ref = None
+        self.idle = False  # the next check is an idle one (IDLE_REVOKE_CHECK_SEC away)
 
     def include_if(self, parent) -> bool:
         """Celery's bootstep hook: the worker leaves the step out with the setting off."""
         return context.settings().revoke_watch
 
     def start(self, parent) -> None:
-        self.timer_ref = parent.timer.call_repeatedly(REVOKE_CHECK_SEC, self.check, priority=10)
+        self.timer = parent.timer
+        _watches.append(self)
+        self._schedule()
 
     def stop(self, parent) -> None:
+        if self in _watches:
+            _watches.remove(self)
         if self.timer_ref is not None:
             self.timer_ref.cancel()
+            self.timer_ref = None
+
+    def wake(self) -> None:
+        """A task arrived: a run revoked right after an idle spell is checked within
+        REVOKE_CHECK_SEC, not at the end of the idle wait."""
+        if self.idle and self.timer_ref is not None:
+            self.timer_ref.cancel()
+            self._schedule(busy=True)
+
+    def _schedule(self, busy: bool = False) -> None:
+        """The next check: soon while a task of this worker runs, rarely when none does."""
+        # the sets `revoked` is read against
+        busy = busy or bool(worker_state.active_requests or worker_state.reserved_requests)
+        self.idle = not busy
+        wait = REVOKE_CHECK_SEC if busy else IDLE_REVOKE_CHECK_SEC
+        self.timer_ref = self.timer.call_after(wait, self._check_and_schedule, priority=10)
+
+    def _check_and_schedule(self) -> None:
+        try:
+            self.check()
+        finally:
+            if self.timer_ref is not None:
+                self._schedule()
 
     def check(self) -> None:
         revoked = set(worker_state.revoked)
@@ -110,6 +143,15 @@ class RevokeWatch(bootsteps.StartStopStep):
         except Exception:  # a database away: the message is still dropped when it arrives
             log.exception("canceling the runs of revoked tasks failed")
             self.seen -= fresh  # try again on the next check
+
+
+_watches: list[RevokeWatch] = []  # the started watch of this worker (one per worker process)
+
+
+@task_received.connect
+def _on_task_received(**_kwargs) -> None:
+    for watch in list(_watches):
+        watch.wake()
 
 
 @task_revoked.connect

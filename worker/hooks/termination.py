@@ -6,6 +6,10 @@ it can leave the connection's write transaction open (SQLite keeps its write loc
 row locks) while the task goes on to record the end, which then waits on itself. A signal that
 lands there is sent again a moment later, until it lands outside.
 
+Only a task on the process's main thread (a prefork or solo pool) can be reached this way: a
+pool of threads runs tasks on other threads, where no signal handler can be set, and Celery
+cannot terminate a thread; there a revoke ends the run through its cancel (worker.hooks.revokes).
+
 A correctness guard, kept on purpose (docs/internals.md, "Private library details"): not a
 speed-up, and it uses no library's private API, so it has no setting to switch it off.
 """
@@ -30,7 +34,10 @@ class Terminated(BaseException):
 
 @contextmanager
 def terminable(run_id: str) -> Iterator[None]:
-    """While the block runs, SIGTERM raises Terminated (once) in it."""
+    """While the block runs, SIGTERM raises Terminated (once) in it (on the main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
     _state.update(run_id=run_id, terminating=False)
     # billiard installs its own handler after the process initializer, so this cannot be set
     # once per pool process
@@ -44,7 +51,8 @@ def terminable(run_id: str) -> Iterator[None]:
 
 def terminating() -> bool:
     """True once Terminated was raised in the current run."""
-    return bool(_state["terminating"])
+    on_main = threading.current_thread() is threading.main_thread()
+    return on_main and bool(_state["terminating"])
 
 
 def _on_sigterm(_signum: int, frame: FrameType | None) -> None:

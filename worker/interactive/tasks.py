@@ -11,12 +11,14 @@ from typing import Any
 
 from celery import shared_task
 
+from runner_core.metrics import record_tokens
 from runner_core.queues import AUTO_REPLY
 from runner_core.results import RunEnd
 from runner_core.runtime_options import RuntimeOptions
 from runner_core.statuses import RunStatus
 from runner_core.store import interactions
 from runner_core.store.models import Run, utcnow
+from runner_core.tokens import turn_tokens
 from worker import context
 from worker.context import connect, events_of, finished, sessions
 from worker.dispatch import queue_of, send_run
@@ -35,7 +37,11 @@ def ask_user(run: Run, turn: int, outcome: Any) -> str:
     settings = context.settings()
     interaction_id = record_question(connect, run, turn, outcome, settings.lease_sec / 2)
     if interaction_id is None:  # canceled meanwhile: the turn's warnings are kept
-        end = replace(RunEnd.failed(CANCELED, RunStatus.CANCELED), warnings=outcome.warnings)
+        end = replace(
+            RunEnd.failed(CANCELED, RunStatus.CANCELED),
+            warnings=outcome.warnings,
+            token_usage=outcome.token_usage,
+        )
         record_end(run, end, "cancel")
         return RunStatus.CANCELED
     events = events_of(run)
@@ -43,7 +49,11 @@ def ask_user(run: Run, turn: int, outcome: Any) -> str:
         "user.input.required",
         {"interaction_id": interaction_id, "turn": turn, **asdict(outcome.pending)},
     )
-    events.state_changed(RunStatus.RUNNING, RunStatus.WAITING_USER, "ask", interaction_id)
+    turn_usage = turn_tokens(run.token_usage, outcome.token_usage)
+    events.state_changed(
+        RunStatus.RUNNING, RunStatus.WAITING_USER, "ask", interaction_id, token_usage=turn_usage
+    )
+    record_tokens(run.engine, run.model, run.owner, turn_usage)
     finished().publish(run.id)  # wakes long polls: the run needs its client now
     try:
         callbacks_for_question(run.id)

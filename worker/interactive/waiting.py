@@ -59,6 +59,9 @@ def auto_decide(session, run_id: str, interaction_id: int, cap_sec: int, task_id
     asked = interactions.get(session, run_id, interaction_id)
     if delay is None or asked is None:
         return "off"
+    budget = RuntimeOptions.from_dict(run.runtime_options).budget
+    if budget is not None and budget.exceeded(run.token_usage):
+        return "over_budget"  # it waits for a person's reply raising its budget
     created = (
         asked.created_at
         if asked.created_at.tzinfo

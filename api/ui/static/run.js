@@ -4,7 +4,9 @@
    artifacts and the bundle when the run ends. A long run's history is never sent whole. */
 "use strict";
 (() => {
-  const { request_id: rid, last_seq: lastSeq } = JSON.parse(document.getElementById("run-state").textContent);
+  const { request_id: rid, last_seq: lastSeq, token_usage: usage, kind } = JSON.parse(document.getElementById("run-state").textContent);
+  /* a one-off run's result, artifacts and bundle are under its own routes */
+  const own = `/v1/${kind === "temp" ? "temp-skill-runs" : "jobs"}/${rid}`;
   const PAGE = 100;  /* events per history page */
   const api = `/v1/management/runs/${rid}`;
   const $ = (id) => document.getElementById(id);
@@ -29,6 +31,18 @@
   }
   function text(value) { return typeof value === "string" ? value : JSON.stringify(value, null, 2); }
 
+  /* "Tokens 41,227 in (10,306 cached) · 53 out (12 reasoning) · $0.1611" */
+  function showUsage(u) {
+    if (!u) return;
+    const n = (x) => Number(x || 0).toLocaleString("en");
+    let line = `Tokens ${n(u.input_tokens)} in`;
+    if (u.cached_input_tokens) line += ` (${n(u.cached_input_tokens)} cached)`;
+    line += ` · ${n(u.output_tokens)} out`;
+    if (u.reasoning_tokens) line += ` (${n(u.reasoning_tokens)} reasoning)`;
+    if (u.cost_usd !== undefined) line += ` · $${Number(u.cost_usd).toFixed(4)}`;
+    $("usage").textContent = line; $("usage").hidden = false;
+  }
+
   function setStatus(status) {
     const badge = $("status");
     badge.textContent = status; badge.className = `badge st-${status}`;
@@ -46,6 +60,7 @@
         if (d.to !== "waiting_user") closeQuestion();
         if (d.terminal) finish(d.terminal);
         else if (!batch) refreshTree();
+        if (d.token_usage && !d.terminal && !batch) fetch(api).then((r) => r.json()).then((s) => showUsage(s.token_usage));
         break;
       case "assistant.message":
         lastAgentText = d.text;
@@ -174,18 +189,19 @@
       const sec = (Date.parse(state.finished_at) - Date.parse(state.started_at)) / 1000;
       $("timing").textContent = `Ran ${sec.toFixed(1)} s`;
     }
+    showUsage(state.token_usage);
     for (const w of state.warnings || []) $("warnings").append(el("div", "warning", `${w.code || ""} ${w.message || text(w)}`));
-    const result = await (await fetch(`/v1/jobs/${rid}/result`)).json();
+    const result = await (await fetch(`${own}/result`)).json();
     const box = $("result");
     box.replaceChildren(el("pre", "result-json", JSON.stringify(result.result, null, 2)));
-    const arts = await (await fetch(`/v1/jobs/${rid}/artifacts`)).json();
+    const arts = await (await fetch(`${own}/artifacts`)).json();
     const list = el("ul", "artifacts");
     for (const a of arts.artifacts || []) {
       const li = el("li"); const link = el("a", "", a.path);
-      link.href = `/v1/jobs/${rid}/artifacts/${a.path}`; link.setAttribute("download", "");
+      link.href = `${own}/artifacts/${a.path}`; link.setAttribute("download", "");
       li.append(link, el("span", "sub", ` ${a.role || ""} ${a.size} B`)); list.append(li);
     }
-    const bundle = el("a", "button", "Download the bundle"); bundle.href = `/v1/jobs/${rid}/bundle`;
+    const bundle = el("a", "button", "Download the bundle"); bundle.href = `${own}/bundle`;
     box.append(el("h3", "", "Artifacts"), list, bundle);
   }
 
@@ -280,6 +296,8 @@
       });
     };
   }
+
+  showUsage(usage);
 
   /* The last page of the history first, then the stream from where it ends (a finished run's
      page holds its terminal event, so no stream is opened). */

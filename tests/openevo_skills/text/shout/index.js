@@ -1,4 +1,4 @@
 export async function execute (input, ctx) {
-  if (input.text === 'memory') return ctx.memory.search('x')
+  if (input.text === 'call') return ctx.call('summarize', { text: 'x' })
   return { text: input.text.toUpperCase() }
 }

@@ -1,0 +1,94 @@
+"""A run's budget through the whole service with real codex: REST -> Redis -> worker -> codex
+-> fake LLM. The model makes one slow tool call after another; once the answers' tokens (codex
+logs them after each answer) reach the budget, in tokens or in USD from the operator's price
+table, the CLI's process group is stopped and the run ends failed BUDGET_EXCEEDED, keeping its
+logs and the tokens it spent."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import asdict
+
+import pytest
+
+from api import create_app
+from api.queue import CeleryQueue
+from fake_llm import FakeLLM, Script
+from runner_core.engines import get_adapter
+from runner_core.settings import REPO_ROOT
+from tests.engines.harness import FAKE_CONFIG, require_binary
+from tests.helpers import wait_for_job
+from tests.integration.services import WorkerProcess, broker_settings
+
+ROUNDS = 12  # tool calls the model would make, a second each
+SLOW = Script(command="sleep 1; echo step", final_text='{"text": "x", "length": 1}', rounds=ROUNDS)
+PRICES = {"codex": {"input": 10.0, "output": 40.0}}  # USD per million tokens
+
+
+@pytest.fixture(scope="module")
+def service(tmp_path_factory):
+    require_binary(get_adapter("codex"))
+    root = tmp_path_factory.mktemp("budgets")
+    script_file = root / "llm-script.json"
+    script_file.write_text(json.dumps(asdict(SLOW)))
+    prices = root / "prices.yaml"
+    prices.write_text(json.dumps(PRICES))
+    with FakeLLM(script_file) as llm, broker_settings(root) as settings:
+        config_dir = root / "engine-config"
+        shutil.copytree(REPO_ROOT / "deploy" / "engine-config", config_dir)
+        (config_dir / "codex" / "enforced.json").write_text(json.dumps(FAKE_CONFIG["codex"](llm)))
+        worker = WorkerProcess(
+            settings,
+            "budgets",
+            settings.data_dir / "worker.log",
+            concurrency=1,
+            extra_env={
+                "SKILL_RUNNER_ENGINE_CONFIG_DIR": str(config_dir),
+                "SKILL_RUNNER_PRICES_FILE": str(prices),
+                "SKILL_RUNNER_KILL_GRACE_SEC": "2",
+            },
+        )
+        settings = settings.__class__(**{**settings.__dict__, "prices_file": prices})
+        app = create_app({"SETTINGS": settings, "QUEUE": CeleryQueue(settings.broker_url)})
+        try:
+            yield {"client": app.test_client(), "llm": llm, "settings": settings}
+        finally:
+            worker.stop()
+
+
+@pytest.mark.parametrize(
+    "budget",
+    [{"max_tokens": 60_000}, {"max_usd": 0.6}],
+    ids=["tokens", "usd"],
+)
+def test_a_run_that_reaches_its_budget_mid_turn_is_stopped(service, budget):
+    client, llm = service["client"], service["llm"]
+    before = len(llm.usage)
+    resp = client.post(
+        "/v1/jobs",
+        json={
+            "skill_id": "echo-prompt",
+            "engine": "codex",
+            "input": {"text": "hello"},
+            "runtime_options": {"no_cache": True, "budget": budget},
+        },
+    )
+    assert resp.status_code == 200, resp.json
+    status = wait_for_job(client, resp.json["request_id"], timeout=120, interval=0.2)
+    assert status["status"] == "failed", status
+    error = status["error"]
+    assert error["code"] == "BUDGET_EXCEEDED", error
+    assert error["budget"] == budget
+    answers = len(llm.usage) - before
+    assert 2 <= answers < ROUNDS, answers  # stopped well before the model was done
+    usage = status["token_usage"]
+    spent = usage["input_tokens"] + usage["output_tokens"]
+    assert error["spent"]["tokens"] == spent
+    if "max_tokens" in budget:
+        assert spent >= budget["max_tokens"]
+    else:  # the price table's cost, recorded with the tokens
+        assert usage["cost_usd"] >= budget["max_usd"]
+        assert error["spent"]["usd"] == usage["cost_usd"]
+    run_dir = service["settings"].runs_dir / status["run_id"]
+    assert "step" in (run_dir / "logs" / "stdout.txt").read_text()  # its logs are kept

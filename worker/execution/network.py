@@ -1,0 +1,60 @@
+"""Where a boxed process of a run may connect (runner_core.egress): the plan its egress proxy
+follows, and how a refusal is reported."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+
+from runner_core.egress import EgressPlan, Endpoint, parse_endpoint
+from runner_core.error_codes import ErrorCode
+from runner_core.metrics import record_egress_refused
+from runner_core.results import run_warning
+from runner_core.skills.model import Automation
+from worker.execution.contexts import EntryContext
+
+
+def egress_plan(
+    entry: EntryContext, engine: str | None, providers: set[Endpoint] | None = None
+) -> EgressPlan | None:
+    """Where a process of the run may connect when its box holds it: an engine CLI its
+    provider (`providers`: runner_core.egress.provider_endpoints) and the skill's allowlist, unless the skill
+    asks for the open network (`on`) or the operator keeps engines open; a script step with
+    `allowlist` the hosts it names. None: as the box's `network` says (open, or none at all)."""
+    manifest = entry.pkg.manifest
+    automation = manifest.automation if manifest is not None else Automation()
+    if automation.network == "on" and entry.settings.network_on == "forbid":
+        automation = replace(automation, network="off")
+    if automation.network == "on":
+        return None
+    if engine is not None:
+        if entry.settings.engine_network == "open":
+            return None
+        allowed = set(providers or ())
+    elif automation.network == "allowlist":
+        allowed = set()
+    else:
+        return None  # a script with network off: its own loopback only
+    for item in (*automation.allowlist, *entry.settings.egress_allow):
+        endpoint = parse_endpoint(item)
+        if endpoint is not None:
+            allowed.add(endpoint)
+    return EgressPlan(frozenset(allowed), _refusals(entry, engine))
+
+
+def _refusals(entry: EntryContext, engine: str | None) -> Callable[[Endpoint], None]:
+    """A refusal is a `diagnostic.warning` event of the run and a count in /metrics."""
+
+    def refused(endpoint: Endpoint) -> None:
+        record_egress_refused(engine, endpoint.host)
+        if entry.events is not None:
+            entry.events.emit(
+                "diagnostic.warning",
+                run_warning(
+                    ErrorCode.NETWORK_REFUSED,
+                    f"the run's network box refused a connection to {endpoint}",
+                    {"host": endpoint.host, "port": endpoint.port, "engine": engine},
+                ),
+            )
+
+    return refused
