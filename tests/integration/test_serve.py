@@ -1,11 +1,12 @@
 """The README's quick start: `skill-runner serve` on the embedded default (SQLite and the
-embedded broker), the demo job through it, a broker that dies and comes back, and a stop that
-leaves no process behind."""
+embedded broker), in each of its layouts: the demo job through it, a broker that dies and comes
+back, and a stop that leaves no process behind."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -48,6 +49,13 @@ def health(base: str) -> dict | None:
         return None
 
 
+def is_celery(proc: psutil.Process) -> bool:
+    try:
+        return "worker.celery_app" in proc.cmdline()
+    except psutil.Error:
+        return False
+
+
 def demo_job(base: str) -> dict:
     status, created = call(
         "POST",
@@ -67,7 +75,8 @@ def demo_job(base: str) -> dict:
     return call("GET", f"{base}/v1/jobs/{rid}/result?wait_sec=60", timeout=70)[1]
 
 
-def test_serve_runs_the_demo_heals_its_broker_and_stops_clean(tmp_path: Path):
+@pytest.mark.parametrize("layout", ["one-process", "processes"])
+def test_serve_runs_the_demo_heals_its_broker_and_stops_clean(tmp_path: Path, layout: str):
     port = free_port()
     env = {k: v for k, v in os.environ.items() if k not in ("CELERY_BROKER_URL", "DATABASE_URL")}
     env.update(
@@ -79,7 +88,7 @@ def test_serve_runs_the_demo_heals_its_broker_and_stops_clean(tmp_path: Path):
         WEB_CONCURRENCY="1",
     )
     serve = subprocess.Popen(
-        [str(Path(sys.executable).parent / "skill-runner"), "serve"],
+        [str(Path(sys.executable).parent / "skill-runner"), "serve", "--layout", layout],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -107,8 +116,20 @@ def test_serve_runs_the_demo_heals_its_broker_and_stops_clean(tmp_path: Path):
         wait_for(
             lambda: (health(base) or {}).get("status") == "ok", 30, 0.2, what="/healthz ok again"
         )
-        result = demo_job(base)["result"]  # the worker reconnected on its own
+        result = demo_job(base)["result"]  # the worker reconnected (or was restarted)
         assert result["status"] == "succeeded", result
+        if layout == "processes":  # a worker that stops on its own is started again
+            worker = wait_for(lambda: [p for p in psutil.Process(serve.pid).children()
+                                       if is_celery(p)], 30, 0.2, what="a worker")[0]  # fmt: skip
+            worker.terminate()
+
+            def new_worker():
+                kids = psutil.Process(serve.pid).children()
+                return [p for p in kids if is_celery(p) and p.pid != worker.pid]
+
+            wait_for(new_worker, 30, 0.2, what="the worker to be started again")
+            result = demo_job(base)["result"]
+            assert result["status"] == "succeeded", result
         family = psutil.Process(serve.pid).children(recursive=True)
     finally:
         serve.send_signal(signal.SIGTERM)
@@ -117,7 +138,13 @@ def test_serve_runs_the_demo_heals_its_broker_and_stops_clean(tmp_path: Path):
         except subprocess.TimeoutExpired:
             serve.kill()
             raise
+        print(output)  # the service's log, shown by pytest when the test fails
     assert serve.returncode == 0, output
     assert "the embedded broker exited; restarting it" in output
+    if layout == "processes":
+        # SIGTERM before celery installs its handlers kills it; after, it shuts down warm (code 0)
+        assert re.search(
+            r"celery (was stopped by signal 15|exited with code 0); starting it again", output
+        )
     gone, alive = psutil.wait_procs(family, timeout=10)
     assert alive == [], [p.info for p in alive] if alive else None
