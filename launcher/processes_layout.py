@@ -15,10 +15,12 @@ from typing import cast
 
 from launcher.demo_llm import DemoLLM
 from launcher.embedded_broker import EmbeddedBroker
+from runner_core.processes import terminate_group
 from runner_core.settings import REPO_ROOT, Settings, hold_service_secrets
 
 WATCH_SEC = 2.0  # how often the children are looked at
 MAX_RESTARTS, RESTART_WINDOW_SEC = 5, 60.0  # a child's exits tolerated in a window
+STOP_GRACE_SEC = 20.0  # a stopping child's time before SIGKILL
 
 
 def serve_processes(
@@ -92,7 +94,9 @@ def _commands(settings: Settings, concurrency: int) -> list[list[str]]:
 
 
 def _popen(argv: list[str], env: dict) -> subprocess.Popen:
-    return subprocess.Popen(argv, env=env, cwd=REPO_ROOT)
+    # a group of its own: what it leaves behind (a crashed worker's pool processes, holding our
+    # output open) is ended with it
+    return subprocess.Popen(argv, env=env, cwd=REPO_ROOT, process_group=0)
 
 
 def _watch(
@@ -127,6 +131,7 @@ def _watch(
                 _say(f"{name} {how}; stopping the service")
                 return 1
             _say(f"{name} {how}; starting it again")
+            terminate_group(proc.pid, STOP_GRACE_SEC)
             procs[i] = _popen(argv, env)
         # a signal cuts the sleep short (PEP 475 resumes it: the loop then ends within it)
         time.sleep(WATCH_SEC)
@@ -138,11 +143,24 @@ def _say(line: str) -> None:
 
 
 def _stop(procs: list[subprocess.Popen]) -> None:
+    """SIGTERM every child's group at once, wait for them, then SIGKILL what is left."""
     for p in procs:
-        if p.poll() is None:
-            p.terminate()
+        _signal(p, signal.SIGTERM)
+    end = time.monotonic() + STOP_GRACE_SEC
     for p in procs:
         try:
-            p.wait(20)
+            p.wait(max(0.0, end - time.monotonic()))
         except subprocess.TimeoutExpired:
-            p.kill()
+            pass
+    for p in procs:
+        _signal(p, signal.SIGKILL)
+        p.wait()
+
+
+def _signal(proc: subprocess.Popen, sig: int) -> None:
+    """Signal the child's group, or the child alone where it has none (the demo LLM)."""
+    try:
+        os.killpg(proc.pid, sig)
+    except ProcessLookupError:
+        if proc.poll() is None:
+            proc.send_signal(sig)
