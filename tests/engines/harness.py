@@ -246,22 +246,25 @@ def run_scenario(
 
 @contextmanager
 def node_counts(folder: Path, every: float = 0.05) -> Iterator[list[int]]:
-    """While the block runs, count every `every` s the node processes whose working directory
-    is inside `folder` (a CLI's run dir); yields the list of counts, one per sample."""
+    """While the block runs, sample every `every` s the node processes whose working directory
+    is inside `folder` (a CLI's run dir); after the block the yielded list holds one count per
+    sample. A process seen in one sample only is left out: a Node CLI's child between its fork
+    and its exec of a tool (a shell, git) is briefly a `node` too; a relaunched CLI lives on."""
     counts: list[int] = []
+    samples: list[set[int]] = []
     done = threading.Event()
     root = str(Path(folder).resolve())
 
     def sample() -> None:
         while not done.is_set():
-            found = 0
+            found = set()
             for proc in psutil.process_iter(["name", "cwd"]):
                 cwd = proc.info.get("cwd") or ""
                 if proc.info.get("name") == "node" and (
                     cwd == root or cwd.startswith(root + os.sep)
                 ):
-                    found += 1
-            counts.append(found)
+                    found.add(proc.pid)
+            samples.append(found)
             done.wait(every)
 
     thread = threading.Thread(target=sample, daemon=True)
@@ -271,6 +274,9 @@ def node_counts(folder: Path, every: float = 0.05) -> Iterator[list[int]]:
     finally:
         done.set()
         thread.join()
+        for i, pids in enumerate(samples):
+            around = set().union(*samples[max(0, i - 1) : i], *samples[i + 1 : i + 2])
+            counts.append(len(pids & around))
 
 
 def counted_as_sent(tokens: Mapping[str, Any] | None, sent: Mapping[str, int]) -> bool:
