@@ -21,7 +21,7 @@ from tests.engines.harness import require_binary
 pytestmark = pytest.mark.chaos
 
 
-@pytest.mark.timeout(480)
+@pytest.mark.timeout(780)  # a slow machine's drain: scenario.Plan
 def test_nothing_is_lost_or_done_twice_through_the_faults(tmp_path):
     require_binary(get_adapter("codex"))
     plan = scenario.Plan(codex_every=50, postgres_url=POSTGRES_URL)
