@@ -2,6 +2,12 @@
 
 import os
 
+# gevent's patches go in before anything is imported: the app is loaded in the master (below)
+if os.environ.get("WEB_WORKER_CLASS", "gevent") == "gevent":
+    from gevent import monkey
+
+    monkey.patch_all()
+
 bind = f"{os.environ.get('HOST', '127.0.0.1')}:{os.environ.get('PORT', '8000')}"
 workers = int(os.environ.get("WEB_CONCURRENCY", "2"))
 # gevent: an event stream (SSE) or a long poll is a greenlet, not one of a few threads, so
@@ -10,6 +16,9 @@ workers = int(os.environ.get("WEB_CONCURRENCY", "2"))
 worker_class = os.environ.get("WEB_WORKER_CLASS", "gevent")
 threads = int(os.environ.get("WEB_THREADS", "4"))
 worker_connections = int(os.environ.get("WEB_CONNECTIONS", "1000"))
+# The app is loaded once in the master and the workers share its pages (copy on write);
+# WEB_PRELOAD=0 loads it in each worker instead.
+preload_app = os.environ.get("WEB_PRELOAD", "1") != "0"
 timeout = 120
 graceful_timeout = 20
 accesslog = "-" if os.environ.get("ACCESS_LOG", "0") == "1" else None
@@ -27,6 +36,20 @@ def on_starting(server):
     from runner_core.settings import hold_service_secrets, load_settings
 
     hold_service_secrets(load_settings())
+
+
+def pre_fork(server, worker):
+    """What the master loaded stays out of the collector's passes in the workers: a pass would
+    write to every object's header and unshare the pages the preload shares."""
+    import gc
+
+    gc.freeze()
+
+
+def post_fork(server, worker):
+    """A connection the master's app opened is not shared with a forked worker."""
+    if server.cfg.preload_app:
+        server.app.wsgi().extensions["db_engine"].dispose(close=False)
 
 
 def post_worker_init(worker):
