@@ -1,6 +1,6 @@
-"""A run's budget through the whole service with real codex: REST -> Redis -> worker -> codex
--> fake LLM. The model makes one slow tool call after another; once the answers' tokens (codex
-logs them after each answer) reach the budget, in tokens or in USD from the operator's price
+"""A run's budget through the whole service with each real CLI: REST -> Redis -> worker -> CLI
+-> fake LLM. The model makes one slow tool call after another; once the answers' tokens (what the
+CLI wrote after each answer) reach the budget, in tokens or in USD from the operator's price
 table, the CLI's process group is stopped and the run ends failed BUDGET_EXCEEDED, keeping its
 logs and the tokens it spent."""
 
@@ -17,18 +17,18 @@ from api.queue import CeleryQueue
 from fake_llm import FakeLLM, Script
 from runner_core.engines import get_adapter
 from runner_core.settings import REPO_ROOT
-from tests.engines.harness import FAKE_CONFIG, require_binary
+from tests.engines.harness import FAKE_CONFIG, RUN_SECONDS, require_binary
 from tests.helpers import wait_for_job
 from tests.integration.services import WorkerProcess, broker_settings
 
 ROUNDS = 12  # tool calls the model would make, a second each
 SLOW = Script(command="sleep 1; echo step", final_text='{"text": "x", "length": 1}', rounds=ROUNDS)
 PRICES = {"codex": {"input": 10.0, "output": 40.0}}  # USD per million tokens
+ENGINES = ["codex", "gemini", "opencode", "qwen", "claude", "kilo"]
 
 
 @pytest.fixture(scope="module")
 def service(tmp_path_factory):
-    require_binary(get_adapter("codex"))
     root = tmp_path_factory.mktemp("budgets")
     script_file = root / "llm-script.json"
     script_file.write_text(json.dumps(asdict(SLOW)))
@@ -37,7 +37,9 @@ def service(tmp_path_factory):
     with FakeLLM(script_file) as llm, broker_settings(root) as settings:
         config_dir = root / "engine-config"
         shutil.copytree(REPO_ROOT / "deploy" / "engine-config", config_dir)
-        (config_dir / "codex" / "enforced.json").write_text(json.dumps(FAKE_CONFIG["codex"](llm)))
+        for engine in ENGINES:
+            (config_dir / engine).mkdir(exist_ok=True)
+            (config_dir / engine / "enforced.json").write_text(json.dumps(FAKE_CONFIG[engine](llm)))
         worker = WorkerProcess(
             settings,
             "budgets",
@@ -57,31 +59,43 @@ def service(tmp_path_factory):
             worker.stop()
 
 
+# codex's prompt is ~20k tokens an answer: 60k is reached after a few answers; the other CLIs'
+# prompts differ in size, and a budget of one token is reached by their first answer.
+CASES = [
+    ("codex", {"max_tokens": 60_000}),
+    ("codex", {"max_usd": 0.6}),
+    *[(engine, {"max_tokens": 1}) for engine in ENGINES if engine != "codex"],
+]
+
+
 @pytest.mark.parametrize(
-    "budget",
-    [{"max_tokens": 60_000}, {"max_usd": 0.6}],
-    ids=["tokens", "usd"],
+    ("engine", "budget"),
+    CASES,
+    ids=[f"{engine}-{'tokens' if 'max_tokens' in b else 'usd'}" for engine, b in CASES],
 )
-def test_a_run_that_reaches_its_budget_mid_turn_is_stopped(service, budget):
+def test_a_run_that_reaches_its_budget_mid_turn_is_stopped(service, engine, budget):
+    require_binary(get_adapter(engine))
     client, llm = service["client"], service["llm"]
     before = len(llm.usage)
     resp = client.post(
         "/v1/jobs",
         json={
             "skill_id": "echo-prompt",
-            "engine": "codex",
+            "engine": engine,
             "input": {"text": "hello"},
             "runtime_options": {"no_cache": True, "budget": budget},
         },
     )
     assert resp.status_code == 200, resp.json
-    status = wait_for_job(client, resp.json["request_id"], timeout=120, interval=0.2)
+    timeout = RUN_SECONDS.get(engine, 120)
+    status = wait_for_job(client, resp.json["request_id"], timeout=timeout, interval=0.2)
     assert status["status"] == "failed", status
     error = status["error"]
     assert error["code"] == "BUDGET_EXCEEDED", error
     assert error["budget"] == budget
     answers = len(llm.usage) - before
-    assert 2 <= answers < ROUNDS, answers  # stopped well before the model was done
+    least = 2 if budget.get("max_tokens", 0) > 1 else 1
+    assert least <= answers < ROUNDS, answers  # stopped well before the model was done
     usage = status["token_usage"]
     spent = usage["input_tokens"] + usage["output_tokens"]
     assert error["spent"]["tokens"] == spent
