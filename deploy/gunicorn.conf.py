@@ -1,9 +1,15 @@
 """gunicorn settings; HOST/PORT/WEB_CONCURRENCY from the environment."""
 
 import os
+import sys
 
-# gevent's patches go in before anything is imported: the app is loaded in the master (below)
-if os.environ.get("WEB_WORKER_CLASS", "gevent") == "gevent":
+# gevent's patches go in before the app is imported: it is loaded in the master (below). Only
+# when gunicorn reads this file: a test reading it in its own process must stay unpatched.
+if (
+    os.environ.get("WEB_WORKER_CLASS", "gevent") == "gevent"
+    and os.environ.get("WEB_PRELOAD", "1") != "0"
+    and "gunicorn.app.wsgiapp" in sys.modules
+):
     from gevent import monkey
 
     monkey.patch_all()

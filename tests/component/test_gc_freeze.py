@@ -1,4 +1,5 @@
-"""The API's gunicorn workers and the worker's pool processes freeze their startup objects."""
+"""The API's gunicorn workers and the worker's pool processes freeze their startup objects; gevent is
+patched in gunicorn's master only."""
 
 from __future__ import annotations
 
@@ -43,3 +44,12 @@ def test_worker_pool_processes_freeze_after_fork(tmp_path):
         "print(hooked, before, gc.get_freeze_count() > 10000)"
     )
     assert run_python(code, tmp_path) == "True 0 True"
+
+
+def test_the_config_patches_gevent_in_gunicorns_master_only(tmp_path):
+    """gunicorn loads the app in its master, so gevent is patched there first; a process that
+    only reads the file (a test) keeps real threads."""
+    read = "import runpy; runpy.run_path('deploy/gunicorn.conf.py'); "
+    patched = "from gevent import monkey; print(monkey.is_module_patched('threading'))"
+    assert run_python(read + patched, tmp_path) == "False"
+    assert run_python("import gunicorn.app.wsgiapp; " + read + patched, tmp_path) == "True"
