@@ -5,7 +5,6 @@ go to .test-artifacts/ui/ (kept after the run, to look at)."""
 from __future__ import annotations
 
 import json
-import shutil
 from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
@@ -14,8 +13,7 @@ import pytest
 
 from fake_llm import FakeLLM
 from runner_core.engines import get_adapter
-from runner_core.settings import REPO_ROOT
-from tests.engines.harness import FAKE_CONFIG, require_binary
+from tests.engines.harness import fake_engine_config, require_binary
 from tests.engines.test_event_stream_served import Api
 from tests.engines.test_interactive_jobs import ASKS_THEN_FINISHES
 from tests.helpers import TOKENS, write_tokens_file
@@ -61,9 +59,7 @@ def _serve(root: Path, api_env: dict[str, str]):
     script_file = root / "llm-script.json"
     script_file.write_text(json.dumps(asdict(ASKS_THEN_FINISHES)))
     with FakeLLM(script_file) as llm, broker_settings(root) as settings:
-        config_dir = root / "engine-config"
-        shutil.copytree(REPO_ROOT / "deploy" / "engine-config", config_dir)
-        (config_dir / "codex" / "enforced.json").write_text(json.dumps(FAKE_CONFIG["codex"](llm)))
+        config_dir = fake_engine_config(root / "engine-config", llm)
         extra = {"SKILL_RUNNER_ENGINE_CONFIG_DIR": str(config_dir)}
         worker = WorkerProcess(
             settings, "browser", settings.data_dir / "worker.log", extra_env=extra

@@ -12,12 +12,13 @@ row in test_every_engine.ENGINES and, for what only it does, a test module of it
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +37,7 @@ from runner_core.engines.base import (
 )
 from runner_core.engines.invocation import resolve_binary
 from runner_core.processes import stop_process_group
+from runner_core.settings import REPO_ROOT
 
 PROBE_SKILL_DIR = Path(__file__).resolve().parent / "probe-skill"
 PROBE_SKILL = "probe-skill"
@@ -67,6 +69,18 @@ FAKE_CONFIG: dict[str, Callable[[FakeLLM], dict[str, Any]]] = {
     "qwen": _openai_style,  # OPENAI_BASE_URL under /v1
     "iflow": _openai_style,
 }
+
+
+def fake_engine_config(folder: Path, llm: FakeLLM, engines: Iterable[str] = ("codex",)) -> Path:
+    """A copy of the shipped engine configuration at `folder` (SKILL_RUNNER_ENGINE_CONFIG_DIR)
+    where each of `engines` is pointed at `llm` by its enforced.json."""
+    shutil.copytree(REPO_ROOT / "deploy" / "engine-config", folder)
+    for engine in engines:
+        (folder / engine).mkdir(exist_ok=True)
+        (folder / engine / "enforced.json").write_text(json.dumps(FAKE_CONFIG[engine](llm)))
+    return folder
+
+
 # How long one run may take; kilo (a 170 MB single-file binary) needs ~25 s of CPU per run, so
 # on a busy machine it needs more than the others' default.
 RUN_SECONDS = {"kilo": 300.0}

@@ -8,7 +8,6 @@ runner's reply (or auto-decision) message get the finishing variant of the scrip
 from __future__ import annotations
 
 import json
-import shutil
 import threading
 from dataclasses import asdict
 
@@ -18,10 +17,9 @@ from api import create_app
 from api.queue import CeleryQueue
 from fake_llm import FakeLLM, Script
 from runner_core.engines import get_adapter
-from runner_core.settings import REPO_ROOT
 from runner_core.statuses import TERMINAL_STATUSES
 from runner_core.store.db import make_engine
-from tests.engines.harness import FAKE_CONFIG, require_binary
+from tests.engines.harness import fake_engine_config, require_binary
 from tests.helpers import wait_for_job
 from tests.integration.services import WorkerProcess, broker_settings
 
@@ -57,10 +55,7 @@ def service(tmp_path_factory):
     script_file = root / "llm-script.json"
     script_file.write_text(json.dumps(asdict(ASKS_THEN_FINISHES)))
     with FakeLLM(script_file) as llm, broker_settings(root) as settings:
-        config_dir = root / "engine-config"
-        shutil.copytree(REPO_ROOT / "deploy" / "engine-config", config_dir)
-        for engine in ENGINES:
-            (config_dir / engine / "enforced.json").write_text(json.dumps(FAKE_CONFIG[engine](llm)))
+        config_dir = fake_engine_config(root / "engine-config", llm, ENGINES)
         env = {"SKILL_RUNNER_ENGINE_CONFIG_DIR": str(config_dir)}
         worker = WorkerProcess(
             settings, "interactive", settings.data_dir / "worker.log", extra_env=env

@@ -14,8 +14,7 @@ from api import create_app
 from api.queue import CeleryQueue
 from fake_llm import FakeLLM, Script
 from runner_core.engines import get_adapter
-from runner_core.settings import REPO_ROOT
-from tests.engines.harness import FAKE_CONFIG, require_binary
+from tests.engines.harness import fake_engine_config, require_binary
 from tests.helpers import wait_for_job
 from tests.integration.openevo_stack import OPENEVO_SKILLS
 from tests.integration.services import WorkerProcess, broker_settings
@@ -34,10 +33,7 @@ def service(tmp_path_factory):
     script_file.write_text(json.dumps(asdict(Script())))
     with FakeLLM(script_file) as llm, broker_settings(root) as settings:
         shutil.copytree(OPENEVO_SKILLS, settings.skills_dir, dirs_exist_ok=True)
-        config_dir = root / "engine-config"
-        shutil.copytree(REPO_ROOT / "deploy" / "engine-config", config_dir)
-        (config_dir / "codex").mkdir(exist_ok=True)
-        (config_dir / "codex" / "enforced.json").write_text(json.dumps(FAKE_CONFIG["codex"](llm)))
+        config_dir = fake_engine_config(root / "engine-config", llm)
         worker = WorkerProcess(
             settings,
             "openevo-llm",

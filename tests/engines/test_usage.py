@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import shutil
 from dataclasses import asdict
 
 import pytest
@@ -18,8 +17,7 @@ from api import create_app
 from api.queue import CeleryQueue
 from fake_llm import FakeLLM, Script
 from runner_core.engines import get_adapter
-from runner_core.settings import REPO_ROOT
-from tests.engines.harness import FAKE_CONFIG, require_binary
+from tests.engines.harness import fake_engine_config, require_binary
 from tests.helpers import TOKENS, bearer, wait_for_job, write_tokens_file
 from tests.integration.services import WorkerProcess, broker_settings
 
@@ -49,11 +47,7 @@ def service(tmp_path_factory):
     prices = root / "prices.yaml"
     prices.write_text(json.dumps({"models": PRICES}))
     with FakeLLM(script_file) as llm, broker_settings(root) as settings:
-        config_dir = root / "engine-config"
-        shutil.copytree(REPO_ROOT / "deploy" / "engine-config", config_dir)
-        for engine in ENGINES:
-            (config_dir / engine).mkdir(exist_ok=True)
-            (config_dir / engine / "enforced.json").write_text(json.dumps(FAKE_CONFIG[engine](llm)))
+        config_dir = fake_engine_config(root / "engine-config", llm, ENGINES)
         worker = WorkerProcess(
             settings,
             "usage",

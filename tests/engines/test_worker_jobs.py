@@ -21,8 +21,7 @@ from api.queue import CeleryQueue
 from fake_llm import FakeLLM, Script
 from runner_core.engines import get_adapter
 from runner_core.prompts import PATCH_MARKER
-from runner_core.settings import REPO_ROOT
-from tests.engines.harness import FAKE_CONFIG, require_binary
+from tests.engines.harness import fake_engine_config, require_binary
 from tests.helpers import upload_body, wait_for_job
 from tests.integration.services import WorkerProcess, broker_settings
 
@@ -50,11 +49,7 @@ def service(tmp_path_factory):
     script_file = root / "llm-script.json"
     script_file.write_text(json.dumps(asdict(SUCCESS)))
     with FakeLLM(script_file) as llm, broker_settings(root) as settings:
-        config_dir = root / "engine-config"
-        shutil.copytree(REPO_ROOT / "deploy" / "engine-config", config_dir)
-        for engine in ENGINES:
-            (config_dir / engine).mkdir(exist_ok=True)
-            (config_dir / engine / "enforced.json").write_text(json.dumps(FAKE_CONFIG[engine](llm)))
+        config_dir = fake_engine_config(root / "engine-config", llm, ENGINES)
         worker = WorkerProcess(
             settings,
             "engines",

@@ -9,7 +9,6 @@ import hashlib
 import io
 import json
 import re
-import shutil
 from dataclasses import asdict
 
 import pytest
@@ -17,8 +16,7 @@ import pytest
 from e2e_client.app import create_app
 from fake_llm import FakeLLM
 from runner_core.engines import get_adapter
-from runner_core.settings import REPO_ROOT
-from tests.engines.harness import FAKE_CONFIG, require_binary
+from tests.engines.harness import fake_engine_config, require_binary
 from tests.engines.test_interactive_jobs import ASKS_THEN_FINISHES
 from tests.helpers import wait_for
 from tests.integration.served import served_stack
@@ -35,9 +33,7 @@ def e2e(tmp_path_factory):
     script_file = root / "llm-script.json"
     script_file.write_text(json.dumps(asdict(ASKS_THEN_FINISHES)))
     with FakeLLM(script_file) as llm, broker_settings(root) as settings:
-        config_dir = root / "engine-config"
-        shutil.copytree(REPO_ROOT / "deploy" / "engine-config", config_dir)
-        (config_dir / "codex" / "enforced.json").write_text(json.dumps(FAKE_CONFIG["codex"](llm)))
+        config_dir = fake_engine_config(root / "engine-config", llm)
         with served_stack(settings, SKILL_RUNNER_ENGINE_CONFIG_DIR=str(config_dir)) as served:
             app = create_app(served.base_url, recordings_dir=root / "recordings")
             yield app.test_client(), root / "recordings"
