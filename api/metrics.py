@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from flask import Flask, Response
@@ -16,6 +17,8 @@ from api import context
 from runner_core.queues import MAINTENANCE_QUEUE, RUN_QUEUES
 from runner_core.statuses import RunStatus
 from runner_core.store.models import Run
+
+VALUE_FILE_HEADER = 8  # a value file begins with its used length and padding (bytes)
 
 
 class ScrapeTimeCollector:
@@ -63,15 +66,35 @@ class ScrapeTimeCollector:
         yield from (runs, waiting, busy, depth)
 
 
+class ProcessFilesCollector:
+    """prometheus-client's multiprocess merge over the processes' value files, leaving out a
+    file another process is creating right now (still empty: nothing counted in it yet). A
+    preloaded gunicorn worker creates its files at its first count, while another may scrape."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def collect(self) -> Iterator[Any]:
+        from prometheus_client.multiprocess import MultiProcessCollector
+
+        files = []
+        for file in self.path.glob("*.db"):
+            try:
+                if file.stat().st_size >= VALUE_FILE_HEADER:
+                    files.append(str(file))
+            except FileNotFoundError:  # its process ended and its file was removed
+                continue
+        return iter(MultiProcessCollector.merge(files, accumulate=True))
+
+
 def register_metrics(app: Flask) -> None:
     """Add GET /metrics (outside the OpenAPI document: Prometheus' format, not JSON)."""
 
     @app.get("/metrics")
     def metrics() -> Response:
         from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
-        from prometheus_client.multiprocess import MultiProcessCollector
 
         registry = CollectorRegistry()
-        MultiProcessCollector(registry, path=str(context.settings().data_dir / "metrics"))
+        registry.register(ProcessFilesCollector(context.settings().data_dir / "metrics"))
         registry.register(ScrapeTimeCollector(app.extensions["db"], context.queue()))
         return Response(generate_latest(registry), mimetype=CONTENT_TYPE_LATEST)
