@@ -223,12 +223,13 @@ def test_an_upgrade_installs_the_version_and_the_engine_reports_it(stack, upgrad
     accepted = post(stack, {"version": PINNED})
     assert accepted.status_code == 202, accepted.json
     body = accepted.json
-    assert body["status"] == "queued" and body["version_requested"] == PINNED
+    # the answer is read back after the task is sent: a quick worker may have started it
+    assert body["status"] in ("queued", "running") and body["version_requested"] == PINNED
     assert body["tested"] is True and body["warnings"] == [] and body["requested_by"] == "root"
 
-    seen = ["queued"]
+    seen = [body["status"]]
     ended = wait_ended(stack, body["upgrade_id"], seen)
-    assert seen == ["queued", "running", "succeeded"], ended
+    assert seen in (["queued", "running", "succeeded"], ["running", "succeeded"]), ended
     assert ended["version_installed"] == PINNED and ended["error"] is None
     assert "npm install --no-save" in ended["log_tail"] and "added" in ended["log_tail"]
     assert os.access(bin_dir / ENGINE, os.X_OK)
