@@ -108,7 +108,14 @@ def job_row(stack, request_id: str):
 
 
 def terminal_events(run_dir: Path) -> list[dict]:
-    return [e for e in read_events(run_dir) if "terminal" in e["data"]]
+    """The run's terminal events, once there is one: the end is recorded in the database first
+    and its event written just after, so a status read can come before the event is there."""
+
+    def ended() -> list[dict]:
+        return [e for e in read_events(run_dir) if "terminal" in e["data"]]
+
+    wait_for(ended, 10, 0.05, f"a terminal event in {run_dir.name}")
+    return ended()
 
 
 def test_flower_shows_runs_by_skill_engine_and_request_and_its_revoke_cancels_them(
