@@ -53,7 +53,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     app = Flask(__name__)
     app.config.update(build_config(config))
     settings = app.config["SETTINGS"]
-    use_metrics_dir(settings.data_dir)  # before prometheus_client is imported
+    use_metrics_dir(settings.metrics_dir, settings.data_dir)  # before prometheus_client loads
     configure_logging(settings)
     if settings.demo_llm:
         logging.getLogger(__name__).warning(DEMO_LLM_WARNING, settings.demo_llm)

@@ -95,6 +95,6 @@ def register_metrics(app: Flask) -> None:
         from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
         registry = CollectorRegistry()
-        registry.register(ProcessFilesCollector(context.settings().data_dir / "metrics"))
+        registry.register(ProcessFilesCollector(context.settings().metrics_dir))
         registry.register(ScrapeTimeCollector(app.extensions["db"], context.queue()))
         return Response(generate_latest(registry), mimetype=CONTENT_TYPE_LATEST)

@@ -1,6 +1,7 @@
 """Prometheus metrics that several processes write (run ends, event subscribers), in
 prometheus-client's multiprocess mode: each process writes its values to files under
-`<data dir>/metrics`, and GET /metrics adds them up. What SQL or the broker already knows (runs
+a folder of their own (`default_dir`, or SKILL_RUNNER_METRICS_DIR), and GET /metrics adds them
+up. What SQL or the broker already knows (runs
 by status, queue depth, busy slots) is read at scrape time instead (api.metrics).
 
 `use_metrics_dir` runs before any metric is made in a process: the API's app factory, the
@@ -10,8 +11,10 @@ own metrics stay its own).
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
+import shutil
 import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -26,10 +29,33 @@ DURATION_BUCKETS = (0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1800, 3600)
 _PID_FILE = re.compile(r"_(\d+)\.db$")
 
 
-def use_metrics_dir(data_dir: Path) -> Path:
-    """Point this process (and its children) at `<data_dir>/metrics`, and remove the files of
-    processes that are gone: a restart starts the counters of the dead ones from zero."""
-    path = Path(data_dir) / "metrics"
+SHARED_MEMORY = Path("/dev/shm")
+_OWNER_FILE = "data-dir"  # in each folder under SHARED_MEMORY: the data dir it counts for
+
+
+def default_dir(data_dir: Path, shared_memory: Path = SHARED_MEMORY) -> Path:
+    """Where the processes of the service on `data_dir` write their values when no folder is
+    set: in shared memory, off the data disk (the value files are memory-mapped sparse files:
+    a new value on a full disk is a SIGBUS that kills the process); `<data_dir>/metrics` where
+    there is no usable shared memory. The folder is named after the data dir, so each service
+    on a host has its own and every process of one service finds the same."""
+    root = shared_memory / _root_name()
+    try:
+        root.mkdir(mode=0o700, exist_ok=True)
+        owned = root.stat()
+    except OSError:
+        return Path(data_dir) / "metrics"
+    if owned.st_uid != os.getuid() or owned.st_mode & 0o077 or root.is_symlink():
+        return Path(data_dir) / "metrics"  # someone else's folder: not trusted
+    key = hashlib.sha256(str(Path(data_dir).resolve()).encode()).hexdigest()[:16]
+    return root / f"metrics-{key}"
+
+
+def use_metrics_dir(path: Path, data_dir: Path) -> Path:
+    """Point this process (and its children) at `path` (the settings' `metrics_dir`), and
+    remove the files of processes that are gone: a restart starts the counters of the dead ones
+    from zero. Folders in shared memory of services whose data dir is gone are removed."""
+    path = Path(path)
     os.environ[ENV] = str(path)
     values = sys.modules.get("prometheus_client.values")
     if values is not None:  # imported already (the celery command loads Flower's plugin)
@@ -41,9 +67,27 @@ def use_metrics_dir(data_dir: Path) -> Path:
             found = _PID_FILE.search(entry.name)
             if found and not _alive(int(found.group(1))):
                 entry.unlink(missing_ok=True)
+        if path.parent.name == _root_name():  # default_dir's: shared by several services
+            (path / _OWNER_FILE).write_text(str(Path(data_dir).resolve()))
+            _drop_orphans(path.parent)
     except OSError:  # a read-only data dir: metrics of this process stay unrecorded
         pass
     return path
+
+
+def _root_name() -> str:
+    return f"skill-runner-{os.getuid()}"
+
+
+def _drop_orphans(root: Path) -> None:
+    """Remove the folders under `root` whose service's data dir no longer exists."""
+    for folder in root.glob("metrics-*"):
+        try:
+            owner = Path((folder / _OWNER_FILE).read_text())
+        except OSError:
+            continue  # being made, or not ours to judge
+        if not owner.exists():
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def forget_process(pid: int) -> None:

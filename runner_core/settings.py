@@ -15,6 +15,7 @@ from typing import overload
 
 from runner_core.config_file import ConfigFileError, apply_config_file
 from runner_core.engines.config import configured_key_names
+from runner_core.metrics import default_dir
 from runner_core.secret_values import held, hold
 from runner_core.tokens import PriceTableError, read_prices
 
@@ -86,6 +87,8 @@ class Settings:
     webhook_backoff_sec: float = 2.0  # the first retry's delay; doubled each time (max 5 min)
     demo_llm: str = ""  # the demo LLM's URL when the engine CLIs talk to it (never in production)
     work_dir: Path | None = None  # local scratch runs work in (None: in the shared runs/)
+    # where processes write their metric values (None: runner_core.metrics.default_dir)
+    metrics_dir_setting: Path | None = None
     sandbox: str = "auto"  # auto: box runs with bwrap when it works, limits alone when not; off
     run_memory_max: int = 4 * 1024**3  # writable memory a run process may map (0: no limit)
     run_processes_max: int = 1024  # processes and threads of one run process (0: no limit)
@@ -121,6 +124,10 @@ class Settings:
     def skill_copies_dir(self) -> Path:
         # beside the run directories that hard-link from it
         return (self.work_dir or self.data_dir) / "skill-copies"
+
+    @property
+    def metrics_dir(self) -> Path:
+        return self.metrics_dir_setting or default_dir(self.data_dir)
 
     @property
     def broker_socket(self) -> Path:
@@ -368,6 +375,9 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         demo_llm=env.get(DEMO_LLM_ENV, "").strip(),
         work_dir=Path(env["SKILL_RUNNER_WORK_DIR"]).resolve()
         if env.get("SKILL_RUNNER_WORK_DIR", "").strip()
+        else None,
+        metrics_dir_setting=Path(env["SKILL_RUNNER_METRICS_DIR"]).resolve()
+        if env.get("SKILL_RUNNER_METRICS_DIR", "").strip()
         else None,
         sandbox=_choice(
             "SKILL_RUNNER_SANDBOX", env.get("SKILL_RUNNER_SANDBOX", "auto"), "auto", "off"

@@ -16,9 +16,10 @@ from worker import context
 
 @worker_init.connect
 def _metrics_files(**_kwargs) -> None:
-    """Before the pool forks: this process and its children record metrics in the data dir's
+    """Before the pool forks: this process and its children record metrics in the service's
     multiprocess files (runner_core.metrics)."""
-    use_metrics_dir(context.settings().data_dir)
+    settings = context.settings()
+    use_metrics_dir(settings.metrics_dir, settings.data_dir)
 
 
 _log_contexts: dict[str, AbstractContextManager] = {}
