@@ -6,7 +6,11 @@ the processes (and threads) started inside it, whatever their uid. Each worker p
 group of its own under the worker's own one (`<worker's pids cgroup>/skill-runner/worker-<pid>`),
 made once and reused by its commands one after the other (`command_group`): a boxed command
 joins it before it starts (see runner_core.sandbox), and what is left in it is killed when the
-command ends. Where no writable pids hierarchy is mounted (cgroup v2 only, a container without
+command ends. A process that runs its commands one at a time (a prefork pool process) moves
+itself into its group once (`hold_own_group`), so that its commands are born there: joining a
+group is a write to `cgroup.procs` that waits for an RCU grace period (about 10 ms) unless
+another join happened within the last few milliseconds, and a run would pay it on every
+command. Where no writable pids hierarchy is mounted (cgroup v2 only, a container without
 it), `pids_root()` is None and the process limit falls back to RLIMIT_NPROC.
 """
 
@@ -23,6 +27,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 PARENT = "skill-runner"
+# threads a process holding its own group may start during a command (an egress proxy's
+# connections), beyond those it has when the command begins: they count in the group too
+THREAD_HEADROOM = 16
 KILL_ROUNDS = 50  # a fork bomb refills its group while it is emptied: kill until it stays empty
 
 
@@ -54,6 +61,7 @@ class PidsGroup:
         self.path.mkdir(exist_ok=bool(name))
         self.reused = bool(name)
         self.busy = False
+        self.holds_self = False  # this process is a member (hold_own_group)
         self.max_pids = 0
         self._refused_before = self._refused()
         self.limit(max_pids)
@@ -63,9 +71,20 @@ class PidsGroup:
         return self.path / "cgroup.procs"
 
     def limit(self, max_pids: int) -> None:
+        if self.holds_self:  # this process's own threads count here as well
+            max_pids += _own_threads() + THREAD_HEADROOM
         if max_pids != self.max_pids:
             (self.path / "pids.max").write_text(str(max_pids))
             self.max_pids = max_pids
+
+    def hold_self(self) -> None:
+        """Move this process into the group: what it starts is born there (no join)."""
+        fd = os.open(self.procs, os.O_WRONLY)
+        try:
+            os.write(fd, str(os.getpid()).encode())
+        finally:
+            os.close(fd)
+        self.holds_self = True
 
     def begin(self, max_pids: int) -> None:
         """Ready for the next command: empty (the last one's box may still be exiting), its
@@ -90,10 +109,12 @@ class PidsGroup:
         return 0
 
     def members(self) -> list[int]:
+        """The processes in the group, but never this process."""
         try:
-            return [int(p) for p in self.procs.read_text().split()]
+            pids = [int(p) for p in self.procs.read_text().split()]
         except (OSError, ValueError):
             return []
+        return [pid for pid in pids if pid != os.getpid()]
 
     def kill_members(self) -> None:
         """SIGKILL what is in the group now, without waiting for it to go."""
@@ -129,22 +150,49 @@ _own: dict[tuple[int, Path], PidsGroup] = {}  # (os.getpid(), root) -> its reuse
 _own_lock = threading.Lock()
 
 
+def hold_own_group(root: Path, max_pids: int) -> PidsGroup:
+    """Move this process into its own group (for a process that runs one command at a time:
+    another command at the same time would be born in the group too). Raises OSError."""
+    with _own_lock:
+        group = _worker_group(root, max_pids)
+        if not group.holds_self:
+            group.hold_self()
+            group.limit(max_pids)
+        return group
+
+
 def command_group(root: Path, max_pids: int) -> PidsGroup:
     """The pids group for one command: this process's own (made once, then reused: no group
     made and removed per command), or a group of its own while another thread's command holds
     that one. Give it back with `end_command_group`."""
     with _own_lock:
-        key = (os.getpid(), root)
-        group = _own.get(key)
-        if group is None:
-            _remove_dead_workers_groups(root)
-            group = _own[key] = PidsGroup(root, max_pids, f"worker-{os.getpid()}")
+        group = _worker_group(root, max_pids)
         if group.busy:
             group = PidsGroup(root, max_pids)
         group.busy = True
     if group.reused:
         group.begin(max_pids)
     return group
+
+
+def _worker_group(root: Path, max_pids: int) -> PidsGroup:
+    key = (os.getpid(), root)
+    group = _own.get(key)
+    if group is None:
+        _remove_dead_workers_groups(root)
+        group = _own[key] = PidsGroup(root, max_pids, f"worker-{os.getpid()}")
+    return group
+
+
+def _own_threads() -> int:
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Threads:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return threading.active_count()
 
 
 def end_command_group(group: PidsGroup, wait: bool) -> None:

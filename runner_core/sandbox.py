@@ -160,11 +160,17 @@ def sandbox_status(
 
 
 def box_command(
-    spec: CommandSpec, box: Box, pids_procs: Path | None, gate: BoxGate | None = None
+    spec: CommandSpec,
+    box: Box,
+    pids_procs: Path | None,
+    gate: BoxGate | None = None,
+    *,
+    in_group: bool = False,
 ) -> CommandSpec:
     """`spec` started inside `box`; `pids_procs` is the cgroup.procs file of its pids group
-    (None: RLIMIT_NPROC instead, which binds only a non-root uid). A bwrap box starts behind
-    `gate`: the caller applies `limit_process` to the box's first process, then opens it."""
+    (None: RLIMIT_NPROC instead, which binds only a non-root uid); `in_group`: the caller is in
+    that group already, so the command is born there. A bwrap box starts behind `gate`: the
+    caller applies `limit_process` to the box's first process, then opens it."""
     argv, env = list(spec.argv), spec.env
     if box.bwrap is not None:
         if gate is None:
@@ -177,17 +183,20 @@ def box_command(
         if box.cuts_network and box.egress_socket is None and "UV_CACHE_DIR" in env:
             env = {**env, "UV_OFFLINE": "1"}  # `uv run` without network: from its cache only
         return replace(spec, argv=argv, env=env)
-    if pids_procs is not None:
+    if pids_procs is not None and not in_group:
         join = f'echo $$ > {shlex.quote(str(pids_procs))} || exit 125; exec "$@"'
         argv = ["/bin/sh", "-c", join, "box", *argv]
     argv = _prlimit(box.limits, nproc=pids_procs is None) + argv
     return replace(spec, argv=argv, env=env)
 
 
-def limit_process(pid: int, limits: Limits, pids_procs: Path | None) -> None:
+def limit_process(
+    pid: int, limits: Limits, pids_procs: Path | None, *, in_group: bool = False
+) -> None:
     """Put process `pid` (a gated box's first process, before it starts the command) into the
-    pids group and under the rlimits; what it starts inherits both. Raises OSError."""
-    if pids_procs is not None:
+    pids group (unless it was born `in_group`) and under the rlimits; what it starts inherits
+    both. Raises OSError."""
+    if pids_procs is not None and not in_group:
         fd = os.open(pids_procs, os.O_WRONLY)
         try:
             os.write(fd, str(pid).encode())

@@ -22,6 +22,7 @@ from celery.signals import worker_process_init, worker_ready
 from sqlalchemy import select
 from sqlalchemy.exc import OperationalError
 
+from runner_core.cgroups import hold_own_group, pids_root
 from runner_core.error_codes import ErrorCode
 from runner_core.logs import bind
 from runner_core.queues import EXECUTE_RUN, SWEEP, task_label
@@ -68,6 +69,20 @@ TERMINATED = RunError(
     "terminated (SIGTERM to the worker process); the process group was killed",
 )
 _LABEL = select(Run.skill_id, Run.engine, Run.request_id)  # runner_core.queues.task_label's
+
+
+@worker_process_init.connect
+def _hold_pids_group(**_kwargs) -> None:
+    """A prefork pool process runs one command at a time: it moves into its own pids group
+    now, so that its runs' processes are born there instead of joining it one by one."""
+    settings = context.settings()
+    root = pids_root()
+    if settings.sandbox == "off" or not settings.run_processes_max or root is None:
+        return
+    try:
+        hold_own_group(root, settings.run_processes_max)
+    except OSError:  # its commands join the group as they start, as in a threads pool
+        log.warning("pids group: this pool process cannot move into its own", exc_info=True)
 
 
 @worker_process_init.connect

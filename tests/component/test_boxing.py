@@ -88,7 +88,7 @@ def test_a_box_that_cannot_be_limited_never_starts_its_command(tmp_path, monkeyp
     from runner_core.engines.base import CommandSpec
     from worker.execution import supervisor
 
-    def refuse(*_args):
+    def refuse(*_args, **_kwargs):
         raise PermissionError("no")
 
     monkeypatch.setattr(supervisor, "limit_process", refuse)
@@ -120,3 +120,64 @@ def test_an_operator_can_forbid_network_on():
     assert (
         warning["code"] == "NETWORK_RESTRICTED" and "SKILL_RUNNER_NETWORK_ON" in warning["message"]
     )
+
+
+HOLDER = """
+import json, os, sys
+from pathlib import Path
+from runner_core.cgroups import hold_own_group, pids_root
+from runner_core.engines.base import CommandSpec
+from runner_core.sandbox import Limits, plan_box
+from runner_core.skills.model import Automation
+from worker.execution.supervisor import Watch, run_command
+
+run = Path(sys.argv[1])
+held = hold_own_group(pids_root(), 24)
+box = plan_box("auto", Limits(2**30, 24, 256), run, Automation(), hidden=(run.parent,))
+env = {"PATH": "/usr/bin:/bin"}
+ran = {}
+for name, script in {
+    "cgroup": "grep pids /proc/self/cgroup",
+    "bomb": "for i in $(seq 60); do sleep 5 & done; wait",
+    "after": "echo ok",
+}.items():
+    spec = CommandSpec(["/bin/sh", "-c", script], run, env)
+    result = run_command(spec, run / f"{name}.out", run / f"{name}.err", Watch(box=box))
+    ran[name] = [result.exit_code, result.limit_exceeded, (run / f"{name}.out").read_text()]
+ran["holder"] = open("/proc/self/cgroup").read()
+held.empty()  # what the next command's begin does: kill what is left, wait until it is gone
+ran["left"] = held.members()
+ran["holder_in_group"] = str(os.getpid()) in held.procs.read_text().split()
+print(json.dumps(ran))
+"""
+
+
+def test_a_pool_process_holding_its_pids_group_has_its_commands_born_there_and_limited(tmp_path):
+    """What a prefork pool process does (hold_own_group at its start), in a process of its own:
+    its boxed commands are born in its group (no join), the process limit still ends a fork
+    bomb, the holder is never killed with what a command left, and it goes on."""
+    import json
+    import subprocess
+    import sys
+
+    from runner_core.cgroups import pids_root
+    from runner_core.settings import REPO_ROOT
+
+    if pids_root() is None:
+        pytest.skip("no writable cgroup v1 pids hierarchy here: process limits use RLIMIT_NPROC")
+    run, _box = gated_box(tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-c", HOLDER, str(run)],
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    ran = json.loads(done.stdout)
+    group = next(line for line in ran["holder"].splitlines() if ":pids:" in line).split(":")[2]
+    assert group.endswith("/skill-runner/worker-" + group.rsplit("-", 1)[1])
+    assert ran["cgroup"][0] == 0 and ran["cgroup"][2].strip().endswith(group)
+    assert ran["bomb"][1] == "processes"  # refused forks: the limit holds
+    assert ran["after"][:2] == [0, None] and ran["after"][2] == "ok\n"
+    assert ran["left"] == [] and ran["holder_in_group"]  # emptied, but for the holder

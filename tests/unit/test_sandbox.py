@@ -4,12 +4,19 @@ and tests/engines/test_sandbox_engines.py."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 from runner_core.box_gate import BoxGate
-from runner_core.cgroups import PidsGroup, command_group, end_command_group
+from runner_core.cgroups import (
+    THREAD_HEADROOM,
+    PidsGroup,
+    command_group,
+    end_command_group,
+    hold_own_group,
+)
 from runner_core.engines.base import CommandSpec
 from runner_core.sandbox import Box, Limits, box_command, out_of_memory, plan_box
 from runner_core.settings import SettingsError, load_settings
@@ -93,6 +100,13 @@ def test_limits_alone_come_first_and_the_pids_group_is_joined_before_the_command
     shell = argv.index("/bin/sh")
     assert "/cg/run-1/cgroup.procs" in argv[shell + 2] and 'exec "$@"' in argv[shell + 2]
     assert argv[shell + 4 :] == ["python", "probe.py"]
+
+
+def test_a_command_born_in_its_pids_group_joins_nothing_and_has_no_rlimit_nproc():
+    argv = box_command(SPEC, Box(LIMITS), Path("/cg/w/cgroup.procs"), in_group=True).argv
+    assert argv[0].endswith("prlimit") and "/bin/sh" not in argv
+    assert not [a for a in argv if a.startswith("--nproc")]
+    assert argv[-2:] == ["python", "probe.py"]
 
 
 def test_without_a_pids_group_the_process_limit_is_rlimit_nproc():
@@ -190,3 +204,18 @@ def test_the_services_own_files_under_tmp_stay_reachable_and_hidden_parts_stay_h
     # after the private /tmp (else it would cover the checkout), before the data dir is hidden
     assert options[tmpfs[0] + 1] == "/tmp" and tmpfs[0] < code_bind < tmpfs[1]
     assert options[tmpfs[1] + 1] == str(data)
+
+
+def test_a_process_holding_its_group_is_never_its_member_to_kill_and_its_threads_count(tmp_path):
+    (tmp_path / f"worker-{os.getpid()}").mkdir()
+    (tmp_path / f"worker-{os.getpid()}" / "cgroup.procs").write_text("")  # as cgroupfs has it
+    held = hold_own_group(tmp_path, 32)
+    assert held.holds_self and held.path.name == f"worker-{os.getpid()}"
+    assert held.procs.read_text() == str(os.getpid())  # moved in (a plain file here)
+    assert held.members() == []  # never killed with what a command left behind
+    limit = int((held.path / "pids.max").read_text())
+    assert 32 + THREAD_HEADROOM < limit < 32 + THREAD_HEADROOM + 200  # + its own threads
+    group = command_group(tmp_path, 32)
+    assert group is held and group.holds_self  # its commands are born in it
+    end_command_group(group, wait=True)
+    assert hold_own_group(tmp_path, 32) is held  # once per process

@@ -69,7 +69,8 @@ def run_command(
                     egress_socket=proxy.socket_path,
                     direct_ports=tuple(proxy.plan.direct_ports()),
                 )
-            spec = box_command(spec, box, group.procs if group else None, gate)
+            procs, in_group = _pids_join(group)
+            spec = box_command(spec, box, procs, gate, in_group=in_group)
         result = _run(spec, stdout_path, stderr_path, watch, group, gate)
     finally:
         if proxy is not None:
@@ -139,7 +140,8 @@ def _open_gate(
     try:
         pid = gate.box_pid()
         if pid is not None:
-            limit_process(pid, box.limits, group.procs if group else None)
+            procs, in_group = _pids_join(group)
+            limit_process(pid, box.limits, procs, in_group=in_group)
             gate.open()
         return pid
     except OSError as exc:  # the box never starts its command unlimited
@@ -266,6 +268,13 @@ def _pids_group(box: Box | None) -> PidsGroup | None:
         return None
     root = pids_root()
     return command_group(root, box.limits.processes) if root is not None else None
+
+
+def _pids_join(group: PidsGroup | None) -> tuple[Path | None, bool]:
+    """The group's cgroup.procs, and whether a command this process starts is born in it."""
+    if group is None:
+        return None, False
+    return group.procs, group.holds_self
 
 
 def _ran_out_of_memory(result: ProcessResult, box: Box | None) -> bool:
