@@ -216,3 +216,20 @@ def test_a_canceled_boxed_run_leaves_no_process_even_one_that_left_its_group(box
     status = boxed.wait(rid, timeout=15)
     assert status["status"] == "canceled", status
     wait_for(lambda: run_processes(run_id) == [], 5)
+
+
+def test_each_pool_process_holds_its_own_pids_group(boxed):
+    """Its runs' processes are born in its group: no join (an RCU grace period, ~10 ms) per
+    command (runner_core/cgroups.py, hold_own_group)."""
+    from runner_core.cgroups import pids_root
+
+    if pids_root() is None:
+        pytest.skip("no writable cgroup v1 pids hierarchy here: process limits use RLIMIT_NPROC")
+    pool = psutil.Process(boxed.worker.proc.pid).children()
+    assert len(pool) == 2  # the worker's default concurrency in these tests
+    for proc in pool:
+        with open(f"/proc/{proc.pid}/cgroup") as cgroups:
+            (pids,) = [line for line in cgroups if ":pids:" in line]
+        assert pids.strip().endswith(f"/skill-runner/worker-{proc.pid}"), pids
+    status, result = probe(boxed, "ok")  # and its runs still go
+    assert status["status"] == "succeeded" and result["data"]["outcome"] == "ok"
