@@ -10,7 +10,8 @@ command ends. A process that runs its commands one at a time (a prefork pool pro
 itself into its group once (`hold_own_group`), so that its commands are born there: joining a
 group is a write to `cgroup.procs` that waits for an RCU grace period (about 10 ms) unless
 another join happened within the last few milliseconds, and a run would pay it on every
-command. Where no writable pids hierarchy is mounted (cgroup v2 only, a container without
+command. In a pool of threads (`hold_per_thread`), each thread that runs commands moves itself
+(cgroup v1 moves a thread alone) into a group of its own at its first command. Where no writable pids hierarchy is mounted (cgroup v2 only, a container without
 it), `pids_root()` is None and the process limit falls back to RLIMIT_NPROC.
 """
 
@@ -77,11 +78,14 @@ class PidsGroup:
             (self.path / "pids.max").write_text(str(max_pids))
             self.max_pids = max_pids
 
-    def hold_self(self) -> None:
-        """Move this process into the group: what it starts is born there (no join)."""
-        fd = os.open(self.procs, os.O_WRONLY)
+    def hold_self(self, thread: bool = False) -> None:
+        """Move this process (`thread`: only the calling thread) into the group: what it
+        starts is born there (no join)."""
+        target = self.path / "tasks" if thread else self.procs
+        who = threading.get_native_id() if thread else os.getpid()
+        fd = os.open(target, os.O_WRONLY)
         try:
-            os.write(fd, str(os.getpid()).encode())
+            os.write(fd, str(who).encode())
         finally:
             os.close(fd)
         self.holds_self = True
@@ -148,6 +152,15 @@ class PidsGroup:
 
 _own: dict[tuple[int, Path], PidsGroup] = {}  # (os.getpid(), root) -> its reused group
 _own_lock = threading.Lock()
+_per_thread = False  # hold_per_thread() was called in this process
+_thread_own = threading.local()  # .groups: root -> the calling thread's reused group
+
+
+def hold_per_thread() -> None:
+    """For a pool of threads running one command each at a time: every thread moves into a
+    group of its own at its first command, and its commands are born there."""
+    global _per_thread
+    _per_thread = True
 
 
 def hold_own_group(root: Path, max_pids: int) -> PidsGroup:
@@ -165,11 +178,14 @@ def command_group(root: Path, max_pids: int) -> PidsGroup:
     """The pids group for one command: this process's own (made once, then reused: no group
     made and removed per command), or a group of its own while another thread's command holds
     that one. Give it back with `end_command_group`."""
-    with _own_lock:
-        group = _worker_group(root, max_pids)
-        if group.busy:
-            group = PidsGroup(root, max_pids)
-        group.busy = True
+    if _per_thread:
+        group = _thread_group(root, max_pids)
+    else:
+        with _own_lock:
+            group = _worker_group(root, max_pids)
+            if group.busy:
+                group = PidsGroup(root, max_pids)
+            group.busy = True
     if group.reused:
         group.begin(max_pids)
     return group
@@ -181,6 +197,24 @@ def _worker_group(root: Path, max_pids: int) -> PidsGroup:
     if group is None:
         _remove_dead_workers_groups(root)
         group = _own[key] = PidsGroup(root, max_pids, f"worker-{os.getpid()}")
+    return group
+
+
+def _thread_group(root: Path, max_pids: int) -> PidsGroup:
+    """The calling thread's own group, which it moved into at its first command (a
+    thread-local: a new thread that got an old one's id never takes its group)."""
+    groups = _thread_own.__dict__.setdefault("groups", {})
+    group = groups.get(root)
+    if group is None:
+        with _own_lock:
+            _remove_dead_workers_groups(root)
+        name = f"worker-{os.getpid()}-t{threading.get_native_id()}"
+        group = groups[root] = PidsGroup(root, max_pids, name)
+        try:
+            group.hold_self(thread=True)
+        except OSError:  # its commands join as they start, as in a process that holds none
+            pass
+    group.busy = True
     return group
 
 
@@ -211,8 +245,8 @@ def end_command_group(group: PidsGroup, wait: bool) -> None:
 def _remove_dead_workers_groups(root: Path) -> None:
     """Groups of worker processes that ended (rmdir fails for a group still holding one)."""
     for path in root.glob("worker-*"):
-        match = re.fullmatch(r"worker-(\d+)", path.name)
-        if match is None or _alive(int(match.group(1))):
+        match = re.fullmatch(r"worker-(\d+)(?:-t(\d+))?", path.name)
+        if match is None or _alive(int(match.group(1)), match.group(2)):
             continue
         try:
             path.rmdir()
@@ -220,14 +254,15 @@ def _remove_dead_workers_groups(root: Path) -> None:
             pass
 
 
-def _alive(pid: int) -> bool:
+def _alive(pid: int, thread: str | None = None) -> bool:
+    """Process `pid` (and its thread `thread`, when given) still runs."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    return thread is None or os.path.exists(f"/proc/{pid}/task/{thread}")
 
 
 def _backoff() -> Iterator[float]:

@@ -22,7 +22,7 @@ from celery.signals import worker_process_init, worker_ready
 from sqlalchemy import select
 from sqlalchemy.exc import OperationalError
 
-from runner_core.cgroups import hold_own_group, pids_root
+from runner_core.cgroups import hold_own_group, hold_per_thread, pids_root
 from runner_core.error_codes import ErrorCode
 from runner_core.logs import bind
 from runner_core.queues import EXECUTE_RUN, SWEEP, task_label
@@ -105,6 +105,7 @@ def _prepare_thread_pool(sender=None, **_kwargs) -> None:
     if isinstance(getattr(sender, "pool", None), get_implementation("threads")):
         gc.freeze()
         become_subreaper()
+        hold_per_thread()  # each pool thread's commands are born in its own pids group
 
 
 @worker_ready.connect

@@ -17,6 +17,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from runner_core.cgroups import pids_root
 from tests.helpers import copy_skills, wait_for, zip_bytes
 
 pytestmark = pytest.mark.integration
@@ -99,6 +100,15 @@ def test_serve_runs_the_demo_heals_its_broker_and_stops_clean(tmp_path: Path, la
         family = psutil.Process(serve.pid).children(recursive=True)
         result = demo_job(base)["result"]
         assert result["status"] == "succeeded" and result["data"]["count"] == 15
+        if layout == "one-process" and pids_root() is not None:
+            # the pool thread that ran it holds a pids group of its own (its commands are
+            # born there: no join per command)
+            held = [
+                tid
+                for group in pids_root().glob(f"worker-{serve.pid}-t*")
+                for tid in (group / "tasks").read_text().split()
+            ]
+            assert held and all(Path(f"/proc/{serve.pid}/task/{tid}").exists() for tid in held)
         if layout == "processes":  # a worker that stops on its own is started again
             # (before the broker's loss, which may stop the worker too: the one to stop is ready)
             (worker,) = [p for p in psutil.Process(serve.pid).children() if is_celery(p)]

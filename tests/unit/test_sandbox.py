@@ -219,3 +219,37 @@ def test_a_process_holding_its_group_is_never_its_member_to_kill_and_its_threads
     assert group is held and group.holds_self  # its commands are born in it
     end_command_group(group, wait=True)
     assert hold_own_group(tmp_path, 32) is held  # once per process
+
+
+def test_in_a_pool_of_threads_each_thread_holds_a_group_of_its_own(tmp_path, monkeypatch):
+    import threading
+
+    from runner_core import cgroups
+
+    monkeypatch.setattr(cgroups, "_per_thread", False)
+    cgroups.hold_per_thread()
+    groups: dict[int, cgroups.PidsGroup] = {}
+
+    def one_command() -> None:
+        tid = threading.get_native_id()
+        folder = tmp_path / f"worker-{os.getpid()}-t{tid}"
+        folder.mkdir()
+        (folder / "tasks").write_text("")  # as cgroupfs has it
+        group = command_group(tmp_path, 32)
+        groups[tid] = group
+        end_command_group(group, wait=True)
+        assert command_group(tmp_path, 32) is group  # reused by this thread's next command
+        end_command_group(group, wait=True)
+
+    threads = [threading.Thread(target=one_command) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(groups) == 2 and len({id(g) for g in groups.values()}) == 2
+    for tid, group in groups.items():
+        assert group.holds_self and (group.path / "tasks").read_text() == str(tid)
+    # the groups of threads that ended are removed with the next group made
+    (tmp_path / f"worker-{os.getpid()}-t999999999").mkdir()
+    cgroups._remove_dead_workers_groups(tmp_path)
+    assert not (tmp_path / f"worker-{os.getpid()}-t999999999").exists()
