@@ -11,8 +11,9 @@ itself into its group once (`hold_own_group`), so that its commands are born the
 group is a write to `cgroup.procs` that waits for an RCU grace period (about 10 ms) unless
 another join happened within the last few milliseconds, and a run would pay it on every
 command. In a pool of threads (`hold_per_thread`), each thread that runs commands moves itself
-(cgroup v1 moves a thread alone) into a group of its own at its first command. Where no writable pids hierarchy is mounted (cgroup v2 only, a container without
-it), `pids_root()` is None and the process limit falls back to RLIMIT_NPROC.
+(cgroup v1 moves a thread alone) into a group of its own at its first command. Where no
+writable pids hierarchy is mounted (cgroup v2 only, a container without it), `pids_root()` is
+None and the process limit falls back to RLIMIT_NPROC.
 """
 
 from __future__ import annotations
