@@ -7,6 +7,8 @@ from __future__ import annotations
 import io
 import os
 import shutil
+import subprocess
+import sys
 import time
 import zipfile
 from collections.abc import Callable, Collection
@@ -70,6 +72,18 @@ def wait_for_job(
 
 
 ZIP_TIME = (2024, 1, 1, 0, 0, 0)
+
+
+def run_python(code: str, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    """`code` in a fresh interpreter of the service's environment, from the checkout (its
+    output captured as text): for what must not happen in the test's own process."""
+    return subprocess.run(
+        [sys.executable, "-c", code, *args],
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+        timeout=timeout,
+    )
 
 
 def zip_bytes(files: dict[str, bytes | str]) -> bytes:

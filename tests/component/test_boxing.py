@@ -157,22 +157,14 @@ def test_a_pool_process_holding_its_pids_group_has_its_commands_born_there_and_l
     its boxed commands are born in its group (no join), the process limit still ends a fork
     bomb, the holder is never killed with what a command left, and it goes on."""
     import json
-    import subprocess
-    import sys
 
     from runner_core.cgroups import pids_root
-    from runner_core.settings import REPO_ROOT
+    from tests.helpers import run_python
 
     if pids_root() is None:
         pytest.skip("no writable cgroup v1 pids hierarchy here: process limits use RLIMIT_NPROC")
     run, _box = gated_box(tmp_path)
-    done = subprocess.run(
-        [sys.executable, "-c", HOLDER, str(run)],
-        capture_output=True,
-        text=True,
-        cwd=REPO_ROOT,
-        timeout=120,
-    )
+    done = run_python(HOLDER, str(run), timeout=120)
     assert done.returncode == 0, done.stderr
     ran = json.loads(done.stdout)
     group = next(line for line in ran["holder"].splitlines() if ":pids:" in line).split(":")[2]

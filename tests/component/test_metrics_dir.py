@@ -8,7 +8,8 @@ import textwrap
 import pytest
 
 from runner_core import metrics
-from runner_core.settings import REPO_ROOT, load_settings
+from runner_core.settings import load_settings
+from tests.helpers import run_python
 
 
 def test_the_metrics_dir_keeps_live_processes_files_and_drops_dead_ones(tmp_path, monkeypatch):
@@ -98,13 +99,7 @@ def test_new_metric_values_on_a_full_data_disk_do_not_kill_the_process(tmp_path)
     if mounted.returncode != 0:
         pytest.skip("a small disk is made by mounting a tmpfs, which needs root")
     try:
-        done = subprocess.run(
-            [sys.executable, "-c", RECORD_ON_A_FULL_DISK, str(disk)],
-            capture_output=True,
-            text=True,
-            cwd=REPO_ROOT,
-            timeout=60,
-        )
+        done = run_python(RECORD_ON_A_FULL_DISK, str(disk))
     finally:
         subprocess.run(["umount", "-l", str(disk)], check=False)
     # the value files are memory-mapped: on the full disk a new value was a SIGBUS (-7)

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 import time
 
-from runner_core.settings import REPO_ROOT
+from tests.helpers import run_python
 
 SCRIPT = """
 import os, psutil, sys, tempfile
@@ -42,9 +41,7 @@ print(result.exit_code, alive(), [c.status() for c in psutil.Process().children(
 
 
 def test_a_double_forked_daemon_is_ended_with_its_command_and_reaped():
-    out = subprocess.run(
-        [sys.executable, "-c", SCRIPT], cwd=REPO_ROOT, capture_output=True, text=True, timeout=60
-    )
+    out = run_python(SCRIPT)
     assert out.returncode == 0, out.stderr
     # the command succeeded; the processes that escaped its group are gone and reaped (the
     # subreaper is left with no child, not even a zombie)
@@ -80,13 +77,7 @@ print(strays.end_strays(1.0) == [helper], lookups, psutil.Process().children())
 
 
 def test_an_orphan_that_already_exited_is_reaped_without_a_process_scan():
-    out = subprocess.run(
-        [sys.executable, "-c", ZOMBIE_SCRIPT],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    out = run_python(ZOMBIE_SCRIPT)
     assert out.returncode == 0, out.stderr
     # end_strays reports the helper, looked no process up (a scan of /proc would run on
     # every run: codex leaves such helpers behind), and left no zombie
