@@ -32,7 +32,19 @@ RUN (/app/.venv/bin/pip install --config-settings editable_mode=compat -e . -e c
       || /app/.venv/bin/pip install -e . -e client) \
     && find /app -name '__pycache__' -prune -exec rm -rf {} +
 
-# 3. What runs: no compiler, no npm; the code read-only to the service's user.
+# 3. bubblewrap for the run box, built from Debian's source package as on a host
+# (deploy/install-sandbox.sh: Debian's patches, no SELinux, linked statically).
+FROM ${PYTHON_IMAGE} AS sandbox
+SHELL ["/bin/bash", "-o", "pipefail", "-c"]
+# hadolint ignore=DL3008
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends gcc libc6-dev patch xz-utils \
+    && rm -rf /var/lib/apt/lists/*
+WORKDIR /app
+COPY deploy/install-sandbox.sh deploy/install-sandbox.sh
+RUN bash deploy/install-sandbox.sh && grep -q '^source ' .sandbox/origin
+
+# 4. What runs: no compiler, no npm; the code read-only to the service's user.
 FROM ${PYTHON_IMAGE}
 ENV PATH=/app/.venv/bin:${PATH} \
     PYTHONUNBUFFERED=1 \
@@ -46,15 +58,13 @@ ENV PATH=/app/.venv/bin:${PATH} \
 RUN groupadd --system --gid 10001 skillrunner \
     && useradd --system --uid 10001 --gid 10001 --home-dir /var/lib/skill-runner --create-home \
     --shell /usr/sbin/nologin skillrunner
-# bubblewrap for the run box (docs/operating.md, "The box runs run in"); as user 10001 it needs
-# unprivileged user namespaces, which a default container profile forbids: runs then get the
-# resource limits alone (SKILL_RUNNER_SANDBOX=auto says so at start).
-RUN apt-get update \
-    && apt-get install -y --no-install-recommends bubblewrap=0.8.* \
-    && rm -rf /var/lib/apt/lists/*
 COPY --from=engines /usr/local/bin/node /usr/local/bin/node
 COPY --from=python /app /app
 COPY --from=engines /app/.engines /app/.engines
+# bubblewrap for the run box (docs/operating.md, "The box runs run in"); as user 10001 it needs
+# unprivileged user namespaces, which a default container profile forbids: runs then get the
+# resource limits alone (SKILL_RUNNER_SANDBOX=auto says so at start).
+COPY --from=sandbox /app/.sandbox /app/.sandbox
 # Skill packages installed through the API are written here: the service's user owns it.
 COPY --chown=skillrunner:skillrunner skills/ /app/skills/
 WORKDIR /app

@@ -83,6 +83,16 @@ def test_the_engine_stage_has_what_install_engines_copies():
     assert {"/app/.engines", "/usr/local/bin/node"} <= {s for c in later for s in c.sources}
 
 
+def test_the_sandbox_stage_builds_bwrap_as_a_host_does_and_the_image_takes_it():
+    runs = [i.args for i in instructions() if i.stage == "sandbox" and i.keyword == "RUN"]
+    assert any(run.startswith("bash deploy/install-sandbox.sh") for run in runs), runs
+    assert any("gcc" in run and "libc6-dev" in run for run in runs), runs
+    later = [c for _, c in copies() if c.from_stage == "sandbox"]
+    assert [c.sources for c in later] == [["/app/.sandbox"]]
+    final = [i for i in instructions() if i.stage == instructions()[-1].stage]
+    assert not any("bubblewrap" in i.args for i in final if i.keyword == "RUN")
+
+
 def test_compose_file_is_valid_against_the_compose_specification():
     from compose_spec.compose_spec import PyCompose
 

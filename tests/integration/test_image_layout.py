@@ -28,9 +28,10 @@ pytestmark = pytest.mark.integration
 
 def image_tree(app: Path) -> None:
     """Copy what the Dockerfile's COPY instructions take from the build context into `app`
-    (the image's /app; the engines stage's copies are left out: they install the CLIs)."""
+    (the image's /app; the engines and sandbox stages' copies are left out: they install the
+    CLIs and build bubblewrap)."""
     for stage, copy in copies():
-        if copy.from_stage is not None or stage == "engines":
+        if copy.from_stage is not None or stage in ("engines", "sandbox"):
             continue
         dest = app / copy.dest.removeprefix("/app").lstrip("/")
         for source in copy.sources:
