@@ -124,7 +124,9 @@ def test_runs_list_filters_and_engines_page(served, page):
     rows = page.locator("#runs tbody tr")
     assert rows.count() >= 1 and all("pick-title" in t for t in rows.all_inner_texts())
     shot(page, "07-runs-filtered")
-    page.goto(f"{served.base}/ui/engines")
+    # the page runs each installed CLI's `--version` (cached for a few minutes; kilo's start
+    # alone is ~12 s): on a slow, loaded machine that exceeds Playwright's default 30 s
+    page.goto(f"{served.base}/ui/engines", timeout=120_000)
     codex = page.locator("tr", has_text="codex")
     assert "workspace-write" in codex.inner_text()
     retired = page.locator("tr", has_text="iflow").locator(".badge", has_text="retired")

@@ -77,7 +77,13 @@ def test_a_run_that_reaches_its_budget_mid_turn_is_stopped(service, engine, budg
             "skill_id": "echo-prompt",
             "engine": engine,
             "input": {"text": "hello"},
-            "runtime_options": {"no_cache": True, "budget": budget},
+            # the run's own time limit as long as the wait: the skill's 60 s is short for
+            # kilo's start on a slow, loaded machine (harness.RUN_SECONDS)
+            "runtime_options": {
+                "no_cache": True,
+                "budget": budget,
+                "timeout_sec": int(RUN_SECONDS.get(engine, 60)),
+            },
         },
     )
     assert resp.status_code == 200, resp.json

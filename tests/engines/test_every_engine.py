@@ -45,8 +45,9 @@ class Engine:
     # one model request per step, none on the side (opencode and kilo name the session with
     # --title; without it, they ask the model for a title first)
     one_request_per_step: bool = False
-    # an HTTP 400 (and a 401, see no_retries) is reported within this many seconds
-    http_error_seconds: float = 15.0
+    # an HTTP 400 (and a 401, see no_retries) is reported within this many seconds (a CLI
+    # that retries takes minutes; its own start takes up to ~17 s on a slow, loaded machine)
+    http_error_seconds: float = 25.0
     # the exit codes an HTTP 400 may end the CLI with, where they are known (every version the
     # engine matrix runs: docs/engine-matrix.md)
     http_error_exits: tuple[int, ...] | None = None
