@@ -185,6 +185,13 @@ def test_a_worker_host_that_dies_mid_run_is_reconciled_and_the_other_goes_on(hos
 
     by_host = wait_for(both_running, 20, 0.2, what="one run on each worker host")
     assert set(by_host) == set(workers)
+    # `running` is recorded at the claim, before the run's local copy is made
+    wait_for(
+        lambda: in_scratch(tmp_path, 1) and in_scratch(tmp_path, 2),
+        20,
+        0.1,
+        what="each host's local copy of its run",
+    )
     workers["runner-host-1"].power_off()
     lost, kept = by_host["runner-host-1"], by_host["runner-host-2"]
     ended = finished(base, lost, timeout=20)
