@@ -94,8 +94,7 @@ class PidsGroup:
     def begin(self, max_pids: int) -> None:
         """Ready for the next command: empty (the last one's box may still be exiting), its
         limit set, refused forks counted from here."""
-        if not self.holds_self:  # a group with a member cannot have been removed
-            self.path.mkdir(exist_ok=True)
+        self.path.mkdir(exist_ok=True)
         self.empty()
         self.limit(max_pids)
         self._refused_before = self._refused()
@@ -106,7 +105,7 @@ class PidsGroup:
 
     def _refused(self) -> int:
         try:
-            for line in _read(self.path / "pids.events").splitlines():
+            for line in (self.path / "pids.events").read_text().splitlines():
                 name, _, count = line.partition(" ")
                 if name == "max":
                     return int(count)
@@ -117,7 +116,7 @@ class PidsGroup:
     def members(self) -> list[int]:
         """The processes in the group, but never this process."""
         try:
-            pids = [int(p) for p in _read(self.procs).split()]
+            pids = [int(p) for p in self.procs.read_text().split()]
         except (OSError, ValueError):
             return []
         return [pid for pid in pids if pid != os.getpid()]
@@ -218,18 +217,6 @@ def _thread_group(root: Path, max_pids: int) -> PidsGroup:
             pass
     group.busy = True
     return group
-
-
-def _read(path: Path) -> str:
-    """A cgroup file, read without buffered IO's layers (read for every command of a run)."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        chunks = [os.read(fd, 1 << 16)]
-        while chunks[-1]:  # a long one comes a page at a time
-            chunks.append(os.read(fd, 1 << 16))
-        return b"".join(chunks).decode("ascii")
-    finally:
-        os.close(fd)
 
 
 def _own_threads() -> int:

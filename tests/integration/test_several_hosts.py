@@ -112,7 +112,7 @@ def hosts(tmp_path):
         for _, log in workers.values():
             wait_ready(log, b"ready.")
         base = f"http://{api.address}:8000"
-        wait_for(lambda: call(base, "/healthz")[0] == 200, 40, 0.2, what="the API host")
+        wait_for(lambda: api_answers(base), 40, 0.2, what="the API host")
         yield base, {name: host for name, (host, _) in workers.items()}
     finally:
         net.close()
@@ -122,6 +122,14 @@ def hosts(tmp_path):
             redis.kill()
             redis.wait()
         drop()
+
+
+def api_answers(base: str) -> bool:
+    """True once the API host answers /healthz (refused while gunicorn is still starting)."""
+    try:
+        return call(base, "/healthz")[0] == 200
+    except OSError:  # urllib's URLError included
+        return False
 
 
 def in_scratch(tmp_path: Path, number: int) -> list[str]:
