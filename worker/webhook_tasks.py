@@ -42,8 +42,8 @@ def status_document(req: Request, run: Run, event: str) -> dict[str, Any]:
 
 def callbacks_for_end(run_id: str) -> int:
     """Send the due callbacks of a run that has just ended (the sweep sends any missed)."""
-    with sessions()() as session:
-        due = callbacks.schedule_due(session, run_id)
+    with context.connect() as conn:
+        due = callbacks.schedule_run(conn, run_id)
     for request_id in due:
         _send(request_id, TERMINAL)
     return len(due)

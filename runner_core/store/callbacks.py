@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from sqlalchemy import CursorResult, Table, func, insert, select, update
+from sqlalchemy import Connection, CursorResult, Table, bindparam, func, insert, select, update
 from sqlalchemy.orm import Session
 
 from runner_core.statuses import TERMINAL_STATUSES
@@ -17,6 +17,20 @@ from runner_core.store.models import Request, Run, WebhookAttempt, utcnow
 _requests, _runs = cast(Table, Request.__table__), cast(Table, Run.__table__)
 _attempts = cast(Table, WebhookAttempt.__table__)
 PENDING, SCHEDULED, DELIVERED, FAILED = "pending", "scheduled", "delivered", "failed"
+# A run's own pending callbacks, once it has ended: one guarded UPDATE, built once
+_SCHEDULE_RUN = (
+    update(_requests)
+    .where(
+        _requests.c.callback_state == PENDING,
+        _requests.c.run_id.in_(
+            select(_runs.c.id).where(
+                _runs.c.id == bindparam("run_id_"), _runs.c.status.in_(TERMINAL_STATUSES)
+            )
+        ),
+    )
+    .values(callback_state=SCHEDULED)
+    .returning(_requests.c.id)
+)
 
 
 def schedule_due(session: Session, run_id: str | None = None, limit: int = 500) -> list[str]:
@@ -42,6 +56,14 @@ def schedule_due(session: Session, run_id: str | None = None, limit: int = 500) 
         if cast(CursorResult, result).rowcount == 1:
             taken.append(request_id)
     session.commit()
+    return taken
+
+
+def schedule_run(conn: Connection, run_id: str) -> list[str]:
+    """`schedule_due` for the run that has just ended, in one statement on a Core connection
+    (every run's end pays for it, and most runs have no callback)."""
+    taken = list(conn.execute(_SCHEDULE_RUN, {"run_id_": run_id}).scalars())
+    conn.commit()
     return taken
 
 

@@ -3,10 +3,14 @@ network), the URL and state kept on the request, and the attempts route."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
+from sqlalchemy import create_engine, text
 
 from api import create_app
-from tests.helpers import copy_skills, migrated_settings
+from runner_core.store import callbacks
+from tests.helpers import BOTH_DATABASES, copy_skills, migrated_settings
 
 
 def client_with(tmp_path, queue, hosts: str):
@@ -55,3 +59,30 @@ def test_a_listed_address_is_accepted_and_its_state_is_readable(tmp_path, queue)
     plain = client.post("/v1/jobs", json={"skill_id": "fenced-json", "input": {"text": "y"}})
     log = client.get(f"/v1/jobs/{plain.json['request_id']}/webhooks").json
     assert log["callback_url"] is None and log["state"] is None
+
+
+@BOTH_DATABASES
+def test_a_run_that_ends_schedules_its_own_pending_callbacks_once(settings, queue):
+    """The worker's step at a run's end (worker.webhook_tasks.callbacks_for_end): only that
+    run's pending callbacks, only once it has ended, each once."""
+    hooked = dataclasses.replace(settings, webhook_hosts=("127.0.0.1",))
+    client = create_app({"SETTINGS": hooked, "QUEUE": queue}).test_client()
+    ids = []
+    for text_ in ("a", "b"):
+        body = {"skill_id": "fenced-json", "input": {"text": text_}}
+        created = client.post("/v1/jobs", json={**body, "callback_url": "http://127.0.0.1:9/h"})
+        assert created.status_code == 200, created.json
+        ids.append((created.json["request_id"], queue.sent[-1][0]))
+    (request_a, run_a), (request_b, _run_b) = ids
+    engine = create_engine(settings.database_url)
+    try:
+        with engine.connect() as conn:
+            assert callbacks.schedule_run(conn, run_a) == []  # still queued
+            conn.execute(text("UPDATE runs SET status = 'succeeded' WHERE id = :id"), {"id": run_a})
+            conn.commit()
+            assert callbacks.schedule_run(conn, run_a) == [request_a]
+            assert callbacks.schedule_run(conn, run_a) == []  # the sweep will not send it again
+    finally:
+        engine.dispose()
+    states = {rid: client.get(f"/v1/jobs/{rid}/webhooks").json["state"] for rid, _ in ids}
+    assert states == {request_a: "scheduled", request_b: "pending"}
