@@ -1,5 +1,7 @@
-"""Helper of tests/component/test_termination.py: forks writers that SIGTERM lands on at random moments and
-reports whether each could record its end afterwards (`python -m tests.sigterm_writer DB N MODE`)."""
+"""Helper of tests/component/test_termination.py: forks writers that a signal (SIGTERM, or
+Celery's soft time limit SIGUSR1) lands on at random moments and reports whether each could
+record its end afterwards (`python -m tests.sigterm_writer DB N MODE [SIGNAL]`; DB is a SQLite
+file or a Postgres URL, SIGNAL TERM or USR1)."""
 
 from __future__ import annotations
 
@@ -10,17 +12,22 @@ import sqlite3
 import sys
 import time
 
+from celery.exceptions import SoftTimeLimitExceeded
 from sqlalchemy import text
 
 from runner_core.store.db import make_engine
 from worker.hooks import termination
 
 WRITE = "UPDATE runs SET beat = :now WHERE id = 'r' RETURNING cancel"
+END = "UPDATE runs SET cancel = 1 WHERE id = 'r'"
 
 
-def writer(path: str, ready: int) -> None:
-    """Beats like a run's watch until terminated, then records the end from a new engine."""
-    engine = make_engine(f"sqlite:///{path}")
+def writer(db: str, ready: int) -> None:
+    """Beats like a run's watch until the signal's exception, then records the end: on SQLite
+    from a connection of its own (a write lock left held fails it), on Postgres from the same
+    engine, as the worker does (a connection left mid-command fails it)."""
+    postgres = "://" in db
+    engine = make_engine(db if postgres else f"sqlite:///{db}")
     try:
         with termination.terminable("r"):
             os.write(ready, b".")
@@ -29,41 +36,68 @@ def writer(path: str, ready: int) -> None:
                     conn.execute(text(WRITE), {"now": time.time()}).first()
                     conn.commit()
                 time.sleep(0.0002)
-    except termination.Terminated:
-        end = sqlite3.connect(path, timeout=0.3)
-        try:
-            end.execute("UPDATE runs SET cancel = 1 WHERE id = 'r'")
-            end.commit()
-            os._exit(0)
-        except sqlite3.OperationalError:  # database is locked: the race this guards against
-            os._exit(3)
+    except (termination.Terminated, SoftTimeLimitExceeded):
+        os._exit(_record_end(engine, db, postgres))
     os._exit(4)
 
 
-def main(path: str, trials: int, mode: str) -> None:
-    if mode == "unguarded":  # the control: every SIGTERM raises at once, wherever it lands
+def _record_end(engine, db: str, postgres: bool) -> int:
+    """0 when the end is recorded, 3 when the database refuses it (locked, or a broken
+    connection), 1 for anything else."""
+    if not postgres:
+        end = sqlite3.connect(db, timeout=0.3)
+        try:
+            end.execute(END)
+            end.commit()
+            return 0
+        except sqlite3.OperationalError:  # database is locked: the race this guards against
+            return 3
+    try:
+        with engine.connect() as conn:
+            conn.execute(text("SET lock_timeout = '300ms'"))
+            conn.execute(text(END))
+            conn.commit()
+        return 0
+    except Exception:  # another command in progress, a row lock held: the same race
+        return 3
+
+
+def _create(db: str) -> None:
+    if "://" in db:
+        engine = make_engine(db)
+        with engine.begin() as conn:
+            conn.execute(text("CREATE TABLE runs (id TEXT PRIMARY KEY, beat REAL, cancel INT)"))
+            conn.execute(text("INSERT INTO runs VALUES ('r', 0, NULL)"))
+        engine.dispose()
+        return
+    conn = sqlite3.connect(db)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("CREATE TABLE runs (id TEXT PRIMARY KEY, beat REAL, cancel INTEGER)")
+    conn.execute("INSERT INTO runs VALUES ('r', 0, NULL)")
+    conn.commit()
+    conn.close()
+
+
+def main(db: str, trials: int, mode: str, signame: str = "TERM") -> None:
+    if mode == "unguarded":  # the control: every signal raises at once, wherever it lands
         termination.in_database_call = lambda _frame: False
-    db = sqlite3.connect(path)
-    db.execute("PRAGMA journal_mode=WAL")
-    db.execute("CREATE TABLE runs (id TEXT PRIMARY KEY, beat REAL, cancel INTEGER)")
-    db.execute("INSERT INTO runs VALUES ('r', 0, NULL)")
-    db.commit()
-    db.close()
+    sent = signal.Signals[f"SIG{signame}"]
+    _create(db)
     outcomes: dict[int, int] = {}
     for _ in range(trials):
         ready, told = os.pipe()
         pid = os.fork()
         if pid == 0:
-            writer(path, told)
+            writer(db, told)
         os.read(ready, 1)
         os.close(ready)
         os.close(told)
         time.sleep(random.uniform(0.001, 0.01))
-        os.kill(pid, signal.SIGTERM)
+        os.kill(pid, sent)
         code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
         outcomes[code] = outcomes.get(code, 0) + 1
     print(" ".join(f"{code}:{n}" for code, n in sorted(outcomes.items())))
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], int(sys.argv[2]), sys.argv[3])
+    main(sys.argv[1], int(sys.argv[2]), sys.argv[3], *sys.argv[4:5])

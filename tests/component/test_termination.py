@@ -1,5 +1,7 @@
-"""SIGTERM while a run executes: Terminated is raised, but never inside a database call (an
-interrupted statement or commit can keep SQLite's write lock while the task records its end)."""
+"""SIGTERM (or Celery's soft time limit, SIGUSR1) while a run executes: Terminated (or
+SoftTimeLimitExceeded) is raised, but never inside a database call (an interrupted statement or
+commit can keep SQLite's write lock, or leave a pooled Postgres connection mid-command, while
+the task records its end)."""
 
 from __future__ import annotations
 
@@ -9,22 +11,34 @@ import sys
 import threading
 
 import pytest
+from celery.exceptions import SoftTimeLimitExceeded
 
 from runner_core.settings import REPO_ROOT
+from tests.databases import create_postgres_db
 from worker.hooks import termination
 
 
-def writers(tmp_path, trials: int, mode: str) -> dict[str, int]:
-    """Exit codes of `trials` SIGTERM'd writers: 0 recorded its end, 3 found the database
-    locked, 1 died of another exception (see tests/sigterm_writer.py)."""
+@pytest.fixture
+def postgres_url():
+    """An empty Postgres database of the test's own (the soft limit's SQLite case is the
+    SIGTERM case's: one handler guards both)."""
+    url, drop = create_postgres_db(migrated=False)
+    yield url
+    drop()
+
+
+def writers(tmp_path, trials: int, mode: str, signame: str = "TERM", db: str = "") -> dict:
+    """Exit codes of `trials` signalled writers: 0 recorded its end, 3 found the database
+    locked (or its connection broken), 1 died of another exception (tests/sigterm_writer.py)."""
     out = subprocess.run(
         [
             sys.executable,
             "-m",
             "tests.sigterm_writer",
-            str(tmp_path / "runs.db"),
+            db or str(tmp_path / "runs.db"),
             str(trials),
             mode,
+            signame,
         ],
         cwd=REPO_ROOT,
         capture_output=True,
@@ -44,6 +58,36 @@ def test_the_hazard_is_real_when_sigterm_raises_wherever_it_lands(tmp_path):
     # now and then SQLAlchemy's commit, interrupted, fails its own assertion instead (1)
     outcomes = writers(tmp_path, 80, "unguarded")
     assert int(outcomes.get("3", 0)) >= 1, outcomes
+
+
+def test_a_soft_time_limit_during_postgres_writes_always_lets_the_end_be_recorded(
+    tmp_path, postgres_url
+):
+    assert writers(tmp_path, 60, "guarded", "USR1", postgres_url) == {"0": "60"}
+
+
+def test_the_soft_limit_hazard_is_real_on_postgres_when_it_raises_wherever_it_lands(
+    tmp_path, postgres_url
+):
+    # the control, as billiard's own handler behaves: now and then the exception lands in
+    # psycopg mid-command, and the writer dies of the driver's error instead (1)
+    outcomes = writers(tmp_path, 80, "unguarded", "USR1", postgres_url)
+    assert sum(int(n) for code, n in outcomes.items() if code != "0") >= 1, outcomes
+
+
+def test_a_soft_limit_raises_once_and_billiards_handler_is_restored():
+    before = signal.getsignal(signal.SIGUSR1)
+    raised = 0
+    with pytest.raises(SoftTimeLimitExceeded):
+        with termination.terminable("run-4"):
+            try:
+                signal.raise_signal(signal.SIGUSR1)
+            except SoftTimeLimitExceeded:
+                raised += 1
+                signal.raise_signal(signal.SIGUSR1)  # a second one does not interrupt cleanup
+                raise
+    assert raised == 1
+    assert signal.getsignal(signal.SIGUSR1) is before
 
 
 def test_a_sigterm_raises_terminated_once_and_the_handler_is_restored():
