@@ -15,7 +15,7 @@ import traceback
 from pathlib import Path
 
 from bench.box_mode import describe
-from bench.context import Context
+from bench.context import Context, stop_on_signals
 from bench.stats import Row, render_row
 
 FIGURES = {
@@ -57,6 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="also write the rows as JSON here")
     parser.add_argument("--tmp", type=Path, default=None, help="scratch directory parent")
     args = parser.parse_args(argv)
+    stop_on_signals()
     wanted = [NUMBERS.get(f, f) for f in args.figures] or list(FIGURES)
     unknown = [f for f in wanted if f not in FIGURES]
     if unknown:

@@ -18,6 +18,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from bench.context import stop_on_signals
 from bench.cpu import cpu_seconds
 from bench.noop_jobs import SKILL_ID, runner_throughput
 from bench.stack import REPO_ROOT, Stack, StackOptions
@@ -67,6 +68,7 @@ def main(argv: list[str] | None = None) -> int:
         help="extra environment of OTHER's service (repeatable)",
     )
     args = parser.parse_args(argv)
+    stop_on_signals()
     envs = {"this": env_pairs(args.env_this, parser), "other": env_pairs(args.env_other, parser)}
     other = args.other.resolve()
     if not (other / "worker" / "tasks.py").is_file():

@@ -3,11 +3,26 @@
 from __future__ import annotations
 
 import shutil
+import signal
 import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+
+def stop_on_signals() -> None:
+    """SIGTERM and SIGHUP end a bench as Ctrl-C does: on the way out each figure stops the
+    services it started (a signal's default action would leave them running)."""
+
+    def stop(signum: int, _frame: object) -> None:
+        for other in (signal.SIGTERM, signal.SIGHUP):  # once: a second must not cut the cleanup
+            signal.signal(other, signal.SIG_IGN)
+        print(f"bench: {signal.Signals(signum).name}: stopping its services", file=sys.stderr)
+        raise SystemExit(128 + signum)
+
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, stop)
 
 
 @dataclass
