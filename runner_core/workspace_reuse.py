@@ -159,7 +159,7 @@ def safe_segment(skill_id: str) -> str:
     return _UNSAFE.sub("-", skill_id).strip("-") or "skill"
 
 
-def namespaces(result_dir: Path, skill_id: str) -> list[int]:
+def namespaces(result_dir: Path | str, skill_id: str) -> list[int]:
     """The numbers n of the `result/<skill>.<n>/` folders present, ascending."""
     prefix = safe_segment(skill_id) + "."
     found = []
@@ -192,10 +192,19 @@ def own_namespace(result_dir: Path, skill_id: str) -> Path | None:
 def result_json_path(run_dir: Path, skill_id: str) -> Path:
     """Where a client finds the run's result document: its namespace copy when the run has
     one, else the spec's `result/result.json`."""
-    folder = own_namespace(run_dir / "result", skill_id)
-    if folder is not None and (folder / "result.json").is_file():
-        return folder / "result.json"
-    return run_dir / "result" / "result.json"
+    return Path(result_json_file(str(run_dir), skill_id))
+
+
+def result_json_file(run_dir: str, skill_id: str) -> str:
+    """`result_json_path` on plain strings (a job list computes it for every row it returns)."""
+    result_dir = os.path.join(run_dir, "result")
+    taken = namespaces(result_dir, skill_id)
+    if taken:
+        folder = os.path.join(result_dir, f"{safe_segment(skill_id)}.{taken[-1]}")
+        document = os.path.join(folder, "result.json")
+        if os.path.isfile(document):
+            return document
+    return os.path.join(result_dir, "result.json")
 
 
 def copy_to_namespace(run_dir: Path, skill_id: str, document: dict[str, Any]) -> None:

@@ -5,6 +5,7 @@ about where its files are (`workspace_dir`, `resultJsonPath`)."""
 from __future__ import annotations
 
 import hashlib
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,10 +26,8 @@ from runner_core.workspace_reuse import (
     clean_relative,
     link_file,
     parse_reuse,
+    result_json_file,
     source_file,
-)
-from runner_core.workspace_reuse import (
-    result_json_path as result_json_path_in,
 )
 
 BOUND_DIR = "bound"  # data/requests/<request_id>/bound/<target_path>: files a binding pinned
@@ -155,8 +154,11 @@ def _file_sha256(path: Path) -> str:
 
 
 def workspace_dir(run_id: str | None) -> str | None:
-    """The run's directory on the server: its workspace (absolute, as clients expect)."""
-    return str(context.settings().runs_dir / run_id) if run_id else None
+    """The run's directory on the server: its workspace (absolute, as clients expect). Plain
+    strings: a job list computes it for every row it returns."""
+    if not run_id:
+        return None
+    return os.path.join(str(context.settings().data_dir), "runs", run_id)
 
 
 def result_json_path(run_id: str | None, skill_id: str) -> str | None:
@@ -164,4 +166,4 @@ def result_json_path(run_id: str | None, skill_id: str) -> str | None:
     has one, else `result/result.json` (both absolute; clients find them in the bundle too)."""
     if not run_id:
         return None
-    return str(result_json_path_in(context.settings().runs_dir / run_id, skill_id))
+    return result_json_file(workspace_dir(run_id) or "", skill_id)
