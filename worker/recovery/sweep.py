@@ -6,7 +6,8 @@
   their process group is reaped, then the run is failed ORCHESTRATOR_RESTART_INTERRUPTED
   (failed_reconciled) or, when the skill declares `retries`, queued again;
 - ended runs that still record a group on this host: the group is reaped;
-- queued runs whose message is older than the grace period and no longer in the broker: the
+- queued runs whose message is older than the grace period and no longer in the broker (at two
+  looks 0.3 s apart: a message a worker has just popped shows as reserved a moment later): the
   message is sent again (a lost broker message never loses an accepted run; on Redis a run
   still waiting behind a backlog is recognised and left alone, see worker.recovery.broker_view);
 - queued runs still waiting SKILL_RUNNER_QUEUE_UNSERVED_SEC after they were first sent, on a
@@ -22,6 +23,7 @@ Every run this ends is recorded by worker.recorder, as any other end.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from datetime import timedelta
 from functools import partial
@@ -41,7 +43,7 @@ from worker.dispatch import queue_of, send_advance
 from worker.execution.lease import aware, beat_interval
 from worker.execution.run_layout import engine_skill_dirs, skill_source
 from worker.recorder import record_end
-from worker.recovery.broker_view import read_broker
+from worker.recovery.broker_view import BrokerView, read_broker
 from worker.recovery.reaper import (
     FOREIGN,
     GONE,
@@ -54,6 +56,7 @@ from worker.recovery.reaper import (
 from worker.recovery.sweep_clock import clock_of
 
 log = logging.getLogger(__name__)
+RELOOK_SEC = 0.3  # before a message the broker seems not to hold is sent again
 Send = Callable[[Run], str]  # sends execute_run for a run, returns the task id
 Served = Callable[[], "set[str] | None"]  # the queues live workers consume (None: unknown)
 
@@ -97,16 +100,11 @@ def recover(
             _fail_unserved(settings, session, served, counts)
         grace = timedelta(seconds=settings.sweep_grace_sec)
         stale = run_states.stale_queued(session, grace)
-        broker = (
-            read_broker(settings.broker_url, RUN_QUEUES, settings.broker_view) if stale else None
-        )
-        for run in stale:
-            assert broker is not None  # read whenever there are stale runs
-            if broker.holds(run.celery_task_id):  # still waiting behind others: not lost
-                counts["still_queued"] += 1
-                continue
-            if run_states.take_resend(session, run.id, grace):  # not sent by another sweep
-                counts["resent"] += _resend(session, run, send)
+        if stale:
+            read = partial(read_broker, settings.broker_url, RUN_QUEUES, settings.broker_view)
+            for run in missing_from_broker(stale, read, counts):
+                if run_states.take_resend(session, run.id, grace):  # not sent by another sweep
+                    counts["resent"] += _resend(session, run, send)
         expired = run_states.expire_uploads(session, timedelta(seconds=settings.upload_wait_sec))
         for run_id in expired:
             _announce(session, run_id, RunStatus.QUEUED, "upload_timeout")
@@ -121,6 +119,31 @@ def recover(
     if any(n for name, n in counts.items() if name not in watched):  # something was done
         log.info("recovery%s: %s", " at startup" if startup else "", counts)
     return counts
+
+
+def missing_from_broker(
+    stale: list[Run], read: Callable[[], BrokerView], counts: dict, relook_sec: float = RELOOK_SEC
+) -> list[Run]:
+    """The stale runs whose message the broker does not hold (the others wait behind a backlog:
+    counted `still_queued`). A message missing at the first look is looked for once more
+    `relook_sec` later: a worker records a message it has just popped as reserved a moment
+    after the pop, and under load that moment can be long."""
+    view, missing = read(), []
+    for run in stale:
+        if view.holds(run.celery_task_id):
+            counts["still_queued"] += 1
+        else:
+            missing.append(run)
+    if not any(view.holds(run.celery_task_id) is False for run in missing):
+        return missing  # none, or a broker that cannot tell: each is sent again
+    time.sleep(relook_sec)
+    view, again = read(), []
+    for run in missing:
+        if view.holds(run.celery_task_id):
+            counts["still_queued"] += 1
+        else:
+            again.append(run)
+    return again
 
 
 def _fail_unserved(settings: Settings, session, served: Served, counts: dict) -> None:
