@@ -182,6 +182,8 @@ def test_a_stalled_final_answer_is_held_and_counted_once_sent() -> None:
         tool_call_sec = time.monotonic() - started
         post(server, "/v1/chat/completions", chat_after(1))  # the final text: held
         final_sec = time.monotonic() - started - tool_call_sec
+        # counted once sent: the server's thread records it just after the client has it
+        wait_for(lambda: len(server.usage) >= 2, timeout=5)
         sent = list(server.usage)
     assert tool_call_sec < 0.5 <= final_sec
     assert len(sent) == 2 and all(counts["input_tokens"] > 0 for counts in sent)
