@@ -128,22 +128,23 @@ def missing_from_broker(
     counted `still_queued`). A message missing at the first look is looked for once more
     `relook_sec` later: a worker records a message it has just popped as reserved a moment
     after the pop, and under load that moment can be long."""
-    view, missing = read(), []
-    for run in stale:
+    view = read()
+    missing = _not_held(view, stale, counts)
+    if not any(view.holds(run.celery_task_id) is False for run in missing):
+        return missing  # none, or a broker that cannot tell: each is sent again
+    time.sleep(relook_sec)
+    return _not_held(read(), missing, counts)
+
+
+def _not_held(view: BrokerView, runs: list[Run], counts: dict) -> list[Run]:
+    """`runs` whose message `view` does not hold; the others are counted `still_queued`."""
+    missing = []
+    for run in runs:
         if view.holds(run.celery_task_id):
             counts["still_queued"] += 1
         else:
             missing.append(run)
-    if not any(view.holds(run.celery_task_id) is False for run in missing):
-        return missing  # none, or a broker that cannot tell: each is sent again
-    time.sleep(relook_sec)
-    view, again = read(), []
-    for run in missing:
-        if view.holds(run.celery_task_id):
-            counts["still_queued"] += 1
-        else:
-            again.append(run)
-    return again
+    return missing
 
 
 def _fail_unserved(settings: Settings, session, served: Served, counts: dict) -> None:
