@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from marshmallow import EXCLUDE, Schema, fields, validate
 
-from api.schemas import EngineModel, JobListArgs, JobStatus, SkillSummary, up_to_max
+from api.schemas import EngineModel, JobListArgs, SkillSummary, StatusList, up_to_max
 from api.schemas.output_fields import ListOrEmpty, UtcDateTime
 
 
@@ -229,8 +229,8 @@ class ManagementRunList(Schema):
     """`runs` (= `items`) always; with `page`/`page_size` the numbered page's `page`,
     `page_size`, `total` and `total_pages`, else the cursor pages' `next_cursor`."""
 
-    runs = fields.List(fields.Nested(JobStatus))
-    items = fields.List(fields.Nested(JobStatus))
+    runs = StatusList()
+    items = StatusList()
     next_cursor = fields.String(allow_none=True)
     page = fields.Integer()
     page_size = fields.Integer()

@@ -317,6 +317,15 @@ def test_timestamps_are_documented_as_plain_strings(client):
     }
 
 
+def test_pages_of_jobs_document_their_items_as_job_status(client):
+    # the items are written by api/schemas/status_document.py, documented by the schema
+    schemas = client.get("/openapi.json").json["components"]["schemas"]
+    job_status = {"type": "array", "items": {"$ref": "#/components/schemas/JobStatus"}}
+    assert schemas["JobList"]["properties"]["items"] == job_status
+    assert schemas["ManagementRunList"]["properties"]["runs"] == job_status
+    assert schemas["ManagementRunList"]["properties"]["items"] == job_status
+
+
 def test_each_route_has_its_own_endpoint(app):
     rules = [rule for rule in app.url_map.iter_rules() if rule.rule.startswith("/v1/")]
     assert len({rule.endpoint for rule in rules}) == len(rules)
