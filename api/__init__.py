@@ -16,6 +16,7 @@ from api.auth.session import install_sessions
 from api.config import build_config
 from api.cors import allow_origins
 from api.errors import http_exception_response, register_error_handlers
+from api.jobs.queue_bound import QueueBound
 from api.logs import configure_logging, tag_request_lines
 from api.metrics import register_metrics
 from api.queue import CeleryQueue
@@ -64,6 +65,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     app.extensions["queue"] = app.config.get("QUEUE") or CeleryQueue(
         settings.broker_url, settings.task_events or settings.task_sent_events
     )
+    app.extensions["queue_bound"] = QueueBound()
     app.extensions["finish_watcher"] = FinishWatcher(settings.broker_url, max_waiters=max_waiters())
     app.extensions["event_publisher"] = EventPublisher(settings.broker_url)
     app.extensions["event_hub"] = EventHub(settings.broker_url)

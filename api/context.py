@@ -8,6 +8,7 @@ from flask import current_app
 from sqlalchemy import Connection
 from sqlalchemy.orm import Session
 
+from api.jobs.queue_bound import QueueBound
 from runner_core.event_bus import EventHub
 from runner_core.events import EventLog, RunRef
 from runner_core.finish_events import FinishWatcher
@@ -35,6 +36,11 @@ def connect() -> Connection:
 def queue() -> Any:
     """The queue client: `enqueue(run_id, queue, task_id=, time_limits=)`, `revoke`, `ping`."""
     return current_app.extensions["queue"]
+
+
+def queue_bound() -> QueueBound:
+    """This process's count of queued runs, for SKILL_RUNNER_QUEUE_MAX."""
+    return current_app.extensions["queue_bound"]
 
 
 def finish_watcher() -> FinishWatcher:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection, func, select
+from sqlalchemy import Connection
 from sqlalchemy.orm import Session
 
 from api import auth, context, job_cache
@@ -41,15 +41,6 @@ class Accepted:
     cache_hit: bool
     status: str
     extracted_files: tuple[str, ...] = ()  # an upload's: the paths its zip held
-
-
-# The queue bound counts runs sent to the workers: jobs waiting for their upload are in no
-# queue, and a client that never uploads must not fill the bound.
-_QUEUED_COUNT = (
-    select(func.count())
-    .select_from(Run.__table__)
-    .where(Run.__table__.c.status == RunStatus.QUEUED, Run.__table__.c.queued_at.is_not(None))
-)
 
 
 def create_job(
@@ -92,8 +83,8 @@ def create_job(
     )
     if cached is None:
         check_quota(conn)
-    queued = 0 if cached else conn.execute(_QUEUED_COUNT).scalar_one()
-    if queued >= settings.queue_max:
+    queued = None if cached else context.queue_bound().full(conn, settings.queue_max)
+    if queued is not None:
         raise ApiError(
             429,
             ErrorCode.QUEUE_FULL,
@@ -147,6 +138,7 @@ def create_job(
         conn, settings.requests_dir / request_id / "uploads" if needs_upload else None
     )
     if dispatch is not None:
+        context.queue_bound().accepted()
         submit(pkg, run_id, engine, options, dispatch.task_id, request_id)
     return accepted
 
