@@ -170,6 +170,9 @@ class CodexAdapter:
         settings: dict[str, Any] = {
             "analytics": {"enabled": False},
             "check_for_update_on_startup": False,
+            # the curated plugin catalogue is fetched at every start (git ls-remote, then
+            # api.github.com and chatgpt.com): a fresh CODEX_HOME per run has no use for it
+            "features": {"plugins": False},
         }
         extra = {"CODEX_HOME": str(home)}
         if native is not None:  # what the launcher would add before running the binary

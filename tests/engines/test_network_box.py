@@ -18,6 +18,7 @@ from fake_llm import FakeLLM, Script
 from runner_core.egress import EgressPlan, Endpoint, provider_endpoints
 from runner_core.engines import get_adapter
 from runner_core.engines.base import EngineContext
+from runner_core.engines.config import deep_merge, load_engine_config
 from runner_core.sandbox import Limits, find_bwrap, plan_box
 from runner_core.skills.model import Automation
 from tests.engines.harness import (
@@ -167,3 +168,39 @@ def test_a_provider_the_box_does_not_forward_is_reached_through_its_proxy(
     stderr = process.stderr_path.read_text(errors="replace")[-2000:]
     assert output.error is None, stderr
     assert output.parsed_json == json.loads(final) and asked >= 1
+
+
+@pytest.mark.parametrize("engine", ENGINES, ids=lambda engine: engine.name)
+def test_a_plain_run_asks_the_box_for_nothing_but_its_provider(tmp_path: Path, engine) -> None:
+    """A CLI's own background traffic (update checks, telemetry, plugin catalogues) is turned
+    off by its adapter or the service's engine config (deploy/engine-config): each such
+    connection would be refused, reported on every run as a NETWORK_REFUSED warning, and cost
+    the run its time."""
+    if find_bwrap() is None:
+        pytest.fail("bubblewrap must work here: deploy/install-sandbox.sh installs it")
+    adapter = get_adapter(engine.name)
+    require_binary(adapter)
+    data = tmp_path / "data"
+    run_dir = make_run_dir(data / "runs", adapter)
+    final = json.dumps({"status": "ok", "engine": engine.name})
+    box = plan_box("auto", Limits(4 * 1024**3, 1024, 4096), run_dir, Automation(), (data,))
+    assert box is not None
+    refused: list[Endpoint] = []
+    with FakeLLM(Script(tool=False, final_text=final)) as llm:
+        service = load_engine_config(adapter.name, skill_dir=None, user=None)
+        config = deep_merge(service, {**FAKE_CONFIG[adapter.name](llm), **engine.config})
+        ctx = EngineContext(
+            run_dir, PROBE_SKILL, PROBE_PROMPT, config, model=config["model"], boxed=True
+        )
+        plan = EgressPlan(frozenset(provider_endpoints(engine.name, config)), refused.append)
+        (run_dir / "logs").mkdir()
+        process = run_command(
+            adapter.build_command(ctx),
+            run_dir / "logs" / "stdout.txt",
+            run_dir / "logs" / "stderr.txt",
+            Watch(box=box.for_engine(), egress=plan),
+        )
+    output = adapter.parse_output(process)
+    assert output.error is None, process.stderr_path.read_text(errors="replace")[-2000:]
+    assert output.parsed_json == json.loads(final)
+    assert [f"{e.host}:{e.port}" for e in refused] == []

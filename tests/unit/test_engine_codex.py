@@ -27,6 +27,7 @@ def test_command_is_headless_exec_with_workspace_write_sandbox(tmp_path: Path) -
     assert argv[-2:] == ["--", "do it"]
     assert "-p" not in argv and "--profile" not in argv
     assert "analytics.enabled=false" in overrides(argv)
+    assert "features.plugins=false" in overrides(argv)  # no catalogue fetched per run
 
 
 def test_codex_home_is_created_inside_the_run_dir(tmp_path: Path) -> None:
