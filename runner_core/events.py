@@ -18,12 +18,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from runner_core.bounded_cache import BoundedCache
 from runner_core.secret_values import redact
 
 PROTOCOL_VERSION = "fcmp/1.0"
 EVENTS_FILE = "events.jsonl"
 STATE_CHANGED = "conversation.state.changed"
 TAIL_BYTES = 64 * 1024  # the last line of the file is found within this much of its end
+# an events file as this process left it (device, inode, size, mtime) -> its last seq: the
+# next write of the same run reads no tail (a file another writer grew is read again)
+_seq_after: BoundedCache[tuple[int, int, int, int], int] = BoundedCache(256)
 # The envelope's seq, written before its data: a line outside a seq range is skipped unparsed.
 _SEQ = re.compile(
     rb'^\{"protocol_version":"[^"]*","run_id":"[^"]*","request_id":"[^"]*","seq":(\d+),'
@@ -65,7 +69,9 @@ class EventLog:
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
-            seq = _last_seq(fd)
+            seq = _seq_after.get(_state(fd))
+            if seq is None:
+                seq = _last_seq(fd)
             ts = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
             events, lines = [], []
             for type_, data in items:
@@ -83,7 +89,9 @@ class EventLog:
                 }
                 events.append(event)
                 lines.append(redact(json.dumps(event, ensure_ascii=False, separators=(",", ":"))))
-            os.write(fd, "".join(line + "\n" for line in lines).encode("utf-8"))
+            payload = "".join(line + "\n" for line in lines).encode("utf-8")
+            if os.write(fd, payload) == len(payload):
+                _seq_after.put(_state(fd), seq)
         finally:
             os.close(fd)  # releases the lock
         if self.publish is not None:
@@ -113,6 +121,11 @@ class EventLog:
         if token_usage:
             data["token_usage"] = token_usage
         return self.emit(STATE_CHANGED, data)
+
+
+def _state(fd: int) -> tuple[int, int, int, int]:
+    stat = os.fstat(fd)
+    return stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns
 
 
 def _last_seq(fd: int) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from runner_core import events as events_module
 from runner_core.events import EventLog, RunRef, is_terminal, read_events
 
 REPO = Path(__file__).resolve().parents[2]
@@ -50,6 +51,24 @@ def test_a_damaged_last_line_does_not_restart_the_numbering(tmp_path):
     with (tmp_path / "events.jsonl").open("a") as fh:
         fh.write('{"seq": 9, "cut in the mid\n')
     assert EventLog(tmp_path, REF).emit("c")["seq"] == 3
+
+
+def test_the_next_write_of_a_run_reads_no_tail_unless_another_writer_grew_the_file(
+    tmp_path, monkeypatch
+):
+    reads: list[int] = []
+    real = events_module._last_seq
+    monkeypatch.setattr(events_module, "_last_seq", lambda fd: reads.append(fd) or real(fd))
+    log = EventLog(tmp_path, REF)
+    log.emit("a")
+    log.emit_many([("b", None), ("c", None)])
+    assert EventLog(tmp_path, REF).emit("d")["seq"] == 4  # a new log of the same process
+    assert len(reads) == 1  # only the first write looked at the file
+    with (tmp_path / "events.jsonl").open("a") as fh:  # another process's event
+        fh.write(json.dumps({"seq": 7, "type": "x"}) + "\n")
+    assert log.emit("e")["seq"] == 8 and len(reads) == 2
+    (tmp_path / "events.jsonl").unlink()  # a new file (the run's directory was reset)
+    assert log.emit("f")["seq"] == 1 and _seqs(tmp_path) == [1]
 
 
 def test_off_or_without_a_directory_nothing_is_written(tmp_path):
