@@ -32,6 +32,8 @@ import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from runner_core.box_dev import options as dev_options
+from runner_core.box_dev import prepared_dev
 from runner_core.box_gate import BoxGate
 from runner_core.cgroups import pids_root
 from runner_core.egress import FORWARDER, PROXY_PORT, proxy_env
@@ -77,10 +79,13 @@ class Box:
     # box forwards to it as they are; None: no way out (network False) or the open network
     egress_socket: Path | None = None
     direct_ports: tuple[int, ...] = ()
+    # script steps: the /dev made once for their boxes (runner_core.box_dev); None: bwrap's own
+    dev: Path | None = None
 
     def for_engine(self) -> Box:
-        """Engine CLIs talk to their model's endpoint: never cut from the network."""
-        return replace(self, network=True)
+        """Engine CLIs talk to their model's endpoint: never cut from the network; they keep
+        bwrap's own /dev, pseudo-terminals included."""
+        return replace(self, network=True, dev=None)
 
     @property
     def cuts_network(self) -> bool:
@@ -97,25 +102,29 @@ def plan_box(
     readable: tuple[Path, ...] = (),
     bwrap_setting: str = "",
     code: tuple[Path, ...] | None = None,
+    data_dir: Path | None = None,
 ) -> Box | None:
     """The box for a run's processes (None when the sandbox is off); `bwrap_setting` is
-    SKILL_RUNNER_BWRAP (empty: .sandbox/ of the checkout, else PATH)."""
+    SKILL_RUNNER_BWRAP (empty: .sandbox/ of the checkout, else PATH); `data_dir`: where the
+    /dev of script boxes is made (None: each box builds its own)."""
     if mode == "off":
         return None
     automation = automation or Automation()
     bwrap = find_bwrap(bwrap_setting)
     if bwrap is None:
         return Box(limits)
+    fs = automation.fs_scope == "workspace_only"
     return Box(
         limits,
         bwrap,
         run_dir=run_dir,
-        fs=automation.fs_scope == "workspace_only",
+        fs=fs,
         hidden=hidden,
         writable=writable,
         readable=readable,
         code=tuple(path for path in (code or own_files()) if path.is_relative_to("/tmp")),
         network=automation.network != "off",
+        dev=prepared_dev(data_dir, bwrap) if fs and data_dir is not None else None,
     )
 
 
@@ -251,7 +260,7 @@ def _bwrap_options(box: Box, spec: CommandSpec) -> list[str]:
         options.append("--unshare-net")
     if not box.fs or box.run_dir is None:
         return [*options, "--bind", "/", "/", "--dev-bind", "/dev", "/dev", "--proc", "/proc"]
-    options += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    options += ["--ro-bind", "/", "/", *dev_options(box.dev), "--proc", "/proc", "--tmpfs", "/tmp"]
     for path in box.code:  # the engines and interpreters stay reachable; hidden parts follow
         options += ["--ro-bind-try", str(path), str(path)]
     for path in box.hidden:

@@ -46,6 +46,7 @@ def run_box(settings: Settings, run_dir: Path, pkg: SkillPackage | None) -> Box 
         writable=(uv_cache,),
         readable=settings.sandbox_read_paths,
         bwrap_setting=settings.sandbox_bwrap,
+        data_dir=settings.data_dir,
     )
 
 
