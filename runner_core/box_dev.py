@@ -34,8 +34,9 @@ FOLDERS = ("shm",)  # a box mounts its own tmpfs here
 
 
 def options(dev: Path | None) -> list[str]:
-    """bwrap's options for a box's /dev: the prepared folder, else bwrap's own."""
-    if dev is None:
+    """bwrap's options for a box's /dev: the prepared folder, else (none made, or removed
+    since) bwrap's own."""
+    if dev is None or not os.path.isdir(dev):
         return ["--dev", "/dev"]
     return ["--dev-bind", str(dev), "/dev", "--perms", "1777", "--tmpfs", "/dev/shm"]
 

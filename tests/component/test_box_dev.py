@@ -5,6 +5,7 @@ unsealed is made again."""
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 from pathlib import Path
 
@@ -95,3 +96,11 @@ def test_without_a_usable_folder_boxes_build_their_own(tmp_path, bwrap, monkeypa
     monkeypatch.setattr(box_dev.os, "mknod", refuse)
     assert box_dev.prepared_dev(tmp_path / "data", bwrap) is None
     assert box_dev.options(None) == ["--dev", "/dev"]
+
+
+def test_a_folder_removed_while_the_worker_runs_leaves_boxes_their_own(tmp_path, bwrap):
+    data = tmp_path / "data"
+    assert boxed_run(data, "r1", "touch /dev/planted 2>/dev/null || echo sealed") == ["sealed"]
+    os.chmod(data / "box" / "dev", 0o755)
+    shutil.rmtree(data / "box")  # an operator clearing the data directory
+    assert boxed_run(data, "r2", "echo x > /dev/null && echo null ok") == ["null ok"]
