@@ -127,6 +127,42 @@ def make_run_dir(base: Path, adapter: EngineAdapter, skill_src: Path = PROBE_SKI
     return run_dir
 
 
+@dataclass
+class EngineBox:
+    """A real CLI's adapter, a run directory under `data/runs` and the box a worker gives it."""
+
+    adapter: EngineAdapter
+    data: Path
+    run_dir: Path
+    box: Any  # runner_core.sandbox.Box
+
+    def run(self, spec: CommandSpec, egress: Any = None) -> ProcessResult:
+        """`spec` to its end in the engine's box (`egress`: its network box's EgressPlan)."""
+        from worker.execution.supervisor import Watch, run_command
+
+        logs = self.run_dir / "logs"
+        logs.mkdir()
+        watch = Watch(box=self.box.for_engine(), egress=egress)
+        return run_command(spec, logs / "stdout.txt", logs / "stderr.txt", watch)
+
+
+def engine_box(tmp_path: Path, engine: str) -> EngineBox:
+    """The box tests' setup: bubblewrap must work here and the CLI be installed."""
+    from runner_core.engines import get_adapter
+    from runner_core.sandbox import Limits, find_bwrap, plan_box
+    from runner_core.skills.model import Automation
+
+    if find_bwrap() is None:
+        pytest.fail("bubblewrap must work here: deploy/install-sandbox.sh installs it")
+    adapter = get_adapter(engine)
+    require_binary(adapter)
+    data = tmp_path / "data"
+    run_dir = make_run_dir(data / "runs", adapter)
+    box = plan_box("auto", Limits(4 * 1024**3, 1024, 4096), run_dir, Automation(), (data,))
+    assert box is not None and box.bwrap is not None
+    return EngineBox(adapter, data, run_dir, box)
+
+
 def run_spec(
     spec: CommandSpec, log_dir: Path, timeout: float, stop_when: Callable[[], bool] | None = None
 ) -> ProcessResult:

@@ -16,20 +16,15 @@ import pytest
 
 from fake_llm import FakeLLM, Script
 from runner_core.egress import EgressPlan, Endpoint, provider_endpoints
-from runner_core.engines import get_adapter
 from runner_core.engines.base import EngineContext
 from runner_core.engines.config import deep_merge, load_engine_config
-from runner_core.sandbox import Limits, find_bwrap, plan_box
-from runner_core.skills.model import Automation
 from tests.engines.harness import (
     FAKE_CONFIG,
     PROBE_PROMPT,
     PROBE_SKILL,
-    make_run_dir,
-    require_binary,
+    engine_box,
 )
 from tests.engines.test_every_engine import ENGINES
-from worker.execution.supervisor import Watch, run_command
 
 REDIS_PORT = 6379
 PROBE = """\
@@ -80,18 +75,12 @@ class Listener:
 
 @pytest.mark.parametrize("engine", ENGINES, ids=lambda engine: engine.name)
 def test_the_box_lets_out_the_provider_and_the_allowlist_only(tmp_path: Path, engine) -> None:
-    if find_bwrap() is None:
-        pytest.fail("bubblewrap must work here: deploy/install-sandbox.sh installs it")
-    adapter = get_adapter(engine.name)
-    require_binary(adapter)
-    data = tmp_path / "data"
-    run_dir = make_run_dir(data / "runs", adapter)
+    boxed = engine_box(tmp_path, engine.name)
+    adapter, run_dir = boxed.adapter, boxed.run_dir
     (run_dir / "probe_net.py").write_text(PROBE)
     allowed, unnamed = Listener(b"allowed"), Listener(b"unnamed")
     command = f"python3 probe_net.py {REDIS_PORT} {allowed.port} {unnamed.port}"
     final = json.dumps({"status": "ok", "engine": engine.name})
-    box = plan_box("auto", Limits(4 * 1024**3, 1024, 4096), run_dir, Automation(), (data,))
-    assert box is not None and box.bwrap is not None
     refused: list[Endpoint] = []
     try:
         with FakeLLM(Script(command=command, final_text=final)) as llm:
@@ -99,20 +88,13 @@ def test_the_box_lets_out_the_provider_and_the_allowlist_only(tmp_path: Path, en
             ctx = EngineContext(
                 run_dir, PROBE_SKILL, PROBE_PROMPT, config, model=config["model"], boxed=True
             )
-            spec = adapter.build_command(ctx)
             provider = provider_endpoints(engine.name, config)
             llm_port = int(llm.base_url.rsplit(":", 1)[1].split("/")[0])
             assert Endpoint("127.0.0.1", llm_port) in provider, provider
             plan = EgressPlan(
                 frozenset({*provider, Endpoint("127.0.0.1", allowed.port)}), refused.append
             )
-            (run_dir / "logs").mkdir()
-            process = run_command(
-                spec,
-                run_dir / "logs" / "stdout.txt",
-                run_dir / "logs" / "stderr.txt",
-                Watch(box=box.for_engine(), egress=plan),
-            )
+            process = boxed.run(adapter.build_command(ctx), plan)
     finally:
         allowed.close()
         unnamed.close()
@@ -139,30 +121,17 @@ def test_a_provider_the_box_does_not_forward_is_reached_through_its_proxy(
 ) -> None:
     """As with a provider on the internet: the CLI must honour HTTP(S)_PROXY. One that did
     not would fail with a connection error, never go around the box."""
-    if find_bwrap() is None:
-        pytest.fail("bubblewrap must work here: deploy/install-sandbox.sh installs it")
-    adapter = get_adapter(engine.name)
-    require_binary(adapter)
-    data = tmp_path / "data"
-    run_dir = make_run_dir(data / "runs", adapter)
+    boxed = engine_box(tmp_path, engine.name)
+    adapter, run_dir = boxed.adapter, boxed.run_dir
     final = json.dumps({"status": "ok", "engine": engine.name})
-    box = plan_box("auto", Limits(4 * 1024**3, 1024, 4096), run_dir, Automation(), (data,))
-    assert box is not None
     with FakeLLM(Script(tool=False, final_text=final), host=ELSEWHERE) as llm:
         config = {**FAKE_CONFIG[adapter.name](llm), **engine.config}
         ctx = EngineContext(
             run_dir, PROBE_SKILL, PROBE_PROMPT, config, model=config["model"], boxed=True
         )
-        spec = adapter.build_command(ctx)
         plan = EgressPlan(frozenset(provider_endpoints(engine.name, config)))
         assert plan.direct_ports() == []  # nothing forwarded: the proxy is the only way
-        (run_dir / "logs").mkdir()
-        process = run_command(
-            spec,
-            run_dir / "logs" / "stdout.txt",
-            run_dir / "logs" / "stderr.txt",
-            Watch(box=box.for_engine(), egress=plan),
-        )
+        process = boxed.run(adapter.build_command(ctx), plan)
         asked = len(llm.requests)
     output = adapter.parse_output(process)
     stderr = process.stderr_path.read_text(errors="replace")[-2000:]
@@ -176,15 +145,9 @@ def test_a_plain_run_asks_the_box_for_nothing_but_its_provider(tmp_path: Path, e
     off by its adapter or the service's engine config (deploy/engine-config): each such
     connection would be refused, reported on every run as a NETWORK_REFUSED warning, and cost
     the run its time."""
-    if find_bwrap() is None:
-        pytest.fail("bubblewrap must work here: deploy/install-sandbox.sh installs it")
-    adapter = get_adapter(engine.name)
-    require_binary(adapter)
-    data = tmp_path / "data"
-    run_dir = make_run_dir(data / "runs", adapter)
+    boxed = engine_box(tmp_path, engine.name)
+    adapter, run_dir = boxed.adapter, boxed.run_dir
     final = json.dumps({"status": "ok", "engine": engine.name})
-    box = plan_box("auto", Limits(4 * 1024**3, 1024, 4096), run_dir, Automation(), (data,))
-    assert box is not None
     refused: list[Endpoint] = []
     with FakeLLM(Script(tool=False, final_text=final)) as llm:
         service = load_engine_config(adapter.name, skill_dir=None, user=None)
@@ -193,13 +156,7 @@ def test_a_plain_run_asks_the_box_for_nothing_but_its_provider(tmp_path: Path, e
             run_dir, PROBE_SKILL, PROBE_PROMPT, config, model=config["model"], boxed=True
         )
         plan = EgressPlan(frozenset(provider_endpoints(engine.name, config)), refused.append)
-        (run_dir / "logs").mkdir()
-        process = run_command(
-            adapter.build_command(ctx),
-            run_dir / "logs" / "stdout.txt",
-            run_dir / "logs" / "stderr.txt",
-            Watch(box=box.for_engine(), egress=plan),
-        )
+        process = boxed.run(adapter.build_command(ctx), plan)
     output = adapter.parse_output(process)
     assert output.error is None, process.stderr_path.read_text(errors="replace")[-2000:]
     assert output.parsed_json == json.loads(final)
