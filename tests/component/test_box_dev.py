@@ -87,6 +87,9 @@ def test_the_folder_is_made_once_and_an_unsealed_one_again(tmp_path, bwrap):
     box_dev.prepared_dev.cache_clear()
     assert box_dev.prepared_dev(data, bwrap) == folder
     assert not (folder / "stray").exists() and stat.S_IMODE(folder.stat().st_mode) == 0o555
+    os.unlink(folder / "urandom")  # a sealed folder missing a device is made again too
+    box_dev.prepared_dev.cache_clear()
+    assert box_dev.prepared_dev(data, bwrap) == folder and (folder / "urandom").is_char_device()
 
 
 def test_without_a_usable_folder_boxes_build_their_own(tmp_path, bwrap, monkeypatch):
