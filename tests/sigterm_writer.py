@@ -78,12 +78,27 @@ def _create(db: str) -> None:
     conn.close()
 
 
+def _wait(pid: int, limit: float = 10.0) -> int | str:
+    """The writer's exit code, or "hung" (killed) when it has not ended within `limit`
+    seconds: unguarded, the exception can leave a Postgres connection mid-protocol, and the
+    rollback on its return to the pool then waits for a reply that never comes."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        time.sleep(0.005)
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    return "hung"
+
+
 def main(db: str, trials: int, mode: str, signame: str = "TERM") -> None:
     if mode == "unguarded":  # the control: every signal raises at once, wherever it lands
         termination.in_database_call = lambda _frame: False
     sent = signal.Signals[f"SIG{signame}"]
     _create(db)
-    outcomes: dict[int, int] = {}
+    outcomes: dict[int | str, int] = {}
     for _ in range(trials):
         ready, told = os.pipe()
         pid = os.fork()
@@ -94,9 +109,9 @@ def main(db: str, trials: int, mode: str, signame: str = "TERM") -> None:
         os.close(told)
         time.sleep(random.uniform(0.001, 0.01))
         os.kill(pid, sent)
-        code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+        code = _wait(pid)
         outcomes[code] = outcomes.get(code, 0) + 1
-    print(" ".join(f"{code}:{n}" for code, n in sorted(outcomes.items())))
+    print(" ".join(f"{code}:{n}" for code, n in sorted(outcomes.items(), key=str)))
 
 
 if __name__ == "__main__":
