@@ -81,6 +81,8 @@ class Box:
     direct_ports: tuple[int, ...] = ()
     # script steps: the /dev made once for their boxes (runner_core.box_dev); None: bwrap's own
     dev: Path | None = None
+    # started inside a network namespace lent by runner_core.netns: bwrap makes none
+    netns: bool = False
 
     def for_engine(self) -> Box:
         """Engine CLIs talk to their model's endpoint: never cut from the network; they keep
@@ -256,7 +258,7 @@ def _base_options() -> list[str]:
 
 def _bwrap_options(box: Box, spec: CommandSpec) -> list[str]:
     options = _base_options()
-    if not box.network:
+    if not box.network and not box.netns:
         options.append("--unshare-net")
     if not box.fs or box.run_dir is None:
         return [*options, "--bind", "/", "/", "--dev-bind", "/dev", "/dev", "--proc", "/proc"]

@@ -5,6 +5,7 @@ and tests/engines/test_sandbox_engines.py."""
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -79,6 +80,11 @@ def test_a_bwrap_box_waits_at_its_gate_and_has_no_limits_in_its_argv(gate):
     assert not [a for a in argv if a.endswith("prlimit") or a == "/bin/sh"]
     with pytest.raises(ValueError, match="gate"):
         box_command(SPEC, boxed(), None)  # a bwrap box never starts without its limits
+
+
+def test_a_box_started_in_a_lent_network_namespace_makes_none(gate):
+    argv = box_command(SPEC, replace(boxed(), netns=True), None, gate).argv
+    assert "--unshare-net" not in argv and "--unshare-pid" in argv
 
 
 def test_an_engine_keeps_the_network_and_the_same_filesystem(gate):

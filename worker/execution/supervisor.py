@@ -6,6 +6,7 @@ so no engine CLI or grandchild outlives its run (revoke(terminate=True) alone le
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import signal
@@ -20,6 +21,7 @@ from runner_core.box_gate import BoxGate
 from runner_core.cgroups import PidsGroup, command_group, end_command_group, pids_root
 from runner_core.egress import EgressPlan, EgressProxy
 from runner_core.engines.base import CommandSpec, ProcessResult
+from runner_core.netns import NAMESPACES, entered
 from runner_core.processes import terminate_group
 from runner_core.sandbox import Box, box_command, limit_process, out_of_memory
 from runner_core.secret_values import mask_file
@@ -58,11 +60,18 @@ def run_command(
     group = _pids_group(watch.box)
     gate = BoxGate() if watch.box is not None and watch.box.bwrap is not None else None
     proxy = EgressProxy(watch.egress) if gate is not None and watch.egress is not None else None
-    try:
-        if watch.box is not None:
-            box = watch.box
+    with contextlib.ExitStack() as held:  # ends in reverse: proxy, gate, group, namespace
+        box = watch.box
+        cuts = gate is not None and box is not None and (proxy is not None or not box.network)
+        netns = held.enter_context(NAMESPACES.lease()) if cuts else None
+        if group is not None:  # a bwrap box's pid namespace ends what it started
+            held.callback(lambda: end_command_group(group, wait=gate is None or group.hit_limit()))
+        if gate is not None:
+            held.callback(gate.close)
+        if box is not None:
+            box = replace(box, netns=netns is not None)
             if proxy is not None:  # its own loopback, and the proxy as the one way out
-                proxy.__enter__()
+                held.enter_context(proxy)
                 box = replace(
                     box,
                     network=False,
@@ -71,14 +80,7 @@ def run_command(
                 )
             procs, in_group = _pids_join(group)
             spec = box_command(spec, box, procs, gate, in_group=in_group)
-        result = _run(spec, stdout_path, stderr_path, watch, group, gate)
-    finally:
-        if proxy is not None:
-            proxy.__exit__(None, None, None)
-        if gate is not None:
-            gate.close()
-        if group is not None:  # a bwrap box's pid namespace ends what it started
-            end_command_group(group, wait=gate is None or group.hit_limit())
+        result = _run(spec, stdout_path, stderr_path, watch, group, gate, netns)
     if _ran_out_of_memory(result, watch.box):
         result = replace(result, limit_exceeded="memory")
     return result
@@ -91,22 +93,24 @@ def _run(
     watch: Watch,
     group: PidsGroup | None,
     gate: BoxGate | None = None,
+    netns: int | None = None,
 ) -> ProcessResult:
     stdin = subprocess.PIPE if spec.stdin is not None else subprocess.DEVNULL
     started = time.time()
     with stdout_path.open("ab") as out, stderr_path.open("ab") as err:
         offsets = (out.tell(), err.tell())  # earlier turns' output stays before these
         try:
-            proc = subprocess.Popen(
-                spec.argv,
-                cwd=spec.cwd,
-                env=spec.env,
-                stdin=stdin,
-                stdout=out,
-                stderr=err,
-                start_new_session=True,
-                pass_fds=gate.child_fds if gate is not None else (),
-            )
+            with entered(netns) if netns is not None else contextlib.nullcontext():
+                proc = subprocess.Popen(
+                    spec.argv,
+                    cwd=spec.cwd,
+                    env=spec.env,
+                    stdin=stdin,
+                    stdout=out,
+                    stderr=err,
+                    start_new_session=True,
+                    pass_fds=gate.child_fds if gate is not None else (),
+                )
             started = time.time()  # Popen returns once the command is exec'd: it has started
         except OSError as exc:
             err.write(f"cannot start {spec.argv[0]}: {exc}\n".encode())
