@@ -27,26 +27,48 @@ class EventPublisher:
 
     def __init__(self, broker_url: str) -> None:
         self.url = redis_url(broker_url)
-        self._client = PerProcess(self._connect)
+        self._conn = PerProcess(self._connect)
 
     def __call__(self, run_id: str, lines: list[str]) -> None:
         if self.url is None or not lines:
             return
         try:
-            if len(lines) == 1:
-                self._client.get().publish(channel(run_id), lines[0])
-            else:
-                with self._client.get().pipeline(transaction=False) as pipe:
-                    for line in lines:
-                        pipe.publish(channel(run_id), line)
-                    pipe.execute()
+            self._conn.get().send([("PUBLISH", channel(run_id), line) for line in lines])
         except Exception as exc:  # readers fill the gap from the file
             log.debug("event of run %s not published: %s", run_id, exc)
 
-    def _connect(self):
+    def _connect(self) -> QuietConnection:
+        assert self.url is not None
+        return QuietConnection(self.url)
+
+
+class QuietConnection:
+    """A Redis connection that asks for no replies (CLIENT REPLY OFF): a publish is a hint,
+    its reply (how many readers got it) is of no use, and not waiting for it saves a round
+    trip per event. Shared by a process's threads; a failed send drops the connection and
+    the next one connects again."""
+
+    def __init__(self, url: str) -> None:
         import redis
 
-        return redis.Redis.from_url(self.url, socket_timeout=2, socket_connect_timeout=2)
+        pool = redis.ConnectionPool.from_url(url, socket_timeout=2, socket_connect_timeout=2)
+        self._conn = pool.make_connection()
+        self._lock = threading.Lock()
+        self._quiet = False
+
+    def send(self, commands: list[tuple[str, ...]]) -> None:
+        with self._lock:
+            try:
+                if not self._quiet:
+                    self._conn.connect()
+                    self._conn.send_command("CLIENT", "REPLY", "OFF")
+                    self._quiet = True
+                packed = self._conn.pack_commands(commands)
+                self._conn.send_packed_command(packed, check_health=False)
+            except BaseException:
+                self._quiet = False
+                self._conn.disconnect()
+                raise
 
 
 class EventHub:
