@@ -4,7 +4,6 @@ a runner manifest synthesized so the run goes through the same path as a SKILL.m
 from __future__ import annotations
 
 import copy
-import json
 import math
 import shlex
 import sys
@@ -17,6 +16,7 @@ from jsonschema import Draft7Validator
 from runner_core.engines import RUNNABLE_ENGINES, SUPPORTED_ENGINES
 from runner_core.openevo.meta_schema import META_SCHEMA
 from runner_core.openevo.node import node_command
+from runner_core.skills.files import SkillFileError, read_json, read_text
 from runner_core.skills.model import Automation, Entrypoint, RunnerManifest, SkillPackage
 
 SKILL_JSON = "skill.json"
@@ -68,9 +68,9 @@ def load_openevo(root: Path) -> SkillPackage:
     """The skill.json skill at `root`; every problem lands in `errors` (health invalid)."""
     pkg = SkillPackage(id=root.name, root=root, format="skill.json")
     try:
-        raw = json.loads((root / SKILL_JSON).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        pkg.errors.append(f"skill.json: invalid JSON ({exc})")
+        raw = read_json(root / SKILL_JSON, SKILL_JSON)
+    except SkillFileError as exc:
+        pkg.errors.append(str(exc))
         return pkg
     if not isinstance(raw, dict):
         pkg.errors.append("skill.json must hold a JSON object")
@@ -88,9 +88,11 @@ def load_openevo(root: Path) -> SkillPackage:
     pkg.input_schema = inline_input_schema(raw["input"], pkg.errors)
     pkg.parameter_schema = {"type": "object", "properties": {}, "additionalProperties": False}
     pkg.output_schema = raw["output"]
-    if spec.mode == "llm":
-        prompt = root / "prompt.md"
-        pkg.body = prompt.read_text(encoding="utf-8") if prompt.is_file() else ""
+    if spec.mode == "llm" and (root / "prompt.md").is_file():
+        try:
+            pkg.body = read_text(root / "prompt.md", "prompt.md")
+        except SkillFileError as exc:
+            pkg.errors.append(str(exc))
     pkg.manifest = _manifest(spec, raw)
     pkg.effective_engines = list(RUNNABLE_ENGINES) if spec.mode == "llm" else []
     return pkg

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
@@ -13,6 +12,7 @@ from skills_ref.parser import parse_frontmatter
 from runner_core.artifacts import artifact_fields
 from runner_core.engines import RETIRED, RUNNABLE_ENGINES, SUPPORTED_ENGINES
 from runner_core.openevo.spec import is_openevo_dir, load_openevo
+from runner_core.skills.files import SkillFileError, read_json, read_text
 from runner_core.skills.manifest import parse_manifest
 from runner_core.skills.model import SkillPackage
 from runner_core.skills.schemas import check_skill_schema
@@ -30,7 +30,7 @@ def load_skill(root: Path, *, strict: bool = False) -> SkillPackage:
     if not runner_path.is_file():
         pkg.errors.append("assets/runner.json is missing")
         return pkg
-    raw = _read_json(runner_path, pkg)
+    raw = _read_json(runner_path, "assets/runner.json", pkg)
     if raw is None:
         return pkg
     manifest, errors, warnings = parse_manifest(raw, strict=strict)
@@ -82,8 +82,12 @@ def _load_skill_md(pkg: SkillPackage) -> None:
     if not md.is_file():
         pkg.errors.append("SKILL.md is missing")
         return
+    try:
+        text = read_text(md, "SKILL.md")
+    except SkillFileError as exc:  # skills_ref would raise reading it too
+        pkg.errors.append(str(exc))
+        return
     pkg.errors.extend(f"SKILL.md: {e}" for e in skills_ref.validate(pkg.root))
-    text = md.read_text(encoding="utf-8")
     if unquoted_colon_in_description(text):
         pkg.warnings.append(
             "SKILL.md: the description holds an unquoted ':', which codex's YAML "
@@ -127,7 +131,7 @@ def _load_schemas(pkg: SkillPackage) -> None:
         if not path.is_file():
             pkg.errors.append(f"schemas.{kind} file not found: {rel}")
             continue
-        schema = _read_json(path, pkg)
+        schema = _read_json(path, rel, pkg)
         if isinstance(schema, dict):
             setattr(pkg, f"{kind}_schema", schema)
             check = check_skill_schema(kind, rel, schema)
@@ -137,9 +141,9 @@ def _load_schemas(pkg: SkillPackage) -> None:
             pkg.errors.append(f"{rel} must hold a JSON object")
 
 
-def _read_json(path: Path, pkg: SkillPackage) -> Any:
+def _read_json(path: Path, rel: str, pkg: SkillPackage) -> Any:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        pkg.errors.append(f"{path.relative_to(pkg.root)}: invalid JSON ({exc})")
+        return read_json(path, rel)
+    except SkillFileError as exc:
+        pkg.errors.append(str(exc))
         return None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+
 
 def test_healthz(client, queue):
     resp = client.get("/healthz")
@@ -81,6 +83,25 @@ def test_broken_skill_is_listed_invalid_not_crashing(client, skills_root):
     assert skills["broken-one"]["errors"]
     resp = client.post("/v1/jobs", json={"skill_id": "broken-one"})
     assert resp.status_code == 400 and resp.json["error"]["code"] == "SKILL_INVALID"
+
+
+def test_skill_with_a_file_not_in_utf8_is_listed_invalid_and_the_others_still_work(
+    client, skills_root
+):
+    bad = skills_root / "badenc"
+    shutil.copytree(skills_root / "demo-prime-number", bad)
+    (bad / "SKILL.md").write_bytes(b"\xff\xfe")
+    skills = {s["id"]: s for s in client.get("/v1/skills").json}
+    assert skills["badenc"]["health"] == "invalid"
+    assert "SKILL.md: not valid UTF-8 (byte 0xff at offset 0)" in skills["badenc"]["errors"]
+    assert skills["demo-prime-number"]["health"] == "ok"
+    assert client.get("/v1/skills/badenc").json["health"] == "invalid"
+    listed = client.get("/v1/management/skills").json["skills"]
+    assert {s["id"]: s["health"] for s in listed}["badenc"] == "invalid"
+    refused = client.post("/v1/jobs", json={"skill_id": "badenc"})
+    assert refused.status_code == 400 and refused.json["error"]["code"] == "SKILL_INVALID"
+    other = client.post("/v1/jobs", json={"skill_id": "demo-prime-number", "input": {}})
+    assert other.status_code == 200, other.json
 
 
 def test_skill_detail_has_schemas_and_artifacts(client):

@@ -5,6 +5,8 @@ from __future__ import annotations
 import io
 import json
 
+import pytest
+
 from tests.helpers import zip_bytes
 from tests.packages import echo_skill, package_upload
 
@@ -118,6 +120,25 @@ def test_every_validation_error_is_listed(client, settings):
     for fragment in expected:
         assert any(fragment in e for e in errors), (fragment, errors)
     assert len(errors) == len(expected)
+    assert not (settings.skills_dir / "pkg-echo").exists()
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "problem"),
+    [
+        ("SKILL.md", b"\xff\xfe", "SKILL.md: not valid UTF-8 (byte 0xff at offset 0)"),
+        ("assets/runner.json", b'{"id": "\xff"}', "assets/runner.json: not valid UTF-8"),
+        ("assets/output.schema.json", b"\xfe", "assets/output.schema.json: not valid UTF-8"),
+        ("assets/input.schema.json", b"{not json", "assets/input.schema.json: invalid JSON"),
+    ],
+)
+def test_a_file_not_in_utf8_or_not_json_is_named(client, settings, name, content, problem):
+    files = {**echo_skill(), name: content}
+    resp = install(client, files)
+    assert resp.status_code == 400, resp.json
+    error = resp.json["error"]
+    assert error["code"] == "SKILL_PACKAGE_INVALID"
+    assert any(e.startswith(problem) for e in error["details"]["errors"]), error
     assert not (settings.skills_dir / "pkg-echo").exists()
 
 

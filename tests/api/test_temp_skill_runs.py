@@ -11,7 +11,7 @@ import zipfile
 from sqlalchemy import select
 
 from runner_core.store.models import Request, Run
-from tests.helpers import upload_body
+from tests.helpers import upload_body, zip_bytes
 from tests.packages import echo_skill, package_upload
 
 
@@ -72,6 +72,21 @@ def test_invalid_package_is_400_with_every_error_and_leaves_nothing(client, app,
     assert not settings.requests_dir.exists() or not any(settings.requests_dir.iterdir())
     with app.extensions["db"]() as session:
         assert session.scalars(select(Request)).all() == []
+
+
+def test_skill_md_not_in_utf8_is_400_in_one_step_and_in_two(client, queue):
+    files = {**echo_skill(), "SKILL.md": b"\xff\xfe"}
+    one_step = start(client, files)
+    assert one_step.status_code == 400, one_step.json
+    assert one_step.json["error"]["code"] == "SKILL_PACKAGE_INVALID"
+    assert "SKILL.md: not valid UTF-8" in one_step.json["error"]["message"]
+    rid = client.post("/v1/jobs", json={"skill_source": "temp_upload"}).json["request_id"]
+    package = (io.BytesIO(zip_bytes(files)), "p.zip")
+    two_step = client.post(f"/v1/jobs/{rid}/upload", data={"skill_package": package})
+    assert two_step.status_code == 400, two_step.json
+    assert two_step.json["error"]["code"] == "SKILL_PACKAGE_INVALID"
+    assert "SKILL.md: not valid UTF-8" in two_step.json["error"]["message"]
+    assert queue.sent == []
 
 
 def test_request_is_validated_like_a_job(client, settings):

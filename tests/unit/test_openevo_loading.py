@@ -146,3 +146,14 @@ def test_root_of_follows_renames_moves_and_removals(tmp_path):
     assert registry.root_of("renamed_two") == moved
     shutil.rmtree(moved)
     assert registry.root_of("renamed_two") is None
+
+
+def test_skill_json_or_prompt_md_not_in_utf8_is_an_error(tmp_path):
+    write(tmp_path, "bad-json", name="bad_json")
+    (tmp_path / "bad-json" / "skill.json").write_bytes(b'{"name": "\xff"}')
+    write(tmp_path, "bad-prompt", files={"prompt.md": ""}, name="bad_prompt", mode="llm")
+    (tmp_path / "bad-prompt" / "prompt.md").write_bytes(b"Say \xfe")
+    listed = {p.root.name: p for p in SkillRegistry(tmp_path).list()}
+    assert listed["bad-json"].errors == ["skill.json: not valid UTF-8 (byte 0xff at offset 10)"]
+    assert listed["bad-prompt"].errors == ["prompt.md: not valid UTF-8 (byte 0xfe at offset 4)"]
+    assert listed["bad-prompt"].health == "invalid"

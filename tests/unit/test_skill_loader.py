@@ -116,3 +116,14 @@ def test_registry_lists_broken_skills_without_raising(tmp_path):
     listed = {p.id: p.health for p in SkillRegistry(tmp_path).list()}
     assert listed == {"demo-prime-number": "ok", "empty": "invalid"}
     assert SkillRegistry(tmp_path).get("../x") is None
+
+
+def test_files_not_in_utf8_are_errors_naming_the_file(skill):
+    (skill / "SKILL.md").write_bytes(b"---\nname: demo-prime-number\n\xff---\n")
+    (skill / "assets" / "parameter.schema.json").write_bytes(b'{"type": "object"\xfe}')
+    pkg = load_skill(skill)
+    assert pkg.health == "invalid"
+    assert "SKILL.md: not valid UTF-8 (byte 0xff at offset 28)" in pkg.errors
+    assert any(e.startswith("assets/parameter.schema.json: not valid UTF-8") for e in pkg.errors)
+    (skill / "assets" / "runner.json").write_bytes(b"\xff")
+    assert "assets/runner.json: not valid UTF-8 (byte 0xff at offset 0)" in load_skill(skill).errors
