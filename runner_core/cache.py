@@ -94,7 +94,7 @@ def _declared_schemas(runner_json: Path) -> list[str]:
     """Schema paths from runner.json's "schemas" block; an unreadable manifest declares none."""
     try:
         schemas = json.loads(runner_json.read_text(encoding="utf-8")).get("schemas") or {}
-    except (OSError, ValueError, AttributeError):
+    except (OSError, ValueError, AttributeError, RecursionError):
         return []
     if not isinstance(schemas, dict):
         return []

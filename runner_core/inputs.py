@@ -32,6 +32,7 @@ class ResolvedInputs:
     parameter: dict[str, Any] = field(default_factory=dict)
 
 
+TOO_DEEP_TO_VALIDATE = "the value, or the schema through its $ref, nests too deeply to validate"
 # (id(schema), make) -> (schema, made)
 _by_identity: BoundedCache[tuple, tuple[Any, Any]] = BoundedCache(256)
 
@@ -55,9 +56,13 @@ def _validator(schema: dict[str, Any]):
 
 def schema_errors(schema: dict[str, Any], instance: Any) -> list[dict[str, Any]]:
     """Every validation error of `instance`, as {path, message, validator}."""
-    errors = sorted(
-        by_identity(schema, _validator).iter_errors(instance), key=lambda e: list(e.absolute_path)
-    )
+    try:
+        errors = sorted(
+            by_identity(schema, _validator).iter_errors(instance),
+            key=lambda e: list(e.absolute_path),
+        )
+    except RecursionError:  # a deep value under a recursive `$ref`, or a `$ref` loop
+        return [_too_deep()]
     return [
         {
             "path": "/".join(str(p) for p in e.absolute_path),
@@ -66,6 +71,10 @@ def schema_errors(schema: dict[str, Any], instance: Any) -> list[dict[str, Any]]
         }
         for e in errors
     ]
+
+
+def _too_deep() -> dict[str, Any]:
+    return {"path": "", "message": TOO_DEEP_TO_VALIDATE, "validator": "depth"}
 
 
 def apply_defaults(schema: dict[str, Any], value: dict[str, Any]) -> dict[str, Any]:
@@ -91,8 +100,12 @@ def validate_parameters(schema: dict[str, Any], parameter: Any) -> dict[str, Any
             "parameter must be a JSON object",
             {"schema": "parameter"},
         )
-    filled = apply_defaults(schema, parameter)
-    errors = schema_errors(schema, filled)
+    try:
+        filled = apply_defaults(schema, parameter)
+    except RecursionError:  # its copy recurses once per level of the value
+        filled, errors = parameter, [_too_deep()]
+    else:
+        errors = schema_errors(schema, filled)
     if errors:
         raise InputError(
             ErrorCode.SCHEMA_VALIDATION_FAILED,

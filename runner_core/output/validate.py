@@ -10,7 +10,7 @@ from jsonschema.exceptions import SchemaError
 from jsonschema.protocols import Validator
 from jsonschema.validators import validator_for
 
-from runner_core.inputs import by_identity
+from runner_core.inputs import TOO_DEEP_TO_VALIDATE, by_identity
 
 # jsonschema puts the whole failing instance into some messages; a 2 MB agent answer must not
 # end up in every error record.
@@ -38,13 +38,18 @@ def _checked_validator(schema: dict[str, Any] | bool) -> Validator:
         cls.check_schema(schema)
     except SchemaError as exc:
         raise OutputSchemaError(exc.message) from exc
+    except RecursionError as exc:
+        raise OutputSchemaError("the output schema nests too deeply to check") from exc
     return cls(schema)
 
 
 def collect_errors(validator: Validator, data: Any) -> list[dict[str, Any]]:
     """Return every validation error as {path, message, validator, expected, got}, ordered by
     path: `expected` is what the schema's keyword asks, `got` the start of the value found."""
-    errors = sorted(validator.iter_errors(data), key=lambda e: (e.json_path, str(e.validator)))
+    try:
+        errors = sorted(validator.iter_errors(data), key=lambda e: (e.json_path, str(e.validator)))
+    except RecursionError:  # a deep value under a recursive `$ref`, or a `$ref` loop
+        return [{**error_record("$", TOO_DEEP_TO_VALIDATE, "depth"), "expected": None, "got": None}]
     return [
         {
             **error_record(e.json_path, e.message, str(e.validator)),

@@ -1,12 +1,16 @@
 """Reading a skill's own files (SKILL.md, runner.json, the schemas, skill.json): whatever is
-wrong with one (unreadable, not UTF-8, not JSON) is one message naming the file, never an
-exception the loader lets through."""
+wrong with one (unreadable, not UTF-8, not JSON, nested too deeply) is one message naming the
+file, never an exception the loader lets through."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 from typing import Any
+
+# How deep a skill's JSON may nest (objects and arrays). Checking and validating a schema
+# recurse about 8 Python frames per level: 64 levels stay well inside the interpreter's limit.
+MAX_JSON_DEPTH = 64
 
 
 class SkillFileError(ValueError):
@@ -28,9 +32,34 @@ def read_text(path: Path, rel: str) -> str:
 
 
 def read_json(path: Path, rel: str) -> Any:
-    """The JSON value in `path`."""
+    """The JSON value in `path`, nested at most MAX_JSON_DEPTH levels."""
     text = read_text(path, rel)
     try:
-        return json.loads(text)
+        value = json.loads(text)
     except json.JSONDecodeError as exc:
         raise SkillFileError(f"{rel}: invalid JSON ({exc})") from exc
+    except RecursionError as exc:  # deeper than the decoder goes
+        raise SkillFileError(too_deep(rel)) from exc
+    if json_depth(value) > MAX_JSON_DEPTH:
+        raise SkillFileError(too_deep(rel))
+    return value
+
+
+def too_deep(rel: str) -> str:
+    return f"{rel}: nested deeper than {MAX_JSON_DEPTH} levels"
+
+
+def json_depth(value: Any) -> int:
+    """How many objects and arrays deep `value` nests (a scalar is 0); without recursion."""
+    deepest = 0
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if not isinstance(item, dict | list):
+            continue
+        deepest = max(deepest, depth)
+        if depth > MAX_JSON_DEPTH:
+            break  # deep enough to refuse: no need to walk the rest
+        children = item.values() if isinstance(item, dict) else item
+        stack.extend((child, depth + 1) for child in children)
+    return deepest

@@ -6,7 +6,6 @@ symlinks, bombs); validation is the loader's with `strict=True`, plus a parseabl
 """
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -17,6 +16,7 @@ from packaging.version import InvalidVersion, Version
 
 from runner_core.error_codes import ErrorCode
 from runner_core.openevo.spec import SKILL_JSON, is_openevo_dir
+from runner_core.skills.files import SkillFileError, read_json
 from runner_core.skills.loader import load_skill
 from runner_core.skills.model import SkillPackage
 from runner_core.uploads import UploadLimits, extract_upload
@@ -108,14 +108,13 @@ def _declared_id(root: Path, errors: list[str]) -> str:
     """The directory name for files zipped at the root: runner.json `id` (skill.json `name`)."""
     if is_openevo_dir(root):
         try:
-            name = json.loads((root / SKILL_JSON).read_text(encoding="utf-8")).get("name")
-        except (OSError, ValueError, AttributeError):
+            name = read_json(root / SKILL_JSON, SKILL_JSON).get("name")
+        except (SkillFileError, AttributeError):
             return UNNAMED  # the loader reports the broken skill.json
         return name if isinstance(name, str) and OPENEVO_NAME.match(name) else UNNAMED
     try:
-        runner = (root / "assets" / "runner.json").read_text(encoding="utf-8")
-        declared = json.loads(runner).get("id")
-    except (OSError, ValueError, AttributeError):
+        declared = read_json(root / "assets" / "runner.json", "assets/runner.json").get("id")
+    except (SkillFileError, AttributeError):
         return UNNAMED  # the loader reports the missing or broken runner.json
     if isinstance(declared, str) and len(declared) <= 64 and SKILL_NAME.match(declared):
         return declared

@@ -8,11 +8,11 @@ under the skills directory or one level down (openEvo's `<category>/<name>/` lay
 from __future__ import annotations
 
 import builtins
-import json
 from pathlib import Path
 
 from runner_core.openevo.graph import check_graph
 from runner_core.openevo.spec import SKILL_JSON, is_openevo_dir
+from runner_core.skills.files import SkillFileError, read_json
 from runner_core.skills.memo import load_skill_cached
 from runner_core.skills.model import SkillPackage
 
@@ -100,8 +100,8 @@ def _declared_name(root: Path) -> str | None:
     if hit is not None and hit[0] == key:
         return hit[1]
     try:
-        name = json.loads(path.read_text(encoding="utf-8")).get("name")
-    except (OSError, ValueError, AttributeError):
+        name = read_json(path, SKILL_JSON).get("name")
+    except (SkillFileError, AttributeError):
         name = None
     if len(_names) > 4096:
         _names.clear()

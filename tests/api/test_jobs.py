@@ -576,3 +576,14 @@ def test_the_queue_bound_sees_other_processes_runs_once_its_count_is_stale(
     now[0] += FRESH_SEC
     late = create(one, skill_id="fenced-json", input={"text": "e"})
     assert late.status_code == 429 and late.json["error"]["details"] == {"queued": 3, "limit": 2}
+
+
+def test_a_parameter_nested_too_deeply_to_check_is_400(client, queue):
+    deep = "[" * 600 + "]" * 600  # parses, but copying it recursed past the limit
+    body = '{"skill_id": "demo-prime-number", "parameter": {"x": ' + deep + "}}"
+    resp = client.post("/v1/jobs", data=body, content_type="application/json")
+    assert resp.status_code == 400, resp.json
+    error = resp.json["error"]
+    assert error["code"] == "SCHEMA_VALIDATION_FAILED"
+    assert error["details"]["errors"][0]["validator"] == "depth"
+    assert queue.sent == []

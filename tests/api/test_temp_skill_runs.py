@@ -89,6 +89,43 @@ def test_skill_md_not_in_utf8_is_400_in_one_step_and_in_two(client, queue):
     assert queue.sent == []
 
 
+def test_a_schema_nested_3000_deep_is_400_not_a_recursion(client, queue):
+    deep = '{"items": ' * 3000 + "{}" + "}" * 3000  # text: json.dumps recurses as well
+    for kind in ("input", "parameter", "output"):
+        files = echo_skill()
+        files[f"assets/{kind}.schema.json"] = (
+            '{"type": "object", "properties": {"x": ' + deep + "}}"
+        )
+        resp = start(client, files)
+        assert resp.status_code == 400, resp.json
+        error = resp.json["error"]
+        assert error["code"] == "SKILL_PACKAGE_INVALID"
+        assert error["details"]["errors"] == [
+            f"assets/{kind}.schema.json: nested deeper than 64 levels"
+        ]
+    files = {**echo_skill(), "assets/runner.json": '{"id": "pkg-echo", "x": ' + deep + "}"}
+    resp = start(client, files)
+    assert resp.status_code == 400, resp.json
+    assert "assets/runner.json: nested deeper than 64 levels" in resp.json["error"]["message"]
+    assert queue.sent == []
+
+
+def test_a_value_too_deep_for_a_recursive_schema_is_400(client, queue):
+    files = echo_skill()
+    lists = {"$defs": {"n": {"type": "array", "items": {"$ref": "#/$defs/n"}}}}
+    schema = {**lists, "type": "object", "properties": {"x": {"$ref": "#/$defs/n"}}}
+    files["assets/parameter.schema.json"] = json.dumps(schema)
+    deep = "[" * 300 + "]" * 300
+    resp = start(
+        client, files, request='{"input": {"text": "hi"}, "parameter": {"x": ' + deep + "}}"
+    )
+    assert resp.status_code == 400, resp.json
+    error = resp.json["error"]
+    assert error["code"] == "SCHEMA_VALIDATION_FAILED"
+    assert error["details"]["errors"][0]["validator"] == "depth"
+    assert queue.sent == []
+
+
 def test_request_is_validated_like_a_job(client, settings):
     bad_json = start(client, request="{not json")
     assert bad_json.status_code == 400 and bad_json.json["error"]["code"] == "INVALID_REQUEST"

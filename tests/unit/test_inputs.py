@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from runner_core.inputs import InputError, apply_defaults, resolve_inputs, validate_parameters
+from runner_core.inputs import (
+    TOO_DEEP_TO_VALIDATE,
+    InputError,
+    apply_defaults,
+    resolve_inputs,
+    schema_errors,
+    validate_parameters,
+)
 
 INPUT = {
     "type": "object",
@@ -107,3 +114,39 @@ def test_validators_are_made_once_per_schema_object_and_never_mixed_up():
     assert by_identity(dict(schema), make) is not first  # an equal but other object: made anew
     assert schema_errors(schema, {"n": "x"})[0]["path"] == "n"  # another maker, same schema
     assert schema_errors(schema, {"n": 1}) == []
+
+
+# A list of lists of any depth, through a recursive $ref.
+NESTED_LISTS = {
+    "$defs": {"n": {"type": "array", "items": {"$ref": "#/$defs/n"}}},
+    "$ref": "#/$defs/n",
+}
+
+
+def deep_list(levels: int) -> list:
+    value: list = []
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+TOO_DEEP = {"path": "", "message": TOO_DEEP_TO_VALIDATE, "validator": "depth"}
+
+
+@pytest.mark.parametrize(
+    ("schema", "value"),
+    [
+        (NESTED_LISTS, deep_list(300)),
+        ({"$ref": "#"}, {}),  # a $ref loop
+    ],
+)
+def test_a_value_too_deep_to_validate_is_a_validation_error(schema, value):
+    assert schema_errors(schema, value) == [TOO_DEEP]
+
+
+def test_a_parameter_too_deep_to_copy_is_a_validation_error():
+    schema = {"type": "object", "properties": {"x": {"type": "array"}}}
+    with pytest.raises(InputError) as err:
+        validate_parameters(schema, {"x": deep_list(900)})
+    assert err.value.code == "SCHEMA_VALIDATION_FAILED"
+    assert err.value.details["errors"] == [TOO_DEEP]

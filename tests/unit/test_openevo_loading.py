@@ -157,3 +157,11 @@ def test_skill_json_or_prompt_md_not_in_utf8_is_an_error(tmp_path):
     assert listed["bad-json"].errors == ["skill.json: not valid UTF-8 (byte 0xff at offset 10)"]
     assert listed["bad-prompt"].errors == ["prompt.md: not valid UTF-8 (byte 0xfe at offset 4)"]
     assert listed["bad-prompt"].health == "invalid"
+
+
+def test_skill_json_nested_too_deeply_is_an_error(tmp_path):
+    write(tmp_path, "deep", name="deep")
+    deep = '{"items": ' * 3000 + "{}" + "}" * 3000
+    (tmp_path / "deep" / "skill.json").write_text('{"name": "deep", "output": ' + deep + "}")
+    (pkg,) = SkillRegistry(tmp_path).list()
+    assert pkg.errors == ["skill.json: nested deeper than 64 levels"]

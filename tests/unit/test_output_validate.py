@@ -50,3 +50,24 @@ def test_invalid_schema_raises_output_schema_error() -> None:
 def test_long_messages_are_truncated() -> None:
     errors = collect_errors(build_validator({"type": "string"}), ["x" * 5000])
     assert len(errors[0]["message"]) <= 500
+
+
+def test_data_too_deep_to_validate_is_one_error_not_a_recursion() -> None:
+    schema = {
+        "$defs": {"n": {"type": "array", "items": {"$ref": "#/$defs/n"}}},
+        "$ref": "#/$defs/n",
+    }
+    data: list = []
+    for _ in range(900):
+        data = [data]
+    errors = collect_errors(build_validator(schema), data)
+    assert [(e["path"], e["validator"]) for e in errors] == [("$", "depth")]
+    assert "nests too deeply" in errors[0]["message"]
+
+
+def test_a_schema_too_deep_to_check_is_an_output_schema_error() -> None:
+    schema: dict = {}
+    for _ in range(3000):
+        schema = {"items": schema}
+    with pytest.raises(OutputSchemaError, match="nests too deeply"):
+        build_validator(schema)

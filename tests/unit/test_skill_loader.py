@@ -127,3 +127,22 @@ def test_files_not_in_utf8_are_errors_naming_the_file(skill):
     assert any(e.startswith("assets/parameter.schema.json: not valid UTF-8") for e in pkg.errors)
     (skill / "assets" / "runner.json").write_bytes(b"\xff")
     assert "assets/runner.json: not valid UTF-8 (byte 0xff at offset 0)" in load_skill(skill).errors
+
+
+def nested_items(levels: int) -> str:
+    """A property schema nested `levels` times through "items" (written as text: json.dumps
+    recurses too)."""
+    return '{"items": ' * levels + "{}" + "}" * levels
+
+
+@pytest.mark.parametrize("kind", ["input", "parameter", "output"])
+def test_a_schema_nested_too_deeply_is_an_error_not_a_recursion(skill, kind):
+    path = skill / "assets" / f"{kind}.schema.json"
+    for levels, allowed in ((61, True), (62, False), (3000, False)):
+        # the object, its properties, the property: 3 levels around the nesting
+        path.write_text('{"type": "object", "properties": {"x": ' + nested_items(levels) + "}}")
+        pkg = load_skill(skill)
+        too_deep = f"assets/{kind}.schema.json: nested deeper than 64 levels"
+        assert (too_deep not in pkg.errors) is allowed, (levels, pkg.errors)
+        if not allowed:
+            assert getattr(pkg, f"{kind}_schema") == {}  # never handed to a validator

@@ -25,7 +25,7 @@ from sqlalchemy import update
 from sqlalchemy.exc import IntegrityError
 
 from runner_core.error_codes import ErrorCode
-from runner_core.inputs import apply_defaults
+from runner_core.inputs import TOO_DEEP_TO_VALIDATE, apply_defaults
 from runner_core.openevo.steps import in_run_attempt
 from runner_core.openevo.workflow import final_output, next_moves
 from runner_core.queues import ADVANCE_COMPOSITE
@@ -167,7 +167,10 @@ def advance(parent_id: str, ended_child: str | None = None) -> str:
 
 
 def _checked(pkg: SkillPackage, data: Any) -> tuple[str, dict[str, Any] | None]:
-    errors = [e.message for e in Draft7Validator(pkg.output_schema).iter_errors(data)]
+    try:
+        errors = [e.message for e in Draft7Validator(pkg.output_schema).iter_errors(data)]
+    except RecursionError:  # a deep value under a recursive `$ref`, or a `$ref` loop
+        errors = [TOO_DEEP_TO_VALIDATE]
     if not errors:
         return RunStatus.SUCCEEDED, None
     return RunStatus.FAILED, RunError(
