@@ -1,6 +1,7 @@
 """Parse assets/runner.json into a RunnerManifest, reporting every problem found."""
 from __future__ import annotations
 
+import shlex
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -92,11 +93,19 @@ def _entrypoint(raw: Any, errors: list[str]) -> Entrypoint:
     kind = raw.get("type", "prompt")
     if kind not in ENTRYPOINT_TYPES:
         errors.append(f"runner.json: entrypoint.type must be one of {', '.join(ENTRYPOINT_TYPES)}")
-    prompt = raw.get("prompt") or {}
-    script = raw.get("script") or {}
-    command = script.get("command") if isinstance(script, dict) else None
-    if kind in ("script", "hybrid") and not command:
+    prompt = _object(raw, "prompt", errors)
+    script = _object(raw, "script", errors)
+    command = script.get("command")
+    if command is None and kind in ("script", "hybrid"):
         errors.append(f"runner.json: entrypoint.script.command is required for type '{kind}'")
+    elif command is not None and not _command_line(command):
+        errors.append("runner.json: entrypoint.script.command must be a command line string "
+                      "(e.g. \"python scripts/run.py\", quotes closed)")
+        command = None
+    template = prompt.get("template")
+    if template is not None and (not isinstance(template, str) or not template.strip()):
+        errors.append("runner.json: entrypoint.prompt.template must be a file path in the skill")
+        template = None
     result_mode = prompt.get("result_mode", "file")
     if result_mode not in ("file", "stdout"):
         errors.append("runner.json: entrypoint.prompt.result_mode must be file or stdout")
@@ -107,15 +116,36 @@ def _entrypoint(raw: Any, errors: list[str]) -> Entrypoint:
             "(no '..', not absolute), e.g. result/result.json"
         )
         result_file = "result/result.json"
-    prompts = raw.get("prompts") or {}
+    prompts = {} if raw.get("prompts") is None else raw["prompts"]
     if not isinstance(prompts, dict) or not all(isinstance(v, str) for v in prompts.values()):
         errors.append("runner.json: entrypoint.prompts must map engine names to strings")
         prompts = {}
     return Entrypoint(
-        type=kind, prompt_template=prompt.get("template"), result_mode=result_mode,
+        type=kind, prompt_template=template, result_mode=result_mode,
         result_file=result_file,
         script_command=command, prompts=dict(prompts),
     )
+
+
+def _object(entrypoint: dict, key: str, errors: list[str]) -> dict:
+    """entrypoint.<key>: an object, or {} when absent (or null)."""
+    value = entrypoint.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        errors.append(f"runner.json: entrypoint.{key} must be an object")
+        return {}
+    return value
+
+
+def _command_line(value: object) -> bool:
+    """A string the worker can split into a program and its arguments (as it runs it)."""
+    if not isinstance(value, str):
+        return False
+    try:
+        return bool(shlex.split(value))
+    except ValueError:  # an unclosed quote
+        return False
 
 
 def _artifacts(raw: Any, errors: list[str]) -> list[ArtifactSpec]:

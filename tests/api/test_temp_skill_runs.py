@@ -126,6 +126,19 @@ def test_a_value_too_deep_for_a_recursive_schema_is_400(client, queue):
     assert queue.sent == []
 
 
+def test_a_script_command_that_is_no_string_is_refused_at_upload(client, queue):
+    entrypoint = {"type": "script", "script": {"command": 5}}
+    resp = start(client, echo_skill(runner={"entrypoint": entrypoint}))
+    assert resp.status_code == 400, resp.json
+    error = resp.json["error"]
+    assert error["code"] == "SKILL_PACKAGE_INVALID"
+    assert error["details"]["errors"] == [
+        "runner.json: entrypoint.script.command must be a command line string "
+        '(e.g. "python scripts/run.py", quotes closed)'
+    ]
+    assert queue.sent == []
+
+
 def test_request_is_validated_like_a_job(client, settings):
     bad_json = start(client, request="{not json")
     assert bad_json.status_code == 400 and bad_json.json["error"]["code"] == "INVALID_REQUEST"

@@ -93,6 +93,26 @@ def test_script_entrypoint_needs_a_command(skill):
     assert any("script.command is required" in e for e in load_skill(skill).errors)
 
 
+@pytest.mark.parametrize(
+    ("entrypoint", "problem"),
+    [
+        ({"type": "script", "script": {"command": 5}}, "script.command must be a command line"),
+        ({"type": "script", "script": {"command": ""}}, "script.command must be a command line"),
+        ({"type": "hybrid", "script": {"command": "python 'x"}}, "script.command must be"),
+        ({"type": "script", "script": "python scripts/run.py"}, "entrypoint.script must be"),
+        ({"type": "prompt", "prompt": "do it"}, "entrypoint.prompt must be an object"),
+        ({"type": "prompt", "prompt": []}, "entrypoint.prompt must be an object"),
+        ({"type": "prompt", "prompt": {"template": 5}}, "prompt.template must be a file path"),
+        ({"type": "prompt", "prompts": []}, "entrypoint.prompts must map"),
+    ],
+)
+def test_every_entrypoint_field_of_the_wrong_type_is_an_error(skill, entrypoint, problem):
+    edit_runner(skill, entrypoint=entrypoint)
+    pkg = load_skill(skill, strict=True)  # never raises
+    assert pkg.health == "invalid"
+    assert any(problem in e for e in pkg.errors), pkg.errors
+
+
 def test_schema_outside_the_skill_is_refused(skill):
     edit_runner(
         skill,
