@@ -212,7 +212,9 @@ CATALOGUE: dict[ErrorCode, CodeUse] = {
     _C.UPLOAD_NOT_ALLOWED: CodeUse((409,), "the run takes no upload now"),
     _C.UPLOAD_MISSING: CodeUse((400,), "no zip in the upload request"),
     _C.UPLOAD_NOT_ZIP: CodeUse((400,), "the upload is not a valid zip"),
-    _C.UPLOAD_UNSAFE_PATH: CodeUse((400,), "an absolute or '..' path in the zip"),
+    _C.UPLOAD_UNSAFE_PATH: CodeUse(
+        (400,), "an absolute or '..' path in the zip, or one too long or deep to extract"
+    ),
     _C.UPLOAD_SYMLINK: CodeUse((400,), "a symlink in the zip"),
     _C.UPLOAD_ENCRYPTED: CodeUse((400,), "an encrypted entry in the zip"),
     _C.UPLOAD_ZIP_BOMB: CodeUse((400,), "an entry expands too far, or beyond its header's size"),

@@ -26,6 +26,9 @@ from runner_core.workspace import write_file
 
 CHUNK_SIZE = 64 * 1024
 _DRIVE_LETTER = re.compile(r"^[A-Za-z]:")
+NAME_MAX = 255  # bytes in one path component (Linux)
+PATH_MAX = 4096  # bytes in a whole path, its terminating NUL included (Linux)
+_STAGING_NAME = ".upload-" + "x" * 8  # what tempfile.mkdtemp names the staging directory
 
 
 @dataclass(frozen=True)
@@ -38,6 +41,10 @@ class UploadLimits:
     # Entries this small cannot amplify meaningfully, and tiny text files routinely
     # compress better than any sane ratio limit.
     ratio_min_bytes: int = 64 * 1024
+    # Deep enough for any real tree, shallow enough for the recursive copies and deletes the
+    # tree meets later; and a name short enough to fit under any directory it is copied to.
+    max_depth: int = 64
+    max_path_bytes: int = 1024
 
 
 @dataclass(frozen=True)
@@ -79,7 +86,7 @@ def extract_upload(
             ErrorCode.UPLOAD_NOT_ZIP, "upload is not a valid zip archive", {"reason": str(exc)}
         ) from exc
     with archive:
-        plan = _plan_entries(archive.infolist(), limits)
+        plan = _plan_entries(archive.infolist(), limits, _name_room(dest))
         dest.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=".upload-", dir=dest.parent))
         try:
@@ -115,10 +122,36 @@ def safe_entry_name(name: str) -> str:
     return "/".join(parts)
 
 
+def _name_room(dest: Path) -> int:
+    """Bytes left for an entry's name under `dest` or its staging directory within PATH_MAX."""
+    base = len(os.fsencode(Path(dest).absolute())) + 1 + len(_STAGING_NAME)  # covers both
+    return PATH_MAX - 1 - base - 1
+
+
+def _check_name_fits(name: str, limits: UploadLimits, room: int) -> None:
+    """Refuse (UPLOAD_UNSAFE_PATH) a normalised entry name the file system cannot hold: a
+    component over NAME_MAX bytes, more than `max_depth` levels, or a path over
+    `max_path_bytes` or `room` bytes."""
+    parts = name.split("/")
+    longest = max(len(os.fsencode(part)) for part in parts)
+    size, max_size = len(os.fsencode(name)), min(limits.max_path_bytes, room)
+    if longest > NAME_MAX:
+        problem, limit = "a name in the entry's path is too long", {"max_name_bytes": NAME_MAX}
+    elif len(parts) > limits.max_depth:
+        problem, limit = "the entry is nested too deep", {"max_depth": limits.max_depth}
+    elif size > max_size:
+        problem, limit = "the entry's path is too long", {"max_path_bytes": max_size}
+    else:
+        return
+    shown = name if len(name) <= 200 else name[:200] + "..."  # a 4000-character name helps nobody
+    raise UploadError(ErrorCode.UPLOAD_UNSAFE_PATH, problem, {"entry": shown, **limit})
+
+
 def _plan_entries(
-    infos: list[zipfile.ZipInfo], limits: UploadLimits
+    infos: list[zipfile.ZipInfo], limits: UploadLimits, room: int
 ) -> list[tuple[zipfile.ZipInfo, str]]:
-    """Check every header; return (info, normalised name) pairs to extract."""
+    """Check every header; return (info, normalised name) pairs to extract. `room`: the bytes
+    an entry's name may take under the destination."""
     if len(infos) > limits.max_entries:
         raise UploadError(
             ErrorCode.UPLOAD_TOO_MANY_ENTRIES,
@@ -131,6 +164,7 @@ def _plan_entries(
     total = 0
     for info in infos:
         name = safe_entry_name(info.filename)
+        _check_name_fits(name, limits, room)
         _check_entry_kind(info)
         is_dir = info.is_dir()
         if name in files or (name in dirs and not is_dir):

@@ -111,6 +111,37 @@ def test_refuses_unsafe_paths(tmp_path: Path, workspace: Path, name: str) -> Non
     assert not (tmp_path / "evil").exists()
 
 
+@pytest.mark.parametrize(
+    ("name", "limit", "fits"),
+    [
+        ("a" * 256, {"max_name_bytes": 255}, "a" * 255),
+        ("dir/" + "\u00e9" * 128, {"max_name_bytes": 255}, "dir/" + "\u00e9" * 127 + "a"),
+        ("/".join(["d"] * 65), {"max_depth": 64}, "/".join(["d"] * 64)),
+        ("d/" * 2000 + "f", {"max_depth": 64}, "d/" * 63 + "f"),
+        ("/".join(["a" * 200] * 6), {"max_path_bytes": 1024}, "/".join(["a" * 200] * 5)),
+    ],
+    ids=["long-name", "long-utf8-name", "too-deep", "far-too-deep", "long-path"],
+)
+def test_refuses_names_the_file_system_cannot_hold(
+    tmp_path: Path, workspace: Path, name: str, limit: dict, fits: str
+) -> None:
+    """Refused before anything is written; the same name just within the limit is taken."""
+    src = make_zip(tmp_path / "in.zip", [("good.txt", b"ok"), (name, b"x")])
+    err = assert_refused(src, workspace, "UPLOAD_UNSAFE_PATH")
+    assert limit.items() <= err.details.items()
+    assert err.details["entry"] == (name if len(name) <= 200 else name[:200] + "...")
+    src = make_zip(tmp_path / "fits.zip", [(fits, b"x")])
+    assert [f.path for f in extract_upload(src, workspace / "uploads")] == [fits]
+
+
+def test_refuses_a_path_that_would_not_fit_under_a_deep_destination(tmp_path: Path) -> None:
+    workspace = tmp_path.joinpath(*["w" * 250] * 12)  # about 3000 bytes of directories
+    workspace.mkdir(parents=True)
+    src = make_zip(tmp_path / "in.zip", [("/".join(["b" * 200] * 5), b"x")])
+    err = assert_refused(src, workspace, "UPLOAD_UNSAFE_PATH")
+    assert 0 < err.details["max_path_bytes"] < 1024
+
+
 def test_entry_names_with_nul_bytes_are_unsafe() -> None:
     # zipfile truncates names at NUL when reading, so check the name rule directly.
     with pytest.raises(UploadError) as err:
