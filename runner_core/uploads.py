@@ -81,7 +81,8 @@ def extract_upload(
         raise UploadError(ErrorCode.UPLOAD_DEST_NOT_EMPTY, "upload destination already has content")
     try:
         archive = zipfile.ZipFile(zip_path)
-    except (zipfile.BadZipFile, OSError) as exc:
+    except (zipfile.BadZipFile, OSError, ValueError) as exc:
+        # ValueError: an entry name flagged UTF-8 that does not decode
         raise UploadError(
             ErrorCode.UPLOAD_NOT_ZIP, "upload is not a valid zip archive", {"reason": str(exc)}
         ) from exc

@@ -66,3 +66,10 @@ def test_a_skill_package_with_an_impossible_name_is_400_and_leaves_nothing(
     assert one_off.status_code == 400 and one_off.json["error"]["code"] == "UPLOAD_UNSAFE_PATH"
     assert not settings.requests_dir.exists() or not any(settings.requests_dir.iterdir())
 
+
+def test_an_entry_name_that_is_not_utf8_is_400_not_500(client):
+    rid = client.post("/v1/jobs", json={"skill_id": "demo-prime-number"}).json["request_id"]
+    # the entry says its name is UTF-8 (flag 0x800) but the bytes are not
+    raw = zip_bytes({"input_file_\u00e9.txt": "30"}).replace("\u00e9".encode(), b"\xff\xfe")
+    resp = client.post(f"/v1/jobs/{rid}/upload", data=raw, content_type="application/zip")
+    assert resp.status_code == 400 and resp.json["error"]["code"] == "UPLOAD_NOT_ZIP"
