@@ -27,6 +27,7 @@ MAX_FILE_BYTES = 32 * 1024 * 1024
 MAX_TOTAL_BYTES = 64 * 1024 * 1024
 _CHUNK = 1024 * 1024
 _UNSAFE = re.compile(r"[^\w.\- ]+")
+_NAME_BYTES = 200  # UTF-8 bytes of a stored name: under the file system's 255 per name
 
 
 def interaction_files_protocol() -> dict[str, Any]:
@@ -118,7 +119,8 @@ def _slots(request_id: str, meta: dict[str, Any], count: int) -> list[str]:
 def _safe_name(name: str | None, index: int) -> str:
     """The client's file name as a plain name (never a path)."""
     base = _UNSAFE.sub("_", (name or "").replace("\\", "/").rsplit("/", 1)[-1]).strip(". ")
-    return base[:120] or f"file-{index}"
+    base = base[:120].encode("utf-8")[:_NAME_BYTES].decode("utf-8", "ignore").strip(". ")
+    return base or f"file-{index}"
 
 
 def _invalid(request_id: str, message: str) -> ApiError:

@@ -99,3 +99,17 @@ def test_the_handshake_reports_interaction_files_with_its_limits_only_when_asked
     assert asked["protocols"] == {name: reply_files.interaction_files_protocol()}
     unasked = client.post("/v1/system/handshake", json={}).json["protocols"]
     assert name not in unasked and unasked["skillrunner.job.v1"] == {"supported": True}
+
+
+def test_a_file_or_slot_name_too_long_for_the_file_system_is_cut_not_a_500(client, app, queue):
+    rid, run_id, iid = waiting_job(client, app, queue, kind="open_text")
+    long_name = "\u6587" * 200 + ".txt"  # 200 characters of 3 bytes each
+    meta = {"interaction_id": iid, "bindings": [{"slot": "\u69fd" * 200, "file_index": 0}]}
+    resp = _files_reply(client, rid, meta, [(long_name, b"a")])
+    assert resp.status_code == 200, resp.json
+    with app.extensions["db"]() as session:
+        (asked,) = interactions.history(session, run_id)
+    (described,) = asked.response["files"]
+    assert all(0 < len(part.encode()) <= 200 for part in described["path"].split("/"))
+    assert described["name"] == "\u6587" * 66 and described["slot"] == "\u69fd" * 66
+    assert (run_dir(app, rid) / described["path"]).read_bytes() == b"a"
