@@ -17,6 +17,7 @@ import hashlib
 import json
 import logging
 import os
+import time
 import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import suppress
@@ -123,6 +124,15 @@ def stream_bundle(run_dir: Path, debug: bool, store: bool = True) -> Iterator[by
             with suppress(OSError):
                 copy.close()
         tmp.unlink(missing_ok=True)
+
+
+def store_bundle(run_dir: Path, debug: bool) -> Path | None:
+    """Build and store the bundle without sending it (a Range asked of a bundle not built yet);
+    its path, or None when it could not be stored (a full disk)."""
+    for _chunk in stream_bundle(run_dir, debug):
+        time.sleep(0)  # a gevent worker serves its other requests while a big zip is made
+    path = bundle_path(run_dir, debug)
+    return path if path.is_file() else None
 
 
 def _open_copy(tmp: Path) -> BinaryIO | None:

@@ -7,14 +7,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from flask import Response, send_file, stream_with_context
+from flask import Response, request, send_file, stream_with_context
 
 from api import context
 from api.errors import ApiError
 from api.jobs.read import load_job
 from api.jobs.rows import RunState
 from runner_core.artifacts import artifact_url, resolve_artifact_path
-from runner_core.bundles import bundle_names, bundle_path, stream_bundle
+from runner_core.bundles import bundle_names, bundle_path, store_bundle, stream_bundle
 from runner_core.error_codes import ErrorCode
 from runner_core.runtime_options import RuntimeOptions
 from runner_core.statuses import TERMINAL_STATUSES
@@ -91,12 +91,15 @@ def artifact_file_response(request_id: str, run: Run, path: str) -> Response:
 
 def bundle_response(run: Run, debug: bool | None = None) -> Response:
     """The bundle (debug when the run asked for it, or `debug` says so): the stored zip when an
-    earlier download built it, otherwise streamed (never held in memory) and stored on the way."""
+    earlier download built it, otherwise streamed (never held in memory) and stored on the way.
+    A first download asking for a Range waits until the zip is stored, then is answered from it
+    (206, or 416 outside it) as later ones are."""
     if debug is None:
         debug = RuntimeOptions.from_dict(run.runtime_options).debug
     name = bundle_names(debug)[0]
     stored = bundle_path(run_dir(run), debug)
-    if stored.is_file():
+    ranged = "Range" in request.headers
+    if stored.is_file() or (ranged and store_bundle(run_dir(run), debug) is not None):
         return send_file(
             stored,
             mimetype="application/zip",
