@@ -27,14 +27,21 @@ def emit(args: Namespace, body: Any, text: str | None = None) -> None:
 
 
 def routes_for(client: Client, request_id: str) -> RunRoutes:
-    """The routes of the run: a job's, or a one-off run's when no job has that id."""
+    """The routes of the run: a job's, or a one-off run's when no job has that id;
+    REQUEST_NOT_FOUND naming both when neither has it."""
     try:
         client.jobs.get(request_id)
         return client.jobs
     except SkillRunnerError as exc:
         if not is_not_found(exc):
             raise
-    client.temp_runs.get(request_id)  # raises REQUEST_NOT_FOUND when neither has it
+    try:
+        client.temp_runs.get(request_id)
+    except SkillRunnerError as exc:
+        if not is_not_found(exc):
+            raise
+        message = f"no job or one-off run has the id '{request_id}'"
+        raise SkillRunnerError(exc.status, exc.code, message, exc.details, exc.request_id) from None
     return client.temp_runs
 
 

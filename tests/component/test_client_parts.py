@@ -1,5 +1,6 @@
 """Parts of the client package that need no service: batch files, the batch summary after a
-crash, Retry-After, and the transport's retries against a small local HTTP server."""
+crash, Retry-After, the transport's retries against a small local HTTP server, and the command
+line's own errors."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import pytest
 from skill_runner_client import Client, SkillRunnerError
 from skill_runner_client.batch import read_summary
 from skill_runner_client.batch_file import BadLine, read_batch
+from skill_runner_client.cli import main as cli_main
 from skill_runner_client.progress import Progress
 from skill_runner_client.transport import retry_after_sec
 from tests.imports import outside_stdlib
@@ -206,3 +208,20 @@ def test_the_progress_line_adds_up_the_tokens_and_cost_jobs_reported():
     line = progress.line()
     assert "42,000 tokens in, 53 out, $0.1500" in line, line
     assert "2 succeeded, 1 failed" in line
+
+
+def not_found(noun: str) -> tuple[int, dict, dict]:
+    message = f"no {noun} with request_id 'nope'"
+    error = {"code": "REQUEST_NOT_FOUND", "message": message, "details": {}, "request_id": "nope"}
+    return 404, {}, {"error": error}
+
+
+@pytest.mark.parametrize("args", [["status"], ["wait"], ["logs"], ["cancel"]])
+def test_an_unknown_id_is_neither_a_job_nor_a_one_off_run(scripted, capsys, args):
+    scripted.script += [not_found("job"), not_found("one-off run")]
+    code = cli_main([*args, "nope", "--server", f"http://127.0.0.1:{scripted.server_port}"])
+    assert code == 1
+    assert capsys.readouterr().err == (
+        "skill-runner-client: REQUEST_NOT_FOUND: no job or one-off run has the id 'nope'\n"
+    )
+    assert scripted.seen == ["/v1/jobs/nope", "/v1/temp-skill-runs/nope"]
