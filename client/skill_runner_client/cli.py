@@ -82,7 +82,7 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     p.add_argument("--no-cache", action="store_true", help="skip the result cache")
     p.add_argument("--idempotency-key", help="sending the same key again returns the first job")
     p.add_argument("--wait", action="store_true", help="wait and print the result")
-    p.add_argument("--timeout", type=float, help="with --wait: give up after this many seconds")
+    p.add_argument("--timeout", type=_seconds, help="with --wait: give up after this many seconds")
 
     p = command("batch", batch, "run every job of a JSON Lines or CSV file")
     p.add_argument("jobs_file", metavar="JOBS_FILE")
@@ -103,7 +103,7 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
         p = command(name, fn, help)
         p.add_argument("request_id")
         if name in ("wait", "result"):
-            p.add_argument("--timeout", type=float, help="give up after this many seconds")
+            p.add_argument("--timeout", type=_seconds, help="give up after this many seconds")
         if name == "result":
             p.add_argument("--wait", action="store_true", help="wait for the run to end first")
 
@@ -130,7 +130,7 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     answer.add_argument("--choice", metavar="VALUE", help="the value of one of the options")
     answer.add_argument("--confirm", choices=("yes", "no"))
     answer.add_argument("--response", metavar="JSON", help="any JSON answer (fill_fields)")
-    p.add_argument("--interaction-id", type=int, help="default: the pending one")
+    p.add_argument("--interaction-id", type=_positive, help="default: the pending one")
     p.add_argument("--idempotency-key", help="a repeated reply with this key counts once")
 
     p = command("skills", commands.skills, "list installed skills, or show one")
@@ -144,9 +144,22 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
 
 
 def _positive(text: str) -> int:
-    value = int(text)
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
     if value < 1:
         raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number of seconds") from None
+    if not value >= 0:  # negative, or nan
+        raise argparse.ArgumentTypeError("must be a number of seconds, 0 or more")
     return value
 
 

@@ -225,3 +225,20 @@ def test_an_unknown_id_is_neither_a_job_nor_a_one_off_run(scripted, capsys, args
         "skill-runner-client: REQUEST_NOT_FOUND: no job or one-off run has the id 'nope'\n"
     )
     assert scripted.seen == ["/v1/jobs/nope", "/v1/temp-skill-runs/nope"]
+
+
+@pytest.mark.parametrize(
+    ("args", "reason"),
+    [
+        (["submit", "s", "--wait", "--timeout", "-5"], "--timeout: must be a number of seconds"),
+        (["wait", "x", "--timeout", "-0.5"], "--timeout: must be a number of seconds"),
+        (["result", "x", "--wait", "--timeout", "nan"], "--timeout: must be a number of seconds"),
+        (["reply", "x", "--text", "t", "--interaction-id", "0"], "--interaction-id: must be at"),
+        (["list", "--limit", "ten"], "--limit: 'ten' is not a whole number"),
+    ],
+)
+def test_a_number_out_of_range_is_a_usage_error(capsys, args, reason):
+    with pytest.raises(SystemExit) as exit:
+        cli_main([*args, "--server", "http://127.0.0.1:9"])  # nothing is sent
+    assert exit.value.code == 2
+    assert f"error: argument {reason}" in capsys.readouterr().err
