@@ -102,10 +102,13 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     ):
         p = command(name, fn, help)
         p.add_argument("request_id")
-        if name in ("wait", "result"):
+        if name == "wait":
             p.add_argument("--timeout", type=_seconds, help="give up after this many seconds")
         if name == "result":
             p.add_argument("--wait", action="store_true", help="wait for the run to end first")
+            p.add_argument(
+                "--timeout", type=_seconds, help="with --wait: give up after this many seconds"
+            )
 
     p = command("logs", commands.logs, "print a run's log; -f follows it as it grows")
     p.add_argument("request_id")

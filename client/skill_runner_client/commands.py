@@ -116,7 +116,7 @@ def wait(args: Namespace, client: Client) -> int:
 def result(args: Namespace, client: Client) -> int:
     routes = routes_for(client, args.request_id)
     if args.wait:
-        return show_result(args, routes, args.request_id, None)
+        return show_result(args, routes, args.request_id, args.timeout)
     body = routes.result(args.request_id)
     emit(args, body)
     return OK if body["result"]["status"] == "succeeded" else FAILED

@@ -242,3 +242,10 @@ def test_a_number_out_of_range_is_a_usage_error(capsys, args, reason):
         cli_main([*args, "--server", "http://127.0.0.1:9"])  # nothing is sent
     assert exit.value.code == 2
     assert f"error: argument {reason}" in capsys.readouterr().err
+
+
+def test_result_wait_gives_up_after_its_timeout(scripted, capsys):
+    scripted.script += [(200, {}, {"request_id": "x", "status": "running"})] * 3
+    url = f"http://127.0.0.1:{scripted.server_port}"
+    assert cli_main(["result", "x", "--wait", "--timeout", "0", "--server", url]) == 1
+    assert capsys.readouterr().err == "skill-runner-client: x still running after 0.0 s\n"
