@@ -235,6 +235,8 @@ def skills(args: Namespace, client: Client) -> int:
 
 
 def install(args: Namespace, client: Client) -> int:
+    if not Path(args.package).is_file():
+        raise ValueError(f"install: no file at {args.package}")
     answer = client.install(args.package)
     text = f"{answer.get('skill_id')} {answer.get('version')} {answer.get('action')}"
     emit(args, answer, text)

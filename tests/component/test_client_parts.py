@@ -249,3 +249,11 @@ def test_result_wait_gives_up_after_its_timeout(scripted, capsys):
     url = f"http://127.0.0.1:{scripted.server_port}"
     assert cli_main(["result", "x", "--wait", "--timeout", "0", "--server", url]) == 1
     assert capsys.readouterr().err == "skill-runner-client: x still running after 0.0 s\n"
+
+
+def test_install_of_a_file_that_is_not_there_names_it(tmp_path, capsys):
+    code = cli_main(["install", str(tmp_path / "nofile.zip"), "--server", "http://127.0.0.1:9"])
+    assert code == 2
+    assert capsys.readouterr().err == (
+        f"skill-runner-client: install: no file at {tmp_path / 'nofile.zip'}\n"
+    )
