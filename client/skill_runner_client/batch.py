@@ -90,12 +90,13 @@ class BatchRun:
         self.progress = Progress(len(jobs))
 
     def run(self) -> int:
-        """0: every job succeeded; 1: some failed (or the batch stopped; resume it)."""
-        self.results_dir.mkdir(parents=True, exist_ok=True)
+        """0: every job succeeded; 1: some failed (or the batch stopped; resume it). ValueError
+        for an --out that holds an earlier batch, unless resuming."""
         if (self.options.out / SUMMARY).exists() and not self.options.resume:
-            raise BatchAborted(
+            raise ValueError(  # a usage error: nothing was sent
                 f"{self.options.out / SUMMARY} holds an earlier batch: --resume continues it"
             )
+        self.results_dir.mkdir(parents=True, exist_ok=True)
         done = read_summary(self.options.out)
         self._ended = len(done)
         ok = sum(1 for e in done.values() if e["status"] == "succeeded")

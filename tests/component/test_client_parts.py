@@ -257,3 +257,17 @@ def test_install_of_a_file_that_is_not_there_names_it(tmp_path, capsys):
     assert capsys.readouterr().err == (
         f"skill-runner-client: install: no file at {tmp_path / 'nofile.zip'}\n"
     )
+
+
+def test_a_batch_over_an_earlier_one_without_resume_is_a_usage_error(tmp_path, capsys):
+    jobs = tmp_path / "good.jsonl"
+    jobs.write_text('{"skill_id": "s"}\n')
+    out = tmp_path / "good.out"
+    out.mkdir()
+    (out / "summary.jsonl").write_text('{"key": "1", "status": "succeeded"}\n')
+    args = ["batch", str(jobs), "--out", str(out), "--server", "http://127.0.0.1:9"]
+    assert cli_main(args) == 2
+    assert capsys.readouterr().err == (
+        f"skill-runner-client: {out / 'summary.jsonl'} holds an earlier batch: "
+        "--resume continues it\n"
+    )

@@ -95,7 +95,7 @@ def test_batch_killed_half_way_and_resumed_runs_every_job_once(served, client, t
     done_before = len(summary(out))
     assert done_before < BATCH_JOBS
     again = cli(served, *args, timeout=30)
-    assert again.returncode == 1 and "--resume" in again.stderr  # never over an earlier batch
+    assert again.returncode == 2 and "--resume" in again.stderr  # never over an earlier batch
     resumed = cli(served, *args, "--resume", timeout=600)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     entries = summary(out)
