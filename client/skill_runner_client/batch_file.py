@@ -124,8 +124,10 @@ def _job(path: Path, line: int, merged: dict[str, Any]) -> BatchJob:
     unknown = sorted(set(merged) - FIELDS)
     if unknown:
         raise BadLine(path, line, f"unknown field(s): {', '.join(unknown)}")
-    if not isinstance(merged.get("skill_id"), str) or not merged["skill_id"]:
+    if merged.get("skill_id") in (None, ""):
         raise BadLine(path, line, "skill_id is missing")
+    if not isinstance(merged["skill_id"], str):
+        raise BadLine(path, line, "skill_id must be a string")
     for name in ("engine", "model"):
         if merged.get(name) is not None and not isinstance(merged[name], str):
             raise BadLine(path, line, f"{name} must be a string")

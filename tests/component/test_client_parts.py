@@ -42,6 +42,7 @@ def test_jsonl_lines_become_jobs_with_stable_idempotency_keys(tmp_path):
         ('{"skill_id": "s"}\nnot json\n', "2: not JSON"),
         ("[1]\n", "1: not a JSON object"),
         ('{"engine": "codex"}\n', "1: skill_id is missing"),
+        ('{"skill_id": 5}\n', "1: skill_id must be a string"),
         ('{"skill_id": "s", "colour": 1}\n', "1: unknown field(s): colour"),
         ('{"skill_id": "s", "key": "a/b"}\n', "1: key 'a/b' is not"),
         (
