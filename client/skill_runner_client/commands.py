@@ -62,10 +62,17 @@ def pairs(items: list[str] | None, what: str, as_json: bool) -> dict[str, Any]:
     return out
 
 
+def json_value(text: str, what: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{what} is not JSON: {exc}") from None
+
+
 def json_object(text: str | None, what: str) -> dict[str, Any]:
     if not text:
         return {}
-    value = json.loads(text)
+    value = json_value(text, what)
     if not isinstance(value, dict):
         raise ValueError(f"{what} must be a JSON object")
     return value
@@ -73,7 +80,7 @@ def json_object(text: str | None, what: str) -> dict[str, Any]:
 
 def submit(args: Namespace, client: Client) -> int:
     parameter = {**json_object(args.parameters, "--parameters"), **pairs(args.param, "-p", True)}
-    inline = {**json_object(args.input_json, "--input"), **pairs(args.input, "-i", True)}
+    inline = {**json_object(args.input_json, "--input-json"), **pairs(args.input, "-i", True)}
     files = pairs(args.file, "-f", False)
     for field, path in files.items():
         if not Path(path).is_file():
@@ -199,13 +206,6 @@ def list_jobs(args: Namespace, client: Client) -> int:
 
 
 def reply(args: Namespace, client: Client) -> int:
-    routes = routes_for(client, args.request_id)
-    interaction_id = args.interaction_id
-    if interaction_id is None:
-        pending = routes.pending(args.request_id)["pending"]
-        if pending is None:
-            raise ValueError(f"{args.request_id} is waiting for no reply")
-        interaction_id = pending["interaction_id"]
     if args.text is not None:
         response: Any = args.text
     elif args.choice is not None:
@@ -213,7 +213,14 @@ def reply(args: Namespace, client: Client) -> int:
     elif args.confirm is not None:
         response = args.confirm == "yes"
     else:
-        response = json.loads(args.response)
+        response = json_value(args.response, "--response")
+    routes = routes_for(client, args.request_id)
+    interaction_id = args.interaction_id
+    if interaction_id is None:
+        pending = routes.pending(args.request_id)["pending"]
+        if pending is None:
+            raise ValueError(f"{args.request_id} is waiting for no reply")
+        interaction_id = pending["interaction_id"]
     answer = routes.reply(args.request_id, interaction_id, response, args.idempotency_key)
     verdict = "accepted" if answer["accepted"] else "not accepted"
     emit(args, answer, f"{args.request_id} reply {verdict}; {answer['status']}")

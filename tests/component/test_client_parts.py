@@ -272,3 +272,16 @@ def test_a_batch_over_an_earlier_one_without_resume_is_a_usage_error(tmp_path, c
         f"skill-runner-client: {out / 'summary.jsonl'} holds an earlier batch: "
         "--resume continues it\n"
     )
+
+
+@pytest.mark.parametrize(
+    ("args", "option"),
+    [
+        (["submit", "s", "--parameters", "{n: 1}"], "--parameters"),
+        (["submit", "s", "--input-json", "nope"], "--input-json"),
+        (["reply", "x", "--response", "{"], "--response"),
+    ],
+)
+def test_an_option_that_is_not_json_is_named_before_anything_is_sent(capsys, args, option):
+    assert cli_main([*args, "--server", "http://127.0.0.1:9"]) == 2
+    assert capsys.readouterr().err.startswith(f"skill-runner-client: {option} is not JSON: ")
