@@ -22,6 +22,9 @@ USAGE_ERROR, INTERRUPTED = 2, 130
 
 def batch(args: argparse.Namespace, client: Client) -> int:
     path = Path(args.jobs_file)
+    if not path.is_file():
+        print(f"{args.prog}: no batch file at {path}", file=sys.stderr)
+        return USAGE_ERROR
     try:
         jobs = read_batch(path)  # every line checked before anything is sent
     except (BadLine, OSError, UnicodeDecodeError) as exc:

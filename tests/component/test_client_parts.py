@@ -285,3 +285,11 @@ def test_a_batch_over_an_earlier_one_without_resume_is_a_usage_error(tmp_path, c
 def test_an_option_that_is_not_json_is_named_before_anything_is_sent(capsys, args, option):
     assert cli_main([*args, "--server", "http://127.0.0.1:9"]) == 2
     assert capsys.readouterr().err.startswith(f"skill-runner-client: {option} is not JSON: ")
+
+
+def test_a_batch_file_that_is_not_there_is_named(tmp_path, capsys):
+    args = ["batch", str(tmp_path / "nofile.jsonl"), "--server", "http://127.0.0.1:9"]
+    assert cli_main(args) == 2
+    assert capsys.readouterr().err == (
+        f"skill-runner-client: no batch file at {tmp_path / 'nofile.jsonl'}\n"
+    )
