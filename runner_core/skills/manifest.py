@@ -12,6 +12,7 @@ from runner_core.skills.model import (
 
 EXECUTION_MODES = ("auto", "interactive")
 ENTRYPOINT_TYPES = ("prompt", "script", "hybrid")
+NETWORK_MODES = ("off", "allowlist", "on")  # `on`: the open network, unless the operator forbids it
 
 
 def parse_manifest(raw: Any, *, strict: bool) -> tuple[RunnerManifest | None, list[str], list[str]]:
@@ -40,6 +41,15 @@ def parse_manifest(raw: Any, *, strict: bool) -> tuple[RunnerManifest | None, li
     if not isinstance(schemas, dict):
         errors.append("runner.json: 'schemas' must be an object")
         schemas = {}
+    for kind in [kind for kind, path in schemas.items() if not isinstance(path, str)]:
+        errors.append(f"runner.json: schemas.{kind} must be a file path in the skill")
+        schemas = {k: v for k, v in schemas.items() if k != kind}
+    retries = raw.get("retries", 0)
+    if retries is None:
+        retries = 0
+    if not isinstance(retries, int) or isinstance(retries, bool) or retries < 0:
+        errors.append("runner.json: 'retries' must be an integer >= 0")
+        retries = 0
     manifest = RunnerManifest(
         id=skill_id if isinstance(skill_id, str) else "",
         version=version if isinstance(version, str) else "",
@@ -54,7 +64,7 @@ def parse_manifest(raw: Any, *, strict: bool) -> tuple[RunnerManifest | None, li
         fallback=_command(raw, "fallback", errors),
         runtime=_runtime(raw.get("runtime"), errors),
         max_attempt=max_attempt if isinstance(max_attempt, int) else None,
-        retries=int(raw.get("retries", 0) or 0),
+        retries=retries,
     )
     return manifest, errors, warnings
 
@@ -157,6 +167,9 @@ def _artifacts(raw: Any, errors: list[str]) -> list[ArtifactSpec]:
         if not isinstance(item, dict) or not item.get("role") or not item.get("pattern"):
             errors.append(f"runner.json: artifacts[{i}] needs 'role' and 'pattern'")
             continue
+        if not all(isinstance(item.get(key), str) for key in ("role", "pattern")):
+            errors.append(f"runner.json: artifacts[{i}].role and .pattern must be strings")
+            continue
         specs.append(ArtifactSpec(role=item["role"], pattern=item["pattern"],
                                   mime=item.get("mime"), required=bool(item.get("required", False))))
     return specs
@@ -171,11 +184,19 @@ def _automation(raw: Any, errors: list[str]) -> Automation:
         errors.append("runner.json: automation.timeout_sec must be a positive integer")
         timeout = None
     network = raw.get("network", "off")
-    if network not in ("off", "allowlist"):
-        errors.append("runner.json: automation.network must be off or allowlist")
-    return Automation(timeout_sec=timeout, network=network,
-                      allowlist=tuple(raw.get("allowlist", []) or ()),
-                      fs_scope=raw.get("fs_scope", "workspace_only"))
+    if network not in NETWORK_MODES:
+        errors.append("runner.json: automation.network must be off, allowlist or on")
+        network = "off"
+    allowlist = raw.get("allowlist", []) or []
+    if not isinstance(allowlist, list) or not all(isinstance(h, str) for h in allowlist):
+        errors.append("runner.json: automation.allowlist must be a list of host strings")
+        allowlist = []
+    fs_scope = raw.get("fs_scope", "workspace_only")
+    if not isinstance(fs_scope, str):
+        errors.append("runner.json: automation.fs_scope must be a string")
+        fs_scope = "workspace_only"
+    return Automation(timeout_sec=timeout, network=network, allowlist=tuple(allowlist),
+                      fs_scope=fs_scope)
 
 
 def _command(raw: dict, key: str, errors: list[str]) -> Command | None:
@@ -198,8 +219,11 @@ def _runtime(raw: Any, errors: list[str]) -> Runtime | None:
     if not isinstance(deps, list) or not all(isinstance(d, str) for d in deps):
         errors.append("runner.json: runtime.dependencies must be a list of strings")
         deps = []
-    return Runtime(language=raw.get("language", "python"), version=raw.get("version"),
-                   dependencies=tuple(deps))
+    language, version = raw.get("language", "python"), raw.get("version")
+    if not isinstance(language, str) or not (version is None or isinstance(version, str)):
+        errors.append("runner.json: runtime.language and runtime.version must be strings")
+        language, version = "python", None
+    return Runtime(language=language, version=version, dependencies=tuple(deps))
 
 
 def _inside_run(path: object) -> bool:

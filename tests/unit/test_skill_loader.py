@@ -113,6 +113,33 @@ def test_every_entrypoint_field_of_the_wrong_type_is_an_error(skill, entrypoint,
     assert any(problem in e for e in pkg.errors), pkg.errors
 
 
+@pytest.mark.parametrize(
+    ("field", "value", "problem"),
+    [
+        ("retries", "abc", "'retries' must be an integer >= 0"),
+        ("retries", -1, "'retries' must be an integer >= 0"),
+        ("schemas", {"input": 5}, "schemas.input must be a file path"),
+        ("automation", {"network": "maybe"}, "automation.network must be off, allowlist or on"),
+        ("automation", {"network": "allowlist", "allowlist": "api.example.com"}, "allowlist must"),
+        ("automation", {"fs_scope": 1}, "automation.fs_scope must be a string"),
+        ("artifacts", [{"role": 1, "pattern": "a.txt"}], "artifacts[0].role and .pattern must"),
+        ("runtime", {"language": ["python"]}, "runtime.language and runtime.version must"),
+    ],
+)
+def test_every_runner_json_field_of_the_wrong_type_is_an_error(skill, field, value, problem):
+    edit_runner(skill, **{field: value})
+    pkg = load_skill(skill, strict=True)  # never raises
+    assert pkg.health == "invalid"
+    assert any(problem in e for e in pkg.errors), pkg.errors
+
+
+def test_network_on_is_a_valid_automation_network(skill):
+    edit_runner(skill, automation={"network": "on"})
+    pkg = load_skill(skill, strict=True)
+    assert pkg.health == "ok", pkg.errors
+    assert pkg.manifest.automation.network == "on"
+
+
 def test_schema_outside_the_skill_is_refused(skill):
     edit_runner(
         skill,
