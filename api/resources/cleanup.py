@@ -13,6 +13,7 @@ from sqlalchemy import and_, delete, or_, select
 from api import auth, context, idempotency
 from api.blueprint import Blueprint
 from api.jobs import pending
+from api.schemas.input_fields import WholeNumber
 from runner_core.statuses import TERMINAL_STATUSES, RunStatus
 from runner_core.store.models import Request, Run, utcnow
 
@@ -21,7 +22,7 @@ blp = Blueprint("cleanup", __name__, url_prefix="/v1/jobs", description="Houseke
 
 class CleanupArgs(Schema):
     # at most 100 years: a larger age is no date (it overflowed into a 500)
-    older_than_sec = fields.Integer(
+    older_than_sec = WholeNumber(
         load_default=0, validate=validate.Range(min=0, max=100 * 365 * 86400)
     )
     statuses = fields.List(

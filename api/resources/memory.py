@@ -12,6 +12,7 @@ from marshmallow import Schema, fields, validate
 from api import auth, context
 from api.blueprint import Blueprint
 from api.errors import ApiError
+from api.schemas.input_fields import WholeNumber
 from runner_core.error_codes import ErrorCode
 from runner_core.store import memory
 
@@ -25,7 +26,7 @@ class MemoryArgs(Schema):
         validate=validate.Length(max=1000),
         metadata={"description": "search as ctx.memory.search does; without it, newest first"},
     )
-    limit = fields.Integer(load_default=20, validate=validate.Range(min=1, max=memory.MAX_RESULTS))
+    limit = WholeNumber(load_default=20, validate=validate.Range(min=1, max=memory.MAX_RESULTS))
 
 
 class MemoryEntry(Schema):
@@ -49,7 +50,7 @@ class Forgotten(Schema):
 
 
 class HistoryArgs(Schema):
-    limit = fields.Integer(load_default=50, validate=validate.Range(min=1, max=memory.MAX_HISTORY))
+    limit = WholeNumber(load_default=50, validate=validate.Range(min=1, max=memory.MAX_HISTORY))
 
 
 class Message(Schema):

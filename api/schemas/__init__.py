@@ -7,6 +7,7 @@ from typing import Any
 from marshmallow import EXCLUDE, Schema, ValidationError, fields, validate, validates_schema
 
 from api.jobs import workspace as run_files
+from api.schemas.input_fields import WholeNumber
 from api.schemas.output_fields import ListOrEmpty, UtcDateTime
 from api.schemas.status_document import status_document
 from runner_core.statuses import RunStatus
@@ -190,14 +191,14 @@ class LogRangeArgs(Schema):
             "stream) is stdout: CLIs run on pipes here"
         },
     )
-    byte_from = fields.Integer(
+    byte_from = WholeNumber(
         load_default=0,
         validate=up_to_max(),
         metadata={
             "description": "first byte (0-based); to follow a run, pass the last answer's byte_to"
         },
     )
-    byte_to = fields.Integer(
+    byte_to = WholeNumber(
         load_default=None,
         allow_none=True,
         validate=up_to_max(),
@@ -251,7 +252,7 @@ class InteractionReply(Schema):
     class Meta:
         unknown = EXCLUDE
 
-    interaction_id = fields.Integer(required=True, validate=up_to_max(1))
+    interaction_id = WholeNumber(required=True, validate=up_to_max(1))
     budget = fields.Dict(
         metadata={
             "description": "a new runtime_options.budget for the run ({max_tokens, max_usd}): "
@@ -279,7 +280,7 @@ class EventsArgs(Schema):
     class Meta:
         unknown = EXCLUDE
 
-    cursor = fields.Integer(
+    cursor = WholeNumber(
         load_default=0,
         validate=up_to_max(),
         metadata={"description": "resume after this seq (the Last-Event-ID header works too)"},
@@ -290,11 +291,11 @@ class EventHistoryArgs(Schema):
     class Meta:
         unknown = EXCLUDE
 
-    from_seq = fields.Integer(load_default=None, validate=up_to_max(1))
-    to_seq = fields.Integer(load_default=None, validate=up_to_max(1))
+    from_seq = WholeNumber(load_default=None, validate=up_to_max(1))
+    to_seq = WholeNumber(load_default=None, validate=up_to_max(1))
     from_ts = fields.String(load_default=None, metadata={"description": "ISO time, inclusive"})
     to_ts = fields.String(load_default=None, metadata={"description": "ISO time, inclusive"})
-    limit = fields.Integer(load_default=1000, validate=validate.Range(min=1, max=10000))
+    limit = WholeNumber(load_default=1000, validate=validate.Range(min=1, max=10000))
 
 
 class EventHistory(Schema):
@@ -384,7 +385,7 @@ class JobListArgs(Schema):
     status = fields.String(load_default=None, validate=validate.OneOf(list(RunStatus)))
     skill_id = fields.String(load_default=None)
     engine = fields.String(load_default=None)
-    limit = fields.Integer(load_default=50, validate=validate.Range(min=1, max=500))
+    limit = WholeNumber(load_default=50, validate=validate.Range(min=1, max=500))
     cursor = fields.String(load_default=None)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from marshmallow import EXCLUDE, Schema, fields, validate
 
 from api.schemas import EngineModel, JobListArgs, SkillSummary, StatusList, up_to_max
+from api.schemas.input_fields import WholeNumber
 from api.schemas.output_fields import ListOrEmpty, UtcDateTime
 
 
@@ -165,8 +166,8 @@ class AuditArgs(Schema):
     class Meta:
         unknown = EXCLUDE
 
-    limit = fields.Integer(load_default=50, validate=validate.Range(min=1, max=500))
-    cursor = fields.Integer(
+    limit = WholeNumber(load_default=50, validate=validate.Range(min=1, max=500))
+    cursor = WholeNumber(
         load_default=None,
         validate=up_to_max(1),
         metadata={"description": "a `next_cursor` of the previous page"},
@@ -215,14 +216,14 @@ class EngineList(Schema):
 
 class ManagementRunListArgs(JobListArgs):
     # the Zotero plugin asks up to 1000 at once
-    limit = fields.Integer(load_default=50, validate=validate.Range(min=1, max=1000))
-    page = fields.Integer(
+    limit = WholeNumber(load_default=50, validate=validate.Range(min=1, max=1000))
+    page = WholeNumber(
         load_default=None,
         # bounded: page x page_size must fit the database's row offset
         validate=validate.Range(min=1, max=1_000_000),
         metadata={"description": "numbered pages (with page_size) instead of the cursor"},
     )
-    page_size = fields.Integer(load_default=None, validate=validate.Range(min=1, max=500))
+    page_size = WholeNumber(load_default=None, validate=validate.Range(min=1, max=500))
 
 
 class ManagementRunList(Schema):
