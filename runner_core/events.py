@@ -158,11 +158,12 @@ def read_events(
     run_dir: Path,
     after_seq: int = 0,
     to_seq: int | None = None,
-    from_ts: str | None = None,
-    to_ts: str | None = None,
+    from_ts: datetime | None = None,
+    to_ts: datetime | None = None,
     limit: int | None = None,
 ) -> list[dict[str, Any]]:
-    """The stored events with `after_seq` < seq (<= to_seq), within [from_ts, to_ts]."""
+    """The stored events with `after_seq` < seq (<= to_seq), within [from_ts, to_ts] (aware
+    datetimes; an event whose `ts` does not parse is outside any time range)."""
     found = []
     for raw in _whole_lines(Path(run_dir) / EVENTS_FILE):
         head = _SEQ.match(raw)
@@ -179,13 +180,24 @@ def read_events(
         seq = event.get("seq", 0)
         if seq <= after_seq or (to_seq is not None and seq > to_seq):
             continue
-        ts = str(event.get("ts", ""))
-        if (from_ts and ts < from_ts) or (to_ts and ts > to_ts):
-            continue
+        if from_ts or to_ts:
+            at = event_time(event)
+            if at is None or (from_ts and at < from_ts) or (to_ts and at > to_ts):
+                continue
         found.append(event)
         if limit is not None and len(found) >= limit:
             break
     return found
+
+
+def event_time(event: dict[str, Any]) -> datetime | None:
+    """The event's `ts` as an aware datetime (one without an offset is UTC); None when it
+    has none that parses."""
+    try:
+        at = datetime.fromisoformat(str(event.get("ts", "")))
+    except ValueError:
+        return None
+    return at if at.tzinfo else at.replace(tzinfo=UTC)
 
 
 def _whole_lines(path: Path) -> Iterator[bytes]:

@@ -93,7 +93,7 @@ def _rest(run_dir: Path, last: int) -> Iterator[str]:
 
 
 def history(run_dir: Path, args: dict[str, Any]) -> list[dict[str, Any]]:
-    """Stored events by seq range and/or time range (ISO timestamps, compared as stored)."""
+    """Stored events by seq range and/or time range (aware datetimes)."""
     return read_events(
         run_dir,
         after_seq=max(0, (args.get("from_seq") or 1) - 1),

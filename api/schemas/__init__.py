@@ -7,7 +7,7 @@ from typing import Any
 from marshmallow import EXCLUDE, Schema, ValidationError, fields, validate, validates_schema
 
 from api.jobs import workspace as run_files
-from api.schemas.input_fields import WholeNumber
+from api.schemas.input_fields import Timestamp, WholeNumber
 from api.schemas.output_fields import ListOrEmpty, UtcDateTime
 from api.schemas.status_document import status_document
 from runner_core.statuses import RunStatus
@@ -293,8 +293,8 @@ class EventHistoryArgs(Schema):
 
     from_seq = WholeNumber(load_default=None, validate=up_to_max(1))
     to_seq = WholeNumber(load_default=None, validate=up_to_max(1))
-    from_ts = fields.String(load_default=None, metadata={"description": "ISO time, inclusive"})
-    to_ts = fields.String(load_default=None, metadata={"description": "ISO time, inclusive"})
+    from_ts = Timestamp(load_default=None, metadata={"description": "ISO 8601 time, inclusive"})
+    to_ts = Timestamp(load_default=None, metadata={"description": "ISO 8601 time, inclusive"})
     limit = WholeNumber(load_default=1000, validate=validate.Range(min=1, max=10000))
 
 
