@@ -12,11 +12,10 @@ from sqlalchemy.orm import Session
 from api import context
 from api.errors import ApiError
 from api.jobs.create import submit
-from runner_core.budget import SCHEMA as BUDGET_SCHEMA
+from api.jobs.validate import check_runtime_options
 from runner_core.budget import Budget
 from runner_core.budget import message as budget_message
 from runner_core.error_codes import ErrorCode
-from runner_core.inputs import schema_errors
 from runner_core.interaction import check_response, from_typed, typed_text
 from runner_core.runtime_options import RuntimeOptions
 from runner_core.skills import SkillPackage
@@ -111,17 +110,10 @@ def reply(
 
 def _within_budget(req: Request, run: Run, raised: Any) -> None:
     """A run that reached its budget takes a reply only with a budget it has not reached yet
-    (`budget` in the reply, kept for the turns that follow); else 409 BUDGET_EXCEEDED."""
+    (`budget` in the reply, kept for the turns that follow); else 409 BUDGET_EXCEEDED. A
+    malformed one is refused as in the job's runtime_options (400 SCHEMA_VALIDATION_FAILED)."""
     if raised is not None:
-        problems = schema_errors(BUDGET_SCHEMA, raised)
-        if problems:
-            raise ApiError(
-                422,
-                ErrorCode.REQUEST_VALIDATION_FAILED,
-                f"budget: {problems[0]['message']}",
-                {"errors": problems},
-                req.id,
-            )
+        check_runtime_options({"budget": raised}, req.id)
     options = RuntimeOptions.from_dict(run.runtime_options)
     budget = Budget.of(raised) if raised is not None else options.budget
     found = budget.exceeded(run.token_usage) if budget is not None else None

@@ -91,8 +91,9 @@ def check_request(pkg: SkillPackage, body: dict[str, Any]) -> tuple[str | None, 
     return engine, parameter
 
 
-def check_runtime_options(options: dict[str, Any]) -> None:
-    """400 SCHEMA_VALIDATION_FAILED naming the first option of the wrong type."""
+def check_runtime_options(options: dict[str, Any], request_id: str | None = None) -> None:
+    """400 SCHEMA_VALIDATION_FAILED naming the first option of the wrong type (`request_id`:
+    the run's, when the options are a reply's)."""
     errors = schema_errors(runtime_options.SCHEMA, options) if options else []
     if errors:
         first = errors[0]
@@ -101,6 +102,7 @@ def check_runtime_options(options: dict[str, Any]) -> None:
             ErrorCode.SCHEMA_VALIDATION_FAILED,
             f"runtime_options.{first['path']}: {first['message']}",
             {"schema": "runtime_options", "errors": errors},
+            request_id,
         )
 
 

@@ -253,10 +253,11 @@ class InteractionReply(Schema):
         unknown = EXCLUDE
 
     interaction_id = WholeNumber(required=True, validate=up_to_max(1))
-    budget = fields.Dict(
+    budget = fields.Raw(  # checked as runtime_options.budget is (400 SCHEMA_VALIDATION_FAILED)
         metadata={
+            "type": "object",
             "description": "a new runtime_options.budget for the run ({max_tokens, max_usd}): "
-            "a run that reached its budget takes a reply only with one it has not reached"
+            "a run that reached its budget takes a reply only with one it has not reached",
         },
     )
     response = fields.Raw(

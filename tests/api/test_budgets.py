@@ -23,11 +23,14 @@ def create(client, engine="codex", **options):
     )
 
 
-@pytest.mark.parametrize(
+MALFORMED = pytest.mark.parametrize(
     "budget",
     [{}, {"max_tokens": 0}, {"max_usd": -1}, {"max_tokens": "many"}, {"tokens": 5}, 7],
     ids=["empty", "zero-tokens", "negative-usd", "tokens-text", "unknown-key", "not-an-object"],
 )
+
+
+@MALFORMED
 def test_a_malformed_budget_is_a_400_naming_it(client, queue, budget):
     resp = create(client, budget=budget)
     assert resp.status_code == 400, resp.json
@@ -96,7 +99,7 @@ def test_a_run_that_reached_its_budget_waits_for_a_reply_raising_it(client, app,
     assert "5,000 tokens of 4,000" in error["message"] and "larger `budget`" in error["message"]
     # a raise it has already spent is refused too
     assert reply(client, rid, iid, budget={"max_tokens": 5_000}).status_code == 409
-    assert reply(client, rid, iid, budget={"max_tokens": -1}).status_code == 422
+    assert reply(client, rid, iid, budget={"max_tokens": -1}).status_code == 400
     assert queue.sent == [] and client.get(f"/v1/jobs/{rid}").json["status"] == "waiting_user"
     # a larger one: the next turn is queued, and keeps it
     accepted = reply(client, rid, iid, budget={"max_tokens": 20_000})
@@ -113,3 +116,19 @@ def test_a_run_within_its_budget_takes_a_reply_as_before(client, app, queue):
     queue.sent.clear()
     assert reply(client, rid, iid).status_code == 200
     assert len(queue.sent) == 1
+
+
+@MALFORMED
+def test_a_malformed_budget_in_a_reply_is_refused_as_in_the_job(client, app, queue, budget):
+    rid, iid = waiting_over_budget(client, app, spent=5_000, budget=4_000)
+    queue.sent.clear()
+    refused = reply(client, rid, iid, budget=budget)
+    assert refused.status_code == 400, refused.json
+    error = refused.json["error"]
+    created = create(client, budget=budget).json["error"]
+    assert error["code"] == created["code"] == "SCHEMA_VALIDATION_FAILED"
+    assert error["message"] == created["message"]
+    assert error["details"] == created["details"]
+    assert error["details"]["schema"] == "runtime_options" and error["details"]["errors"]
+    assert error["request_id"] == rid
+    assert queue.sent == [] and client.get(f"/v1/jobs/{rid}").json["status"] == "waiting_user"
