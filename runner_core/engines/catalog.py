@@ -208,12 +208,20 @@ def requested_model(
     The id's last `@` part is its effort and a request's `effort` (other than `default`)
     replaces it: `gpt-5@high` + effort `low` -> `gpt-5@low`; `gpt-5@high@low` (a configured id
     with one of its `supported_effort` appended, as Skill-Runner's clients build it) ->
-    `gpt-5@low`. A `provider_id` must be the model's provider."""
+    `gpt-5@low`. A `provider_id` must be the model's provider. Without a model, an effort or
+    provider_id is checked (and the effort applied) against the engine's default model, the
+    one the run would use; with no default model to check them against they are refused."""
+    effort = effort if effort != DEFAULT_EFFORT else None
     if not model:
-        return model, None
+        if not effort and not provider_id:
+            return model, None
+        model = engine_info(engine, with_version=False).default_model
+        if not model:
+            named = f"effort '{effort}'" if effort else f"provider_id '{provider_id}'"
+            return None, f"engine '{engine}' has no default model for {named}: name the model"
     name, _, rest = model.partition("@")
     model_effort = rest.rpartition("@")[2] or None
-    wanted = effort if effort and effort != DEFAULT_EFFORT else model_effort
+    wanted = effort or model_effort
     chosen = f"{name}@{wanted}" if wanted else name
     error = check_model(engine, chosen)
     if error is None and provider_id:

@@ -202,6 +202,32 @@ def test_effort_and_provider_id_are_honoured(client, app, engine_config):
     assert "provider 'openai'" in error["error"]["message"]
 
 
+def test_without_a_model_effort_and_provider_id_hold_for_the_default_model(
+    client, app, engine_config
+):
+    # the run would use the engine's default model (gpt-5.2-codex@high): bad values are
+    # refused as they are with a model, not ignored
+    for sent in ({"effort": "zzz"}, {"provider_id": "zzz"}, {"effort": "low", "provider_id": "x"}):
+        status, error = job_model(client, app, sent)
+        assert status == 400 and error["error"]["code"] == "MODEL_UNSUPPORTED", sent
+    assert (
+        "provider 'openai', not 'zzz'"
+        in job_model(client, app, {"provider_id": "zzz"})[1]["error"]["message"]
+    )
+    assert job_model(client, app, {"effort": "low"}) == (200, {"model": "gpt-5.2-codex@low"})
+    assert job_model(client, app, {"provider_id": "openai"}) == (
+        200,
+        {"model": "gpt-5.2-codex@high"},
+    )
+    assert job_model(client, app, {"effort": "default"}) == (200, {"model": None})
+    # an engine with no default model has none to check them against
+    claude = {"engine": "claude", "effort": "high"}
+    status, error = job_model(client, app, claude)
+    assert status == 400 and error["error"]["code"] == "MODEL_UNSUPPORTED"
+    assert "no default model" in error["error"]["message"]
+    assert job_model(client, app, {"engine": "claude", "effort": "default"})[0] == 200
+
+
 def test_hard_timeout_seconds_is_checked_and_kept(client):
     bad = client.post("/v1/jobs", json={**JOB, "runtime_options": {"hard_timeout_seconds": "x"}})
     assert bad.status_code == 400 and bad.json["error"]["code"] == "SCHEMA_VALIDATION_FAILED"

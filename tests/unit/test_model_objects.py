@@ -37,12 +37,31 @@ def test_opencode_ids_name_their_provider():
         ("gpt-5", "high", "openai", "gpt-5@high"),
         ("gpt-5@low@high", None, None, "gpt-5@high"),  # the REST e2e runner's id@effort
         ("o4-mini", "", None, "o4-mini"),
-        (None, "high", None, None),
+        (None, "default", None, None),
+        (None, "high", None, "gpt-5@high"),  # the default model's effort replaced
+        (None, None, "openai", "gpt-5@low"),
     ],
 )
 def test_a_requests_effort_shapes_the_model(monkeypatch, model, effort, provider, chosen):
     monkeypatch.setattr(catalog, "check_model", lambda e, m: None if m in CODEX + [None] else "no")
+    monkeypatch.setattr(catalog, "engine_info", lambda e, **_: default_model("gpt-5@low"))
     assert catalog.requested_model("codex", model, effort, provider) == (chosen, None)
+
+
+def default_model(model: str | None) -> catalog.EngineInfo:
+    return catalog.EngineInfo("codex", True, None, None, True, CODEX, default_model=model)
+
+
+def test_without_a_model_an_effort_or_provider_needs_a_default_one(monkeypatch):
+    monkeypatch.setattr(catalog, "check_model", lambda e, m: None if m in CODEX else "no")
+    monkeypatch.setattr(catalog, "engine_info", lambda e, **_: default_model("gpt-5@low"))
+    assert catalog.requested_model("codex", None, "xhigh", None) == ("gpt-5@xhigh", "no")
+    chosen, error = catalog.requested_model("codex", None, None, "google")
+    assert chosen == "gpt-5@low" and "provider 'openai'" in (error or "")
+    monkeypatch.setattr(catalog, "engine_info", lambda e, **_: default_model(None))
+    chosen, error = catalog.requested_model("codex", None, "high", None)
+    assert chosen is None and "no default model for effort 'high'" in (error or "")
+    assert catalog.requested_model("codex", None, None, None) == (None, None)
 
 
 def test_an_unknown_effort_or_another_provider_is_an_error(monkeypatch):
