@@ -22,6 +22,7 @@ from api.metrics import register_metrics
 from api.queue import CeleryQueue
 from api.schemas import ErrorBody
 from api.schemas.output_fields import UtcDateTime
+from api.url_converters import CONVERTERS
 from runner_core.api_tokens import TokenRegistry
 from runner_core.event_bus import EventHub, EventPublisher
 from runner_core.finish_events import FinishWatcher
@@ -79,6 +80,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     record_audited(app)
     allow_origins(app, settings.cors_origins)
     app.config.update(openapi_security(tokens.enabled))
+    app.url_map.converters.update(CONVERTERS)  # before the routes that use them
     api = RunnerApi(app, spec_kwargs={"extra_plugins": [ScopePlugin(tokens.enabled)]})
     api.register_field(UtcDateTime, "string", None)  # documented as a plain string
     from api.resources import (

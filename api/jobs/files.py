@@ -74,7 +74,8 @@ def artifacts_body(request_id: str, run: Run, kind: str = "job") -> dict[str, An
 
 
 def artifact_file_response(request_id: str, run: Run, path: str) -> Response:
-    if not (path == "artifacts" or path.startswith("artifacts/")):
+    # relative to artifacts/ unless it names it; an absolute path is refused as it is
+    if not (path == "artifacts" or path.startswith(("artifacts/", "/"))):
         path = f"artifacts/{path}"
     try:
         target = resolve_artifact_path(run_dir(run), path)

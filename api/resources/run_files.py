@@ -30,7 +30,7 @@ class Artifacts(MethodView):
         return artifacts_body(request_id, _finished(request_id))
 
 
-@blp.route("/<request_id>/artifacts/<path:path>")
+@blp.route("/<request_id>/artifacts/<artifact_path:path>")
 class ArtifactFile(MethodView):
     @blp.doc(responses={"200": ANY_FILE})
     def get(self, request_id: str, path: str) -> Response:

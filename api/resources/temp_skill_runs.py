@@ -77,7 +77,7 @@ class TempArtifacts(MethodView):
         return artifacts_body(request_id, load_finished(request_id, TEMP, require_finished), "temp")
 
 
-@blp.route("/<request_id>/artifacts/<path:path>")
+@blp.route("/<request_id>/artifacts/<artifact_path:path>")
 class TempArtifactFile(MethodView):
     @blp.doc(responses={"200": ANY_FILE})
     def get(self, request_id: str, path: str) -> Response:
