@@ -18,6 +18,7 @@ from api.cors import allow_origins
 from api.errors import http_exception_response, register_error_handlers
 from api.jobs.queue_bound import QueueBound
 from api.logs import configure_logging, tag_request_lines
+from api.media_types import check_body_types
 from api.metrics import register_metrics
 from api.queue import CeleryQueue
 from api.schemas import ErrorBody
@@ -111,6 +112,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         memory,
     ):
         api.register_blueprint(module.blp)
+    check_body_types(app, api)  # after the auth hooks: a 401 comes first
     from api.ui import bp as ui_blueprint
 
     app.register_blueprint(ui_blueprint)  # the web UI: pages only, not in the OpenAPI

@@ -22,7 +22,9 @@ from api.jobs.reply_files import reply_with_files
 from api.jobs.rows import JobRow, RunState
 from api.resources import run_events
 from api.schemas import (
+    REPLY_FILES_BODY,
     SSE_STREAM,
+    UPLOAD_BODY,
     ZIP_FILE,
     CancelResult,
     EventHistory,
@@ -80,6 +82,7 @@ def register_run_routes(blp: Blueprint, kind: RunKind) -> None:
     """Add the upload, status, result, logs, logs/range and cancel views of `kind` to `blp`."""
 
     class Upload(MethodView):
+        @blp.doc(**UPLOAD_BODY)
         @blp.response(200, JobUploaded)
         def post(self, request_id: str) -> Accepted:
             held = take_package_upload(request_id, kind.name)  # a package still to come
@@ -137,6 +140,7 @@ def register_run_routes(blp: Blueprint, kind: RunKind) -> None:
                 return interaction.reply(session, req, run, body, lambda: kind.skill_for(req, run))
 
     class ReplyFiles(MethodView):
+        @blp.doc(**REPLY_FILES_BODY)
         @blp.response(200, ReplyResult)
         def post(self, request_id: str) -> dict[str, Any]:
             with context.db_session() as session:

@@ -54,9 +54,19 @@ TEMP_RUN = RunKind(
 )
 
 
+def create_doc() -> dict:
+    """The multipart create, or its `request` alone as a JSON body (the package comes with
+    the upload)."""
+    doc = package_form_doc(with_request=True)
+    doc["requestBody"]["content"]["application/json"] = {
+        "schema": {"type": "object", "description": "the `request` field's JSON"}
+    }
+    return doc
+
+
 @blp.route("")
 class TempRuns(MethodView):
-    @blp.doc(**package_form_doc(with_request=True))
+    @blp.doc(**create_doc())
     @blp.response(200, TempRunCreated)
     def post(self) -> Any:
         """Run a skill package once (multipart `package` zip + `request` JSON); never installed.

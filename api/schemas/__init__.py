@@ -487,4 +487,48 @@ SSE_STREAM = {
     "content": {"text/event-stream": {"schema": SSE_EVENT}},
 }
 ZIP_FILE = _binary("a zip archive", "application/zip")
+_ZIP = {"type": "string", "format": "binary"}
+# request bodies read from the form or the stream, for `blp.doc(**UPLOAD_BODY)`: the media
+# types they list are the ones the route takes (api/media_types.py)
+UPLOAD_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "multipart/form-data": {
+                "schema": {
+                    "type": "object",
+                    "properties": {
+                        "file": {**_ZIP, "description": "the input zip"},
+                        "skill_package": {
+                            **_ZIP,
+                            "description": "the skill package, when it comes with the upload",
+                        },
+                    },
+                }
+            },
+            "application/zip": {"schema": _ZIP},
+        },
+    }
+}
+REPLY_FILES_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "multipart/form-data": {
+                "schema": {
+                    "type": "object",
+                    "properties": {
+                        "metadata": {
+                            "type": "string",
+                            "description": "JSON: {interaction_id, idempotency_key?, message?, "
+                            "bindings?: [{slot, file_index}]}",
+                        },
+                        "files": {"type": "array", "items": _ZIP},
+                    },
+                    "required": ["metadata", "files"],
+                }
+            }
+        },
+    }
+}
 ANY_FILE = _binary("the file, as an attachment", "*/*")

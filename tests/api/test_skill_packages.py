@@ -83,7 +83,8 @@ def test_bad_zip_is_refused_with_its_upload_code(client, settings):
 
 
 def test_missing_package_field_is_400(client):
-    resp = client.post("/v1/skill-packages", data={"other": "x"})
+    form = {"other": "x"}
+    resp = client.post("/v1/skill-packages", data=form, content_type="multipart/form-data")
     assert resp.status_code == 400 and resp.json["error"]["code"] == "PACKAGE_MISSING"
 
 

@@ -155,7 +155,8 @@ def test_request_is_validated_like_a_job(client, settings):
 
 
 def test_package_is_required(client):
-    resp = client.post("/v1/temp-skill-runs", data={"request": "{}"})
+    form = {"request": "{}"}
+    resp = client.post("/v1/temp-skill-runs", data=form, content_type="multipart/form-data")
     assert resp.status_code == 400 and resp.json["error"]["code"] == "PACKAGE_MISSING"
 
 
