@@ -1,4 +1,5 @@
 """Skill packages: the model, the loader and the registry of installed skills."""
+
 from runner_core.skills.loader import load_skill
 from runner_core.skills.model import RunnerManifest, SkillPackage
 from runner_core.skills.registry import SkillRegistry

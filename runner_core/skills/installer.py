@@ -5,6 +5,7 @@ registry), the installed version is archived to `<archive dir>/<id>/<version>/`,
 directory is swapped in with one rename, so a half-written skill is never visible. An exclusive
 per-skill lock serialises installs of one id; workers take it shared while they copy a skill.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -109,8 +110,12 @@ def check_version_increase(skill_id: str, installed: str | None, new: str | None
         return
     problem = "is the installed version" if new_v == old_v else "is below the installed version"
     message = f"version {new} of '{skill_id}' {problem} {installed}; an update must raise it"
-    raise PackageError(ErrorCode.SKILL_VERSION_NOT_INCREASED, message, [message],
-                       {"skill_id": skill_id, "installed_version": installed, "version": new})
+    raise PackageError(
+        ErrorCode.SKILL_VERSION_NOT_INCREASED,
+        message,
+        [message],
+        {"skill_id": skill_id, "installed_version": installed, "version": new},
+    )
 
 
 def swap_in(staged: Path, live: Path) -> None:

@@ -3,13 +3,14 @@
 `flock(2)` locks belong to the open file description, so they exclude each other across
 processes and across threads of one process alike, and the kernel drops them when a holder dies.
 """
+
 from __future__ import annotations
 
 import fcntl
 import os
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 
 def locks_dir(data_dir: Path) -> Path:

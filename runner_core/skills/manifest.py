@@ -1,4 +1,5 @@
 """Parse assets/runner.json into a RunnerManifest, reporting every problem found."""
+
 from __future__ import annotations
 
 import shlex
@@ -7,7 +8,11 @@ from typing import Any
 
 from runner_core.artifacts import ArtifactSpec
 from runner_core.skills.model import (
-    Automation, Command, Entrypoint, Runtime, RunnerManifest,
+    Automation,
+    Command,
+    Entrypoint,
+    RunnerManifest,
+    Runtime,
 )
 
 EXECUTION_MODES = ("auto", "interactive")
@@ -30,8 +35,10 @@ def parse_manifest(raw: Any, *, strict: bool) -> tuple[RunnerManifest | None, li
     engines = _str_list(raw, "engines", errors, optional=True)
     unsupported = _str_list(raw, "unsupported_engines", errors, optional=True) or ()
     if engines and set(engines) & set(unsupported):
-        errors.append("runner.json: 'engines' and 'unsupported_engines' overlap: "
-                      + ", ".join(sorted(set(engines) & set(unsupported))))
+        errors.append(
+            "runner.json: 'engines' and 'unsupported_engines' overlap: "
+            + ", ".join(sorted(set(engines) & set(unsupported)))
+        )
     modes = _execution_modes(raw, strict, errors, warnings)
     max_attempt = raw.get("max_attempt")
     if max_attempt is not None and (not isinstance(max_attempt, int) or max_attempt < 1):
@@ -82,9 +89,13 @@ def _str_list(raw: dict, key: str, errors: list[str], optional: bool) -> list[st
 def _execution_modes(raw: dict, strict: bool, errors: list[str], warnings: list[str]) -> list[str]:
     if "execution_modes" not in raw:
         if strict:
-            errors.append("runner.json: 'execution_modes' is required (non-empty, auto|interactive)")
+            errors.append(
+                "runner.json: 'execution_modes' is required (non-empty, auto|interactive)"
+            )
             return []
-        warnings.append("runner.json: 'execution_modes' missing; treated as [\"auto\"] (deprecated)")
+        warnings.append(
+            "runner.json: 'execution_modes' missing; treated as [\"auto\"] (deprecated)"
+        )
         return ["auto"]
     modes = raw["execution_modes"]
     if not isinstance(modes, list) or not modes:
@@ -109,8 +120,10 @@ def _entrypoint(raw: Any, errors: list[str]) -> Entrypoint:
     if command is None and kind in ("script", "hybrid"):
         errors.append(f"runner.json: entrypoint.script.command is required for type '{kind}'")
     elif command is not None and not _command_line(command):
-        errors.append("runner.json: entrypoint.script.command must be a command line string "
-                      "(e.g. \"python scripts/run.py\", quotes closed)")
+        errors.append(
+            "runner.json: entrypoint.script.command must be a command line string "
+            '(e.g. "python scripts/run.py", quotes closed)'
+        )
         command = None
     template = prompt.get("template")
     if template is not None and (not isinstance(template, str) or not template.strip()):
@@ -131,9 +144,12 @@ def _entrypoint(raw: Any, errors: list[str]) -> Entrypoint:
         errors.append("runner.json: entrypoint.prompts must map engine names to strings")
         prompts = {}
     return Entrypoint(
-        type=kind, prompt_template=template, result_mode=result_mode,
+        type=kind,
+        prompt_template=template,
+        result_mode=result_mode,
         result_file=result_file,
-        script_command=command, prompts=dict(prompts),
+        script_command=command,
+        prompts=dict(prompts),
     )
 
 
@@ -170,8 +186,14 @@ def _artifacts(raw: Any, errors: list[str]) -> list[ArtifactSpec]:
         if not all(isinstance(item.get(key), str) for key in ("role", "pattern")):
             errors.append(f"runner.json: artifacts[{i}].role and .pattern must be strings")
             continue
-        specs.append(ArtifactSpec(role=item["role"], pattern=item["pattern"],
-                                  mime=item.get("mime"), required=bool(item.get("required", False))))
+        specs.append(
+            ArtifactSpec(
+                role=item["role"],
+                pattern=item["pattern"],
+                mime=item.get("mime"),
+                required=bool(item.get("required", False)),
+            )
+        )
     return specs
 
 
@@ -195,8 +217,9 @@ def _automation(raw: Any, errors: list[str]) -> Automation:
     if not isinstance(fs_scope, str):
         errors.append("runner.json: automation.fs_scope must be a string")
         fs_scope = "workspace_only"
-    return Automation(timeout_sec=timeout, network=network, allowlist=tuple(allowlist),
-                      fs_scope=fs_scope)
+    return Automation(
+        timeout_sec=timeout, network=network, allowlist=tuple(allowlist), fs_scope=fs_scope
+    )
 
 
 def _command(raw: dict, key: str, errors: list[str]) -> Command | None:

@@ -106,7 +106,11 @@ class SkillPackage:
         its frontmatter `metadata` (tags as a list or comma-separated)."""
         if self.openevo is not None:
             spec = self.openevo
-            return {"category": spec.category or None, "tags": list(spec.tags), "author": spec.author}
+            return {
+                "category": spec.category or None,
+                "tags": list(spec.tags),
+                "author": spec.author,
+            }
         meta = self.frontmatter.get("metadata")
         meta = meta if isinstance(meta, dict) else {}
         tags = meta.get("tags") or []
@@ -124,4 +128,3 @@ class SkillPackage:
         staged package)."""
         assert self.manifest is not None, f"skill {self.id}: runner.json did not parse"
         return self.manifest
-

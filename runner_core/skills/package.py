@@ -4,6 +4,7 @@ The zip holds either the skill's files at its root (SKILL.md, assets/, ...) or a
 top-level folder containing them. Extraction goes through `runner_core.uploads` (zip slip,
 symlinks, bombs); validation is the loader's with `strict=True`, plus a parseable version.
 """
+
 from __future__ import annotations
 
 import os
@@ -21,7 +22,7 @@ from runner_core.skills.loader import load_skill
 from runner_core.skills.model import SkillPackage
 from runner_core.uploads import UploadLimits, extract_upload
 
-PACKAGE_LIMITS = UploadLimits(max_total_bytes=256 * 1024 ** 2, max_entries=5_000)
+PACKAGE_LIMITS = UploadLimits(max_total_bytes=256 * 1024**2, max_entries=5_000)
 SKILL_NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 OPENEVO_NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")  # skill.json `name` (snake_case)
 IGNORED_TOP_LEVEL = ("__MACOSX", ".DS_Store")
@@ -31,8 +32,9 @@ UNNAMED = "unnamed-skill"
 class PackageError(Exception):
     """A package was refused; `errors` lists every problem found."""
 
-    def __init__(self, code: str, message: str, errors: list[str],
-                 details: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self, code: str, message: str, errors: list[str], details: dict[str, Any] | None = None
+    ) -> None:
         super().__init__(message)
         self.code, self.message, self.errors = code, message, errors
         self.details = {"errors": errors, **(details or {})}
@@ -64,8 +66,12 @@ def unpack_package(zip_path: Path, workdir: Path) -> SkillPackage:
     errors.extend(package_problems(pkg))
     if errors:
         summary = f"the skill package is invalid ({len(errors)} problem(s)): " + "; ".join(errors)
-        raise PackageError(ErrorCode.SKILL_PACKAGE_INVALID, summary, errors,
-                           {"skill_id": pkg.id, "warnings": pkg.warnings})
+        raise PackageError(
+            ErrorCode.SKILL_PACKAGE_INVALID,
+            summary,
+            errors,
+            {"skill_id": pkg.id, "warnings": pkg.warnings},
+        )
     return pkg
 
 
@@ -86,8 +92,12 @@ def check_calls(pkg: SkillPackage, skills_dir: Path) -> None:
     errors = SkillRegistry(skills_dir).graph_errors(pkg)
     if errors:
         summary = f"the skill package is invalid ({len(errors)} problem(s)): " + "; ".join(errors)
-        raise PackageError(ErrorCode.SKILL_PACKAGE_INVALID, summary, errors,
-                           {"skill_id": pkg.id, "warnings": pkg.warnings})
+        raise PackageError(
+            ErrorCode.SKILL_PACKAGE_INVALID,
+            summary,
+            errors,
+            {"skill_id": pkg.id, "warnings": pkg.warnings},
+        )
 
 
 def _skill_root(extracted: Path) -> Path:
@@ -98,10 +108,14 @@ def _skill_root(extracted: Path) -> Path:
     if len(entries) == 1 and entries[0].is_dir():
         return entries[0]
     found = sorted(p.name for p in entries)
-    raise PackageError(ErrorCode.SKILL_PACKAGE_INVALID, "the zip must hold one skill: its files at "
-                       "the root, or a single top-level folder", [
-                           "the zip must hold one skill: SKILL.md at the root or a single "
-                           f"top-level folder (found: {', '.join(found) or 'nothing'})"])
+    raise PackageError(
+        ErrorCode.SKILL_PACKAGE_INVALID,
+        "the zip must hold one skill: its files at the root, or a single top-level folder",
+        [
+            "the zip must hold one skill: SKILL.md at the root or a single "
+            f"top-level folder (found: {', '.join(found) or 'nothing'})"
+        ],
+    )
 
 
 def _declared_id(root: Path, errors: list[str]) -> str:
@@ -118,6 +132,8 @@ def _declared_id(root: Path, errors: list[str]) -> str:
         return UNNAMED  # the loader reports the missing or broken runner.json
     if isinstance(declared, str) and len(declared) <= 64 and SKILL_NAME.match(declared):
         return declared
-    errors.append(f"runner.json: id {declared!r} is not a valid skill name "
-                  "(1-64 lowercase letters, digits and single hyphens)")
+    errors.append(
+        f"runner.json: id {declared!r} is not a valid skill name "
+        "(1-64 lowercase letters, digits and single hyphens)"
+    )
     return UNNAMED

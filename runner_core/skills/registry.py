@@ -63,7 +63,7 @@ class SkillRegistry:
             _roots[(self.skills_dir, skill_id)] = (_dir_key(self.skills_dir, found), found)
         return found
 
-    def graph_errors(self, pkg: SkillPackage) -> "builtins.list[str]":
+    def graph_errors(self, pkg: SkillPackage) -> builtins.list[str]:
         """What the checks across skills (calls, names, cycles) find wrong with a skill.json
         `pkg` were it installed, replacing an installed skill of its name."""
         if pkg.openevo is None:

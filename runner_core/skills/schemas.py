@@ -8,6 +8,7 @@ Two checks per schema, both collecting every problem:
    meta-schema: input fields' `x-input-source` (file|inline) and `extensions` (".ext" strings),
    output fields' `x-type` ("artifact"), `x-role` and `x-filename` (a plain file name).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -51,8 +52,7 @@ def extension_meta_schema(field_schema: dict[str, Any] | None) -> dict[str, Any]
     props: dict[str, Any] = {"type": "object"}
     if field_schema is not None:
         props["additionalProperties"] = field_schema
-    return {"type": "object",
-            "properties": {"type": {"const": "object"}, "properties": props}}
+    return {"type": "object", "properties": {"type": {"const": "object"}, "properties": props}}
 
 
 META_SCHEMAS = {
@@ -85,8 +85,10 @@ def draft_errors(rel: str, schema: dict[str, Any]) -> list[str]:
     if cls is None:
         return [f"{rel}: unknown $schema {declared!r}; use a JSON Schema draft URI"]
     meta = cls(cls.META_SCHEMA, format_checker=cls.FORMAT_CHECKER)
-    return [f"{rel}: not a valid JSON Schema: {_where(e)}{e.message}"
-            for e in sorted(meta.iter_errors(schema), key=_sort_key)]
+    return [
+        f"{rel}: not a valid JSON Schema: {_where(e)}{e.message}"
+        for e in sorted(meta.iter_errors(schema), key=_sort_key)
+    ]
 
 
 def extension_errors(kind: str, rel: str, schema: dict[str, Any]) -> list[str]:
@@ -99,7 +101,7 @@ def extension_errors(kind: str, rel: str, schema: dict[str, Any]) -> list[str]:
             value = schema["properties"][path[1]][path[2]]
             errors.append(f"{rel}: properties.{path[1]}: {RULE_MESSAGES[path[2]]}, got {value!r}")
         elif path == ["type"]:
-            errors.append(f"{rel}: the schema must describe an object (\"type\": \"object\")")
+            errors.append(f'{rel}: the schema must describe an object ("type": "object")')
         else:
             errors.append(f"{rel}: {_where(error)}{error.message}")
     return errors
@@ -119,8 +121,10 @@ def extension_warnings(kind: str, rel: str, schema: dict[str, Any]) -> list[str]
         if kind == "output" and spec.get("x-type") != "artifact":
             ignored = [k for k in ("x-role", "x-filename") if k in spec]
             if ignored:
-                warnings.append(f"{rel}: properties.{name}: {', '.join(ignored)} ignored "
-                                "without \"x-type\": \"artifact\"")
+                warnings.append(
+                    f"{rel}: properties.{name}: {', '.join(ignored)} ignored "
+                    'without "x-type": "artifact"'
+                )
     return warnings
 
 
