@@ -76,9 +76,14 @@ def http_exception_response(exc: HTTPException):
     message = (
         data.get("message") or _field_summary(data.get("messages")) or exc.description or exc.name
     )
-    return error_response(
+    response, status = error_response(
         status, HTTP_CODES.get(status, exc.name.upper().replace(" ", "_")), message, details
     )
+    # what the status needs said beside the body: Allow (405), Content-Range (416)
+    for name, value in [*exc.get_headers(), *dict(data.get("headers") or {}).items()]:
+        if name.lower() != "content-type":
+            response.headers[name] = value
+    return response, status
 
 
 def _field_summary(messages: Any, limit: int = 3) -> str | None:

@@ -36,7 +36,9 @@ def test_a_range_outside_the_bundle_is_416_on_the_first_download(client, app, ro
     assert first.json["error"]["code"] == "REQUESTED_RANGE_NOT_SATISFIABLE"
     later = client.get(f"/v1/jobs/{rid}/{route}", headers={"Range": "bytes=99999999-"})
     assert later.status_code == 416 and later.json["error"]["code"] == first.json["error"]["code"]
-    assert len(client.get(f"/v1/jobs/{rid}/{route}").data) < 99999999
+    size = len(client.get(f"/v1/jobs/{rid}/{route}").data)
+    assert size < 99999999
+    assert first.headers["Content-Range"] == later.headers["Content-Range"] == f"bytes */{size}"
 
 
 @ROUTES

@@ -167,6 +167,8 @@ def test_wrong_method_is_405_with_seed_body(client):
     resp = client.delete("/v1/jobs")
     assert resp.status_code == 405
     assert resp.json["error"]["code"] == "METHOD_NOT_ALLOWED"
+    assert {"GET", "POST"} <= set(resp.headers["Allow"].split(", "))  # what it does take
+    assert resp.headers["Content-Type"] == "application/json"
 
 
 def test_non_zip_upload_is_400_and_writes_nothing(client, settings, queue):
