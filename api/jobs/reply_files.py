@@ -10,7 +10,7 @@ import hashlib
 import json
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeGuard
 
 from flask import request
 from sqlalchemy.orm import Session
@@ -94,7 +94,7 @@ def _metadata(request_id: str) -> dict[str, Any]:
         meta = json.loads(raw) if raw is not None else None
     except ValueError as exc:
         raise _invalid(request_id, f"metadata is not JSON: {exc}") from exc
-    if not isinstance(meta, dict) or not isinstance(meta.get("interaction_id"), int):
+    if not isinstance(meta, dict) or not _whole(meta.get("interaction_id")):
         raise _invalid(request_id, "metadata must be a JSON object with an integer interaction_id")
     unknown = set(meta) - {"interaction_id", "idempotency_key", "message", "bindings"}
     if unknown:
@@ -108,12 +108,17 @@ def _slots(request_id: str, meta: dict[str, Any], count: int) -> list[str]:
     for binding in meta.get("bindings") or []:
         index = binding.get("file_index") if isinstance(binding, dict) else None
         slot = binding.get("slot") if isinstance(binding, dict) else None
-        if not isinstance(index, int) or not 0 <= index < count or not isinstance(slot, str):
+        if not _whole(index) or not 0 <= index < count or not isinstance(slot, str):
             raise _invalid(request_id, f"a binding names no file: {binding!r}")
         if slots[index] is not None:
             raise _invalid(request_id, f"file {index} is bound twice")
         slots[index] = _safe_name(slot, index)
     return [s or "file" for s in slots]
+
+
+def _whole(value: object) -> TypeGuard[int]:
+    """A JSON integer (true and false are ints to Python, not to a client)."""
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _safe_name(name: str | None, index: int) -> str:

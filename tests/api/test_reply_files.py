@@ -54,6 +54,8 @@ def test_file_replies_refuse_bad_metadata_empty_files_and_oversize(client, app, 
         {"interaction_id": iid, "extra": 1},
         {"interaction_id": iid, "bindings": [{"slot": "a", "file_index": 3}]},
         {"interaction_id": iid, "bindings": [{"slot": "a", "file_index": 0}] * 2},
+        {"interaction_id": True},  # a JSON boolean, not the number 1
+        {"interaction_id": iid, "bindings": [{"slot": "a", "file_index": False}]},
     ):
         bad = _files_reply(client, rid, meta, [("a.txt", b"a")])
         assert bad.status_code == 400, meta
