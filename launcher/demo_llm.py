@@ -78,7 +78,13 @@ def write_engine_config(source: Path, dest: Path, base_url: str) -> Path:
         path = dest / engine / "enforced.json"
         path.parent.mkdir(parents=True, exist_ok=True)
         layer = {k: v for k, v in _layer(path).items() if k != "api_key_env"}
-        layer.update(base_url=base_url + URL_SUFFIX.get(engine, ""), api_key=DEMO_KEY, model=MODEL)
+        # the one model the demo answers as, offered as well as enforced (`model_ids`)
+        layer.update(
+            base_url=base_url + URL_SUFFIX.get(engine, ""),
+            api_key=DEMO_KEY,
+            model=MODEL,
+            models=[MODEL],
+        )
         path.write_text(json.dumps(layer, indent=2) + "\n", encoding="utf-8")
     return dest
 

@@ -62,6 +62,7 @@ def test_the_demo_config_points_every_engine_at_the_demo_and_keeps_the_rest(tmp_
         merged = load_engine_config(engine, skill_dir=None, user=None, config_dir=dest)
         assert merged["api_key"] == DEMO_KEY and merged["model"] == "demo-model"
         assert merged["base_url"].startswith("http://127.0.0.1:5000")
+        assert merged["models"] == ["demo-model"]  # the default is among the models offered
     codex = load_engine_config("codex", skill_dir=None, user={"model": "gpt-5"}, config_dir=dest)
     assert codex["base_url"] == "http://127.0.0.1:5000/v1" and codex["env"] == {"A": "1"}
     assert "api_key_env" not in codex and codex["model"] == "demo-model"  # enforced wins
@@ -77,3 +78,17 @@ def test_healthz_says_when_the_demo_llm_is_on(settings, queue):
     demo = dataclasses.replace(settings, demo_llm="http://127.0.0.1:5000")
     resp = create_app({"SETTINGS": demo, "QUEUE": queue}).test_client().get("/healthz")
     assert resp.status_code == 200 and resp.json["demo_llm"] is True
+
+
+def test_with_the_demo_config_its_default_model_is_offered_and_taken(
+    tmp_path, monkeypatch, settings, queue
+):
+    dest = write_engine_config(tmp_path / "none", tmp_path / "demo-config", "http://127.0.0.1:5000")
+    monkeypatch.setenv(CONFIG_DIR_ENV, str(dest))
+    client = create_app({"SETTINGS": settings, "QUEUE": queue}).test_client()
+    models = client.get("/v1/engines/codex/models").json
+    assert models["default_model"] in models["model_ids"]
+    job = {"skill_id": "demo-echo", "engine": "codex", "input": {"text": "x"}}
+    assert client.post("/v1/jobs", json={**job, "model": "demo-model"}).status_code == 200
+    refused = client.post("/v1/jobs", json={**job, "model": "gpt-5.2-codex"})
+    assert refused.status_code == 400 and refused.json["error"]["code"] == "MODEL_UNSUPPORTED"
