@@ -30,15 +30,23 @@ class WebhookRefused(ValueError):
 
 def check_url(url: str, allowed: tuple[str, ...]) -> None:
     """Raise WebhookRefused unless `url` is http(s) to an allowed host at allowed addresses."""
-    parts = urlsplit(url)
+    if any(ch.isspace() or not ch.isprintable() for ch in url):
+        raise WebhookRefused("the callback URL holds a space or a control character")
+    try:
+        parts = urlsplit(url)
+        port = parts.port  # ValueError for a port out of range or not a number
+    except ValueError as exc:
+        raise WebhookRefused(f"the callback URL does not parse: {exc}") from exc
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise WebhookRefused("the callback URL must be http:// or https:// with a host")
+    if parts.username is not None or parts.password is not None:
+        raise WebhookRefused("the callback URL may not hold credentials (user:password@)")
     host = parts.hostname.lower()
     if not allowed:
         raise WebhookRefused("webhooks are off: SKILL_RUNNER_WEBHOOK_HOSTS lists no host")
     if host not in allowed:
         raise WebhookRefused(f"host '{host}' is not in SKILL_RUNNER_WEBHOOK_HOSTS")
-    for address in _addresses(host, parts.port or (443 if parts.scheme == "https" else 80)):
+    for address in _addresses(host, port or (443 if parts.scheme == "https" else 80)):
         ip = ipaddress.ip_address(address)
         if not ip.is_global and str(ip) not in allowed:
             raise WebhookRefused(

@@ -33,6 +33,11 @@ def create(client, url):
         ("10.0.0.1,127.0.0.1", "http://10.0.0.2/hook", "not in SKILL_RUNNER_WEBHOOK_HOSTS"),
         ("127.0.0.1", "ftp://127.0.0.1/hook", "http:// or https://"),
         ("169.254.169.254", "http://[::1]/hook", "not in SKILL_RUNNER_WEBHOOK_HOSTS"),
+        ("127.0.0.1", "http://127.0.0.1:99999/hook", "does not parse"),
+        ("127.0.0.1", "http://127.0.0.1:abc/hook", "does not parse"),
+        ("127.0.0.1", "http://[::1/hook", "does not parse"),
+        ("127.0.0.1", "http://127.0.0.1:9/hook\u0000", "control character"),
+        ("127.0.0.1", "http://user:pw@127.0.0.1:9/hook", "credentials"),
     ],
 )
 def test_a_callback_the_service_will_not_call_is_refused(tmp_path, queue, hosts, url, why):
