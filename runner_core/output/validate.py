@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import math
+from collections.abc import Iterator
 from typing import Any
 
 from jsonschema import Draft202012Validator
@@ -50,7 +52,7 @@ def collect_errors(validator: Validator, data: Any) -> list[dict[str, Any]]:
         errors = sorted(validator.iter_errors(data), key=lambda e: (e.json_path, str(e.validator)))
     except RecursionError:  # a deep value under a recursive `$ref`, or a `$ref` loop
         return [{**error_record("$", TOO_DEEP_TO_VALIDATE, "depth"), "expected": None, "got": None}]
-    return [
+    found = [
         {
             **error_record(e.json_path, e.message, str(e.validator)),
             "expected": _preview(e.validator_value),
@@ -58,6 +60,28 @@ def collect_errors(validator: Validator, data: Any) -> list[dict[str, Any]]:
         }
         for e in errors
     ]
+    for path, number in non_finite(data):  # NaN and Infinity are not JSON: no client parses them
+        found.append(
+            {
+                **error_record(path, f"{number} is not a JSON number", "finite"),
+                "expected": "a finite number",
+                "got": str(number),
+            }
+        )
+    return found
+
+
+def non_finite(data: Any) -> Iterator[tuple[str, float]]:
+    """(JSON path, value) of every NaN or infinite number in `data`; without recursion."""
+    stack: list[tuple[str, Any]] = [("$", data)]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, float) and not math.isfinite(value):
+            yield path, value
+        elif isinstance(value, dict):
+            stack.extend((f"{path}.{key}", item) for key, item in value.items())
+        elif isinstance(value, list):
+            stack.extend((f"{path}[{i}]", item) for i, item in enumerate(value))
 
 
 def error_record(path: str, message: str, validator: str) -> dict[str, str]:

@@ -85,6 +85,10 @@ def test_output_violating_the_schema_fails_and_a_call_outside_a_composite_is_a_c
     rid, status = run(stack, "wrong_output", {})
     assert status["status"] == "failed"
     assert status["error"]["code"] == "OUTPUT_VALIDATION_FAILED"
+    rid, status = run(stack, "wrong_output", {"nan": True})  # valid to the schema, not JSON
+    assert status["status"] == "failed"
+    assert status["error"]["code"] == "OUTPUT_VALIDATION_FAILED", status["error"]
+    assert "nan is not a JSON number" in str(status["error"]), status["error"]
     rid, status = run(stack, "shout", {"text": "call"})
     assert status["status"] == "failed" and status["error"]["code"] == "SKILL_SCRIPT_FAILED"
     stderr = stack.client.get(f"/v1/jobs/{rid}/logs").json["stderr"]

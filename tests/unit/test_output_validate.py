@@ -71,3 +71,14 @@ def test_a_schema_too_deep_to_check_is_an_output_schema_error() -> None:
         schema = {"items": schema}
     with pytest.raises(OutputSchemaError, match="nests too deeply"):
         build_validator(schema)
+
+
+def test_nan_and_infinity_are_errors_wherever_they_sit():
+    schema = {"type": "object", "properties": {"n": {"type": "number"}}}
+    data = {"n": float("nan"), "deep": [1, {"x": float("-inf")}], "ok": 1.5}
+    errors = collect_errors(build_validator(schema), data)
+    assert sorted((e["path"], e["validator"]) for e in errors) == [
+        ("$.deep[1].x", "finite"),
+        ("$.n", "finite"),
+    ]
+    assert collect_errors(build_validator(schema), {"n": 1e308}) == []
