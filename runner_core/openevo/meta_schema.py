@@ -31,7 +31,11 @@ META_SCHEMA: dict[str, Any] = {
     "type": "object",
     "required": ["name", "description", "category", "input", "output", "mode"],
     "properties": {
-        "name": {"type": "string", "pattern": "^[a-z][a-z0-9_]*$"},
+        "name": {
+            "type": "string",
+            "pattern": "^[a-z][a-z0-9_]*$",
+            "maxLength": 128,
+        },  # a job's skill_id
         "description": {"type": "string", "minLength": 1},
         "category": {"type": "string"},
         "input": {"$ref": DRAFT7},

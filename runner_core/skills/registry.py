@@ -16,6 +16,8 @@ from runner_core.skills.files import SkillFileError, read_json
 from runner_core.skills.memo import load_skill_cached
 from runner_core.skills.model import SkillPackage
 
+MAX_SKILL_ID = 128  # characters, as a job's skill_id (api.schemas)
+
 
 class SkillRegistry:
     """Scans `skills_dir`; a broken skill is listed with health 'invalid', never raised."""
@@ -31,7 +33,7 @@ class SkillRegistry:
 
     def get(self, skill_id: str) -> SkillPackage | None:
         """The skill `skill_id`, or None when there is none."""
-        if not skill_id or "/" in skill_id or skill_id.startswith("."):
+        if not _plausible(skill_id):
             return None
         root = self.skills_dir / skill_id
         if root.is_dir() and not is_openevo_dir(root) and not _category(root):
@@ -43,7 +45,7 @@ class SkillRegistry:
         """The folder of an installed skill (a skill.json skill's folder need not be its id).
         Asked for every step of a composite: it reads the skill.json names only (cached while
         those files are unchanged), never loads or checks the skills."""
-        if not skill_id or "/" in skill_id or skill_id.startswith("."):
+        if not _plausible(skill_id):
             return None
         root = self.skills_dir / skill_id
         if root.is_dir() and not is_openevo_dir(root) and not _category(root):
@@ -142,3 +144,11 @@ def _category(path: Path) -> list[Path]:
         for p in sorted(path.iterdir())
         if p.is_dir() and not p.name.startswith((".", "_")) and is_openevo_dir(p)
     ]
+
+
+def _plausible(skill_id: str) -> bool:
+    """A name an installed skill could have: one path part, not hidden, no longer than a job's
+    skill_id may be (a longer one would be a file name the file system refuses)."""
+    return (
+        0 < len(skill_id) <= MAX_SKILL_ID and "/" not in skill_id and not skill_id.startswith(".")
+    )

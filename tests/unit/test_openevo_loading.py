@@ -165,3 +165,14 @@ def test_skill_json_nested_too_deeply_is_an_error(tmp_path):
     (tmp_path / "deep" / "skill.json").write_text('{"name": "deep", "output": ' + deep + "}")
     (pkg,) = SkillRegistry(tmp_path).list()
     assert pkg.errors == ["skill.json: nested deeper than 64 levels"]
+
+
+def test_a_name_longer_than_a_skill_id_is_an_error_and_a_long_id_is_no_skill(tmp_path):
+    write(tmp_path, "long", name="a" * 129)
+    (pkg,) = SkillRegistry(tmp_path).list()
+    assert pkg.health == "invalid" and any("is too long" in e for e in pkg.errors), pkg.errors
+    write(tmp_path, "fits", name="b" * 128)
+    assert SkillRegistry(tmp_path).get("b" * 128).health == "ok"
+    # an id no skill can have is no skill, not a file name too long for the file system
+    assert SkillRegistry(tmp_path).get("a" * 300) is None
+    assert SkillRegistry(tmp_path).root_of("a" * 300) is None
