@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, cast
 from urllib.parse import quote
 
-from skill_runner_client.inputs import FileSource
+from skill_runner_client.inputs import FileSource, check_files
 from skill_runner_client.runs import RunRoutes
 from skill_runner_client.transport import Transport
 from skill_runner_client.types import (
@@ -73,6 +73,7 @@ class Jobs(RunRoutes):
         """Create a job and, when `files` are given (field -> path or bytes), upload them.
         With `idempotency_key`, sending the same job again returns the first one (and its
         upload is not sent twice)."""
+        check_files(files or {})
         body = job_body(skill_id, engine, model, parameter, input, runtime_options)
         response = self._t.request(
             "POST", self.prefix, json=body, headers=key_header(idempotency_key)
@@ -148,6 +149,7 @@ class TempRuns(RunRoutes):
         idempotency_key: str | None = None,
     ) -> TempRunCreated:
         """Run the package zip once; `files` are uploaded as for a job."""
+        check_files(files or {})
         request = json.dumps(job_body(None, engine, model, parameter, input, runtime_options))
         with open(package, "rb") as fh:
             response = self._t.request(

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import tempfile
 import zipfile
@@ -11,6 +12,14 @@ from pathlib import Path
 from typing import IO
 
 FileSource = str | os.PathLike[str] | bytes
+
+
+def check_files(files: Mapping[str, FileSource]) -> None:
+    """FileNotFoundError naming the field for a path that is not a file: raised before the run
+    is created, so a typo leaves no job waiting for an upload that never comes."""
+    for field, source in files.items():
+        if not isinstance(source, bytes) and not os.path.isfile(source):
+            raise FileNotFoundError(errno.ENOENT, f"no file for input '{field}'", os.fspath(source))
 
 
 def entry_name(field: str, source: FileSource) -> str:

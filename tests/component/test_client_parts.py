@@ -293,3 +293,15 @@ def test_a_batch_file_that_is_not_there_is_named(tmp_path, capsys):
     assert capsys.readouterr().err == (
         f"skill-runner-client: no batch file at {tmp_path / 'nofile.jsonl'}\n"
     )
+
+
+def test_a_missing_input_file_is_named_before_any_job_is_created(tmp_path):
+    missing = tmp_path / "missing.txt"
+    package = tmp_path / "pkg.zip"
+    package.write_bytes(b"PK")
+    # nothing listens there: any request would fail as CONNECTION_FAILED instead
+    with Client("http://127.0.0.1:9", max_retries=0) as client:
+        with pytest.raises(FileNotFoundError, match="no file for input 'input_file'"):
+            client.jobs.create("demo-prime-number", files={"input_file": missing})
+        with pytest.raises(FileNotFoundError, match=str(missing)):
+            client.temp_runs.create(package, files={"input_file": str(missing)})
