@@ -20,6 +20,7 @@ from typing import Any
 
 from runner_core.bounded_cache import BoundedCache
 from runner_core.secret_values import redact
+from runner_core.workspace import create_run_dir
 
 PROTOCOL_VERSION = "fcmp/1.0"
 EVENTS_FILE = "events.jsonl"
@@ -108,7 +109,15 @@ class EventLog:
         terminal: bool = False,
         token_usage: dict[str, Any] | None = None,
     ) -> dict[str, Any] | None:
-        """`token_usage`: what the turn that just ended spent (tokens, cost), when it spent any."""
+        """`token_usage`: what the turn that just ended spent (tokens, cost), when it spent any.
+
+        A `terminal` event is always written: a run ended before any worker started it (a
+        cancel while queued or waiting for its upload, an upload expiry, a queue timeout) has
+        no directory yet, so it gets one here. Only the winner of the guarded UPDATE that ended
+        the run calls this, and the claim refuses a run no longer queued, so no worker writes
+        into it meanwhile."""
+        if terminal and self.enabled and not self.path.parent.is_dir():
+            create_run_dir(self.path.parent.parent, self.path.parent.name)
         data: dict[str, Any] = {
             "from": from_,
             "to": to,

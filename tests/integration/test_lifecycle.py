@@ -159,6 +159,11 @@ def test_a_job_whose_upload_never_comes_fails_with_upload_timeout(bare_stack, wo
     status = bare_stack.wait(rid, timeout=15)
     assert status["status"] == "failed" and status["error"]["code"] == "UPLOAD_TIMEOUT", status
     assert "within 2 s" in status["error"]["message"] and not status["waiting_for_upload"]
+    run_dir = bare_stack.settings.runs_dir / status["run_id"]  # never started: made for its end
+    ended = wait_for(lambda: [e for e in read_events(run_dir) if is_terminal(e)], 5)
+    assert [(e["data"]["from"], e["data"]["terminal"]["error"]["code"]) for e in ended] == [
+        ("queued", "UPLOAD_TIMEOUT")
+    ]
     late = bare_stack.client.post(
         f"/v1/jobs/{rid}/upload", data=upload_body({"input_file.txt": "30"})
     )

@@ -12,6 +12,8 @@ import shutil
 import pytest
 import redis
 
+from runner_core.events import is_terminal, read_events
+from tests.helpers import wait_for
 from tests.integration.lifecycle_helpers import create_job, parse_iso
 from tests.integration.services import WorkerProcess
 
@@ -66,6 +68,9 @@ def test_a_run_on_a_queue_no_worker_consumes_fails_queue_not_served(bare_stack, 
     waited = parse_iso(ended["finished_at"]) - parse_iso(ended["created_at"])
     assert waited.total_seconds() >= BOUND_SEC and ended["started_at"] is None
     assert "no live worker consumes its queue runs.codex" in worker.log_path.read_text()
+    run_dir = bare_stack.settings.runs_dir / ended["run_id"]  # never started: made for its end
+    last = wait_for(lambda: read_events(run_dir), 5)[-1]
+    assert is_terminal(last) and last["data"]["terminal"]["error"]["code"] == "QUEUE_NOT_SERVED"
 
 
 def test_a_run_behind_a_backlog_on_a_served_queue_is_left_to_run(bare_stack, workers):
