@@ -71,8 +71,10 @@ def log_snapshot(job: JobRow) -> dict[str, Any]:
 
 
 def log_range(job: JobRow, stream: str, byte_from: int, byte_to: int | None) -> dict[str, Any]:
-    """Bytes [byte_from, byte_to) of one log as text, capped at RANGE_CAP, ending before a
-    UTF-8 character the range would split (unless that is the end of a finished run's log)."""
+    """Bytes [byte_from, byte_to) of one log as text, capped at RANGE_CAP, on UTF-8 character
+    boundaries: starting after a character byte_from would split (its bytes belong to the range
+    before) and ending before one byte_to would split (unless that is the end of a finished
+    run's log). The answer's byte_from and byte_to are the bytes it holds."""
     if byte_to == 0:  # Skill-Runner's clients send 0 for "to the end"
         byte_to = None
     if byte_to is not None and byte_to < byte_from:
@@ -95,6 +97,8 @@ def log_range(job: JobRow, stream: str, byte_from: int, byte_to: int | None) -> 
             data = fh.read(end - start)
     except FileNotFoundError:
         start = 0
+    inside = _continuation_bytes(data) if start > 0 else 0
+    data, start = data[inside:], start + inside
     if start + len(data) < size or job.status not in TERMINAL_STATUSES:
         data = _whole_characters(data)  # a live log may end in half a character, too
     return {
@@ -107,6 +111,15 @@ def log_range(job: JobRow, stream: str, byte_from: int, byte_to: int | None) -> 
         "text": (text := mask_bytes(data).decode("utf-8", errors="replace")),
         "chunk": text,
     }
+
+
+def _continuation_bytes(data: bytes) -> int:
+    """How many bytes `data` starts with that continue a character begun before it (at most 3,
+    as in UTF-8)."""
+    count = 0
+    while count < min(3, len(data)) and data[count] & 0xC0 == 0x80:
+        count += 1
+    return count
 
 
 def _whole_characters(data: bytes) -> bytes:

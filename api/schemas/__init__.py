@@ -212,7 +212,12 @@ class LogRangeArgs(Schema):
 class LogRange(Schema):
     request_id = fields.String()
     stream = fields.String()
-    byte_from = fields.Integer()
+    byte_from = fields.Integer(
+        metadata={
+            "description": "start of what `text` holds: the byte_from asked for, or just after "
+            "the UTF-8 character it would split"
+        }
+    )
     byte_to = fields.Integer(
         metadata={
             "description": "end of what `text` holds (exclusive); never splits a UTF-8 character"

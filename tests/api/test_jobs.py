@@ -458,6 +458,22 @@ def test_logs_range_reads_a_log_in_pieces_on_character_boundaries(client, settin
     assert client.get(f"/v1/temp-skill-runs/{rid}/logs/range").status_code == 404
 
 
+def test_logs_range_starting_inside_a_character_starts_after_it(client, settings):
+    rid = create(client, skill_id="fenced-json", input={"text": "x"}).json["request_id"]
+    run_id = client.get(f"/v1/jobs/{rid}").json["run_id"]
+    logs = settings.runs_dir / run_id / "logs"
+    logs.mkdir(parents=True)
+    (logs / "prompt.txt").write_bytes(("x" * 299 + "日本語\n").encode())  # 299-307
+    part = client.get(f"/v1/jobs/{rid}/logs/range?stream=prompt&byte_from=300&byte_to=309").json
+    assert (part["text"], part["byte_from"], part["byte_to"]) == ("本語\n", 302, 309)
+    inner = client.get(f"/v1/jobs/{rid}/logs/range?stream=prompt&byte_from=301&byte_to=307").json
+    assert (inner["text"], inner["byte_from"], inner["byte_to"]) == ("本", 302, 305)
+    for start in range(296, 309):  # each answer is exactly its bytes, whatever the start
+        got = client.get(f"/v1/jobs/{rid}/logs/range?stream=prompt&byte_from={start}").json
+        assert "\ufffd" not in got["text"] and start <= got["byte_from"] <= start + 2
+        assert len(got["text"].encode()) == got["byte_to"] - got["byte_from"]
+
+
 def test_a_full_disk_at_create_is_507_and_leaves_no_job(client, queue, app, settings, monkeypatch):
     import errno
     from pathlib import Path

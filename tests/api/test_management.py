@@ -124,6 +124,8 @@ def test_logs_range_is_the_jobs_route(client, app):
     answer = client.get(f"{M}/runs/{rid}/logs/range?stream=stdout&byte_from=0&byte_to=2").json
     assert answer == client.get(f"/v1/jobs/{rid}/logs/range?byte_from=0&byte_to=2").json
     assert answer["text"] == "h" and answer["byte_to"] == 1  # never half a character
+    inside = client.get(f"{M}/runs/{rid}/logs/range?stream=stdout&byte_from=2&byte_to=5").json
+    assert (inside["text"], inside["byte_from"], inside["byte_to"]) == ("ll", 3, 5)
     bad = client.get(f"{M}/runs/{rid}/logs/range?byte_from=5&byte_to=1")
     assert bad.json["error"]["code"] == "INVALID_LOG_RANGE"
 
