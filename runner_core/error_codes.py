@@ -206,7 +206,9 @@ CATALOGUE: dict[ErrorCode, CodeUse] = {
     _C.MEMORY_NOT_FOUND: CodeUse((404,), "the caller's skill memory holds no entry with that key"),
     _C.RUN_NOT_FINISHED: CodeUse((409,), "the result or bundle of a run still going"),
     _C.IDEMPOTENCY_KEY_REUSED: CodeUse(
-        (409,), "an Idempotency-Key sent again with a different request"
+        (409,),
+        "an Idempotency-Key sent again with a different request, or a reply's idempotency_key "
+        "with a different reply",
     ),
     _C.UPLOAD_IN_PROGRESS: CodeUse((409,), "a second upload while the first is coming in"),
     _C.UPLOAD_NOT_ALLOWED: CodeUse((409,), "the run takes no upload now"),

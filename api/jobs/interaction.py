@@ -3,6 +3,8 @@ same for jobs and one-off runs."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -56,16 +58,19 @@ def reply(
     skill_for: Callable[[], SkillPackage],
     free: bool = False,
     before: Callable[[], None] | None = None,
+    sha256: str | None = None,
 ) -> dict[str, Any]:
     """Answer the pending question and queue the next turn (`free`: a response the agent
     reads as it is, unchecked, as files are; `before`: what to do once the reply is known to be
-    for the pending question, before it is recorded). A repeated idempotency key gets
-    the same answer and starts nothing; of two replies racing for one question exactly one is
-    accepted (the other gets 409)."""
+    for the pending question, before it is recorded; `sha256`: what the reply sent, when more
+    than `body`). A repeated idempotency key with the same reply gets the first answer and
+    starts nothing, with another reply 409 IDEMPOTENCY_KEY_REUSED; of two replies racing for
+    one question exactly one is accepted (the other gets 409)."""
     require_interactive(req.id, run)
     key, interaction_id = body.get("idempotency_key"), body["interaction_id"]
-    if key and interactions.already(session, run.id, key):
-        return _answer(session, req, run)
+    sha256 = sha256 or _sha256(body)
+    if key and (first := interactions.replied(session, run.id, key)) is not None:
+        return _repeat(req, key, sha256, first)
     if run.status != RunStatus.WAITING_USER:
         raise _not_waiting(req.id, run.status)
     if interaction_id != run.pending_interaction_id:
@@ -89,7 +94,14 @@ def reply(
     if before is not None:
         before()
     task_id = str(uuid.uuid4())
-    given = interactions.Answer(body.get("response"), key, task_id=task_id)
+    answer = {"request_id": req.id, "status": RunStatus.QUEUED.value, "accepted": True}
+    given = interactions.Answer(
+        body.get("response"),
+        key,
+        task_id=task_id,
+        sha256=sha256 if key else None,
+        reply=answer if key else None,
+    )
     outcome = interactions.answer(session, run.id, interaction_id, given)
     if outcome == interactions.ACCEPTED:
         log = context.run_events(run)
@@ -105,7 +117,32 @@ def reply(
         raise _not_waiting(req.id, run.status)
     elif outcome == interactions.STALE:
         raise _stale(req.id, interaction_id, None)
-    return _answer(session, req, run)
+    elif outcome == interactions.DUPLICATE and key:  # a racing reply with the same key won
+        return _repeat(req, key, sha256, interactions.replied(session, run.id, key))
+    return answer
+
+
+def _sha256(body: dict[str, Any]) -> str:
+    """The hash of what a reply sent, but its idempotency key."""
+    sent = {k: v for k, v in body.items() if k != "idempotency_key"}
+    canonical = json.dumps(sent, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def _repeat(req: Request, key: str, sha256: str, first: Any) -> dict[str, Any]:
+    """The answer the first reply with `key` got; 409 IDEMPOTENCY_KEY_REUSED when this reply
+    sends something else. (A key kept before answers were stored: the reply's usual answer.)"""
+    if first.reply_sha256 is not None and first.reply_sha256 != sha256:
+        raise ApiError(
+            409,
+            ErrorCode.IDEMPOTENCY_KEY_REUSED,
+            "this idempotency_key was sent before with a different reply",
+            {"idempotency_key": key, "interaction_id": first.id},
+            req.id,
+        )
+    if first.reply_answer is not None:
+        return dict(first.reply_answer)
+    return {"request_id": req.id, "status": RunStatus.QUEUED.value, "accepted": True}
 
 
 def _within_budget(req: Request, run: Run, raised: Any) -> None:
@@ -122,11 +159,6 @@ def _within_budget(req: Request, run: Run, raised: Any) -> None:
         raise ApiError(409, ErrorCode.BUDGET_EXCEEDED, budget_message(found) + hint, found, req.id)
     if raised is not None:
         run.runtime_options = {**options.as_dict(), "budget": raised}
-
-
-def _answer(session: Session, req: Request, run: Run) -> dict[str, Any]:
-    session.refresh(run)
-    return {"request_id": req.id, "status": run.status, "accepted": True}
 
 
 def _not_waiting(request_id: str, status: str) -> ApiError:

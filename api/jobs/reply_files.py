@@ -83,7 +83,9 @@ def reply_with_files(
             path.write_bytes(data)
 
     body = {"interaction_id": meta["interaction_id"], "response": response, "idempotency_key": key}
-    return interaction.reply(session, req, run, body, skill_for, free=True, before=store)
+    return interaction.reply(
+        session, req, run, body, skill_for, free=True, before=store, sha256=fingerprint.hexdigest()
+    )
 
 
 def _metadata(request_id: str) -> dict[str, Any]:

@@ -109,13 +109,15 @@ class Answer:
     idempotency_key: str | None = None
     auto: bool = False
     task_id: str | None = None  # of the execute_run message the caller sends when accepted
+    sha256: str | None = None  # of what the reply sent, kept with its key
+    reply: dict[str, Any] | None = None  # the API's answer, kept with its key for a repeat
 
 
 def answer(session: Session, run_id: str, interaction_id: int, given: Answer) -> str:
     """Record the answer and put the run back in the queue: ACCEPTED (the caller sends the next
-    turn), DUPLICATE (this idempotency key was already accepted: send nothing), NOT_WAITING or
-    STALE."""
-    if given.idempotency_key and already(session, run_id, given.idempotency_key):
+    turn), DUPLICATE (this idempotency key was already accepted: send nothing, `replied` has
+    what it sent and was answered), NOT_WAITING or STALE."""
+    if given.idempotency_key and replied(session, run_id, given.idempotency_key):
         return DUPLICATE
     now = utcnow()
     answered = session.execute(
@@ -129,6 +131,8 @@ def answer(session: Session, run_id: str, interaction_id: int, given: Answer) ->
             state=AUTO if given.auto else ANSWERED,
             response=given.response,
             idempotency_key=given.idempotency_key,
+            reply_sha256=given.sha256,
+            reply_answer=given.reply,
             answered_at=now,
         )
     )
@@ -162,20 +166,20 @@ def answer(session: Session, run_id: str, interaction_id: int, given: Answer) ->
         session.commit()
         return ACCEPTED
     session.rollback()
-    if given.idempotency_key and already(session, run_id, given.idempotency_key):
+    if given.idempotency_key and replied(session, run_id, given.idempotency_key):
         return DUPLICATE  # a racing request with the same key won
     status = session.scalar(select(_runs.c.status).where(_runs.c.id == run_id))
     return STALE if status == RunStatus.WAITING_USER else NOT_WAITING
 
 
-def already(session: Session, run_id: str, key: str) -> bool:
-    """Was a reply with this idempotency key already accepted for the run?"""
-    return (
-        session.scalar(
-            select(_asked.c.id).where(_asked.c.run_id == run_id, _asked.c.idempotency_key == key)
+def replied(session: Session, run_id: str, key: str) -> Any:
+    """The question a reply with this idempotency key answered for the run (its id,
+    reply_sha256 and reply_answer), or None when no reply used the key."""
+    return session.execute(
+        select(_asked.c.id, _asked.c.reply_sha256, _asked.c.reply_answer).where(
+            _asked.c.run_id == run_id, _asked.c.idempotency_key == key
         )
-        is not None
-    )
+    ).first()
 
 
 def cancel_pending(conn: Session | Connection, run_id: str) -> None:

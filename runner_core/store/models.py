@@ -129,6 +129,9 @@ class Interaction(Base):
     context: Mapped[dict[str, Any]] = mapped_column(default=dict)
     response: Mapped[Any] = mapped_column(JSON, nullable=True)
     idempotency_key: Mapped[str | None] = mapped_column(String(128))
+    # of a reply with a key: the hash of what it sent and the API's answer, to answer a repeat
+    reply_sha256: Mapped[str | None] = mapped_column(String(64))
+    reply_answer: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     answered_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 

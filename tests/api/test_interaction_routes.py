@@ -80,6 +80,29 @@ def test_a_repeated_idempotency_key_answers_the_same_and_sends_nothing(client, a
     assert other.status_code == 409 and other.json["error"]["code"] == "RUN_NOT_WAITING"
 
 
+@BOTH_DATABASES
+def test_a_repeated_key_gets_the_first_answer_and_another_reply_with_it_is_409(client, app, queue):
+    rid, run_id, iid = waiting_job(client, app, queue)
+    first = reply(client, rid, iid, "b", idempotency_key="k1")
+    assert first.json == {"request_id": rid, "status": "queued", "accepted": True}
+    with app.extensions["db"]() as session:  # the run went on and ended meanwhile
+        session.get(Run, run_id).status = "succeeded"
+        session.commit()
+    again = reply(client, rid, iid, "b", idempotency_key="k1")
+    assert again.status_code == 200 and again.json == first.json
+    other = reply(client, rid, iid, "a", idempotency_key="k1")
+    assert other.status_code == 409, other.json
+    error = other.json["error"]
+    assert error["code"] == "IDEMPOTENCY_KEY_REUSED" and error["request_id"] == rid
+    assert error["details"] == {"idempotency_key": "k1", "interaction_id": iid}
+    budget = reply(client, rid, iid, "b", idempotency_key="k1", budget={"max_tokens": 9})
+    assert budget.status_code == 409
+    assert len(queue.sent) == 1
+    with app.extensions["db"]() as session:
+        (asked,) = interactions.history(session, run_id)
+    assert asked.response == "b" and asked.reply_answer == first.json  # kept in the database
+
+
 def test_pending_shows_the_question_until_it_is_answered(client, app, queue):
     rid, _run_id, iid = waiting_job(client, app, queue)
     body = client.get(f"/v1/jobs/{rid}/interaction/pending").json

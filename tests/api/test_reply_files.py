@@ -8,6 +8,7 @@ import json
 
 from api.jobs import reply_files
 from runner_core.store import interactions
+from runner_core.store.models import Run
 from tests.api.test_interaction_routes import waiting_job
 from tests.api.test_management import run_dir
 
@@ -45,6 +46,22 @@ def test_a_reply_with_files_lands_them_in_the_run_once(client, app, queue):
     history = client.get(f"/v1/jobs/{rid}/events/history").json["events"]
     accepted = [e for e in history if e["type"] == "interaction.reply.accepted"]
     assert accepted[0]["data"]["response"]["files"] == described
+
+
+def test_a_files_reply_key_sent_again_with_other_files_is_409(client, app, queue):
+    rid, run_id, iid = waiting_job(client, app, queue, kind="open_text")
+    meta = {"interaction_id": iid, "idempotency_key": "f1"}
+    first = _files_reply(client, rid, meta, [("a.txt", b"one")])
+    assert first.status_code == 200 and first.json["status"] == "queued"
+    with app.extensions["db"]() as session:
+        session.get(Run, run_id).status = "running"
+        session.commit()
+    again = _files_reply(client, rid, meta, [("a.txt", b"one")])
+    assert again.status_code == 200 and again.json == first.json
+    other = _files_reply(client, rid, meta, [("a.txt", b"two")])
+    assert other.status_code == 409 and other.json["error"]["code"] == "IDEMPOTENCY_KEY_REUSED"
+    assert (run_dir(app, rid) / f"uploads/interaction-{iid}/file/a.txt").read_bytes() == b"one"
+    assert len(queue.sent) == 1
 
 
 def test_file_replies_refuse_bad_metadata_empty_files_and_oversize(client, app, queue, monkeypatch):
