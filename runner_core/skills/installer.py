@@ -1,9 +1,10 @@
 """Install or update a validated skill package in the skills directory, atomically.
 
 The package is staged under `<skills dir>/.staging/` (same filesystem, ignored by the
-registry), the installed version is archived to `<archive dir>/<id>/<version>/`, and the new
-directory is swapped in with one rename, so a half-written skill is never visible. An exclusive
-per-skill lock serialises installs of one id; workers take it shared while they copy a skill.
+registry), the installed version is archived to `<archive dir>/<id>/<version>/` (with a
+timestamp suffix when that version was archived before), and the new directory is swapped in
+with one rename, so a half-written skill is never visible. An exclusive per-skill lock
+serialises installs of one id; workers take it shared while they copy a skill.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import os
 import shutil
 import tempfile
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 from runner_core.error_codes import ErrorCode
@@ -83,18 +85,33 @@ class SkillInstaller:
         return archived
 
     def _archive(self, live: Path, skill_id: str, version: str | None) -> Path:
-        """Copy the installed skill to `<archive>/<id>/<version>/` (complete or not at all)."""
-        dest = self.archive_dir / skill_id / (version or "unversioned")
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=".archiving-", dir=dest.parent))
+        """Copy the installed skill to `<archive>/<id>/<version>/` (complete or not at all);
+        an earlier archive of the same version is kept: this one then gets a UTC timestamp
+        suffix (`<version>.<YYYYmmddTHHMMSSffffffZ>`, `-2`, `-3`... if that is taken too)."""
+        parent = self.archive_dir / skill_id
+        parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=".archiving-", dir=parent))
         try:
             shutil.copytree(live, tmp / "copy", ignore=shutil.ignore_patterns("__pycache__"))
-            if dest.exists():
-                shutil.rmtree(dest)
+            # the skill's lock is held: no other archive of this id is written meanwhile
+            dest = _free_name(parent, version or "unversioned")
             os.rename(tmp / "copy", dest)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
         return dest
+
+
+def _free_name(parent: Path, name: str) -> Path:
+    """`parent/name`, or when that exists `parent/name.<UTC timestamp>` (then `-2`, `-3`...)."""
+    dest = parent / name
+    if not dest.exists():
+        return dest
+    stamped = f"{name}.{datetime.now(UTC).strftime('%Y%m%dT%H%M%S%fZ')}"
+    dest, n = parent / stamped, 1
+    while dest.exists():
+        n += 1
+        dest = parent / f"{stamped}-{n}"
+    return dest
 
 
 def installer_for(data_dir: Path, skills_dir: Path) -> SkillInstaller:

@@ -169,3 +169,18 @@ def test_description_colon_is_a_warning_not_a_refusal(client):
     resp = install(client, files)
     assert resp.status_code == 200, resp.json
     assert any("unquoted ':'" in w for w in resp.json["warnings"])
+
+
+def test_deleting_a_reinstalled_version_keeps_each_archive(client, settings):
+    install(client, echo_skill(version="1.0.0", message="first"))
+    first = client.delete("/v1/skills/pkg-echo")
+    assert first.status_code == 200, first.json
+    install(client, echo_skill(version="1.0.0", message="second"))
+    second = client.delete("/v1/skills/pkg-echo")
+    assert second.status_code == 200, second.json
+    assert first.json["archive_path"] == "skill_archive/pkg-echo/1.0.0"
+    assert second.json["archive_path"] != first.json["archive_path"]
+    assert second.json["archive_path"].startswith("skill_archive/pkg-echo/1.0.0.")
+    for answer, message in ((first, "first"), (second, "second")):
+        archived = settings.data_dir / answer.json["archive_path"]
+        assert (archived / "assets" / "message.txt").read_text() == message
