@@ -191,6 +191,7 @@ def execute_run(self, run_id: str) -> str:
         lambda: _resume(claimed),
         events_of(claimed) if settings.events else None,
         unwinds=(SoftTimeLimitExceeded,),
+        record_skill=lambda version, key: _ran_skill(claimed, version, key),
     )
     with (
         terminable(run_id),
@@ -200,6 +201,12 @@ def execute_run(self, run_id: str) -> str:
         status = _execute(executor)
     _refill_pool(executor)  # after the parent's next step started (worker.recorder)
     return status
+
+
+def _ran_skill(run: Run, version: str | None, key: str | None) -> None:
+    """The skill version the run runs and the cache key of its files, on its row."""
+    with connect() as conn:
+        run_states.ran_skill(conn, run.id, run.attempt, version, key)
 
 
 def _resume(run: Run) -> Resume | None:

@@ -95,6 +95,25 @@ def finish_run(
     return cast(CursorResult, result).rowcount == 1
 
 
+def ran_skill(
+    session: Session | Connection,
+    run_id: str,
+    attempt: int,
+    skill_version: str | None,
+    cache_key: str | None,
+) -> bool:
+    """Record the skill version a claimed run actually runs and the cache key of those files
+    (an install between the run's creation and its start changes both); only while the run
+    is still that attempt's."""
+    result = session.execute(
+        update(Run)
+        .where(Run.id == run_id, Run.status == RunStatus.RUNNING, Run.attempt == attempt)
+        .values(skill_version=skill_version, cache_key=cache_key, updated_at=utcnow())
+    )
+    session.commit()
+    return cast(CursorResult, result).rowcount == 1
+
+
 def requeue_failed(session: Session, run_id: str) -> bool:
     """running -> queued again after a failed attempt (a skill.json `retry`), unless a cancel
     was asked for; the next claim is a new attempt."""

@@ -130,3 +130,58 @@ def test_runtime_dependencies_come_from_uv_not_the_service_venv(bare_stack, tmp_
     cache = bare_stack.settings.data_dir / "uv-cache"
     assert cache.is_dir() and any(cache.iterdir())  # shared by runs, not under the run's HOME
     assert not (bare_stack.settings.runs_dir / status["run_id"] / ".home" / ".cache").exists()
+
+
+def test_a_queued_job_records_and_caches_the_version_it_ran(stack):
+    """A job queued while its skill is updated runs the version installed when it starts:
+    its status names that version and its result is cached under that version's key, so
+    version 1.0.0 installed again (or sent as a one-off package) is never served 2.0.0's."""
+    install(stack, echo_skill("pkg-block", version="1.0.0"))
+    blockers = [
+        stack.client.post(
+            "/v1/jobs",
+            json={
+                "skill_id": "pkg-block",
+                "input": {"text": str(n)},
+                "parameter": {"wait_for_go": True},
+                "runtime_options": {"no_cache": True},
+            },
+        ).json["request_id"]
+        for n in range(2)  # the worker's two slots
+    ]
+    running = [stack.wait(rid, until=("running", "failed")) for rid in blockers]
+    assert all(r["status"] == "running" for r in running), running
+    install(stack, echo_skill("pkg-queued", version="1.0.0", message="one"))
+    job = {"skill_id": "pkg-queued", "input": {"text": "q"}}
+    queued = stack.client.post("/v1/jobs", json=job).json["request_id"]
+    assert stack.client.get(f"/v1/jobs/{queued}").json["status"] == "queued"
+    install(stack, echo_skill("pkg-queued", version="2.0.0", message="two"))
+    for r in running:
+        (stack.settings.runs_dir / r["run_id"] / "go").touch()
+    done = stack.wait(queued)
+    assert done["status"] == "succeeded", done
+    data = stack.client.get(f"/v1/jobs/{queued}/result").json["result"]["data"]
+    assert data["message"] == "two" and done["skill_version"] == "2.0.0"
+    assert all(stack.wait(rid)["status"] == "succeeded" for rid in blockers)
+
+    assert stack.client.delete("/v1/skills/pkg-queued").status_code == 200
+    install(stack, echo_skill("pkg-queued", version="1.0.0", message="one"))
+    again = stack.client.post("/v1/jobs", json=job).json
+    assert again["cache_hit"] is False, again
+    status = stack.wait(again["request_id"])
+    assert status["status"] == "succeeded" and status["skill_version"] == "1.0.0", status
+    result = stack.client.get(f"/v1/jobs/{again['request_id']}/result").json["result"]
+    assert result["data"]["message"] == "one"
+
+    resp = stack.client.post(
+        "/v1/temp-skill-runs",
+        data={
+            **package_upload(echo_skill("pkg-queued", version="1.0.0", message="one")),
+            "request": '{"input": {"text": "q"}}',
+        },
+    )
+    assert resp.status_code == 200, resp.json
+    temp = wait_temp(stack, resp.json["request_id"])
+    assert temp["status"] == "succeeded", temp
+    temp_result = stack.client.get(f"/v1/temp-skill-runs/{resp.json['request_id']}/result")
+    assert temp_result.json["result"]["data"]["message"] == "one"

@@ -35,6 +35,7 @@ from runner_core.skills import SkillPackage
 from runner_core.skills.memo import load_skill_cached
 from runner_core.statuses import RunStatus
 from runner_core.store.models import Run
+from runner_core.store.runs import ran_skill
 from worker import context
 from worker.composite.children import (
     attempts,
@@ -44,9 +45,10 @@ from worker.composite.children import (
     save_children,
 )
 from worker.composite.end import end, forget_skipped, record_skipped, skipped, step_ended
-from worker.context import events_of, sessions
+from worker.context import connect, events_of, sessions
 from worker.dispatch import send_advance, send_run
 from worker.execution.lease import aware
+from worker.execution.ran_skill import ran_key
 from worker.execution.run_layout import skill_source
 
 log = logging.getLogger(__name__)
@@ -67,6 +69,10 @@ def start(run: Run) -> str:
     forget_skipped(run)  # each attempt (skill `retry`) plans its steps afresh
     events_of(run).state_changed(RunStatus.QUEUED, RunStatus.RUNNING, "composite_started")
     pkg = load_skill_cached(skill_source(settings, run))
+    key = ran_key(settings, run, pkg)  # an install since the job was created changes it
+    if (pkg.version, key) != (run.skill_version, run.cache_key):
+        with connect() as conn:
+            ran_skill(conn, run.id, run.attempt, pkg.version, key)
     send_advance(run.id, time_limit(run, pkg) + 0.05)
     advance(run.id)
     return RunStatus.RUNNING

@@ -102,8 +102,12 @@ class RunExecutor:
         load_resume: Callable[[], Resume | None] = lambda: None,
         events: EventLog | None = None,
         unwinds: tuple[type[Exception], ...] = (),
+        record_skill: Callable[[str | None, str | None], object] | None = None,
     ) -> None:
         self.unwinds = unwinds
+        # records the skill version the run runs and its cache key (run row) when they are
+        # not the ones the run was created with
+        self.record_skill = record_skill
         self.events = events  # the run's event log (None: no events recorded)
         self.settings, self.run, self.make_watch = settings, run, make_watch
         self.request_payload = request_payload  # the client's JSON body, for input.json
@@ -285,6 +289,9 @@ class RunExecutor:
             return resumed_context(self.settings, self.run, self.paths, self.make_watch)
         staged = stage_skill(self.settings, self.run, self.paths, self.pool)
         self.pool_layout = staged.pool_layout  # refilled even when this run's inputs fail
+        changed = (staged.version, staged.cache_key) != (self.run.skill_version, self.run.cache_key)
+        if changed and self.record_skill is not None:
+            self.record_skill(staged.version, staged.cache_key)
         inputs = write_inputs(self.settings, self.run, self.paths, staged.pkg, self.request_payload)
         enter_workspace(self.settings, self.run, self.paths)
         return EntryContext(

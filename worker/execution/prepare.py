@@ -29,6 +29,7 @@ from runner_core.workspace import (
 from runner_core.workspace_reuse import reserve_namespace, take_over
 from worker.execution.contexts import EntryContext
 from worker.execution.failures import RunFailed
+from worker.execution.ran_skill import ran_key
 from worker.execution.run_layout import (
     PoolLayout,
     engine_skill_dirs,
@@ -43,10 +44,13 @@ from worker.execution.supervisor import Watch
 @dataclass(frozen=True)
 class StagedSkill:
     """The run's own skill snapshot; `pool_layout` is what the next run of this skill version
-    needs (None when no run directory should be made ahead for it)."""
+    needs (None when no run directory should be made ahead for it); `version` and `cache_key`:
+    the version of the skill copied in and the run's key with its files."""
 
     pkg: SkillPackage
     pool_layout: PoolLayout | None
+    version: str | None = None
+    cache_key: str | None = None
 
 
 def stage_skill(settings: Settings, run: Run, paths: RunPaths, pool: RunDirPool) -> StagedSkill:
@@ -58,6 +62,8 @@ def stage_skill(settings: Settings, run: Run, paths: RunPaths, pool: RunDirPool)
     # Shared lock: an install of this skill cannot swap it while it is being copied.
     with skill_lock(locks_dir(settings.data_dir), run.skill_id, shared=True):
         loaded, signature = load_skill_signed(source)  # validated once per version
+        # the skill installed now may not be the one the job was created with
+        key = ran_key(settings, run, loaded)
         installed = run.kind == "job"  # one-off runs bring their own package
         layout = PoolLayout(
             source,
@@ -74,7 +80,7 @@ def stage_skill(settings: Settings, run: Run, paths: RunPaths, pool: RunDirPool)
         else:
             create_run_dir(paths.root.parent, paths.root.name)
             snapshot, _exact = layout.snapshot(paths)
-    return StagedSkill(relocated(loaded, snapshot), pool_layout)
+    return StagedSkill(relocated(loaded, snapshot), pool_layout, loaded.version, key)
 
 
 def write_inputs(
