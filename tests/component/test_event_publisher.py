@@ -46,7 +46,7 @@ def test_events_reach_a_subscriber_in_order_from_a_connection_without_replies(re
         publish(run_id, ["1", "2", "3"])
         publish(run_id, ["4"])
         assert received(sub, 4) == ["1", "2", "3", "4"]
-        assert len(quiet_clients(monitor, time.monotonic() + 0.5)) == 1
+        assert len(quiet_clients(monitor, time.monotonic() + 1.5)) == 1
     many = [str(i) for i in range(2000)]  # no reply piles up unread on either side
     for line in many:
         publish(run_id, [line])
@@ -70,10 +70,13 @@ def test_a_killed_connection_is_made_again_and_asks_for_no_replies_again(redis_u
         got: list[str] = []
         for attempt in range(10):  # a send into the dead socket may vanish (a hint, not an event)
             publish(run_id, [f"after-{attempt}"])
-            got = received(sub, 1, timeout=0.3)
+            got = received(sub, 1, timeout=1.0)
             if got:
                 break
         assert got and got[0].startswith("after-")
-        assert len(quiet_clients(monitor, time.monotonic() + 0.5)) == 1
+        assert len(quiet_clients(monitor, time.monotonic() + 1.5)) == 1
     publish(run_id, ["x", "y"])
-    assert received(sub, 2) == ["x", "y"]
+    later: list[str] = []  # an earlier attempt's message may come in late on a busy host
+    while "y" not in later and len(later) < 12:
+        later += received(sub, 1) or ["(none)"]
+    assert [line for line in later if not line.startswith("after-")] == ["x", "y"]
