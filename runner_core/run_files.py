@@ -82,10 +82,10 @@ def _inside(root: Path, path: Path) -> bool:
 
 
 def resolve(run_dir: Path, rel: str) -> Path:
-    """The file `rel` names inside `run_dir`; FileRefused for an absolute path, `..`, a hidden
-    or secret part, or a symlink leading out of the run."""
+    """The file `rel` names inside `run_dir`; FileRefused for an absolute path, `..`, a NUL
+    byte (no file name holds one), a hidden or secret part, or a symlink leading out of the run."""
     parts = tuple(p for p in rel.replace("\\", "/").split("/") if p not in ("", "."))
-    if not rel or rel.startswith("/") or ".." in parts:
+    if not rel or rel.startswith("/") or ".." in parts or "\0" in rel:
         raise FileRefused("traversal", f"'{rel}' is not a path inside the run")
     if _hidden(parts):
         raise FileRefused("secret", f"'{rel}' is hidden: engine homes and configs are not shown")

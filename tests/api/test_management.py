@@ -214,3 +214,17 @@ def test_the_event_stream_replays_an_ended_run_and_closes(tmp_path, skills_root,
     assert text == client.get(f"/v1/jobs/{rid}/events").get_data(as_text=True)
     assert text.startswith("event: snapshot\n") and '"status":"canceled"' in text
     assert "event: chat_event\nid: 1\n" in text and '"terminal"' in text
+
+
+@pytest.mark.parametrize(
+    "route", ["/v1/management/runs/{}/file", "/v1/jobs/{}/file", "/ui/runs/{}/preview"]
+)
+@pytest.mark.parametrize("path", ["\0", "artifacts/notes.md\0x", "a\0b"])
+def test_a_preview_path_with_a_nul_byte_is_refused_not_a_500(client, files_job, route, path):
+    answer = client.get(route.format(files_job), query_string={"path": path})
+    if route.startswith("/ui/"):  # the page's fragment shows the API's error
+        assert answer.status_code == 200 and "RUN_FILE_REFUSED" in answer.get_data(as_text=True)
+        return
+    assert answer.status_code == 403, answer.json
+    assert answer.json["error"]["code"] == "RUN_FILE_REFUSED"
+    assert answer.json["error"]["details"] == {"path": path, "reason": "traversal"}

@@ -242,3 +242,12 @@ def test_one_off_runs_are_listed_and_read_by_the_management_api(client, app, set
     page = client.get(f"/ui/runs/{temp}").get_data(as_text=True)
     assert "one-off" in page and '"kind": "temp"' in page
     assert "one-off" in client.get("/ui/runs").get_data(as_text=True)
+
+
+def test_a_file_path_with_a_nul_byte_is_refused_not_a_500(client, app, settings):
+    rid = start(client, request={"input": {"text": "hi"}}).json["request_id"]
+    finish(app, settings, rid, {"message": "hello", "text": "hi"})
+    resp = client.get(f"/v1/temp-skill-runs/{rid}/file?path=result/result.json%00x")
+    assert resp.status_code == 403 and resp.json["error"]["code"] == "RUN_FILE_REFUSED"
+    resp = client.get(f"/v1/temp-skill-runs/{rid}/artifacts/a%00b")
+    assert resp.status_code == 400 and resp.json["error"]["code"] == "INVALID_ARTIFACT_PATH"
