@@ -17,6 +17,7 @@ from api.config import build_config
 from api.cors import allow_origins
 from api.errors import http_exception_response, register_error_handlers
 from api.jobs.queue_bound import QueueBound
+from api.json_bodies import JSONProvider
 from api.logs import configure_logging, tag_request_lines
 from api.media_types import check_body_types
 from api.metrics import register_metrics
@@ -54,6 +55,7 @@ def max_waiters() -> int:
 def create_app(config: dict[str, Any] | None = None) -> Flask:
     """Build the app. Tests pass {"SETTINGS": ..., "QUEUE": FakeQueue()}."""
     app = Flask(__name__)
+    app.json = JSONProvider(app)  # request.get_json refuses a lone surrogate as the parser does
     app.config.update(build_config(config))
     settings = app.config["SETTINGS"]
     use_metrics_dir(settings.metrics_dir, settings.data_dir)  # before prometheus_client loads

@@ -15,7 +15,7 @@ from typing import Any, TypeGuard
 from flask import request
 from sqlalchemy.orm import Session
 
-from api import context
+from api import context, json_bodies
 from api.errors import ApiError
 from api.jobs import interaction
 from runner_core.error_codes import ErrorCode
@@ -93,7 +93,7 @@ def _metadata(request_id: str) -> dict[str, Any]:
     if raw is None and "metadata" in request.files:
         raw = request.files["metadata"].read().decode("utf-8", errors="replace")
     try:
-        meta = json.loads(raw) if raw is not None else None
+        meta = json_bodies.loads(raw) if raw is not None else None
     except ValueError as exc:
         raise _invalid(request_id, f"metadata is not JSON: {exc}") from exc
     if not isinstance(meta, dict) or not _whole(meta.get("interaction_id")):

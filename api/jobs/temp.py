@@ -18,7 +18,7 @@ from flask import request
 from marshmallow import ValidationError
 from sqlalchemy import Connection
 
-from api import context, idempotency
+from api import context, idempotency, json_bodies
 from api.errors import ApiError
 from api.jobs.create import create_job
 from api.schemas.packages import TempRunCreate
@@ -34,30 +34,28 @@ TEMP = "temp"
 def parse_run_request() -> dict[str, Any]:
     """The multipart `request` field: JSON holding a job body without skill_id."""
     raw = request.form.get("request", "")
-    try:
-        body = json.loads(raw) if raw.strip() else {}
-    except json.JSONDecodeError as exc:
-        raise ApiError(
-            400,
-            ErrorCode.INVALID_REQUEST,
-            f"the 'request' field is not JSON: {exc}",
-            {"field": "request"},
-        ) from exc
-    except RecursionError as exc:
-        raise ApiError(
-            400,
-            ErrorCode.INVALID_REQUEST,
-            "the 'request' field is nested too deeply",
-            {"field": "request"},
-        ) from exc
-    return _load_request(body)
+    return _load_request(_decode(raw, "the 'request' field") if raw.strip() else {})
 
 
 def parse_json_request() -> dict[str, Any]:
     """The JSON body of a one-off run whose package comes with its upload."""
     with body_limit(1024 * 1024):
-        body = request.get_json(silent=True)
-    return _load_request(body)
+        raw = request.get_data(cache=True)
+    return _load_request(_decode(raw, "the body") if raw.strip() else None)
+
+
+def _decode(raw: str | bytes, what: str) -> Any:
+    """The JSON `raw` holds; 400 INVALID_REQUEST when it is not JSON (or not Unicode text)."""
+    try:
+        return json_bodies.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise ApiError(
+            400, ErrorCode.INVALID_REQUEST, f"{what} is not JSON: {exc}", {"field": "request"}
+        ) from exc
+    except RecursionError as exc:
+        raise ApiError(
+            400, ErrorCode.INVALID_REQUEST, f"{what} is nested too deeply", {"field": "request"}
+        ) from exc
 
 
 def _load_request(body: Any) -> dict[str, Any]:
