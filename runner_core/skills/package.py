@@ -52,16 +52,22 @@ def unpack_package(zip_path: Path, workdir: Path) -> SkillPackage:
     """Extract `zip_path` under `workdir` and load it as `workdir/skill/<skill_id>`.
 
     Raises UploadError for an unsafe or broken zip, PackageError for an invalid skill.
+    What an earlier call cut short left in `workdir` is replaced, and `extracted` never outlives
+    the call, so a package refused or failed part-way can be unpacked again.
     """
     extracted = workdir / "extracted"
-    extract_upload(zip_path, extracted, PACKAGE_LIMITS)
-    root = _skill_root(extracted)
-    errors: list[str] = []
-    name = root.name if root != extracted else _declared_id(root, errors)
-    dest = workdir / "skill" / name
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    os.rename(root, dest)
     shutil.rmtree(extracted, ignore_errors=True)
+    try:
+        extract_upload(zip_path, extracted, PACKAGE_LIMITS)
+        root = _skill_root(extracted)
+        errors: list[str] = []
+        name = root.name if root != extracted else _declared_id(root, errors)
+        dest = workdir / "skill" / name
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.rmtree(dest, ignore_errors=True)  # os.rename cannot replace a folder with files
+        os.rename(root, dest)
+    finally:
+        shutil.rmtree(extracted, ignore_errors=True)
     pkg = load_skill(dest, strict=True)
     errors.extend(package_problems(pkg))
     if errors:

@@ -10,7 +10,9 @@ import zipfile
 
 from sqlalchemy import select
 
+import api.jobs.pending as pending
 from runner_core.store.models import Request, Run
+from tests.api.test_client_forms import package_and_inputs, plugin_package
 from tests.helpers import upload_body, zip_bytes
 from tests.packages import echo_skill, package_upload
 
@@ -251,3 +253,29 @@ def test_a_file_path_with_a_nul_byte_is_refused_not_a_500(client, app, settings)
     assert resp.status_code == 403 and resp.json["error"]["code"] == "RUN_FILE_REFUSED"
     resp = client.get(f"/v1/temp-skill-runs/{rid}/artifacts/a%00b")
     assert resp.status_code == 400 and resp.json["error"]["code"] == "INVALID_ARTIFACT_PATH"
+
+
+def test_a_package_upload_that_failed_part_way_can_be_sent_again(
+    client, queue, settings, monkeypatch
+):
+    """The run's creation failing after the package was unpacked (a 500) leaves the held body;
+    the upload sent again replaces what the first left and starts the run."""
+    rid = client.post(
+        "/v1/temp-skill-runs", json={"engine": "codex", "input": {"text": "hi"}}
+    ).json["request_id"]
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("the database went away")
+
+    real = pending.create_job
+    monkeypatch.setattr(pending, "create_job", broken)
+    upload = f"/v1/temp-skill-runs/{rid}/upload"
+    failed = client.post(upload, data=package_and_inputs(plugin_package()))
+    assert failed.status_code == 500
+    assert not (settings.requests_dir / rid / "extracted").exists()
+    monkeypatch.setattr(pending, "create_job", real)
+    again = client.post(upload, data=package_and_inputs(plugin_package()))
+    assert again.status_code == 200, again.json
+    assert len(queue.sent) == 1
+    assert sorted(p.name for p in (settings.requests_dir / rid / "skill").iterdir()) == ["pkg-echo"]
+    assert not (settings.requests_dir / rid / "extracted").exists()
