@@ -62,21 +62,36 @@ def render_string(text: str, context: dict[str, Any]) -> Any:
 
 def evaluate(expression: str, context: dict[str, Any]) -> Any:
     """The typed value of one openEvo expression (None when a path does not exist)."""
+    compiled = _compiled(expression)
     try:
-        value = _compiled(expression)(**context)
-    except TemplateError as exc:
-        raise TemplateFailure(f"template '{{{{{expression.strip()}}}}}': {exc}") from exc
-    except (TypeError, ValueError, KeyError, IndexError, AttributeError) as exc:
-        raise TemplateFailure(f"template '{{{{{expression.strip()}}}}}': {exc}") from exc
-    return None if isinstance(value, Undefined) else value
+        value = compiled(**context)
+    except Exception as exc:  # whatever the expression raises (1/0, a filter's TypeError, ...)
+        raise TemplateFailure(f"template '{{{{{expression.strip()}}}}}': {_reason(exc)}") from exc
+    if isinstance(value, Undefined):
+        return None
+    try:  # a step's input and the output are JSON: `range(3)` or a function is not
+        json.dumps(value)
+    except (TypeError, ValueError, RecursionError) as exc:
+        kind = type(value).__name__
+        message = f"template '{{{{{expression.strip()}}}}}': gives a {kind}, not JSON data"
+        raise TemplateFailure(message) from exc
+    return value
+
+
+def _reason(exc: Exception) -> str:
+    """What went wrong, with the exception's kind when its message does not say it."""
+    text = str(exc)
+    if isinstance(exc, TemplateError) and text:
+        return text
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 @lru_cache(maxsize=512)
 def _compiled(expression: str):
     try:
         return _ENV.compile_expression(to_jinja(expression), undefined_to_none=True)
-    except TemplateError as exc:
-        raise TemplateFailure(f"template '{{{{{expression.strip()}}}}}': {exc}") from exc
+    except Exception as exc:  # a syntax error, or anything else the compiler raises
+        raise TemplateFailure(f"template '{{{{{expression.strip()}}}}}': {_reason(exc)}") from exc
 
 
 def to_jinja(expression: str) -> str:

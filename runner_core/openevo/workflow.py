@@ -122,7 +122,7 @@ def next_moves(
                         changed = True
                         continue
                 state, launches, wake = _progress(step, tries.get(name, []), context, now)
-            except TemplateFailure as exc:
+            except Exception as exc:  # TemplateFailure, or anything a rendered value raises
                 moves.failed = {"step": name, "message": f"step '{name}': {exc}", "error": None}
                 return moves
             planned.add(name)

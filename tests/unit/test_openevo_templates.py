@@ -80,3 +80,12 @@ def test_a_broken_template_names_itself(bad):
 
 def test_the_sandbox_hides_python_internals():
     assert render("{{ input.topic.__class__ }}", CTX) is None
+
+
+@pytest.mark.parametrize(
+    "bad",
+    ["{{ 1/0 }}", "{{ 1//0 }}", "{{ 1%0 }}", "n: {{ input.n / input.zero }}", "{{ range(3) }}"],
+)
+def test_any_failure_of_an_expression_is_a_template_failure_naming_it(bad):
+    with pytest.raises(TemplateFailure, match=r"template '\{\{"):
+        render(bad, {"input": {"n": 1, "zero": 0}})

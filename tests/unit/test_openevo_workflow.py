@@ -123,3 +123,14 @@ def test_a_false_condition_skips_and_dependants_start_in_the_same_call():
     assert moves.skip == ["a"] and moves.start[0].input == {"was": "skipped"}
     moves = next_moves(pipeline, {"go": False}, [done("b", {})], skipped={"a"})
     assert moves.done
+
+
+def test_a_step_input_that_divides_by_zero_fails_the_step_naming_it():
+    pipeline = [
+        {"step": "a", "skill": "s", "input": {}},
+        {"step": "b", "skill": "s", "input": {"x": "{{ steps.a.total / steps.a.count }}"}},
+    ]
+    moves = next_moves(pipeline, {}, [done("a", {"total": 3, "count": 0})])
+    assert moves.failed is not None and moves.start == []
+    assert moves.failed["step"] == "b"
+    assert moves.failed["message"].startswith("step 'b': template '{{steps.a.total")
