@@ -254,7 +254,9 @@ CATALOGUE: dict[ErrorCode, CodeUse] = {
     ),
     _C.OUTPUT_VALIDATION_FAILED: CodeUse((RUN,), "no output passed the output schema"),
     _C.COMPOSITE_STEP_FAILED: CodeUse(
-        (RUN,), "a composite's step failed (not continueOnError); details name the step"
+        (RUN,),
+        "a composite's step failed (not continueOnError), or a template of a step or of "
+        "outputMapping failed; details name the step",
     ),
     _C.ARTIFACT_MISSING: CodeUse((RUN,), "a required artifact was not produced"),
     _C.OUTPUT_TOO_LARGE: CodeUse((RUN,), "the process wrote more than the output limit"),

@@ -251,3 +251,21 @@ def test_an_index_composites_retry_calls_afresh(stack, tmp_path):
         ("flaky@1", "failed"),
         ("2:flaky@1", "succeeded"),
     ]
+
+
+@SQLITE_ONLY
+@pytest.mark.parametrize(
+    ("skill", "named"),
+    [
+        ("ratio_step", "step 'ratio': template '{{input.total / input.count}}'"),
+        ("ratio_mapping", "outputMapping: template '{{input.total // input.count}}'"),
+    ],
+)
+def test_a_template_dividing_by_zero_fails_the_composite_at_once(stack, skill, named):
+    rid = start(stack, skill, {"total": 6, "count": 0})
+    status = stack.wait(rid, 20)
+    assert status["status"] == "failed", status
+    assert status["error"]["code"] == "COMPOSITE_STEP_FAILED"
+    assert status["error"]["message"].startswith(named)
+    assert "ZeroDivisionError" in status["error"]["message"]
+    assert stamp(status["finished_at"]) - stamp(status["started_at"]) < 10

@@ -36,11 +36,7 @@ def end(
 ) -> str:
     """Cancel what still runs; then queue a failed parent again when its skill's `retry`
     allows, or write its result (with its steps) and record its end."""
-    canceled = cancel_children(session, parent.id)
-    session.commit()
-    for child in runs:
-        if child.id in canceled:  # never started: no worker will say it ended
-            step_ended(parent, child, RunStatus.CANCELED)
+    stop_children(session, parent, runs)
     if status == RunStatus.FAILED and retry_failed(parent, error):
         return RunStatus.QUEUED
     steps = step_entries(order, runs, states)
@@ -58,6 +54,17 @@ def end(
         cut_short=False,
     )
     return status
+
+
+def stop_children(session: Session, parent: Run, runs: list[Run]) -> None:
+    """Flag the parent's active children canceled (committed): queued ones end at once (their
+    `step.ended` written here: no worker will say they ended), running ones are killed by
+    their worker, whose end of each advances the parent."""
+    canceled = cancel_children(session, parent.id)
+    session.commit()
+    for child in runs:
+        if child.id in canceled:
+            step_ended(parent, child, RunStatus.CANCELED)
 
 
 def step_entries(

@@ -22,18 +22,18 @@ from typing import Any
 from celery import shared_task
 from jsonschema import Draft7Validator
 from sqlalchemy import update
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from runner_core.error_codes import ErrorCode
 from runner_core.inputs import TOO_DEEP_TO_VALIDATE, apply_defaults
 from runner_core.openevo.steps import in_run_attempt
-from runner_core.openevo.workflow import final_output, next_moves
+from runner_core.openevo.workflow import StepState, final_output, next_moves
 from runner_core.queues import ADVANCE_COMPOSITE
 from runner_core.results import RunError
 from runner_core.runtime_options import RuntimeOptions
 from runner_core.skills import SkillPackage
 from runner_core.skills.memo import load_skill_cached
-from runner_core.statuses import RunStatus
+from runner_core.statuses import ACTIVE_STATUSES, RunStatus
 from runner_core.store.models import Run
 from runner_core.store.runs import ran_skill
 from worker import context
@@ -44,7 +44,14 @@ from worker.composite.children import (
     new_child,
     save_children,
 )
-from worker.composite.end import end, forget_skipped, record_skipped, skipped, step_ended
+from worker.composite.end import (
+    end,
+    forget_skipped,
+    record_skipped,
+    skipped,
+    step_ended,
+    stop_children,
+)
 from worker.context import connect, events_of, sessions
 from worker.dispatch import send_advance, send_run
 from worker.execution.lease import aware
@@ -52,6 +59,7 @@ from worker.execution.ran_skill import ran_key
 from worker.execution.run_layout import skill_source
 
 log = logging.getLogger(__name__)
+STOP_GRACE_SEC = 5.0  # a stopping parent waits this long at most for its killed children
 
 
 def is_composite(pkg: SkillPackage) -> bool:
@@ -89,7 +97,19 @@ def time_limit(parent: Run, pkg: SkillPackage) -> float:
 @shared_task(name=ADVANCE_COMPOSITE)
 def advance(parent_id: str, ended_child: str | None = None) -> str:
     """Start the children that are due, or end the parent; idempotent. `ended_child`: the
-    child whose end called it (its `step.ended` is written first)."""
+    child whose end called it (its `step.ended` is written first). A failure other than the
+    database's fails the parent (INTERNAL_ERROR) rather than leave it running: each later
+    `advance` (the sweep sends one every pass) would fail the same way."""
+    try:
+        return _advance(parent_id, ended_child)
+    except DBAPIError:  # the database away or refusing: the next advance tries again
+        raise
+    except Exception as exc:
+        log.exception("advance of composite %s failed", parent_id)
+        return _fail(parent_id, exc)
+
+
+def _advance(parent_id: str, ended_child: str | None) -> str:
     with sessions()() as session:
         parent = session.get(Run, parent_id, with_for_update=True)
         if parent is not None and ended_child is not None:
@@ -109,19 +129,20 @@ def advance(parent_id: str, ended_child: str | None = None) -> str:
         runs = children(session, parent_id, parent.attempt)
         now = time.time()
         inputs = apply_defaults(pkg.input_schema, parent.input or {})
+        # a cancel or the timeout first: nothing the steps' templates do can keep it running
+        stop = _stop(parent, pkg, now)
+        if stop is not None:
+            status, stopped, since = stop
+            stop_children(session, parent, runs)
+            runs = children(session, parent_id, parent.attempt)
+            if any(r.status in ACTIVE_STATUSES for r in runs) and now < since + STOP_GRACE_SEC:
+                # each killed child's end advances the parent; this is the backstop
+                send_advance(parent_id, since + STOP_GRACE_SEC - now + 0.05)
+                return "stopping"
+            states = _states(pipeline, inputs, runs, parent, now)
+            return end(session, parent, status, None, stopped, order, runs, states)
         moves = next_moves(pipeline, inputs, attempts(runs), set(skipped(parent)), now)
         error: dict[str, Any] | None
-        if parent.cancel_requested_at:
-            error = RunError(ErrorCode.CANCELED_BY_USER, "canceled by user").as_dict()
-            return end(session, parent, RunStatus.CANCELED, None, error, order, runs, moves.states)
-        limit = time_limit(parent, pkg)
-        if parent.started_at and now >= aware(parent.started_at).timestamp() + limit:
-            error = RunError(
-                ErrorCode.TIMEOUT,
-                f"the composite's timeout ({round(limit * 1000)} ms) passed; "
-                "its running steps were canceled",
-            ).as_dict()
-            return end(session, parent, RunStatus.FAILED, None, error, order, runs, moves.states)
         if moves.skip:
             record_skipped(parent, moves.skip)
             for name in moves.skip:
@@ -133,7 +154,16 @@ def advance(parent_id: str, ended_child: str | None = None) -> str:
             ).as_dict()
             return end(session, parent, RunStatus.FAILED, None, error, order, runs, moves.states)
         if moves.done:
-            data = final_output(pipeline, pkg.openevo.output_mapping, inputs, moves.states)
+            try:
+                data = final_output(pipeline, pkg.openevo.output_mapping, inputs, moves.states)
+            except Exception as exc:  # a template of outputMapping that fails
+                details = {"step": None, "output_mapping": True, "error": None}
+                error = RunError(
+                    ErrorCode.COMPOSITE_STEP_FAILED, f"outputMapping: {exc}", {"details": details}
+                ).as_dict()
+                return end(
+                    session, parent, RunStatus.FAILED, None, error, order, runs, moves.states
+                )
             status, error = _checked(pkg, data)
             return end(session, parent, status, data, error, order, runs, moves.states)
         pkgs: dict[str, SkillPackage] = {}
@@ -170,6 +200,59 @@ def advance(parent_id: str, ended_child: str | None = None) -> str:
     if moves.wake_in is not None:  # a retry is due later
         send_advance(parent_id, moves.wake_in + 0.02)
     return "advanced"
+
+
+def _stop(parent: Run, pkg: SkillPackage, now: float) -> tuple[str, dict[str, Any], float] | None:
+    """A canceled parent (CANCELED_BY_USER) or one past its timeout (TIMEOUT): its status,
+    error and since when it stops; None while it goes on."""
+    if parent.cancel_requested_at:
+        error = RunError(ErrorCode.CANCELED_BY_USER, "canceled by user").as_dict()
+        return RunStatus.CANCELED, error, aware(parent.cancel_requested_at).timestamp()
+    limit = time_limit(parent, pkg)
+    if parent.started_at and now >= aware(parent.started_at).timestamp() + limit:
+        error = RunError(
+            ErrorCode.TIMEOUT,
+            f"the composite's timeout ({round(limit * 1000)} ms) passed; "
+            "its running steps were canceled",
+        ).as_dict()
+        return RunStatus.FAILED, error, aware(parent.started_at).timestamp() + limit
+    return None
+
+
+def _states(
+    pipeline: list[dict[str, Any]],
+    inputs: dict[str, Any],
+    runs: list[Run],
+    parent: Run,
+    now: float,
+) -> dict[str, StepState]:
+    """The steps' states for the result of a parent that stops (none when they cannot be
+    worked out: the entries then list each step's children without a step status)."""
+    try:
+        return next_moves(pipeline, inputs, attempts(runs), set(skipped(parent)), now).states
+    except Exception:
+        log.warning("steps of composite %s: states not worked out", parent.id, exc_info=True)
+        return {}
+
+
+def _fail(parent_id: str, exc: Exception) -> str:
+    """End a running parent FAILED (INTERNAL_ERROR) after its advance failed: its children
+    canceled, its result listing what is known of its steps."""
+    error = RunError(
+        ErrorCode.INTERNAL_ERROR, f"the composite could not go on: {type(exc).__name__}: {exc}"
+    ).as_dict()
+    with sessions()() as session:
+        parent = session.get(Run, parent_id, with_for_update=True)
+        if parent is None or parent.status != RunStatus.RUNNING:
+            session.commit()
+            return "ended"
+        runs = children(session, parent_id, parent.attempt)
+        try:
+            pkg = load_skill_cached(skill_source(context.settings(), parent))
+            order = [s["step"] for s in (pkg.openevo.pipeline if pkg.openevo else [])]
+        except Exception:
+            order = []
+        return end(session, parent, RunStatus.FAILED, None, error, order, runs, {})
 
 
 def _checked(pkg: SkillPackage, data: Any) -> tuple[str, dict[str, Any] | None]:
