@@ -165,7 +165,9 @@ def cancel_run(session: Session, req: Request, run: Run) -> dict[str, Any]:
         if run.celery_task_id and before == RunStatus.QUEUED:  # a waiting run's task ended
             context.queue().revoke(run.celery_task_id)
     elif accepted and run.engine is None and run.heartbeat_at is None:
-        # a running composite parent holds no process: the workflow ends it and its steps
+        # a running composite parent holds no process: its steps are flagged here (no free
+        # worker process is needed for their workers to kill them), and the workflow ends it
+        run_states.request_cancel_descendants(session, run.id)
         context.queue().wake_composite(run.id)
     session.refresh(run)
     log.info(

@@ -178,6 +178,30 @@ def request_cancel(session: Session, run_id: str) -> bool:
     return cast(CursorResult, result).rowcount == 1
 
 
+MAX_NESTING = 32  # composite levels a cancel follows down
+
+
+def request_cancel_descendants(session: Session, run_id: str) -> int:
+    """Set the cancel flag on the active children of a run, their children, ... (a composite's
+    steps): queued ones are then refused by the claim, running ones killed by their worker.
+    Returns how many were flagged; committed."""
+    flagged, parents, now = 0, [run_id], utcnow()
+    for _ in range(MAX_NESTING):
+        active = (Run.parent_run_id.in_(parents), Run.status.in_(ACTIVE_STATUSES))
+        result = session.execute(
+            update(Run)
+            .where(*active, Run.cancel_requested_at.is_(None))
+            .values(cancel_requested_at=now, updated_at=now)
+            .execution_options(synchronize_session=False)
+        )
+        flagged += cast(CursorResult, result).rowcount
+        parents = list(session.scalars(select(Run.id).where(*active)))
+        if not parents:
+            break
+    session.commit()
+    return flagged
+
+
 @cache
 def _beat_statement(with_pgid: bool, of_attempt: bool):
     statement = (

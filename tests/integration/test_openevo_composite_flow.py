@@ -253,6 +253,35 @@ def test_an_index_composites_retry_calls_afresh(stack, tmp_path):
     ]
 
 
+def _started(stack, rid, count):
+    deadline = time.time() + 20
+    while time.time() < deadline:
+        run_id = stack.client.get(f"/v1/jobs/{rid}").json["run_id"]
+        events = stack.settings.runs_dir / run_id / "events.jsonl"
+        if events.is_file() and events.read_text().count('"step.started"') == count:
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"{count} steps of {rid} did not start")
+
+
+def test_cancel_of_a_foreach_kills_its_running_items_and_ends_the_parent_at_once(stack):
+    # as many items as the worker has processes: no process is free for the parent's advance
+    rid = start(stack, "sleepy_fanout", {"items": [15000] * 4})
+    _started(stack, rid, 4)
+    time.sleep(1.5)  # every item running
+    assert stack.client.post(f"/v1/jobs/{rid}/cancel").json["accepted"] is True
+    began = time.time()
+    status = stack.wait(rid, 20)
+    assert status["status"] == "canceled", status
+    assert status["error"]["code"] == "CANCELED_BY_USER"
+    assert time.time() - began < 5
+    (step,) = result_of(stack, rid)["steps"]
+    assert [item["status"] for item in step["items"]] == ["canceled"] * 4, step
+    for item in step["items"]:
+        assert stack.wait(item["request_id"], 5)["status"] == "canceled"
+    assert time.time() - began < 8
+
+
 @SQLITE_ONLY
 @pytest.mark.parametrize(
     ("skill", "named"),
