@@ -17,6 +17,7 @@ from typing import Any
 from runner_core.metrics import record_run_end, record_tokens
 from runner_core.results import RunEnd, write_failure
 from runner_core.statuses import RunStatus
+from runner_core.store import callbacks
 from runner_core.store import runs as run_states
 from runner_core.store.db import retry_unavailable
 from runner_core.store.models import Run
@@ -54,22 +55,30 @@ def record_end(
     `advance` message is sent."""
     if retry and end.status == RunStatus.FAILED and retry_failed(run, _dict(end.error)):
         return RunStatus.QUEUED
-    if not (transition or _finish(run, end))():
+    due: list[str] | None = None  # callbacks scheduled with the end (None: not yet)
+    if transition is None:
+        ended, due = _finish(run, end)()
+    else:
+        ended = transition()
+    if not ended:
         finished().publish(run.id)  # whoever ended it announced it; a long poll may re-read
         return None
     if cut_short:
         write_failure(
             RunPaths(context.settings().runs_dir / run.id), end.status, _dict(end.error) or {}
         )
-    _announce(run, before, end, trigger)
+    _announce(run, before, end, trigger, due)
     _notify_parent(run, advance_parent)
     return end.status
 
 
-def _finish(run: Run, end: RunEnd) -> Callable[[], bool]:
-    def finish_once() -> bool:
+def _finish(run: Run, end: RunEnd) -> Callable[[], tuple[bool, list[str]]]:
+    """The run's own finish, and in the same transaction its callbacks made `scheduled`
+    (most runs have none: one statement, no second connection or commit)."""
+
+    def finish_once() -> tuple[bool, list[str]]:
         with connect() as conn:
-            return run_states.finish_run(
+            ended = run_states.finish_run(
                 conn,
                 run.id,
                 end.status,
@@ -79,7 +88,11 @@ def _finish(run: Run, end: RunEnd) -> Callable[[], bool]:
                 session_handle=end.session_handle,
                 token_usage=_dict(end.token_usage),
                 attempt=run.attempt,
+                commit=False,
             )
+            due = callbacks.schedule_run(conn, run.id) if ended else []  # commits
+            conn.commit()
+            return ended, due
 
     # a database away for a while must not lose the run (a late finish is safe: it lands only
     # while the run is still this attempt's)
@@ -87,9 +100,12 @@ def _finish(run: Run, end: RunEnd) -> Callable[[], bool]:
     return lambda: retry_unavailable(finish_once, f"finish of run {run.id}", budget)
 
 
-def _announce(run: Run, before: str, end: RunEnd, trigger: str) -> None:
+def _announce(
+    run: Run, before: str, end: RunEnd, trigger: str, due: list[str] | None = None
+) -> None:
     """The terminal event, then the finish notice (long polls wake on the latter), the metrics
-    (duration, failures by code) and the webhooks; none of them may undo the recorded end."""
+    (duration, failures by code) and the webhooks (`due`: already scheduled); none of them may
+    undo the recorded end."""
     error = _dict(end.error)
     turn = turn_tokens(run.token_usage, _dict(end.token_usage))
     try:
@@ -114,7 +130,7 @@ def _announce(run: Run, before: str, end: RunEnd, trigger: str) -> None:
     from worker.webhook_tasks import callbacks_for_end  # (its module imports the recorder)
 
     try:
-        callbacks_for_end(run.id)
+        callbacks_for_end(run.id, due)
     except Exception:  # the sweep sends what is due
         log.warning("callbacks of run %s not scheduled", run.id, exc_info=True)
 

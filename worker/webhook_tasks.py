@@ -40,10 +40,12 @@ def status_document(req: Request, run: Run, event: str) -> dict[str, Any]:
     }
 
 
-def callbacks_for_end(run_id: str) -> int:
-    """Send the due callbacks of a run that has just ended (the sweep sends any missed)."""
-    with context.connect() as conn:
-        due = callbacks.schedule_run(conn, run_id)
+def callbacks_for_end(run_id: str, due: list[str] | None = None) -> int:
+    """Send the due callbacks of a run that has just ended (the sweep sends any missed);
+    `due`: the ones its finish already made `scheduled`."""
+    if due is None:
+        with context.connect() as conn:
+            due = callbacks.schedule_run(conn, run_id)
     for request_id in due:
         _send(request_id, TERMINAL)
     return len(due)

@@ -70,9 +70,11 @@ def finish_run(
     session_handle: str | None = None,
     token_usage: dict[str, Any] | None = None,
     attempt: int | None = None,
+    commit: bool = True,
 ) -> bool:
     """running -> terminal status. False when the run was no longer running, or, with
-    `attempt`, no longer that attempt's: a stale worker never records over a newer claim."""
+    `attempt`, no longer that attempt's: a stale worker never records over a newer claim.
+    `commit=False` leaves the transaction open for the caller's next statement."""
     given = {
         "warnings": warnings,
         "timings": timings,
@@ -91,7 +93,8 @@ def finish_run(
     if attempt is not None:
         params["attempt_"] = attempt
     result = session.execute(_finish_statement(optional, attempt is not None), params)
-    session.commit()
+    if commit:
+        session.commit()
     return cast(CursorResult, result).rowcount == 1
 
 
