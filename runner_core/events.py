@@ -56,20 +56,28 @@ class EventLog:
         self.path = Path(run_dir) / EVENTS_FILE
         self.ref, self.publish, self.enabled = ref, publish, enabled
 
-    def emit(self, type_: str, data: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    def emit(
+        self, type_: str, data: dict[str, Any] | None = None, before_end: bool = False
+    ) -> dict[str, Any] | None:
         """Append one event; None when the run has no directory (nothing to write into) or
-        events are off."""
-        events = self.emit_many([(type_, data)])
+        events are off, or, with `before_end`, when the log already ends with the run's
+        terminal event."""
+        events = self.emit_many([(type_, data)], before_end)
         return events[0] if events else None
 
-    def emit_many(self, items: Sequence[tuple[str, dict[str, Any] | None]]) -> list[dict[str, Any]]:
+    def emit_many(
+        self, items: Sequence[tuple[str, dict[str, Any] | None]], before_end: bool = False
+    ) -> list[dict[str, Any]]:
         """Append events in order under one lock and one write, announced in one round trip
-        (a chunk of CLI output often makes several)."""
+        (a chunk of CLI output often makes several). `before_end`: nothing is written after
+        the terminal event (a stream closes there: a later event would never reach it)."""
         if not items or not self.enabled or not self.path.parent.is_dir():
             return []
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
+            if before_end and is_terminal(_last_event(fd) or {}):
+                return []
             seq = _seq_after.get(_state(fd))
             if seq is None:
                 seq = _last_seq(fd)
@@ -138,17 +146,25 @@ def _state(fd: int) -> tuple[int, int, int, int]:
 
 
 def _last_seq(fd: int) -> int:
+    event = _last_event(fd)
+    return int(event["seq"]) if event is not None else 0
+
+
+def _last_event(fd: int) -> dict[str, Any] | None:
+    """The last whole event of the file, found within its last TAIL_BYTES."""
     size = os.fstat(fd).st_size
     if size == 0:
-        return 0
+        return None
     start = max(0, size - TAIL_BYTES)
     tail = os.pread(fd, size - start, start).decode("utf-8", errors="replace")
     for line in reversed(tail.splitlines()):
         try:
-            return int(json.loads(line)["seq"])
+            event = json.loads(line)
+            int(event["seq"])
+            return event
         except (ValueError, KeyError, TypeError):
             continue  # a line cut by the window, or damaged: look further back
-    return 0
+    return None
 
 
 def last_seq(run_dir: Path) -> int:

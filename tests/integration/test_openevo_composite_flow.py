@@ -14,6 +14,7 @@ from datetime import datetime
 
 import pytest
 
+from runner_core.events import is_terminal
 from tests.helpers import wait_for
 from tests.integration.openevo_stack import install_node_runners, openevo_stack, start
 from tests.integration.services import SQLITE_ONLY
@@ -52,6 +53,16 @@ def events_of(stack, rid):
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
+def events_to_the_end(stack, rid):
+    """The run's events once its terminal event is written (just after its status)."""
+
+    def ended():
+        events = events_of(stack, rid)
+        return events if any(is_terminal(e) for e in events) else None
+
+    return wait_for(ended, 5)
+
+
 def stamp(value):
     return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
 
@@ -76,12 +87,10 @@ def test_foreach_runs_one_child_per_item_at_most_max_concurrency_at_once(stack):
     assert any(a[0] < b[1] and b[0] < a[1] for a in spans for b in spans if a is not b)
     started = [e for e in events_of(stack, rid) if e["type"] == "step.started"]
     assert sorted(e["data"]["index"] for e in started) == list(range(6))
-
-    def all_ended():  # an item's end may be written just after the parent's, by its own worker
-        found = [e for e in events_of(stack, rid) if e["type"] == "step.ended"]
-        return found if len(found) == 6 else None
-
-    ended = wait_for(all_ended, 10)
+    events = events_to_the_end(stack, rid)
+    assert is_terminal(events[-1])  # every item's end before it
+    ended = [e for e in events if e["type"] == "step.ended"]
+    assert len(ended) == 6
     assert all(e["data"]["status"] == "succeeded" for e in ended)
     assert all(e["data"]["duration_ms"] >= 700 and e["data"]["step"] == "each" for e in ended)
 
@@ -298,3 +307,20 @@ def test_a_template_dividing_by_zero_fails_the_composite_at_once(stack, skill, n
     assert status["error"]["message"].startswith(named)
     assert "ZeroDivisionError" in status["error"]["message"]
     assert stamp(status["finished_at"]) - stamp(status["started_at"]) < 10
+
+
+def test_a_failing_foreach_ends_its_events_with_the_terminal_event(stack):
+    # item 0 fails at once (a negative sleep) while items 1 and 2 run: the parent fails, and
+    # the running items, canceled, end after it
+    rid = start(stack, "sleepy_fanout", {"items": [-1, 4000, 4000]})
+    status = stack.wait(rid, 30)
+    assert status["status"] == "failed" and status["error"]["code"] == "COMPOSITE_STEP_FAILED"
+    started = [e["data"] for e in events_of(stack, rid) if e["type"] == "step.started"]
+    assert len(started) == 3
+    for item in started:
+        assert stack.wait(item["request_id"], 15)["status"] in ("failed", "canceled")
+    time.sleep(1.0)  # a late step.ended, written by an item's own worker after its end
+    events = events_to_the_end(stack, rid)
+    assert is_terminal(events[-1])
+    ended = [e["data"] for e in events if e["type"] == "step.ended"]
+    assert (ended[0]["index"], ended[0]["status"]) == (0, "failed")

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from runner_core import events as events_module
-from runner_core.events import EventLog, RunRef, is_terminal, read_events
+from runner_core.events import STATE_CHANGED, EventLog, RunRef, is_terminal, read_events
 
 REPO = Path(__file__).resolve().parents[2]
 REF = RunRef("run-1", "req-1", "codex", attempt=2)
@@ -89,3 +89,12 @@ def test_read_events_filters_by_seq_and_terminal_is_recognised(tmp_path):
     assert [e["seq"] for e in read_events(tmp_path, to_seq=1)] == [1]
     last = read_events(tmp_path)[-1]
     assert is_terminal(last) and last["data"]["terminal"] == {"status": "succeeded", "error": None}
+
+
+def test_an_event_written_before_end_is_dropped_once_the_terminal_event_is_written(tmp_path):
+    log = EventLog(tmp_path, REF)
+    assert log.emit("step.ended", {"step": "a"}, before_end=True) is not None
+    log.state_changed("running", "failed", "composite_finished", terminal=True)
+    assert log.emit("step.ended", {"step": "b"}, before_end=True) is None
+    assert log.emit_many([("step.ended", {"step": "b"})], before_end=True) == []
+    assert [e["type"] for e in read_events(tmp_path)] == ["step.ended", STATE_CHANGED]

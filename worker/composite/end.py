@@ -8,10 +8,11 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from runner_core.events import read_events
 from runner_core.openevo.steps import parse_child_name
 from runner_core.openevo.workflow import StepState
 from runner_core.results import RunEnd, result_document, write_result
-from runner_core.statuses import RunStatus
+from runner_core.statuses import TERMINAL_STATUSES, RunStatus
 from runner_core.store import runs as run_states
 from runner_core.store.models import Run
 from runner_core.workspace import RunPaths, write_json
@@ -37,6 +38,7 @@ def end(
     """Cancel what still runs; then queue a failed parent again when its skill's `retry`
     allows, or write its result (with its steps) and record its end."""
     stop_children(session, parent, runs)
+    announce_ended(parent, runs)
     if status == RunStatus.FAILED and retry_failed(parent, error):
         return RunStatus.QUEUED
     steps = step_entries(order, runs, states)
@@ -65,6 +67,17 @@ def stop_children(session: Session, parent: Run, runs: list[Run]) -> None:
     for child in runs:
         if child.id in canceled:
             step_ended(parent, child, RunStatus.CANCELED)
+
+
+def announce_ended(parent: Run, runs: list[Run]) -> None:
+    """`step.ended` for each ended child not yet on the parent's events, before its terminal
+    event: a child that ended just before its parent did has its own `advance` still to come,
+    which then finds the parent ended and writes none."""
+    events = read_events(context.settings().runs_dir / parent.id)
+    told = {e["data"].get("request_id") for e in events if e["type"] == "step.ended"}
+    for child in runs:
+        if child.status in TERMINAL_STATUSES and child.request_id not in told:
+            step_ended(parent, child)
 
 
 def step_entries(
@@ -113,7 +126,7 @@ def _span(children: list[Run]) -> dict[str, Any]:
 
 def step_ended(parent: Run, child: Run, status: str | None = None) -> None:
     """`step.ended` on the parent's events: the child's step, request id, status, duration,
-    error."""
+    error; none once the parent's terminal event is written (a stream has closed there)."""
     parsed = parse_child_name(child.step_name or "")
     step, index, attempt = parsed if parsed else (child.step_name, None, 1)
     data: dict[str, Any] = {
@@ -128,7 +141,7 @@ def step_ended(parent: Run, child: Run, status: str | None = None) -> None:
     if child.started_at and child.finished_at:
         seconds = (child.finished_at - child.started_at).total_seconds()
         data["duration_ms"] = round(seconds * 1000)
-    events_of(parent).emit("step.ended", data)
+    events_of(parent).emit("step.ended", data, before_end=True)
 
 
 def skipped(parent: Run) -> list[str]:

@@ -33,7 +33,7 @@ from runner_core.results import RunError
 from runner_core.runtime_options import RuntimeOptions
 from runner_core.skills import SkillPackage
 from runner_core.skills.memo import load_skill_cached
-from runner_core.statuses import ACTIVE_STATUSES, RunStatus
+from runner_core.statuses import ACTIVE_STATUSES, TERMINAL_STATUSES, RunStatus
 from runner_core.store.models import Run
 from runner_core.store.runs import ran_skill
 from worker import context
@@ -97,9 +97,10 @@ def time_limit(parent: Run, pkg: SkillPackage) -> float:
 @shared_task(name=ADVANCE_COMPOSITE)
 def advance(parent_id: str, ended_child: str | None = None) -> str:
     """Start the children that are due, or end the parent; idempotent. `ended_child`: the
-    child whose end called it (its `step.ended` is written first). A failure other than the
-    database's fails the parent (INTERNAL_ERROR) rather than leave it running: each later
-    `advance` (the sweep sends one every pass) would fail the same way."""
+    child whose end called it (its `step.ended` is written first, unless the parent has
+    ended). A failure other than the database's fails the parent (INTERNAL_ERROR) rather than
+    leave it running: each later `advance` (the sweep sends one every pass) would fail the
+    same way."""
     try:
         return _advance(parent_id, ended_child)
     except DBAPIError:  # the database away or refusing: the next advance tries again
@@ -112,7 +113,11 @@ def advance(parent_id: str, ended_child: str | None = None) -> str:
 def _advance(parent_id: str, ended_child: str | None) -> str:
     with sessions()() as session:
         parent = session.get(Run, parent_id, with_for_update=True)
-        if parent is not None and ended_child is not None:
+        if (
+            parent is not None
+            and ended_child is not None
+            and parent.status not in TERMINAL_STATUSES  # its end announced the ended steps
+        ):
             child = session.get(Run, ended_child)
             if child is not None:
                 step_ended(parent, child)
