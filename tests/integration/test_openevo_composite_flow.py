@@ -14,7 +14,7 @@ from datetime import datetime
 
 import pytest
 
-from runner_core.events import is_terminal
+from runner_core.events import is_terminal, read_events
 from tests.helpers import wait_for
 from tests.integration.openevo_stack import install_node_runners, openevo_stack, start
 from tests.integration.services import SQLITE_ONLY
@@ -324,3 +324,20 @@ def test_a_failing_foreach_ends_its_events_with_the_terminal_event(stack):
     assert is_terminal(events[-1])
     ended = [e["data"] for e in events if e["type"] == "step.ended"]
     assert (ended[0]["index"], ended[0]["status"]) == (0, "failed")
+
+
+def test_cancel_of_a_foreach_gives_its_queued_items_their_terminal_event(stack):
+    # more items than the worker has processes: three are still queued when the cancel comes
+    rid = start(stack, "sleepy_fanout", {"items": [15000] * 7})
+    _started(stack, rid, 7)
+    time.sleep(1.5)
+    assert stack.client.post(f"/v1/jobs/{rid}/cancel").json["accepted"] is True
+    assert stack.wait(rid, 20)["status"] == "canceled"
+    started = [e["data"] for e in events_of(stack, rid) if e["type"] == "step.started"]
+    children = [stack.wait(item["request_id"], 10) for item in started]
+    assert [c["status"] for c in children] == ["canceled"] * 7
+    assert any(c["started_at"] is None for c in children)  # some never started
+    for child in children:
+        run_dir = stack.settings.runs_dir / child["run_id"]
+        ended = wait_for(lambda d=run_dir: [e for e in read_events(d) if is_terminal(e)], 5)
+        assert [e["data"]["terminal"]["status"] for e in ended] == ["canceled"], child

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import uuid
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ from sqlalchemy.orm import Session
 
 from runner_core.openevo.steps import Attempt, parse_child_name, run_attempt_of
 from runner_core.queues import queue_for
-from runner_core.results import read_result
+from runner_core.results import RunEnd, read_result
 from runner_core.skills import SkillPackage
 from runner_core.skills.memo import load_skill_cached
 from runner_core.skills.registry import SkillRegistry
@@ -25,6 +26,7 @@ from runner_core.store.new_runs import Dispatch, NewRun, insert_runs
 from runner_core.workspace import RunPaths
 from worker import context
 from worker.execution.lease import aware
+from worker.recorder import record_end
 
 
 def children(session: Session, parent_id: str, run_attempt: int | None = None) -> list[Run]:
@@ -134,7 +136,8 @@ def new_child(
 
 def cancel_children(session: Session, parent_id: str) -> list[str]:
     """Cancel cascades by parent id: one UPDATE flags the active children (running ones are
-    killed by their watch), queued ones end at once; returns the ids of the latter."""
+    killed by their watch), queued ones end at once, each recorded like any run canceled
+    while queued (its terminal event included); returns the ids of the latter."""
     now = utcnow()
     session.execute(
         update(Run)
@@ -142,6 +145,23 @@ def cancel_children(session: Session, parent_id: str) -> list[str]:
         .values(cancel_requested_at=now, updated_at=now)
     )
     queued = session.scalars(
-        select(Run.id).where(Run.parent_run_id == parent_id, Run.status == RunStatus.QUEUED)
+        select(Run).where(Run.parent_run_id == parent_id, Run.status == RunStatus.QUEUED)
     ).all()
-    return [run_id for run_id in queued if run_states.cancel_queued(session, run_id)]
+    return [child.id for child in queued if _cancel_queued(session, child)]
+
+
+def _cancel_queued(session: Session, child: Run) -> bool:
+    ended = record_end(
+        child,
+        RunEnd.failed(run_states.CANCELED, RunStatus.CANCELED),
+        "cancel",
+        before=RunStatus.QUEUED,
+        transition=partial(run_states.cancel_queued, session, child.id),
+        cut_short=False,  # it never started: the API answers from the row
+        advance_parent=_no_advance,
+    )
+    return ended is not None
+
+
+def _no_advance(parent_id: str, child_id: str) -> None:
+    """The parent that cancels its children is ending (or has ended): it needs no advance."""
