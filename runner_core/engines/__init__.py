@@ -7,6 +7,7 @@ broken adapter cannot break the others.
 from __future__ import annotations
 
 import importlib
+from typing import Any
 
 from runner_core.engines.base import EngineAdapter
 
@@ -34,3 +35,10 @@ def get_adapter(name: str) -> EngineAdapter:
     """Return the adapter object of engine `name` (KeyError if unknown)."""
     module = importlib.import_module(ENGINES[name])
     return module.ADAPTER
+
+
+def settings_schema(name: str) -> dict[str, Any]:
+    """The JSON Schema of the well-known settings of engine `name`'s CLI (its module's
+    ``SETTINGS_SCHEMA``, see setting_types); {} for an engine that declares none."""
+    module = importlib.import_module(ENGINES[name])
+    return getattr(module, "SETTINGS_SCHEMA", {})

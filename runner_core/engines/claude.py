@@ -40,6 +40,7 @@ from runner_core.engines.failures import api_error, exit_error, missing_cli_erro
 from runner_core.engines.invocation import command_spec, engine_env, find_cli, resolve_binary
 from runner_core.engines.native_schema import TOOL, native_schema_for
 from runner_core.engines.session_logs import claude_message_usage
+from runner_core.engines.setting_types import BOOLEAN, INTEGER, OBJECT, STRING, STRINGS, table
 from runner_core.engines.streams import (
     UsageKeys,
     json_lines,
@@ -58,6 +59,17 @@ QUIET_ENV = {
     "DISABLE_ERROR_REPORTING": "1",
 }
 _AUTH_PATTERNS = ("not logged in", "invalid api key", "/login")
+
+# settings.json keys as Claude Code's settings documentation types them (claude skips a whole
+# settings file that holds a value of another type)
+SETTINGS_SCHEMA = table(
+    model=STRING,
+    apiKeyHelper=STRING,
+    cleanupPeriodDays=INTEGER,
+    includeCoAuthoredBy=BOOLEAN,
+    env=OBJECT,
+    permissions=table(allow=STRINGS, deny=STRINGS, ask=STRINGS, defaultMode=STRING),
+)
 
 # the result's usage (Anthropic counts cache reads and writes beside input_tokens) and cost
 USAGE = UsageKeys(

@@ -57,6 +57,15 @@ from runner_core.engines.failures import api_error, exit_error, http_status, mis
 from runner_core.engines.invocation import command_spec, engine_env, find_cli, resolve_binary
 from runner_core.engines.native_schema import STRICT, native_schema_for
 from runner_core.engines.session_logs import codex_turn_usage
+from runner_core.engines.setting_types import (
+    BOOLEAN,
+    INTEGER,
+    OBJECT,
+    STRING,
+    STRINGS,
+    map_of,
+    table,
+)
 from runner_core.engines.streams import (
     UsageKeys,
     json_lines,
@@ -73,6 +82,40 @@ DEFAULT_KEY_ENV = "SKILL_RUNNER_API_KEY"
 TOOL_ITEMS = ("command_execution", "mcp_tool_call", "file_change", "web_search")
 _AUTH_PATTERNS = ("missing environment variable", "not logged in", "no api key", "please login")
 _BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+# config.toml keys as codex's config reference types them (each refused by codex 0.171 with
+# "Error loading config.toml: invalid type" when given another type)
+SETTINGS_SCHEMA = table(
+    model=STRING,
+    review_model=STRING,
+    model_provider=STRING,
+    model_reasoning_effort=STRING,
+    model_reasoning_summary=STRING,
+    model_verbosity=STRING,
+    approval_policy={"type": ["string", "object"]},  # a policy name, or {granular = {...}}
+    sandbox_mode=STRING,
+    developer_instructions=STRING,
+    model_context_window=INTEGER,
+    model_auto_compact_token_limit=INTEGER,
+    check_for_update_on_startup=BOOLEAN,
+    notify=STRINGS,
+    analytics=table(enabled=BOOLEAN),
+    features=table(plugins=BOOLEAN),
+    skills=table(bundled=table(enabled=BOOLEAN)),
+    sandbox_workspace_write=table(network_access=BOOLEAN, writable_roots=STRINGS),
+    shell_environment_policy=table(inherit=STRING, include_only=STRINGS),
+    model_providers=map_of(
+        table(
+            name=STRING,
+            base_url=STRING,
+            env_key=STRING,
+            wire_api=STRING,
+            stream_max_retries=INTEGER,
+            request_max_retries=INTEGER,
+            stream_idle_timeout_ms=INTEGER,
+        )
+    ),
+    mcp_servers=map_of(OBJECT),
+)
 # (system, machine) -> the launcher's target triple and its platform package (bin/codex.js)
 _TARGETS = {
     ("Linux", "x86_64"): ("x86_64-unknown-linux-musl", "codex-linux-x64"),

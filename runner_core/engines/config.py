@@ -109,14 +109,20 @@ def _parse_file(path: Path) -> dict[str, Any]:
     return data
 
 
+def skill_files(engine: str, skill_dir: Path | None) -> list[tuple[str, dict[str, Any]]]:
+    """(name, settings) of each config file in the skill's assets folder, lowest first."""
+    if skill_dir is None:
+        return []
+    assets = Path(skill_dir) / "assets"
+    names = (f"{engine}_config.toml", f"{engine}_config.json", f"{engine}_settings.json")
+    return [(name, layer) for name in names if (layer := _read_file(assets / name))]
+
+
 def skill_layer(engine: str, skill_dir: Path | None) -> dict[str, Any]:
     """The skill's recommended CLI settings from its assets folder, under ``settings``."""
-    if skill_dir is None:
-        return {}
-    assets = Path(skill_dir) / "assets"
     settings: dict[str, Any] = {}
-    for name in (f"{engine}_config.toml", f"{engine}_config.json", f"{engine}_settings.json"):
-        settings = deep_merge(settings, _read_file(assets / name))
+    for _, layer in skill_files(engine, skill_dir):
+        settings = deep_merge(settings, layer)
     return {"settings": settings} if settings else {}
 
 

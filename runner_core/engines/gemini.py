@@ -35,6 +35,15 @@ from runner_core.engines.invocation import (
     run_home_files,
 )
 from runner_core.engines.session_logs import gemini_usage
+from runner_core.engines.setting_types import (
+    BOOLEAN,
+    NUMBER,
+    OBJECT,
+    STRING,
+    STRINGS,
+    map_of,
+    table,
+)
 from runner_core.engines.streams import (
     UsageKeys,
     json_lines,
@@ -45,6 +54,17 @@ from runner_core.engines.streams import (
 from runner_core.error_codes import ErrorCode
 
 BASE_SETTINGS: dict[str, Any] = {"security": {"auth": {"selectedType": "gemini-api-key"}}}
+# settings.json keys as gemini's settings schema types them (a value of another type is
+# reported "Invalid configuration" and used all the same)
+SETTINGS_SCHEMA = table(
+    model=table(name=STRING, maxSessionTurns=NUMBER),
+    general=table(enableAutoUpdate=BOOLEAN, enableAutoUpdateNotification=BOOLEAN),
+    privacy=table(usageStatisticsEnabled=BOOLEAN),
+    telemetry=table(enabled=BOOLEAN),
+    security=table(auth=table(selectedType=STRING), folderTrust=table(enabled=BOOLEAN)),
+    skills=table(enabled=BOOLEAN, disabled=STRINGS),
+    mcpServers=map_of(OBJECT),
+)
 # Printed when no key is configured (exit 41); a refused key is a MODEL_API_ERROR instead.
 _AUTH_HINTS = ("must specify the GEMINI_API_KEY", "Invalid auth method")
 

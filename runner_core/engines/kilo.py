@@ -36,10 +36,14 @@ from runner_core.engines.config import deep_merge
 from runner_core.engines.failures import process_error
 from runner_core.engines.invocation import command_spec, find_cli, run_env, run_home_files
 from runner_core.engines.opencode import PROVIDER_ID, parse_events, provider_settings
+from runner_core.engines.opencode import SETTINGS_SCHEMA as OPENCODE_SETTINGS
+from runner_core.engines.setting_types import BOOLEAN, table
 from runner_core.engines.streams import json_lines, read_output
 from runner_core.workspace import GIT_MARKER  # kilo stops its upward scan at a git root
 
 KEY_ENV = "SKILL_RUNNER_KILO_API_KEY"
+# opencode's settings, and kilo's own sandbox
+SETTINGS_SCHEMA = table(**OPENCODE_SETTINGS["properties"], sandbox=table(enabled=BOOLEAN))
 SETTINGS_PATH = ".config/kilo/kilo.json"  # under the run's HOME: kilo's global config
 
 

@@ -30,6 +30,7 @@ from runner_core.engines.base import (
 from runner_core.engines.config import deep_merge
 from runner_core.engines.failures import api_error, process_error
 from runner_core.engines.invocation import RUN_HOME_FILES, command_spec, find_cli, run_env
+from runner_core.engines.setting_types import BOOLEAN, OBJECT, STRING, STRINGS, map_of, table
 from runner_core.engines.streams import (
     UsageKeys,
     json_lines,
@@ -40,6 +41,19 @@ from runner_core.engines.streams import (
 from runner_core.error_codes import ErrorCode
 from runner_core.workspace import GIT_MARKER  # opencode stops its upward scan at a git root
 
+# opencode.json keys as opencode types them ("Configuration is invalid" otherwise; kilo too)
+SETTINGS_SCHEMA = table(
+    model=STRING,
+    small_model=STRING,
+    autoupdate={"type": ["boolean", "string"]},  # or "notify"
+    share=STRING,
+    snapshot=BOOLEAN,
+    enabled_providers=STRINGS,
+    disabled_providers=STRINGS,
+    provider=map_of(OBJECT),
+    permission={"type": ["string", "object"]},  # one action for all tools, or one per tool
+    mcp=OBJECT,
+)
 PROVIDER_ID = "runner"
 KEY_ENV = "SKILL_RUNNER_OPENCODE_API_KEY"
 

@@ -41,6 +41,7 @@ from runner_core.engines.invocation import (
     run_home_files,
 )
 from runner_core.engines.native_schema import TOOL, native_schema_for
+from runner_core.engines.setting_types import BOOLEAN, OBJECT, STRING, map_of, table
 from runner_core.engines.streams import (
     UsageKeys,
     json_lines,
@@ -55,6 +56,15 @@ _API_ERROR = re.compile(r"^\s*\[API Error:\s*(.*?)\]?\s*$", re.DOTALL)
 _PLAIN_TEXT = "Model produced plain text instead of calling the structured_output tool"
 _AUTH_HINTS = ("Missing API key", "OPENAI_API_KEY environment variable")
 
+# settings.json keys as qwen's settings schema types them
+SETTINGS_SCHEMA = table(
+    model=table(name=STRING),
+    general=table(enableAutoUpdate=BOOLEAN),
+    privacy=table(usageStatisticsEnabled=BOOLEAN),
+    memory=table(enableManagedAutoMemory=BOOLEAN),
+    security=table(folderTrust=table(enabled=BOOLEAN)),
+    mcpServers=map_of(OBJECT),
+)
 # the result's usage: input counts the cache reads it also lists
 USAGE = UsageKeys(cached="cache_read_input_tokens")
 
