@@ -12,6 +12,7 @@ from runner_core.budget import PRICED_BY_CLI
 from runner_core.engines import RETIRED
 from runner_core.engines.catalog import requested_model
 from runner_core.engines.config import EngineConfigError, load_engine_config
+from runner_core.engines.setting_types import check_setting_types
 from runner_core.error_codes import ErrorCode
 from runner_core.inputs import (
     InputError,
@@ -111,7 +112,8 @@ def check_engine_config(
 ) -> None:
     """400 ENGINE_CONFIG_INVALID naming the key, for what would fail the run once its CLI is
     set up: a config layer (the skill's files, the request's `<engine>_config`) that does not
-    load, or a setting without a value (null: no CLI settings file or TOML override has one)."""
+    load, a setting without a value (null: no CLI settings file or TOML override has one), or
+    a setting the engine's CLI knows with another JSON type (checked on the merged layers)."""
     settings = RuntimeOptions.from_dict(options).engine_config(engine)
     problem = None
     if settings is not None and not isinstance(settings, dict):
@@ -123,7 +125,10 @@ def check_engine_config(
     if problem is None:
         user = {"model": model, f"{engine}_config": settings}
         try:
-            load_engine_config(engine, skill_dir=pkg.root, user=user)
+            merged = load_engine_config(engine, skill_dir=pkg.root, user=user)
+            check_setting_types(
+                engine, merged.get("settings") or {}, skill_dir=pkg.root, sent=settings
+            )
         except EngineConfigError as exc:
             problem = str(exc)
     if problem is not None:
