@@ -26,7 +26,8 @@ from runner_core.workspace import disk_full
 
 
 def install_package(session: Session) -> SkillInstall:
-    """Install or update the skill in the request's zip; a refusal is a 400 with every error."""
+    """Install or update the skill in the request's zip; a refusal is a 400 with every error
+    (409 when a skill of the other format has its id)."""
     settings = context.settings()
     installer = installer_for(settings.data_dir, settings.skills_dir)
     workdir = installer.new_workdir()
@@ -42,6 +43,7 @@ def install_package(session: Session) -> SkillInstall:
         session.commit()
         try:
             pkg = unpack_package(workdir / "package.zip", workdir)
+            installer.check_format(pkg)  # before check_calls, which names the same clash a 400
             check_calls(pkg, settings.skills_dir)
             record.skill_id, record.version = pkg.id, pkg.version
             record.warnings = list(pkg.warnings)

@@ -123,10 +123,12 @@ def unpack_package_or_400(zip_path: Path, workdir: Path, extra: dict | None = No
 
 
 def package_api_error(exc: UploadError | PackageError, extra: dict | None = None) -> ApiError:
-    """The 400 for a refused package: its code, message and `details.errors`."""
+    """The 400 (409 for an id taken by the other format) for a refused package: its code,
+    message and `details.errors`."""
     details = {**exc.details, **(extra or {})}
     details.setdefault("errors", [exc.message])
-    return ApiError(400, exc.code, exc.message, details)
+    status = 409 if exc.code == ErrorCode.SKILL_ID_CONFLICT else 400
+    return ApiError(status, exc.code, exc.message, details)
 
 
 def upload_limits() -> UploadLimits:

@@ -72,6 +72,7 @@ class ErrorCode(StrEnum):
     PACKAGE_MISSING = "PACKAGE_MISSING"
     SKILL_PACKAGE_INVALID = "SKILL_PACKAGE_INVALID"
     SKILL_VERSION_NOT_INCREASED = "SKILL_VERSION_NOT_INCREASED"
+    SKILL_ID_CONFLICT = "SKILL_ID_CONFLICT"
     QUEUE_FULL = "QUEUE_FULL"
     QUOTA_EXCEEDED = "QUOTA_EXCEEDED"
     DATABASE_UNAVAILABLE = "DATABASE_UNAVAILABLE"
@@ -231,6 +232,9 @@ CATALOGUE: dict[ErrorCode, CodeUse] = {
     ),
     _C.SKILL_PACKAGE_INVALID: CodeUse((400,), "the skill package fails validation"),
     _C.SKILL_VERSION_NOT_INCREASED: CodeUse((400,), "an update to the same or a lower version"),
+    _C.SKILL_ID_CONFLICT: CodeUse(
+        (409,), "the package's id is taken by an installed skill of the other format"
+    ),
     _C.QUEUE_FULL: CodeUse((429,), "too many runs are queued; retry later"),
     _C.QUOTA_EXCEEDED: CodeUse(
         (429,), "the API token's runs spent its quota (tokens-file `quota`) within the window"

@@ -59,10 +59,11 @@ class SkillInstaller:
         return Path(tempfile.mkdtemp(prefix="install-", dir=staging))
 
     def install(self, pkg: SkillPackage) -> InstallResult:
-        """Move the staged `pkg` into place; an update must raise the version."""
-        # a skill.json skill may live in a category folder: an update replaces it there
-        live = SkillRegistry(self.skills_dir).root_of(pkg.id) or self.skills_dir / pkg.id
+        """Move the staged `pkg` into place; an update must raise the version and keep the
+        format."""
+        live = self.live_path(pkg.id)
         with skill_lock(self.locks_dir, pkg.id):
+            self.check_format(pkg)  # again under the lock: another install may have come first
             previous = load_skill(live) if live.is_dir() else None
             old_version = previous.version if previous else None
             if previous is not None:
@@ -70,6 +71,32 @@ class SkillInstaller:
             archived = self._archive(live, pkg.id, old_version) if previous else None
             swap_in(pkg.root, live)
         return InstallResult(pkg.id, pkg.version or "", old_version, archived, previous is not None)
+
+    def live_path(self, skill_id: str) -> Path:
+        """The folder the skill `skill_id` is (or would be) installed in: a skill.json skill
+        may live in a category folder, and an update replaces it there."""
+        return SkillRegistry(self.skills_dir).root_of(skill_id) or self.skills_dir / skill_id
+
+    def check_format(self, pkg: SkillPackage) -> None:
+        """Raise SKILL_ID_CONFLICT when the folder `pkg` would replace holds a skill of the
+        other format: replacing it would silently drop that skill (and break its callers)."""
+        live = self.live_path(pkg.id)
+        if not live.is_dir():
+            return
+        installed = SkillRegistry(self.skills_dir).format_at(live)
+        if installed == pkg.format:
+            return
+        where = live.relative_to(self.skills_dir).as_posix()
+        message = (
+            f"'{pkg.id}' is taken by the installed {installed} skill in '{where}'; a "
+            f"{pkg.format} package may not replace it: delete that skill first or choose another id"
+        )
+        raise PackageError(
+            ErrorCode.SKILL_ID_CONFLICT,
+            message,
+            [message],
+            {"skill_id": pkg.id, "format": pkg.format, "installed_format": installed},
+        )
 
     def uninstall(self, pkg: SkillPackage) -> Path:
         """Archive the installed `pkg` and take it out of the skills directory (renamed away

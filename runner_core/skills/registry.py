@@ -65,6 +65,11 @@ class SkillRegistry:
             _roots[(self.skills_dir, skill_id)] = (_dir_key(self.skills_dir, found), found)
         return found
 
+    def format_at(self, root: Path) -> str:
+        """The format of the skill in the folder `root`: "skill.json" also for a category
+        folder of skill.json skills, else "SKILL.md"."""
+        return "skill.json" if is_openevo_dir(root) or _category(root) else "SKILL.md"
+
     def graph_errors(self, pkg: SkillPackage) -> builtins.list[str]:
         """What the checks across skills (calls, names, cycles) find wrong with a skill.json
         `pkg` were it installed, replacing an installed skill of its name."""

@@ -184,3 +184,24 @@ def test_deleting_a_reinstalled_version_keeps_each_archive(client, settings):
     for answer, message in ((first, "first"), (second, "second")):
         archived = settings.data_dir / answer.json["archive_path"]
         assert (archived / "assets" / "message.txt").read_text() == message
+
+
+def test_a_package_whose_id_is_a_skill_of_the_other_format_is_409(client, settings):
+    headline = settings.skills_dir / "text" / "headline"  # a skill.json skill
+    resp = install(client, echo_skill("headline", version="9.0.0"))
+    assert resp.status_code == 409, resp.json
+    error = resp.json["error"]
+    assert error["code"] == "SKILL_ID_CONFLICT" and error["request_id"]
+    assert error["details"]["installed_format"] == "skill.json"
+    failed = client.get(f"/v1/skill-packages/{error['details']['install_id']}").json
+    assert failed["status"] == "failed" and failed["skill_id"] == "headline"
+    assert not (headline / "SKILL.md").exists()
+    assert client.get("/v1/skills/headline").json["format"] == "skill.json"
+    # the other way: a skill.json package named like an installed SKILL.md skill
+    assert install(client, echo_skill("pkgecho")).status_code == 200
+    raw = json.loads((headline / "skill.json").read_text())
+    files = {"skill.json": json.dumps({**raw, "name": "pkgecho", "version": "9.0.0"})}
+    resp = install(client, {**files, "prompt.md": (headline / "prompt.md").read_text()})
+    assert resp.status_code == 409, resp.json
+    assert resp.json["error"]["details"]["installed_format"] == "SKILL.md"
+    assert client.get("/v1/skills/pkgecho").json["format"] == "SKILL.md"

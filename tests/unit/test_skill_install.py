@@ -16,6 +16,7 @@ from runner_core.skills.locks import locks_dir, skill_lock
 from runner_core.skills.package import PackageError, unpack_package
 from runner_core.uploads import UploadError
 from tests.helpers import zip_bytes
+from tests.packages import echo_skill
 
 DEMO = REPO_ROOT / "skills" / "demo-prime-number"
 
@@ -144,6 +145,45 @@ def test_refused_update_leaves_the_installed_skill(installer, tmp_path):
     live = installer.skills_dir / "demo-prime-number"
     assert (live / "assets" / "marker.txt").read_text() == "one"
     assert not installer.archive_dir.exists()
+
+
+SHOUT = {
+    "name": "shout",
+    "description": "Upper-cases a text",
+    "category": "text",
+    "input": {"type": "object", "properties": {"text": {"type": "string"}}},
+    "output": {"type": "object"},
+    "mode": "code",
+    "version": "1.0.0",
+}
+SHOUT_PY = "def execute(input, ctx):\n    return {'text': input['text'].upper()}\n"
+
+
+@pytest.mark.parametrize("first", ["skill.json", "SKILL.md"])
+def test_a_package_never_replaces_a_skill_of_the_other_format(installer, tmp_path, first):
+    skill_json = {"skill.json": json.dumps(SHOUT), "index.py": SHOUT_PY}
+    skill_md = echo_skill("shout", version="9.0.0")
+    installed, other = (skill_json, skill_md) if first == "skill.json" else (skill_md, skill_json)
+    installer.install(unpack_package(write_zip(tmp_path, installed), installer.new_workdir()))
+    pkg = unpack_package(write_zip(tmp_path, other), installer.new_workdir())
+    with pytest.raises(PackageError) as exc:
+        installer.install(pkg)
+    assert exc.value.code == "SKILL_ID_CONFLICT"
+    assert exc.value.details["installed_format"] == first
+    assert load_skill(installer.skills_dir / "shout").format == first
+    assert not installer.archive_dir.exists()
+
+
+def test_a_skill_md_package_never_replaces_a_category_folder(installer, tmp_path):
+    folder = installer.skills_dir / "shout" / "loud"
+    folder.mkdir(parents=True)
+    (folder / "skill.json").write_text(json.dumps({**SHOUT, "name": "loud"}))
+    (folder / "index.py").write_text(SHOUT_PY)
+    pkg = unpack_package(write_zip(tmp_path, echo_skill("shout")), installer.new_workdir())
+    with pytest.raises(PackageError) as exc:
+        installer.install(pkg)
+    assert exc.value.code == "SKILL_ID_CONFLICT"
+    assert (folder / "skill.json").is_file()
 
 
 def test_swap_replaces_a_directory_without_leftovers(tmp_path):
