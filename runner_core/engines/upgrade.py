@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,16 +20,9 @@ from runner_core.engines.invocation import BIN_DIR_ENV, REPO_BIN_DIR, binary_env
 from runner_core.engines.packages import UNLINKED_BINARIES, package_of
 from runner_core.error_codes import ErrorCode
 from runner_core.processes import stop_process_group
+from runner_core.semver import MAX_VERSION_CHARS, SEMVER
 
 LATEST = "latest"
-MAX_VERSION_CHARS = 64
-# semver.org's own expression: digits and dots, an optional -pre-release and +build of
-# [0-9A-Za-z-] parts; nothing npm could read as a path, URL, tag range or flag
-SEMVER = re.compile(
-    r"(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
-    r"(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?"
-    r"(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?"
-)
 # what npm prints when the registry has no such version (or package)
 NOT_FOUND_MARKS = ("code ETARGET", "code E404", "notarget No matching version")
 KILL_GRACE_SEC = 3.0

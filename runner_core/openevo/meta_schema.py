@@ -44,7 +44,8 @@ META_SCHEMA: dict[str, Any] = {
         "calls": {"type": "array", "items": {"type": "string"}, "default": []},
         "pipeline": {"type": "array", "items": STEP_SCHEMA},
         "outputMapping": {"type": "object"},
-        "version": {"type": "string", "default": "1.0.0"},
+        # a semver (format checked by spec.py), as long as the database keeps
+        "version": {"type": "string", "format": "semver", "maxLength": 64, "default": "1.0.0"},
         "tags": {"type": "array", "items": {"type": "string"}, "default": []},
         "author": {"type": "string"},
         "timeout": {"type": "number", "exclusiveMinimum": 0, "default": 30000},

@@ -11,11 +11,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from jsonschema import Draft7Validator
+from jsonschema import Draft7Validator, FormatChecker
 
 from runner_core.engines import RUNNABLE_ENGINES, SUPPORTED_ENGINES
 from runner_core.openevo.meta_schema import META_SCHEMA
 from runner_core.openevo.node import node_command
+from runner_core.semver import SEMVER
 from runner_core.skills.files import SkillFileError, read_json, read_text
 from runner_core.skills.model import Automation, Entrypoint, RunnerManifest, SkillPackage
 
@@ -33,7 +34,11 @@ LLM_TEMPLATE = """\
 ```
 {{ output_contract }}"""
 
-_meta = Draft7Validator(META_SCHEMA)
+# only the meta-schema's own format (its maxLength bounds the length): the draft-07 formats
+# inside `input` and `output` stay annotations, as before
+_formats = FormatChecker(formats=())
+_formats.checks("semver")(lambda v: not isinstance(v, str) or bool(SEMVER.fullmatch(v)))
+_meta = Draft7Validator(META_SCHEMA, format_checker=_formats)
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 The zip holds either the skill's files at its root (SKILL.md, assets/, ...) or a single
 top-level folder containing them. Extraction goes through `runner_core.uploads` (zip slip,
-symlinks, bombs); validation is the loader's with `strict=True`, plus a parseable version.
+symlinks, bombs); validation is the loader's with `strict=True`, plus a semver version.
 """
 
 from __future__ import annotations
@@ -13,10 +13,9 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from packaging.version import InvalidVersion, Version
-
 from runner_core.error_codes import ErrorCode
 from runner_core.openevo.spec import SKILL_JSON, is_openevo_dir
+from runner_core.semver import is_semver
 from runner_core.skills.files import SkillFileError, read_json
 from runner_core.skills.loader import load_skill
 from runner_core.skills.model import SkillPackage
@@ -38,14 +37,6 @@ class PackageError(Exception):
         super().__init__(message)
         self.code, self.message, self.errors = code, message, errors
         self.details = {"errors": errors, **(details or {})}
-
-
-def parse_version(text: str | None) -> Version | None:
-    """A semver-style version ("1.2.0", "1.2.0-rc.1"), or None when it does not parse."""
-    try:
-        return Version(text) if text else None
-    except InvalidVersion:
-        return None
 
 
 def unpack_package(zip_path: Path, workdir: Path) -> SkillPackage:
@@ -85,8 +76,11 @@ def package_problems(pkg: SkillPackage) -> list[str]:
     """What makes a skill loaded with `strict=True` refused as a new package (its own files
     only; `check_calls` checks it against the installed skills)."""
     problems = list(pkg.errors)
-    if pkg.manifest is not None and pkg.version and parse_version(pkg.version) is None:
-        problems.append(f"runner.json: version '{pkg.version}' is not a valid version (e.g. 1.2.0)")
+    if pkg.manifest is not None and pkg.version and not is_semver(pkg.version):
+        problems.append(
+            f"runner.json: version '{pkg.version}' is not a valid version "
+            "(a semver such as 1.2.0 or 1.2.0-rc.1)"
+        )
     return problems
 
 

@@ -7,6 +7,8 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from runner_core.skills import SkillRegistry
 from tests.helpers import TEST_SKILLS
 
@@ -176,3 +178,17 @@ def test_a_name_longer_than_a_skill_id_is_an_error_and_a_long_id_is_no_skill(tmp
     # an id no skill can have is no skill, not a file name too long for the file system
     assert SkillRegistry(tmp_path).get("a" * 300) is None
     assert SkillRegistry(tmp_path).root_of("a" * 300) is None
+
+
+@pytest.mark.parametrize("version", ["v2.0.0", "abc", "1.0", "1.02.0", "1.0.0-", "1" * 62 + ".0.0"])
+def test_a_version_that_is_no_semver_is_an_error(tmp_path, version):
+    write(tmp_path, "bad", name="bad", version=version)
+    (pkg,) = SkillRegistry(tmp_path).list()
+    assert pkg.health == "invalid"
+    problem = "is too long" if len(version) > 64 else "is not a 'semver'"
+    assert pkg.errors == [f"skill.json: version: {version!r} {problem}"]
+
+
+def test_a_semver_version_with_pre_release_and_build_is_valid(tmp_path):
+    write(tmp_path, "good", name="good", version="2.10.0-rc.1+build.5")
+    assert SkillRegistry(tmp_path).get("good").health == "ok"

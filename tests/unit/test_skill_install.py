@@ -80,6 +80,16 @@ def test_every_validation_error_is_listed(tmp_path):
     assert exc.value.details["errors"] == errors
 
 
+@pytest.mark.parametrize("version", ["v2.0.0", "abc", "1.0", "1.0.0.post1", "1.0.0rc1"])
+def test_a_runner_json_version_that_is_no_semver_is_refused(tmp_path, version):
+    with pytest.raises(PackageError) as exc:
+        unpack(tmp_path, demo_files(version=version))
+    assert exc.value.errors == [
+        f"runner.json: version '{version}' is not a valid version "
+        "(a semver such as 1.2.0 or 1.2.0-rc.1)"
+    ]
+
+
 def test_invalid_id_at_root_is_reported(tmp_path):
     with pytest.raises(PackageError) as exc:
         unpack(tmp_path, demo_files(id="../evil"))
@@ -102,6 +112,13 @@ def test_unsafe_zip_is_an_upload_error(tmp_path):
         ("2.0.0", "1.9.9", False),
         ("1.0.0", "1.0.0-rc.1", False),
         ("not-a-version", "1.0.0", True),
+        ("1.0.0-alpha.beta", "1.0.0-beta", True),
+        ("1.0.0-2", "1.0.0-10", True),
+        ("1.0.0-alpha", "1.0.0-alpha.1", True),
+        ("1.0.0-beta.11", "1.0.0-rc.1", True),
+        ("1.0.0-x.7.z.92", "1.0.0", True),
+        ("1.0.0-rc.1", "1.0.0-11", False),
+        ("1.0.0+build.1", "1.0.0+build.2", False),
     ],
 )
 def test_version_must_increase(installed, new, ok):
