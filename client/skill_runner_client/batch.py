@@ -20,7 +20,7 @@ from typing import Any
 
 from skill_runner_client.batch_file import BatchJob
 from skill_runner_client.client import Client
-from skill_runner_client.errors import SkillRunnerError
+from skill_runner_client.errors import OutputNotWritable, SkillRunnerError
 from skill_runner_client.progress import Progress
 
 LONG_POLL_SEC = 20.0
@@ -91,20 +91,23 @@ class BatchRun:
 
     def run(self) -> int:
         """0: every job succeeded; 1: some failed (or the batch stopped; resume it). ValueError
-        for an --out that holds an earlier batch, unless resuming."""
+        for an --out that holds an earlier batch, unless resuming, or that cannot be written."""
         if (self.options.out / SUMMARY).exists() and not self.options.resume:
             raise ValueError(  # a usage error: nothing was sent
                 f"{self.options.out / SUMMARY} holds an earlier batch: --resume continues it"
             )
-        self.results_dir.mkdir(parents=True, exist_ok=True)
-        done = read_summary(self.options.out)
+        try:
+            self.results_dir.mkdir(parents=True, exist_ok=True)
+            done = read_summary(self.options.out)
+            self._summary = (self.options.out / SUMMARY).open("a", encoding="utf-8")
+        except OSError as exc:  # a usage error too: nothing was sent
+            raise OutputNotWritable(self.options.out, exc) from None
         self._ended = len(done)
         ok = sum(1 for e in done.values() if e["status"] == "succeeded")
         self.progress = Progress(len(self.jobs), ok, len(done) - ok)
         self._todo = [j for j in self.jobs if j.key not in done]
         self._todo.reverse()  # popped from the end: file order
         remaining = len(self._todo)
-        self._summary = (self.options.out / SUMMARY).open("a", encoding="utf-8")
         n = self.options.concurrency
         self._submitters = n
         threads = [threading.Thread(target=self._submitter, daemon=True) for _ in range(n)]
@@ -225,7 +228,10 @@ class BatchRun:
         for artifact in self.client.jobs.artifacts(request_id):
             path = artifact["path"]
             relative = path[len("artifacts/") :] if path.startswith("artifacts/") else path
-            self.client.jobs.download_artifact(request_id, path, folder / relative)
+            try:
+                self.client.jobs.download_artifact(request_id, path, folder / relative)
+            except OSError as exc:
+                raise OutputNotWritable(folder / relative, exc) from None
 
     # -- bookkeeping -----------------------------------------------------------------------
     def _record(
@@ -251,8 +257,11 @@ class BatchRun:
         if usage:
             entry["token_usage"] = dict(usage)
         with self._lock:
-            self._summary.write(json.dumps(entry) + "\n")
-            self._summary.flush()
+            try:
+                self._summary.write(json.dumps(entry) + "\n")
+                self._summary.flush()
+            except OSError as exc:
+                raise OutputNotWritable(self.options.out / SUMMARY, exc) from None
             self.progress.ended(status == "succeeded", job.key, was_running, note, usage)
             self._ended += 1
             if self._ended >= len(self.jobs):
@@ -268,5 +277,8 @@ class BatchRun:
 def _write_json(path: Path, body: Any) -> None:
     """Whole or not at all: a crash never leaves half a result."""
     part = path.with_name(path.name + ".part")
-    part.write_text(json.dumps(body, indent=2, ensure_ascii=False), encoding="utf-8")
-    os.replace(part, path)
+    try:
+        part.write_text(json.dumps(body, indent=2, ensure_ascii=False), encoding="utf-8")
+        os.replace(part, path)
+    except OSError as exc:
+        raise OutputNotWritable(path, exc) from None

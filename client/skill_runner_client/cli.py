@@ -1,6 +1,7 @@
 """The command line client: `skill-runner-client COMMAND ...` (also `skill-runner COMMAND`, which
 hands it every command but serve and migrate). Exit codes: 0 done (the run succeeded), 1 a run
-failed or the service refused, 2 bad arguments or a bad batch file, 130 interrupted."""
+failed or the service refused, 2 bad arguments, a bad batch file or an output path that cannot
+be written, 130 interrupted."""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from skill_runner_client.client import Client
-from skill_runner_client.errors import SkillRunnerError
+from skill_runner_client.errors import OutputNotWritable, SkillRunnerError
 from skill_runner_client.runs import RunRoutes, is_not_found
 from skill_runner_client.types import JobStatus
 
@@ -185,7 +185,11 @@ def follow_printed(routes: Any, request_id: str, stream: str) -> Iterator[str]:
 
 
 def bundle(args: Namespace, client: Client) -> int:
-    path = routes_for(client, args.request_id).download_bundle(args.request_id, args.output)
+    routes = routes_for(client, args.request_id)
+    try:
+        path = routes.download_bundle(args.request_id, args.output)
+    except OSError as exc:  # the service answered (its failures are SkillRunnerError)
+        raise OutputNotWritable(args.output, exc) from None
     size = path.stat().st_size
     emit(args, {"path": str(path), "size": size}, f"{path} ({size} bytes)")
     return OK

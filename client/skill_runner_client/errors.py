@@ -1,7 +1,9 @@
-"""The one exception the SDK raises: the service's error body, or a transport failure."""
+"""The one exception the SDK raises: the service's error body, or a transport failure; and the
+command line's for a file it was told to write and cannot."""
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 # Codes the client itself uses when no error body came back from the service.
@@ -51,3 +53,11 @@ class SkillRunnerError(Exception):
                 error.get("request_id"),
             )
         return cls(status, UNEXPECTED_RESPONSE, text[:500])
+
+
+class OutputNotWritable(ValueError):
+    """A path given to the command line cannot be written: one line naming it and the reason
+    (a ValueError, so the command line exits 2 as for any bad argument)."""
+
+    def __init__(self, path: str | os.PathLike[str], exc: OSError) -> None:
+        super().__init__(f"cannot write {os.fspath(path)}: {exc.strerror or exc}")

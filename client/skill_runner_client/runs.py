@@ -3,6 +3,7 @@ waiting, result, logs, log ranges, cancel, bundle, pending interaction and reply
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import time
@@ -215,7 +216,14 @@ class RunRoutes:
         return cast(ReplyAnswer, answer.json())
 
     def _download(self, path: str, dest: Path) -> Path:
-        dest.parent.mkdir(parents=True, exist_ok=True)
+        # the file is written beside `dest` and renamed over it: refuse what that would replace
+        # or fail on only after the download (a directory, a device such as /dev/null)
+        if dest.is_dir():
+            raise IsADirectoryError(errno.EISDIR, "Is a directory", str(dest))
+        if dest.exists() and not dest.is_file():
+            raise FileExistsError(errno.EEXIST, "Not a regular file", str(dest))
+        if not dest.parent.exists():  # (a file there: opening below says "Not a directory")
+            dest.parent.mkdir(parents=True, exist_ok=True)
         part = dest.with_name(dest.name + ".part")
         try:
             with self._t.stream("GET", path) as response, part.open("wb") as out:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import stat
 import threading
 from email.utils import formatdate
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -104,6 +106,10 @@ class Scripted(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
+
+    def do_POST(self) -> None:  # noqa: N802 - http.server's name
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.do_GET()
 
     def log_message(self, *_args) -> None:
         pass
@@ -305,3 +311,58 @@ def test_a_missing_input_file_is_named_before_any_job_is_created(tmp_path):
             client.jobs.create("demo-prime-number", files={"input_file": missing})
         with pytest.raises(FileNotFoundError, match=str(missing)):
             client.temp_runs.create(package, files={"input_file": str(missing)})
+
+
+def unwritable(tmp_path: Path, where: str) -> tuple[Path, str]:
+    """A path a file cannot be written at, and the reason the command line gives."""
+    (tmp_path / "file.txt").write_text("x")
+    os.mkfifo(tmp_path / "fifo")
+    return {
+        "under /proc": (Path("/proc/no-such-dir/b.zip"), "No such file or directory"),
+        "under a file": (tmp_path / "file.txt" / "b.zip", "Not a directory"),
+        "a directory": (tmp_path, "Is a directory"),
+        "a fifo": (tmp_path / "fifo", "Not a regular file"),
+    }[where]
+
+
+@pytest.mark.parametrize("where", ["under /proc", "under a file", "a directory", "a fifo"])
+def test_a_bundle_path_that_cannot_be_written_is_named_with_exit_2(
+    scripted, capsys, tmp_path, where
+):
+    path, reason = unwritable(tmp_path, where)
+    scripted.script += [(200, {}, {"request_id": "x", "status": "succeeded"}), (200, {}, {})]
+    url = f"http://127.0.0.1:{scripted.server_port}"
+    assert cli_main(["bundle", "x", "-o", str(path), "--server", url]) == 2
+    assert capsys.readouterr().err == f"skill-runner-client: cannot write {path}: {reason}\n"
+    assert stat.S_ISFIFO((tmp_path / "fifo").stat().st_mode)  # never replaced by the download
+    assert not list(tmp_path.glob("*.part"))
+
+
+@pytest.mark.parametrize("where", ["under /proc", "under a file"])
+def test_a_batch_out_that_cannot_be_written_is_named_and_nothing_is_sent(
+    scripted, capsys, tmp_path, where
+):
+    out, reason = unwritable(tmp_path, where)
+    jobs = tmp_path / "jobs.jsonl"
+    jobs.write_text('{"skill_id": "s"}\n')
+    url = f"http://127.0.0.1:{scripted.server_port}"
+    assert cli_main(["batch", str(jobs), "--out", str(out), "--server", url]) == 2
+    assert capsys.readouterr().err == f"skill-runner-client: cannot write {out}: {reason}\n"
+    assert scripted.seen == []
+
+
+def test_a_result_that_cannot_be_written_stops_the_batch_naming_it(scripted, capsys, tmp_path):
+    jobs = tmp_path / "jobs.jsonl"
+    jobs.write_text('{"key": "a", "skill_id": "s"}\n')
+    out = tmp_path / "out"
+    (out / "results" / "a.json").mkdir(parents=True)  # where the result file goes
+    result = {"request_id": "r", "result": {"status": "succeeded", "data": {}}}
+    scripted.script += [(200, {}, {"request_id": "r", "status": "queued"}), (200, {}, result)]
+    url = f"http://127.0.0.1:{scripted.server_port}"
+    assert cli_main(["batch", str(jobs), "--out", str(out), "--server", url]) == 1
+    last = capsys.readouterr().err.splitlines()[-1]
+    path = out / "results" / "a.json"
+    assert last == (
+        f"skill-runner-client: the batch stopped: cannot write {path}: Is a directory; "
+        "--resume continues it"
+    )
