@@ -88,6 +88,12 @@ def new(args) -> int:
     except ScaffoldError as exc:
         print(f"skill-runner: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:  # --dir is a bad argument too: one line, not a traceback
+        print(
+            f"skill-runner: cannot write {Path(args.dir) / args.name}: {_reason(exc)}",
+            file=sys.stderr,
+        )
+        return 2
     print(f"{root}: a new {args.kind} skill; check it with: skill-runner validate {root}")
     return 0
 
@@ -174,12 +180,20 @@ def token_add(args) -> int:
     except TokenFileError as exc:
         print(f"skill-runner: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:
+        print(f"skill-runner: cannot write {path}: {_reason(exc)}", file=sys.stderr)
+        return 2
     print(token)
     print(
         f"token '{args.name}' ({args.scopes}) added to {path}; it is shown only now",
         file=sys.stderr,
     )
     return 0
+
+
+def _reason(exc: OSError) -> str:
+    """The operating system's reason ("No such file or directory"), without errno and path."""
+    return exc.strerror or str(exc)
 
 
 # this package's commands; any other goes to the client package

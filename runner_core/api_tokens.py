@@ -148,7 +148,8 @@ def add_token(path: Path, name: str, scopes: Iterable[str]) -> str:
     token = "srt_" + secrets.token_urlsafe(32)
     line = json.dumps({"name": name, "sha256": token_hash(token), "scopes": scopes})
     parse_entries(line)  # the same checks as reading it back
-    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.parent.exists():  # (a file there: os.open says "Not a directory")
+        path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     with os.fdopen(fd, "a", encoding="utf-8") as out:
         out.write(line + "\n")

@@ -154,6 +154,18 @@ def test_token_add_prints_the_token_once_and_stores_only_its_hash(tmp_path, caps
     assert listed == [["ci", "read,submit"], ["ci", "admin"]]  # a rotation: two lines, one name
 
 
+def test_token_add_to_a_file_that_cannot_be_written_is_one_line(tmp_path, capsys):
+    (tmp_path / "file.txt").write_text("x")
+    for path, reason in (
+        ("/proc/no-such-dir/tokens.jsonl", "No such file or directory"),
+        (str(tmp_path / "file.txt" / "tokens.jsonl"), "Not a directory"),
+        (str(tmp_path), "Is a directory"),
+    ):
+        assert cli_main(["token", "add", "ci", "--file", path]) == 2
+        out, err = capsys.readouterr()
+        assert out == "" and err == f"skill-runner: cannot write {path}: {reason}\n"
+
+
 @pytest.mark.parametrize(
     "line",
     [

@@ -81,3 +81,15 @@ def test_new_refuses_a_bad_name_and_an_existing_directory(tmp_path, capsys):
     (tmp_path / "taken").mkdir()
     assert main(["new", "taken", "--dir", str(tmp_path)]) == 2
     assert capsys.readouterr().err == f"skill-runner: {tmp_path}/taken already exists\n"
+
+
+def test_new_in_a_folder_that_cannot_be_written_is_one_line(tmp_path, capsys):
+    (tmp_path / "file.txt").write_text("x")
+    for where, reason in (
+        ("/proc/no-such-dir", "No such file or directory"),
+        (str(tmp_path / "file.txt"), "Not a directory"),
+    ):
+        assert main(["new", "my-skill", "--dir", where]) == 2
+        assert capsys.readouterr().err == (
+            f"skill-runner: cannot write {where}/my-skill: {reason}\n"
+        )
