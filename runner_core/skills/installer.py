@@ -23,7 +23,7 @@ from runner_core.semver import semver_key
 from runner_core.skills.loader import load_skill
 from runner_core.skills.locks import locks_dir, skill_lock
 from runner_core.skills.model import SkillPackage
-from runner_core.skills.package import PackageError
+from runner_core.skills.package import PackageError, pep440
 from runner_core.skills.registry import SkillRegistry
 
 STAGING = ".staging"
@@ -148,9 +148,12 @@ def installer_for(data_dir: Path, skills_dir: Path) -> SkillInstaller:
 
 
 def check_version_increase(skill_id: str, installed: str | None, new: str | None) -> None:
-    """Raise SKILL_VERSION_NOT_INCREASED unless `new` > `installed` by semver precedence (an
-    installed version that is no semver cannot be compared and does not block the update)."""
+    """Raise SKILL_VERSION_NOT_INCREASED unless `new` > `installed`: by semver precedence
+    when both are semvers, else by PEP 440 order (a runner.json such as 1.2); an installed
+    version that neither reads cannot be compared and does not block the update."""
     old_v, new_v = semver_key(installed), semver_key(new)
+    if old_v is None or new_v is None:
+        old_v, new_v = pep440(installed), pep440(new)  # type: ignore[assignment]
     if old_v is None or (new_v is not None and new_v > old_v):
         return
     problem = "is the installed version" if new_v == old_v else "is below the installed version"

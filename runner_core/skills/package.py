@@ -13,9 +13,11 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from packaging.version import InvalidVersion, Version
+
 from runner_core.error_codes import ErrorCode
 from runner_core.openevo.spec import SKILL_JSON, is_openevo_dir
-from runner_core.semver import is_semver
+from runner_core.semver import MAX_VERSION_CHARS, is_semver
 from runner_core.skills.files import SkillFileError, read_json
 from runner_core.skills.loader import load_skill
 from runner_core.skills.model import SkillPackage
@@ -76,12 +78,25 @@ def package_problems(pkg: SkillPackage) -> list[str]:
     """What makes a skill loaded with `strict=True` refused as a new package (its own files
     only; `check_calls` checks it against the installed skills)."""
     problems = list(pkg.errors)
-    if pkg.manifest is not None and pkg.version and not is_semver(pkg.version):
+    if pkg.manifest is not None and pkg.version and not is_runner_version(pkg.version):
         problems.append(
             f"runner.json: version '{pkg.version}' is not a valid version "
             "(a semver such as 1.2.0 or 1.2.0-rc.1)"
         )
     return problems
+
+
+def is_runner_version(text: str) -> bool:
+    """A runner.json version: a semver, or, as the Skill-Runner packages it shares take, a
+    PEP 440 version such as 1.2 or 1.2.0rc1 (at most 64 characters either way)."""
+    return is_semver(text) or (len(text) <= MAX_VERSION_CHARS and pep440(text) is not None)
+
+
+def pep440(text: str | None) -> Version | None:
+    try:
+        return Version(text) if text else None
+    except InvalidVersion:
+        return None
 
 
 def check_calls(pkg: SkillPackage, skills_dir: Path) -> None:

@@ -80,14 +80,19 @@ def test_every_validation_error_is_listed(tmp_path):
     assert exc.value.details["errors"] == errors
 
 
-@pytest.mark.parametrize("version", ["v2.0.0", "abc", "1.0", "1.0.0.post1", "1.0.0rc1"])
-def test_a_runner_json_version_that_is_no_semver_is_refused(tmp_path, version):
+@pytest.mark.parametrize("version", ["abc", "1.0.0-", "x1.2", "1.0.0+", "9" * 65])
+def test_a_runner_json_version_that_is_no_version_is_refused(tmp_path, version):
     with pytest.raises(PackageError) as exc:
         unpack(tmp_path, demo_files(version=version))
     assert exc.value.errors == [
         f"runner.json: version '{version}' is not a valid version "
         "(a semver such as 1.2.0 or 1.2.0-rc.1)"
     ]
+
+
+@pytest.mark.parametrize("version", ["1.0", "1.0.0rc1", "v2.0.0", "1.0.0-rc.1+b.5"])
+def test_a_runner_json_version_in_pep_440_is_taken_as_skill_runner_takes_it(tmp_path, version):
+    assert unpack(tmp_path, demo_files(version=version)).version == version
 
 
 def test_invalid_id_at_root_is_reported(tmp_path):
@@ -119,6 +124,9 @@ def test_unsafe_zip_is_an_upload_error(tmp_path):
         ("1.0.0-x.7.z.92", "1.0.0", True),
         ("1.0.0-rc.1", "1.0.0-11", False),
         ("1.0.0+build.1", "1.0.0+build.2", False),
+        ("1.0", "1.1", True),  # PEP 440, as Skill-Runner packages may carry
+        ("1.1", "1.0.5", False),
+        ("1.0.0rc1", "1.0.0", True),
     ],
 )
 def test_version_must_increase(installed, new, ok):
