@@ -84,13 +84,20 @@ class SkillInstaller:
         live = self.live_path(pkg.id)
         if not live.is_dir():
             return
-        installed = SkillRegistry(self.skills_dir).format_at(live)
-        if installed == pkg.format:
+        registry = SkillRegistry(self.skills_dir)
+        installed, held = registry.format_at(live), registry.id_at(live)
+        if installed == pkg.format and held == pkg.id:
             return
         where = live.relative_to(self.skills_dir).as_posix()
+        if installed != pkg.format:
+            taken = (
+                f"is taken by the installed {installed} skill in '{where}'; a {pkg.format} package"
+            )
+        else:  # the folder of that name holds another skill, or a category of them
+            what = f"skill '{held}'" if held else "a category of skill.json skills"
+            taken = f"names the folder '{where}', which holds {what}; the package"
         message = (
-            f"'{pkg.id}' is taken by the installed {installed} skill in '{where}'; a "
-            f"{pkg.format} package may not replace it: delete that skill first or choose another id"
+            f"'{pkg.id}' {taken} may not replace it: delete that skill first or choose another id"
         )
         raise PackageError(
             ErrorCode.SKILL_ID_CONFLICT,

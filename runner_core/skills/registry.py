@@ -70,6 +70,13 @@ class SkillRegistry:
         folder of skill.json skills, else "SKILL.md"."""
         return "skill.json" if is_openevo_dir(root) or _category(root) else "SKILL.md"
 
+    def id_at(self, root: Path) -> str | None:
+        """The id of the skill in the folder `root` (None for a category folder, or a
+        skill.json whose name does not read)."""
+        if is_openevo_dir(root):
+            return _declared_name(root)
+        return None if _category(root) else root.name
+
     def graph_errors(self, pkg: SkillPackage) -> builtins.list[str]:
         """What the checks across skills (calls, names, cycles) find wrong with a skill.json
         `pkg` were it installed, replacing an installed skill of its name."""

@@ -211,6 +211,34 @@ def test_a_skill_md_package_never_replaces_a_category_folder(installer, tmp_path
     assert (folder / "skill.json").is_file()
 
 
+def test_a_skill_json_package_never_replaces_a_folder_holding_another_skill(installer, tmp_path):
+    folder = installer.skills_dir / "shout"
+    folder.mkdir(parents=True)
+    (folder / "skill.json").write_text(json.dumps({**SHOUT, "name": "bar"}))
+    (folder / "index.py").write_text(SHOUT_PY)
+    package = {"skill.json": json.dumps(SHOUT), "index.py": SHOUT_PY}
+    pkg = unpack_package(write_zip(tmp_path, package), installer.new_workdir())
+    with pytest.raises(PackageError) as exc:
+        installer.install(pkg)
+    assert exc.value.code == "SKILL_ID_CONFLICT"
+    assert "holds skill 'bar'" in exc.value.message
+    assert json.loads((folder / "skill.json").read_text())["name"] == "bar"
+
+
+def test_a_skill_json_package_never_replaces_a_category_folder(installer, tmp_path):
+    folder = installer.skills_dir / "shout" / "loud"
+    folder.mkdir(parents=True)
+    (folder / "skill.json").write_text(json.dumps({**SHOUT, "name": "loud"}))
+    (folder / "index.py").write_text(SHOUT_PY)
+    package = {"skill.json": json.dumps(SHOUT), "index.py": SHOUT_PY}
+    pkg = unpack_package(write_zip(tmp_path, package), installer.new_workdir())
+    with pytest.raises(PackageError) as exc:
+        installer.install(pkg)
+    assert exc.value.code == "SKILL_ID_CONFLICT"
+    assert "a category of skill.json skills" in exc.value.message
+    assert (folder / "skill.json").is_file()
+
+
 def test_swap_replaces_a_directory_without_leftovers(tmp_path):
     live, staged = tmp_path / "live", tmp_path / "staged"
     live.mkdir(), staged.mkdir()
