@@ -25,7 +25,9 @@ from runner_core.uploads import UploadLimits, extract_upload
 
 PACKAGE_LIMITS = UploadLimits(max_total_bytes=256 * 1024**2, max_entries=5_000)
 SKILL_NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
-OPENEVO_NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")  # skill.json `name` (snake_case)
+OPENEVO_NAME = re.compile(
+    r"^[a-z][a-z0-9_]{0,127}$"
+)  # skill.json `name`: snake_case, as the meta-schema
 IGNORED_TOP_LEVEL = ("__MACOSX", ".DS_Store")
 UNNAMED = "unnamed-skill"
 

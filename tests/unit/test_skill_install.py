@@ -280,3 +280,11 @@ def test_concurrent_installs_of_one_version_succeed_once(installer, tmp_path):
         t.join(10)
     assert sorted(outcomes) == ["SKILL_VERSION_NOT_INCREASED"] * 3 + ["updated"]
     assert [p.name for p in (installer.archive_dir / "demo-prime-number").iterdir()] == ["1.0.0"]
+
+
+def test_a_skill_json_package_zipped_at_its_root_unpacks_under_a_128_character_name(tmp_path):
+    name = "s" * 128  # the longest name the skill.json meta-schema takes
+    package = {"skill.json": json.dumps({**SHOUT, "name": name}), "index.py": SHOUT_PY}
+    pkg = unpack_package(write_zip(tmp_path, package), tmp_path / "work")
+    assert pkg.id == name
+    assert pkg.root.name == name
