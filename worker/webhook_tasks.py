@@ -5,7 +5,7 @@ for SKILL_RUNNER_WEBHOOK_RETRY_SEC, every attempt recorded (GET /v1/jobs/{id}/we
 from __future__ import annotations
 
 import logging
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from celery import shared_task
@@ -35,9 +35,18 @@ def status_document(req: Request, run: Run, event: str) -> dict[str, Any]:
         "warnings": run.warnings or [],
         "pending_interaction_id": run.pending_interaction_id,
         "interaction_count": run.interaction_count,
-        "created_at": req.created_at.isoformat() if req.created_at else None,
-        "finished_at": run.finished_at.isoformat() if run.finished_at else None,
+        "created_at": _iso(req.created_at),
+        "finished_at": _iso(run.finished_at),
     }
+
+
+def _iso(value: datetime | None) -> str | None:
+    """As the API writes times: UTC with a trailing Z (SQLite hands back naive UTC times)."""
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
 def callbacks_for_end(run_id: str, due: list[str] | None = None) -> int:
@@ -54,9 +63,11 @@ def callbacks_for_end(run_id: str, due: list[str] | None = None) -> int:
 def callbacks_for_question(run_id: str) -> None:
     """A run waits for a reply: its requests that asked for it are called (no retry state)."""
     with sessions()() as session:
+        run = session.get(Run, run_id)
+        question = run.pending_interaction_id if run is not None else None
         for req in session.query(Request).filter(Request.run_id == run_id):
             if req.callback_url and (req.payload or {}).get("callback_on_waiting"):
-                _send(req.id, WAITING)
+                _send(req.id, WAITING, question)
 
 
 def overdue_callbacks() -> int:
@@ -69,21 +80,29 @@ def overdue_callbacks() -> int:
     return len(due)
 
 
-def _send(request_id: str, event: str) -> None:
+def _send(request_id: str, event: str, question: int | None = None) -> None:
+    args: list[Any] = [request_id, event] if question is None else [request_id, event, question]
     try:
-        deliver_webhook.apply_async(args=[request_id, event], queue=MAINTENANCE_QUEUE)
+        deliver_webhook.apply_async(args=args, queue=MAINTENANCE_QUEUE)
     except Exception:  # scheduled but never sent: logged; the row says `scheduled`
         log.warning("callback of request %s not sent", request_id, exc_info=True)
 
 
 @shared_task(name=DELIVER_WEBHOOK, bind=True, max_retries=None)
-def deliver_webhook(self, request_id: str, event: str) -> str:
+def deliver_webhook(self, request_id: str, event: str, question: int | None = None) -> str:
     settings = context.settings()
     with sessions()() as session:
         req = session.get(Request, request_id)
         run = session.get(Run, req.run_id) if req is not None and req.run_id else None
         if req is None or run is None or not req.callback_url:
             return "gone"
+        if event == WAITING and (
+            run.status != WAITING
+            or (question is not None and run.pending_interaction_id != question)
+        ):
+            # the question was answered, timed out or the run ended: a (retried) call would
+            # tell the receiver the run waits when it does not (after its terminal call, even)
+            return "stale"
         try:
             check_url(req.callback_url, settings.webhook_hosts)  # the list may have changed
             outcome = deliver(

@@ -1,0 +1,124 @@
+"""One callback delivery task against a migrated SQLite database, the HTTP call replaced: what
+it sends and when it sends nothing (worker.webhook_tasks)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime
+from types import SimpleNamespace
+
+import pytest
+from celery.exceptions import Retry
+from sqlalchemy.orm import Session, sessionmaker
+
+from runner_core.store.db import make_engine, make_sessionmaker
+from runner_core.store.models import Request, Run
+from runner_core.webhooks import Attempt
+from tests.helpers import migrated_settings
+from worker import webhook_tasks
+
+URL = "http://127.0.0.1:9/hook"
+
+
+@pytest.fixture
+def made(tmp_path, monkeypatch) -> Iterator[sessionmaker]:
+    engine = make_engine(migrated_settings(tmp_path).database_url)
+    made = make_sessionmaker(engine)
+    settings = SimpleNamespace(
+        webhook_hosts=("127.0.0.1",),
+        webhook_secret="s",
+        webhook_retry_sec=3600.0,
+        webhook_backoff_sec=2.0,
+    )
+    monkeypatch.setattr(webhook_tasks, "sessions", lambda: made)
+    monkeypatch.setattr(webhook_tasks.context, "settings", lambda: settings)
+    monkeypatch.setattr(webhook_tasks, "check_url", lambda url, hosts: None)
+    yield made
+    engine.dispose()
+
+
+def add_job(session: Session, status: str, pending: int | None) -> None:
+    session.add(
+        Request(
+            id="req",
+            skill_id="s",
+            callback_url=URL,
+            callback_state="pending",
+            payload={"callback_on_waiting": True},
+        )
+    )
+    session.add(
+        Run(id="run", request_id="req", skill_id="s", status=status, pending_interaction_id=pending)
+    )
+    session.commit()
+    session.get(Request, "req").run_id = "run"
+    session.commit()
+
+
+def receiver(monkeypatch, code: int) -> list[dict]:
+    sent: list[dict] = []
+
+    def deliver(url, document, secret, event):
+        sent.append(document)
+        return Attempt(code, None if code < 300 else f"HTTP {code}")
+
+    monkeypatch.setattr(webhook_tasks, "deliver", deliver)
+    return sent
+
+
+def test_a_waiting_callback_is_sent_while_its_question_is_pending(made, monkeypatch):
+    sent = receiver(monkeypatch, 200)
+    with made() as session:
+        add_job(session, "waiting_user", 7)
+    assert webhook_tasks.deliver_webhook("req", "waiting_user", 7) == "delivered"
+    assert [(d["event"], d["status"], d["pending_interaction_id"]) for d in sent] == [
+        ("waiting_user", "waiting_user", 7)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("status", "pending"),
+    [("succeeded", None), ("queued", None), ("running", None), ("waiting_user", 8)],
+)
+def test_a_waiting_callback_whose_question_is_gone_is_not_sent(made, monkeypatch, status, pending):
+    """A retry of the call for question 7 after the reply (or the run's end, or a later
+    question) told the receiver `waiting_user` about a run that no longer waits on it."""
+    sent = receiver(monkeypatch, 500)
+    with made() as session:
+        add_job(session, status, pending)
+    assert webhook_tasks.deliver_webhook("req", "waiting_user", 7) == "stale"
+    assert sent == []
+
+
+def test_a_failing_waiting_callback_is_retried_while_the_question_waits(made, monkeypatch):
+    receiver(monkeypatch, 500)
+    with made() as session:
+        add_job(session, "waiting_user", 7)
+    with pytest.raises(Retry):
+        webhook_tasks.deliver_webhook("req", "waiting_user", 7)
+
+
+def test_the_document_times_are_utc_with_a_z_as_the_api_writes_them():
+    naive = datetime(2026, 1, 2, 3, 4, 5, 678000)  # as SQLite hands a stored UTC time back
+    req = SimpleNamespace(id="r", skill_id="s", created_at=naive)
+    run = SimpleNamespace(
+        id="u",
+        engine="codex",
+        status="succeeded",
+        error=None,
+        warnings=None,
+        pending_interaction_id=None,
+        interaction_count=0,
+        finished_at=naive,
+    )
+    document = webhook_tasks.status_document(req, run, "terminal")
+    assert document["created_at"] == "2026-01-02T03:04:05.678000Z"
+    assert document["finished_at"] == "2026-01-02T03:04:05.678000Z"
+
+
+def test_a_waiting_callback_of_an_older_message_is_not_sent_after_the_run_ended(made, monkeypatch):
+    sent = receiver(monkeypatch, 500)
+    with made() as session:
+        add_job(session, "succeeded", None)
+    assert webhook_tasks.deliver_webhook("req", "waiting_user") == "stale"
+    assert sent == []
