@@ -28,6 +28,7 @@ MAX_TOTAL_BYTES = 64 * 1024 * 1024
 _CHUNK = 1024 * 1024
 _UNSAFE = re.compile(r"[^\w.\- ]+")
 _NAME_BYTES = 200  # UTF-8 bytes of a stored name: under the file system's 255 per name
+_KEY_CHARS = 128  # as the JSON reply's idempotency_key (and its column)
 
 
 def interaction_files_protocol() -> dict[str, Any]:
@@ -101,6 +102,15 @@ def _metadata(request_id: str) -> dict[str, Any]:
     unknown = set(meta) - {"interaction_id", "idempotency_key", "message", "bindings"}
     if unknown:
         raise _invalid(request_id, "unknown metadata fields: " + ", ".join(sorted(unknown)))
+    key = meta.get("idempotency_key")
+    if key is not None and not (isinstance(key, str) and 1 <= len(key) <= _KEY_CHARS):
+        raise _invalid(
+            request_id, f"idempotency_key must be a string of 1 to {_KEY_CHARS} characters"
+        )
+    if not isinstance(meta.get("message", ""), str | None):
+        raise _invalid(request_id, "message must be a string")
+    if not isinstance(meta.get("bindings", []), list | None):
+        raise _invalid(request_id, "bindings must be a list of {slot, file_index}")
     return meta
 
 

@@ -73,6 +73,13 @@ def test_file_replies_refuse_bad_metadata_empty_files_and_oversize(client, app, 
         {"interaction_id": iid, "bindings": [{"slot": "a", "file_index": 0}] * 2},
         {"interaction_id": True},  # a JSON boolean, not the number 1
         {"interaction_id": iid, "bindings": [{"slot": "a", "file_index": False}]},
+        {"interaction_id": iid, "bindings": 5},  # not a list: was a 500 (TypeError)
+        {"interaction_id": iid, "bindings": True},
+        {"interaction_id": iid, "idempotency_key": ["k"]},  # was a 500 (the column's type)
+        {"interaction_id": iid, "idempotency_key": 5},
+        {"interaction_id": iid, "idempotency_key": ""},
+        {"interaction_id": iid, "idempotency_key": "k" * 129},
+        {"interaction_id": iid, "message": {"text": "hi"}},
     ):
         bad = _files_reply(client, rid, meta, [("a.txt", b"a")])
         assert bad.status_code == 400, meta
