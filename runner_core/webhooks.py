@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import http.client
 import ipaddress
 import json
 import socket
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -21,7 +23,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 SIGNATURE_HEADER = "X-Skill-Runner-Signature"
-TIMEOUT_SEC = 10.0
+TIMEOUT_SEC = 10.0  # each connect, send and read
+DEADLINE_SEC = 30.0  # the whole exchange: a receiver that trickles its answer holds no worker
 
 
 class WebhookRefused(ValueError):
@@ -83,11 +86,67 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
         return None  # a 3xx is the receiver's answer, not a place to go
 
 
-_opener = urllib.request.build_opener(_NoRedirect)
+class _Watch:
+    """The connection of one delivery, shut down when its deadline passes: a read that gets a
+    byte now and then never reaches the per-read timeout."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.sock: socket.socket | None = None
+        self.cut = False
+
+    def connected(self, sock: socket.socket) -> None:
+        with self.lock:
+            self.sock = sock
+            if self.cut:
+                _shut(sock)
+
+    def expire(self) -> None:
+        with self.lock:
+            self.cut = True
+            if self.sock is not None:
+                _shut(self.sock)
 
 
-def deliver(url: str, document: dict[str, Any], secret: str, event: str) -> Attempt:
-    """POST the document once (checked again against the allowlist first by the caller)."""
+def _shut(sock: socket.socket) -> None:
+    try:
+        sock.shutdown(socket.SHUT_RDWR)  # wakes a blocked recv in the delivering thread
+    except OSError:
+        pass
+
+
+def _watched(http_class: Any, watch: _Watch) -> Any:
+    class Watched(http_class):
+        def connect(self) -> None:
+            super().connect()
+            watch.connected(self.sock)
+
+    return Watched
+
+
+class _WatchedHTTP(urllib.request.HTTPHandler):
+    def __init__(self, watch: _Watch) -> None:
+        super().__init__()
+        self.watch = watch
+
+    def do_open(self, http_class: Any, req: Any, **kwargs: Any) -> Any:
+        return super().do_open(_watched(http_class, self.watch), req, **kwargs)
+
+
+class _WatchedHTTPS(urllib.request.HTTPSHandler):
+    def __init__(self, watch: _Watch) -> None:
+        super().__init__()
+        self.watch = watch
+
+    def do_open(self, http_class: Any, req: Any, **kwargs: Any) -> Any:
+        return super().do_open(_watched(http_class, self.watch), req, **kwargs)
+
+
+def deliver(
+    url: str, document: dict[str, Any], secret: str, event: str, deadline: float = DEADLINE_SEC
+) -> Attempt:
+    """POST the document once (checked again against the allowlist first by the caller); an
+    answer that is not HTTP, or not complete within `deadline` seconds, is a failed attempt."""
     body = json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode()
     headers = {
         "Content-Type": "application/json",
@@ -96,10 +155,19 @@ def deliver(url: str, document: dict[str, Any], secret: str, event: str) -> Atte
         SIGNATURE_HEADER: signature(secret, int(time.time()), body),
     }
     request = urllib.request.Request(url, data=body, headers=headers, method="POST")
+    watch = _Watch()
+    opener = urllib.request.build_opener(_NoRedirect, _WatchedHTTP(watch), _WatchedHTTPS(watch))
+    timer = threading.Timer(deadline, watch.expire)
+    timer.daemon = True
+    timer.start()
     try:
-        with _opener.open(request, timeout=TIMEOUT_SEC) as resp:
+        with opener.open(request, timeout=TIMEOUT_SEC) as resp:
             return Attempt(resp.status, None)
     except urllib.error.HTTPError as exc:
         return Attempt(exc.code, f"HTTP {exc.code}")
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, http.client.HTTPException) as exc:
+        if watch.cut:
+            return Attempt(None, f"TimeoutError: no complete answer within {deadline:g} s")
         return Attempt(None, f"{type(exc).__name__}: {exc}")
+    finally:
+        timer.cancel()

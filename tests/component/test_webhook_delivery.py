@@ -1,9 +1,13 @@
 """One callback delivery task against a migrated SQLite database, the HTTP call replaced: what
-it sends and when it sends nothing (worker.webhook_tasks)."""
+it sends and when it sends nothing (worker.webhook_tasks); and one HTTP call to receivers on
+loopback that answer badly (runner_core.webhooks.deliver)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from types import SimpleNamespace
 
@@ -13,7 +17,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from runner_core.store.db import make_engine, make_sessionmaker
 from runner_core.store.models import Request, Run
-from runner_core.webhooks import Attempt
+from runner_core.webhooks import Attempt, deliver
 from tests.helpers import migrated_settings
 from worker import webhook_tasks
 
@@ -122,3 +126,51 @@ def test_a_waiting_callback_of_an_older_message_is_not_sent_after_the_run_ended(
         add_job(session, "succeeded", None)
     assert webhook_tasks.deliver_webhook("req", "waiting_user") == "stale"
     assert sent == []
+
+
+def raw_receiver(answer: Callable[[socket.socket], None]) -> str:
+    """A loopback server that reads a request's head and lets `answer` write to the socket."""
+    server = socket.create_server(("127.0.0.1", 0))
+
+    def serve() -> None:
+        with server:
+            conn, _ = server.accept()
+            with conn:
+                conn.recv(65536)
+                try:
+                    answer(conn)
+                except OSError:
+                    pass  # the client gave up
+
+    threading.Thread(target=serve, daemon=True).start()
+    return f"http://127.0.0.1:{server.getsockname()[1]}/hook"
+
+
+def test_an_answer_that_is_not_http_is_a_failed_attempt_not_an_exception():
+    """http.client's BadStatusLine is no OSError: it escaped the task, which recorded nothing
+    and never retried, the callback left `scheduled` for good."""
+    url = raw_receiver(lambda conn: conn.sendall(b"NOT-HTTP garbage\r\n\r\n"))
+    outcome = deliver(url, {"event": "terminal"}, "s", "terminal")
+    assert outcome.status_code is None and not outcome.delivered
+    assert "BadStatusLine" in (outcome.error or "")
+
+
+def test_a_receiver_trickling_its_answer_is_cut_at_the_deadline():
+    """A byte every 0.2 s never reaches the 10 s read timeout: the call held its worker for as
+    long as the receiver kept trickling."""
+
+    def trickle(conn: socket.socket) -> None:
+        for byte in b"HTTP/1.1 200 OK\r\nX-Slow: " + b"a" * 1000:
+            conn.sendall(bytes([byte]))
+            time.sleep(0.2)
+
+    url = raw_receiver(trickle)
+    started = time.monotonic()
+    outcome = deliver(url, {"event": "terminal"}, "s", "terminal", deadline=1.0)
+    assert time.monotonic() - started < 5
+    assert not outcome.delivered and "within 1 s" in (outcome.error or "")
+
+
+def test_a_receiver_answering_at_once_is_delivered():
+    url = raw_receiver(lambda conn: conn.sendall(b"HTTP/1.1 204 No Content\r\n\r\n"))
+    assert deliver(url, {"event": "terminal"}, "s", "terminal", deadline=5.0) == Attempt(204, None)
