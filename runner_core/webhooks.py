@@ -40,6 +40,8 @@ def check_url(url: str, allowed: tuple[str, ...]) -> None:
         port = parts.port  # ValueError for a port out of range or not a number
     except ValueError as exc:
         raise WebhookRefused(f"the callback URL does not parse: {exc}") from exc
+    if port == 0:  # nothing listens there: every attempt for the retry window would fail
+        raise WebhookRefused("the callback URL does not parse: port 0 is no port to call")
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise WebhookRefused("the callback URL must be http:// or https:// with a host")
     if parts.username is not None or parts.password is not None:

@@ -35,6 +35,7 @@ def create(client, url):
         ("169.254.169.254", "http://[::1]/hook", "not in SKILL_RUNNER_WEBHOOK_HOSTS"),
         ("127.0.0.1", "http://127.0.0.1:99999/hook", "does not parse"),
         ("127.0.0.1", "http://127.0.0.1:abc/hook", "does not parse"),
+        ("127.0.0.1", "http://127.0.0.1:0/hook", "does not parse"),
         ("127.0.0.1", "http://[::1/hook", "does not parse"),
         ("127.0.0.1", "http://127.0.0.1:9/hook\u0000", "control character"),
         ("127.0.0.1", "http://user:pw@127.0.0.1:9/hook", "credentials"),
