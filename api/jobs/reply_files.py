@@ -14,6 +14,7 @@ from typing import Any, TypeGuard
 
 from flask import request
 from sqlalchemy.orm import Session
+from werkzeug.exceptions import RequestEntityTooLarge
 
 from api import context, json_bodies
 from api.errors import ApiError
@@ -26,6 +27,7 @@ MAX_FILES = 8
 MAX_FILE_BYTES = 32 * 1024 * 1024
 MAX_TOTAL_BYTES = 64 * 1024 * 1024
 _CHUNK = 1024 * 1024
+_BODY_BYTES = MAX_TOTAL_BYTES + MAX_FILES * 1024 + _CHUNK  # the files, their parts, the metadata
 _UNSAFE = re.compile(r"[^\w.\- ]+")
 _NAME_BYTES = 200  # UTF-8 bytes of a stored name: under the file system's 255 per name
 _KEY_CHARS = 128  # as the JSON reply's idempotency_key (and its column)
@@ -44,8 +46,12 @@ def interaction_files_protocol() -> dict[str, Any]:
 def reply_with_files(
     session: Session, req: Request, run: Run, skill_for: Callable[[], SkillPackage]
 ) -> dict[str, Any]:
-    meta = _metadata(req.id)
-    files = request.files.getlist("files")
+    request.max_content_length = _BODY_BYTES  # not the JSON bodies' limit: before the form
+    try:
+        meta = _metadata(req.id)
+        files = request.files.getlist("files")
+    except RequestEntityTooLarge as exc:
+        raise _too_large(req.id, f"the request is over {_BODY_BYTES} bytes") from exc
     if not files:
         raise _invalid(req.id, "no `files` part")
     if len(files) > MAX_FILES:

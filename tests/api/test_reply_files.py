@@ -139,3 +139,23 @@ def test_a_file_or_slot_name_too_long_for_the_file_system_is_cut_not_a_500(clien
     assert all(0 < len(part.encode()) <= 200 for part in described["path"].split("/"))
     assert described["name"] == "\u6587" * 66 and described["slot"] == "\u69fd" * 66
     assert (run_dir(app, rid) / described["path"]).read_bytes() == b"a"
+
+
+def test_files_over_the_json_bodies_limit_but_within_the_files_limits_are_taken(client, app, queue):
+    """A reply of files is bound by its own limits (32 MiB a file), not by
+    SKILL_RUNNER_MAX_REQUEST_BYTES (16 MiB): it was 413 PAYLOAD_TOO_LARGE past 16 MiB."""
+    rid, _run_id, iid = waiting_job(client, app, queue, kind="open_text")
+    size = app.config["MAX_CONTENT_LENGTH"] + 1024
+    resp = _files_reply(client, rid, {"interaction_id": iid}, [("big.bin", b"x" * size)])
+    assert resp.status_code == 200, resp.json
+    stored = run_dir(app, rid) / f"uploads/interaction-{iid}/file/big.bin"
+    assert stored.stat().st_size == size
+
+
+def test_a_files_reply_over_the_total_is_413_upload_too_large(client, app, queue, monkeypatch):
+    rid, _run_id, iid = waiting_job(client, app, queue, kind="open_text")
+    monkeypatch.setattr(reply_files, "_BODY_BYTES", 64 * 1024)
+    resp = _files_reply(client, rid, {"interaction_id": iid}, [("big.bin", b"x" * 128 * 1024)])
+    assert resp.status_code == 413
+    assert resp.json["error"]["code"] == "UPLOAD_TOO_LARGE"
+    assert resp.json["error"]["details"]["max_total_bytes"] == reply_files.MAX_TOTAL_BYTES
