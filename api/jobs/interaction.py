@@ -59,10 +59,12 @@ def reply(
     free: bool = False,
     before: Callable[[], None] | None = None,
     sha256: str | None = None,
+    accepted: Callable[[], None] | None = None,
 ) -> dict[str, Any]:
     """Answer the pending question and queue the next turn (`free`: a response the agent
     reads as it is, unchecked, as files are; `before`: what to do once the reply is known to be
-    for the pending question, before it is recorded; `sha256`: what the reply sent, when more
+    for the pending question, before it is recorded; `accepted`: what to do once this reply is
+    the one recorded, before the next turn is queued; `sha256`: what the reply sent, when more
     than `body`). A repeated idempotency key with the same reply gets the first answer and
     starts nothing, with another reply 409 IDEMPOTENCY_KEY_REUSED; of two replies racing for
     one question exactly one is accepted (the other gets 409)."""
@@ -104,6 +106,8 @@ def reply(
     )
     outcome = interactions.answer(session, run.id, interaction_id, given)
     if outcome == interactions.ACCEPTED:
+        if accepted is not None:
+            accepted()
         log = context.run_events(run)
         log.emit(
             "interaction.reply.accepted",

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
+import shutil
+import uuid
 from collections.abc import Callable
 from typing import Any, TypeGuard
 
@@ -82,17 +85,40 @@ def reply_with_files(
     ]
     response = {"message": meta.get("message") or "", "files": described}
 
+    base = context.settings().runs_dir / run.id
+    # written aside first, and moved in place only once this reply is the one recorded: a
+    # reply that loses a race (the run read as waiting before its body had arrived) leaves the
+    # winner's files as they are
+    staging = base / "uploads" / f".interaction-{meta['interaction_id']}-{uuid.uuid4().hex}"
+
     def store() -> None:
-        base = context.settings().runs_dir / run.id
-        for (_slot, _name, data), shown in zip(contents, described, strict=True):
-            path = base / str(shown["path"])
+        for slot, name, data in contents:
+            path = staging / slot / name
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(data)
 
+    def keep() -> None:
+        for slot, name, _data in contents:
+            staged, path = staging / slot / name, base / target / slot / name
+            if staged.exists():  # two files of one name and slot: the last one, as stored
+                path.parent.mkdir(parents=True, exist_ok=True)
+                os.replace(staged, path)
+
     body = {"interaction_id": meta["interaction_id"], "response": response, "idempotency_key": key}
-    return interaction.reply(
-        session, req, run, body, skill_for, free=True, before=store, sha256=fingerprint.hexdigest()
-    )
+    try:
+        return interaction.reply(
+            session,
+            req,
+            run,
+            body,
+            skill_for,
+            free=True,
+            before=store,
+            sha256=fingerprint.hexdigest(),
+            accepted=keep,
+        )
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 def _metadata(request_id: str) -> dict[str, Any]:

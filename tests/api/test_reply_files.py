@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 
+from api.jobs import interaction as interaction_module
 from api.jobs import reply_files
 from runner_core.store import interactions
 from runner_core.store.models import Run
@@ -139,6 +140,29 @@ def test_a_file_or_slot_name_too_long_for_the_file_system_is_cut_not_a_500(clien
     assert all(0 < len(part.encode()) <= 200 for part in described["path"].split("/"))
     assert described["name"] == "\u6587" * 66 and described["slot"] == "\u69fd" * 66
     assert (run_dir(app, rid) / described["path"]).read_bytes() == b"a"
+
+
+def test_a_files_reply_that_loses_the_race_leaves_the_winners_files(
+    client, app, queue, monkeypatch
+):
+    """The route reads the run as waiting before the body has arrived: another reply may be
+    recorded meanwhile. The loser's files, written straight in place, replaced the winner's."""
+    rid, _run_id, iid = waiting_job(client, app, queue, kind="open_text")
+    winner = run_dir(app, rid) / f"uploads/interaction-{iid}/file/a.txt"
+    winner.parent.mkdir(parents=True)
+    winner.write_bytes(b"the winner's")
+
+    def another_reply_won(session, run_id, interaction_id, given):
+        return interactions.NOT_WAITING
+
+    monkeypatch.setattr(interaction_module.interactions, "answer", another_reply_won)
+    lost = _files_reply(client, rid, {"interaction_id": iid}, [("a.txt", b"the loser's")])
+    assert lost.status_code == 409, lost.json
+    assert winner.read_bytes() == b"the winner's"
+    assert sorted(p.name for p in winner.parent.parent.parent.iterdir()) == [
+        f"interaction-{iid}"
+    ]  # nothing left aside
+    assert queue.sent == []
 
 
 def test_files_over_the_json_bodies_limit_but_within_the_files_limits_are_taken(client, app, queue):
