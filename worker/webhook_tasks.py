@@ -11,7 +11,7 @@ from typing import Any
 from celery import shared_task
 
 from runner_core.queues import DELIVER_WEBHOOK, MAINTENANCE_QUEUE
-from runner_core.store import callbacks
+from runner_core.store import callbacks, interactions
 from runner_core.store.models import Request, Run, utcnow
 from runner_core.webhooks import Attempt, WebhookRefused, check_url, deliver
 from worker import context
@@ -117,16 +117,20 @@ def deliver_webhook(self, request_id: str, event: str, question: int | None = No
             if event == TERMINAL:
                 callbacks.finish(session, request_id, callbacks.FAILED)
             return "refused"
-        number = callbacks.record(session, request_id, event, run.status, outcome)
+        callbacks.record(session, request_id, event, run.status, outcome)
         if outcome.delivered:
             if event == TERMINAL:
                 callbacks.finish(session, request_id, callbacks.DELIVERED)
             return "delivered"
-        first = callbacks.first_attempt_at(session, request_id, event) or utcnow()
+        # a question's call is retried for its own window, from its own first attempt
+        asked = interactions.get(session, run.id, question) if event == WAITING else None
+        since = asked.created_at if asked is not None else None
+        first, tries = callbacks.first_attempt_at(session, request_id, event, since)
+        first = first or utcnow()
         if first.tzinfo is None:
             first = first.replace(tzinfo=utcnow().tzinfo)
         if utcnow() - first < timedelta(seconds=settings.webhook_retry_sec):
-            delay = min(settings.webhook_backoff_sec * 2 ** (number - 1), MAX_BACKOFF_SEC)
+            delay = min(settings.webhook_backoff_sec * 2 ** (max(tries, 1) - 1), MAX_BACKOFF_SEC)
             raise self.retry(countdown=delay)
         if event == TERMINAL:
             callbacks.finish(session, request_id, callbacks.FAILED)

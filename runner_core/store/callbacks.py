@@ -91,12 +91,18 @@ def record(session: Session, request_id: str, event: str, run_status: str, outco
     return number
 
 
-def first_attempt_at(session: Session, request_id: str, event: str) -> Any:
-    return session.scalar(
-        select(func.min(_attempts.c.created_at)).where(
-            _attempts.c.request_id == request_id, _attempts.c.event == event
-        )
-    )
+def first_attempt_at(
+    session: Session, request_id: str, event: str, since: Any = None
+) -> tuple[Any, int]:
+    """When the first attempt of `event` was made (at or after `since`: a question's own
+    attempts), and how many there have been since."""
+    where = [_attempts.c.request_id == request_id, _attempts.c.event == event]
+    if since is not None:
+        where.append(_attempts.c.created_at >= since)
+    first, count = session.execute(
+        select(func.min(_attempts.c.created_at), func.count()).where(*where)
+    ).one()
+    return first, int(count or 0)
 
 
 def finish(session: Session, request_id: str, state: str) -> None:

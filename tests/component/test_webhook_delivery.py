@@ -8,7 +8,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
-from datetime import datetime
+from datetime import datetime, timedelta
 from types import SimpleNamespace
 
 import pytest
@@ -16,7 +16,7 @@ from celery.exceptions import Retry
 from sqlalchemy.orm import Session, sessionmaker
 
 from runner_core.store.db import make_engine, make_sessionmaker
-from runner_core.store.models import Request, Run
+from runner_core.store.models import Interaction, Request, Run, WebhookAttempt, utcnow
 from runner_core.webhooks import Attempt, deliver
 from tests.helpers import migrated_settings
 from worker import webhook_tasks
@@ -100,6 +100,42 @@ def test_a_failing_waiting_callback_is_retried_while_the_question_waits(made, mo
         add_job(session, "waiting_user", 7)
     with pytest.raises(Retry):
         webhook_tasks.deliver_webhook("req", "waiting_user", 7)
+
+
+def test_a_later_question_has_its_own_retry_window(made, monkeypatch):
+    """The window was counted from the run's first waiting call ever: a question asked more
+    than SKILL_RUNNER_WEBHOOK_RETRY_SEC after the first one got one attempt and no retry."""
+    receiver(monkeypatch, 500)
+    long_ago = utcnow() - timedelta(hours=2)
+    with made() as session:
+        add_job(session, "waiting_user", None)
+        for number in (1, 2, 3):  # question 1's calls, two hours ago
+            session.add(
+                WebhookAttempt(
+                    request_id="req",
+                    event="waiting_user",
+                    run_status="waiting_user",
+                    attempt=number,
+                    status_code=500,
+                    created_at=long_ago,
+                )
+            )
+        session.add(Interaction(id=1, run_id="run", turn=1, kind="open_text", prompt="?"))
+        session.add(Interaction(id=2, run_id="run", turn=2, kind="open_text", prompt="?"))
+        session.commit()
+        session.get(Interaction, 1).created_at = long_ago
+        session.get(Run, "run").pending_interaction_id = 2
+        session.commit()
+    delays = []
+
+    def retry(countdown):
+        delays.append(countdown)
+        return Retry()
+
+    monkeypatch.setattr(webhook_tasks.deliver_webhook, "retry", retry)
+    with pytest.raises(Retry):
+        webhook_tasks.deliver_webhook("req", "waiting_user", 2)
+    assert delays == [2.0]  # its first retry: the first backoff, not the fourth
 
 
 def test_the_document_times_are_utc_with_a_z_as_the_api_writes_them():
