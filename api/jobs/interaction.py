@@ -93,6 +93,7 @@ def reply(
             req.id,
         )
     _within_budget(req, run, body.get("budget"))
+    pkg = skill_for()  # before anything is recorded: a skill uninstalled since refuses the reply
     if before is not None:
         before()
     task_id = str(uuid.uuid4())
@@ -115,7 +116,7 @@ def reply(
         )
         log.state_changed(RunStatus.WAITING_USER, RunStatus.QUEUED, "reply")
         options = RuntimeOptions.from_dict(run.runtime_options)
-        submit(skill_for(), run.id, run.engine, options, task_id, req.id)
+        submit(pkg, run.id, run.engine, options, task_id, req.id)
     elif outcome == interactions.NOT_WAITING:
         session.refresh(run)
         raise _not_waiting(req.id, run.status)

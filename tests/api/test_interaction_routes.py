@@ -141,6 +141,20 @@ def test_confirm_takes_a_boolean(client, app, queue):
     assert reply(client, rid, iid, True).status_code == 200
 
 
+def test_a_reply_refused_for_a_skill_uninstalled_meanwhile_records_nothing(client, app, queue):
+    """The reply was recorded (the run queued, the question closed) before the skill was looked
+    up to send the turn: the client got 404 SKILL_NOT_FOUND for a reply that had been taken."""
+    rid, run_id, iid = waiting_job(client, app, queue)
+    assert client.delete("/v1/skills/pick-title").status_code == 200
+    refused = reply(client, rid, iid, "a")
+    assert refused.status_code == 404 and refused.json["error"]["code"] == "SKILL_NOT_FOUND"
+    pending = client.get(f"/v1/jobs/{rid}/interaction/pending").json
+    assert pending["status"] == "waiting_user" and pending["pending"]["interaction_id"] == iid
+    history = client.get(f"/v1/jobs/{rid}/events/history").json["events"]
+    assert not [e for e in history if e["type"] == "interaction.reply.accepted"]
+    assert queue.sent == []
+
+
 def test_an_unknown_request_is_404(client):
     missing = client.get("/v1/jobs/nope/interaction/pending")
     assert missing.status_code == 404
