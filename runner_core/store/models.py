@@ -198,6 +198,18 @@ class IdempotencyKey(Base):
     __table_args__ = (Index("ix_idempotency_keys_created_at", "created_at"),)
 
 
+class EndedUiSession(Base):
+    """A web UI session ended by its logout: its cookie is refused until it would have
+    expired anyway, after which the row can go."""
+
+    __tablename__ = "ended_ui_sessions"
+
+    sid: Mapped[str] = mapped_column(String(64), primary_key=True)  # the cookie's session id
+    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+    __table_args__ = (Index("ix_ended_ui_sessions_expires_at", "expires_at"),)
+
+
 class AuditEntry(Base):
     """One security-relevant action: who (token name) did what to which target, and how the
     API answered it."""
@@ -250,6 +262,7 @@ class SessionMessage(Base):
 __all__ = [
     "AuditEntry",
     "Base",
+    "EndedUiSession",
     "IdempotencyKey",
     "Interaction",
     "MemoryEntry",

@@ -1,12 +1,21 @@
 """The UI's login with tokens configured: a pasted token becomes an HttpOnly, SameSite=Strict
 session cookie, accepted for the UI and the API calls its pages make; unsafe requests on the
-cookie must come from the UI's own origin; logout and a removed token end the session."""
+cookie must come from the UI's own origin; logout and a removed token end the session, for
+every app on the same database (a copy of the cookie taken before the logout included)."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
+from datetime import timedelta
 
-from tests.helpers import TOKENS, write_tokens_file
+from sqlalchemy import insert, select
+
+from api import create_app
+from api.auth.session import COOKIE
+from runner_core.api_tokens import token_hash
+from runner_core.store.models import EndedUiSession, utcnow
+from tests.helpers import BOTH_DATABASES, TOKENS, write_tokens_file
 
 ORIGIN = {"Origin": "http://localhost"}
 JOB = {"skill_id": "fenced-json", "input": {"text": "hi"}}
@@ -86,6 +95,88 @@ def test_logout_and_a_removed_token_end_the_session(scoped, tokens_file):
     st = tokens_file.stat()
     os.utime(tokens_file, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
     assert scoped.get("/v1/jobs").status_code == 401
+
+
+def another_app(settings, queue, tokens_file):
+    """A second API process on the same database and data directory (or the first restarted)."""
+    configured = dataclasses.replace(settings, tokens_file=tokens_file)
+    return create_app({"SETTINGS": configured, "QUEUE": queue, "TESTING": True})
+
+
+def client_with_cookie(app, value: str):
+    client = app.test_client()
+    client.set_cookie(COOKIE, value)
+    return client
+
+
+@BOTH_DATABASES
+def test_a_cookie_copied_before_the_logout_is_refused_by_every_app_after_it(
+    scoped, settings, queue, tokens_file
+):
+    log_in(scoped)
+    copied = scoped.get_cookie(COOKIE).value
+    other = client_with_cookie(another_app(settings, queue, tokens_file), copied)
+    assert other.get("/v1/jobs").status_code == 200
+    assert scoped.post("/ui/logout", headers=ORIGIN).status_code == 302
+    assert other.get("/v1/jobs").status_code == 401
+    page = other.get("/ui/runs")
+    assert page.status_code == 302 and page.headers["Location"].startswith("/ui/login")
+    assert client_with_cookie(scoped.application, copied).get("/v1/jobs").status_code == 401
+    restarted = client_with_cookie(another_app(settings, queue, tokens_file), copied)
+    assert restarted.get("/v1/jobs").status_code == 401
+    log_in(scoped)  # a new login is a new session
+    assert scoped.get_cookie(COOKIE).value != copied
+    assert scoped.get("/v1/jobs").status_code == 200
+    assert restarted.get("/v1/jobs").status_code == 401
+
+
+def test_a_session_cookie_without_a_session_id_is_refused(scoped_app, scoped):
+    """Cookies signed before sessions had ids cannot be ended by a logout: their holders log
+    in again."""
+    signer = scoped_app.extensions["ui_sessions"]
+    scoped.set_cookie(COOKIE, signer.dumps({"h": token_hash(TOKENS["alice"][0])}))
+    assert scoped.get("/v1/jobs").status_code == 401
+    page = scoped.get("/ui/runs")
+    assert page.status_code == 302 and page.headers["Location"].startswith("/ui/login")
+    assert log_in(scoped).status_code == 302
+    assert scoped.get("/v1/jobs").status_code == 200
+
+
+def test_a_logout_without_a_live_session_only_deletes_the_cookie(scoped_app, scoped):
+    signer = scoped_app.extensions["ui_sessions"]
+    no_sid = signer.dumps({"h": token_hash(TOKENS["alice"][0])})
+    for cookie in (None, "eyJoIjoiYWJjIn0.forged.sig", no_sid):
+        if cookie is None:
+            scoped.delete_cookie(COOKIE)
+        else:
+            scoped.set_cookie(COOKIE, cookie)
+        out = scoped.post("/ui/logout", headers=ORIGIN)
+        assert out.status_code == 302 and out.headers["Location"] == "/ui/login", cookie
+        assert "skill_runner_session=;" in out.headers["Set-Cookie"]
+    log_in(scoped)
+    copied = scoped.get_cookie(COOKIE).value
+    scoped.post("/ui/logout", headers=ORIGIN)
+    scoped.set_cookie(COOKIE, copied)
+    again = scoped.post("/ui/logout", headers=ORIGIN)  # ended already
+    assert again.status_code == 302 and "skill_runner_session=;" in again.headers["Set-Cookie"]
+
+
+def test_a_logout_keeps_its_session_until_the_cookie_expires_and_drops_expired_ones(
+    scoped_app, scoped
+):
+    engine = scoped_app.extensions["db_engine"]
+    with engine.begin() as conn:
+        conn.execute(
+            insert(EndedUiSession.__table__),
+            {"sid": "long-gone", "expires_at": utcnow() - timedelta(seconds=1)},
+        )
+    log_in(scoped)
+    scoped.post("/ui/logout", headers=ORIGIN)
+    with engine.connect() as conn:
+        rows = conn.execute(select(EndedUiSession.__table__)).all()
+    assert len(rows) == 1 and rows[0].sid != "long-gone"
+    expires = rows[0].expires_at.replace(tzinfo=utcnow().tzinfo)  # SQLite keeps no zone
+    assert timedelta(hours=11, minutes=59) < expires - utcnow() <= timedelta(hours=12)
 
 
 def test_a_forged_cookie_is_no_session(scoped):
