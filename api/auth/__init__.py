@@ -81,6 +81,20 @@ def registry() -> TokenRegistry:
     return current_app.extensions["tokens"]
 
 
+def still_allowed() -> bool:
+    """Whether this request's caller is still signed in: its token still in the tokens file,
+    its UI session not logged out. A long response (an event stream) asks again now and then,
+    so removing a token or logging out ends it too."""
+    tokens = current_app.extensions.get("tokens")
+    if tokens is None or not tokens.enabled:
+        return True
+    header = request.headers.get("Authorization")
+    if header is None:
+        return session_principal(tokens) is not None
+    token = presented_token(header)
+    return token is not None and tokens.find(token) is not None
+
+
 def _refuse(status: int, code: str, message: str, details: dict | None = None):
     # the line names the token (never the token itself), so refusals can be traced
     level = logging.WARNING if status == 403 else logging.INFO

@@ -33,8 +33,10 @@ def stream(
     snapshot: Callable[[], dict[str, Any]],
     ended: Callable[[], bool],
     heartbeat_sec: float = HEARTBEAT_SEC,
+    allowed: Callable[[], bool] = lambda: True,
 ) -> Iterator[str]:
-    """The SSE frames of one subscriber from `cursor` on (events with seq > cursor)."""
+    """The SSE frames of one subscriber from `cursor` on (events with seq > cursor); the
+    stream ends at a heartbeat once `allowed()` says its caller is signed in no more."""
     with hub.follow(run_id) as inbox:  # following before the replay: no gap
         first = snapshot()
         yield frame("snapshot", {**first, "cursor": cursor})
@@ -65,6 +67,8 @@ def stream(
             if got is not None:  # a message was missed: the file has it
                 fresh = read_events(run_dir, after_seq=last)
             if time.monotonic() >= next_beat:
+                if not allowed():  # a removed token or a logout: its reconnect gets the 401
+                    return
                 yield frame("heartbeat", {"ts": datetime.now(UTC).isoformat()})
                 next_beat = time.monotonic() + heartbeat_sec
                 fresh = fresh or read_events(run_dir, after_seq=last)

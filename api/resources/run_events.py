@@ -6,7 +6,7 @@ from typing import Any
 
 from flask import Response, request, stream_with_context
 
-from api import context
+from api import auth, context
 from api.jobs import events
 from api.jobs.chat import chat_frames, chat_history, history_bounds
 from api.jobs.read import load_job, read_job
@@ -45,6 +45,7 @@ def sse_response(request_id: str, kind: str | None, cursor: int, chat: bool = Fa
         cursor,
         snapshot,
         ended,
+        allowed=auth.still_allowed,
     )
     if chat:
         frames = chat_frames(frames)

@@ -6,13 +6,16 @@ every app on the same database (a copy of the cookie taken before the logout inc
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import os
 from datetime import timedelta
+from functools import partial
 
 from sqlalchemy import insert, select
 
 from api import create_app
 from api.auth.session import COOKIE
+from api.jobs import events
 from runner_core.api_tokens import token_hash
 from runner_core.store.models import EndedUiSession, utcnow
 from tests.helpers import BOTH_DATABASES, TOKENS, write_tokens_file
@@ -193,3 +196,43 @@ def test_an_admin_session_sees_the_install_page(scoped):
     log_in(scoped, "root")
     assert b"/ui/packages" in scoped.get("/ui/skills").data
     assert scoped.get("/ui/packages").status_code == 200
+
+
+def _frames(resp):
+    for chunk in resp.response:
+        yield chunk.decode() if isinstance(chunk, bytes) else chunk
+
+
+def _followed(client, rid, monkeypatch, **headers):
+    """An open event stream of `rid` (heartbeats every 0.1 s) past its snapshot and a first
+    heartbeat: alive while its caller is signed in."""
+    monkeypatch.setattr(events, "stream", partial(events.stream, heartbeat_sec=0.1))
+    resp = client.get(f"/v1/jobs/{rid}/events", headers=headers, buffered=False)
+    frames = _frames(resp)
+    assert next(frames).startswith("event: snapshot")
+    assert next(frames).startswith("event: heartbeat")
+    return resp, frames
+
+
+def test_an_event_stream_ends_once_its_token_is_removed(scoped, tokens_file, monkeypatch):
+    alice = {"Authorization": f"Bearer {TOKENS['alice'][0]}"}
+    rid = scoped.post("/v1/jobs", json=JOB, headers=alice).json["request_id"]
+    resp, frames = _followed(scoped, rid, monkeypatch, **alice)
+    assert next(frames).startswith("event: heartbeat")
+    write_tokens_file(tokens_file, {"root": TOKENS["root"]})  # alice's line removed
+    st = tokens_file.stat()
+    os.utime(tokens_file, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+    after = len(list(itertools.islice(frames, 20)))
+    resp.close()
+    assert after == 0, f"{after} frames after the token was removed"  # ended at the next beat
+    assert scoped.get(f"/v1/jobs/{rid}/events", headers=alice).status_code == 401
+
+
+def test_an_event_stream_on_the_ui_session_ends_at_its_logout(scoped, monkeypatch):
+    log_in(scoped)
+    rid = scoped.post("/v1/jobs", json=JOB, headers=ORIGIN).json["request_id"]
+    resp, frames = _followed(scoped, rid, monkeypatch)
+    assert scoped.post("/ui/logout", headers=ORIGIN).status_code == 302
+    after = len(list(itertools.islice(frames, 20)))
+    resp.close()
+    assert after == 0, f"{after} frames after the logout"
