@@ -7,6 +7,7 @@ import json
 import logging
 import time
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from runner_core.budget import Budget, spent_of
@@ -15,6 +16,7 @@ from runner_core.egress import provider_endpoints
 from runner_core.engines import get_adapter
 from runner_core.engines.base import EngineAdapter, EngineContext, ProcessResult
 from runner_core.engines.config import EngineConfigError, load_engine_config
+from runner_core.engines.setting_types import check_setting_types
 from runner_core.engines.streams import read_output
 from runner_core.error_codes import ErrorCode
 from runner_core.output import RepairReply, RepairRequest
@@ -33,6 +35,19 @@ from worker.execution.turns import Resume, session_gone
 log = logging.getLogger(__name__)
 
 
+def checked_config(
+    engine: str, model: str | None, options: RuntimeOptions, skill_dir: Path
+) -> dict[str, Any]:
+    """The run's merged engine config, checked as its job's creation checked it: a layer that
+    does not load, or a CLI setting of the wrong type (say an operator's file changed since),
+    raises EngineConfigError before the CLI starts."""
+    sent = options.engine_config(engine)
+    user = {"model": model, "runtime_options": options.as_dict(), f"{engine}_config": sent}
+    config = load_engine_config(engine, skill_dir=skill_dir, user=user)
+    check_setting_types(engine, config.get("settings") or {}, skill_dir=skill_dir, sent=sent)
+    return config
+
+
 def run_engine(entry: EntryContext, resume: Resume | None = None) -> EntryResult:
     """Run the skill through the run's engine: a first turn, or with `resume` the next turn of
     an interactive run's session. The answer is the final message; the CLI's envelope goes to
@@ -48,16 +63,11 @@ def run_engine(entry: EntryContext, resume: Resume | None = None) -> EntryResult
         ) from exc
     options = RuntimeOptions.from_dict(run.runtime_options)
     mode = options.execution_mode
-    user = {
-        "model": run.model,
-        "runtime_options": options.as_dict(),
-        f"{run.engine}_config": options.engine_config(run.engine),
-    }
     prompt_ctx = PromptContext(
         entry.inputs.input, entry.inputs.parameter, paths.root, run.engine, mode
     )
     try:
-        config = load_engine_config(run.engine, skill_dir=pkg.root, user=user)
+        config = checked_config(run.engine, run.model, options, pkg.root)
         if resume is None:
             prompt = render_prompt(pkg, prompt_ctx)
             patch_skill_md(pkg.root, pkg, prompt_ctx)
