@@ -186,3 +186,28 @@ def test_a_one_off_run_is_listed_and_watched_like_a_job(served, page):
     assert bundle.get_attribute("href") == f"/v1/temp-skill-runs/{rid}/bundle"
     assert page.locator("h1 .badge.one-off").count() == 1
     shot(page, "14-one-off-run")
+
+
+def test_a_finished_runs_warnings_are_shown_once(served, page):
+    """The page draws the run's warnings, and draws them again once it sees the run end: the
+    second drawing replaces the first, never adds to it."""
+    answer = page.request.post(
+        f"{served.base}/v1/jobs",
+        data={
+            "skill_id": "needs-normalizer",
+            "parameter": {"mode": "ok"},
+            "runtime_options": {"no_cache": True},
+        },
+    )
+    assert answer.ok, answer.text()
+    rid = answer.json()["request_id"]
+    ended = page.request.get(f"{served.base}/v1/jobs/{rid}?wait_sec=60").json()
+    logs = page.request.get(f"{served.base}/v1/jobs/{rid}/logs")
+    assert ended["status"] == "succeeded", logs.text()
+    codes = [w["code"] for w in ended["warnings"]]
+    assert "OUTPUT_NORMALIZED_N1" in codes
+    page.goto(f"{served.base}/ui/runs/{rid}")
+    page.locator("#result .result-json").wait_for(timeout=60_000)  # drawn once the end is seen
+    shown = page.locator("#warnings .warning").all_inner_texts()
+    assert [t.split(" ")[0] for t in shown] == codes
+    shot(page, "15-run-warnings-once")

@@ -190,7 +190,9 @@
       $("timing").textContent = `Ran ${sec.toFixed(1)} s`;
     }
     showUsage(state.token_usage);
-    for (const w of state.warnings || []) $("warnings").append(el("div", "warning", `${w.code || ""} ${w.message || text(w)}`));
+    /* the run's whole list, drawn anew: the page may have drawn some of them already */
+    $("warnings").replaceChildren(
+      ...(state.warnings || []).map((w) => el("div", "warning", `${w.code || ""} ${w.message || text(w)}`)));
     const result = await (await fetch(`${own}/result`)).json();
     const box = $("result");
     box.replaceChildren(el("pre", "result-json", JSON.stringify(result.result, null, 2)));
