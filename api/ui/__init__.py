@@ -82,12 +82,16 @@ def runs():
     args = _LIST_ARGS.load({k: v for k, v in request.args.items() if v})
     with context.connect() as conn:
         page = list_jobs(conn, args, auth.owner_filter(), EVERY_KIND)
+    skills = [p.id for p in context.skills().list()]
+    if args.get("skill_id") and args["skill_id"] not in skills:
+        # a skill no longer installed still has its runs: the list shows the filter it applies
+        skills.append(args["skill_id"])
     return render_template(
         "runs.html",
         page=page,
         args=args,
         statuses=list(RunStatus),
-        skills=[p.id for p in context.skills().list()],
+        skills=skills,
         engines=[e.engine for e in all_engines(with_version=False)],
         nav="runs",
     )

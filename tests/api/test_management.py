@@ -228,3 +228,13 @@ def test_a_preview_path_with_a_nul_byte_is_refused_not_a_500(client, files_job, 
     assert answer.status_code == 403, answer.json
     assert answer.json["error"]["code"] == "RUN_FILE_REFUSED"
     assert answer.json["error"]["details"] == {"path": path, "reason": "traversal"}
+
+
+def test_the_runs_page_keeps_a_filter_on_a_skill_no_longer_installed(client):
+    """Runs outlive their skill: filtering on a deleted skill's id lists its runs, and the
+    skill list shows that filter, not `any` over a list that is not every run."""
+    rid = prime_job(client)
+    assert client.delete("/v1/skills/demo-prime-number").status_code == 200
+    page = client.get("/ui/runs?skill_id=demo-prime-number").get_data(as_text=True)
+    assert rid[:8] in page
+    assert "<option selected>demo-prime-number</option>" in page
