@@ -211,3 +211,30 @@ def test_a_finished_runs_warnings_are_shown_once(served, page):
     shown = page.locator("#warnings .warning").all_inner_texts()
     assert [t.split(" ")[0] for t in shown] == codes
     shot(page, "15-run-warnings-once")
+
+
+def test_a_long_unbroken_word_wraps_instead_of_widening_the_page(served, page):
+    """An id, a path or a description token longer than the screen wraps inside its place:
+    the pages never scroll sideways (the header and its links staying at the left)."""
+    from tests.helpers import zip_bytes
+    from tests.packages import echo_skill
+
+    files = echo_skill("ui-long-words")
+    files["SKILL.md"] = files["SKILL.md"].replace("Echo a message", "Echo " + "a" * 400, 1)
+    answer = page.request.post(
+        f"{served.base}/v1/skill-packages",
+        multipart={
+            "package": {"name": "p.zip", "mimeType": "application/zip", "buffer": zip_bytes(files)}
+        },
+    )
+    assert answer.ok, answer.text()
+    wide = "document.documentElement.scrollWidth - window.innerWidth"
+    page.goto(f"{served.base}/ui/skills")
+    assert "a" * 400 in page.locator("tr", has_text="ui-long-words").inner_text()
+    assert page.evaluate(wide) <= 0
+    page.goto(f"{served.base}/ui/skills/ui-long-words")
+    assert page.evaluate(wide) <= 0
+    page.goto(f"{served.base}/ui/runs/{'x' * 500}")  # the error page names the unknown id
+    assert "REQUEST_NOT_FOUND" in page.locator(".error").inner_text()
+    assert page.evaluate(wide) <= 0
+    shot(page, "16-long-words-wrap")
