@@ -24,10 +24,12 @@ from api.zip_bodies import holds_no_files, receive_inputs, upload_lock
 from runner_core.error_codes import ErrorCode
 from runner_core.inputs import file_fields
 from runner_core.queues import queue_for, task_label
+from runner_core.results import RunError
 from runner_core.runtime_options import RuntimeOptions
 from runner_core.settings import run_timeout, task_time_limits
 from runner_core.skills import SkillPackage
 from runner_core.statuses import RunStatus
+from runner_core.store import runs as run_states
 from runner_core.store.models import Request, Run, utcnow
 from runner_core.store.new_runs import Dispatch, NewRun, insert_runs
 from runner_core.webhooks import WebhookRefused, check_url
@@ -215,7 +217,27 @@ def take_upload(
                 {"status": run.status},
                 req.id,
             )
-        return take_inputs(session, req, run, pkg_for(), request_dir)
+        return take_inputs(session, req, run, _skill_or_fail(session, run, pkg_for), request_dir)
+
+
+def _skill_or_fail(session: Session, run: Run, pkg_for: Callable[[], SkillPackage]) -> SkillPackage:
+    """The skill of a run waiting for its upload. One uninstalled since the job was created
+    can never run: the job ends failed SKILL_NOT_FOUND (as the worker ends a sent run whose
+    skill is gone), not queued until the upload wait expires, and the upload gets the 404."""
+    try:
+        return pkg_for()
+    except ApiError as exc:
+        if exc.code == ErrorCode.SKILL_NOT_FOUND:
+            error = RunError(ErrorCode.SKILL_NOT_FOUND, exc.message)
+            if run_states.fail_awaiting_upload(session, run.id, error):
+                context.run_events(run).state_changed(
+                    RunStatus.QUEUED,
+                    RunStatus.FAILED,
+                    "skill_not_found",
+                    error=error.as_dict(),
+                    terminal=True,
+                )
+        raise
 
 
 def take_inputs(

@@ -334,6 +334,25 @@ def fail_queued(session: Session, run_id: str, error: dict[str, Any], waited: ti
     return cast(CursorResult, result).rowcount == 1
 
 
+def fail_awaiting_upload(session: Session, run_id: str, error: RunError) -> bool:
+    """A run still waiting for its input upload -> failed with `error` (its skill was
+    uninstalled meanwhile: the run can never start). False when it no longer waits."""
+    now = utcnow()
+    result = session.execute(
+        update(Run)
+        .where(Run.id == run_id, Run.status == RunStatus.QUEUED, Run.needs_upload.is_(True))
+        .values(
+            status=RunStatus.FAILED,
+            finished_at=now,
+            updated_at=now,
+            error_code=error.code,
+            error=error.as_dict(),
+        )
+    )
+    session.commit()
+    return cast(CursorResult, result).rowcount == 1
+
+
 def expire_uploads(session: Session, waited: timedelta) -> list[str]:
     """Runs still waiting for their input upload after `waited` -> failed (UPLOAD_TIMEOUT): a
     client that never uploads must not hold a job open forever. Returns the ids ended."""

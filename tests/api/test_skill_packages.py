@@ -205,3 +205,22 @@ def test_a_package_whose_id_is_a_skill_of_the_other_format_is_409(client, settin
     assert resp.status_code == 409, resp.json
     assert resp.json["error"]["details"]["installed_format"] == "SKILL.md"
     assert client.get("/v1/skills/pkgecho").json["format"] == "SKILL.md"
+
+
+def test_a_job_waiting_for_its_upload_fails_when_its_skill_was_deleted(client):
+    """Uninstalling a skill fails its runs not started yet (SKILL_NOT_FOUND): a job still
+    waiting for its input upload ends with the upload that finds the skill gone, instead of
+    staying queued until the upload wait runs out."""
+    from tests.helpers import upload_body
+
+    rid = client.post("/v1/jobs", json={"skill_id": "demo-prime-number"}).json["request_id"]
+    assert client.get(f"/v1/jobs/{rid}").json["waiting_for_upload"] is True
+    assert client.delete("/v1/skills/demo-prime-number").status_code == 200
+    upload = client.post(f"/v1/jobs/{rid}/upload", data=upload_body({"input_file.txt": "10\n"}))
+    assert upload.status_code == 404, upload.json
+    assert upload.json["error"]["code"] == "SKILL_NOT_FOUND"
+    job = client.get(f"/v1/jobs/{rid}").json
+    assert job["status"] == "failed" and job["error"]["code"] == "SKILL_NOT_FOUND"
+    assert job["finished_at"] is not None
+    events = client.get(f"/v1/jobs/{rid}/events/history").json["events"]
+    assert events[-1]["data"]["to"] == "failed"
