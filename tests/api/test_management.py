@@ -238,3 +238,13 @@ def test_the_runs_page_keeps_a_filter_on_a_skill_no_longer_installed(client):
     page = client.get("/ui/runs?skill_id=demo-prime-number").get_data(as_text=True)
     assert rid[:8] in page
     assert "<option selected>demo-prime-number</option>" in page
+
+
+def test_the_run_page_says_a_job_waits_for_its_input_files(client):
+    """A job created without its upload is `queued` with nothing to show: its page says what
+    it waits for, and a job that got its files does not."""
+    waiting = client.post("/v1/jobs", json={"skill_id": "demo-prime-number"}).json["request_id"]
+    page = client.get(f"/ui/runs/{waiting}").get_data(as_text=True)
+    assert '<p id="awaiting-upload" class="hint" >The run waits for its input files' in page
+    uploaded = client.get(f"/ui/runs/{prime_job(client)}").get_data(as_text=True)
+    assert '<p id="awaiting-upload" class="hint" hidden>' in uploaded

@@ -47,6 +47,7 @@
     const badge = $("status");
     badge.textContent = status; badge.className = `badge st-${status}`;
     $("cancel").disabled = TERMINAL.includes(status);
+    if (status !== "queued") $("awaiting-upload").hidden = true;  /* its files came, or it ended */
   }
 
   function onEvent(ev) {
