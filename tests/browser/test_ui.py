@@ -152,6 +152,8 @@ def test_an_output_validation_failure_shows_what_to_fix(served, page):
         '$.count: should be integer, got a string "three"'
     ]
     assert "raw/skill_result.json" in error.locator("p.cause").inner_text()
+    # the empty state under its heading, not a heading over nothing
+    assert page.locator("#result .no-artifacts").inner_text() == "No artifacts."
     shot(page, "13-run-output-invalid")
 
 

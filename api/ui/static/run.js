@@ -205,7 +205,8 @@
       li.append(link, el("span", "sub", ` ${a.role || ""} ${a.size} B`)); list.append(li);
     }
     const bundle = el("a", "button", "Download the bundle"); bundle.href = `${own}/bundle`;
-    box.append(el("h3", "", "Artifacts"), list, bundle);
+    const none = el("p", "sub no-artifacts", "No artifacts.");  /* a failed run's, or a skill without */
+    box.append(el("h3", "", "Artifacts"), list.children.length ? list : none, bundle);
   }
 
   /* The file tree, fetched again as the run moves on; only the latest answer is drawn, so a
