@@ -240,3 +240,31 @@ def test_a_long_unbroken_word_wraps_instead_of_widening_the_page(served, page):
     assert "REQUEST_NOT_FOUND" in page.locator(".error").inner_text()
     assert page.evaluate(wide) <= 0
     shot(page, "16-long-words-wrap")
+
+
+def test_a_form_whose_optional_file_is_left_empty_still_starts_the_run(served, page):
+    """A skill with file inputs waits for its upload, even when they are all optional: the
+    form sends the zip, empty when no file was chosen, so the run starts instead of staying
+    queued until the upload wait runs out."""
+    from tests.helpers import zip_bytes
+    from tests.packages import echo_skill
+
+    files = echo_skill("ui-optional-file", message="no file needed", file_input=True)
+    schema = json.loads(files["assets/input.schema.json"])
+    files["assets/input.schema.json"] = json.dumps({**schema, "required": []})
+    answer = page.request.post(
+        f"{served.base}/v1/skill-packages",
+        multipart={
+            "package": {"name": "p.zip", "mimeType": "application/zip", "buffer": zip_bytes(files)}
+        },
+    )
+    assert answer.ok, answer.text()
+    page.goto(f"{served.base}/ui/skills/ui-optional-file")
+    assert page.locator("#f-input-notes").get_attribute("type") == "file"
+    page.get_by_label("Run again even if a cached result exists").check()
+    page.get_by_role("button", name="Run").click()
+    page.wait_for_url("**/ui/runs/*")
+    page.locator("#status.st-succeeded").wait_for(timeout=60_000)
+    page.locator("#result .result-json").wait_for()
+    assert "no file needed" in page.locator("#result .result-json").inner_text()
+    shot(page, "17-run-optional-file-left-empty")

@@ -96,7 +96,10 @@
       });
       const answer = await created.json();
       if (!created.ok) { showRefusal(answer.error); return; }
-      if (files.length && !answer.cache_hit) {
+      /* a skill with file inputs waits for its upload even when none was chosen (they are
+         optional): send the zip anyway, empty then, or the run would never start */
+      const takesFiles = form.querySelector('.field[data-widget="file"]') !== null;
+      if (takesFiles && !answer.cache_hit) {
         const entries = [];
         for (const { name, file } of files) {
           const dot = file.name.lastIndexOf(".");
