@@ -59,9 +59,9 @@ def skills():
 def skill(skill_id: str):
     pkg = get_skill_or_404(skill_id)
     summary = skill_summary(pkg)
-    engines = (
-        summary["effective_engines"] if pkg.loaded_manifest.entrypoint.type != "script" else []
-    )
+    # an invalid skill's page says why; its runner.json may not even parse (no manifest)
+    script = pkg.manifest is not None and pkg.manifest.entrypoint.type == "script"
+    engines = [] if script else summary["effective_engines"]
     models = {}
     for name in engines:
         info = engine_info(name, with_version=False)
@@ -71,6 +71,7 @@ def skill(skill_id: str):
         skill=summary,
         fields=form_fields(pkg.input_schema, pkg.parameter_schema),
         engines=engines,
+        script=script,
         models=models,
         runtime_options=RUNTIME_OPTIONS,
         nav="skills",

@@ -248,3 +248,19 @@ def test_the_run_page_says_a_job_waits_for_its_input_files(client):
     assert '<p id="awaiting-upload" class="hint" >The run waits for its input files' in page
     uploaded = client.get(f"/ui/runs/{prime_job(client)}").get_data(as_text=True)
     assert '<p id="awaiting-upload" class="hint" hidden>' in uploaded
+
+
+def test_the_page_of_a_skill_whose_runner_json_does_not_parse_shows_why(client, settings):
+    """The skills list links every skill, the invalid ones too: the page of one whose
+    runner.json is not JSON says why it is invalid (and cannot run) instead of a 500."""
+    broken = settings.skills_dir / "broken-skill"
+    (broken / "assets").mkdir(parents=True)
+    (broken / "SKILL.md").write_text('---\nname: broken-skill\ndescription: "x"\n---\n')
+    (broken / "assets" / "runner.json").write_text("{not json")
+    assert 'href="/ui/skills/broken-skill"' in client.get("/ui/skills").get_data(as_text=True)
+    answer = client.get("/ui/skills/broken-skill")
+    assert answer.status_code == 200
+    page = answer.get_data(as_text=True)
+    assert "This skill is invalid: assets/runner.json: invalid JSON" in page
+    assert '<button type="submit" id="run-button" disabled>' in page
+    assert "A script skill" not in page  # nothing is known of how it would run
