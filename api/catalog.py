@@ -9,10 +9,14 @@ from typing import Any
 
 from api import context
 from api.errors import ApiError
-from runner_core.engines import SUPPORTED_ENGINES
+from runner_core.engines import SUPPORTED_ENGINES, engine_skill_dirs
 from runner_core.engines.catalog import EngineInfo, engine_info
 from runner_core.error_codes import ErrorCode
+from runner_core.prompts import PATCH_MARKER
 from runner_core.skills import SkillPackage
+from runner_core.skills.memo import load_snapshot_cached
+from runner_core.store.models import Run
+from runner_core.workspace import find_snapshot
 
 # The engines' own sandboxes as the adapters start them; the others run without one, in the
 # run directory with a HOME of their own.
@@ -88,6 +92,19 @@ def get_skill_or_404(skill_id: str) -> SkillPackage:
             {"skill_id": skill_id},
         )
     return pkg
+
+
+def run_skill_or_404(run: Run) -> SkillPackage:
+    """The skill a started run goes on with: the installed one, or, once that is uninstalled,
+    the copy in the run's directory (an interactive run's next turn runs from it)."""
+    try:
+        return get_skill_or_404(run.skill_id)
+    except ApiError:
+        run_dir = context.settings().runs_dir / run.id
+        snapshot = find_snapshot(run_dir, run.skill_id, engine_skill_dirs(run.engine))
+        if snapshot is None:
+            raise
+        return load_snapshot_cached(snapshot, PATCH_MARKER)
 
 
 def info_or_404(engine: str):

@@ -93,7 +93,7 @@ def reply(
             req.id,
         )
     _within_budget(req, run, body.get("budget"))
-    pkg = skill_for()  # before anything is recorded: a skill uninstalled since refuses the reply
+    pkg = skill_for()  # before anything is recorded: a run with no skill left refuses the reply
     if before is not None:
         before()
     task_id = str(uuid.uuid4())

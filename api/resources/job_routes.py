@@ -9,7 +9,7 @@ from flask.views import MethodView
 
 from api import auth, context, idempotency
 from api.blueprint import Blueprint
-from api.catalog import get_skill_or_404
+from api.catalog import get_skill_or_404, run_skill_or_404
 from api.jobs.create import Accepted, create_job
 from api.jobs.files import require_finished_job
 from api.jobs.listing import JobPage, list_jobs
@@ -26,9 +26,7 @@ JOB = RunKind(
     name=JOB_KIND,
     endpoint_prefix="",
     # a job whose package came with its upload runs it from its own copy (its run's kind)
-    skill_for=lambda req, run: (
-        temp_skill(req) if run.kind == TEMP else get_skill_or_404(run.skill_id)
-    ),
+    skill_for=lambda req, run: temp_skill(req) if run.kind == TEMP else run_skill_or_404(run),
     require_finished=require_finished_job,
     summaries={
         "Upload": "Upload the input zip (multipart field `file`, or a raw application/zip body).",

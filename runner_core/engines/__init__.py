@@ -42,3 +42,14 @@ def settings_schema(name: str) -> dict[str, Any]:
     ``SETTINGS_SCHEMA``, see setting_types); {} for an engine that declares none."""
     module = importlib.import_module(ENGINES[name])
     return getattr(module, "SETTINGS_SCHEMA", {})
+
+
+def engine_skill_dirs(engine: str | None) -> tuple[str, ...]:
+    """The folders `engine`'s CLI discovers skills in; () for script runs or unknown engines
+    (the engine entrypoint reports those)."""
+    if not engine:
+        return ()
+    try:
+        return tuple(get_adapter(engine).skill_dirs)
+    except (KeyError, ImportError, AttributeError):
+        return ()

@@ -3,8 +3,10 @@ one next turn (the worker side is in tests/engines/test_interactive_jobs.py)."""
 
 from __future__ import annotations
 
+import shutil
 import threading
 
+from runner_core.engines import engine_skill_dirs
 from runner_core.interaction import Pending
 from runner_core.store import interactions
 from runner_core.store.models import Request, Run
@@ -153,6 +155,22 @@ def test_a_reply_refused_for_a_skill_uninstalled_meanwhile_records_nothing(clien
     history = client.get(f"/v1/jobs/{rid}/events/history").json["events"]
     assert not [e for e in history if e["type"] == "interaction.reply.accepted"]
     assert queue.sent == []
+
+
+def test_a_reply_goes_on_with_the_runs_own_copy_of_a_skill_uninstalled_meanwhile(
+    client, app, queue
+):
+    """A started run keeps its copy of the skill: an uninstall while it waits does not stop
+    its next turn, which runs from that copy."""
+    rid, run_id, iid = waiting_job(client, app, queue)
+    settings = app.config["SETTINGS"]
+    copy = settings.runs_dir / run_id / engine_skill_dirs("codex")[0] / "pick-title"
+    shutil.copytree(settings.skills_dir / "pick-title", copy)
+    assert client.delete("/v1/skills/pick-title").status_code == 200
+    accepted = reply(client, rid, iid, "a")
+    assert accepted.status_code == 200, accepted.json
+    assert accepted.json["status"] == "queued"
+    assert [sent[0] for sent in queue.sent] == [run_id]
 
 
 def test_an_unknown_request_is_404(client):

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from runner_core.engines import engine_skill_dirs
 from runner_core.error_codes import ErrorCode
 from runner_core.inputs import InputError, ResolvedInputs, apply_defaults, resolve_inputs
 from runner_core.openevo.spec import SKILL_JSON
@@ -32,7 +33,6 @@ from worker.execution.failures import RunFailed
 from worker.execution.ran_skill import ran_key
 from worker.execution.run_layout import (
     PoolLayout,
-    engine_skill_dirs,
     is_engine_run,
     skill_copies,
     skill_source,

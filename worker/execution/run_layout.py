@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from runner_core.engines import get_adapter
+from runner_core.engines import engine_skill_dirs
 from runner_core.run_pool import pool_key
 from runner_core.settings import Settings
 from runner_core.skill_copy import SkillCopies
@@ -83,17 +83,6 @@ def snapshot_dir(run: Run, pkg: SkillPackage) -> str:
     entry = pkg.manifest.entrypoint.type if pkg.manifest else "script"
     engine_dirs = engine_skill_dirs(run.engine) if entry != "script" else ()
     return engine_dirs[0] if engine_dirs else SNAPSHOT_DIR
-
-
-def engine_skill_dirs(engine: str | None) -> tuple[str, ...]:
-    """The folders `engine`'s CLI discovers skills in; () for script runs or unknown engines
-    (the engine entrypoint reports those)."""
-    if not engine:
-        return ()
-    try:
-        return tuple(get_adapter(engine).skill_dirs)
-    except (KeyError, ImportError, AttributeError):
-        return ()
 
 
 def skill_source(settings: Settings, run: Run) -> Path:

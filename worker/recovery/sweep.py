@@ -28,6 +28,7 @@ from collections.abc import Callable
 from datetime import timedelta
 from functools import partial
 
+from runner_core.engines import engine_skill_dirs
 from runner_core.error_codes import ErrorCode
 from runner_core.queues import RUN_QUEUES
 from runner_core.results import RunEnd, RunError
@@ -41,7 +42,7 @@ from runner_core.workspace import find_snapshot
 from worker.context import events_of
 from worker.dispatch import queue_of, send_advance
 from worker.execution.lease import aware, beat_interval
-from worker.execution.run_layout import engine_skill_dirs, skill_source
+from worker.execution.run_layout import skill_source
 from worker.recorder import record_end
 from worker.recovery.broker_view import BrokerView, read_broker
 from worker.recovery.reaper import (
