@@ -264,3 +264,27 @@ def test_the_page_of_a_skill_whose_runner_json_does_not_parse_shows_why(client, 
     assert "This skill is invalid: assets/runner.json: invalid JSON" in page
     assert '<button type="submit" id="run-button" disabled>' in page
     assert "A script skill" not in page  # nothing is known of how it would run
+
+
+def test_run_pages_date_the_finish_and_say_an_answered_runs_time_is_its_last_turns(
+    client, app, queue
+):
+    """started_at is the last turn's: the page of a run that was answered says 'Last turn ran';
+    the runs list dates each finish (a time alone reads as today's)."""
+    from datetime import timedelta
+
+    from runner_core.store.models import Run, utcnow
+
+    rid, run_id, iid = waiting_job(client, app, queue)
+    plain = prime_job(client)
+    ended = utcnow() - timedelta(days=3)
+    with app.extensions["db"]() as session:
+        for request_id, count in ((rid, 1), (plain, 0)):
+            run = session.get(Run, session.get(Request, request_id).run_id)
+            run.status, run.interaction_count = "succeeded", count
+            run.started_at, run.finished_at = ended - timedelta(seconds=2), ended
+        session.commit()
+    assert "Last turn ran 2.0 s" in client.get(f"/ui/runs/{rid}").get_data(as_text=True)
+    page = client.get(f"/ui/runs/{plain}").get_data(as_text=True)
+    assert "Ran 2.0 s" in page and "Last turn" not in page
+    assert ended.strftime("%Y-%m-%d %H:%M:%S") in client.get("/ui/runs").get_data(as_text=True)

@@ -188,7 +188,9 @@
     const state = await (await fetch(api)).json();
     if (state.started_at && state.finished_at) {
       const sec = (Date.parse(state.finished_at) - Date.parse(state.started_at)) / 1000;
-      $("timing").textContent = `Ran ${sec.toFixed(1)} s`;
+      /* started_at is the last turn's: a run that was answered says so */
+      const ran = state.interaction_count ? "Last turn ran" : "Ran";
+      $("timing").textContent = `${ran} ${sec.toFixed(1)} s`;
     }
     showUsage(state.token_usage);
     /* the run's whole list, drawn anew: the page may have drawn some of them already */
