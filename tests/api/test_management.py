@@ -288,3 +288,13 @@ def test_run_pages_date_the_finish_and_say_an_answered_runs_time_is_its_last_tur
     page = client.get(f"/ui/runs/{plain}").get_data(as_text=True)
     assert "Ran 2.0 s" in page and "Last turn" not in page
     assert ended.strftime("%Y-%m-%d %H:%M:%S") in client.get("/ui/runs").get_data(as_text=True)
+
+
+def test_an_older_page_of_the_runs_list_links_back_to_the_newest(client):
+    for _ in range(3):
+        prime_job(client)
+    first = client.get("/ui/runs?limit=2&skill_id=demo-prime-number").get_data(as_text=True)
+    assert "Older runs" in first and "Newest runs" not in first
+    link = next(part.split('"')[0] for part in first.split('href="') if "cursor=" in part)
+    page = client.get(link.replace("&amp;", "&")).get_data(as_text=True)
+    assert 'href="/ui/runs?skill_id=demo-prime-number">← Newest runs</a>' in page
