@@ -165,6 +165,10 @@ def token_list(args) -> int:
     except TokenFileError as exc:
         print(f"skill-runner: {exc}", file=sys.stderr)
         return 2
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = _reason(exc) if isinstance(exc, OSError) else "not UTF-8 text"
+        print(f"skill-runner: cannot read {path}: {reason}", file=sys.stderr)
+        return 2
     return 0
 
 

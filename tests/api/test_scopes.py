@@ -166,6 +166,17 @@ def test_token_add_to_a_file_that_cannot_be_written_is_one_line(tmp_path, capsys
         assert out == "" and err == f"skill-runner: cannot write {path}: {reason}\n"
 
 
+def test_token_list_of_a_file_that_cannot_be_read_is_one_line(tmp_path, capsys):
+    (tmp_path / "binary.jsonl").write_bytes(b"\xff\xfe")
+    for path, reason in (
+        (str(tmp_path), "Is a directory"),
+        (str(tmp_path / "binary.jsonl"), "not UTF-8 text"),
+    ):
+        assert cli_main(["token", "list", "--file", path]) == 2
+        out, err = capsys.readouterr()
+        assert out == "" and err == f"skill-runner: cannot read {path}: {reason}\n"
+
+
 @pytest.mark.parametrize(
     "line",
     [
