@@ -268,3 +268,35 @@ def test_a_form_whose_optional_file_is_left_empty_still_starts_the_run(served, p
     page.locator("#result .result-json").wait_for()
     assert "no file needed" in page.locator("#result .result-json").inner_text()
     shot(page, "17-run-optional-file-left-empty")
+
+
+def test_a_refused_upload_cancels_the_job_the_form_made(served, page, tmp_path):
+    """The form makes the job, then uploads: when the upload is refused (here a proxy in front
+    answering 413 with no JSON), the job would wait a day for files nobody sends. The form
+    cancels it and shows the refusal."""
+    numbers = tmp_path / "numbers.txt"
+    numbers.write_text("30\n")
+    page.route(
+        "**/v1/jobs/*/upload",
+        lambda route: route.fulfill(status=413, body="<html>Request Entity Too Large</html>"),
+    )
+    created = []
+    page.on(
+        "response",
+        lambda r: (
+            created.append(r.json()["request_id"])
+            if r.url.endswith("/v1/jobs") and r.request.method == "POST" and r.ok
+            else None
+        ),
+    )
+    page.goto(f"{served.base}/ui/skills/demo-prime-number")
+    page.locator("#f-input-input_file").set_input_files(str(numbers))
+    page.get_by_label("Run again even if a cached result exists").check()
+    page.get_by_role("button", name="Run").click()
+    page.locator(".form-error", has_text="HTTP 413").wait_for()
+    assert page.url.endswith("/ui/skills/demo-prime-number")  # stays on the form
+    assert len(created) == 1
+    with urllib.request.urlopen(f"{served.base}/v1/jobs/{created[0]}") as resp:
+        status = json.load(resp)
+    assert status["status"] == "canceled", status
+    shot(page, "18-refused-upload")

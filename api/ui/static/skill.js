@@ -109,7 +109,14 @@
         const data = new FormData();
         data.append("file", makeZip(entries), "inputs.zip");
         const up = await fetch(`/v1/jobs/${answer.request_id}/upload`, { method: "POST", body: data });
-        if (!up.ok) { showRefusal((await up.json()).error); return; }
+        if (!up.ok) {
+          /* the job would wait for an upload nobody sends (a new Run makes a new job) */
+          const refused = await up.json().then((b) => b.error).catch(() => (
+            { code: `HTTP ${up.status}`, message: "the upload was refused" }));
+          await fetch(`/v1/jobs/${answer.request_id}/cancel`, { method: "POST" }).catch(() => {});
+          showRefusal(refused);
+          return;
+        }
       }
       window.location.href = `/ui/runs/${answer.request_id}`;
     } catch (err) {
