@@ -14,7 +14,7 @@ from flask import Flask, Response
 from sqlalchemy import func, select
 
 from api import context
-from runner_core.queues import MAINTENANCE_QUEUE, RUN_QUEUES
+from runner_core.queues import QUEUES
 from runner_core.statuses import RunStatus
 from runner_core.store.models import Run
 
@@ -61,7 +61,7 @@ class ScrapeTimeCollector:
         depth = GaugeMetricFamily(
             "skill_runner_queue_depth", "Messages waiting in each broker queue", labels=["queue"]
         )
-        for name, count in self.queue.depths(RUN_QUEUES + [MAINTENANCE_QUEUE]).items():
+        for name, count in self.queue.depths(QUEUES).items():
             depth.add_metric([name], count)
         yield from (runs, waiting, busy, depth)
 

@@ -20,8 +20,12 @@ UPGRADE_ENGINE: Final = "worker.engine_upgrades.upgrade_engine"  # args [upgrade
 RUN_TASKS: Final = (EXECUTE_RUN, AUTO_REPLY)  # the tasks whose first argument is a run id
 
 SCRIPT_QUEUE = "runs.script"
-MAINTENANCE_QUEUE = "maintenance"  # the sweep, webhook deliveries and engine upgrades
+MAINTENANCE_QUEUE = "maintenance"  # the sweep and engine upgrades
+# callback deliveries: a receiver that does not answer holds a slot of this queue's workers,
+# never the sweep's (or a run's, where a worker is given its own queues)
+WEBHOOK_QUEUE = "webhooks"
 RUN_QUEUES = [SCRIPT_QUEUE] + [f"runs.{engine}" for engine in SUPPORTED_ENGINES]
+QUEUES = RUN_QUEUES + [MAINTENANCE_QUEUE, WEBHOOK_QUEUE]  # what a worker without -Q consumes
 ADVANCE_QUEUE = SCRIPT_QUEUE  # a composite's `advance` holds no process: any worker takes it
 
 

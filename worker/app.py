@@ -13,7 +13,7 @@ from celery.signals import beat_init, setup_logging, worker_init
 from kombu import Queue
 
 from runner_core.logs import configure_logging
-from runner_core.queues import MAINTENANCE_QUEUE, RUN_QUEUES, SCRIPT_QUEUE, SWEEP
+from runner_core.queues import MAINTENANCE_QUEUE, QUEUES, SCRIPT_QUEUE, SWEEP
 from runner_core.settings import (
     HARD_LIMIT_MARGIN_SEC,
     SOFT_LIMIT_MARGIN_SEC,
@@ -48,7 +48,7 @@ def create_celery_app(settings: Settings) -> Celery:
             # it at once, so a longer wait only spares an idle worker its wake-ups
             "polling_interval": BRPOP_WAIT_SEC,
         },
-        task_queues=[Queue(name) for name in RUN_QUEUES + [MAINTENANCE_QUEUE]],
+        task_queues=[Queue(name) for name in QUEUES],
         task_default_queue=SCRIPT_QUEUE,
         task_routes={SWEEP: {"queue": MAINTENANCE_QUEUE}},
         # defaults for messages that carry no limits of their own (the API's carry the run's)

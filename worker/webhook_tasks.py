@@ -10,7 +10,7 @@ from typing import Any
 
 from celery import shared_task
 
-from runner_core.queues import DELIVER_WEBHOOK, MAINTENANCE_QUEUE
+from runner_core.queues import DELIVER_WEBHOOK, WEBHOOK_QUEUE
 from runner_core.store import callbacks, interactions
 from runner_core.store.models import Request, Run, utcnow
 from runner_core.webhooks import Attempt, WebhookRefused, check_url, deliver
@@ -83,7 +83,7 @@ def overdue_callbacks() -> int:
 def _send(request_id: str, event: str, question: int | None = None) -> None:
     args: list[Any] = [request_id, event] if question is None else [request_id, event, question]
     try:
-        deliver_webhook.apply_async(args=args, queue=MAINTENANCE_QUEUE)
+        deliver_webhook.apply_async(args=args, queue=WEBHOOK_QUEUE)
     except Exception:  # scheduled but never sent: logged; the row says `scheduled`
         log.warning("callback of request %s not sent", request_id, exc_info=True)
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from runner_core.queues import MAINTENANCE_QUEUE, RUN_QUEUES
+from runner_core.queues import QUEUES
 from runner_core.settings import REPO_ROOT
 from tests.deploy_files import (
     COMPOSE,
@@ -28,7 +28,7 @@ BIN = Path(sys.executable).parent
 SCRIPTS = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["scripts"]
 # what the image's venv has on PATH: the project's console scripts and its dependencies'
 IMAGE_COMMANDS = {*SCRIPTS, "celery", "gunicorn", "python"}
-WORKERS = ("worker-script", "worker-engines", "sweeper")
+WORKERS = ("worker-script", "worker-engines", "sweeper", "webhooks")
 
 
 def lint_tool(name: str) -> str:
@@ -140,10 +140,10 @@ def test_every_queue_has_a_worker_service_and_no_worker_names_an_unknown_queue()
     for name in WORKERS:
         argv = service_command(services[name])
         queues = argv[argv.index("-Q") + 1].split(",")
-        assert set(queues) <= {*RUN_QUEUES, MAINTENANCE_QUEUE}, (name, queues)
+        assert set(queues) <= set(QUEUES), (name, queues)
         assert "%h" in argv[argv.index("-n") + 1]  # replicas get distinct node names
         consumed += queues
-    assert sorted(consumed) == sorted({*RUN_QUEUES, MAINTENANCE_QUEUE})  # each once
+    assert sorted(consumed) == sorted(QUEUES)  # each once
 
 
 def test_compose_publishes_on_loopback_keeps_redis_durable_and_runs_one_beat():
