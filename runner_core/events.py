@@ -57,26 +57,37 @@ class EventLog:
         self.ref, self.publish, self.enabled = ref, publish, enabled
 
     def emit(
-        self, type_: str, data: dict[str, Any] | None = None, before_end: bool = False
+        self,
+        type_: str,
+        data: dict[str, Any] | None = None,
+        before_end: bool = False,
+        once: Once | None = None,
     ) -> dict[str, Any] | None:
         """Append one event; None when the run has no directory (nothing to write into) or
         events are off, or, with `before_end`, when the log already ends with the run's
-        terminal event."""
-        events = self.emit_many([(type_, data)], before_end)
+        terminal event, or, with `once`, when the log already has its like."""
+        events = self.emit_many([(type_, data)], before_end, once)
         return events[0] if events else None
 
     def emit_many(
-        self, items: Sequence[tuple[str, dict[str, Any] | None]], before_end: bool = False
+        self,
+        items: Sequence[tuple[str, dict[str, Any] | None]],
+        before_end: bool = False,
+        once: Once | None = None,
     ) -> list[dict[str, Any]]:
         """Append events in order under one lock and one write, announced in one round trip
         (a chunk of CLI output often makes several). `before_end`: nothing is written after
-        the terminal event (a stream closes there: a later event would never reach it)."""
+        the terminal event (a stream closes there: a later event would never reach it).
+        `once`: nothing is written when the log already has the event it names (checked under
+        the lock, so two writers racing to write it write it once)."""
         if not items or not self.enabled or not self.path.parent.is_dir():
             return []
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             if before_end and is_terminal(_last_event(fd) or {}):
+                return []
+            if once is not None and once.found(fd):
                 return []
             seq = _seq_after.get(_state(fd))
             if seq is None:
@@ -138,6 +149,37 @@ class EventLog:
         if token_usage:
             data["token_usage"] = token_usage
         return self.emit(STATE_CHANGED, data)
+
+
+@dataclass(frozen=True)
+class Once:
+    """An event written at most once: none is written when the log has an event of `type_`
+    whose data[`key`] is `value`, within its last `look_back` bytes (None: the whole log)."""
+
+    type_: str
+    key: str
+    value: str
+    look_back: int | None = TAIL_BYTES
+
+    def found(self, fd: int) -> bool:
+        size = os.fstat(fd).st_size
+        start = 0 if self.look_back is None else max(0, size - self.look_back)
+        blob = os.pread(fd, size - start, start)
+        needle = json.dumps(self.value, ensure_ascii=False).encode("utf-8")
+        if needle not in blob:  # the usual answer, without parsing a line
+            return False
+        for line in blob.splitlines():
+            if needle not in line:
+                continue
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue  # a line cut by the window
+            data = event.get("data") if isinstance(event, dict) else None
+            if event.get("type") == self.type_ and isinstance(data, dict):
+                if data.get(self.key) == self.value:
+                    return True
+        return False
 
 
 def _state(fd: int) -> tuple[int, int, int, int]:

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from runner_core import events as events_module
-from runner_core.events import STATE_CHANGED, EventLog, RunRef, is_terminal, read_events
+from runner_core.events import STATE_CHANGED, EventLog, Once, RunRef, is_terminal, read_events
 
 REPO = Path(__file__).resolve().parents[2]
 REF = RunRef("run-1", "req-1", "codex", attempt=2)
@@ -98,3 +98,33 @@ def test_an_event_written_before_end_is_dropped_once_the_terminal_event_is_writt
     assert log.emit("step.ended", {"step": "b"}, before_end=True) is None
     assert log.emit_many([("step.ended", {"step": "b"})], before_end=True) == []
     assert [e["type"] for e in read_events(tmp_path)] == ["step.ended", STATE_CHANGED]
+
+
+def test_an_event_written_once_is_not_written_again_by_a_second_writer(tmp_path):
+    # a composite child's step.ended: its own advance and its parent's end may both write it
+    first, second = EventLog(tmp_path, REF), EventLog(tmp_path, REF)
+    once = Once("step.ended", "request_id", "req-a")
+    assert first.emit("step.ended", {"request_id": "req-a"}, once=once) is not None
+    assert second.emit("step.ended", {"request_id": "req-a", "status": "x"}, once=once) is None
+    assert second.emit("step.started", {"request_id": "req-a"}) is not None  # another type
+    other = Once("step.ended", "request_id", "req-b")
+    assert second.emit("step.ended", {"request_id": "req-b"}, once=other) is not None
+    assert [(e["type"], e["data"]["request_id"]) for e in read_events(tmp_path)] == [
+        ("step.ended", "req-a"),
+        ("step.started", "req-a"),
+        ("step.ended", "req-b"),
+    ]
+
+
+def test_once_looks_at_the_logs_tail_unless_told_to_read_it_whole(tmp_path):
+    log = EventLog(tmp_path, REF)
+    log.emit("step.ended", {"request_id": "req-a"})
+    log.emit("raw.stdout", {"text": "x" * 2000})
+    tail_only = Once("step.ended", "request_id", "req-a", 500)
+    assert log.emit("step.ended", {"request_id": "req-a"}, once=tail_only) is not None
+    log.emit("raw.stdout", {"text": "x" * 2000})
+    whole = Once("step.ended", "request_id", "req-a", None)
+    assert log.emit("step.ended", {"request_id": "req-a"}, once=whole) is None
+    # a value inside other data is not the event's key
+    log.emit("raw.stdout", {"text": '"req-c"'})
+    assert log.emit("step.ended", {}, once=Once("step.ended", "request_id", "req-c")) is not None

@@ -8,7 +8,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from runner_core.events import read_events
+from runner_core.events import TAIL_BYTES, Once, read_events
 from runner_core.openevo.steps import parse_child_name
 from runner_core.openevo.workflow import StepState
 from runner_core.results import RunEnd, result_document, write_result
@@ -77,7 +77,7 @@ def announce_ended(parent: Run, runs: list[Run]) -> None:
     told = {e["data"].get("request_id") for e in events if e["type"] == "step.ended"}
     for child in runs:
         if child.status in TERMINAL_STATUSES and child.request_id not in told:
-            step_ended(parent, child)
+            step_ended(parent, child, whole_log=True)  # its own advance may be writing it now
 
 
 def step_entries(
@@ -124,9 +124,14 @@ def _span(children: list[Run]) -> dict[str, Any]:
     return {"duration_ms": round((max(ends) - min(starts)).total_seconds() * 1000)}
 
 
-def step_ended(parent: Run, child: Run, status: str | None = None) -> None:
+def step_ended(
+    parent: Run, child: Run, status: str | None = None, *, whole_log: bool = False
+) -> None:
     """`step.ended` on the parent's events: the child's step, request id, status, duration,
-    error; none once the parent's terminal event is written (a stream has closed there)."""
+    error; none once the parent's terminal event is written (a stream has closed there), and
+    none when the log has it already: the child's own `advance` and the parent's end may both
+    write it (`whole_log`: look through the whole log, else its tail, where a racing writer's
+    is)."""
     parsed = parse_child_name(child.step_name or "")
     step, index, attempt = parsed if parsed else (child.step_name, None, 1)
     data: dict[str, Any] = {
@@ -141,7 +146,8 @@ def step_ended(parent: Run, child: Run, status: str | None = None) -> None:
     if child.started_at and child.finished_at:
         seconds = (child.finished_at - child.started_at).total_seconds()
         data["duration_ms"] = round(seconds * 1000)
-    events_of(parent).emit("step.ended", data, before_end=True)
+    once = Once("step.ended", "request_id", child.request_id, None if whole_log else TAIL_BYTES)
+    events_of(parent).emit("step.ended", data, before_end=True, once=once)
 
 
 def skipped(parent: Run) -> list[str]:
