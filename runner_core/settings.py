@@ -371,7 +371,7 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         ),
         webhook_secret=env.get("SKILL_RUNNER_WEBHOOK_SECRET", ""),
         webhook_retry_sec=read.number("SKILL_RUNNER_WEBHOOK_RETRY_SEC", 3600, minimum=1),
-        webhook_backoff_sec=float(env.get("SKILL_RUNNER_WEBHOOK_BACKOFF_SEC", "2") or 2),
+        webhook_backoff_sec=read.number("SKILL_RUNNER_WEBHOOK_BACKOFF_SEC", 2, float, minimum=0),
         demo_llm=env.get(DEMO_LLM_ENV, "").strip(),
         work_dir=Path(env["SKILL_RUNNER_WORK_DIR"]).resolve()
         if env.get("SKILL_RUNNER_WORK_DIR", "").strip()

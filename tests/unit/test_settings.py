@@ -62,6 +62,14 @@ def test_per_engine_running_limits_are_read_by_engine_key(tmp_path) -> None:
         ({"SKILL_RUNNER_REPAIR_ROUNDS": "5"}, "SKILL_RUNNER_REPAIR_ROUNDS must be between 0 and 3"),
         ({"SKILL_RUNNER_KILL_GRACE_SEC": "soon"}, "SKILL_RUNNER_KILL_GRACE_SEC must be a number"),
         (
+            {"SKILL_RUNNER_WEBHOOK_BACKOFF_SEC": "soon"},
+            "SKILL_RUNNER_WEBHOOK_BACKOFF_SEC must be a number, not 'soon'",
+        ),
+        (
+            {"SKILL_RUNNER_WEBHOOK_BACKOFF_SEC": "-1"},
+            "SKILL_RUNNER_WEBHOOK_BACKOFF_SEC must be at least 0",
+        ),
+        (
             {"SKILL_RUNNER_MAX_RUNNING_CODEX": "two"},
             "SKILL_RUNNER_MAX_RUNNING_CODEX must be a whole",
         ),
