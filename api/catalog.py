@@ -61,9 +61,11 @@ def matches_labels(summary: dict, category: str | None, tag: str | None, q: str 
 def skill_detail(pkg: SkillPackage) -> dict:
     m = pkg.manifest
     detail = skill_summary(pkg)
+    entrypoint = asdict(m.entrypoint) if m else {}
     detail.update(
         {
-            "entrypoint": asdict(m.entrypoint) if m else {},
+            "entrypoint": entrypoint,
+            "entrypoints": entrypoint,  # the spec's name in the management API's SkillDetail
             "schemas": {
                 "input": pkg.input_schema,
                 "parameter": pkg.parameter_schema,

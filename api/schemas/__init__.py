@@ -377,6 +377,7 @@ class SkillListArgs(Schema):
 
 class SkillDetail(SkillSummary):
     entrypoint = fields.Dict()
+    entrypoints = fields.Dict(metadata={"description": "`entrypoint` again, under the spec's name"})
     schemas = fields.Dict()
     artifacts = fields.List(fields.Dict())
     runtime = fields.Dict(allow_none=True)

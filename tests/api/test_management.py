@@ -38,6 +38,8 @@ def test_skills_list_detail_and_schemas_are_the_skills_routes(client):
     detail = client.get(f"{M}/skills/pick-title").json
     assert detail == client.get("/v1/skills/pick-title").json
     assert detail["execution_modes"] == ["auto", "interactive"]
+    assert detail["entrypoints"] == detail["entrypoint"]  # the spec's SkillDetail field
+    assert detail["entrypoint"]["type"] == "prompt"
     schemas = client.get(f"{M}/skills/pick-title/schemas").json
     assert schemas["skill_id"] == "pick-title"
     assert schemas["input"] == detail["schemas"]["input"]
