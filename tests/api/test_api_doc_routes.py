@@ -1,10 +1,14 @@
 """docs/api.md's endpoint tables and the app's routes agree: every API route (and method) has a
-row, and every row names a route that exists with the methods it says."""
+row, every row names a route that exists with the methods it says, and the scope table says
+which scope each route asks for."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
+
+from api.auth.scopes import required_scope
+from runner_core.api_tokens import ADMIN, READ, SUBMIT
 
 API_DOC = Path(__file__).resolve().parents[2] / "docs" / "api.md"
 ROW = re.compile(r"^\| ([A-Z]+(?:, [A-Z]+)*) \| ([^|]+) \|", flags=re.M)
@@ -65,3 +69,29 @@ def test_every_row_of_the_api_doc_names_a_route_with_its_methods(app):
             if not any(method in routes.get(path, set()) for path in paths):
                 wrong.append(f"{method} {' '.join(paths)}")
     assert not wrong, f"rows of docs/api.md with no such route or method: {sorted(set(wrong))}"
+
+
+def test_the_admin_row_of_the_scope_table_names_every_admin_route(app):
+    row = re.search(r"^\| `admin` \|[^|]+\| (.+) \|$", API_DOC.read_text(encoding="utf-8"), re.M)
+    assert row, "the scope table's admin row"
+    said = {
+        (method, shape(path)) for method, path in re.findall(r"`([A-Z]+) (/[^`]+)`", row.group(1))
+    }
+    admin = {
+        (method, shape(rule.rule))
+        for rule in app.url_map.iter_rules()
+        for method in rule.methods - {"HEAD", "OPTIONS"}
+        if required_scope(rule.endpoint, method) == ADMIN
+    }
+    assert said == admin
+
+
+def test_the_other_routes_ask_the_scope_the_read_and_submit_rows_say(app):
+    for rule in app.url_map.iter_rules():
+        for method in rule.methods - {"HEAD", "OPTIONS"}:
+            scope = required_scope(rule.endpoint, method)
+            if scope == ADMIN:
+                continue
+            # read: every GET, and the handshake; submit: every other POST, and DELETE
+            reads = method == "GET" or (method, rule.rule) == ("POST", "/v1/system/handshake")
+            assert scope == (READ if reads else SUBMIT), (method, rule.rule)
