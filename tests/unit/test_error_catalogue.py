@@ -1,6 +1,7 @@
 """The error catalogue (runner_core/error_codes.py) is the one list of codes: docs/api.md's error
-table lists exactly its error codes with the same HTTP statuses / `run`, and the code names
-every code it emits through it (no bare string where an error code goes)."""
+table lists exactly its error codes with the same HTTP statuses / `run`, the docs name every
+warning code, and the code names every code it emits through it (no bare string where an error
+code goes)."""
 
 from __future__ import annotations
 
@@ -155,6 +156,13 @@ def test_the_docs_error_table_lists_exactly_the_catalogue_error_codes():
         if documented[code] != errors[code]
     }
     assert differ == {}, "docs/api.md (left) and the catalogue (right) disagree"
+
+
+def test_every_warning_code_is_named_in_the_docs():
+    docs = "".join(p.read_text(encoding="utf-8") for p in (REPO_ROOT / "docs").glob("*.md"))
+    warnings = [code.value for code, use in CATALOGUE.items() if WARNING in use.where]
+    assert len(warnings) > 5
+    assert [code for code in warnings if f"`{code}`" not in docs] == []
 
 
 def test_no_error_code_is_a_bare_string_in_the_code():
