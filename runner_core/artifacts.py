@@ -106,7 +106,8 @@ class ArtifactManifest:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form; `missing_required` holds the unmet contract entries."""
         return {
-            "artifacts": [asdict(a) for a in self.artifacts],
+            # `path_rel`: the spec's name for `path`, which Skill-Runner's clients read
+            "artifacts": [{**asdict(a), "path_rel": a.path} for a in self.artifacts],
             "missing_required": [asdict(s) for s in self.missing_required],
             "warnings": list(self.warnings),
             "other_writes": list(self.other_writes),

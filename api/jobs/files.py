@@ -49,8 +49,12 @@ def load_finished(
 
 def with_urls(kind: str, request_id: str, artifacts: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Manifest entries with their download `url` under the request asked about (a cache hit's
-    request serves its run's files under its own id)."""
-    return [{**a, "url": artifact_url(kind, request_id, a["path"])} for a in artifacts]
+    request serves its run's files under its own id), and `path_rel` where a manifest written
+    before it was named lacks it."""
+    return [
+        {**a, "path_rel": a["path"], "url": artifact_url(kind, request_id, a["path"])}
+        for a in artifacts
+    ]
 
 
 def manifest_artifacts(run_id: str) -> list[dict[str, Any]]:

@@ -116,6 +116,7 @@ class CancelResult(TypedDict):
 class Artifact(TypedDict, total=False):
     role: str
     path: str
+    path_rel: str  # the same path, under the spec's name
     filename: str
     mime: str
     size: int

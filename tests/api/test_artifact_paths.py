@@ -3,6 +3,8 @@ API's JSON error, never answered with werkzeug's slash-merging redirect and its 
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from sqlalchemy import update
 
@@ -48,3 +50,16 @@ def test_artifact_paths_that_stay_inside_are_served_as_before(client, app):
     assert missing.status_code == 404 and missing.json["error"]["code"] == "ARTIFACT_NOT_FOUND"
     # a doubled slash elsewhere in the URL is still werkzeug's redirect to the merged route
     assert client.get(f"/v1/jobs//{rid}/artifacts/notes.md").status_code == 308
+
+
+def test_listed_artifacts_carry_the_specs_path_rel_beside_path(client, app):
+    rid = finished_job(client, app)
+    entry = {"role": "output", "path": "artifacts/notes.md", "filename": "notes.md"}
+    entry |= {"mime": "text/markdown", "size": 8, "sha256": "0" * 64, "required": False}
+    # a manifest as written before `path_rel` was added to it
+    (run_dir(app, rid) / "manifest.json").write_text(json.dumps({"artifacts": [entry]}))
+    for answer in (
+        client.get(f"/v1/jobs/{rid}/artifacts").json["artifacts"],
+        client.get(f"/v1/jobs/{rid}/result").json["artifacts"],
+    ):
+        assert answer[0]["path_rel"] == answer[0]["path"] == "artifacts/notes.md"

@@ -121,9 +121,11 @@ def test_write_manifest_writes_run_manifest_json(run_dir: Path) -> None:
     assert path == run_dir / "manifest.json"
     body = json.loads(path.read_text())
     assert body["artifacts"][0]["path"] == "artifacts/primes.md"
+    assert body["artifacts"][0]["path_rel"] == "artifacts/primes.md"  # the spec's name
     assert set(body["artifacts"][0]) == {
         "role",
         "path",
+        "path_rel",
         "filename",
         "mime",
         "size",
