@@ -341,3 +341,17 @@ def test_cancel_of_a_foreach_gives_its_queued_items_their_terminal_event(stack):
         run_dir = stack.settings.runs_dir / child["run_id"]
         ended = wait_for(lambda d=run_dir: [e for e in read_events(d) if is_terminal(e)], 5)
         assert [e["data"]["terminal"]["status"] for e in ended] == ["canceled"], child
+
+
+def test_each_childs_step_started_comes_before_its_step_ended(stack):
+    # children that end at once, many of them: one may end while the parent still sends the rest
+    rid = start(stack, "sleepy_fanout", {"items": [0] * 100})
+    assert stack.wait(rid, 120)["status"] == "succeeded"
+    events = events_to_the_end(stack, rid)
+    seen: dict[str, list[str]] = {}
+    for event in events:
+        if event["type"] in ("step.started", "step.ended"):
+            seen.setdefault(event["data"]["request_id"], []).append(event["type"])
+    assert len(seen) == 100
+    out_of_order = [rid for rid, kinds in seen.items() if kinds != ["step.started", "step.ended"]]
+    assert out_of_order == [], f"{len(out_of_order)} children: step.ended before step.started"

@@ -192,8 +192,6 @@ def _advance(parent_id: str, ended_child: str | None) -> str:
             session.rollback()
             send_advance(parent_id)
             return "raced"
-    for new in created:  # every message first: the children start while the events are written
-        send_run(new.run, new.run.celery_task_id, new.queue)
     items: list[tuple[str, dict[str, Any] | None]] = []
     for launch, new in zip(moves.start, created, strict=True):
         started: dict[str, Any] = {"step": launch.step, "request_id": new.run.request_id}
@@ -201,7 +199,11 @@ def _advance(parent_id: str, ended_child: str | None) -> str:
             started["index"] = launch.index
         started["attempt"] = launch.attempt
         items.append(("step.started", started))
-    events_of(parent).emit_many(items)  # a fan-out's starts: one write, one round trip
+    # the starts before any message: a child that ends at once writes its step.ended after
+    # them (a fan-out's starts: one write, one round trip)
+    events_of(parent).emit_many(items, before_end=True)
+    for new in created:
+        send_run(new.run, new.run.celery_task_id, new.queue)
     if moves.wake_in is not None:  # a retry is due later
         send_advance(parent_id, moves.wake_in + 0.02)
     return "advanced"
