@@ -143,6 +143,20 @@ def test_the_composite_timeout_cancels_its_running_step_and_fails_the_parent(sta
     assert not _alive(pid), f"the step's process {pid} outlived its cancel"
 
 
+def test_the_composite_timeout_cancels_a_nested_composite_and_its_steps(stack):
+    rid = start(stack, "nested_slow", {})
+    status = stack.wait(rid, 60)
+    assert status["status"] == "failed" and status["error"]["code"] == "TIMEOUT"
+    (step,) = result_of(stack, rid)["steps"]
+    assert step["status"] == "canceled", step  # not left running past the grace
+    inner = stack.wait(step["request_id"], 10)
+    assert inner["status"] == "canceled"
+    (nap,) = result_of(stack, step["request_id"])["steps"]
+    leaf = stack.wait(nap["request_id"], 10)
+    assert leaf["status"] == "canceled"
+    assert stamp(leaf["finished_at"]) - stamp(leaf["started_at"]) < 15  # not the 30 s sleep
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)

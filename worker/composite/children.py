@@ -10,7 +10,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from runner_core.openevo.steps import Attempt, parse_child_name, run_attempt_of
@@ -19,12 +19,13 @@ from runner_core.results import RunEnd, read_result
 from runner_core.skills import SkillPackage
 from runner_core.skills.memo import load_skill_cached
 from runner_core.skills.registry import SkillRegistry
-from runner_core.statuses import ACTIVE_STATUSES, RunStatus
+from runner_core.statuses import RunStatus
 from runner_core.store import runs as run_states
 from runner_core.store.models import Run, utcnow
 from runner_core.store.new_runs import Dispatch, NewRun, insert_runs
 from runner_core.workspace import RunPaths
 from worker import context
+from worker.dispatch import send_advance
 from worker.execution.lease import aware
 from worker.recorder import record_end
 
@@ -135,19 +136,27 @@ def new_child(
 
 
 def cancel_children(session: Session, parent_id: str) -> list[str]:
-    """Cancel cascades by parent id: one UPDATE flags the active children (running ones are
-    killed by their watch), queued ones end at once, each recorded like any run canceled
-    while queued (its terminal event included); returns the ids of the latter."""
-    now = utcnow()
-    session.execute(
-        update(Run)
-        .where(Run.parent_run_id == parent_id, Run.status.in_(ACTIVE_STATUSES))
-        .values(cancel_requested_at=now, updated_at=now)
-    )
+    """Cancel cascades by parent id, committed: the active children and their descendants are
+    flagged (running ones are killed by their watch), queued ones end at once, each recorded
+    like any run canceled while queued (its terminal event included); returns the ids of the
+    latter. A running child composite holds no process to see its flag: it is woken to end."""
+    run_states.request_cancel_descendants(session, parent_id)
     queued = session.scalars(
         select(Run).where(Run.parent_run_id == parent_id, Run.status == RunStatus.QUEUED)
     ).all()
-    return [child.id for child in queued if _cancel_queued(session, child)]
+    canceled = [child.id for child in queued if _cancel_queued(session, child)]
+    idle = session.scalars(
+        select(Run.id).where(
+            Run.parent_run_id == parent_id,
+            Run.status == RunStatus.RUNNING,
+            Run.engine.is_(None),
+            Run.heartbeat_at.is_(None),  # a composite keeps no lease
+        )
+    ).all()
+    session.commit()
+    for child_id in idle:
+        send_advance(child_id)
+    return canceled
 
 
 def _cancel_queued(session: Session, child: Run) -> bool:
