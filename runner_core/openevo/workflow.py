@@ -237,6 +237,19 @@ def final_output(
     return render(mapping, {"input": inputs, "steps": outputs})
 
 
+def stopped_steps(
+    states: dict[str, StepState], busy: set[str], error: dict[str, Any] | None
+) -> dict[str, StepState]:
+    """The steps of a composite that stopped (canceled, timed out): one still `running` with no
+    child left in `busy` (waiting for a retry, items not yet started) was canceled with it."""
+    return {
+        name: StepState("canceled", None, error)
+        if state.status == RUNNING and name not in busy
+        else state
+        for name, state in states.items()
+    }
+
+
 def _holds(condition: Any, context: dict[str, Any]) -> bool:
     """A condition: a template or a bare expression; false, empty or missing skips the step."""
     if isinstance(condition, bool):

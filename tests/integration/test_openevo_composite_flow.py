@@ -157,6 +157,16 @@ def test_the_composite_timeout_cancels_a_nested_composite_and_its_steps(stack):
     assert stamp(leaf["finished_at"]) - stamp(leaf["started_at"]) < 15  # not the 30 s sleep
 
 
+def test_a_step_waiting_for_its_retry_is_canceled_with_the_composite(stack, tmp_path):
+    # the step fails at once and would be retried after 30 s: the 3 s timeout comes first
+    rid = start(stack, "patient_step", {"counter_file": str(tmp_path / "calls.txt")})
+    status = stack.wait(rid, 30)
+    assert status["status"] == "failed" and status["error"]["code"] == "TIMEOUT"
+    (step,) = result_of(stack, rid)["steps"]
+    assert step["status"] == "canceled" and step["error"]["code"] == "TIMEOUT", step
+    assert step["attempts"] == 1
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)

@@ -11,7 +11,7 @@ from runner_core.openevo.steps import (
     parse_child_name,
     run_attempt_of,
 )
-from runner_core.openevo.workflow import final_output, next_moves
+from runner_core.openevo.workflow import StepState, final_output, next_moves, stopped_steps
 
 FANOUT = [
     {"step": "list", "skill": "lister", "input": {}},
@@ -134,3 +134,10 @@ def test_a_step_input_that_divides_by_zero_fails_the_step_naming_it():
     assert moves.failed is not None and moves.start == []
     assert moves.failed["step"] == "b"
     assert moves.failed["message"].startswith("step 'b': template '{{steps.a.total")
+
+
+def test_a_stopped_composite_cancels_the_steps_left_without_a_running_child():
+    states = {"a": StepState("succeeded", {}), "b": StepState("running"), "c": StepState("running")}
+    out = stopped_steps(states, {"c"}, {"code": "TIMEOUT"})
+    assert [out[name].status for name in "abc"] == ["succeeded", "canceled", "running"]
+    assert out["b"].error == {"code": "TIMEOUT"}

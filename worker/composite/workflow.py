@@ -27,7 +27,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 from runner_core.error_codes import ErrorCode
 from runner_core.inputs import TOO_DEEP_TO_VALIDATE, apply_defaults
 from runner_core.openevo.steps import in_run_attempt
-from runner_core.openevo.workflow import StepState, final_output, next_moves
+from runner_core.openevo.workflow import StepState, final_output, next_moves, stopped_steps
 from runner_core.queues import ADVANCE_COMPOSITE
 from runner_core.results import RunError
 from runner_core.runtime_options import RuntimeOptions
@@ -144,7 +144,7 @@ def _advance(parent_id: str, ended_child: str | None) -> str:
                 # each killed child's end advances the parent; this is the backstop
                 send_advance(parent_id, since + STOP_GRACE_SEC - now + 0.05)
                 return "stopping"
-            states = _states(pipeline, inputs, runs, parent, now)
+            states = _states(pipeline, inputs, runs, parent, now, stopped)
             return end(session, parent, status, None, stopped, order, runs, states)
         moves = next_moves(pipeline, inputs, attempts(runs), set(skipped(parent)), now)
         error: dict[str, Any] | None
@@ -232,14 +232,18 @@ def _states(
     runs: list[Run],
     parent: Run,
     now: float,
+    error: dict[str, Any],
 ) -> dict[str, StepState]:
-    """The steps' states for the result of a parent that stops (none when they cannot be
-    worked out: the entries then list each step's children without a step status)."""
+    """The steps' states for the result of a parent that stops, a step left without a running
+    child canceled with it (none when they cannot be worked out: the entries then list each
+    step's children without a step status)."""
     try:
-        return next_moves(pipeline, inputs, attempts(runs), set(skipped(parent)), now).states
+        states = next_moves(pipeline, inputs, attempts(runs), set(skipped(parent)), now).states
     except Exception:
         log.warning("steps of composite %s: states not worked out", parent.id, exc_info=True)
         return {}
+    busy = {a.step for a in attempts(runs) if a.status in ACTIVE_STATUSES}
+    return stopped_steps(states, busy, error)
 
 
 def _fail(parent_id: str, exc: Exception) -> str:
