@@ -379,3 +379,15 @@ def test_each_childs_step_started_comes_before_its_step_ended(stack):
     assert len(seen) == 100
     out_of_order = [rid for rid, kinds in seen.items() if kinds != ["step.started", "step.ended"]]
     assert out_of_order == [], f"{len(out_of_order)} children: step.ended before step.started"
+
+
+def test_children_ending_together_each_get_one_step_ended(stack):
+    # four children end at the same moment: their parent's advances run side by side
+    for round_ in range(4):
+        rid = start(stack, "together", {"at": time.time() + 2, "items": list("abcd")})
+        assert stack.wait(rid, 30)["status"] == "succeeded"
+        assert result_of(stack, rid)["data"] == {"tags": list("abcd")}
+        time.sleep(0.5)  # a late duplicate, written after the end
+        events = events_to_the_end(stack, rid)
+        ended = [e["data"]["request_id"] for e in events if e["type"] == "step.ended"]
+        assert len(ended) == 4 and len(set(ended)) == 4, (round_, ended)

@@ -15,8 +15,10 @@ after its end is recorded (worker.recorder).
 
 from __future__ import annotations
 
+import fcntl
 import logging
 import time
+from contextlib import contextmanager
 from typing import Any
 
 from celery import shared_task
@@ -60,6 +62,7 @@ from worker.execution.run_layout import skill_source
 
 log = logging.getLogger(__name__)
 STOP_GRACE_SEC = 5.0  # a stopping parent waits this long at most for its killed children
+ADVANCE_LOCK = ".advance.lock"
 
 
 def is_composite(pkg: SkillPackage) -> bool:
@@ -102,12 +105,27 @@ def advance(parent_id: str, ended_child: str | None = None) -> str:
     leave it running: each later `advance` (the sweep sends one every pass) would fail the
     same way."""
     try:
-        return _advance(parent_id, ended_child)
+        with _one_at_a_time(parent_id):
+            return _advance(parent_id, ended_child)
     except DBAPIError:  # the database away or refusing: the next advance tries again
         raise
     except Exception as exc:
         log.exception("advance of composite %s failed", parent_id)
         return _fail(parent_id, exc)
+
+
+@contextmanager
+def _one_at_a_time(parent_id: str):
+    """The parent's advances one after another, to their end: SQLite has no row lock, and the
+    commit that stops the children frees Postgres's before the parent's end is recorded, so
+    two children ending together could both end it (each writing the other's step.ended)."""
+    run_dir = context.settings().runs_dir / parent_id
+    if not run_dir.is_dir():  # no such run (or not on this host): the row lock alone
+        yield
+        return
+    with open(run_dir / ADVANCE_LOCK, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
 
 
 def _advance(parent_id: str, ended_child: str | None) -> str:
