@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from functools import lru_cache
 from typing import Any
 
@@ -69,6 +70,7 @@ def evaluate(expression: str, context: dict[str, Any]) -> Any:
         raise TemplateFailure(f"template '{{{{{expression.strip()}}}}}': {_reason(exc)}") from exc
     if isinstance(value, Undefined):
         return None
+    value = _plain(value)
     try:  # a step's input and the output are JSON: `range(3)` or a function is not
         json.dumps(value)
     except (TypeError, ValueError, RecursionError) as exc:
@@ -161,6 +163,7 @@ def _map(seq: Any, path: str) -> list[Any]:
 
 
 def _pluck(value: Any, path: str) -> Any:
+    value = _plain(value)
     return _map(value, path) if isinstance(value, list) else _field(value, path)
 
 
@@ -169,6 +172,7 @@ def _join(seq: Any, sep: str = " ") -> str:
 
 
 def _slice(seq: Any, start: int = 0, end: int | None = None) -> Any:
+    seq = _plain(seq)
     return seq[start:end] if isinstance(seq, (list, str)) else seq
 
 
@@ -179,14 +183,20 @@ def _default(value: Any, fallback: Any = None) -> Any:
 
 def _json(value: Any, indent: int | None = None) -> str:
     return json.dumps(
-        None if isinstance(value, Undefined) else value, ensure_ascii=False, indent=indent
+        None if isinstance(value, Undefined) else _plain(value), ensure_ascii=False, indent=indent
     )
 
 
 def _items(seq: Any) -> list[Any]:
     if seq is None or isinstance(seq, Undefined):
         return []
+    seq = _plain(seq)
     return list(seq) if isinstance(seq, (list, tuple)) else [seq]
+
+
+def _plain(value: Any) -> Any:
+    """What Jinja2's sequence filters give (`select`, `unique`, `reverse`: iterators) as a list."""
+    return list(value) if isinstance(value, Iterator) else value
 
 
 def _environment() -> ImmutableSandboxedEnvironment:

@@ -89,3 +89,14 @@ def test_the_sandbox_hides_python_internals():
 def test_any_failure_of_an_expression_is_a_template_failure_naming_it(bad):
     with pytest.raises(TemplateFailure, match=r"template '\{\{"):
         render(bad, {"input": {"n": 1, "zero": 0}})
+
+
+def test_jinja_sequence_filters_give_arrays_to_the_output_and_to_the_next_filter():
+    results = "steps.search.results"
+    assert render(f"{{{{{results} | map: snippet | reverse}}}}", CTX) == ["wind", "sun", "moon"]
+    picked = f"{{{{{results} | selectattr('score', 'gt', 0.3) | map: snippet | join: ', '}}}}"
+    assert render(picked, CTX) == "moon, sun"  # not a map over the iterator as one item
+    assert render(f"{{{{{results} | rejectattr('score', 'gt', 0.3) | pluck: snippet}}}}", CTX) == [
+        "wind"
+    ]
+    assert render(f"{{{{{results} | map: snippet | unique | slice: 1, 2}}}}", CTX) == ["sun"]
