@@ -147,8 +147,8 @@ def _as_text(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def _field(item: Any, path: str) -> Any:
-    for key in path.split("."):
+def _field(item: Any, path: str | int) -> Any:
+    for key in str(path).split("."):  # `map: 0`: an index
         if isinstance(item, dict):
             item = item.get(key)
         elif isinstance(item, list) and key.lstrip("-").isdigit():

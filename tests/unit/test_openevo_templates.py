@@ -100,3 +100,9 @@ def test_jinja_sequence_filters_give_arrays_to_the_output_and_to_the_next_filter
         "wind"
     ]
     assert render(f"{{{{{results} | map: snippet | unique | slice: 1, 2}}}}", CTX) == ["sun"]
+
+
+def test_map_and_pluck_take_an_index():
+    pairs = {"input": {"pairs": [["a", 1], ["b", 2]]}}
+    assert render("{{ input.pairs | map: 0 }}", pairs) == ["a", "b"]
+    assert render("{{ input.pairs | pluck: 1 }}", pairs) == [1, 2]
