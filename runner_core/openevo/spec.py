@@ -16,6 +16,7 @@ from jsonschema import Draft7Validator, FormatChecker
 from runner_core.engines import RUNNABLE_ENGINES, SUPPORTED_ENGINES
 from runner_core.openevo.meta_schema import META_SCHEMA
 from runner_core.openevo.node import node_command
+from runner_core.openevo.templates import compile_errors
 from runner_core.semver import SEMVER
 from runner_core.skills.files import SkillFileError, read_json, read_text
 from runner_core.skills.model import Automation, Entrypoint, RunnerManifest, SkillPackage
@@ -117,6 +118,7 @@ def _spec(raw: dict[str, Any], root: Path, errors: list[str]) -> OpenEvoSpec:
         errors.append("'pipeline' is only allowed with mode 'composite'")
     if mode == "composite" and pipeline:
         errors.extend(pipeline_errors(pipeline))
+        errors.extend(f"outputMapping: {e}" for e in compile_errors(raw.get("outputMapping")))
     return OpenEvoSpec(
         name=raw["name"],
         mode=mode,
@@ -134,7 +136,8 @@ def _spec(raw: dict[str, Any], root: Path, errors: list[str]) -> OpenEvoSpec:
 
 
 def pipeline_errors(pipeline: list[dict[str, Any]]) -> list[str]:
-    """Unique step names; `depends` naming earlier steps only (so the steps form a DAG)."""
+    """Unique step names; `depends` naming earlier steps only (so the steps form a DAG);
+    templates that compile."""
     errors, seen = [], set()
     for step in pipeline:
         name = step["step"]
@@ -143,6 +146,10 @@ def pipeline_errors(pipeline: list[dict[str, Any]]) -> list[str]:
         for dep in step.get("depends") or ():
             if dep not in seen:
                 errors.append(f"pipeline: step '{name}' depends on '{dep}', not an earlier step")
+        # a template that cannot compile would fail every run
+        broken = compile_errors([step["input"], step.get("foreach")])
+        broken += compile_errors(step.get("condition"), bare=True)
+        errors.extend(f"pipeline: step '{name}': {e}" for e in broken)
         seen.add(name)
     return errors
 

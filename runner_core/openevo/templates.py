@@ -61,6 +61,25 @@ def render_string(text: str, context: dict[str, Any]) -> Any:
     return TEMPLATE.sub(lambda m: _as_text(evaluate(m.group(1), context)), text)
 
 
+def compile_errors(value: Any, bare: bool = False) -> list[str]:
+    """Why the templates in `value` (through objects and arrays) do not compile, one line
+    each; `bare`: a string without `{{` is itself an expression (a condition)."""
+    if isinstance(value, dict):
+        return [e for v in value.values() for e in compile_errors(v)]
+    if isinstance(value, list):
+        return [e for v in value for e in compile_errors(v)]
+    if not isinstance(value, str):
+        return []
+    expressions = TEMPLATE.findall(value) if "{{" in value or not bare else [value]
+    found = []
+    for expression in expressions:
+        try:
+            _compiled(expression)
+        except TemplateFailure as exc:
+            found.append(str(exc))
+    return found
+
+
 def evaluate(expression: str, context: dict[str, Any]) -> Any:
     """The typed value of one openEvo expression (None when a path does not exist)."""
     compiled = _compiled(expression)

@@ -112,6 +112,41 @@ def test_call_graph_errors(tmp_path):
     assert errors(registry, "e") == ["calls invalid skill 'a'"]
 
 
+def test_a_template_that_does_not_compile_is_an_error_naming_it(tmp_path):
+    write(tmp_path, "callee", name="callee")
+    step = {"step": "s", "skill": "callee", "input": {"q": "{{input.x}}", "n": ["a {{ 1 + }}"]}}
+    pipeline = [
+        step,
+        {**step, "step": "t", "input": {}, "foreach": "{{ input.x | nope }}"},
+        {**step, "step": "u", "input": {}, "condition": "input.x ==="},
+        {**step, "step": "v", "input": {}, "condition": "{{ input.x }}"},
+    ]
+    mapping = {"ok": "{{steps.s.q}}", "bad": "{{ steps.s | size }}"}
+    write(tmp_path, "broken", files={}, name="broken", mode="composite", pipeline=pipeline)
+    good = {**step, "input": {"q": "{{input.x}}"}}
+    write(tmp_path, "mapped", files={}, name="mapped", mode="composite", pipeline=[good])
+    write(
+        tmp_path,
+        "mapped-bad",
+        files={},
+        name="mapped_bad",
+        mode="composite",
+        pipeline=[{**step, "input": {}}],
+        outputMapping=mapping,
+    )
+    registry = SkillRegistry(tmp_path)
+    found = errors(registry, "broken")
+    assert [e.split(": template")[0] for e in found] == [
+        "pipeline: step 's'",
+        "pipeline: step 't'",
+        "pipeline: step 'u'",
+    ], found
+    assert "'{{1 +}}'" in found[0] and "No filter named 'nope'" in found[1]
+    assert errors(registry, "mapped") == []
+    (bad,) = errors(registry, "mapped_bad")
+    assert bad.startswith("outputMapping: template '{{steps.s | size}}'")
+
+
 def test_clash_with_a_skill_md_id_and_duplicate_names(tmp_path):
     shutil.copytree(TEST_SKILLS / "echo-prompt", tmp_path / "echo-prompt")
     write(tmp_path, "x1", name="dup")
