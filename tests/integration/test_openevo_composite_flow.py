@@ -214,6 +214,20 @@ def test_an_index_ts_composite_runs_calls_at_once_and_sees_a_failed_call(stack):
     assert ended["wrong_output@3"]["error"]["code"] == "OUTPUT_VALIDATION_FAILED"
 
 
+@SQLITE_ONLY
+def test_a_call_whose_input_is_no_object_is_refused(stack):
+    rid = start(stack, "odd_calls", {})
+    assert stack.wait(rid, 60)["status"] == "succeeded"
+    data = result_of(stack, rid)["data"]
+    for label, kind in (("array", "an array"), ("empty_text", "a string"), ("number", "a number")):
+        assert data[label] == (
+            f"refused: ctx.call('sleep_ms') failed: the input must be an object, not {kind}"
+        ), data  # not run with {} instead
+    assert data["none"]["tag"] == ""  # no input: the callee's defaults
+    started = [e["data"] for e in events_of(stack, rid) if e["type"] == "step.started"]
+    assert len(started) == 1
+
+
 def test_the_skill_retry_runs_a_failed_run_again_up_to_retry_times(stack, tmp_path):
     counter = tmp_path / "calls.txt"
     rid = start(stack, "flaky_retried", {"counter_file": str(counter), "fail_times": 2})

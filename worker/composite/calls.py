@@ -127,13 +127,18 @@ class CallServer(threading.Thread):
                 continue
             self.seen.add(number)
             request = json.loads(path.read_text(encoding="utf-8"))
-            name, call_input = request.get("name"), request.get("input") or {}
+            name, call_input = request.get("name"), request.get("input")
+            call_input = {} if call_input is None else call_input
             if not self.composite:
                 message = f"ctx.call('{name}'): only a composite skill calls other skills"
                 self._answer(number, {"ok": False, "error": {"message": message}})
                 continue
             if name not in self.allowed:
                 self._answer(number, {"ok": False, "error": _undeclared(name, self.allowed)})
+                continue
+            if not isinstance(call_input, dict):  # as a job's input: never run with {} instead
+                message = f"the input must be an object, not {_json_type(call_input)}"
+                self._answer(number, {"ok": False, "error": {"message": message}})
                 continue
             with sessions()() as session:
                 step = in_run_attempt(call_name(name, number), self.parent.attempt)
@@ -169,3 +174,12 @@ class CallServer(threading.Thread):
 
 def _undeclared(name: Any, allowed: set[str]) -> dict[str, Any]:
     return {"message": f"ctx.call('{name}'): not in this skill's `calls` ({sorted(allowed)})"}
+
+
+def _json_type(value: Any) -> str:
+    """What a value read from JSON is, when no object and not null: 'an array', ..."""
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    return "an array" if isinstance(value, list) else "a string"
