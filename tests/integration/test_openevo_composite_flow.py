@@ -190,6 +190,10 @@ def test_an_index_py_composite_calls_skills_as_child_runs(stack):
     started = [e["data"] for e in events if e["type"] == "step.started"]
     ended = [e["data"] for e in events if e["type"] == "step.ended"]
     assert [s["step"] for s in started] == ["memory_search@1", "summarize@2"]
+    # the fields of a pipeline step's events, as documented
+    assert [(s["attempt"], e["attempt"]) for s, e in zip(started, ended, strict=True)] == [
+        (1, 1)
+    ] * 2
     assert [(e["step"], e["status"]) for e in ended] == [
         ("memory_search@1", "succeeded"),
         ("summarize@2", "succeeded"),

@@ -145,9 +145,8 @@ class CallServer(threading.Thread):
                 child, queue = create_child(session, self.parent, step, name, call_input)
                 session.commit()
             self.pending[number] = child.id
-            events_of(self.parent).emit(
-                "step.started", {"step": child.step_name, "request_id": child.request_id}
-            )
+            started = {"step": child.step_name, "request_id": child.request_id, "attempt": 1}
+            events_of(self.parent).emit("step.started", started)  # as its step.ended says
             send_run(child, child.celery_task_id, queue)
 
     def _answer_ended(self) -> None:
