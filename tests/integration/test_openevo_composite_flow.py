@@ -167,6 +167,13 @@ def test_a_step_waiting_for_its_retry_is_canceled_with_the_composite(stack, tmp_
     assert step["attempts"] == 1
 
 
+def test_a_retry_due_after_the_composite_timeout_waits_for_the_timeout(stack, tmp_path):
+    rid = start(stack, "far_retry", {"counter_file": str(tmp_path / "calls.txt")})
+    status = stack.wait(rid, 30)
+    assert status["status"] == "failed" and status["error"]["code"] == "TIMEOUT", status
+    assert stamp(status["finished_at"]) - stamp(status["started_at"]) >= 2.9
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)

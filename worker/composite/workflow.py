@@ -222,7 +222,9 @@ def _advance(parent_id: str, ended_child: str | None) -> str:
     events_of(parent).emit_many(items, before_end=True)
     for new in created:
         send_run(new.run, new.run.celery_task_id, new.queue)
-    if moves.wake_in is not None:  # a retry is due later
+    # a retry due later; not past the timeout, whose advance was sent at the start (a far
+    # countdown overflows the message's date)
+    if moves.wake_in is not None and now + moves.wake_in < _deadline(parent, pkg):
         send_advance(parent_id, moves.wake_in + 0.02)
     return "advanced"
 
@@ -242,6 +244,12 @@ def _stop(parent: Run, pkg: SkillPackage, now: float) -> tuple[str, dict[str, An
         ).as_dict()
         return RunStatus.FAILED, error, aware(parent.started_at).timestamp() + limit
     return None
+
+
+def _deadline(parent: Run, pkg: SkillPackage) -> float:
+    """When the parent's timeout passes (epoch seconds)."""
+    started = aware(parent.started_at).timestamp() if parent.started_at else time.time()
+    return started + time_limit(parent, pkg)
 
 
 def _states(
