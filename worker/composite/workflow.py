@@ -119,11 +119,14 @@ def _one_at_a_time(parent_id: str):
     """The parent's advances one after another, to their end: SQLite has no row lock, and the
     commit that stops the children frees Postgres's before the parent's end is recorded, so
     two children ending together could both end it (each writing the other's step.ended)."""
-    run_dir = context.settings().runs_dir / parent_id
-    if not run_dir.is_dir():  # no such run (or not on this host): the row lock alone
+    try:
+        lock = open(context.settings().runs_dir / parent_id / ADVANCE_LOCK, "a")
+    except OSError:  # no such run, a full disk: the row lock alone
+        lock = None
+    if lock is None:
         yield
         return
-    with open(run_dir / ADVANCE_LOCK, "a") as lock:
+    with lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         yield
 
