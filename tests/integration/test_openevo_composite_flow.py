@@ -1,8 +1,9 @@
 """Composite flow control through the API, Redis and a real worker: foreach within
-maxConcurrency, a step's retry and timeout, the composite's own timeout, step events. Children
-claimed under the cap, retried, canceled by their parent's timeout, and the retries of a run and
-of a composite run on SQLite and Postgres; the code composites' calls and a step's own timeout
-(the TIMEOUT of any run) on SQLite."""
+maxConcurrency, a step's retry and timeout, the composite's own timeout (also over a nested
+composite and a pending retry), step events in order and once each. Children claimed under the
+cap, retried, canceled by their parent's timeout, and the retries of a run and of a composite
+run on SQLite and Postgres; the code composites' calls and a step's own timeout (the TIMEOUT of
+any run) on SQLite."""
 
 from __future__ import annotations
 
