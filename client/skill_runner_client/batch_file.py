@@ -14,7 +14,9 @@ from typing import Any
 
 FIELDS = {"key", "skill_id", "engine", "model", "parameter", "input", "files", "runtime_options"}
 OBJECT_FIELDS = ("parameter", "input", "runtime_options", "files")
-KEY = re.compile(r"[A-Za-z0-9._-]{1,128}")  # a key names its result file: a safe file name
+# a key names its result file and its artifacts' folder: a safe file name, never . or ..
+# (artifacts/../ is --out itself, where an artifact named summary.jsonl would replace the summary)
+KEY = re.compile(r"(?!\.{1,2}$)[A-Za-z0-9._-]{1,128}")
 
 
 class BadLine(ValueError):
@@ -136,7 +138,7 @@ def _job(path: Path, line: int, merged: dict[str, Any]) -> BatchJob:
             raise BadLine(path, line, f"{name} must be an object")
     key = str(merged.get("key", line))
     if not KEY.fullmatch(key):
-        raise BadLine(path, line, f"key '{key}' is not 1-128 letters, digits and ._-")
+        raise BadLine(path, line, f"key '{key}' is not 1-128 letters, digits and ._- (nor . or ..)")
     files = {}
     for field_name, file_path in (merged.get("files") or {}).items():
         if not isinstance(file_path, str):

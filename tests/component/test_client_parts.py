@@ -47,6 +47,8 @@ def test_jsonl_lines_become_jobs_with_stable_idempotency_keys(tmp_path):
         ('{"skill_id": 5}\n', "1: skill_id must be a string"),
         ('{"skill_id": "s", "colour": 1}\n', "1: unknown field(s): colour"),
         ('{"skill_id": "s", "key": "a/b"}\n', "1: key 'a/b' is not"),
+        ('{"skill_id": "s", "key": ".."}\n', "1: key '..' is not"),  # artifacts/.. is --out
+        ('{"skill_id": "s", "key": "."}\n', "1: key '.' is not"),
         (
             '{"skill_id": "s", "key": "a"}\n{"skill_id": "s", "key": "a"}\n',
             "2: key 'a' repeats line 1",
