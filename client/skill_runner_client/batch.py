@@ -102,6 +102,10 @@ class BatchRun:
             self._summary = (self.options.out / SUMMARY).open("a", encoding="utf-8")
         except OSError as exc:  # a usage error too: nothing was sent
             raise OutputNotWritable(self.options.out, exc) from None
+        # only this file's keys count: a summary line of a key no longer in it (an edited file)
+        # would otherwise end the batch before all of its jobs are done
+        keys = {j.key for j in self.jobs}
+        done = {k: e for k, e in done.items() if k in keys}
         self._ended = len(done)
         ok = sum(1 for e in done.values() if e["status"] == "succeeded")
         self.progress = Progress(len(self.jobs), ok, len(done) - ok)

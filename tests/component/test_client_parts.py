@@ -368,3 +368,26 @@ def test_a_result_that_cannot_be_written_stops_the_batch_naming_it(scripted, cap
         f"skill-runner-client: the batch stopped: cannot write {path}: Is a directory; "
         "--resume continues it"
     )
+
+
+def test_a_resumed_batch_waits_for_its_own_jobs_whatever_else_the_summary_holds(
+    scripted, capsys, tmp_path
+):
+    jobs = tmp_path / "jobs.jsonl"
+    jobs.write_text("".join(f'{{"key": "k{i}", "skill_id": "s"}}\n' for i in range(3)))
+    out = tmp_path / "out"
+    out.mkdir()
+    # lines of keys the file no longer has (it was edited since): they finish none of its jobs
+    stale = [{"key": f"old{i}", "status": "succeeded"} for i in range(3)]
+    (out / "summary.jsonl").write_text("".join(json.dumps(line) + "\n" for line in stale))
+    created = [(200, {}, {"request_id": f"r{i}", "status": "queued"}) for i in range(3)]
+    results = [
+        (200, {}, {"request_id": f"r{i}", "result": {"status": "succeeded", "data": {}}})
+        for i in range(3)
+    ]
+    scripted.script += created + results
+    url = f"http://127.0.0.1:{scripted.server_port}"
+    args = ["batch", str(jobs), "--out", str(out), "--resume", "--concurrency", "1"]
+    assert cli_main([*args, "--server", url]) == 0
+    assert sorted(p.name for p in (out / "results").iterdir()) == ["k0.json", "k1.json", "k2.json"]
+    assert "3/3 done: 3 succeeded, 0 failed, 0 running" in capsys.readouterr().err
