@@ -1,8 +1,8 @@
 """`batch`: run every job of a batch file with a bounded number of requests at once, keep each
 result (and, if asked, its artifacts) on disk under the job's key, and a summary line per job.
 
-Each job carries an Idempotency-Key derived from the file and its key, and a job counts as done
-only once its summary line is written; so after a crash, Ctrl-C or kill -9, `--resume` sends the
+Each job carries an Idempotency-Key derived from the file, its key and its content, and a job
+counts as done only once its summary line is written; so after a crash, Ctrl-C or kill -9, `--resume` sends the
 unfinished jobs again, the service answers with the jobs it already has, and nothing runs twice.
 """
 

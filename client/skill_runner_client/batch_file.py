@@ -42,10 +42,17 @@ class BatchJob:
     runtime_options: dict[str, Any] = field(default_factory=dict)
 
     def idempotency_key(self, batch_file: Path) -> str:
-        """Derived from the batch file's absolute path and the job's key: a rerun or `--resume`
-        of the same file sends the same key, so the service creates nothing twice."""
-        seed = f"{os.path.realpath(batch_file)}\0{self.key}".encode()
-        return "batch-" + hashlib.sha256(seed).hexdigest()[:40]
+        """Derived from the batch file's absolute path, the job's key and what the job is (its
+        fields, its input files' bytes): a rerun or `--resume` of the same job sends the same key,
+        so the service creates nothing twice; a job edited since is a new job, not the old one's
+        result (an edited input file) nor IDEMPOTENCY_KEY_REUSED (an edited line)."""
+        digest = hashlib.sha256(f"{os.path.realpath(batch_file)}\0{self.key}\0".encode())
+        fields = [self.skill_id, self.engine, self.model, self.parameter, self.input]
+        digest.update(json.dumps([*fields, self.runtime_options], sort_keys=True).encode())
+        for name, path in sorted(self.files.items()):
+            with open(path, "rb") as fh:
+                digest.update(f"\0{name}\0".encode() + hashlib.file_digest(fh, "sha256").digest())
+        return "batch-" + digest.hexdigest()[:40]
 
 
 def read_batch(path: Path) -> list[BatchJob]:

@@ -391,3 +391,20 @@ def test_a_resumed_batch_waits_for_its_own_jobs_whatever_else_the_summary_holds(
     assert cli_main([*args, "--server", url]) == 0
     assert sorted(p.name for p in (out / "results").iterdir()) == ["k0.json", "k1.json", "k2.json"]
     assert "3/3 done: 3 succeeded, 0 failed, 0 running" in capsys.readouterr().err
+
+
+def test_an_edited_job_gets_a_new_idempotency_key_and_an_unchanged_one_keeps_its_own(tmp_path):
+    (tmp_path / "a.txt").write_text("10\n")
+    path = tmp_path / "jobs.jsonl"
+    path.write_text(
+        '{"key": "a", "skill_id": "s", "parameter": {"n": 1}, "files": {"f": "a.txt"}}\n'
+    )
+    first = read_batch(path)[0].idempotency_key(path)
+    assert read_batch(path)[0].idempotency_key(path) == first  # a rerun, a --resume
+    (tmp_path / "a.txt").write_text("30\n")  # the input file fixed: not the old upload's result
+    second = read_batch(path)[0].idempotency_key(path)
+    assert second != first
+    path.write_text(
+        '{"key": "a", "skill_id": "s", "parameter": {"n": 2}, "files": {"f": "a.txt"}}\n'
+    )
+    assert read_batch(path)[0].idempotency_key(path) not in (first, second)  # the line edited

@@ -229,3 +229,27 @@ def test_a_batch_collects_jobs_that_outlast_their_first_long_poll(served, tmp_pa
     answer = cli(served, "batch", str(jobs), "--out", str(out), "--concurrency", "12")
     assert answer.returncode == 0, answer.stderr
     assert sorted(e["key"] for e in summary(out)) == sorted(f"s{i}" for i in range(10))
+
+
+def test_a_batch_run_again_after_its_input_file_and_a_line_were_fixed_runs_them_anew(
+    served, tmp_path
+):
+    (tmp_path / "n.txt").write_text("10\n")
+    jobs = tmp_path / "fixed.jsonl"
+    line = {"key": "a", "skill_id": "demo-prime-number", "files": {"input_file": "n.txt"}}
+    jobs.write_text(json.dumps(line) + "\n")
+    first = cli(served, "batch", str(jobs), "--out", str(tmp_path / "first"))
+    assert first.returncode == 0, first.stderr
+    (tmp_path / "n.txt").write_text("30\n")  # the input was wrong: fixed, run again
+    second = cli(served, "batch", str(jobs), "--out", str(tmp_path / "second"))
+    assert second.returncode == 0, second.stderr
+    jobs.write_text(json.dumps({**line, "parameter": {"divisor": 1}}) + "\n")  # the line edited
+    third = cli(served, "batch", str(jobs), "--out", str(tmp_path / "third"))
+    assert third.returncode == 0, third.stderr  # not IDEMPOTENCY_KEY_REUSED
+    bounds = [
+        json.loads((tmp_path / out / "results" / "a.json").read_text())["result"]["data"]["bound"]
+        for out in ("first", "second", "third")
+    ]
+    assert bounds == [10, 30, 30]
+    ids = [summary(tmp_path / out)[0]["request_id"] for out in ("first", "second", "third")]
+    assert len(set(ids)) == 3
