@@ -52,7 +52,14 @@ class SkillRunnerError(Exception):
                 error.get("details") or {},
                 error.get("request_id"),
             )
-        return cls(status, UNEXPECTED_RESPONSE, text[:500])
+        return cls(status, UNEXPECTED_RESPONSE, not_the_api(status, text))
+
+
+def not_the_api(status: int, text: str, what: str = "") -> str:
+    """The message of an answer that is not the API's (a proxy's, another server's): its status
+    and the start of its body, so an empty body still says what came back."""
+    text = text.strip()
+    return f"HTTP {status}{what}: {text[:500]}" if text else f"HTTP {status} with an empty body"
 
 
 class OutputNotWritable(ValueError):

@@ -17,7 +17,12 @@ import urllib3
 from urllib3.exceptions import HTTPError
 
 from skill_runner_client import multipart
-from skill_runner_client.errors import CONNECTION_FAILED, SkillRunnerError
+from skill_runner_client.errors import (
+    CONNECTION_FAILED,
+    UNEXPECTED_RESPONSE,
+    SkillRunnerError,
+    not_the_api,
+)
 
 RETRY_STATUSES = (429, 503)
 CONNECT_TIMEOUT_SEC = 10.0
@@ -51,7 +56,13 @@ class Response:
         return self.content.decode("utf-8", "replace")
 
     def json(self) -> Any:
-        return jsonlib.loads(self.content)
+        """The body as JSON; SkillRunnerError UNEXPECTED_RESPONSE when it is not (a server
+        that is not the service answering 200 with a page)."""
+        try:
+            return jsonlib.loads(self.content)
+        except ValueError:
+            message = not_the_api(self.status_code, self.text, " that is not JSON")
+            raise SkillRunnerError(self.status_code, UNEXPECTED_RESPONSE, message) from None
 
     def read(self) -> None:
         self.content = self.raw.read()
@@ -227,7 +238,7 @@ def _param(value: Any) -> str:
 
 def error_of(response: Response) -> SkillRunnerError:
     try:
-        body = response.json()
+        body = jsonlib.loads(response.content)
     except ValueError:
         body = None
     return SkillRunnerError.from_response(response.status_code, body, response.text)

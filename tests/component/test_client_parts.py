@@ -408,3 +408,42 @@ def test_an_edited_job_gets_a_new_idempotency_key_and_an_unchanged_one_keeps_its
         '{"key": "a", "skill_id": "s", "parameter": {"n": 2}, "files": {"f": "a.txt"}}\n'
     )
     assert read_batch(path)[0].idempotency_key(path) not in (first, second)  # the line edited
+
+
+class NotTheService(BaseHTTPRequestHandler):
+    """Another web server at the URL: a page for every path, and an empty 404 (a proxy's)."""
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        body = b"" if self.path.startswith("/empty") else b"<html>Welcome to nginx!</html>"
+        self.send_response(404 if self.path.startswith("/empty") else 200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_POST = do_GET
+
+    def log_message(self, *_args) -> None:
+        pass
+
+
+@pytest.mark.parametrize(
+    ("args", "prefix", "message"),
+    [
+        (["status", "x"], "", "HTTP 200 that is not JSON: <html>Welcome to nginx!</html>"),
+        (["submit", "s"], "", "HTTP 200 that is not JSON: <html>Welcome to nginx!</html>"),
+        (["list"], "/empty", "HTTP 404 with an empty body"),
+    ],
+)
+def test_a_server_that_is_not_the_service_is_one_line_saying_what_it_answered(
+    capsys, args, prefix, message
+):
+    server = ThreadingHTTPServer(("127.0.0.1", 0), NotTheService)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_port}{prefix}"
+        assert cli_main([*args, "--server", url]) == 1
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert capsys.readouterr().err == f"skill-runner-client: UNEXPECTED_RESPONSE: {message}\n"
