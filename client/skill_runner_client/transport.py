@@ -104,9 +104,14 @@ class Transport:
         max_retry_wait: float = 60.0,
     ) -> None:
         self.max_retries, self.max_retry_wait = max_retries, max_retry_wait
-        base = urlsplit(base_url.rstrip("/"))
+        expected = f"server URL {base_url!r}: expected http(s)://host[:port][/path]"
+        try:
+            base = urlsplit(base_url.rstrip("/"))
+            base.port  # noqa: B018 - raises for a port that is not a number from 0 to 65535
+        except ValueError as exc:  # an unclosed [, a port out of range
+            raise ValueError(f"{expected} ({exc})") from None
         if base.scheme not in ("http", "https") or not base.hostname:
-            raise ValueError(f"server URL {base_url!r}: expected http(s)://host[:port][/path]")
+            raise ValueError(expected)
         self.prefix = base.path
         self.headers = {"Authorization": f"Bearer {token}"} if token else {}
         self.timeout = urllib3.Timeout(connect=CONNECT_TIMEOUT_SEC, read=timeout)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import stat
 import threading
 from email.utils import formatdate
@@ -153,9 +154,11 @@ def test_retries_end_with_the_last_error_body(scripted):
     )
 
 
-@pytest.mark.parametrize("url", ["localhost:8000", "ftp://host", "http://"])
+@pytest.mark.parametrize(
+    "url", ["localhost:8000", "ftp://host", "http://", "http://[::1", "http://host:99999"]
+)
 def test_a_server_url_that_is_not_http_is_refused_by_name(url):
-    with pytest.raises(ValueError, match="expected http"):
+    with pytest.raises(ValueError, match=f"server URL '{re.escape(url)}': expected http"):
         Client(url)
 
 
