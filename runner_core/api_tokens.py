@@ -147,7 +147,10 @@ def add_token(path: Path, name: str, scopes: Iterable[str]) -> str:
     scopes = sorted(set(scopes))
     token = "srt_" + secrets.token_urlsafe(32)
     line = json.dumps({"name": name, "sha256": token_hash(token), "scopes": scopes})
-    parse_entries(line)  # the same checks as reading it back
+    try:
+        parse_entries(line)  # the same checks as reading it back
+    except TokenFileError as exc:  # about the name or scopes asked for, not a line of a file
+        raise TokenFileError(str(exc).removeprefix("line 1: ")) from None
     if not path.parent.exists():  # (a file there: os.open says "Not a directory")
         path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)

@@ -147,6 +147,9 @@ def test_token_add_prints_the_token_once_and_stores_only_its_hash(tmp_path, caps
     assert principal.name == "ci" and principal.scopes == {"read", "submit"}
     assert oct(path.stat().st_mode & 0o777) == "0o600"
     assert cli_main(["token", "add", "x", "--scopes", "root", "--file", str(path)]) == 2
+    assert capsys.readouterr().err == (
+        "skill-runner: scopes must be some of read, submit, admin\n"  # not 'line 1: ...'
+    )
     assert cli_main(["token", "add", "ci", "--scopes", "admin", "--file", str(path)]) == 0
     capsys.readouterr()
     assert cli_main(["token", "list", "--file", str(path)]) == 0
