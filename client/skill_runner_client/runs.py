@@ -10,6 +10,7 @@ import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any, cast
+from urllib.parse import quote
 
 from skill_runner_client.errors import SkillRunnerError
 from skill_runner_client.inputs import FileSource, build_inputs_zip
@@ -36,7 +37,11 @@ class RunRoutes:
         self._t, self.prefix = transport, prefix
 
     def _path(self, request_id: str, tail: str = "") -> str:
-        return f"{self.prefix}/{request_id}{tail}"
+        # quoted, so ? or # stay in the id; a / would reach another route even as %2F (the
+        # server decodes it first): `ID/artifacts` answered the manifest as the run's status
+        if not request_id or "/" in request_id:
+            raise ValueError(f"'{request_id}' is not a request id")
+        return f"{self.prefix}/{quote(request_id, safe='')}{tail}"
 
     def upload(self, request_id: str, files: Mapping[str, FileSource]) -> Created:
         """Send the input files (field -> path or bytes) as the run's one zip."""

@@ -450,3 +450,14 @@ def test_a_server_that_is_not_the_service_is_one_line_saying_what_it_answered(
         server.shutdown()
         server.server_close()
     assert capsys.readouterr().err == f"skill-runner-client: UNEXPECTED_RESPONSE: {message}\n"
+
+
+def test_a_request_id_is_sent_as_one_path_segment_or_refused(scripted, capsys):
+    url = f"http://127.0.0.1:{scripted.server_port}"
+    for rid in ("x/artifacts", ""):  # a / reaches another route even as %2F
+        assert cli_main(["status", rid, "--server", url]) == 2
+        assert capsys.readouterr().err == f"skill-runner-client: '{rid}' is not a request id\n"
+    assert scripted.seen == []
+    scripted.script += [not_found("job"), not_found("one-off run")]
+    assert cli_main(["cancel", "x?y#z", "--server", url]) == 1  # never job x's cancel
+    assert scripted.seen == ["/v1/jobs/x%3Fy%23z", "/v1/temp-skill-runs/x%3Fy%23z"]
