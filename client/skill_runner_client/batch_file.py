@@ -74,7 +74,7 @@ def read_batch(path: Path) -> list[BatchJob]:
 
 def _jsonl_rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
     rows = []
-    with path.open(encoding="utf-8") as fh:
+    with path.open(encoding="utf-8-sig") as fh:  # a BOM (Notepad) is skipped
         for number, text in enumerate(fh, 1):
             if not text.strip():
                 continue
@@ -92,7 +92,7 @@ def _csv_rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
     """CSV columns: key, skill_id, engine, model; parameter, input, files, runtime_options as
     JSON objects; or `parameter.NAME`, `input.NAME`, `files.FIELD` for one value each."""
     rows = []
-    with path.open(encoding="utf-8", newline="") as fh:
+    with path.open(encoding="utf-8-sig", newline="") as fh:  # Excel writes a BOM
         reader = csv.DictReader(fh)
         for row in reader:
             line = reader.line_num

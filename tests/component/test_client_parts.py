@@ -461,3 +461,17 @@ def test_a_request_id_is_sent_as_one_path_segment_or_refused(scripted, capsys):
     scripted.script += [not_found("job"), not_found("one-off run")]
     assert cli_main(["cancel", "x?y#z", "--server", url]) == 1  # never job x's cancel
     assert scripted.seen == ["/v1/jobs/x%3Fy%23z", "/v1/temp-skill-runs/x%3Fy%23z"]
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        ("jobs.csv", "key,skill_id,parameter.n\r\na,s,3\r\n"),  # Excel's "CSV UTF-8"
+        ("jobs.jsonl", '{"key": "a", "skill_id": "s", "parameter": {"n": 3}}\n'),
+    ],
+)
+def test_a_batch_file_that_starts_with_a_byte_order_mark_is_read(tmp_path, name, text):
+    path = tmp_path / name
+    path.write_bytes(b"\xef\xbb\xbf" + text.encode())
+    (job,) = read_batch(path)
+    assert (job.key, job.skill_id, job.parameter) == ("a", "s", {"n": 3})
