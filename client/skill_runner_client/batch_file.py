@@ -96,6 +96,15 @@ def _csv_rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
         reader = csv.DictReader(fh)
         for row in reader:
             line = reader.line_num
+            extra = [cell for cell in row.get(None) or [] if cell]
+            if extra:  # cells past the header's columns: never dropped unread
+                columns = len(reader.fieldnames or [])
+                raise BadLine(
+                    path,
+                    line,
+                    f"more cells than the header's {columns} columns "
+                    f'(a value holding a comma is quoted: "a, b"): {extra!r}',
+                )
             job: dict[str, Any] = {}
             for column, value in row.items():
                 if column is None or value in (None, ""):

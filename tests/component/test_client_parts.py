@@ -65,6 +65,17 @@ def test_a_bad_line_is_named(tmp_path, text, reason):
     assert f"jobs.jsonl:{reason}" in str(bad.value)
 
 
+def test_a_csv_row_with_more_cells_than_its_header_is_a_bad_line(tmp_path):
+    path = tmp_path / "jobs.csv"
+    path.write_text("key,skill_id,input.text\na,s,hello, world\nb,s,x,,\n")  # b: empty cells
+    with pytest.raises(BadLine) as bad:
+        read_batch(path)
+    assert "jobs.csv:2: more cells than the header's 3 columns" in str(bad.value)
+    assert "[' world']" in str(bad.value)  # not input.text "hello", the rest dropped unread
+    path.write_text("key,skill_id,input.text\nb,s,x,,\n")
+    assert read_batch(path)[0].input == {"text": "x"}
+
+
 def test_csv_columns_build_objects(tmp_path):
     path = tmp_path / "jobs.csv"
     path.write_text(
