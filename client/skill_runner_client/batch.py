@@ -24,6 +24,7 @@ from skill_runner_client.errors import OutputNotWritable, SkillRunnerError
 from skill_runner_client.progress import Progress
 
 LONG_POLL_SEC = 20.0
+QUEUE_FULL, QUEUE_FULL_PAUSE_SEC = "QUEUE_FULL", 1.0
 SUMMARY = "summary.jsonl"
 
 
@@ -151,7 +152,7 @@ class BatchRun:
                 self._collecting.set()  # the window is full: results make room
                 self._slots.acquire()
             try:
-                self._submit(job)
+                self._submit_until_queued(job)
             except SkillRunnerError as exc:
                 self._slots.release()
                 if exc.status is not None and 400 <= exc.status < 500:
@@ -162,6 +163,18 @@ class BatchRun:
             except BaseException as exc:  # noqa: BLE001 - reported by the main thread
                 self._slots.release()
                 self._fail(exc)
+
+    def _submit_until_queued(self, job: BatchJob) -> None:
+        """`_submit`, sent again while the service's queue is full (429 QUEUE_FULL after the
+        SDK's own retries): that is backpressure, not the job refused."""
+        while True:
+            try:
+                return self._submit(job)
+            except SkillRunnerError as exc:
+                if exc.code != QUEUE_FULL or self._failure is not None:
+                    raise
+            self._collecting.set()  # the runs already sent make room as they end
+            time.sleep(QUEUE_FULL_PAUSE_SEC)
 
     def _submit(self, job: BatchJob) -> None:
         started = time.monotonic()

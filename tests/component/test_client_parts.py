@@ -486,3 +486,20 @@ def test_a_batch_file_that_starts_with_a_byte_order_mark_is_read(tmp_path, name,
     path.write_bytes(b"\xef\xbb\xbf" + text.encode())
     (job,) = read_batch(path)
     assert (job.key, job.skill_id, job.parameter) == ("a", "s", {"n": 3})
+
+
+def test_a_batch_job_waits_while_the_service_queue_is_full_instead_of_being_rejected(
+    scripted, tmp_path
+):
+    jobs = tmp_path / "jobs.jsonl"
+    jobs.write_text('{"key": "a", "skill_id": "s"}\n')
+    out = tmp_path / "out"
+    full = {"code": "QUEUE_FULL", "message": "queue full", "details": {}, "request_id": None}
+    # more 429s than the SDK's own 5 retries: the queue stays full a while, then takes the job
+    scripted.script += [(429, {"Retry-After": "0"}, {"error": full})] * 8
+    result = {"request_id": "r", "result": {"status": "succeeded", "data": {}}}
+    scripted.script += [(200, {}, {"request_id": "r", "status": "queued"}), (200, {}, result)]
+    url = f"http://127.0.0.1:{scripted.server_port}"
+    assert cli_main(["batch", str(jobs), "--out", str(out), "--server", url]) == 0
+    (entry,) = [json.loads(line) for line in (out / "summary.jsonl").read_text().splitlines()]
+    assert (entry["status"], entry["request_id"]) == ("succeeded", "r")
