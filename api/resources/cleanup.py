@@ -15,7 +15,7 @@ from api.blueprint import Blueprint
 from api.jobs import pending
 from api.schemas.input_fields import WholeNumber
 from runner_core.statuses import TERMINAL_STATUSES, RunStatus
-from runner_core.store.models import Request, Run, utcnow
+from runner_core.store.models import IdempotencyKey, Request, Run, utcnow
 
 blp = Blueprint("cleanup", __name__, url_prefix="/v1/jobs", description="Housekeeping")
 
@@ -110,5 +110,9 @@ def _delete_batch(statuses: list[str], cutoff, owner: str | None) -> tuple[list[
         request_ids = [rid for rid, run_id in by_run if run_id in deleted]
         if request_ids:
             session.execute(delete(Request).where(Request.id.in_(request_ids)))
+            # their Idempotency-Keys too: the key sent again creates the job anew instead of
+            # answering an id that is gone (a resumed batch stopped at its 404)
+            gone = IdempotencyKey.request_id.in_(request_ids)
+            session.execute(delete(IdempotencyKey).where(gone))
         session.commit()
     return sorted(deleted), request_ids

@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import func, select, update
 
 from api import create_app
-from runner_core.store.models import IdempotencyKey, Request, utcnow
+from runner_core.store.models import IdempotencyKey, Request, Run, utcnow
 from tests.helpers import BOTH_DATABASES
 from tests.packages import echo_skill, package_upload
 
@@ -112,6 +112,19 @@ def test_cleanup_forgets_expired_keys_only(client, app, settings):
     assert client.post("/v1/jobs/cleanup", json={}).status_code == 200
     with app.extensions["db"]() as session:
         assert session.scalars(select(IdempotencyKey.key)).all() == ["new"]
+
+
+@BOTH_DATABASES
+def test_a_key_whose_job_was_cleaned_up_creates_the_job_anew(client, app):
+    first = post_job(client, FENCED)
+    with app.extensions["db"]() as session:
+        session.execute(update(Run).values(status="succeeded", finished_at=utcnow()))
+        session.commit()
+    assert client.post("/v1/jobs/cleanup", json={}).json["requests_deleted"] == 1
+    again = post_job(client, FENCED)  # a batch resumed after the cleanup: not the deleted id
+    assert again.json["request_id"] != first.json["request_id"]
+    assert client.get(f"/v1/jobs/{again.json['request_id']}").status_code == 200
+    assert post_job(client, FENCED).json["request_id"] == again.json["request_id"]
 
 
 def start_temp(client, request, key, files=None):
