@@ -133,12 +133,17 @@ def serve(args) -> int:
 
             finish_migration(migration)
             return serve_processes(settings, args.concurrency, broker, demo, banner)
-        from launcher.one_process import serve_one_process, warm_imports
+        from launcher.one_process import ServeError, serve_one_process, warm_imports
         from launcher.service_children import ServiceChildren
 
         warm_imports()  # on the other core while the child migrates
         finish_migration(migration)
-        return serve_one_process(settings, ServiceChildren(broker, demo), args.concurrency, banner)
+        try:
+            children = ServiceChildren(broker, demo)
+            return serve_one_process(settings, children, args.concurrency, banner)
+        except ServeError as exc:  # exit 1, as the processes layout's gunicorn ends then
+            print(f"skill-runner: {exc}", file=sys.stderr)
+            return 1
     except DemoRefused as exc:
         print(f"skill-runner: {exc}", file=sys.stderr)
         return 2

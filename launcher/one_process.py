@@ -45,6 +45,10 @@ def warm_imports() -> None:
         importlib.import_module(name)
 
 
+class ServeError(RuntimeError):
+    """The service could not start (its port is taken); one line for the command line."""
+
+
 @dataclass
 class Exit:
     """The service's exit code, set by whichever part stopped it first."""
@@ -76,7 +80,12 @@ def serve_one_process(
     os.environ.setdefault("SKILL_RUNNER_SWEEP_INTERVAL_SEC", SWEEP_INTERVAL_SEC)
     os.environ["WEB_WORKER_CLASS"] = "gthread"  # api.max_waiters: each waiter holds a thread
     threads = int(os.environ.setdefault("WEB_THREADS", str(DEFAULT_WEB_THREADS)))
-    web = _web_server(settings, threads)
+    try:
+        web = _web_server(settings, threads)
+    except OSError as exc:  # the port is taken: the broker started above must not outlive us
+        children.stop()
+        where = f"{settings.host}:{settings.port}"
+        raise ServeError(f"cannot listen on {where}: {exc.strerror or exc}") from None
     from celery import beat
 
     from worker.celery_app import app

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -164,3 +165,34 @@ def test_a_stop_as_soon_as_the_api_answers_leaves_no_process_behind(tmp_path):
         assert proc.wait(60) == 0, (tmp_path / "serve.log").read_text()[-4000:]
     _gone, alive = psutil.wait_procs(family, timeout=10)
     assert alive == []
+
+
+def test_a_port_already_taken_is_one_line_and_leaves_no_broker_behind(tmp_path):
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    env = {k: v for k, v in os.environ.items() if k not in ("CELERY_BROKER_URL", "DATABASE_URL")}
+    env.update(
+        SKILL_RUNNER_DATA_DIR=str(tmp_path / "data"),
+        SKILL_RUNNER_SKILLS_DIR=str(copy_skills(tmp_path / "skills")),
+        PORT=str(taken.getsockname()[1]),
+        HOST="127.0.0.1",
+    )
+    with taken:
+        done = subprocess.run(
+            [str(Path(sys.executable).parent / "skill-runner"), "serve"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    assert done.returncode == 1, done.stderr[-4000:]
+    assert done.stderr.splitlines()[-1] == (
+        f"skill-runner: cannot listen on 127.0.0.1:{env['PORT']}: Address already in use"
+    )
+    assert "Traceback" not in done.stderr
+    broker = str(tmp_path / "data")
+    left = [
+        p for p in psutil.process_iter(["cmdline"]) if broker in " ".join(p.info["cmdline"] or [])
+    ]
+    assert left == []  # the embedded broker it started is stopped
