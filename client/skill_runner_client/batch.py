@@ -26,6 +26,7 @@ from skill_runner_client.progress import Progress
 LONG_POLL_SEC = 20.0
 QUEUE_FULL, QUEUE_FULL_PAUSE_SEC = "QUEUE_FULL", 1.0
 SUMMARY = "summary.jsonl"
+OWNER = "batch_file.txt"  # the real path of the batch file whose batch --out holds
 
 
 class BatchAborted(RuntimeError):
@@ -93,12 +94,21 @@ class BatchRun:
     def run(self) -> int:
         """0: every job succeeded; 1: some failed (or the batch stopped; resume it). ValueError
         for an --out that holds an earlier batch, unless resuming, or that cannot be written."""
+        owner = _owner(self.options.out)
+        mine = os.path.realpath(self.batch_file)
+        if owner is not None and owner != mine:  # its summary would count as this file's
+            raise ValueError(
+                f"{self.options.out} holds the batch of {owner}: give {self.batch_file} "
+                "an --out of its own"
+            )
         if (self.options.out / SUMMARY).exists() and not self.options.resume:
             raise ValueError(  # a usage error: nothing was sent
                 f"{self.options.out / SUMMARY} holds an earlier batch: --resume continues it"
             )
         try:
             self.results_dir.mkdir(parents=True, exist_ok=True)
+            if owner is None:
+                (self.options.out / OWNER).write_text(mine + "\n", encoding="utf-8")
             done = read_summary(self.options.out)
             self._summary = (self.options.out / SUMMARY).open("a", encoding="utf-8")
         except OSError as exc:  # a usage error too: nothing was sent
@@ -289,6 +299,14 @@ class BatchRun:
             if self._failure is None:
                 self._failure = exc
         self._done.set()
+
+
+def _owner(out: Path) -> str | None:
+    """The batch file whose batch `out` holds (None: none yet, or an --out from before)."""
+    try:
+        return (out / OWNER).read_text(encoding="utf-8").strip() or None
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
 def _write_json(path: Path, body: Any) -> None:

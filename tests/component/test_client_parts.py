@@ -503,3 +503,28 @@ def test_a_batch_job_waits_while_the_service_queue_is_full_instead_of_being_reje
     assert cli_main(["batch", str(jobs), "--out", str(out), "--server", url]) == 0
     (entry,) = [json.loads(line) for line in (out / "summary.jsonl").read_text().splitlines()]
     assert (entry["status"], entry["request_id"]) == ("succeeded", "r")
+
+
+def test_resume_never_continues_the_batch_of_another_file_in_the_same_out(
+    scripted, capsys, tmp_path
+):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    for folder in ("a", "b"):  # both default to ./jobs.out; their keys are line numbers
+        (tmp_path / folder / "jobs.jsonl").write_text(f'{{"skill_id": "{folder}"}}\n')
+    out = tmp_path / "jobs.out"
+    result = {"request_id": "r", "result": {"status": "succeeded", "data": {}}}
+    scripted.script += [(200, {}, {"request_id": "r", "status": "queued"}), (200, {}, result)]
+    url = f"http://127.0.0.1:{scripted.server_port}"
+    first = ["batch", str(tmp_path / "a" / "jobs.jsonl"), "--out", str(out), "--server", url]
+    assert cli_main(first) == 0
+    capsys.readouterr()
+    other = ["batch", str(tmp_path / "b" / "jobs.jsonl"), "--out", str(out), "--resume"]
+    assert cli_main([*other, "--server", url]) == 2  # a's line 1 is not b's line 1
+    assert capsys.readouterr().err == (
+        f"skill-runner-client: {out} holds the batch of {tmp_path / 'a' / 'jobs.jsonl'}: "
+        f"give {tmp_path / 'b' / 'jobs.jsonl'} an --out of its own\n"
+    )
+    assert len(scripted.seen) == 2
+    scripted.script += [(200, {}, result)]  # the same file resumes as before
+    assert cli_main([*first, "--resume"]) == 0
