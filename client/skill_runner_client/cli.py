@@ -170,6 +170,15 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _code(exc: Exception) -> str:
+    """The --json error code of a failure the service did not answer."""
+    if isinstance(exc, ValueError):
+        return "BAD_ARGUMENT"
+    if isinstance(exc, TimeoutError):
+        return "TIMEOUT"
+    return "BATCH_STOPPED" if isinstance(exc, BatchAborted) else "LOCAL_ERROR"
+
+
 def main(argv: list[str] | None = None, prog: str = "skill-runner-client") -> int:
     parser = build_parser(prog)
     args = parser.parse_args(argv)
@@ -184,10 +193,19 @@ def main(argv: list[str] | None = None, prog: str = "skill-runner-client") -> in
             print(f"{prog}: {exc.code}: {exc.message}", file=sys.stderr)
         return 1
     except (ValueError, OSError, BatchAborted, TimeoutError) as exc:
-        print(f"{prog}: {exc}", file=sys.stderr)
+        if args.json:  # as the service's error body, under a code of the client's own
+            print(json.dumps(SkillRunnerError(None, _code(exc), str(exc)).body), file=sys.stderr)
+        else:
+            print(f"{prog}: {exc}", file=sys.stderr)
         return USAGE_ERROR if isinstance(exc, ValueError) else 1
     except KeyboardInterrupt:
-        print(f"{prog}: interrupted", file=sys.stderr)
+        if args.json:
+            print(
+                json.dumps(SkillRunnerError(None, "INTERRUPTED", "interrupted").body),
+                file=sys.stderr,
+            )
+        else:
+            print(f"{prog}: interrupted", file=sys.stderr)
         return INTERRUPTED
 
 

@@ -528,3 +528,20 @@ def test_resume_never_continues_the_batch_of_another_file_in_the_same_out(
     assert len(scripted.seen) == 2
     scripted.script += [(200, {}, result)]  # the same file resumes as before
     assert cli_main([*first, "--resume"]) == 0
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "message"),
+    [
+        (["status", ""], "BAD_ARGUMENT", "'' is not a request id"),
+        (["wait", "x", "--timeout", "0"], "TIMEOUT", "x still running after 0.0 s"),
+    ],
+)
+def test_with_json_a_failure_of_the_client_own_is_an_error_body_too(
+    scripted, capsys, args, code, message
+):
+    scripted.script += [(200, {}, {"request_id": "x", "status": "running"})] * 2
+    url = f"http://127.0.0.1:{scripted.server_port}"
+    assert cli_main([*args, "--json", "--server", url]) in (1, 2)
+    error = json.loads(capsys.readouterr().err)["error"]
+    assert error == {"code": code, "message": message, "details": {}, "request_id": None}
