@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from skill_runner_client import strict_json
+
 FIELDS = {"key", "skill_id", "engine", "model", "parameter", "input", "files", "runtime_options"}
 OBJECT_FIELDS = ("parameter", "input", "runtime_options", "files")
 # a key names its result file and its artifacts' folder: a safe file name, never . or ..
@@ -79,8 +81,8 @@ def _jsonl_rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
             if not text.strip():
                 continue
             try:
-                row = json.loads(text)
-            except json.JSONDecodeError as exc:
+                row = strict_json.loads(text)
+            except ValueError as exc:
                 raise BadLine(path, number, f"not JSON: {exc}") from None
             if not isinstance(row, dict):
                 raise BadLine(path, number, "not a JSON object")
@@ -122,8 +124,8 @@ def _csv_cell(path: Path, line: int, column: str, value: str) -> dict[str, Any]:
     head, _, name = column.partition(".")
     if head in OBJECT_FIELDS and not name:
         try:
-            return {head: json.loads(value)}
-        except json.JSONDecodeError as exc:
+            return {head: strict_json.loads(value)}
+        except ValueError as exc:
             raise BadLine(path, line, f"column {column}: not JSON: {exc}") from None
     if head in OBJECT_FIELDS:
         return {head: {name: value if head == "files" else _scalar(value)}}
@@ -133,8 +135,8 @@ def _csv_cell(path: Path, line: int, column: str, value: str) -> dict[str, Any]:
 def _scalar(text: str) -> Any:
     """A CSV cell as JSON when it is JSON (numbers, true, ...), else as the string."""
     try:
-        return json.loads(text)
-    except json.JSONDecodeError:
+        return strict_json.loads(text)
+    except ValueError:  # not JSON (NaN included): the cell's text
         return text
 
 

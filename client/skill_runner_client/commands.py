@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, cast
 
+from skill_runner_client import strict_json
 from skill_runner_client.client import Client
 from skill_runner_client.errors import OutputNotWritable, SkillRunnerError
 from skill_runner_client.runs import RunRoutes, is_not_found
@@ -54,9 +55,9 @@ def pairs(items: list[str] | None, what: str, as_json: bool) -> dict[str, Any]:
             raise ValueError(f"{what} '{item}' is not key=value")
         if as_json:
             try:
-                out[key] = json.loads(value)
+                out[key] = strict_json.loads(value)
                 continue
-            except json.JSONDecodeError:
+            except ValueError:  # not JSON (NaN included): the text as typed
                 pass
         out[key] = value
     return out
@@ -64,8 +65,8 @@ def pairs(items: list[str] | None, what: str, as_json: bool) -> dict[str, Any]:
 
 def json_value(text: str, what: str) -> Any:
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
+        return strict_json.loads(text)
+    except ValueError as exc:
         raise ValueError(f"{what} is not JSON: {exc}") from None
 
 

@@ -211,7 +211,9 @@ class Transport:
             body, sent["Content-Type"] = multipart.encode(data or {}, files or {})
             sent["Content-Length"] = str(body.length)
         elif json is not None:
-            body = jsonlib.dumps(json, ensure_ascii=False, separators=(",", ":")).encode()
+            # allow_nan=False: NaN is not JSON; ValueError here instead of a body the API refuses
+            text = jsonlib.dumps(json, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+            body = text.encode()
             sent["Content-Type"] = "application/json"
         read = self.timeout
         if timeout is not UNSET:  # None: wait for the body as long as it takes (events)

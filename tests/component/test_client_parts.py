@@ -20,6 +20,7 @@ from skill_runner_client import Client, SkillRunnerError
 from skill_runner_client.batch import read_summary
 from skill_runner_client.batch_file import BadLine, read_batch
 from skill_runner_client.cli import main as cli_main
+from skill_runner_client.commands import pairs
 from skill_runner_client.progress import Progress
 from skill_runner_client.transport import retry_after_sec
 from tests.imports import outside_stdlib
@@ -545,3 +546,22 @@ def test_with_json_a_failure_of_the_client_own_is_an_error_body_too(
     assert cli_main([*args, "--json", "--server", url]) in (1, 2)
     error = json.loads(capsys.readouterr().err)["error"]
     assert error == {"code": code, "message": message, "details": {}, "request_id": None}
+
+
+def test_nan_and_infinity_are_not_json_so_values_typed_so_stay_text(tmp_path):
+    assert pairs(["t=NaN", "u=-Infinity", "n=3"], "-i", True) == {
+        "t": "NaN",
+        "u": "-Infinity",
+        "n": 3,
+    }
+    path = tmp_path / "jobs.csv"
+    path.write_text("key,skill_id,input.text,parameter.n\na,s,NaN,Infinity\n")
+    assert read_batch(path)[0].input == {"text": "NaN"}
+    assert read_batch(path)[0].parameter == {"n": "Infinity"}
+    path = tmp_path / "jobs.jsonl"
+    path.write_text('{"skill_id": "s", "parameter": {"n": NaN}}\n')
+    with pytest.raises(BadLine, match="jobs.jsonl:1: not JSON: NaN is not JSON"):
+        read_batch(path)
+    with Client("http://127.0.0.1:9", max_retries=0) as client:  # refused before it is sent
+        with pytest.raises(ValueError, match="not JSON compliant"):
+            client.jobs.create("s", parameter={"n": float("nan")})
