@@ -198,14 +198,12 @@ def main(argv: list[str] | None = None, prog: str = "skill-runner-client") -> in
         else:
             print(f"{prog}: {exc}", file=sys.stderr)
         return USAGE_ERROR if isinstance(exc, ValueError) else 1
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
+        message = str(exc) or "interrupted"  # submit --wait names the job it leaves running
         if args.json:
-            print(
-                json.dumps(SkillRunnerError(None, "INTERRUPTED", "interrupted").body),
-                file=sys.stderr,
-            )
+            print(json.dumps(SkillRunnerError(None, "INTERRUPTED", message).body), file=sys.stderr)
         else:
-            print(f"{prog}: interrupted", file=sys.stderr)
+            print(f"{prog}: {message}", file=sys.stderr)
         return INTERRUPTED
 
 

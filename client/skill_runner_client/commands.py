@@ -101,10 +101,14 @@ def submit(args: Namespace, client: Client) -> int:
         files=files or None,
         idempotency_key=args.idempotency_key,
     )
+    rid = created["request_id"]
     if not args.wait:
-        emit(args, created, created["request_id"])
+        emit(args, created, rid)
         return OK
-    return show_result(args, client.jobs, created["request_id"], args.timeout)
+    try:
+        return show_result(args, client.jobs, rid, args.timeout)
+    except KeyboardInterrupt:  # the id was never printed: without it the job is hard to find
+        raise KeyboardInterrupt(f"interrupted; job {rid} goes on (wait {rid} follows it)") from None
 
 
 def show_result(args: Namespace, routes: RunRoutes, request_id: str, timeout: float | None) -> int:

@@ -8,8 +8,12 @@ import io
 import json
 import os
 import re
+import signal
 import stat
+import subprocess
+import sys
 import threading
+import time
 from email.utils import formatdate
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -565,3 +569,45 @@ def test_nan_and_infinity_are_not_json_so_values_typed_so_stay_text(tmp_path):
     with Client("http://127.0.0.1:9", max_retries=0) as client:  # refused before it is sent
         with pytest.raises(ValueError, match="not JSON compliant"):
             client.jobs.create("s", parameter={"n": float("nan")})
+
+
+class HoldsTheWait(BaseHTTPRequestHandler):
+    """Creates the job, then holds its long poll open: the run goes on and on."""
+
+    def do_POST(self) -> None:  # noqa: N802 - http.server's name
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        body = json.dumps({"request_id": "job-1", "status": "queued"}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        self.server.waited.set()  # type: ignore[attr-defined]
+        time.sleep(30)
+
+    def log_message(self, *_args) -> None:
+        pass
+
+
+def test_ctrl_c_in_submit_wait_names_the_job_it_leaves_running():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), HoldsTheWait)
+    server.waited = threading.Event()
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_port}"
+    cli = [sys.executable, "-m", "skill_runner_client.cli", "submit", "s", "--wait"]
+    proc = subprocess.Popen([*cli, "--server", url], stderr=subprocess.PIPE, text=True)
+    try:
+        assert server.waited.wait(30)
+        proc.send_signal(signal.SIGINT)
+        _out, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+        server.shutdown()
+        server.server_close()
+    assert proc.returncode == 130
+    assert err.splitlines()[-1] == (
+        "skill-runner-client: interrupted; job job-1 goes on (wait job-1 follows it)"
+    )
