@@ -33,7 +33,10 @@ def batch(args: argparse.Namespace, client: Client) -> int:
         return USAGE_ERROR
     out = Path(args.out or path.with_suffix("").name + ".out")
     options = BatchOptions(out, args.concurrency, args.max_queued, args.resume, args.artifacts)
-    code = BatchRun(client, path, jobs, options).run()
+    try:
+        code = BatchRun(client, path, jobs, options).run()
+    except KeyboardInterrupt:
+        raise KeyboardInterrupt("interrupted; --resume continues the batch") from None
     if args.json:
         print(json.dumps({"summary": str(out / "summary.jsonl"), "exit_code": code}))
     return code

@@ -611,3 +611,28 @@ def test_ctrl_c_in_submit_wait_names_the_job_it_leaves_running():
     assert err.splitlines()[-1] == (
         "skill-runner-client: interrupted; job job-1 goes on (wait job-1 follows it)"
     )
+
+
+def test_ctrl_c_in_a_batch_says_how_to_continue_it(tmp_path):
+    server = ThreadingHTTPServer(("127.0.0.1", 0), HoldsTheWait)
+    server.waited = threading.Event()
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    jobs = tmp_path / "jobs.jsonl"
+    jobs.write_text('{"skill_id": "s"}\n')
+    cli = [sys.executable, "-m", "skill_runner_client.cli", "batch", str(jobs)]
+    cli += ["--out", str(tmp_path / "out")]
+    url = f"http://127.0.0.1:{server.server_port}"
+    proc = subprocess.Popen([*cli, "--server", url], stderr=subprocess.PIPE, text=True)
+    try:
+        assert server.waited.wait(30)  # its result is being waited for
+        proc.send_signal(signal.SIGINT)
+        _out, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+        server.shutdown()
+        server.server_close()
+    assert proc.returncode == 130
+    assert err.splitlines()[-1] == (
+        "skill-runner-client: interrupted; --resume continues the batch"
+    )
