@@ -2,8 +2,9 @@
 result (and, if asked, its artifacts) on disk under the job's key, and a summary line per job.
 
 Each job carries an Idempotency-Key derived from the file, its key and its content, and a job
-counts as done only once its summary line is written; so after a crash, Ctrl-C or kill -9, `--resume` sends the
-unfinished jobs again, the service answers with the jobs it already has, and nothing runs twice.
+counts as done only once its summary line is written; so after a crash, Ctrl-C or kill -9,
+`--resume` sends the unfinished jobs again, the service answers with the jobs it already has,
+and nothing runs twice.
 """
 
 from __future__ import annotations
