@@ -81,9 +81,9 @@ class Jobs(RunRoutes):
         created = cast(Created, response.json())
         if not files:
             return created
-        if idempotency_key:
+        if idempotency_key:  # sent again, the same key may find the upload taken by now
             return self.upload_again(created["request_id"], files)
-        return self.upload(created["request_id"], files)
+        return self.upload_new(created["request_id"], files)
 
     def list(
         self,
@@ -162,7 +162,7 @@ class TempRuns(RunRoutes):
             )
         created = cast(TempRunCreated, response.json())
         if files:
-            send = self.upload_again if idempotency_key else self.upload
+            send = self.upload_again if idempotency_key else self.upload_new
             created = cast(TempRunCreated, {**created, **send(created["request_id"], files)})
         return created
 

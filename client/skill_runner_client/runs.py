@@ -3,6 +3,7 @@ waiting, result, logs, log ranges, cancel, bundle, pending interaction and reply
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -47,6 +48,17 @@ class RunRoutes:
         """Send the input files (field -> path or bytes) as the run's one zip."""
         with build_inputs_zip(files) as body:
             return self.upload_zip(request_id, body)
+
+    def upload_new(self, request_id: str, files: Mapping[str, FileSource]) -> Created:
+        """`upload` for a run just created: files the service refuses (4xx: too large, a zip
+        bomb) cancel the run, which would otherwise wait a day for an upload nobody sends."""
+        try:
+            return self.upload(request_id, files)
+        except SkillRunnerError as exc:
+            if exc.status is not None and 400 <= exc.status < 500:
+                with contextlib.suppress(SkillRunnerError):
+                    self.cancel(request_id)
+            raise
 
     def upload_again(self, request_id: str, files: Mapping[str, FileSource]) -> Created:
         """`upload` for a create that may have been sent before (the same Idempotency-Key): an

@@ -215,3 +215,15 @@ def test_events_follow_a_run_to_its_terminal_event_and_resume_after_a_cursor(cli
     assert last["data"]["terminal"]["status"] == "succeeded"
     assert any(e["type"] == "raw.stdout" for e in events)
     assert list(client.jobs.events(rid, cursor=2)) == events[2:]
+
+
+def test_files_the_service_refuses_cancel_the_job_they_were_for(client):
+    before = {j["request_id"] for j in client.jobs.iter(skill_id="demo-prime-number")}
+    squeezable = b"7" * 5_000_000  # deflates far beyond the upload's compression ratio limit
+    with pytest.raises(SkillRunnerError) as refused:
+        client.jobs.create("demo-prime-number", files={"input_file": squeezable})
+    assert refused.value.code == "UPLOAD_ZIP_BOMB"
+    (left,) = [
+        j for j in client.jobs.iter(skill_id="demo-prime-number") if j["request_id"] not in before
+    ]
+    assert left["status"] == "canceled"  # not queued for a day, waiting for an upload
