@@ -7,11 +7,15 @@ import errno
 import os
 import tempfile
 import zipfile
-from collections.abc import Mapping
+import zlib
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import IO
 
 FileSource = str | os.PathLike[str] | bytes
+# the service checks entries of 64 KiB and more against its ratio limit (200 by default);
+# half of it leaves room for a lower limit
+RATIO_MIN_BYTES, STORE_ABOVE_RATIO = 64 * 1024, 100
 
 
 def check_files(files: Mapping[str, FileSource]) -> None:
@@ -34,9 +38,33 @@ def build_inputs_zip(files: Mapping[str, FileSource]) -> IO[bytes]:
     spool = tempfile.SpooledTemporaryFile(max_size=8 * 1024 * 1024)
     with zipfile.ZipFile(spool, "w", zipfile.ZIP_DEFLATED) as zf:
         for field, source in files.items():
+            how = zipfile.ZIP_STORED if squeezes_too_well(source) else zipfile.ZIP_DEFLATED
             if isinstance(source, bytes):
-                zf.writestr(entry_name(field, source), source)
+                zf.writestr(entry_name(field, source), source, compress_type=how)
             else:
-                zf.write(source, entry_name(field, source))
+                zf.write(source, entry_name(field, source), compress_type=how)
     spool.seek(0)
     return spool
+
+
+def squeezes_too_well(source: FileSource) -> bool:
+    """Whether deflating `source` would pass STORE_ABOVE_RATIO: the service refuses an entry
+    that compresses too well as a zip bomb (UPLOAD_ZIP_BOMB, 200 by default), so a file
+    of zeros or of one repeated line is sent stored instead."""
+    whole = len(source) if isinstance(source, bytes) else os.path.getsize(source)
+    if whole < RATIO_MIN_BYTES:  # never checked: no second pass over small files
+        return False
+    deflate = zlib.compressobj(6, zlib.DEFLATED, -15)
+    size = packed = 0
+    chunks = [source] if isinstance(source, bytes) else _chunks(source)
+    for chunk in chunks:
+        size += len(chunk)
+        packed += len(deflate.compress(chunk))
+    packed += len(deflate.flush())
+    return size >= RATIO_MIN_BYTES and size > STORE_ABOVE_RATIO * max(packed, 1)
+
+
+def _chunks(path: str | os.PathLike[str]) -> Iterator[bytes]:
+    with open(path, "rb") as fh:
+        while chunk := fh.read(1 << 20):
+            yield chunk

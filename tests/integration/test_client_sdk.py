@@ -3,6 +3,7 @@ worker on Redis, SQLite. Every method is called at least once."""
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 import zipfile
@@ -217,13 +218,22 @@ def test_events_follow_a_run_to_its_terminal_event_and_resume_after_a_cursor(cli
     assert list(client.jobs.events(rid, cursor=2)) == events[2:]
 
 
-def test_files_the_service_refuses_cancel_the_job_they_were_for(client):
-    before = {j["request_id"] for j in client.jobs.iter(skill_id="demo-prime-number")}
-    squeezable = b"7" * 5_000_000  # deflates far beyond the upload's compression ratio limit
-    with pytest.raises(SkillRunnerError) as refused:
-        client.jobs.create("demo-prime-number", files={"input_file": squeezable})
-    assert refused.value.code == "UPLOAD_ZIP_BOMB"
-    (left,) = [
-        j for j in client.jobs.iter(skill_id="demo-prime-number") if j["request_id"] not in before
-    ]
-    assert left["status"] == "canceled"  # not queued for a day, waiting for an upload
+def test_files_the_service_refuses_cancel_the_job_they_were_for(tmp_path):
+    limited = {"SKILL_RUNNER_UPLOAD_MAX_BYTES": "1000"}
+    with (
+        broker_settings(tmp_path, **limited) as settings,
+        served_stack(settings, worker=False, **limited) as stack,
+        Client(stack.base_url) as client,
+    ):
+        with pytest.raises(SkillRunnerError) as refused:
+            client.jobs.create("demo-prime-number", files={"input_file": os.urandom(5000)})
+        assert refused.value.code == "UPLOAD_TOO_LARGE"
+        (left,) = client.jobs.iter(skill_id="demo-prime-number")
+        assert left["status"] == "canceled"  # not queued for a day, waiting for an upload
+
+
+def test_an_input_file_that_compresses_very_well_is_still_taken(client):
+    padded = b"100\n" + b" " * 5_000_000  # deflated, past the service's zip bomb ratio
+    created = client.jobs.create("demo-prime-number", files={"input_file": padded})
+    assert client.jobs.wait(created["request_id"], timeout=120)["status"] == "succeeded"
+    assert client.jobs.result(created["request_id"])["result"]["data"]["bound"] == 100
