@@ -12,11 +12,22 @@ from runner_core.config_file import CONFIG_ENV
 from runner_core.settings import SettingsError, load_settings
 
 
+def make_data_dir(settings) -> None:
+    """The data folder, made when missing; a SettingsError (one line, exit 2) when it cannot
+    be (a typo in SKILL_RUNNER_DATA_DIR, a read-only place), not a traceback."""
+    try:
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise SettingsError(
+            f"cannot make the data folder {settings.data_dir}: {_reason(exc)}"
+        ) from None
+
+
 def migrate(_args) -> int:
     from runner_core.store.migrate import upgrade  # alembic: only this command needs it
 
     settings = load_settings()
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    make_data_dir(settings)
     upgrade(settings.database_url)
     print(f"database at {settings.database_url} is up to date")
     return 0
@@ -116,6 +127,7 @@ def serve(args) -> int:
     from launcher.embedded_broker import EmbeddedBroker
 
     settings = load_settings()
+    make_data_dir(settings)  # before the migration's child, which would print a traceback
     own_script = Path(args.demo_llm_script).resolve() if args.demo_llm_script else None
     demo = DemoLLM(settings.data_dir, own_script) if args.demo_llm or own_script else None
     broker = EmbeddedBroker(settings.broker_socket) if settings.embedded_broker else None

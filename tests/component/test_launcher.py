@@ -93,3 +93,21 @@ def test_new_in_a_folder_that_cannot_be_written_is_one_line(tmp_path, capsys):
         assert capsys.readouterr().err == (
             f"skill-runner: cannot write {where}/my-skill: {reason}\n"
         )
+
+
+def test_a_data_folder_that_cannot_be_made_is_one_line_and_exit_2(tmp_path, monkeypatch, capsys):
+    (tmp_path / "file.txt").write_text("x")
+    monkeypatch.setattr(os, "environ", {**os.environ})
+    monkeypatch.delenv("SKILL_RUNNER_CONFIG", raising=False)
+    monkeypatch.delenv("DATABASE_URL", raising=False)
+    for data_dir, reason in (
+        ("/proc/no-such-dir/data", "No such file or directory"),
+        (str(tmp_path / "file.txt" / "data"), "Not a directory"),
+    ):
+        monkeypatch.setenv("SKILL_RUNNER_DATA_DIR", data_dir)
+        for command in ("migrate", "serve"):
+            assert main([command]) == 2
+            assert capsys.readouterr().err == (
+                f"skill-runner: configuration error: cannot make the data folder {data_dir}: "
+                f"{reason}\n"
+            )
