@@ -29,8 +29,16 @@ def migrate(_args) -> int:
     settings = load_settings()
     make_data_dir(settings)
     upgrade(settings.database_url)
-    print(f"database at {settings.database_url} is up to date")
+    print(f"database at {_database(settings)} is up to date")
     return 0
+
+
+def _database(settings) -> str:
+    """The database URL as printed: its password masked (serve prints this line at each start,
+    into the service's log)."""
+    from launcher.effective_config import shown
+
+    return shown("database_url", settings.database_url)
 
 
 def start_migration(args) -> int:

@@ -52,3 +52,24 @@ def test_a_test_database_is_a_copy_of_the_template_at_the_migration_head(setting
     with engine.connect() as conn:
         assert MigrationContext.configure(conn).get_current_revision() == migration_head()
     engine.dispose()
+
+
+def test_migrate_never_prints_the_database_password(tmp_path, monkeypatch, capsys):
+    import os
+
+    from launcher.cli import main
+    from tests.databases import create_postgres_db
+
+    url, drop = create_postgres_db()
+    try:
+        with_password = url.replace("postgres@", "postgres:hunter2-long-pw@", 1)
+        assert "hunter2" in with_password  # trust auth: any password is taken
+        monkeypatch.setattr(os, "environ", {**os.environ})
+        monkeypatch.delenv("SKILL_RUNNER_CONFIG", raising=False)
+        monkeypatch.setenv("SKILL_RUNNER_DATA_DIR", str(tmp_path))
+        monkeypatch.setenv("DATABASE_URL", with_password)
+        assert main(["migrate"]) == 0
+    finally:
+        drop()
+    out = capsys.readouterr().out
+    assert "hunter2" not in out and ":[REDACTED]@" in out
