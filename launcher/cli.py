@@ -24,11 +24,17 @@ def make_data_dir(settings) -> None:
 
 
 def migrate(_args) -> int:
+    from sqlalchemy.exc import ArgumentError, OperationalError
+
     from runner_core.store.migrate import upgrade  # alembic: only this command needs it
 
     settings = load_settings()
     make_data_dir(settings)
-    upgrade(settings.database_url)
+    try:
+        upgrade(settings.database_url)
+    except (OperationalError, ArgumentError) as exc:  # not answering, or not a database URL
+        reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
+        raise SettingsError(f"the database at {_database(settings)}: {reason}") from None
     print(f"database at {_database(settings)} is up to date")
     return 0
 
@@ -50,6 +56,9 @@ def start_migration(args) -> int:
         code = 1
         try:
             code = migrate(args)
+        except SettingsError as exc:  # one line, as the command says it: no traceback
+            print(f"skill-runner: configuration error: {exc}", file=sys.stderr)
+            code = 2
         except BaseException:
             import traceback
 
@@ -64,6 +73,8 @@ def start_migration(args) -> int:
 def finish_migration(pid: int) -> None:
     """Wait for the migration's child; raises SystemExit when it failed."""
     code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+    if code == 2:  # the child said why in one line
+        raise SystemExit(2)
     if code != 0:
         raise SystemExit(f"skill-runner: the migration failed (exit code {code})")
 

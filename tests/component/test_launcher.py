@@ -111,3 +111,24 @@ def test_a_data_folder_that_cannot_be_made_is_one_line_and_exit_2(tmp_path, monk
                 f"skill-runner: configuration error: cannot make the data folder {data_dir}: "
                 f"{reason}\n"
             )
+
+
+def test_a_database_url_that_does_not_work_is_one_line_and_exit_2(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(os, "environ", {**os.environ})
+    monkeypatch.delenv("SKILL_RUNNER_CONFIG", raising=False)
+    monkeypatch.setenv("SKILL_RUNNER_DATA_DIR", str(tmp_path))
+    for url, shown, reason in (
+        ("nonsense://x", "nonsense://x", "Can't load plugin: sqlalchemy.dialects:nonsense"),
+        (  # nothing listens on port 9: the password is masked in the line
+            "postgresql://runner:pw-long-secret@127.0.0.1:9/skills",
+            "postgresql://runner:[REDACTED]@127.0.0.1:9/skills",
+            "connection failed: ",
+        ),
+    ):
+        monkeypatch.setenv("DATABASE_URL", url)
+        assert main(["migrate"]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(
+            f"skill-runner: configuration error: the database at {shown}: {reason}"
+        ), err
+        assert len(err.splitlines()) == 1
