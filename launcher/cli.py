@@ -150,11 +150,7 @@ def serve(args) -> int:
     own_script = Path(args.demo_llm_script).resolve() if args.demo_llm_script else None
     demo = DemoLLM(settings.data_dir, own_script) if args.demo_llm or own_script else None
     broker = EmbeddedBroker(settings.broker_socket) if settings.embedded_broker else None
-    banner = (
-        f"Agent Skill Runner on http://{settings.host}:{settings.port} "
-        f"(docs: /docs; data: {settings.data_dir}; broker: "
-        f"{'embedded' if broker else settings.broker_url})"
-    )
+    banner = serve_banner(settings, broker is not None)
     try:
         if demo is not None and own_script is None:
             demo.refuse_when_keyed()
@@ -178,6 +174,18 @@ def serve(args) -> int:
     except DemoRefused as exc:
         print(f"skill-runner: {exc}", file=sys.stderr)
         return 2
+
+
+def serve_banner(settings, embedded_broker: bool) -> str:
+    """The line serve prints once it listens; the broker URL's password masked (the line goes
+    into the service's log)."""
+    from launcher.effective_config import shown
+
+    broker = "embedded" if embedded_broker else shown("broker_url", settings.broker_url)
+    return (
+        f"Agent Skill Runner on http://{settings.host}:{settings.port} "
+        f"(docs: /docs; data: {settings.data_dir}; broker: {broker})"
+    )
 
 
 def _tokens_file(args) -> str:

@@ -132,3 +132,16 @@ def test_a_database_url_that_does_not_work_is_one_line_and_exit_2(tmp_path, monk
             f"skill-runner: configuration error: the database at {shown}: {reason}"
         ), err
         assert len(err.splitlines()) == 1
+
+
+def test_the_serve_banner_masks_the_broker_password(tmp_path, monkeypatch):
+    from launcher.cli import serve_banner
+    from runner_core.settings import load_settings
+
+    monkeypatch.setattr(os, "environ", {**os.environ})
+    monkeypatch.delenv("SKILL_RUNNER_CONFIG", raising=False)
+    monkeypatch.setenv("SKILL_RUNNER_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("CELERY_BROKER_URL", "redis://:broker-secret-pw@10.0.0.5:6379/0")
+    banner = serve_banner(load_settings(), embedded_broker=False)
+    assert "broker-secret-pw" not in banner
+    assert banner.endswith("broker: redis://:[REDACTED]@10.0.0.5:6379/0)")
