@@ -10,7 +10,7 @@ class ArtifactPath(PathConverter):
     `%2F`): werkzeug's `path` takes none, so it merged the slashes and answered a redirect
     with an HTML body; this way the view refuses the path with the API's JSON error."""
 
-    regex = ".+"
+    regex = "[\\s\\S]+"  # . would stop at a newline, which a file name may hold
     part_isolating = False  # the path spans segments, as `path` does
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,8 @@ from runner_core.error_codes import ErrorCode
 from runner_core.runtime_options import RuntimeOptions
 from runner_core.statuses import TERMINAL_STATUSES
 from runner_core.store.models import Run
+
+CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def run_dir(run: Run) -> Path:
@@ -91,7 +94,9 @@ def artifact_file_response(request_id: str, run: Run, path: str) -> Response:
         raise ApiError(
             404, ErrorCode.ARTIFACT_NOT_FOUND, f"no artifact at {path}", {"path": path}, request_id
         )
-    return send_file(target, as_attachment=True, download_name=target.name)
+    # a control character (a newline) cannot go into the Content-Disposition header: a 500
+    name = CONTROL.sub("_", target.name)
+    return send_file(target, as_attachment=True, download_name=name)
 
 
 def bundle_response(run: Run, debug: bool | None = None) -> Response:

@@ -4,6 +4,7 @@ API's JSON error, never answered with werkzeug's slash-merging redirect and its 
 from __future__ import annotations
 
 import json
+from urllib.parse import quote
 
 import pytest
 from sqlalchemy import update
@@ -63,3 +64,14 @@ def test_listed_artifacts_carry_the_specs_path_rel_beside_path(client, app):
         client.get(f"/v1/jobs/{rid}/result").json["artifacts"],
     ):
         assert answer[0]["path_rel"] == answer[0]["path"] == "artifacts/notes.md"
+
+
+@pytest.mark.parametrize("name", ["line\nbreak.txt", "tab\there.txt", 'q"uote\r.txt'])
+def test_an_artifact_whose_name_holds_a_control_character_is_served(client, app, name):
+    rid = finished_job(client, app)
+    (run_dir(app, rid) / "artifacts" / name).write_text("x\n")
+    resp = client.get(f"/v1/jobs/{rid}/artifacts/{quote(name)}")
+    assert resp.status_code == 200 and resp.data == b"x\n", resp.data[:200]
+    disposition = resp.headers["Content-Disposition"]
+    assert "\n" not in disposition and "\r" not in disposition
+    assert disposition.startswith("attachment; filename=")
