@@ -166,7 +166,9 @@ class BatchRun:
                 self._submit_until_queued(job)
             except SkillRunnerError as exc:
                 self._slots.release()
-                if exc.status is not None and 400 <= exc.status < 500:
+                if exc.status in (401, 403):  # the token, not the job: every job would follow
+                    self._fail(exc)
+                elif exc.status is not None and 400 <= exc.status < 500:
                     note = f"{exc.code}: {exc.message}"
                     self._record(job, None, "rejected", exc.code, 0.0, False, note)
                 else:

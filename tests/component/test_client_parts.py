@@ -636,3 +636,23 @@ def test_ctrl_c_in_a_batch_says_how_to_continue_it(tmp_path):
     assert err.splitlines()[-1] == (
         "skill-runner-client: interrupted; --resume continues the batch"
     )
+
+
+def test_a_token_the_service_refuses_stops_the_batch_instead_of_rejecting_every_job(
+    scripted, capsys, tmp_path
+):
+    jobs = tmp_path / "jobs.jsonl"
+    jobs.write_text("".join(f'{{"key": "k{i}", "skill_id": "s"}}\n' for i in range(50)))
+    out = tmp_path / "out"
+    message = "the API token is not valid"
+    error = {"code": "UNAUTHORIZED", "message": message, "details": {}, "request_id": "h"}
+    scripted.script += [(401, {}, {"error": error})] * 50
+    url = f"http://127.0.0.1:{scripted.server_port}"
+    args = ["batch", str(jobs), "--out", str(out), "--concurrency", "1", "--server", url]
+    assert cli_main(args) == 1
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"skill-runner-client: the batch stopped: 401 UNAUTHORIZED: {message}; "
+        "--resume continues it"
+    )
+    assert len(scripted.seen) == 1  # not one refusal per job
+    assert (out / "summary.jsonl").read_text() == ""
