@@ -20,7 +20,7 @@ from typing import Any
 
 from runner_core.bounded_cache import BoundedCache
 from runner_core.secret_values import redact
-from runner_core.workspace import create_run_dir
+from runner_core.workspace import create_run_dir, open_own
 
 PROTOCOL_VERSION = "fcmp/1.0"
 EVENTS_FILE = "events.jsonl"
@@ -82,7 +82,7 @@ class EventLog:
         the lock, so two writers racing to write it write it once)."""
         if not items or not self.enabled or not self.path.parent.is_dir():
             return []
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        fd = open_own(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             if before_end and is_terminal(_last_event(fd) or {}):

@@ -179,13 +179,17 @@ def public_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not is_secret(k, v)}
 
 
+def _no_follow(path: str, flags: int) -> int:
+    return os.open(path, flags | os.O_NOFOLLOW)  # a planted link is not masked through
+
+
 def mask_file(path: Path, start: int = 0) -> int:
     """Overwrite remembered secrets in `path` from byte `start` on, in place and with the same
     length (a process may still be appending). Returns how many were masked."""
     if _patterns[1] is None:
         return 0
     try:
-        with open(path, "r+b") as fh:
+        with open(path, "r+b", opener=_no_follow) as fh:
             fh.seek(start)
             data = fh.read()
             count = 0

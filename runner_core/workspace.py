@@ -128,12 +128,24 @@ def write_json(path: Path, data: Any) -> None:
     write_file(path, json.dumps(data, indent=2, ensure_ascii=False, default=str).encode("utf-8"))
 
 
+def open_own(name: str | Path, flags: int, mode: int = 0o666) -> int:
+    """os.open that never follows a symlink at `name`: a link a run planted where the runner
+    writes (pointing out of the run) is removed and the file made anew in its place."""
+    try:
+        return os.open(name, flags | os.O_NOFOLLOW, mode)
+    except OSError as exc:
+        if exc.errno != errno.ELOOP or not (flags & os.O_CREAT):
+            raise
+    os.unlink(name)
+    return os.open(name, flags | os.O_NOFOLLOW | os.O_EXCL, mode)
+
+
 def write_file(path: Path | str, data: bytes, *, atomic: bool = True) -> None:
     """Write `data` to `path`; `atomic`: through `<path>.tmp` and a rename. Plain os calls:
     a text-mode open costs three more system calls (fstat, isatty, lseek) per file."""
     target = os.fspath(path)
     name = target + ".tmp" if atomic else target
-    fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
+    fd = open_own(name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
     try:
         try:
             view = memoryview(data)

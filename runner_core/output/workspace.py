@@ -86,9 +86,9 @@ def link_file(source: Path, dest: Path) -> bool:
 
 def read_result_file(run_dir: Path, relative: Path = RESULT_FILE) -> str | None:
     """Return the text of the result file (result/result.json unless the skill names another),
-    or None when it does not exist."""
+    or None when it does not exist or is a link leading out of the run (never read through)."""
     path = run_dir / relative
-    if not path.is_file():
+    if not path.is_file() or not path.resolve().is_relative_to(run_dir.resolve()):
         return None
     # errors="replace": a skill that writes Latin-1 should get a validation error, not a crash
     return path.read_text(encoding="utf-8", errors="replace")

@@ -100,6 +100,19 @@ def test_result_file_is_preferred_over_stdout(tmp_path: Path) -> None:
     assert outcome.source == "result_file"
 
 
+def test_a_result_file_linked_out_of_the_run_is_not_read(tmp_path: Path) -> None:
+    """A run may plant result/result.json as a link to a file outside it (another run's
+    result, a host file its box hides): the chain never reads through it."""
+    outside = tmp_path / "outside.json"
+    outside.write_text('{"title": "not this run\'s", "count": 9}', encoding="utf-8")
+    run_dir = tmp_path / "run"
+    (run_dir / "result").mkdir(parents=True)
+    (run_dir / "result" / "result.json").symlink_to(outside)
+    outcome = run_output_chain(run_dir, SCHEMA, engine_text='{"title": "stdout", "count": 2}')
+    assert outcome.data == {"title": "stdout", "count": 2}
+    assert outcome.source == "engine_text"
+
+
 def test_invalid_result_file_falls_back_to_stdout_with_warning(tmp_path: Path) -> None:
     write_result_file(tmp_path, '{"title": "from file"}')
     outcome = run_output_chain(tmp_path, SCHEMA, engine_text='{"title": "from stdout", "count": 2}')

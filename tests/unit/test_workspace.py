@@ -38,18 +38,41 @@ def test_script_snapshot_lives_in_dot_skill(tmp_path: Path, skill: Path) -> None
     assert find_snapshot(paths.root, "demo", (".gemini/skills",)) == copy
 
 
-def test_a_write_that_fails_leaves_neither_half_a_file_nor_its_temp(tmp_path) -> None:
+def test_a_write_that_fails_leaves_neither_half_a_file_nor_its_temp(tmp_path, monkeypatch) -> None:
     import errno
-    import os
 
+    from runner_core import workspace
     from runner_core.workspace import disk_full, write_json
 
     target = tmp_path / "result.json"
-    os.symlink("/dev/full", tmp_path / "result.json.tmp")  # every write there: ENOSPC
-    with pytest.raises(OSError) as caught:
-        write_json(target, {"a": 1})
+
+    def full(fd, data):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(workspace.os, "write", full)
+        with pytest.raises(OSError) as caught:
+            write_json(target, {"a": 1})
     assert caught.value.errno == errno.ENOSPC and disk_full(caught.value)
     assert sorted(p.name for p in tmp_path.iterdir()) == []
     write_json(target, {"a": 1})  # the next write goes through
     assert target.read_text() == '{\n  "a": 1\n}'
     assert not disk_full(PermissionError(errno.EACCES, "denied")) and not disk_full(ValueError())
+
+
+@pytest.mark.parametrize("atomic", [True, False])
+def test_a_write_replaces_a_link_planted_at_its_name(tmp_path, atomic) -> None:
+    """A run may plant a symlink where the runner writes (the file or its `.tmp`): the runner
+    writes a file of its own there, never through the link to what it points at."""
+    import os
+
+    from runner_core.workspace import write_file
+
+    victim = tmp_path / "outside.txt"
+    victim.write_text("untouched")
+    target = tmp_path / "run" / "validation.json"
+    target.parent.mkdir()
+    os.symlink(victim, Path(f"{target}.tmp") if atomic else target)
+    write_file(target, b"{}", atomic=atomic)
+    assert victim.read_text() == "untouched"
+    assert not target.is_symlink() and target.read_text() == "{}"

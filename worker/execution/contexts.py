@@ -33,7 +33,7 @@ class EntryContext:
     def watch(self, engine: bool = False) -> Watch:
         """A fresh watch (deadline, cancel poll, box) for one process of this run; `engine`:
         for an engine CLI (or its dependencies), which keeps the network."""
-        watch = self.make_watch(self.pkg)
+        watch = replace(self.make_watch(self.pkg), run_dir=self.paths.root)
         if engine and watch.box is not None:
             watch = replace(watch, box=watch.box.for_engine())
         return watch

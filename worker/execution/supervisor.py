@@ -23,6 +23,7 @@ from runner_core.egress import EgressPlan, EgressProxy
 from runner_core.engines.base import CommandSpec, ProcessResult
 from runner_core.netns import NAMESPACES, entered
 from runner_core.processes import terminate_group
+from runner_core.run_guard import reclaim
 from runner_core.sandbox import Box, box_command, limit_process, out_of_memory
 from runner_core.secret_values import mask_file
 from worker.execution.strays import command_started, end_strays
@@ -46,6 +47,8 @@ class Watch:
     over_budget: Callable[[ProcessResult], bool] | None = None
     # where a bwrap-boxed process may connect (runner_core.egress); None: as `box.network` says
     egress: EgressPlan | None = None
+    # the run directory: once the process ended, links it planted at runner paths are removed
+    run_dir: Path | None = None
 
 
 def run_command(
@@ -81,6 +84,8 @@ def run_command(
             procs, in_group = _pids_join(group)
             spec = box_command(spec, box, procs, gate, in_group=in_group)
         result = _run(spec, stdout_path, stderr_path, watch, group, gate, netns)
+    if watch.run_dir is not None:  # the group has ended: nothing of it plants links any more
+        reclaim(watch.run_dir)
     if _ran_out_of_memory(result, watch.box):
         result = replace(result, limit_exceeded="memory")
     return result

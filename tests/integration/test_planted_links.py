@@ -1,0 +1,91 @@
+"""A run's processes may plant symlinks where the worker later writes its records (result/,
+raw/, manifest.json, events.jsonl): the worker must write in the run, never through them."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+PLANTER = textwrap.dedent(
+    """
+    import json, os, shutil, sys
+    from pathlib import Path
+    run = Path(os.environ["SKILL_RUNNER_RUN_DIR"])
+    outside = Path(json.loads(Path(os.environ["SKILL_RUNNER_INPUT_FILE"]).read_text())
+                   ["input"]["outside"])
+    os.symlink(outside / "validation.txt", run / "result/validation.json")
+    os.symlink(outside / "result.txt", run / "result/result.json.tmp")
+    os.symlink(outside / "manifest.txt", run / "manifest.json.tmp")
+    (run / "events.jsonl").unlink()
+    os.symlink(outside / "events.txt", run / "events.jsonl")
+    shutil.rmtree(run / "raw", ignore_errors=True)
+    os.symlink(outside / "raw", run / "raw")
+    print(json.dumps({"ok": True}))
+    """
+)
+
+
+@pytest.fixture(scope="module")
+def backend():
+    return "sqlite"  # what the worker writes where does not depend on the database
+
+
+def write_planter(skills: Path) -> None:
+    root = skills / "link-planter"
+    (root / "assets").mkdir(parents=True)
+    (root / "scripts").mkdir()
+    (root / "SKILL.md").write_text(
+        "---\nname: link-planter\ndescription: plants links at runner paths\n---\nRun it.\n"
+    )
+    (root / "assets/runner.json").write_text(
+        json.dumps(
+            {
+                "id": "link-planter",
+                "version": "1.0.0",
+                "execution_modes": ["auto"],
+                "entrypoint": {"type": "script", "script": {"command": "python scripts/run.py"}},
+                "schemas": {
+                    "input": "assets/input.schema.json",
+                    "parameter": "assets/parameter.schema.json",
+                    "output": "assets/output.schema.json",
+                },
+            }
+        )
+    )
+    inline = {"type": "string", "x-input-source": "inline"}
+    schemas = {
+        "input": {"type": "object", "properties": {"outside": inline}, "required": ["outside"]},
+        "parameter": {"type": "object", "properties": {}},
+        "output": {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]},
+    }
+    for name, schema in schemas.items():
+        (root / f"assets/{name}.schema.json").write_text(json.dumps(schema))
+    (root / "scripts/run.py").write_text(PLANTER)
+
+
+def test_links_planted_at_runner_paths_are_not_written_through(module_stack, tmp_path):
+    stack = module_stack
+    write_planter(stack.settings.skills_dir)
+    outside = tmp_path / "outside"
+    (outside / "raw").mkdir(parents=True)
+    victims = {name: outside / name for name in ("validation.txt", "result.txt", "manifest.txt")}
+    for victim in victims.values():
+        victim.write_text("untouched")
+    rid = stack.client.post(
+        "/v1/jobs", json={"skill_id": "link-planter", "input": {"outside": str(outside)}}
+    ).json["request_id"]
+    status = stack.wait(rid)
+    assert status["status"] == "succeeded", status["error"]
+    assert {n: v.read_text() for n, v in victims.items()} == dict.fromkeys(victims, "untouched")
+    assert not (outside / "events.txt").exists() and list((outside / "raw").iterdir()) == []
+    run_dir = stack.settings.runs_dir / status["run_id"]
+    for record in ("result/validation.json", "result/result.json", "manifest.json", "raw"):
+        assert not (run_dir / record).is_symlink(), record
+    result = stack.client.get(f"/v1/jobs/{rid}/result").json["result"]
+    assert result["data"] == {"ok": True}
+    assert json.loads((run_dir / "result/validation.json").read_text())["ok"] is True
