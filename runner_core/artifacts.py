@@ -253,7 +253,7 @@ def _walk_artifacts(run_dir: Path, warnings: list[dict[str, str]]) -> list[tuple
             path = Path(dirpath) / name
             rel = path.relative_to(run_dir).as_posix()
             real = _real_path(path)
-            if real is None or path.is_symlink() and not real.is_relative_to(run_dir):
+            if real is None or path.is_symlink() and not _resolves_inside(real, run_dir):
                 warnings.append(
                     {
                         "code": ErrorCode.ARTIFACT_SYMLINK_ESCAPE,
@@ -272,6 +272,11 @@ def _walk_artifacts(run_dir: Path, warnings: list[dict[str, str]]) -> list[tuple
             elif name in filenames and real.is_file():
                 found.append((rel, real))
     return sorted(found)
+
+
+def _resolves_inside(real: Path, run_dir: Path) -> bool:
+    """A symlink's target is in the run and exists (a dangling link is no artifact either)."""
+    return real.is_relative_to(run_dir) and os.path.lexists(real)
 
 
 def _empty_dir(path: Path) -> bool:

@@ -106,6 +106,19 @@ def test_symlink_outside_run_dir_is_skipped_with_warning(tmp_path: Path, run_dir
     assert all(w["code"] == "ARTIFACT_SYMLINK_ESCAPE" for w in manifest.warnings)
 
 
+def test_a_dangling_symlink_is_skipped_with_a_warning(run_dir: Path) -> None:
+    """A link that does not resolve is reported, not dropped silently: a required artifact
+    written as one would fail ARTIFACT_MISSING with nothing saying why."""
+    (run_dir / "artifacts" / "report.md").symlink_to(run_dir / "artifacts" / "gone.md")
+    manifest = index_artifacts(run_dir, [ArtifactSpec("report", "report.md", required=True)])
+    assert manifest.artifacts == [] and [s.pattern for s in manifest.missing_required] == [
+        "report.md"
+    ]
+    assert [(w["code"], w["path"]) for w in manifest.warnings] == [
+        ("ARTIFACT_SYMLINK_ESCAPE", "artifacts/report.md")
+    ]
+
+
 def test_symlink_inside_run_dir_is_indexed(run_dir: Path) -> None:
     (run_dir / "result").mkdir()
     (run_dir / "result" / "out.json").write_text("{}")
