@@ -12,6 +12,7 @@ from jsonschema import validators
 
 from runner_core.bounded_cache import BoundedCache
 from runner_core.error_codes import ErrorCode
+from runner_core.schema_refs import deref
 
 
 class InputError(Exception):
@@ -77,16 +78,21 @@ def _too_deep() -> dict[str, Any]:
     return {"path": "", "message": TOO_DEEP_TO_VALIDATE, "validator": "depth"}
 
 
-def apply_defaults(schema: dict[str, Any], value: dict[str, Any]) -> dict[str, Any]:
-    """A copy of `value` with each missing property's `default` filled in (nested objects too)."""
+def apply_defaults(
+    schema: dict[str, Any], value: dict[str, Any], root: Any = None
+) -> dict[str, Any]:
+    """A copy of `value` with each missing property's `default` filled in (nested objects too,
+    and properties defined through a local `$ref` of the schema `root`)."""
+    root = schema if root is None else root
     result = deepcopy(value)
     for key, prop in schema.get("properties", {}).items():
+        prop = deref(root, prop)
         if not isinstance(prop, dict):
             continue
         if key not in result and "default" in prop:
             result[key] = deepcopy(prop["default"])
         if isinstance(result.get(key), dict) and prop.get("type") == "object":
-            result[key] = apply_defaults(prop, result[key])
+            result[key] = apply_defaults(prop, result[key], root)
     return result
 
 
@@ -117,10 +123,12 @@ def validate_parameters(schema: dict[str, Any], parameter: Any) -> dict[str, Any
 
 
 def file_fields(input_schema: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """Input properties read from uploads (`x-input-source: file`, the default)."""
+    """Input properties read from uploads (`x-input-source: file`, the default), each with its
+    local `$ref` resolved (its source and `extensions` may be in the definition)."""
+    props = {k: deref(input_schema, v) for k, v in input_schema.get("properties", {}).items()}
     return {
         k: v
-        for k, v in input_schema.get("properties", {}).items()
+        for k, v in props.items()
         if isinstance(v, dict) and v.get("x-input-source", "file") == "file"
     }
 

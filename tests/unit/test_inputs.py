@@ -88,6 +88,41 @@ def test_parameter_defaults_fill_nested_objects():
     assert apply_defaults(PARAMS, {"n": 7}) == {"n": 7, "opts": {"deep": True}}
 
 
+REF_INPUT = {
+    "type": "object",
+    "properties": {
+        "query": {"$ref": "#/$defs/text"},
+        "doc": {"$ref": "#/$defs/document", "description": "the paper"},
+    },
+    "$defs": {
+        "text": {"type": "string", "x-input-source": "inline"},
+        "document": {"type": "string", "x-input-source": "file", "extensions": [".md"]},
+    },
+    "required": ["query", "doc"],
+}
+REF_PARAMS = {
+    "type": "object",
+    "properties": {"opts": {"$ref": "#/$defs/opts"}},
+    "$defs": {
+        "opts": {
+            "type": "object",
+            "default": {},
+            "properties": {"lang": {"$ref": "#/$defs/lang"}},
+        },
+        "lang": {"type": "string", "default": "en"},
+    },
+}
+
+
+def test_fields_defined_through_a_ref_keep_their_source_extensions_and_defaults(tmp_path):
+    """The runner's keywords of a property written as a local $ref are in its definition: an
+    inline field stays inline, a file field keeps its extensions, a default is applied."""
+    (tmp_path / "doc.md").write_text("x")
+    resolved = resolve_inputs(REF_INPUT, REF_PARAMS, tmp_path, {"query": "q"}, {})
+    assert resolved.input == {"query": "q", "doc": str((tmp_path / "doc.md").resolve())}
+    assert resolved.parameter == {"opts": {"lang": "en"}}
+
+
 def test_parameter_type_error_lists_the_path():
     with pytest.raises(InputError) as err:
         validate_parameters(PARAMS, {"n": "three"})
