@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from copy import deepcopy
 from dataclasses import dataclass, field
+from itertools import combinations
 from pathlib import Path
 from typing import Any
 
@@ -149,6 +150,35 @@ def validate_inline(input_schema: dict[str, Any], inline: Any) -> dict[str, Any]
             {"fields": as_files},
         )
     return dict(inline)
+
+
+MAX_FILE_CHOICES = 6  # file inputs whose every choice of presence is tried: 64 validations
+
+
+def inline_errors(
+    input_schema: dict[str, Any], inline: dict[str, Any], named: Collection[str] = ()
+) -> list[dict[str, Any]]:
+    """The errors of a job's inline input that no upload can mend. Which files come is not
+    known yet: the input is checked with each choice of the file inputs present (`named` ones
+    always, as their path names them) and passes when one choice does (an `anyOf` of a file
+    and a text). Else the errors are those with every file present, less those about a file's
+    own value (the runner sets it at the run's start, when the whole input is checked again)."""
+    files = file_fields(input_schema)
+    unsure = [k for k in files if k not in named]
+    if len(unsure) <= MAX_FILE_CHOICES:
+        choices = [c for n in range(len(unsure), -1, -1) for c in combinations(unsure, n)]
+    else:
+        choices = [tuple(unsure), ()]
+    first: list[dict[str, Any]] | None = None
+    for chosen in choices:  # every file present first: the errors reported if none passes
+        value = {**inline, **{k: f"uploads/{k}" for k in (*named, *chosen)}}
+        errors = [
+            e for e in schema_errors(input_schema, value) if e["path"].split("/")[0] not in files
+        ]
+        if not errors:
+            return []
+        first = errors if first is None else first
+    return first or []
 
 
 def match_upload(uploads: Path, key: str, extensions: list[str]) -> Path | None:

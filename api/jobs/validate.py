@@ -16,8 +16,8 @@ from runner_core.engines.setting_types import check_setting_types
 from runner_core.error_codes import ErrorCode
 from runner_core.inputs import (
     InputError,
-    by_identity,
     file_fields,
+    inline_errors,
     path_inputs,
     schema_errors,
     validate_parameters,
@@ -168,15 +168,6 @@ def check_usd_budget(engine: str | None, model: str | None, options: dict[str, A
     )
 
 
-def inline_schema(input_schema: dict[str, Any]) -> dict[str, Any]:
-    """The input schema without its file fields (those come with the upload)."""
-    files = file_fields(input_schema)
-    schema = dict(input_schema)
-    schema["properties"] = {k: v for k, v in schema.get("properties", {}).items() if k not in files}
-    schema["required"] = [k for k in schema.get("required", []) if k not in files]
-    return schema
-
-
 def check_inline(pkg: SkillPackage, inline: dict[str, Any]) -> None:
     """Inline fields are checked now; file fields wait for the upload. A file field may name
     its upload by path (`<key>/<name>` or `inputs/<key>/<name>`), as existing clients do."""
@@ -192,7 +183,7 @@ def check_inline(pkg: SkillPackage, inline: dict[str, Any]) -> None:
             {"fields": sent_as_inline},
         )
     inline = {k: v for k, v in inline.items() if k not in by_path}
-    errors = schema_errors(by_identity(pkg.input_schema, inline_schema), inline)
+    errors = inline_errors(pkg.input_schema, inline, set(by_path))
     if errors:
         raise ApiError(
             400,

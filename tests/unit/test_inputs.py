@@ -8,6 +8,7 @@ from runner_core.inputs import (
     TOO_DEEP_TO_VALIDATE,
     InputError,
     apply_defaults,
+    inline_errors,
     resolve_inputs,
     schema_errors,
     validate_parameters,
@@ -121,6 +122,22 @@ def test_fields_defined_through_a_ref_keep_their_source_extensions_and_defaults(
     resolved = resolve_inputs(REF_INPUT, REF_PARAMS, tmp_path, {"query": "q"}, {})
     assert resolved.input == {"query": "q", "doc": str((tmp_path / "doc.md").resolve())}
     assert resolved.parameter == {"opts": {"lang": "en"}}
+
+
+def test_inline_input_passes_when_some_choice_of_uploads_would_make_it_valid():
+    """A file or a text, never both: the text alone is good (no file will come), so is nothing
+    (the file will); a wrong type of the text is not mended by any upload."""
+    schema = {
+        "type": "object",
+        "properties": {
+            "doc": {"type": "string"},
+            "text": {"type": "string", "x-input-source": "inline"},
+        },
+        "oneOf": [{"required": ["doc"]}, {"required": ["text"]}],
+    }
+    assert inline_errors(schema, {"text": "t"}) == [] and inline_errors(schema, {}) == []
+    assert [e["validator"] for e in inline_errors(schema, {"text": 5})] == ["oneOf", "type"]
+    assert inline_errors(schema, {"text": "t"}, named={"doc"})[0]["validator"] == "oneOf"
 
 
 def test_parameter_type_error_lists_the_path():
