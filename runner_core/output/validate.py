@@ -18,6 +18,7 @@ from runner_core.inputs import TOO_DEEP_TO_VALIDATE, by_identity
 # end up in every error record.
 _MAX_MESSAGE_CHARS = 500
 _PREVIEW_CHARS = 200  # `expected` and `got` of an error record
+TOO_DEEP_TO_SHOW = "(a value nested too deeply to show)"
 
 
 class OutputSchemaError(ValueError):
@@ -94,9 +95,19 @@ def _cut(text: str) -> str:
 
 
 def _preview(value: Any) -> Any:
-    """`value` itself when small, else its JSON text cut short."""
-    text = json.dumps(value, ensure_ascii=False, default=str)
-    return value if len(text) <= _PREVIEW_CHARS else text[: _PREVIEW_CHARS - 3] + "..."
+    """`value` itself when small, else its JSON text cut short. A value holding NaN or Infinity
+    is always text (JSON has no such number: the record and the API answer must stay JSON), and
+    one nested too deeply to write says so."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, default=str, allow_nan=False)
+        plain = True
+    except ValueError:
+        text, plain = json.dumps(value, ensure_ascii=False, default=str), False
+    except RecursionError:
+        return TOO_DEEP_TO_SHOW
+    if plain and len(text) <= _PREVIEW_CHARS:
+        return value
+    return text if len(text) <= _PREVIEW_CHARS else text[: _PREVIEW_CHARS - 3] + "..."
 
 
 def is_root_type_mismatch(errors: list[dict[str, str]]) -> bool:

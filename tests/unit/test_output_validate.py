@@ -82,3 +82,20 @@ def test_nan_and_infinity_are_errors_wherever_they_sit():
         ("$.n", "finite"),
     ]
     assert collect_errors(build_validator(schema), {"n": 1e308}) == []
+
+
+def test_what_an_error_record_shows_of_the_value_is_always_json():
+    """`got` of a record goes into result.json and the API answer: NaN (no JSON number) is
+    shown as text, and a value too deep to write says so instead of failing the run."""
+    import json
+
+    from runner_core.output.validate import TOO_DEEP_TO_SHOW, _preview
+
+    schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}}
+    errors = collect_errors(build_validator(schema), {"ok": float("nan")})
+    assert [(e["validator"], e["got"]) for e in errors] == [("type", "NaN"), ("finite", "nan")]
+    json.dumps(errors, allow_nan=False)  # raises on a NaN left in
+    deep: list = []
+    for _ in range(5000):
+        deep = [deep]
+    assert _preview(deep) == TOO_DEEP_TO_SHOW
