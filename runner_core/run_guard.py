@@ -15,6 +15,8 @@ from pathlib import Path
 log = logging.getLogger(__name__)
 
 RUNNER_DIRS = ("result", "raw", "logs", "bundle")
+# files the runner writes after the run's processes: a folder a run made there is removed
+RUNNER_RECORDS = ("result/result.json", "result/output.json", "result/validation.json")
 RUNNER_FILES = (
     "manifest.json",
     "events.jsonl",
@@ -26,8 +28,8 @@ RUNNER_FILES = (
 
 def reclaim(run_dir: Path) -> list[str]:
     """Remove every symlink in the runner's folders and at its records' names (their `.tmp`
-    too), and put a real folder back where one of its folders was replaced. Returns the
-    run-relative paths removed."""
+    too), a folder made at a record's name, and put a real folder back where one of its
+    folders was replaced. Returns the run-relative paths removed."""
     removed: list[str] = []
     for name in RUNNER_FILES:
         for candidate in (name, name + ".tmp"):
@@ -45,6 +47,10 @@ def reclaim(run_dir: Path) -> list[str]:
                 path = Path(root) / entry
                 if _drop_link(path):
                     removed.append(path.relative_to(run_dir).as_posix())
+    for name in (*RUNNER_RECORDS, *RUNNER_FILES):
+        if (run_dir / name).is_dir() and not (run_dir / name).is_symlink():
+            shutil.rmtree(run_dir / name, ignore_errors=True)
+            removed.append(name)
     if removed:
         log.warning("run %s: removed links planted at runner paths: %s", run_dir.name, removed)
     return removed

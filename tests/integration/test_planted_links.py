@@ -35,17 +35,18 @@ def backend():
     return "sqlite"  # what the worker writes where does not depend on the database
 
 
-def write_planter(skills: Path) -> None:
-    root = skills / "link-planter"
+def write_skill(skills: Path, skill_id: str, script: str) -> None:
+    """A script skill `skill_id` running `script`, an inline `outside` in, `{ok}` out."""
+    root = skills / skill_id
     (root / "assets").mkdir(parents=True)
     (root / "scripts").mkdir()
     (root / "SKILL.md").write_text(
-        "---\nname: link-planter\ndescription: plants links at runner paths\n---\nRun it.\n"
+        f"---\nname: {skill_id}\ndescription: a test of runner paths\n---\nRun it.\n"
     )
     (root / "assets/runner.json").write_text(
         json.dumps(
             {
-                "id": "link-planter",
+                "id": skill_id,
                 "version": "1.0.0",
                 "execution_modes": ["auto"],
                 "entrypoint": {"type": "script", "script": {"command": "python scripts/run.py"}},
@@ -65,12 +66,12 @@ def write_planter(skills: Path) -> None:
     }
     for name, schema in schemas.items():
         (root / f"assets/{name}.schema.json").write_text(json.dumps(schema))
-    (root / "scripts/run.py").write_text(PLANTER)
+    (root / "scripts/run.py").write_text(script)
 
 
 def test_links_planted_at_runner_paths_are_not_written_through(module_stack, tmp_path):
     stack = module_stack
-    write_planter(stack.settings.skills_dir)
+    write_skill(stack.settings.skills_dir, "link-planter", PLANTER)
     outside = tmp_path / "outside"
     (outside / "raw").mkdir(parents=True)
     victims = {name: outside / name for name in ("validation.txt", "result.txt", "manifest.txt")}
@@ -89,3 +90,17 @@ def test_links_planted_at_runner_paths_are_not_written_through(module_stack, tmp
     result = stack.client.get(f"/v1/jobs/{rid}/result").json["result"]
     assert result["data"] == {"ok": True}
     assert json.loads((run_dir / "result/validation.json").read_text())["ok"] is True
+
+
+def test_a_folder_made_at_the_result_files_name_does_not_fail_the_run(module_stack):
+    """A skill that made result/result.json a folder (and printed its result) still gets its
+    result document written there, not INTERNAL_ERROR."""
+    stack = module_stack
+    code = 'import os; os.mkdir(os.environ["SKILL_RUNNER_RESULT_FILE"]); print(\'{"ok": true}\')'
+    write_skill(stack.settings.skills_dir, "result-folder", code)
+    rid = stack.client.post(
+        "/v1/jobs", json={"skill_id": "result-folder", "input": {"outside": ""}}
+    ).json["request_id"]
+    status = stack.wait(rid)
+    assert status["status"] == "succeeded", status["error"]
+    assert stack.client.get(f"/v1/jobs/{rid}/result").json["result"]["data"] == {"ok": True}
