@@ -64,12 +64,12 @@ def hidden_dirs(settings: Settings) -> tuple[Path, ...]:
 
 
 def fetch_dependencies(entry: EntryContext) -> None:
-    """A script with runtime.dependencies in a box without network: uv fetches them with
-    network first (as for an engine), so the script's own `uv run` works offline from the cache.
-    Raises RunFailed (DEPENDENCIES_UNAVAILABLE) when uv cannot."""
+    """A script with runtime.dependencies: uv fetches them first (with network, as for an
+    engine), so the script's own `uv run` works offline from the cache in a box without
+    network, and deps uv cannot provide fail the run DEPENDENCIES_UNAVAILABLE however it is
+    boxed (not SKILL_SCRIPT_FAILED, as if the script had run)."""
     runtime = entry.pkg.loaded_manifest.runtime
-    box = entry.watch().box
-    if runtime and runtime.dependencies and box is not None and box.cuts_network:
+    if runtime and runtime.dependencies:
         install_dependencies(entry, runtime, uv_cache_dir(entry.settings.data_dir))
 
 
