@@ -13,7 +13,25 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-_DECODER = json.JSONDecoder()
+
+def _integer(text: str) -> int | float:
+    """An integer of more digits than Python converts (4300) is taken as out of range, an
+    infinity that validation reports as no JSON number, rather than a crash of the run."""
+    try:
+        return int(text)
+    except ValueError:
+        return float(text)
+
+
+_DECODER = json.JSONDecoder(parse_int=_integer)  # for values inside a text
+_WHOLE = json.JSONDecoder(parse_int=_integer)  # for a text that is one value
+
+
+def loads(text: str) -> Any:
+    """json.loads with the integers above."""
+    return _WHOLE.decode(text)
+
+
 _OPENER = re.compile(r"[\[{]")
 # A fence runs from a ``` line to the next ``` line; an unclosed fence (truncated output) runs
 # to the end of the text.
@@ -107,7 +125,7 @@ def iter_extracted(text: str) -> Iterator[Extracted]:
     sources.append((strip_fences(text), "whole_text"))
     for source, how in sources:
         try:
-            yield Extracted(json.loads(source), how)
+            yield Extracted(loads(source), how)
             continue
         except (json.JSONDecodeError, RecursionError):  # too deep is not a value either
             pass

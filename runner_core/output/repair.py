@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from runner_core.output.parse import strip_fences
+from runner_core.output.parse import loads, strip_fences
 
 BOM = "\ufeff"
 _MAX_DECODE_DEPTH = 3  # "{\"a\": 1}" wrapped again is still plainly mechanical; deeper is noise
@@ -80,7 +80,7 @@ def decode_nested_json(value: Any) -> Any | None:
             break
         inner = strip_fences(decoded.strip().removeprefix(BOM))
         try:
-            decoded = json.loads(remove_trailing_commas(inner))
+            decoded = loads(remove_trailing_commas(inner))
         except (json.JSONDecodeError, RecursionError):
             return None
     return decoded if isinstance(decoded, (dict, list)) and decoded is not value else None

@@ -231,3 +231,13 @@ def test_result_mode_stdout_reads_only_the_final_message(tmp_path: Path) -> None
         tmp_path, SCHEMA, engine_text='{"title": "printed", "count": 2}', result_file=None
     )
     assert (outcome.data, outcome.source) == ({"title": "printed", "count": 2}, "engine_text")
+
+
+def test_an_integer_too_long_to_convert_is_a_validation_error_not_a_crash(tmp_path: Path) -> None:
+    """Python converts integers of at most 4300 digits: a longer one in the output (stdout or
+    the result file) is reported as out of range at its path, and the run fails cleanly."""
+    text = '{"title": "t", "count": ' + "9" * 5000 + "}"
+    write_result_file(tmp_path, text)
+    outcome = run_output_chain(tmp_path, SCHEMA, engine_text=text)
+    assert not outcome.ok
+    assert ("$.count", "finite") in {(e["path"], e["validator"]) for e in outcome.validation_errors}
