@@ -246,6 +246,14 @@ def _walk_artifacts(run_dir: Path, warnings: list[dict[str, str]]) -> list[tuple
     """(run-relative path, real file) pairs, sorted; symlinks only when they stay inside."""
     base = run_dir / ARTIFACTS_DIR
     found: list[tuple[str, Path]] = []
+    if base.is_symlink():  # the whole folder replaced by a link: said, as for one inside it
+        warnings.append(
+            {
+                "code": ErrorCode.ARTIFACT_SYMLINK_DIR,
+                "path": ARTIFACTS_DIR,
+                "message": "artifacts/ is a symlink; not followed",
+            }
+        )
     if not base.is_dir() or base.is_symlink():
         return found
     for dirpath, dirnames, filenames in os.walk(base):  # never follows directory symlinks

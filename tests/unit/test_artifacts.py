@@ -119,6 +119,20 @@ def test_a_dangling_symlink_is_skipped_with_a_warning(run_dir: Path) -> None:
     ]
 
 
+def test_an_artifacts_folder_replaced_by_a_link_is_not_followed_and_said(tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "report.md").write_text("r")
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "artifacts").symlink_to(elsewhere)
+    manifest = index_artifacts(run, [ArtifactSpec("report", "report.md", required=True)])
+    assert manifest.artifacts == [] and len(manifest.missing_required) == 1
+    assert [(w["code"], w["path"]) for w in manifest.warnings] == [
+        ("ARTIFACT_SYMLINK_DIR", "artifacts")
+    ]
+
+
 def test_symlink_inside_run_dir_is_indexed(run_dir: Path) -> None:
     (run_dir / "result").mkdir()
     (run_dir / "result" / "out.json").write_text("{}")
