@@ -104,3 +104,20 @@ def test_a_folder_made_at_the_result_files_name_does_not_fail_the_run(module_sta
     status = stack.wait(rid)
     assert status["status"] == "succeeded", status["error"]
     assert stack.client.get(f"/v1/jobs/{rid}/result").json["result"]["data"] == {"ok": True}
+
+
+def test_a_skipped_artifact_link_is_a_warning_naming_its_path(module_stack):
+    """The warning's details say which link (its code and message are the warning's own)."""
+    stack = module_stack
+    code = (
+        "import os; os.symlink('/etc/hostname', os.environ['SKILL_RUNNER_ARTIFACTS_DIR'] + "
+        "'/escape'); print('{\"ok\": true}')"
+    )
+    write_skill(stack.settings.skills_dir, "artifact-link", code)
+    rid = stack.client.post(
+        "/v1/jobs", json={"skill_id": "artifact-link", "input": {"outside": ""}}
+    ).json["request_id"]
+    assert stack.wait(rid)["status"] == "succeeded"
+    warnings = stack.client.get(f"/v1/jobs/{rid}/result").json["result"]["validation_warnings"]
+    [escape] = [w for w in warnings if w["code"] == "ARTIFACT_SYMLINK_ESCAPE"]
+    assert escape["details"] == {"path": "artifacts/escape"}

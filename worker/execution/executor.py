@@ -408,7 +408,8 @@ class RunExecutor:
         write_manifest(self.paths.root, manifest)
         self.artifacts = [a.path for a in manifest.artifacts]
         self.warnings.extend(
-            run_warning(w["code"], w.get("message", ""), w) for w in manifest.warnings
+            run_warning(w["code"], w.get("message", ""), {"path": w["path"]})
+            for w in manifest.warnings
         )
         if manifest.missing_required:
             missing = [s.pattern for s in manifest.missing_required]
