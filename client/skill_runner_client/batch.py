@@ -28,6 +28,10 @@ LONG_POLL_SEC = 20.0
 QUEUE_FULL, QUEUE_FULL_PAUSE_SEC = "QUEUE_FULL", 1.0
 SUMMARY = "summary.jsonl"
 OWNER = "batch_file.txt"  # the real path of the batch file whose batch --out holds
+WAITING = "waiting_user"
+# summary statuses --resume sends again: refused jobs (not on the service) and jobs waiting
+# for a reply (their Idempotency-Key answers the same job, collected once it ends)
+NOT_DONE = ("rejected", WAITING)
 
 
 class BatchAborted(RuntimeError):
@@ -52,7 +56,8 @@ class Pending:
 
 def read_summary(out: Path) -> dict[str, dict[str, Any]]:
     """The jobs the summary holds as done, by key. It is rewritten without a line torn by a
-    crash and without refused jobs (nothing of those exists on the service: they go again)."""
+    crash, without refused jobs (nothing of those exists on the service: they go again) and
+    without jobs that waited for a reply (sent again with their key, they are collected)."""
     path = out / SUMMARY
     if not path.exists():
         return {}
@@ -65,7 +70,7 @@ def read_summary(out: Path) -> dict[str, dict[str, Any]]:
                 break
             if not raw.endswith(b"\n"):
                 break
-            if entry["status"] != "rejected":
+            if entry["status"] not in NOT_DONE:
                 done[entry["key"]] = entry
     part = path.with_name(SUMMARY + ".part")
     part.write_text("".join(json.dumps(e) + "\n" for e in done.values()), encoding="utf-8")
@@ -231,6 +236,18 @@ class BatchRun:
         except SkillRunnerError as exc:
             if exc.code != "RUN_NOT_FINISHED":
                 raise
+            if exc.details.get("status") == WAITING:  # asks a question nobody here answers
+                self._record(
+                    item.job,
+                    item.request_id,
+                    WAITING,
+                    None,
+                    time.monotonic() - item.submitted,
+                    True,
+                    f"{WAITING}: answer it (skill-runner reply {item.request_id}), then --resume",
+                )
+                self._slots.release()
+                return
             if time.monotonic() - asked < 1.0:
                 time.sleep(0.5)  # answered at once: the server's waiting slots are taken
             self._pending.put(item)

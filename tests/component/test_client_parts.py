@@ -656,3 +656,31 @@ def test_a_token_the_service_refuses_stops_the_batch_instead_of_rejecting_every_
     )
     assert len(scripted.seen) == 1  # not one refusal per job
     assert (out / "summary.jsonl").read_text() == ""
+
+
+def test_a_batch_job_that_asks_a_question_ends_waiting_and_resume_collects_it(
+    scripted, capsys, tmp_path
+):
+    jobs = tmp_path / "jobs.jsonl"
+    jobs.write_text('{"key": "a", "skill_id": "s"}\n')
+    out = tmp_path / "out"
+    asks = {
+        "code": "RUN_NOT_FINISHED",
+        "message": "the run is waiting_user; poll its status",
+        "details": {"status": "waiting_user", "waiting_for_upload": False},
+        "request_id": "r",
+    }
+    created = (200, {}, {"request_id": "r", "status": "queued"})
+    scripted.script += [created, (409, {}, {"error": asks})]
+    url = f"http://127.0.0.1:{scripted.server_port}"
+    args = ["batch", str(jobs), "--out", str(out), "--server", url]
+    assert cli_main(args) == 1  # it used to ask for the result every half second, for ever
+    (entry,) = [json.loads(line) for line in (out / "summary.jsonl").read_text().splitlines()]
+    assert (entry["status"], entry["request_id"]) == ("waiting_user", "r")
+    assert "skill-runner reply r" in capsys.readouterr().err
+    # answered meanwhile: --resume sends the job again (its key answers the same job)
+    result = {"request_id": "r", "result": {"status": "succeeded", "data": {}}}
+    scripted.script += [created, (200, {}, result)]
+    assert cli_main([*args, "--resume"]) == 0
+    (entry,) = [json.loads(line) for line in (out / "summary.jsonl").read_text().splitlines()]
+    assert entry["status"] == "succeeded" and (out / "results" / "a.json").is_file()
