@@ -130,7 +130,7 @@ class Jobs(RunRoutes):
 
     def download_artifact(self, request_id: str, path: str, dest: str | os.PathLike[str]) -> Path:
         """Stream one artifact (by its manifest path) to `dest`."""
-        return self._download(self._path(request_id, "/artifacts/" + quote(path)), Path(dest))
+        return self._download(self._path(request_id, "/artifacts/" + quote(path)), dest)
 
 
 class TempRuns(RunRoutes):

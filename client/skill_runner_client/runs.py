@@ -210,7 +210,7 @@ class RunRoutes:
 
     def download_bundle(self, request_id: str, dest: str | os.PathLike[str]) -> Path:
         """Stream the run bundle zip to `dest` (written whole or not at all)."""
-        return self._download(self._path(request_id, "/bundle"), Path(dest))
+        return self._download(self._path(request_id, "/bundle"), dest)
 
     def pending(self, request_id: str) -> PendingAnswer:
         """The interaction an interactive run waits on (`pending` None when none)."""
@@ -232,11 +232,13 @@ class RunRoutes:
         answer = self._t.request("POST", path, json=body, safe_to_repeat=bool(idempotency_key))
         return cast(ReplyAnswer, answer.json())
 
-    def _download(self, path: str, dest: Path) -> Path:
+    def _download(self, path: str, given: str | os.PathLike[str]) -> Path:
         # the file is written beside `dest` and renamed over it: refuse what that would replace
-        # or fail on only after the download (a directory, a device such as /dev/null)
-        if dest.is_dir():
-            raise IsADirectoryError(errno.EISDIR, "Is a directory", str(dest))
+        # or fail on only after the download (a directory, a device such as /dev/null), and a
+        # path ending in / (a folder named, which Path() would take as a file of that name)
+        dest = Path(given)
+        if dest.is_dir() or os.fspath(given).endswith(("/", os.sep)):
+            raise IsADirectoryError(errno.EISDIR, "Is a directory", os.fspath(given))
         if dest.exists() and not dest.is_file():
             raise FileExistsError(errno.EEXIST, "Not a regular file", str(dest))
         if not dest.parent.exists():  # (a file there: opening below says "Not a directory")

@@ -684,3 +684,12 @@ def test_a_batch_job_that_asks_a_question_ends_waiting_and_resume_collects_it(
     assert cli_main([*args, "--resume"]) == 0
     (entry,) = [json.loads(line) for line in (out / "summary.jsonl").read_text().splitlines()]
     assert entry["status"] == "succeeded" and (out / "results" / "a.json").is_file()
+
+
+def test_a_bundle_path_ending_in_a_slash_names_a_folder_and_is_refused(scripted, capsys, tmp_path):
+    given = f"{tmp_path}/new/"  # Path() drops the slash: a file named `new` was written
+    scripted.script += [(200, {}, {"request_id": "x", "status": "succeeded"}), (200, {}, {})]
+    url = f"http://127.0.0.1:{scripted.server_port}"
+    assert cli_main(["bundle", "x", "-o", given, "--server", url]) == 2
+    assert capsys.readouterr().err == f"skill-runner-client: cannot write {given}: Is a directory\n"
+    assert not (tmp_path / "new").exists()
