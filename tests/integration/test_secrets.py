@@ -15,7 +15,7 @@ from api import create_app
 from api.queue import CeleryQueue
 from runner_core.bundles import stream_bundle
 from tests.databases import create_postgres_db
-from tests.helpers import copy_skills, migrated_settings, wait_for_job
+from tests.helpers import copy_skills, migrated_settings, wait_for, wait_for_job
 from tests.integration.services import WorkerProcess
 
 pytestmark = pytest.mark.integration
@@ -122,7 +122,13 @@ def test_no_secret_in_the_runs_logs_events_bundles_or_previews(hunted):
 
 def test_no_secret_in_the_service_logs(hunted):
     _client, settings, rid, worker = hunted
-    service_log = (settings.data_dir / "logs" / "skill_runner.log").read_text()
-    console = worker.log_path.read_text()
-    assert rid in service_log and rid in console  # the run was logged
+
+    def logs() -> tuple[str, str] | None:
+        # the run's own lines (they carry its request id), which the worker process may write
+        # a moment after the run's end is recorded
+        service_log = (settings.data_dir / "logs" / "skill_runner.log").read_text()
+        console = worker.log_path.read_text()
+        return (service_log, console) if rid in service_log and rid in console else None
+
+    service_log, console = wait_for(logs, 30, 0.1, "the run's lines in both logs")
     assert leaked(service_log) == [] and leaked(console) == []
