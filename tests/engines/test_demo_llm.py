@@ -19,7 +19,7 @@ from tests.engines.harness import require_binary
 from tests.helpers import upload_body, wait_for_job
 from tests.integration.services import WorkerProcess, broker_settings
 
-ENGINES = ["codex", "gemini", "opencode", "qwen", "claude"]
+ENGINES = ["codex", "gemini", "opencode", "kilo", "qwen", "claude"]
 # The demo LLM's sessions sit above the wire format, and demo_echo speaks each engine's wire;
 # the longer sessions run on two wires (Responses, Messages): each run of a node or bun CLI
 # costs seconds of CPU, and every CLI's upload and resume paths are tested in test_worker_jobs
