@@ -195,7 +195,10 @@ class IdempotencyKey(Base):
     response: Mapped[dict[str, Any]] = mapped_column(JSON)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
-    __table_args__ = (Index("ix_idempotency_keys_created_at", "created_at"),)
+    __table_args__ = (
+        Index("ix_idempotency_keys_created_at", "created_at"),
+        Index("ix_idempotency_keys_request_id", "request_id"),  # cleanup deletes by request
+    )
 
 
 class EndedUiSession(Base):
