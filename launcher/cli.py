@@ -125,6 +125,7 @@ def new(args) -> int:
         )
         return 2
     print(f"{root}: a new {args.kind} skill; check it with: skill-runner validate {root}")
+    print(f"play its test cases ({root / 'tests' / 'skill-test.json'}): skill-runner test {root}")
     return 0
 
 

@@ -1,5 +1,5 @@
 """`skill-runner new NAME --kind prompt|script|skill.json`: a skill directory that passes
-`skill-runner validate` as written, to edit from there."""
+`skill-runner validate` and its own `skill-runner test` as written, to edit from there."""
 
 from __future__ import annotations
 
@@ -62,6 +62,24 @@ def execute(input, ctx):
 '''
 
 
+TEST_TEXT = "Skills are folders. They run anywhere."
+TEST_DATA = {"summary": "Skills are folders", "words": 6}
+
+
+def _test_file(kind: str) -> str:
+    """tests/skill-test.json: one case `skill-runner test` plays as written; a prompt skill's
+    case scripts the model's answer (docs/skills.md, Start, check, run)."""
+    case: dict[str, object] = {
+        "name": "a summary and the word count",
+        "input": {"text": TEST_TEXT},
+        "expect": {"status": "succeeded", "data": TEST_DATA},
+    }
+    if kind == "prompt":
+        case["engine"] = "codex"
+        case["model"] = {"tool": False, "final_text": json.dumps(TEST_DATA)}
+    return _json({"cases": [case]})
+
+
 class ScaffoldError(ValueError):
     """The name or the place cannot take a new skill; the message says why."""
 
@@ -78,6 +96,7 @@ def new_skill(parent: Path, name: str, kind: str) -> Path:
     if root.exists():
         raise ScaffoldError(f"{root} already exists")
     files = _openevo(name) if kind == "skill.json" else _agent_skill(name, kind)
+    files["tests/skill-test.json"] = _test_file(kind)
     for rel, text in files.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text, encoding="utf-8")

@@ -46,7 +46,6 @@ def test_the_cache_lookup_is_one_index_seek(tmp_path):
     assert "TEMP B-TREE" not in plan, plan
 
 
-
 def test_cleanup_finds_the_idempotency_keys_of_a_request_by_index(tmp_path):
     """Cleanup deletes the Idempotency-Keys of the requests it deletes, by request id: without
     an index on it (migration 0017) each cleanup walked every key."""
@@ -63,6 +62,7 @@ def test_cleanup_finds_the_idempotency_keys_of_a_request_by_index(tmp_path):
         )
     engine.dispose()
     assert "ix_idempotency_keys_request_id" in plan, plan
+
 
 @BOTH_DATABASES
 def test_a_test_database_is_a_copy_of_the_template_at_the_migration_head(settings):

@@ -35,6 +35,29 @@ def test_the_example_skills_pass_their_own_test_files():
     assert primes.returncode == 0, primes.stdout + primes.stderr
 
 
+def test_a_new_skill_of_each_kind_passes_its_own_test_cases(tmp_path):
+    """`new` then `test`, as docs/skills.md's first block runs them: each kind comes with a
+    case its skill passes as written (a prompt skill's through codex and a scripted answer)."""
+    require_binary(get_adapter("codex"))
+    for name, kind in [
+        ("made-prompt", "prompt"),
+        ("made-script", "script"),
+        ("made_code", "skill.json"),
+    ]:
+        made = subprocess.run(
+            [sys.executable, "-m", "launcher.cli", "new", name, "--kind", kind, "--dir", str(tmp_path)],
+            capture_output=True, text=True, timeout=60, cwd=REPO_ROOT,
+        )  # fmt: skip
+        assert made.returncode == 0, made.stderr
+        assert f"skill-runner test {tmp_path / name}" in made.stdout
+        done = skill_test(str(tmp_path / name))
+        assert done.returncode == 0, (kind, done.stdout + done.stderr)
+        assert done.stdout.splitlines() == [
+            "PASS a summary and the word count",
+            "1 of 1 case(s) passed",
+        ], kind
+
+
 def test_a_case_that_does_not_hold_fails_with_each_difference(tmp_path):
     case = {
         "name": "wrong bound",
