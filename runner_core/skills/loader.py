@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import re
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +16,7 @@ from runner_core.engines import RETIRED, RUNNABLE_ENGINES, SUPPORTED_ENGINES
 from runner_core.openevo.spec import is_openevo_dir, load_openevo
 from runner_core.skills.files import SkillFileError, read_json, read_text
 from runner_core.skills.manifest import parse_manifest
-from runner_core.skills.model import SkillPackage
+from runner_core.skills.model import RunnerManifest, SkillPackage
 from runner_core.skills.schemas import check_skill_schema
 
 SCHEMA_KINDS = ("input", "parameter", "output")
@@ -45,6 +47,7 @@ def load_skill(root: Path, *, strict: bool = False) -> SkillPackage:
         )
     if pkg.name and manifest.id != pkg.name:
         pkg.errors.append(f"runner.json id '{manifest.id}' must equal SKILL.md name '{pkg.name}'")
+    pkg.warnings.extend(missing_command_files(root, manifest))
     _load_schemas(pkg)
     pkg.effective_engines = effective_engines(
         manifest.engines, manifest.unsupported_engines, pkg.errors, pkg.warnings
@@ -66,7 +69,7 @@ def effective_engines(engines, unsupported, errors: list[str], warnings: list[st
     if unknown:
         warnings.append(
             f"runner.json: this service has no adapter for engine {', '.join(unknown)}; "
-            "runs on it are refused (engines here: " + ", ".join(SUPPORTED_ENGINES) + ")"
+            "runs on it are refused (engines here: " + ", ".join(RUNNABLE_ENGINES) + ")"
         )
     retired = [e for e in declared if e in RETIRED] if engines is not None else []
     if retired:
@@ -75,6 +78,33 @@ def effective_engines(engines, unsupported, errors: list[str], warnings: list[st
             "new runs on it are refused"
         )
     return [e for e in declared if e in SUPPORTED_ENGINES]
+
+
+_SCRIPT_SUFFIXES = (".py", ".sh", ".bash", ".js", ".mjs", ".cjs", ".ts", ".rb", ".pl", ".r", ".R")
+
+
+def missing_command_files(root: Path, manifest: RunnerManifest) -> list[str]:
+    """A warning per script a command names that the skill lacks: its commands run from the
+    skill's root, so `python scripts/run.py` needs `scripts/run.py` there."""
+    commands = [("entrypoint.script.command", manifest.entrypoint.script_command)]
+    for key in ("normalizer", "fallback"):
+        command = getattr(manifest, key)
+        if command is not None and command.enabled:
+            commands.append((f"{key}.command", command.command))
+    warnings = []
+    for where, command_line in commands:
+        try:
+            argv = shlex.split(command_line or "")
+        except ValueError:  # reported as an error by parse_manifest
+            continue
+        for token in argv:
+            if token.startswith("-") or os.path.isabs(token) or any(c.isspace() for c in token):
+                continue
+            if not (token.endswith(_SCRIPT_SUFFIXES) or token.startswith("./")):
+                continue
+            if not (root / token).exists():
+                warnings.append(f"runner.json: {where} runs {token}, which the skill does not have")
+    return warnings
 
 
 def _load_skill_md(pkg: SkillPackage) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shlex
+from difflib import get_close_matches
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -20,12 +21,34 @@ ENTRYPOINT_TYPES = ("prompt", "script", "hybrid")
 NETWORK_MODES = ("off", "allowlist", "on")  # `on`: the open network, unless the operator forbids it
 
 
+# the spec's keys, this service's own (retries, runtime, max_attempt) and those Skill-Runner's
+# manifests carry (name, description, engine_configs, mcp): any other key is read by nobody
+KNOWN_KEYS = frozenset(
+    "id version engines unsupported_engines execution_modes entrypoint schemas artifacts "
+    "automation normalizer fallback runtime max_attempt retries name description "
+    "engine_configs mcp".split()
+)
+# where a key written at the top level belongs
+MISPLACED = {
+    "timeout": "automation.timeout_sec",
+    "timeout_sec": "automation.timeout_sec",
+    "network": "automation.network",
+    "allowlist": "automation.allowlist",
+    "fs_scope": "automation.fs_scope",
+    "dependencies": "runtime.dependencies",
+    "command": "entrypoint.script.command",
+    "prompt": "entrypoint.prompt",
+    "type": "entrypoint.type",
+}
+
+
 def parse_manifest(raw: Any, *, strict: bool) -> tuple[RunnerManifest | None, list[str], list[str]]:
     """Return (manifest or None, errors, warnings)."""
     errors: list[str] = []
     warnings: list[str] = []
     if not isinstance(raw, dict):
         return None, ["runner.json must be a JSON object"], warnings
+    warnings.extend(unknown_key_warnings(raw))
     skill_id = raw.get("id")
     if not isinstance(skill_id, str) or not skill_id:
         errors.append("runner.json: 'id' is required")
@@ -74,6 +97,17 @@ def parse_manifest(raw: Any, *, strict: bool) -> tuple[RunnerManifest | None, li
         retries=retries,
     )
     return manifest, errors, warnings
+
+
+def unknown_key_warnings(raw: dict) -> list[str]:
+    """A warning per top-level key nobody reads (a typo, or a key out of its place)."""
+    warnings = []
+    for key in sorted(k for k in raw if k not in KNOWN_KEYS):
+        near = get_close_matches(key, KNOWN_KEYS | MISPLACED.keys(), n=1)
+        hint = MISPLACED.get(key) or (MISPLACED.get(near[0], near[0]) if near else None)
+        where = f" (did you mean {hint}?)" if hint else ""
+        warnings.append(f"runner.json: unknown key '{key}' is ignored{where}")
+    return warnings
 
 
 def _str_list(raw: dict, key: str, errors: list[str], optional: bool) -> list[str] | None:

@@ -67,6 +67,39 @@ def test_an_engine_without_an_adapter_is_a_warning_and_not_effective(skill):
     assert any("no adapter for engine nova" in w for w in pkg.warnings), pkg.warnings
 
 
+def test_the_demo_skill_has_no_warnings(skill):
+    assert load_skill(skill, strict=True).warnings == []
+
+
+def test_a_key_nobody_reads_is_a_warning_naming_where_it_belongs(skill):
+    edit_runner(skill, timeout=30, timeot=30, enigne="codex", description="kept: Skill-Runner's")
+    pkg = load_skill(skill, strict=True)
+    assert pkg.health == "ok", pkg.errors
+    assert pkg.warnings == [
+        "runner.json: unknown key 'enigne' is ignored (did you mean engines?)",
+        "runner.json: unknown key 'timeot' is ignored (did you mean automation.timeout_sec?)",
+        "runner.json: unknown key 'timeout' is ignored (did you mean automation.timeout_sec?)",
+    ]
+
+
+def test_a_script_a_command_names_that_the_skill_lacks_is_a_warning(skill):
+    edit_runner(
+        skill,
+        entrypoint={"type": "script", "script": {"command": "python scripts/nope.py --n 3"}},
+        normalizer={"command": "sh ./fix.sh", "enabled": True},
+        fallback={"command": "python scripts/gone.py", "enabled": False},  # never run: no word
+    )
+    pkg = load_skill(skill, strict=True)
+    assert pkg.health == "ok", pkg.errors
+    assert pkg.warnings == [
+        "runner.json: entrypoint.script.command runs scripts/nope.py, which the skill does not have",
+        "runner.json: normalizer.command runs ./fix.sh, which the skill does not have",
+    ]
+    (skill / "scripts" / "nope.py").write_text("")
+    (skill / "fix.sh").write_text("")
+    assert load_skill(skill, strict=True).warnings == []
+
+
 def test_a_skill_only_for_engines_without_an_adapter_is_listed_with_none_effective(skill):
     edit_runner(skill, engines=["nova"])
     pkg = load_skill(skill)
