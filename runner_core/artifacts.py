@@ -21,6 +21,7 @@ from typing import Any
 from urllib.parse import quote
 
 from runner_core.error_codes import ErrorCode
+from runner_core.schema_refs import resolved_properties
 from runner_core.workspace import write_file
 
 ARTIFACTS_DIR = "artifacts"
@@ -116,10 +117,11 @@ class ArtifactManifest:
 
 
 def artifact_fields(output_schema: dict[str, Any]) -> list[ArtifactSpec]:
-    """Register every output-schema property marked `"x-type": "artifact"`, in schema order."""
+    """Register every output-schema property marked `"x-type": "artifact"`, in schema order (a
+    property written as a local `$ref` has its keywords in the definition)."""
     required = set(output_schema.get("required") or [])
     specs = []
-    for key, prop in (output_schema.get("properties") or {}).items():
+    for key, prop in resolved_properties(output_schema).items():
         if isinstance(prop, dict) and prop.get("x-type") == "artifact":
             specs.append(
                 ArtifactSpec(

@@ -13,7 +13,7 @@ from jsonschema import validators
 
 from runner_core.bounded_cache import BoundedCache
 from runner_core.error_codes import ErrorCode
-from runner_core.schema_refs import deref
+from runner_core.schema_refs import deref, resolved_properties
 
 
 class InputError(Exception):
@@ -126,10 +126,9 @@ def validate_parameters(schema: dict[str, Any], parameter: Any) -> dict[str, Any
 def file_fields(input_schema: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """Input properties read from uploads (`x-input-source: file`, the default), each with its
     local `$ref` resolved (its source and `extensions` may be in the definition)."""
-    props = {k: deref(input_schema, v) for k, v in input_schema.get("properties", {}).items()}
     return {
         k: v
-        for k, v in props.items()
+        for k, v in resolved_properties(input_schema).items()
         if isinstance(v, dict) and v.get("x-input-source", "file") == "file"
     }
 

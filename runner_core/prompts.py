@@ -18,6 +18,7 @@ from jinja2.sandbox import SandboxedEnvironment
 
 from runner_core.error_codes import ErrorCode
 from runner_core.interaction import AUTO_PROTOCOL, PROTOCOL
+from runner_core.schema_refs import resolved_properties
 from runner_core.skills.model import SkillPackage
 from runner_core.workspace import write_file
 
@@ -87,7 +88,7 @@ _env = SandboxedEnvironment(
 def artifact_field_list(output_schema: dict[str, Any]) -> list[dict[str, str]]:
     return [
         {"key": k, "filename": v.get("x-filename", k), "role": v.get("x-role", "output")}
-        for k, v in output_schema.get("properties", {}).items()
+        for k, v in resolved_properties(output_schema).items()
         if isinstance(v, dict) and v.get("x-type") == "artifact"
     ]
 

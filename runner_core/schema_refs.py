@@ -1,5 +1,6 @@
 """Local `$ref`s of a skill's schemas: a property written as `{"$ref": "#/$defs/..."}` keeps its
-runner keywords (`x-input-source`, `extensions`, `default`) in the definition."""
+runner keywords in the definition (an input's `x-input-source`, `extensions` and `default`, an
+output's `x-type`, `x-role`, `x-filename` and `x-mime`)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,15 @@ def deref(root: Any, prop: Any) -> Any:
             return prop
         prop = {**target, **{k: v for k, v in prop.items() if k != "$ref"}}
     return prop
+
+
+def resolved_properties(schema: Any) -> dict[str, Any]:
+    """The top-level `properties` of `schema`, each with its local `$ref` merged in (`deref`);
+    {} when there are none."""
+    props = schema.get("properties") if isinstance(schema, dict) else None
+    if not isinstance(props, dict):
+        return {}
+    return {key: deref(schema, prop) for key, prop in props.items()}
 
 
 def pointer(root: Any, ref: str) -> Any:

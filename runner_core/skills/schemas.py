@@ -6,7 +6,9 @@ Two checks per schema, both collecting every problem:
    every error jsonschema's `check_schema` would raise, not only the first;
 2. the runner's extension keywords on its top-level properties are well formed, checked by a
    meta-schema: input fields' `x-input-source` (file|inline) and `extensions` (".ext" strings),
-   output fields' `x-type` ("artifact"), `x-role` and `x-filename` (a plain file name).
+   output fields' `x-type` ("artifact"), `x-role` and `x-filename` (a plain file name). A
+   property written as a local `$ref` is checked with its definition's keywords, which the
+   runner reads too.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from typing import Any
 
 from jsonschema import Draft202012Validator, ValidationError
 from jsonschema.validators import validator_for
+
+from runner_core.schema_refs import resolved_properties
 
 DEFAULT_DRAFT = Draft202012Validator
 # ".txt", ".tar.gz"; no path separators.
@@ -93,6 +97,7 @@ def draft_errors(rel: str, schema: dict[str, Any]) -> list[str]:
 
 def extension_errors(kind: str, rel: str, schema: dict[str, Any]) -> list[str]:
     """The runner's extension keywords against the meta-schema of `kind`."""
+    schema = _with_refs_resolved(schema)
     validator = Draft202012Validator(META_SCHEMAS[kind])
     errors = []
     for error in sorted(validator.iter_errors(schema), key=_sort_key):
@@ -109,7 +114,7 @@ def extension_errors(kind: str, rel: str, schema: dict[str, Any]) -> list[str]:
 
 def extension_warnings(kind: str, rel: str, schema: dict[str, Any]) -> list[str]:
     """Extension keywords that are well formed but have no effect where they are."""
-    props = schema.get("properties")
+    props = _with_refs_resolved(schema).get("properties")
     if not isinstance(props, dict):
         return []
     warnings = []
@@ -126,6 +131,13 @@ def extension_warnings(kind: str, rel: str, schema: dict[str, Any]) -> list[str]
                     'without "x-type": "artifact"'
                 )
     return warnings
+
+
+def _with_refs_resolved(schema: dict[str, Any]) -> dict[str, Any]:
+    """`schema` with its top-level properties' local `$ref`s merged in, as the runner reads them."""
+    if not isinstance(schema.get("properties"), dict):
+        return schema
+    return {**schema, "properties": resolved_properties(schema)}
 
 
 def _where(error: ValidationError) -> str:

@@ -53,6 +53,41 @@ def test_artifact_fields_of_schema_without_properties_is_empty() -> None:
     assert artifact_fields({"type": "object"}) == []
 
 
+# OUTPUT_SCHEMA's artifact fields, each written as a local $ref (both spellings of the folder)
+REF_OUTPUT_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "digest_path": {"$ref": "#/$defs/digest"},
+        "primes.md": {"$ref": "#/definitions/artifact"},
+        "metadata": {"type": "object"},
+    },
+    "$defs": {
+        "digest": {
+            "type": "string",
+            "x-type": "artifact",
+            "x-role": "digest",
+            "x-filename": "digest.md",
+        }
+    },
+    "definitions": {"artifact": {"type": "string", "x-type": "artifact"}},
+    "required": ["digest_path", "metadata"],
+}
+
+
+def test_artifact_fields_written_as_refs_are_registered_like_inline_ones() -> None:
+    assert artifact_fields(REF_OUTPUT_SCHEMA) == artifact_fields(OUTPUT_SCHEMA)
+
+
+def test_an_artifact_field_written_as_a_ref_is_indexed_and_required(run_dir: Path) -> None:
+    contract = artifact_fields(REF_OUTPUT_SCHEMA)
+    assert [s.role for s in index_artifacts(run_dir, contract).missing_required] == ["digest"]
+    (run_dir / "artifacts" / "digest.md").write_text("# digest\n")
+    manifest = index_artifacts(run_dir, contract)
+    [entry] = manifest.artifacts
+    assert (entry.path, entry.role, entry.required) == ("artifacts/digest.md", "digest", True)
+    assert manifest.missing_required == []
+
+
 def test_index_lists_every_file_with_matching_sha256(run_dir: Path) -> None:
     (run_dir / "artifacts" / "digest.md").write_text("# digest\n")
     (run_dir / "artifacts" / "sub" / "data.bin").write_bytes(b"\x00\x01\x02")

@@ -48,6 +48,17 @@ def test_default_template_lists_inputs_parameters_and_contract(skill):
     assert "artifacts/primes.md" in text
 
 
+def test_the_contract_names_an_artifact_field_written_as_a_ref(skill):
+    path = skill / "assets" / "output.schema.json"
+    schema = json.loads(path.read_text())
+    schema["$defs"] = {"report": schema["properties"]["report"]}
+    schema["properties"]["report"] = {"$ref": "#/$defs/report"}
+    path.write_text(json.dumps(schema))
+    with_entrypoint(skill)
+    text = render_prompt(load_skill(skill), CTX)
+    assert "Field `report` is a file: write it to `/run/artifacts/primes.md`" in text
+
+
 def test_engine_specific_template_wins_and_gets_the_contract(skill):
     with_entrypoint(
         skill, prompts={"gemini": "first `{{ input.input_file }}` by {{ parameter.divisor }}"}

@@ -146,6 +146,29 @@ def test_keywords_without_effect_are_warnings():
     assert output.warnings == ['o.json: properties.f: x-role ignored without "x-type": "artifact"']
 
 
+def ref_field(definition: dict, **beside) -> dict:
+    return {
+        "type": "object",
+        "properties": {"f": {"$ref": "#/$defs/f", **beside}},
+        "$defs": {"f": {"type": "string", **definition}},
+    }
+
+
+def test_a_property_written_as_a_ref_is_checked_with_its_definition():
+    """The runner reads a $ref'd field's keywords in its definition: they are checked there,
+    and keywords beside the $ref count the definition's x-type."""
+    bad = check_skill_schema(
+        "output", "o.json", ref_field({"x-type": "artifact", "x-filename": ".."})
+    )
+    assert bad.errors == [
+        "o.json: properties.f: x-filename must be a plain file name (no '/' or '..'), got '..'"
+    ]
+    beside = check_skill_schema(
+        "output", "o.json", ref_field({"x-type": "artifact"}, **{"x-role": "report"})
+    )
+    assert beside.errors == [] and beside.warnings == []
+
+
 @pytest.mark.parametrize(
     "line,flagged",
     [
