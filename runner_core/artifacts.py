@@ -22,6 +22,7 @@ from urllib.parse import quote
 
 from runner_core.error_codes import ErrorCode
 from runner_core.schema_refs import resolved_properties
+from runner_core.uploads import nfc
 from runner_core.workspace import write_file
 
 ARTIFACTS_DIR = "artifacts"
@@ -75,10 +76,12 @@ class ArtifactSpec:
     required: bool = False
 
     def matches(self, rel_path: str) -> bool:
-        """True when the run-relative path, the artifacts-relative path or the filename fits."""
+        """True when the run-relative path, the artifacts-relative path or the filename fits,
+        compared in Unicode NFC (a file named on macOS is NFD, a schema's x-filename NFC)."""
+        rel_path, pattern = nfc(rel_path), nfc(self.pattern)
         inner = rel_path.split("/", 1)[1] if "/" in rel_path else rel_path
         name = rel_path.rsplit("/", 1)[-1]
-        return any(fnmatchcase(candidate, self.pattern) for candidate in (rel_path, inner, name))
+        return any(fnmatchcase(candidate, pattern) for candidate in (rel_path, inner, name))
 
 
 @dataclass(frozen=True)

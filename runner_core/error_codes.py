@@ -222,7 +222,9 @@ CATALOGUE: dict[ErrorCode, CodeUse] = {
     _C.UPLOAD_ENCRYPTED: CodeUse((400,), "an encrypted entry in the zip"),
     _C.UPLOAD_ZIP_BOMB: CodeUse((400,), "an entry expands too far, or beyond its header's size"),
     _C.UPLOAD_TOO_MANY_ENTRIES: CodeUse((400,), "more entries in the zip than the limit"),
-    _C.UPLOAD_DUPLICATE_ENTRY: CodeUse((400,), "the same path twice, or a path under a file"),
+    _C.UPLOAD_DUPLICATE_ENTRY: CodeUse(
+        (400,), "the same path twice (names compared in Unicode NFC), or a path under a file"
+    ),
     _C.UPLOAD_DEST_NOT_EMPTY: CodeUse((400,), "the request holds an earlier upload's files"),
     _C.UPLOAD_TOO_LARGE: CodeUse(
         (413, 400), "the body (413) or its extracted size (400) is over the limit"

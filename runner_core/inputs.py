@@ -14,6 +14,7 @@ from jsonschema import validators
 from runner_core.bounded_cache import BoundedCache
 from runner_core.error_codes import ErrorCode
 from runner_core.schema_refs import deref, resolved_properties
+from runner_core.uploads import nfc
 
 
 class InputError(Exception):
@@ -181,11 +182,13 @@ def inline_errors(
 
 
 def match_upload(uploads: Path, key: str, extensions: list[str]) -> Path | None:
-    """The upload for field `key`: `uploads/key` or `uploads/key<ext>` with an allowed ext.
-    A key that is a path (a separator, `.`, `..`) names no upload: nothing outside `uploads`."""
+    """The upload for field `key`: `uploads/key` or `uploads/key<ext>` with an allowed ext,
+    compared in NFC as upload names are stored. A key that is a path (a separator, `.`, `..`)
+    names no upload: nothing outside `uploads`."""
     if not key or "/" in key or "\\" in key or key in (".", ".."):
         return None
-    names = dict.fromkeys([key, *(f"{key}{ext}" for ext in extensions)])  # "" lists key once
+    stem = nfc(key)
+    names = dict.fromkeys(nfc(f"{stem}{ext}") for ext in ["", *extensions])  # "" lists it once
     found = [uploads / name for name in names if (uploads / name).is_file()]
     if len(found) > 1:
         raise InputError(
@@ -197,7 +200,7 @@ def match_upload(uploads: Path, key: str, extensions: list[str]) -> Path | None:
         return found[0]
     # by prefix, not glob: a key may hold * ? [ ]
     others = (
-        sorted(p.name for p in uploads.iterdir() if p.name.startswith(f"{key}."))
+        sorted(p.name for p in uploads.iterdir() if p.name.startswith(f"{stem}."))
         if uploads.is_dir()
         else []
     )
@@ -217,12 +220,13 @@ UPLOAD_DIR_PREFIX = "inputs/"
 def upload_path(key: str, value: Any) -> str | None:
     """The uploads-relative path a file input's value names, the way existing clients send it:
     `<key>/<name>` or `inputs/<key>/<name>` (the field segment must be the key itself, so
-    inputs stay matched by key); None for any other value."""
+    inputs stay matched by key); None for any other value. In NFC, as upload names are stored."""
     if not isinstance(value, str) or "\\" in value or value.startswith("/"):
         return None
+    value = nfc(value)
     rel = value.removeprefix(UPLOAD_DIR_PREFIX)
     segments = rel.split("/")
-    if len(segments) < 2 or segments[0] != key:
+    if len(segments) < 2 or segments[0] != nfc(key):
         return None
     if any(s in ("", ".", "..") for s in segments):
         return None

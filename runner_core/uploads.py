@@ -3,6 +3,8 @@
 Every header is checked before a single byte is written, then entries are streamed into a
 private staging directory next to `dest` while real byte counts are enforced (headers can lie).
 Only a fully successful extraction is renamed into place, so a refused upload leaves nothing.
+Names are stored in Unicode NFC (a zip made on macOS spells "é" as "e" and a combining accent,
+NFD), so they match the input fields and paths a client writes, as NFC nearly always.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import re
 import shutil
 import stat
 import tempfile
+import unicodedata
 import zipfile
 import zlib
 from collections.abc import Iterable
@@ -108,8 +111,15 @@ def write_input_manifest(files: Iterable[UploadedFile], path: Path) -> None:
     write_file(path, (json.dumps(body, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
 
 
+def nfc(name: str) -> str:
+    """`name` in Unicode NFC, the form upload names are stored and matched in."""
+    return unicodedata.normalize("NFC", name)
+
+
 def safe_entry_name(name: str) -> str:
-    """Return the normalised relative POSIX path of an entry name or raise UPLOAD_UNSAFE_PATH."""
+    """Return the normalised relative POSIX path of an entry name, in NFC, or raise
+    UPLOAD_UNSAFE_PATH."""
+    entry, name = name, nfc(name)
     unsafe = (
         not name
         or "\\" in name  # a Windows separator is a traversal on some extractors
@@ -117,10 +127,14 @@ def safe_entry_name(name: str) -> str:
         or name.startswith("/")
         or _DRIVE_LETTER.match(name) is not None
     )
-    parts = [p for p in name.split("/") if p not in ("", ".")]
+    parts = _path_parts(name)
     if unsafe or ".." in parts or not parts:
-        raise UploadError(ErrorCode.UPLOAD_UNSAFE_PATH, "unsafe path in archive", {"entry": name})
+        raise UploadError(ErrorCode.UPLOAD_UNSAFE_PATH, "unsafe path in archive", {"entry": entry})
     return "/".join(parts)
+
+
+def _path_parts(name: str) -> list[str]:
+    return [p for p in name.split("/") if p not in ("", ".")]
 
 
 def _name_room(dest: Path) -> int:
@@ -162,6 +176,7 @@ def _plan_entries(
     plan: list[tuple[zipfile.ZipInfo, str]] = []
     files: set[str] = set()
     dirs: set[str] = set()
+    spelled: dict[str, str] = {}  # normalised name -> the entry's name in the archive
     total = 0
     for info in infos:
         name = safe_entry_name(info.filename)
@@ -169,9 +184,8 @@ def _plan_entries(
         _check_entry_kind(info)
         is_dir = info.is_dir()
         if name in files or (name in dirs and not is_dir):
-            raise UploadError(
-                ErrorCode.UPLOAD_DUPLICATE_ENTRY, "duplicate entry in archive", {"entry": name}
-            )
+            raise _duplicate(name, spelled.get(name), info.filename)
+        spelled.setdefault(name, info.filename)
         parents = [str(p) for p in PurePosixPath(name).parents if str(p) != "."]
         if any(p in files for p in parents):
             raise UploadError(
@@ -189,6 +203,21 @@ def _plan_entries(
         _check_ratio(name, info.file_size, info.compress_size, limits)
         plan.append((info, name))
     return plan
+
+
+def _duplicate(name: str, first: str | None, second: str) -> UploadError:
+    """UPLOAD_DUPLICATE_ENTRY for a second entry at `name`; when the two are spelled apart only
+    by Unicode normalisation (NFC and NFD), it says so and names both."""
+    if first is None or _path_parts(first) == _path_parts(second):
+        return UploadError(
+            ErrorCode.UPLOAD_DUPLICATE_ENTRY, "duplicate entry in archive", {"entry": name}
+        )
+    return UploadError(
+        ErrorCode.UPLOAD_DUPLICATE_ENTRY,
+        "two entries name the same file once their names are Unicode-normalised (NFC): "
+        f"{first!r} and {second!r}",
+        {"entry": name, "entries": [first, second]},
+    )
 
 
 def _check_entry_kind(info: zipfile.ZipInfo) -> None:

@@ -25,6 +25,7 @@ from api.jobs import interaction
 from runner_core.error_codes import ErrorCode
 from runner_core.skills import SkillPackage
 from runner_core.store.models import Request, Run
+from runner_core.uploads import nfc
 
 MAX_FILES = 8
 MAX_FILE_BYTES = 32 * 1024 * 1024
@@ -77,6 +78,7 @@ def reply_with_files(
             raise _invalid(req.id, f"file {index} is empty")
         fingerprint.update(hashlib.sha256(data).digest())
         contents.append((slots[index], _safe_name(upload.filename, index), bytes(data)))
+    _refuse_shared_names(req.id, [(slot, name) for slot, name, _data in contents])
     key = meta.get("idempotency_key") or "files-" + fingerprint.hexdigest()[:32]
     target = f"uploads/interaction-{meta['interaction_id']}"
     described: list[dict[str, Any]] = [
@@ -100,7 +102,7 @@ def reply_with_files(
     def keep() -> None:
         for slot, name, _data in contents:
             staged, path = staging / slot / name, base / target / slot / name
-            if staged.exists():  # two files of one name and slot: the last one, as stored
+            if staged.exists():
                 path.parent.mkdir(parents=True, exist_ok=True)
                 os.replace(staged, path)
 
@@ -166,10 +168,25 @@ def _whole(value: object) -> TypeGuard[int]:
 
 
 def _safe_name(name: str | None, index: int) -> str:
-    """The client's file name as a plain name (never a path)."""
-    base = _UNSAFE.sub("_", (name or "").replace("\\", "/").rsplit("/", 1)[-1]).strip(". ")
+    """The client's file name as a plain name (never a path), in NFC: a name from macOS is NFD,
+    whose combining accents would otherwise be made `_`."""
+    base = _UNSAFE.sub("_", nfc(name or "").replace("\\", "/").rsplit("/", 1)[-1]).strip(". ")
     base = base[:120].encode("utf-8")[:_NAME_BYTES].decode("utf-8", "ignore").strip(". ")
     return base or f"file-{index}"
+
+
+def _refuse_shared_names(request_id: str, stored: list[tuple[str, str]]) -> None:
+    """400 when two files would be stored at one slot and name (the same name, or names equal
+    once made plain and NFC): one would silently replace the other."""
+    first: dict[tuple[str, str], int] = {}
+    for index, place in enumerate(stored):
+        if place in first:
+            raise _invalid(
+                request_id,
+                f"files {first[place]} and {index} would both be stored as "
+                f"{place[0]}/{place[1]}: give them different names or slots",
+            )
+        first[place] = index
 
 
 def _invalid(request_id: str, message: str) -> ApiError:

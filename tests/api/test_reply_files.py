@@ -183,3 +183,30 @@ def test_a_files_reply_over_the_total_is_413_upload_too_large(client, app, queue
     assert resp.status_code == 413
     assert resp.json["error"]["code"] == "UPLOAD_TOO_LARGE"
     assert resp.json["error"]["details"]["max_total_bytes"] == reply_files.MAX_TOTAL_BYTES
+
+
+NFD, NFC = "re\u0301sume\u0301.pdf", "r\u00e9sum\u00e9.pdf"  # macOS spells the accent apart
+
+
+def test_a_file_named_in_nfd_is_stored_under_its_nfc_name_not_mangled(client, app, queue):
+    rid, run_id, iid = waiting_job(client, app, queue, kind="open_text")
+    resp = _files_reply(client, rid, {"interaction_id": iid}, [(NFD, b"cv")])
+    assert resp.status_code == 200, resp.json
+    with app.extensions["db"]() as session:
+        (asked,) = interactions.history(session, run_id)
+    (described,) = asked.response["files"]
+    assert described["name"] == NFC
+    assert (run_dir(app, rid) / f"uploads/interaction-{iid}/file/{NFC}").read_bytes() == b"cv"
+
+
+def test_two_files_stored_under_one_name_are_400_not_one_replacing_the_other(client, app, queue):
+    rid, _run_id, iid = waiting_job(client, app, queue, kind="open_text")
+    for names in ([NFC, NFD], ["a.txt", "a.txt"]):
+        files = [(names[0], b"one"), ("b.txt", b"b"), (names[1], b"two")]
+        resp = _files_reply(client, rid, {"interaction_id": iid}, files)
+        assert resp.status_code == 400, resp.json
+        error = resp.json["error"]
+        assert error["code"] == "INTERACTION_REPLY_INVALID" and error["request_id"] == rid
+        assert "files 0 and 2" in error["message"]
+    assert queue.sent == []
+    assert not (run_dir(app, rid) / "uploads" / f"interaction-{iid}").exists()

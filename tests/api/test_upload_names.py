@@ -73,3 +73,32 @@ def test_an_entry_name_that_is_not_utf8_is_400_not_500(client):
     raw = zip_bytes({"input_file_\u00e9.txt": "30"}).replace("\u00e9".encode(), b"\xff\xfe")
     resp = client.post(f"/v1/jobs/{rid}/upload", data=raw, content_type="application/zip")
     assert resp.status_code == 400 and resp.json["error"]["code"] == "UPLOAD_NOT_ZIP"
+
+
+NFD, NFC = "re\u0301sume\u0301.txt", "r\u00e9sum\u00e9.txt"  # macOS spells the accent apart
+
+
+def test_a_zip_made_on_macos_matches_the_path_input_names_in_nfc(client, settings, queue):
+    named = f"inputs/input_file/{NFC}"
+    body = {"skill_id": "demo-prime-number", "input": {"input_file": named}}
+    rid = client.post("/v1/jobs", json=body).json["request_id"]
+    up = client.post(f"/v1/jobs/{rid}/upload", data=upload_body({f"inputs/input_file/{NFD}": "30"}))
+    assert up.status_code == 200, up.json
+    assert up.json["extracted_files"] == [named]
+    assert (settings.requests_dir / rid / "uploads" / named).read_text() == "30"
+    assert len(queue.sent) == 1
+
+
+def test_two_entries_one_name_once_normalised_are_400_and_can_be_sent_again(
+    client, settings, queue
+):
+    rid = client.post("/v1/jobs", json={"skill_id": "demo-prime-number"}).json["request_id"]
+    resp = client.post(f"/v1/jobs/{rid}/upload", data=upload_body({NFC: "1", NFD: "2"}))
+    assert resp.status_code == 400, resp.json
+    error = resp.json["error"]
+    assert error["code"] == "UPLOAD_DUPLICATE_ENTRY" and error["request_id"] == rid
+    assert error["details"]["entries"] == [NFC, NFD] and "NFC" in error["message"]
+    assert tree(settings.requests_dir / rid) == [".upload.lock", "uploads"]
+    assert queue.sent == []
+    good = client.post(f"/v1/jobs/{rid}/upload", data=upload_body({"input_file.txt": "30"}))
+    assert good.status_code == 200, good.json

@@ -117,6 +117,12 @@ def test_run_relative_pattern_from_runner_json_matches(run_dir: Path) -> None:
     assert (entry.role, entry.mime, entry.required) == ("notes_md", "text/x-notes", True)
 
 
+def test_an_x_filename_matches_its_file_in_either_unicode_form() -> None:
+    nfc, nfd = "r\u00e9sum\u00e9.pdf", "re\u0301sume\u0301.pdf"
+    assert ArtifactSpec(role="cv", pattern=nfc).matches(f"artifacts/{nfd}")
+    assert ArtifactSpec(role="cv", pattern=nfd).matches(f"artifacts/{nfc}")
+
+
 def test_missing_required_artifact_is_reported(run_dir: Path) -> None:
     manifest = index_artifacts(run_dir, artifact_fields(OUTPUT_SCHEMA))
     assert manifest.artifacts == []

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import zipfile
+from pathlib import Path
+
 import pytest
 
 from runner_core.inputs import (
@@ -13,6 +16,7 @@ from runner_core.inputs import (
     schema_errors,
     validate_parameters,
 )
+from runner_core.uploads import extract_upload
 
 INPUT = {
     "type": "object",
@@ -69,6 +73,34 @@ def test_missing_required_file_names_the_field(tmp_path):
     assert err.value.code == "INPUT_FILE_MISSING"
     assert err.value.details["fields"] == ["doc"]
     assert "doc" in err.value.message
+
+
+NFD = "re\u0301sume\u0301"  # "résumé" as macOS spells it: e + combining acute
+NFC = "r\u00e9sum\u00e9"
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [(NFC, None), (NFD, None), ("doc", f"inputs/doc/{NFC}.pdf"), ("doc", f"inputs/doc/{NFD}.pdf")],
+    ids=["nfc-key", "nfd-key", "nfc-path", "nfd-path"],
+)
+def test_an_upload_named_in_nfd_matches_its_field_however_spelled(tmp_path, key, value):
+    """A zip made on macOS names its files in NFD; the field's key, or the path an input
+    value names, matches it in either form."""
+    member = f"{NFD}.pdf" if value is None else f"inputs/doc/{NFD}.pdf"
+    archive = tmp_path / "in.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr(member, "cv")
+    extract_upload(archive, tmp_path / "uploads")
+    schema = {
+        "type": "object",
+        "properties": {key: {"type": "string", "extensions": [".pdf"]}},
+        "required": [key],
+    }
+    resolved = resolve_inputs(
+        schema, {}, tmp_path / "uploads", {} if value is None else {key: value}, {}
+    )
+    assert Path(resolved.input[key]).read_text() == "cv"
 
 
 def test_json_string_is_never_a_fallback_for_a_file(tmp_path):

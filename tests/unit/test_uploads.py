@@ -94,6 +94,26 @@ def test_normalises_dot_segments_and_double_slashes(tmp_path: Path, workspace: P
     assert [f.path for f in extract_upload(src, workspace / "uploads")] == ["a/b.txt"]
 
 
+NFD = "re\u0301sume\u0301.pdf"  # "résumé.pdf" as macOS spells it: e + combining acute
+NFC = "r\u00e9sum\u00e9.pdf"
+
+
+def test_an_nfd_entry_name_is_stored_in_nfc(tmp_path: Path, workspace: Path) -> None:
+    src = make_zip(tmp_path / "in.zip", [(f"cafe\u0301/{NFD}", b"cv")])
+    files = extract_upload(src, workspace / "uploads")
+    assert [f.path for f in files] == [f"caf\u00e9/{NFC}"]
+    assert (workspace / "uploads" / "caf\u00e9" / NFC).read_bytes() == b"cv"
+
+
+def test_refuses_two_entries_whose_names_meet_once_normalised(
+    tmp_path: Path, workspace: Path
+) -> None:
+    src = make_zip(tmp_path / "in.zip", [(NFC, b"one"), (f"./{NFD}", b"two")])
+    error = assert_refused(src, workspace, "UPLOAD_DUPLICATE_ENTRY")
+    assert error.details == {"entry": NFC, "entries": [NFC, f"./{NFD}"]}
+    assert "NFC" in error.message
+
+
 def test_refuses_non_zip_body(tmp_path: Path, workspace: Path) -> None:
     body = tmp_path / "in.zip"
     body.write_bytes(b"this is not a zip archive at all")
