@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Collection, Mapping
 from copy import deepcopy
 from dataclasses import dataclass, field
@@ -292,10 +293,11 @@ def resolve_inputs(
         elif key in required:
             missing.append(key)
     if missing:
+        held = upload_listing(uploaded_files(uploads))
         raise InputError(
             ErrorCode.INPUT_FILE_MISSING,
-            "Missing required input files: " + ", ".join(missing),
-            {"fields": missing},
+            f"Missing required input files: {', '.join(missing)}; {held_text(held)}",
+            {"fields": missing, **held},
         )
     errors = schema_errors(input_schema, resolved)
     if errors:
@@ -307,3 +309,31 @@ def resolve_inputs(
     return ResolvedInputs(
         input=resolved, parameter=validate_parameters(parameter_schema, parameter)
     )
+
+
+UPLOAD_NAMES_SHOWN = 20  # names of an upload a missing-file error lists; the count says the rest
+
+
+def uploaded_files(uploads: Path) -> list[str]:
+    """The uploads-relative paths of every file under `uploads` (folder links not followed)."""
+    return [
+        (Path(root) / name).relative_to(uploads).as_posix()
+        for root, _dirs, names in os.walk(uploads)
+        for name in names
+    ]
+
+
+def upload_listing(names: Collection[str]) -> dict[str, Any]:
+    """What an upload held, for an INPUT_FILE_MISSING error's details: its first
+    UPLOAD_NAMES_SHOWN paths, sorted (`uploaded`), and how many there are (`uploaded_count`)."""
+    ordered = sorted(names)
+    return {"uploaded": ordered[:UPLOAD_NAMES_SHOWN], "uploaded_count": len(ordered)}
+
+
+def held_text(listing: dict[str, Any]) -> str:
+    """`upload_listing` in words, so a mismatch (a subfolder, another case) shows in the message."""
+    shown, total = listing["uploaded"], listing["uploaded_count"]
+    if not total:
+        return "the upload holds no file"
+    more = f" and {total - len(shown)} more" if total > len(shown) else ""
+    return "the upload holds " + ", ".join(shown) + more

@@ -17,9 +17,11 @@ from runner_core.error_codes import ErrorCode
 from runner_core.inputs import (
     InputError,
     file_fields,
+    held_text,
     inline_errors,
     path_inputs,
     schema_errors,
+    upload_listing,
     validate_parameters,
 )
 from runner_core.runtime_options import RuntimeOptions
@@ -198,9 +200,12 @@ def check_named_uploads(pkg: SkillPackage, inline: dict[str, Any], uploaded: set
     named = path_inputs(pkg.input_schema, inline)
     missing = sorted(k for k, rel in named.items() if rel not in uploaded)
     if missing:
+        held = upload_listing(uploaded)
         raise ApiError(
             400,
             ErrorCode.INPUT_FILE_MISSING,
-            "the upload holds no file at the path input names for: " + ", ".join(missing),
-            {"fields": missing, "paths": {k: named[k] for k in missing}},
+            "the upload holds no file at the path input names for: "
+            + ", ".join(f"{k} ({named[k]})" for k in missing)
+            + f"; {held_text(held)}",
+            {"fields": missing, "paths": {k: named[k] for k in missing}, **held},
         )

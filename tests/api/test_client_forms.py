@@ -72,6 +72,8 @@ def test_upload_without_the_named_file_is_400_and_may_be_sent_again(client, queu
     wrong = client.post(f"/v1/jobs/{rid}/upload", data=upload_body({"input_file.txt": "30"}))
     err = error(wrong, 400, "INPUT_FILE_MISSING")
     assert err["details"]["fields"] == ["input_file"] and err["request_id"] == rid
+    assert err["details"]["uploaded"] == ["input_file.txt"]  # what it held, to see the mismatch
+    assert err["details"]["uploaded_count"] == 1 and "holds input_file.txt" in err["message"]
     assert queue.sent == [] and not any((settings.requests_dir / rid / "uploads").iterdir())
     assert client.get(f"/v1/jobs/{rid}").json["waiting_for_upload"] is True
     right = client.post(

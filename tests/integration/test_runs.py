@@ -67,6 +67,7 @@ def test_missing_upload_file_fails_with_clear_code(stack):
     assert status["error"]["code"] == "INPUT_FILE_MISSING"
     result = stack.client.get(f"/v1/jobs/{rid}/result").json["result"]
     assert result["status"] == "failed" and "input_file" in result["error"]["message"]
+    assert "the upload holds something_else.txt" in result["error"]["message"]
 
 
 def run_dirs(stack) -> set[str]:

@@ -9,6 +9,7 @@ import pytest
 
 from runner_core.inputs import (
     TOO_DEEP_TO_VALIDATE,
+    UPLOAD_NAMES_SHOWN,
     InputError,
     apply_defaults,
     inline_errors,
@@ -101,6 +102,41 @@ def test_an_upload_named_in_nfd_matches_its_field_however_spelled(tmp_path, key,
         schema, {}, tmp_path / "uploads", {} if value is None else {key: value}, {}
     )
     assert Path(resolved.input[key]).read_text() == "cv"
+
+
+def test_a_missing_file_error_names_what_the_upload_held(tmp_path):
+    """The user sees the mismatch: the file in a subfolder, or named in another case."""
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "doc.md").write_text("x")
+    (tmp_path / "DOC.md").write_text("x")
+    with pytest.raises(InputError) as err:
+        resolve(tmp_path)
+    assert err.value.details == {
+        "fields": ["doc"],
+        "uploaded": ["DOC.md", "sub/doc.md"],
+        "uploaded_count": 2,
+    }
+    assert err.value.message == (
+        "Missing required input files: doc; the upload holds DOC.md, sub/doc.md"
+    )
+
+
+def test_a_missing_file_error_lists_a_large_upload_only_in_part(tmp_path):
+    for n in range(UPLOAD_NAMES_SHOWN + 5):
+        (tmp_path / f"f{n:02}.txt").write_text("x")
+    with pytest.raises(InputError) as err:
+        resolve(tmp_path)
+    details = err.value.details
+    assert details["uploaded"] == [f"f{n:02}.txt" for n in range(UPLOAD_NAMES_SHOWN)]
+    assert details["uploaded_count"] == UPLOAD_NAMES_SHOWN + 5
+    assert err.value.message.endswith(f"f{UPLOAD_NAMES_SHOWN - 1:02}.txt and 5 more")
+
+
+def test_a_missing_file_error_says_when_the_upload_held_nothing(tmp_path):
+    with pytest.raises(InputError) as err:
+        resolve(tmp_path / "absent")
+    assert err.value.details == {"fields": ["doc"], "uploaded": [], "uploaded_count": 0}
+    assert err.value.message.endswith("; the upload holds no file")
 
 
 def test_json_string_is_never_a_fallback_for_a_file(tmp_path):
