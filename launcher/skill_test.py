@@ -34,6 +34,7 @@ TEST_FILE = Path("tests") / "skill-test.json"
 CASE_KEYS = {"name", "engine", "mode", "input", "parameter", "files", "model", "expect"}
 START_SEC = 60  # the throw-away service answering /healthz
 RUN_SEC = 300  # one case, queued to finished
+STDERR_LINES = 5  # of a run that ended otherwise than expected
 
 
 class SkillTestError(Exception):
@@ -130,6 +131,12 @@ def expectation_problems(
         error = state.get("error") or {}
         why = f": {error.get('code')} {error.get('message', '')}".rstrip() if error else ""
         problems.append(f"status {state.get('status')}, expected {status}{why}")
+        stderr = ((result.get("error") or {}).get("stderr") or "").strip().splitlines()
+        if stderr:  # what the script or CLI said last: most often why it failed
+            tail = stderr[-STDERR_LINES:]
+            problems.append("stderr ends: " + "".join(f"\n      {line}" for line in tail))
+        if result.get("data") is None:  # nothing more to compare: the status says it all
+            return problems
     if "error_code" in expect and (state.get("error") or {}).get("code") != expect["error_code"]:
         problems.append(
             f"error code {(state.get('error') or {}).get('code')}, expected {expect['error_code']}"
