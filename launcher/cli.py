@@ -311,6 +311,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--concurrency", type=int, default=int(os.environ.get("WORKER_CONCURRENCY", "2"))
     )
+    p.add_argument("--host", help="the address the API listens on (as HOST; default 127.0.0.1)")
+    p.add_argument("--port", type=int, help="the API's port (as PORT; default 8000)")
     p.add_argument(
         "--layout",
         choices=("one-process", "processes"),
@@ -350,6 +352,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if getattr(args, "config", None):  # for this process and every one it starts
         os.environ[CONFIG_ENV] = str(Path(args.config).expanduser().resolve())
+    for name in ("host", "port"):  # a flag wins over the environment, for the children too
+        if getattr(args, name, None) is not None:
+            os.environ[name.upper()] = str(getattr(args, name))
     try:
         return args.fn(args)
     except SettingsError as exc:

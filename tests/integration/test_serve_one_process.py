@@ -175,12 +175,14 @@ def test_a_port_already_taken_is_one_line_and_leaves_no_broker_behind(tmp_path):
     env.update(
         SKILL_RUNNER_DATA_DIR=str(tmp_path / "data"),
         SKILL_RUNNER_SKILLS_DIR=str(copy_skills(tmp_path / "skills")),
-        PORT=str(taken.getsockname()[1]),
-        HOST="127.0.0.1",
+        PORT="1",  # --port wins over the environment
+        HOST="0.0.0.0",
     )
+    port = str(taken.getsockname()[1])
     with taken:
         done = subprocess.run(
-            [str(Path(sys.executable).parent / "skill-runner"), "serve"],
+            [str(Path(sys.executable).parent / "skill-runner"), "serve"]
+            + ["--host", "127.0.0.1", "--port", port],
             env=env,
             capture_output=True,
             text=True,
@@ -188,7 +190,7 @@ def test_a_port_already_taken_is_one_line_and_leaves_no_broker_behind(tmp_path):
         )
     assert done.returncode == 1, done.stderr[-4000:]
     assert done.stderr.splitlines()[-1] == (
-        f"skill-runner: cannot listen on 127.0.0.1:{env['PORT']}: Address already in use"
+        f"skill-runner: cannot listen on 127.0.0.1:{port}: Address already in use"
     )
     assert "Traceback" not in done.stderr
     broker = str(tmp_path / "data")
