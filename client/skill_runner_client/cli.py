@@ -146,8 +146,10 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     p = command("skills", commands.skills, "list installed skills, or show one")
     p.add_argument("skill_id", nargs="?")
 
-    p = command("install", commands.install, "install or update a skill from its package zip")
-    p.add_argument("package", metavar="PACKAGE.zip")
+    p = command(
+        "install", commands.install, "install or update a skill from its package zip or folder"
+    )
+    p.add_argument("package", metavar="PACKAGE.zip|DIR", help="a folder is zipped here")
 
     command("engines", commands.engines, "list the engine CLIs")
     return parser

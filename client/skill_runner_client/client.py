@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, cast
 from urllib.parse import quote
 
-from skill_runner_client.inputs import FileSource, check_files
+from skill_runner_client.inputs import FileSource, build_package_zip, check_files
 from skill_runner_client.runs import RunRoutes
 from skill_runner_client.transport import Transport
 from skill_runner_client.types import (
@@ -214,8 +214,10 @@ class Client:
         return cast(SkillDetail, self._get(f"/v1/skills/{quote(skill_id)}"))
 
     def install(self, package: str | os.PathLike[str]) -> InstallStatus:
-        """Install a skill package zip, or update the skill to its higher version."""
-        with open(package, "rb") as fh:
+        """Install a skill package zip, or a skill folder (zipped here), or update the skill to
+        its higher version."""
+        opened = build_package_zip(package) if os.path.isdir(package) else open(package, "rb")
+        with opened as fh:
             response = self._t.request(
                 "POST",
                 "/v1/skill-packages",

@@ -251,8 +251,8 @@ def skills(args: Namespace, client: Client) -> int:
 
 
 def install(args: Namespace, client: Client) -> int:
-    if not Path(args.package).is_file():
-        raise ValueError(f"install: no file at {args.package}")
+    if not (Path(args.package).is_file() or Path(args.package).is_dir()):
+        raise ValueError(f"install: no package zip or skill folder at {args.package}")
     answer = client.install(args.package)
     text = f"{answer.get('skill_id')} {answer.get('version')} {answer.get('action')}"
     emit(args, answer, text)

@@ -47,6 +47,26 @@ def build_inputs_zip(files: Mapping[str, FileSource]) -> IO[bytes]:
     return spool
 
 
+# left out of a package made from a folder: caches and version control, not the skill's files
+SKIPPED_IN_PACKAGES = frozenset({"__pycache__", ".git", ".hg", ".svn", ".DS_Store", ".venv"})
+
+
+def build_package_zip(folder: str | os.PathLike[str]) -> IO[bytes]:
+    """A skill folder as its package: a spooled temporary zip with the folder's files at its
+    root (caches, version control and *.pyc left out), rewound to its start."""
+    root = Path(folder)
+    spool = tempfile.SpooledTemporaryFile(max_size=8 * 1024 * 1024)
+    with zipfile.ZipFile(spool, "w", zipfile.ZIP_DEFLATED) as zf:
+        for path in sorted(root.rglob("*")):
+            rel = path.relative_to(root)
+            if SKIPPED_IN_PACKAGES & set(rel.parts) or path.suffix == ".pyc" or path.is_dir():
+                continue
+            how = zipfile.ZIP_STORED if squeezes_too_well(path) else zipfile.ZIP_DEFLATED
+            zf.write(path, rel.as_posix(), compress_type=how)
+    spool.seek(0)
+    return spool
+
+
 def squeezes_too_well(source: FileSource) -> bool:
     """Whether deflating `source` would pass STORE_ABOVE_RATIO: the service refuses an entry
     that compresses too well as a zip bomb (UPLOAD_ZIP_BOMB, 200 by default), so a file

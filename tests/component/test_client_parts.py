@@ -283,7 +283,7 @@ def test_install_of_a_file_that_is_not_there_names_it(tmp_path, capsys):
     code = cli_main(["install", str(tmp_path / "nofile.zip"), "--server", "http://127.0.0.1:9"])
     assert code == 2
     assert capsys.readouterr().err == (
-        f"skill-runner-client: install: no file at {tmp_path / 'nofile.zip'}\n"
+        f"skill-runner-client: install: no package zip or skill folder at {tmp_path / 'nofile.zip'}\n"
     )
 
 

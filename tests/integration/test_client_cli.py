@@ -151,6 +151,26 @@ def test_a_csv_batch_with_a_refused_line_exits_1(served, tmp_path):
     assert json.loads(answer.stdout)["exit_code"] == 1
 
 
+def test_install_takes_a_skill_folder_and_leaves_its_caches_out(served, client, tmp_path):
+    folder = tmp_path / "cli-folder"
+    for rel, text in echo_skill("cli-folder", message="from a folder").items():
+        (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+        (folder / rel).write_text(text)
+    for junk in ("scripts/__pycache__/run.cpython-311.pyc", ".git/config", "scripts/old.pyc"):
+        (folder / junk).parent.mkdir(parents=True, exist_ok=True)
+        (folder / junk).write_bytes(b"\0")
+    installed = cli(served, "install", str(folder), "--json", script="skill-runner")
+    assert installed.returncode == 0, installed.stderr
+    assert json.loads(installed.stdout)["skill_id"] == "cli-folder"
+    files = client.skill("cli-folder")["files"]
+    assert "SKILL.md" in files and not [f for f in files if ".git" in f or f.endswith(".pyc")]
+    waited = cli(served, "submit", "cli-folder", "-i", "text=hi", "--wait")
+    assert json.loads(waited.stdout)["result"]["data"]["message"] == "from a folder"
+    missing = cli(served, "install", str(tmp_path / "nothing"), script="skill-runner")
+    assert missing.returncode == 2
+    assert "no package zip or skill folder at" in missing.stderr
+
+
 def test_submit_wait_status_result_logs_bundle_and_list(served, tmp_path):
     package = tmp_path / "echo.zip"
     package.write_bytes(zip_bytes(echo_skill("cli-echo", file_input=True)))
