@@ -19,7 +19,7 @@ import stat
 from pathlib import Path
 
 from runner_core.events import EVENTS_FILE
-from runner_core.workspace import create_run_dir, disk_full, link_uploads
+from runner_core.workspace import RunPaths, create_run_dir, disk_full
 
 STAGING = ".publishing"  # the copy being published (hidden from the run's file tree)
 REPLACED = ".replaced"  # shared folders a publish replaced, removed at its end
@@ -31,7 +31,7 @@ def enter(shared: Path, local: Path, uploads: Path, resume: bool) -> None:
     uploads are linked into it (so `publish` links rather than copies them), and `local` is
     fresh (a leftover of an earlier attempt on this host is removed) or, for a later turn, a
     copy of the shared directory."""
-    link_uploads(uploads, create_run_dir(shared.parent, shared.name))
+    _link_uploads(uploads, create_run_dir(shared.parent, shared.name))
     remove(local)
     if resume:
         local.parent.mkdir(parents=True, exist_ok=True)
@@ -65,6 +65,27 @@ def publish(local: Path, shared: Path) -> None:
     os.rmdir(staging)
     remove(replaced)
     remove(local)
+
+
+def _link_uploads(source: Path, paths: RunPaths) -> None:
+    """Hard-link the request's uploads into the shared run directory (copies where links are
+    not possible). Links are safe here and only here: no process of the run works in the
+    shared directory (its files are the local copy's, made by copy_uploads), and every later
+    reader copies (`pull`, a run reusing the workspace) or only reads (bundles)."""
+    if not source.is_dir():
+        return
+    for item in source.rglob("*"):
+        target = paths.uploads / item.relative_to(source)
+        if item.is_dir():
+            target.mkdir(parents=True, exist_ok=True)
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if target.exists():
+            continue
+        try:
+            os.link(item, target)
+        except OSError:
+            shutil.copy2(item, target)
 
 
 def remove(path: Path) -> None:

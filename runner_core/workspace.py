@@ -7,10 +7,13 @@ import errno
 import json
 import os
 import shutil
+from collections.abc import Iterable
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeGuard
+
+from runner_core.own_copy import own_copy, remove_entry
 
 RUN_SUBDIRS = ("uploads", "artifacts", "result", "logs", "bundle", "raw")
 SNAPSHOT_DIR = ".skill"
@@ -105,22 +108,41 @@ def install_skill_copy(snapshot: Path, paths: RunPaths, rel_dirs: tuple[str, ...
     return copies
 
 
-def link_uploads(source: Path, paths: RunPaths) -> None:
-    """Bring a request's uploads into the run: hard links when possible, copies otherwise."""
-    if not source.is_dir():
-        return
-    for item in source.rglob("*"):
-        target = paths.uploads / item.relative_to(source)
-        if item.is_dir():
-            target.mkdir(parents=True, exist_ok=True)
-            continue
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if target.exists():
-            continue
-        try:
-            os.link(item, target)
-        except OSError:
-            shutil.copy2(item, target)
+def copy_uploads(sources: Iterable[Path], paths: RunPaths) -> None:
+    """Give the run its own copy (runner_core.own_copy) of each file under `sources` (the
+    request's uploads/, then the files bound from an earlier run) at its place in the run's
+    uploads/; the first source to hold a path wins. Never a hard link: a skill that writes its
+    input in place changes the run's copy, not the stored one. What an earlier attempt of the
+    run left at those places is replaced, so a retry starts from the files as sent. Symlinks
+    in a source are not followed."""
+    placed: set[str] = set()  # files copied, by their path under uploads/
+    folders: set[str] = set()
+    _own_dir(paths.uploads)
+    for source in sources:
+        for folder, dirs, files in os.walk(source):
+            rel = os.path.relpath(folder, source)
+            if rel != ".":
+                _own_dir(paths.uploads / rel)
+                folders.add(rel)
+            dirs[:] = [
+                d
+                for d in dirs
+                if not os.path.islink(os.path.join(folder, d))
+                and os.path.normpath(os.path.join(rel, d)) not in placed
+            ]
+            for name in files:
+                item = os.path.normpath(os.path.join(rel, name))
+                if item in placed or item in folders or os.path.islink(os.path.join(folder, name)):
+                    continue
+                own_copy(os.path.join(folder, name), paths.uploads / item)
+                placed.add(item)
+
+
+def _own_dir(path: Path) -> None:
+    """`path` as a folder of the run's own: a symlink or file left there is removed first."""
+    if os.path.islink(path) or (os.path.lexists(path) and not os.path.isdir(path)):
+        remove_entry(path)
+    os.makedirs(path, exist_ok=True)
 
 
 def write_json(path: Path, data: Any) -> None:

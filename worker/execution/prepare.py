@@ -22,9 +22,9 @@ from runner_core.skills.memo import load_skill_signed, load_snapshot_cached, rel
 from runner_core.store.models import Run
 from runner_core.workspace import (
     RunPaths,
+    copy_uploads,
     create_run_dir,
     find_snapshot,
-    link_uploads,
     write_json,
 )
 from runner_core.workspace_reuse import reserve_namespace, take_over
@@ -98,8 +98,8 @@ def write_inputs(
     write_json(
         paths.input_json, request_payload or {"skill_id": run.skill_id, "parameter": run.parameter}
     )
-    link_uploads(request_dir / "uploads", paths)
-    link_uploads(request_dir / "bound", paths)  # files bound from an earlier run
+    # the run's own copies: the uploads, then the files bound from an earlier run
+    copy_uploads((request_dir / "uploads", request_dir / "bound"), paths)
     if (request_dir / "input_manifest.json").is_file():
         shutil.copy2(request_dir / "input_manifest.json", paths.root / "input_manifest.json")
     try:
@@ -132,8 +132,8 @@ def bound_inputs(run: Run) -> dict[str, str]:
 
 
 def enter_workspace(settings: Settings, run: Run, paths: RunPaths) -> None:
-    """Take over the workspace of the run this one reuses (its files hard-linked in, this
-    run's own inputs kept), then reserve the run's result namespace `result/<skill>.<n>/`."""
+    """Take over the workspace of the run this one reuses (its files copied in, this run's
+    own inputs kept), then reserve the run's result namespace `result/<skill>.<n>/`."""
     source_run_id = reused_workspace(run).get("source_run_id")
     if source_run_id:
         source = settings.runs_dir / str(source_run_id)
