@@ -4,20 +4,23 @@ from the run whose workspace it reuses, and the per-skill namespaces of result d
 (`result/<skill>.<n>/result.json`).
 
 Each run keeps its own run directory (its logs, events and `result/result.json`); reusing a
-workspace hard-links the earlier run's workspace files into the new run's directory before it
-starts, so a later clean-up of the earlier run, or a second run reusing the same workspace,
-changes nothing for this one."""
+workspace copies the earlier run's workspace files into the new run's directory before it
+starts (runner_core.own_copy: a reflink where the file system can), so nothing the new run
+does to them (a write in place included) reaches the earlier run, and a later clean-up of the
+earlier run, or a second run reusing the same workspace, changes nothing for this one."""
 
 from __future__ import annotations
 
 import os
 import re
 import shutil
+import stat
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from runner_core.own_copy import own_copy
 from runner_core.workspace import write_json
 
 # A run's own records: never taken over by a run that reuses its workspace.
@@ -48,7 +51,7 @@ class ReuseError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class FileBinding:
-    """An earlier run's file, hard-linked into this run's `uploads/<target_path>`."""
+    """An earlier run's file, copied into this run's `uploads/<target_path>`."""
 
     input_key: str
     source_request_id: str
@@ -144,7 +147,9 @@ def source_file(run_dir: Path, source_path: str) -> Path:
 
 
 def link_file(source: Path, target: Path) -> None:
-    """`target` as a hard link of `source` (a copy across file systems); replaces a file."""
+    """`target` as a hard link of `source` (a copy across file systems); replaces a file.
+    For a bound file's pin under its request only: no process writes there, and the worker
+    gives the run its own copy of it (copy_uploads)."""
     target.parent.mkdir(parents=True, exist_ok=True)
     if target.exists() or target.is_symlink():
         target.unlink()
@@ -215,15 +220,18 @@ def copy_to_namespace(run_dir: Path, skill_id: str, document: dict[str, Any]) ->
 
 
 def take_over(source_dir: Path, dest_dir: Path) -> int:
-    """Hard-link the workspace files of an earlier run into `dest_dir`: everything but its
-    records, hidden entries (engine homes, the skill snapshot) and its `result/result.json`;
-    files `dest_dir` already holds (this run's inputs) stay. Returns the files linked."""
+    """Copy the workspace files of an earlier run into `dest_dir` (own_copy: never a hard
+    link, which a write in place would carry back into the earlier run's artifact): everything
+    but its records, hidden entries (engine homes, the skill snapshot) and its
+    `result/result.json`; files `dest_dir` already holds (this run's inputs) stay. Returns the
+    files copied."""
     count = 0
     for rel in _workspace_files(source_dir):
         target = dest_dir / rel
         if target.exists() or target.is_symlink():
             continue
-        link_file(source_dir / rel, target)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        own_copy(source_dir / rel, target)
         count += 1
     return count
 
@@ -235,14 +243,24 @@ def _workspace_files(root: Path) -> Iterator[str]:
         path = root / top
         if path.is_symlink():
             continue
-        if path.is_file():
+        if _regular(path):
             yield top
+            continue
+        if not path.is_dir():
             continue
         for folder, dirs, files in os.walk(path):
             dirs[:] = [d for d in dirs if not d.startswith(".")]
             rel_folder = Path(folder).relative_to(root).as_posix()
             for name in files:
                 rel = f"{rel_folder}/{name}"
-                if rel == "result/result.json" or (Path(folder) / name).is_symlink():
-                    continue
+                if rel == "result/result.json" or not _regular(os.path.join(folder, name)):
+                    continue  # a symlink, a FIFO or a socket is not taken over
                 yield rel
+
+
+def _regular(path: Path | str) -> bool:
+    """Is `path` a regular file itself (not through a symlink)?"""
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False

@@ -1,9 +1,11 @@
-"""A run's input files are its own: a skill that writes its upload in place (open "r+", no new
-file) changes its run's copy only, never the request's stored upload, which a retry of the run
-reads again."""
+"""A run's input files are its own: a skill that writes its upload, a bound file or a file
+taken over from an earlier run's workspace in place (open "r+", no new file) changes its run's
+copy only, never the request's stored upload (which a retry of the run reads again) nor the
+earlier run's artifact (whose manifest sha256 must stay true)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -132,3 +134,49 @@ def test_a_skill_writing_its_upload_in_place_leaves_the_stored_upload_for_the_re
     assert stored.read_text() == SENT
     run_copy = stack.settings.runs_dir / ended["run_id"] / "uploads" / "input_file.txt"
     assert run_copy.read_text() == "CHANGED" + SENT[len("CHANGED") :]
+
+
+def test_a_run_reusing_a_workspace_leaves_the_earlier_artifact_and_its_sha256(stack):
+    first = post(stack, {"skill_id": "note-writer"})
+    source = stack.wait(first)
+    assert source["status"] == "succeeded", source
+    source_dir = stack.settings.runs_dir / source["run_id"]
+    note = source_dir / "artifacts" / "note.txt"
+    [entry] = [
+        a
+        for a in json.loads((source_dir / "manifest.json").read_text())["artifacts"]
+        if a["path"].endswith("note.txt")
+    ]
+    assert entry["sha256"] == hashlib.sha256(SENT.encode()).hexdigest()
+
+    target = "inputs/input_file/note.txt"
+    binding = {
+        "input_key": "input_file",
+        "source_request_id": first,
+        "source_path": "artifacts/note.txt",
+        "target_path": target,
+    }
+    resp = stack.client.post(
+        "/v1/jobs",
+        json={
+            "skill_id": "input-rewriter",
+            "input": {"input_file": target},
+            "runtime_options": {
+                "no_cache": True,
+                "workspace": {"mode": "reuse", "request_id": first, "file_bindings": [binding]},
+            },
+        },
+    )
+    assert resp.status_code == 200, resp.json
+    second = stack.wait(resp.json["request_id"])
+    assert second["status"] == "succeeded", second
+    run_dir = stack.settings.runs_dir / second["run_id"]
+    changed = "CHANGED" + SENT[len("CHANGED") :]
+    # the run changed its own copies: the bound input and the taken-over artifact ...
+    assert (run_dir / "uploads" / target).read_text() == changed
+    assert (run_dir / "artifacts" / "note.txt").read_text() == changed
+    # ... and neither the earlier run's artifact nor the file pinned under its request
+    assert note.read_text() == SENT
+    assert hashlib.sha256(note.read_bytes()).hexdigest() == entry["sha256"]
+    pinned = stack.settings.requests_dir / resp.json["request_id"] / "bound" / target
+    assert pinned.read_text() == SENT

@@ -4,6 +4,7 @@ the result namespaces, and the paths a file binding may name."""
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -27,7 +28,7 @@ def write(root, rel, text="x"):
     return path
 
 
-def test_take_over_links_the_workspace_but_not_the_runs_records(tmp_path):
+def test_take_over_copies_the_workspace_but_not_the_runs_records(tmp_path):
     src, dest = tmp_path / "src", tmp_path / "dest"
     for rel in (
         "artifacts/a.md",
@@ -51,7 +52,20 @@ def test_take_over_links_the_workspace_but_not_the_runs_records(tmp_path):
     taken = sorted(p.relative_to(dest).as_posix() for p in dest.rglob("*") if p.is_file())
     assert taken == ["artifacts/a.md", "notes.txt", "result/one.1/result.json", "uploads/in.txt"]
     assert (dest / "uploads/in.txt").read_text() == "mine"
-    assert (dest / "artifacts/a.md").stat().st_ino == (src / "artifacts/a.md").stat().st_ino
+    # its own copies: a write in place (no new file) leaves the earlier run's artifact as it was
+    with open(dest / "artifacts/a.md", "r+") as fh:
+        fh.write("y")
+    assert (src / "artifacts/a.md").read_text() == "x"
+
+
+def test_take_over_skips_what_is_no_regular_file(tmp_path):
+    src, dest = tmp_path / "src", tmp_path / "dest"
+    write(src, "artifacts/a.md")
+    os.mkfifo(src / "artifacts/pipe")  # a copy would hang reading it
+    os.symlink("/etc/hostname", src / "artifacts/link")
+    os.mkfifo(src / "top-pipe")
+    assert take_over(src, dest) == 1
+    assert sorted(os.listdir(dest / "artifacts")) == ["a.md"] and not (dest / "top-pipe").exists()
 
 
 def test_namespaces_count_up_per_skill_and_the_highest_is_the_runs_own(tmp_path):
