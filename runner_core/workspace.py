@@ -7,6 +7,7 @@ import errno
 import json
 import os
 import shutil
+import stat
 from collections.abc import Iterable
 from contextlib import suppress
 from dataclasses import dataclass
@@ -139,10 +140,15 @@ def copy_uploads(sources: Iterable[Path], paths: RunPaths) -> None:
 
 
 def _own_dir(path: Path) -> None:
-    """`path` as a folder of the run's own: a symlink or file left there is removed first."""
-    if os.path.islink(path) or (os.path.lexists(path) and not os.path.isdir(path)):
+    """`path` as a folder of the run's own (its parent is one): a symlink or file left there
+    is removed first. One lstat when the folder is there (every run's uploads/)."""
+    try:
+        if stat.S_ISDIR(os.lstat(path).st_mode):
+            return
         remove_entry(path)
-    os.makedirs(path, exist_ok=True)
+    except FileNotFoundError:
+        pass
+    os.mkdir(path)
 
 
 def write_json(path: Path, data: Any) -> None:
