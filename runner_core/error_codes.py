@@ -101,6 +101,7 @@ class ErrorCode(StrEnum):
     BUDGET_UNENFORCEABLE = "BUDGET_UNENFORCEABLE"
     RESOURCE_LIMIT_EXCEEDED = "RESOURCE_LIMIT_EXCEEDED"
     CANCELED_BY_USER = "CANCELED_BY_USER"
+    CANCELED_BY_PARENT = "CANCELED_BY_PARENT"
     ORCHESTRATOR_RESTART_INTERRUPTED = "ORCHESTRATOR_RESTART_INTERRUPTED"
     QUEUE_NOT_SERVED = "QUEUE_NOT_SERVED"
     SESSION_RESUME_FAILED = "SESSION_RESUME_FAILED"
@@ -287,7 +288,15 @@ CATALOGUE: dict[ErrorCode, CodeUse] = {
     _C.RESOURCE_LIMIT_EXCEEDED: CodeUse(
         (RUN,), "a process of the run hit its process-count or memory limit"
     ),
-    _C.CANCELED_BY_USER: CodeUse((RUN,), "the run was canceled"),
+    _C.CANCELED_BY_USER: CodeUse(
+        (RUN,),
+        "the run was canceled (a composite's step: its parent was; the message names the parent)",
+    ),
+    _C.CANCELED_BY_PARENT: CodeUse(
+        (RUN,),
+        "a composite's step was canceled because its parent ended (failed, timed out, or "
+        "finished without it); details name the parent and its error",
+    ),
     _C.ORCHESTRATOR_RESTART_INTERRUPTED: CodeUse((RUN,), "the run's worker died"),
     _C.QUEUE_NOT_SERVED: CodeUse(
         (RUN,), "the run waited past the bound on a queue no live worker consumes"

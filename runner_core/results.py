@@ -34,6 +34,12 @@ class RunError:
     def with_details(self, **more: Any) -> RunError:
         return RunError(self.code, self.message, {**self.details, **more})
 
+    @classmethod
+    def from_dict(cls, stored: Mapping[str, Any]) -> RunError:
+        """The error of its stored form (`as_dict`)."""
+        details = {k: v for k, v in stored.items() if k not in ("code", "message")}
+        return cls(str(stored.get("code")), str(stored.get("message", "")), details)
+
 
 @dataclass(frozen=True)
 class RunEnd:

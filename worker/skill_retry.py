@@ -21,7 +21,7 @@ log = logging.getLogger(__name__)
 
 def retry_failed(run: Run, error: dict[str, Any] | None) -> bool:
     """Queue `run` again after its failed attempt when its skill's `retry` allows it."""
-    if (error or {}).get("code") == ErrorCode.CANCELED_BY_USER:
+    if (error or {}).get("code") in (ErrorCode.CANCELED_BY_USER, ErrorCode.CANCELED_BY_PARENT):
         return False
     try:
         spec = load_skill_cached(skill_source(context.settings(), run)).openevo

@@ -33,7 +33,7 @@ from runner_core.settings import DEMO_LLM_WARNING
 from runner_core.skill_copy import installed_signatures
 from runner_core.skills.memo import load_skill_cached
 from runner_core.statuses import RunStatus
-from runner_core.store import checkpoint, claim
+from runner_core.store import cancels, checkpoint, claim
 from runner_core.store import runs as run_states
 from runner_core.store.db import make_engine, make_sessionmaker, retry_unavailable
 from runner_core.store.models import Run
@@ -192,6 +192,7 @@ def execute_run(self, run_id: str) -> str:
         events_of(claimed) if settings.events else None,
         unwinds=(SoftTimeLimitExceeded,),
         record_skill=lambda version, key: _ran_skill(claimed, version, key),
+        cancel_error=lambda: _cancel_error(run_id),
     )
     with (
         terminable(run_id),
@@ -209,6 +210,12 @@ def _ran_skill(run: Run, version: str | None, key: str | None) -> None:
         run_states.ran_skill(conn, run.id, run.attempt, version, key)
 
 
+def _cancel_error(run_id: str) -> RunError:
+    """Why the run's cancel was asked: CANCELED_BY_USER, unless the request said otherwise."""
+    with connect() as conn:
+        return cancels.cancel_error_of(conn, run_id)
+
+
 def _resume(run: Run) -> Resume | None:
     with connect() as conn:
         return resume_input(conn, run, context.settings().reply_timeout_max_sec)
@@ -223,12 +230,13 @@ def _not_claimed(run_id: str) -> str:
             and current.status == RunStatus.QUEUED
             and current.cancel_requested_at
         ):
+            error = cancels.recorded_cancel_error(current)
             record_end(
                 current,
-                RunEnd.failed(run_states.CANCELED, RunStatus.CANCELED),
+                RunEnd.failed(error, RunStatus.CANCELED),
                 "cancel",
                 before=RunStatus.QUEUED,
-                transition=lambda: run_states.cancel_queued(session, run_id),
+                transition=lambda: cancels.cancel_queued(session, run_id, error),
                 cut_short=False,  # it never started: the API answers from the row
             )
         log.info("run %s not claimed (status %s)", run_id, current.status if current else "missing")

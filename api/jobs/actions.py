@@ -17,7 +17,7 @@ from api.jobs.rows import JobRow, RunState, waiting_for_upload
 from runner_core.error_codes import ErrorCode
 from runner_core.secret_values import mask_bytes
 from runner_core.statuses import TERMINAL_STATUSES, RunStatus
-from runner_core.store import runs as run_states
+from runner_core.store import cancels
 from runner_core.store.models import Request, Run
 
 log = logging.getLogger(__name__)
@@ -154,20 +154,23 @@ def tail(path: Path, cap: int = LOG_CAP) -> tuple[str | None, bool]:
 def cancel_run(session: Session, req: Request, run: Run) -> dict[str, Any]:
     """Flag an active run canceled (revoking its queued message); finished runs: accepted false."""
     before = run.status
-    accepted = run_states.request_cancel(session, run.id)
+    accepted = cancels.request_cancel(session, run.id)
     # The DB flag is the cancel: a running run's worker sees it and kills the process group; a
     # queued or waiting run (no process) ends here, and the revoke only spares a worker the
     # message (if it is lost, the claim guard still refuses the run).
-    if accepted and run_states.cancel_idle(session, run.id):
+    # CANCELED_BY_USER, unless a cancel asked before said why (its composite parent ended)
+    error = cancels.cancel_error_of(session, run.id)
+    if accepted and cancels.cancel_idle(session, run.id, error):
         context.run_events(run).state_changed(
-            before, RunStatus.CANCELED, "cancel", error=run_states.CANCELED.as_dict(), terminal=True
+            before, RunStatus.CANCELED, "cancel", error=error.as_dict(), terminal=True
         )
         if run.celery_task_id and before == RunStatus.QUEUED:  # a waiting run's task ended
             context.queue().revoke(run.celery_task_id)
     elif accepted and run.engine is None and run.heartbeat_at is None:
         # a running composite parent holds no process: its steps are flagged here (no free
         # worker process is needed for their workers to kill them), and the workflow ends it
-        run_states.request_cancel_descendants(session, run.id)
+        reason = cancels.parent_ended(run, RunStatus.CANCELED, error.as_dict())
+        cancels.request_cancel_descendants(session, run.id, reason)
         context.queue().wake_composite(run.id)
     session.refresh(run)
     log.info(

@@ -46,6 +46,9 @@ class Run(Base):
     pgid: Mapped[int | None] = mapped_column(Integer)
     heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     cancel_requested_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # the error a cancel not asked by the run's user ends it with (its composite parent ended,
+    # an operator revoked it); None: a user's cancel (CANCELED_BY_USER)
+    cancel_error: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     queued_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     # last time an execute_run message was sent for it (or a limited claim retried): the

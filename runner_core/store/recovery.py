@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 from runner_core.error_codes import ErrorCode
 from runner_core.results import RunError
 from runner_core.statuses import TERMINAL_STATUSES, RecoveryState, RunStatus
+from runner_core.store.cancels import cancel_error_of
 from runner_core.store.models import Run, utcnow
 
 
@@ -25,16 +26,19 @@ def reconcile_interrupted(
     reason: str = "orchestrator_restart_interrupted",
 ) -> bool:
     """running -> failed ORCHESTRATOR_RESTART_INTERRUPTED with the recovery fields, or
-    canceled CANCELED_BY_USER when a cancel was pending. The pgid stays recorded when the group
-    could not be reaped from here, so the reaper of its host can still find it."""
+    canceled when a cancel was pending: CANCELED_BY_USER, or the reason its cancel request
+    recorded (cancels.parent_ended). The pgid stays recorded when the group could not be reaped
+    from here, so the reaper of its host can still find it."""
     now = utcnow()
     canceled = session.scalar(select(Run.cancel_requested_at).where(Run.id == run_id)) is not None
     if canceled:
+        cause = cancel_error_of(session, run_id)
         status, error = (
             RunStatus.CANCELED,
             RunError(
-                ErrorCode.CANCELED_BY_USER,
-                "canceled by user (the worker running it stopped before it could end it)",
+                cause.code,
+                f"{cause.message} (the worker running it stopped before it could end it)",
+                cause.details,
             ).as_dict(),
         )
     else:

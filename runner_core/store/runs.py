@@ -22,14 +22,10 @@ from sqlalchemy.orm import Session
 
 from runner_core.error_codes import ErrorCode
 from runner_core.results import RunError
-from runner_core.statuses import ACTIVE_STATUSES, IDLE_STATUSES, RunStatus
-from runner_core.store import interactions
+from runner_core.statuses import RunStatus
 from runner_core.store.models import Run, utcnow
 
 _runs = cast(Table, Run.__table__)
-
-CANCELED = RunError(ErrorCode.CANCELED_BY_USER, "canceled by user")  # of a run that held no process
-
 
 _FINISH_OPTIONAL = ("warnings", "timings", "session_handle", "token_usage")
 
@@ -136,73 +132,6 @@ def requeue_failed(session: Session, run_id: str) -> bool:
     )
     session.commit()
     return cast(CursorResult, result).rowcount == 1
-
-
-def cancel_queued(session: Session, run_id: str) -> bool:
-    """queued -> canceled (CANCELED_BY_USER)."""
-    return _cancel_idle(session, run_id, (RunStatus.QUEUED,))
-
-
-def cancel_idle(session: Session, run_id: str) -> bool:
-    """queued or waiting_user (no process runs for either) -> canceled (CANCELED_BY_USER)."""
-    return _cancel_idle(session, run_id, IDLE_STATUSES)
-
-
-def _cancel_idle(session: Session, run_id: str, statuses: tuple[str, ...]) -> bool:
-    now = utcnow()
-    result = session.execute(
-        update(Run)
-        .where(Run.id == run_id, Run.status.in_(statuses))
-        .values(
-            status=RunStatus.CANCELED,
-            finished_at=now,
-            updated_at=now,
-            error_code=ErrorCode.CANCELED_BY_USER,
-            error=CANCELED.as_dict(),
-            pending_interaction_id=None,
-        )
-    )
-    ended = cast(CursorResult, result).rowcount == 1
-    if ended:
-        interactions.cancel_pending(session, run_id)
-    session.commit()
-    return ended
-
-
-def request_cancel(session: Session, run_id: str) -> bool:
-    """Set the cancel flag on an active run. False when the run is already terminal."""
-    now = utcnow()
-    result = session.execute(
-        update(Run)
-        .where(Run.id == run_id, Run.status.in_(ACTIVE_STATUSES))
-        .values(cancel_requested_at=now, updated_at=now)
-    )
-    session.commit()
-    return cast(CursorResult, result).rowcount == 1
-
-
-MAX_NESTING = 32  # composite levels a cancel follows down
-
-
-def request_cancel_descendants(session: Session, run_id: str) -> int:
-    """Set the cancel flag on the active children of a run, their children, ... (a composite's
-    steps): queued ones are then refused by the claim, running ones killed by their worker.
-    Returns how many were flagged; committed."""
-    flagged, parents, now = 0, [run_id], utcnow()
-    for _ in range(MAX_NESTING):
-        active = (Run.parent_run_id.in_(parents), Run.status.in_(ACTIVE_STATUSES))
-        result = session.execute(
-            update(Run)
-            .where(*active, Run.cancel_requested_at.is_(None))
-            .values(cancel_requested_at=now, updated_at=now)
-            .execution_options(synchronize_session=False)
-        )
-        flagged += cast(CursorResult, result).rowcount
-        parents = list(session.scalars(select(Run.id).where(*active)))
-        if not parents:
-            break
-    session.commit()
-    return flagged
 
 
 @cache

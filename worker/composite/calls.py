@@ -28,6 +28,7 @@ from runner_core.openevo.steps import call_name, in_run_attempt
 from runner_core.skills import SkillPackage
 from runner_core.skills.memo import load_skill_cached
 from runner_core.statuses import ACTIVE_STATUSES, RunStatus
+from runner_core.store.cancels import parent_ended
 from runner_core.store.models import Run
 from runner_core.workspace import write_json
 from worker import context
@@ -108,7 +109,10 @@ class CallServer(threading.Thread):
         self.join(timeout=5)
         if self.composite:
             with sessions()() as session:
-                cancel_children(session, self.parent.id)
+                parent = session.get(Run, self.parent.id)  # its end is recorded by now
+                if parent is not None:
+                    reason = parent_ended(parent, parent.status, parent.error)
+                    cancel_children(session, self.parent.id, reason)
                 session.commit()
 
     def _answer_ops(self) -> None:

@@ -15,12 +15,12 @@ from sqlalchemy.orm import Session
 
 from runner_core.openevo.steps import Attempt, parse_child_name, run_attempt_of
 from runner_core.queues import queue_for
-from runner_core.results import RunEnd, read_result
+from runner_core.results import RunEnd, RunError, read_result
 from runner_core.skills import SkillPackage
 from runner_core.skills.memo import load_skill_cached
 from runner_core.skills.registry import SkillRegistry
 from runner_core.statuses import RunStatus
-from runner_core.store import runs as run_states
+from runner_core.store import cancels
 from runner_core.store.models import Run, utcnow
 from runner_core.store.new_runs import Dispatch, NewRun, insert_runs
 from runner_core.workspace import RunPaths
@@ -135,16 +135,21 @@ def new_child(
     return NewChild(new, Run(**new.run_row()), queue_for(pkg, engine))
 
 
-def cancel_children(session: Session, parent_id: str) -> list[str]:
+def cancel_children(session: Session, parent_id: str, reason: RunError) -> dict[str, RunError]:
     """Cancel cascades by parent id, committed: the active children and their descendants are
-    flagged (running ones are killed by their watch), queued ones end at once, each recorded
-    like any run canceled while queued (its terminal event included); returns the ids of the
-    latter. A running child composite holds no process to see its flag: it is woken to end."""
-    run_states.request_cancel_descendants(session, parent_id)
+    flagged with `reason` (cancels.parent_ended; running ones are killed by their watch and end
+    with it), queued ones end at once, each recorded like any run canceled while queued (its
+    terminal event included); returns the error each of the latter ended with, by id. A
+    running child composite holds no process to see its flag: it is woken to end."""
+    cancels.request_cancel_descendants(session, parent_id, reason)
     queued = session.scalars(
         select(Run).where(Run.parent_run_id == parent_id, Run.status == RunStatus.QUEUED)
     ).all()
-    canceled = [child.id for child in queued if _cancel_queued(session, child)]
+    canceled = {}
+    for child in queued:
+        error = cancels.cancel_error_of(session, child.id)  # a cancel asked before keeps its own
+        if _cancel_queued(session, child, error):
+            canceled[child.id] = error
     idle = session.scalars(
         select(Run.id).where(
             Run.parent_run_id == parent_id,
@@ -159,13 +164,13 @@ def cancel_children(session: Session, parent_id: str) -> list[str]:
     return canceled
 
 
-def _cancel_queued(session: Session, child: Run) -> bool:
+def _cancel_queued(session: Session, child: Run, error: RunError) -> bool:
     ended = record_end(
         child,
-        RunEnd.failed(run_states.CANCELED, RunStatus.CANCELED),
+        RunEnd.failed(error, RunStatus.CANCELED),
         "cancel",
         before=RunStatus.QUEUED,
-        transition=partial(run_states.cancel_queued, session, child.id),
+        transition=partial(cancels.cancel_queued, session, child.id, error),
         cut_short=False,  # it never started: the API answers from the row
         advance_parent=_no_advance,
     )

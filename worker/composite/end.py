@@ -11,9 +11,10 @@ from sqlalchemy.orm import Session
 from runner_core.events import TAIL_BYTES, Once, read_events
 from runner_core.openevo.steps import parse_child_name
 from runner_core.openevo.workflow import StepState
-from runner_core.results import RunEnd, result_document, write_result
+from runner_core.results import RunEnd, RunError, result_document, write_result
 from runner_core.statuses import TERMINAL_STATUSES, RunStatus
 from runner_core.store import runs as run_states
+from runner_core.store.cancels import parent_ended
 from runner_core.store.models import Run
 from runner_core.workspace import RunPaths, write_json
 from worker import context
@@ -35,9 +36,9 @@ def end(
     runs: list[Run],
     states: dict[str, StepState],
 ) -> str:
-    """Cancel what still runs; then queue a failed parent again when its skill's `retry`
-    allows, or write its result (with its steps) and record its end."""
-    stop_children(session, parent, runs)
+    """Cancel what still runs (saying the parent ended so); then queue a failed parent again
+    when its skill's `retry` allows, or write its result (with its steps) and record its end."""
+    stop_children(session, parent, runs, parent_ended(parent, status, error))
     announce_ended(parent, runs)
     if status == RunStatus.FAILED and retry_failed(parent, error):
         return RunStatus.QUEUED
@@ -58,15 +59,15 @@ def end(
     return status
 
 
-def stop_children(session: Session, parent: Run, runs: list[Run]) -> None:
-    """Flag the parent's active children canceled (committed): queued ones end at once (their
-    `step.ended` written here: no worker will say they ended), running ones are killed by
-    their worker, whose end of each advances the parent."""
-    canceled = cancel_children(session, parent.id)
+def stop_children(session: Session, parent: Run, runs: list[Run], reason: RunError) -> None:
+    """Flag the parent's active children canceled with `reason` (committed): queued ones end at
+    once (their `step.ended` written here: no worker will say they ended), running ones are
+    killed by their worker, whose end of each advances the parent."""
+    canceled = cancel_children(session, parent.id, reason)
     session.commit()
     for child in runs:
         if child.id in canceled:
-            step_ended(parent, child, RunStatus.CANCELED)
+            step_ended(parent, child, RunStatus.CANCELED, canceled[child.id].as_dict())
 
 
 def announce_ended(parent: Run, runs: list[Run]) -> None:
@@ -125,10 +126,16 @@ def _span(children: list[Run]) -> dict[str, Any]:
 
 
 def step_ended(
-    parent: Run, child: Run, status: str | None = None, *, whole_log: bool = False
+    parent: Run,
+    child: Run,
+    status: str | None = None,
+    error: dict[str, Any] | None = None,
+    *,
+    whole_log: bool = False,
 ) -> None:
     """`step.ended` on the parent's events: the child's step, request id, status, duration,
-    error; none once the parent's terminal event is written (a stream has closed there), and
+    error (`status` and `error`: the child's end just recorded, not on the row read before);
+    none once the parent's terminal event is written (a stream has closed there), and
     none when the log has it already: the child's own `advance` and the parent's end may both
     write it (`whole_log`: look through the whole log, else its tail, where a racing writer's
     is)."""
@@ -138,7 +145,7 @@ def step_ended(
         "step": step,
         "request_id": child.request_id,
         "status": status or child.status,
-        "error": child.error,
+        "error": error if status else child.error,
         "attempt": attempt,
     }
     if index is not None:

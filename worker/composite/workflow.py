@@ -36,6 +36,7 @@ from runner_core.runtime_options import RuntimeOptions
 from runner_core.skills import SkillPackage
 from runner_core.skills.memo import load_skill_cached
 from runner_core.statuses import ACTIVE_STATUSES, TERMINAL_STATUSES, RunStatus
+from runner_core.store.cancels import parent_ended, recorded_cancel_error
 from runner_core.store.models import Run
 from runner_core.store.runs import ran_skill
 from worker import context
@@ -144,7 +145,9 @@ def _advance(parent_id: str, ended_child: str | None) -> str:
                 step_ended(parent, child)
         if parent is None or parent.status != RunStatus.RUNNING:
             if parent is not None:
-                cancel_children(session, parent_id)
+                cancel_children(
+                    session, parent_id, parent_ended(parent, parent.status, parent.error)
+                )
             session.commit()
             return "ended"
         pkg = load_skill_cached(skill_source(context.settings(), parent))
@@ -159,7 +162,7 @@ def _advance(parent_id: str, ended_child: str | None) -> str:
         stop = _stop(parent, pkg, now)
         if stop is not None:
             status, stopped, since = stop
-            stop_children(session, parent, runs)
+            stop_children(session, parent, runs, parent_ended(parent, status, stopped))
             runs = children(session, parent_id, parent.attempt)
             if any(r.status in ACTIVE_STATUSES for r in runs) and now < since + STOP_GRACE_SEC:
                 # each killed child's end advances the parent; this is the backstop
@@ -233,10 +236,11 @@ def _advance(parent_id: str, ended_child: str | None) -> str:
 
 
 def _stop(parent: Run, pkg: SkillPackage, now: float) -> tuple[str, dict[str, Any], float] | None:
-    """A canceled parent (CANCELED_BY_USER) or one past its timeout (TIMEOUT): its status,
-    error and since when it stops; None while it goes on."""
+    """A canceled parent (CANCELED_BY_USER, or why its cancel was asked: its own parent ended)
+    or one past its timeout (TIMEOUT): its status, error and since when it stops; None while
+    it goes on."""
     if parent.cancel_requested_at:
-        error = RunError(ErrorCode.CANCELED_BY_USER, "canceled by user").as_dict()
+        error = recorded_cancel_error(parent).as_dict()
         return RunStatus.CANCELED, error, aware(parent.cancel_requested_at).timestamp()
     limit = time_limit(parent, pkg)
     if parent.started_at and now >= aware(parent.started_at).timestamp() + limit:

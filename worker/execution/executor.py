@@ -91,7 +91,8 @@ class RunOutcome:
 class RunExecutor:
     """Runs one run end to end. `make_watch` gives each process a fresh watch (deadline +
     cancel poll); `unwinds`: the exceptions that must reach the task as they are (Celery's
-    soft time limit), which records the end itself."""
+    soft time limit), which records the end itself; `cancel_error`: the error a canceled run
+    ends with (the reason its cancel request recorded, else CANCELED_BY_USER)."""
 
     def __init__(
         self,
@@ -103,7 +104,9 @@ class RunExecutor:
         events: EventLog | None = None,
         unwinds: tuple[type[Exception], ...] = (),
         record_skill: Callable[[str | None, str | None], object] | None = None,
+        cancel_error: Callable[[], RunError] | None = None,
     ) -> None:
+        self.cancel_error = cancel_error
         self.unwinds = unwinds
         # records the skill version the run runs and its cache key (run row) when they are
         # not the ones the run was created with
@@ -148,7 +151,7 @@ class RunExecutor:
             self.warnings.extend([ask.warning] if ask.warning else [])
             outcome = RunOutcome(RunStatus.WAITING_USER, None, self.warnings, pending=ask.pending)
         except RunFailed as exc:
-            outcome = RunOutcome(exc.status, exc.error.as_dict(), self.warnings)
+            outcome = RunOutcome(exc.status, self._failure(exc).as_dict(), self.warnings)
         except self.unwinds:
             raise  # the task records TIMEOUT (the process group is already killed)
         except Exception as exc:  # unexpected: recorded on the run, never lost
@@ -169,6 +172,17 @@ class RunExecutor:
             session_handle=self._session_handle(),
             token_usage=tokens,
         )
+
+    def _failure(self, exc: RunFailed) -> RunError:
+        """The error of a failed step; a cancel's says why it was asked (its process saw only
+        the flag)."""
+        if exc.status != RunStatus.CANCELED or self.cancel_error is None:
+            return exc.error
+        try:
+            return self.cancel_error()
+        except Exception:  # the database away: the cancel is still one
+            log.warning("run %s: its cancel reason was not read", self.run.id, exc_info=True)
+            return exc.error
 
     def _write_result(self, outcome: RunOutcome) -> RunOutcome:
         """result/result.json of an ended run (a waiting run has no result yet). A document that

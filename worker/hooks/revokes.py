@@ -27,7 +27,7 @@ from runner_core.error_codes import ErrorCode
 from runner_core.queues import EXECUTE_RUN
 from runner_core.results import RunEnd, RunError
 from runner_core.statuses import ACTIVE_STATUSES, RunStatus
-from runner_core.store import runs as run_states
+from runner_core.store import cancels
 from runner_core.store.models import Run
 from worker import context
 from worker.context import sessions
@@ -55,7 +55,7 @@ def cancel_revoked(task_ids: Iterable[str]) -> list[str]:
         ).all()
         for run in runs:
             before = run.status
-            if not run_states.request_cancel(session, run.id):
+            if not cancels.request_cancel(session, run.id, REVOKED):
                 continue  # ended meanwhile
             canceled.append(run.id)
             log.info(
@@ -66,12 +66,13 @@ def cancel_revoked(task_ids: Iterable[str]) -> list[str]:
             )
             # a running run is ended by its own watch; one with no process ends here
             if before != RunStatus.RUNNING:
+                error = cancels.cancel_error_of(session, run.id)  # an earlier reason stays
                 record_end(
                     run,
-                    RunEnd.failed(REVOKED, RunStatus.CANCELED),
+                    RunEnd.failed(error, RunStatus.CANCELED),
                     "revoke",
                     before=before,
-                    transition=partial(run_states.cancel_idle, session, run.id),
+                    transition=partial(cancels.cancel_idle, session, run.id, error),
                     cut_short=False,  # no process wrote anything: the API answers from the row
                 )
     return canceled

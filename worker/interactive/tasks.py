@@ -16,7 +16,7 @@ from runner_core.queues import AUTO_REPLY
 from runner_core.results import RunEnd
 from runner_core.runtime_options import RuntimeOptions
 from runner_core.statuses import RunStatus
-from runner_core.store import interactions
+from runner_core.store import cancels, interactions
 from runner_core.store.models import Run, utcnow
 from runner_core.tokens import turn_tokens
 from worker import context
@@ -37,8 +37,10 @@ def ask_user(run: Run, turn: int, outcome: Any) -> str:
     settings = context.settings()
     interaction_id = record_question(connect, run, turn, outcome, settings.lease_sec / 2)
     if interaction_id is None:  # canceled meanwhile: the turn's warnings are kept
+        with connect() as conn:  # why, when no user asked (its composite parent ended)
+            error = cancels.cancel_error_of(conn, run.id, CANCELED)
         end = replace(
-            RunEnd.failed(CANCELED, RunStatus.CANCELED),
+            RunEnd.failed(error, RunStatus.CANCELED),
             warnings=outcome.warnings,
             token_usage=outcome.token_usage,
         )

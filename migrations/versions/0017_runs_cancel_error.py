@@ -1,0 +1,24 @@
+"""runs.cancel_error: why a run's cancel was requested when no user asked for it (its composite
+parent ended, an operator revoked it): the error the canceled run ends with
+
+Revision ID: 0017
+Revises: 0016
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = "0017"
+down_revision = "0016"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    op.add_column("runs", sa.Column("cancel_error", sa.JSON(), nullable=True))
+
+
+def downgrade() -> None:
+    op.drop_column("runs", "cancel_error")
