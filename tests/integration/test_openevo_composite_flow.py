@@ -1,9 +1,10 @@
 """Composite flow control through the API, Redis and a real worker: foreach within
 maxConcurrency, a step's retry and timeout, the composite's own timeout (also over a nested
-composite and a pending retry), step events in order and once each. Children claimed under the
-cap, retried, canceled by their parent's timeout, and the retries of a run and of a composite
-run on SQLite and Postgres; the code composites' calls and a step's own timeout (the TIMEOUT of
-any run) on SQLite."""
+composite and a pending retry), step events in order and once each, and why each canceled
+child was canceled (its parent's timeout, fail-fast or cancel, or its user's own cancel).
+Children claimed under the cap, retried, canceled by their parent's timeout, and the retries of
+a run and of a composite run on SQLite and Postgres; the code composites' calls and a step's
+own timeout (the TIMEOUT of any run) on SQLite."""
 
 from __future__ import annotations
 
@@ -62,6 +63,19 @@ def events_to_the_end(stack, rid):
         return events if any(is_terminal(e) for e in events) else None
 
     return wait_for(ended, 5)
+
+
+def canceled_for(child, parent_rid, code, parent_code):
+    """`child` ended canceled with `code`, its message and details naming the parent and (for
+    CANCELED_BY_PARENT) how the parent ended."""
+    assert child["status"] == "canceled", child
+    error = child["error"]
+    assert error["code"] == code, error
+    assert parent_rid in error["message"], error
+    assert error["details"]["parent_request_id"] == parent_rid, error
+    assert error["details"]["parent_error"]["code"] == parent_code, error
+    if code == "CANCELED_BY_PARENT":
+        assert parent_code in error["message"], error
 
 
 def stamp(value):
@@ -135,7 +149,8 @@ def test_the_composite_timeout_cancels_its_running_step_and_fails_the_parent(sta
     assert stamp(status["finished_at"]) - stamp(status["started_at"]) < 25  # not the 30 s sleep
     (step,) = result_of(stack, rid)["steps"]
     child = stack.wait(step["request_id"], 30)
-    assert child["status"] == "canceled"
+    canceled_for(child, rid, "CANCELED_BY_PARENT", "TIMEOUT")  # no user asked
+    assert result_of(stack, step["request_id"])["error"]["code"] == "CANCELED_BY_PARENT"
     stderr = stack.settings.runs_dir / child["run_id"] / "logs" / "stderr.txt"
     pid = int(re.search(r"pid (\d+)", stderr.read_text()).group(1))
     deadline = time.time() + 10
@@ -151,10 +166,10 @@ def test_the_composite_timeout_cancels_a_nested_composite_and_its_steps(stack):
     (step,) = result_of(stack, rid)["steps"]
     assert step["status"] == "canceled", step  # not left running past the grace
     inner = stack.wait(step["request_id"], 10)
-    assert inner["status"] == "canceled"
+    canceled_for(inner, rid, "CANCELED_BY_PARENT", "TIMEOUT")
     (nap,) = result_of(stack, step["request_id"])["steps"]
     leaf = stack.wait(nap["request_id"], 10)
-    assert leaf["status"] == "canceled"
+    canceled_for(leaf, rid, "CANCELED_BY_PARENT", "TIMEOUT")  # the composite that ended
     assert stamp(leaf["finished_at"]) - stamp(leaf["started_at"]) < 15  # not the 30 s sleep
 
 
@@ -266,7 +281,7 @@ def test_an_index_composite_over_its_timeout_cancels_its_running_call(stack):
     assert status["status"] == "failed" and status["error"]["code"] == "TIMEOUT"
     (call,) = [e["data"] for e in events_of(stack, rid) if e["type"] == "step.started"]
     child = stack.wait(call["request_id"], 30)
-    assert child["status"] == "canceled"
+    canceled_for(child, rid, "CANCELED_BY_PARENT", "TIMEOUT")
     assert stamp(child["finished_at"]) - stamp(child["started_at"]) < 15  # not the 20 s sleep
 
 
@@ -337,7 +352,7 @@ def test_cancel_of_a_foreach_kills_its_running_items_and_ends_the_parent_at_once
     (step,) = result_of(stack, rid)["steps"]
     assert [item["status"] for item in step["items"]] == ["canceled"] * 4, step
     for item in step["items"]:
-        assert stack.wait(item["request_id"], 5)["status"] == "canceled"
+        canceled_for(stack.wait(item["request_id"], 5), rid, "CANCELED_BY_USER", "CANCELED_BY_USER")
     assert time.time() - began < 8
 
 
@@ -367,8 +382,13 @@ def test_a_failing_foreach_ends_its_events_with_the_terminal_event(stack):
     assert status["status"] == "failed" and status["error"]["code"] == "COMPOSITE_STEP_FAILED"
     started = [e["data"] for e in events_of(stack, rid) if e["type"] == "step.started"]
     assert len(started) == 3
-    for item in started:
-        assert stack.wait(item["request_id"], 15)["status"] in ("failed", "canceled")
+    children = [stack.wait(item["request_id"], 15) for item in started]
+    assert children[0]["status"] == "failed"
+    for child in children[1:]:  # killed by the fail-fast, not by a user
+        if child["status"] == "canceled":
+            canceled_for(child, rid, "CANCELED_BY_PARENT", "COMPOSITE_STEP_FAILED")
+        else:
+            assert child["status"] == "failed", child
     time.sleep(1.0)  # a late step.ended, written by an item's own worker after its end
     events = events_to_the_end(stack, rid)
     assert is_terminal(events[-1])
@@ -387,6 +407,8 @@ def test_cancel_of_a_foreach_gives_its_queued_items_their_terminal_event(stack):
     children = [stack.wait(item["request_id"], 10) for item in started]
     assert [c["status"] for c in children] == ["canceled"] * 7
     assert any(c["started_at"] is None for c in children)  # some never started
+    for child in children:
+        canceled_for(child, rid, "CANCELED_BY_USER", "CANCELED_BY_USER")
     for child in children:
         run_dir = stack.settings.runs_dir / child["run_id"]
         ended = wait_for(lambda d=run_dir: [e for e in read_events(d) if is_terminal(e)], 5)
@@ -417,3 +439,22 @@ def test_children_ending_together_each_get_one_step_ended(stack):
         events = events_to_the_end(stack, rid)
         ended = [e["data"]["request_id"] for e in events if e["type"] == "step.ended"]
         assert len(ended) == 4 and len(set(ended)) == 4, (round_, ended)
+
+
+def test_a_users_cancel_of_one_child_says_so_and_its_siblings_name_the_failed_parent(stack):
+    rid = start(stack, "sleepy_fanout", {"items": [15001, 15001]})
+    _started(stack, rid, 2)
+    time.sleep(1.5)  # both items running
+    first, second = [e["data"] for e in events_of(stack, rid) if e["type"] == "step.started"]
+    assert stack.client.post(f"/v1/jobs/{first['request_id']}/cancel").json["accepted"] is True
+    child = stack.wait(first["request_id"], 10)
+    assert child["status"] == "canceled", child
+    assert (child["error"]["code"], child["error"]["message"]) == (
+        "CANCELED_BY_USER",
+        "canceled by user",
+    )
+    # the canceled item fails its step, and the composite stops its other item
+    status = stack.wait(rid, 20)
+    assert status["status"] == "failed" and status["error"]["code"] == "COMPOSITE_STEP_FAILED"
+    sibling = stack.wait(second["request_id"], 10)
+    canceled_for(sibling, rid, "CANCELED_BY_PARENT", "COMPOSITE_STEP_FAILED")
