@@ -11,6 +11,7 @@ from runner_core.results import RunError
 from runner_core.statuses import RunStatus
 from runner_core.store import cancels
 from runner_core.store.models import Request, Run
+from runner_core.store.recovery import reconcile_interrupted
 from tests.helpers import BOTH_DATABASES
 
 TIMEOUT = {"code": "TIMEOUT", "message": "the composite's timeout (3000 ms) passed"}
@@ -121,3 +122,19 @@ def test_the_first_reason_stays_and_a_revoke_keeps_it(client, app):
         assert cancels.request_cancel(session, run_id, RunError(ErrorCode.TIMEOUT, "later"))
         assert cancels.request_cancel(session, run_id)  # a user's: no reason of its own
         assert cancels.cancel_error_of(session, run_id) == first
+
+
+@BOTH_DATABASES
+def test_a_flagged_step_whose_worker_died_ends_with_its_reason(client, app):
+    parent_rid, child_rid, parent_id, child_id = _family(client, app, "lost")
+    _set_running(app, child_id)
+    with app.extensions["db"]() as session:
+        reason = cancels.parent_ended(session.get(Run, parent_id), RunStatus.FAILED, TIMEOUT)
+        cancels.request_cancel_descendants(session, parent_id, reason)
+        assert reconcile_interrupted(session, child_id)  # the sweep, its lease expired
+    status = client.get(f"/v1/jobs/{child_rid}").json
+    assert status["status"] == "canceled"
+    assert status["error"]["code"] == "CANCELED_BY_PARENT"
+    assert status["error"]["message"].startswith(reason.message)
+    assert "worker running it stopped" in status["error"]["message"]
+    assert status["error"]["details"]["parent_request_id"] == parent_rid

@@ -152,12 +152,14 @@ def test_flower_shows_runs_by_skill_engine_and_request_and_its_revoke_cancels_th
     flower.call(f"/api/task/revoke/{task_id_of(bare_stack, queued)}", "POST")
     ended = bare_stack.wait(queued, timeout=20)
     assert ended["status"] == "canceled" and ended["error"]["code"] == "CANCELED_BY_USER"
+    assert ended["error"]["message"].startswith("revoked by an operator")
     assert job(bare_stack, running)["status"] == "running"
     # a revoke without terminate of the running run: its group is killed within seconds
     asked = time.monotonic()
     flower.call(f"/api/task/revoke/{task_id_of(bare_stack, running)}", "POST")
     ended = bare_stack.wait(running, timeout=30)
     assert ended["status"] == "canceled" and ended["error"]["code"] == "CANCELED_BY_USER"
+    assert ended["error"]["message"].startswith("revoked by an operator")  # no user asked
     assert time.monotonic() - asked < 15  # within seconds, not at the next lease expiry
     assert live_group(pgid) == [] and kids
     run_dir = bare_stack.settings.runs_dir / job(bare_stack, running)["run_id"]
