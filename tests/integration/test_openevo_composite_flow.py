@@ -409,6 +409,10 @@ def test_cancel_of_a_foreach_gives_its_queued_items_their_terminal_event(stack):
     assert any(c["started_at"] is None for c in children)  # some never started
     for child in children:
         canceled_for(child, rid, "CANCELED_BY_USER", "CANCELED_BY_USER")
+    ended = [e["data"] for e in events_to_the_end(stack, rid) if e["type"] == "step.ended"]
+    assert len(ended) == 7  # the queued ones' written by the parent, with their error
+    assert {e["error"]["code"] for e in ended} == {"CANCELED_BY_USER"}, ended
+    assert all(rid in e["error"]["message"] for e in ended), ended
     for child in children:
         run_dir = stack.settings.runs_dir / child["run_id"]
         ended = wait_for(lambda d=run_dir: [e for e in read_events(d) if is_terminal(e)], 5)
