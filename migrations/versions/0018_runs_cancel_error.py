@@ -1,8 +1,8 @@
 """runs.cancel_error: why a run's cancel was requested when no user asked for it (its composite
 parent ended, an operator revoked it): the error the canceled run ends with
 
-Revision ID: 0017
-Revises: 0016
+Revision ID: 0018
+Revises: 0017
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0017"
-down_revision = "0016"
+revision = "0018"
+down_revision = "0017"
 branch_labels = None
 depends_on = None
 
