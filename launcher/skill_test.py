@@ -31,7 +31,7 @@ from launcher.demo_llm import KEY_VARIABLES
 from runner_core.settings import REPO_ROOT
 
 TEST_FILE = Path("tests") / "skill-test.json"
-CASE_KEYS = {"name", "engine", "mode", "input", "parameter", "files", "model", "expect"}
+CASE_KEYS = {"name", "engine", "mode", "input", "parameter", "files", "model", "replies", "expect"}
 START_SEC = 60  # the throw-away service answering /healthz
 RUN_SEC = 300  # one case, queued to finished
 STDERR_LINES = 5  # of a run that ended otherwise than expected
@@ -98,15 +98,17 @@ def run_skill_test(skill_dir: Path, test_file: Path | None = None, keep: bool = 
 
 
 def _run_case(service: _Service, skill_dir: Path, case: dict[str, Any]) -> CaseReport:
+    options: dict[str, Any] = {"no_cache": True}
+    if case.get("mode"):  # auto or interactive: a runtime option of the job
+        options["execution_mode"] = case["mode"]
     body = {
         "skill_id": skill_dir.name,
         "input": case.get("input") or {},
         "parameter": case.get("parameter") or {},
-        "runtime_options": {"no_cache": True},
+        "runtime_options": options,
     }
-    for key in ("engine", "mode"):
-        if case.get(key):
-            body["engine" if key == "engine" else "execution_mode"] = case[key]
+    if case.get("engine"):
+        body["engine"] = case["engine"]
     status, created = service.call("POST", "/v1/jobs", body)
     if status != 200:
         return CaseReport(case["name"], False, [f"the job was refused: {status} {created}"])
@@ -116,6 +118,14 @@ def _run_case(service: _Service, skill_dir: Path, case: dict[str, Any]) -> CaseR
         if status != 200:
             return CaseReport(case["name"], False, [f"the upload was refused: {answer}"], rid)
     state = service.wait(rid)
+    for response in case.get("replies") or []:  # each answers the question the run waits on
+        if state.get("status") != "waiting_user":
+            break
+        reply = {"interaction_id": state.get("pending_interaction_id"), "response": response}
+        status, answer = service.call("POST", f"/v1/jobs/{rid}/interaction/reply", reply)
+        if status != 200:
+            return CaseReport(case["name"], False, [f"the reply was refused: {answer}"], rid)
+        state = service.wait(rid, after=state.get("pending_interaction_id"))
     _, result = service.call("GET", f"/v1/jobs/{rid}/result")
     problems = expectation_problems(case.get("expect") or {}, state, result.get("result") or {})
     return CaseReport(case["name"], not problems, problems, rid)
@@ -253,13 +263,19 @@ class _Service:
         request = urllib.request.Request(f"{self.base}/v1/jobs/{rid}/upload", body, headers)
         return self._send(request)
 
-    def wait(self, rid: str) -> dict[str, Any]:
+    def wait(self, rid: str, after: int | None = None) -> dict[str, Any]:
+        """The job once it has ended or asks a question (other than question `after`, the one
+        just answered)."""
         deadline = time.monotonic() + RUN_SEC
         state: dict[str, Any] = {}
         while time.monotonic() < deadline:
             _, state = self.call("GET", f"/v1/jobs/{rid}?wait_sec=20")
             if state.get("status") in ("succeeded", "failed", "canceled"):
                 return state
+            if state.get("status") == "waiting_user":
+                if state.get("pending_interaction_id") != after:
+                    return state
+                time.sleep(0.1)  # the reply is accepted; the run has not moved on yet
         return state
 
     @staticmethod

@@ -33,6 +33,10 @@ def test_the_example_skills_pass_their_own_test_files():
     ]
     primes = skill_test(str(REPO_ROOT / "skills" / "demo-prime-number"))
     assert primes.returncode == 0, primes.stdout + primes.stderr
+    # an interactive case: the reply answers the question and the next turn finishes
+    choose = skill_test(str(REPO_ROOT / "skills" / "demo-choose-summary"))
+    assert choose.returncode == 0, choose.stdout + choose.stderr
+    assert choose.stdout.splitlines()[-1] == "2 of 2 case(s) passed"
 
 
 def test_a_new_skill_of_each_kind_passes_its_own_test_cases(tmp_path):
