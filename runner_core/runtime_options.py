@@ -22,7 +22,8 @@ SCHEMA: dict[str, Any] = {
         "timeout_sec": {"type": "integer", "minimum": 1},
         "hard_timeout_seconds": {"type": "integer", "minimum": 0},  # Skill-Runner's name
         "repair_rounds": {"type": "integer", "minimum": 0, "maximum": 3},
-        "interactive_reply_timeout_sec": {"type": "integer", "minimum": 1},
+        # 0 (Skill-Runner's clients send it): the agent decides at once, as there
+        "interactive_reply_timeout_sec": {"type": "integer", "minimum": 0},
         "interactive_auto_reply": {"type": "boolean"},
         "budget": BUDGET_SCHEMA,
         # the conversation ctx.session of a skill.json code skill reads and appends to
@@ -70,7 +71,7 @@ class RuntimeOptions:
             timeout_sec=_positive_int(data.get("timeout_sec"))
             or _positive_int(data.get("hard_timeout_seconds")),
             repair_rounds=_repair_rounds(data),
-            interactive_reply_timeout_sec=_int_or_none(data.get("interactive_reply_timeout_sec")),
+            interactive_reply_timeout_sec=_whole_or_none(data.get("interactive_reply_timeout_sec")),
             interactive_auto_reply=bool(data.get("interactive_auto_reply")),
             budget=Budget.of(data.get("budget")),
             session_id=_text(data.get("session_id")),
@@ -97,9 +98,11 @@ class RuntimeOptions:
         return self.engine_configs.get(engine)
 
     def reply_timeout(self, cap_sec: int) -> int:
-        """Seconds a question waits for its answer, capped by the server's maximum."""
-        wanted = self.interactive_reply_timeout_sec or DEFAULT_REPLY_TIMEOUT_SEC
-        return max(1, min(wanted, cap_sec))
+        """Seconds a question waits for its answer, capped by the server's maximum (0: none,
+        the auto-reply decides at once)."""
+        wanted = self.interactive_reply_timeout_sec
+        wanted = DEFAULT_REPLY_TIMEOUT_SEC if wanted is None else wanted
+        return max(0, min(wanted, cap_sec))
 
     def repair_rounds_or(self, default: int) -> int:
         """The output repair rounds to run: the request's, else `default`; 0 to 3."""
@@ -119,6 +122,15 @@ def _int_or_none(value: Any) -> int | None:
         return int(value) if value else None
     except (TypeError, ValueError):
         return None
+
+
+def _whole_or_none(value: Any) -> int | None:
+    """`value` as a whole number of 0 or more (30.0 is 30); None for anything else."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        return None
+    return value if value >= 0 else None
 
 
 def _repair_rounds(data: Mapping[str, Any]) -> int | None:

@@ -184,7 +184,7 @@ def runtime_option_list(settings: Settings) -> list[dict[str, Any]]:
         {
             "key": "interactive_reply_timeout_sec",
             "type": "integer",
-            "minimum": 1,
+            "minimum": 0,
             "maximum": settings.reply_timeout_max_sec,
         },
         {"key": "interactive_auto_reply", "type": "boolean"},

@@ -95,3 +95,13 @@ def test_the_requested_timeout_wins_below_the_server_maximum(tmp_path):
     assert run_timeout(settings, 50, 20) == 20
     assert run_timeout(settings, 50, 500) == 100
     assert run_timeout(settings, None, None) == 60
+
+
+def test_a_reply_timeout_of_0_means_at_once_and_a_whole_float_is_read_as_its_number():
+    assert RuntimeOptions.from_dict({"interactive_reply_timeout_sec": 0}).reply_timeout(600) == 0
+    assert (
+        RuntimeOptions.from_dict({"interactive_reply_timeout_sec": 30.0}).reply_timeout(600) == 30
+    )
+    for odd in (-1, 2.5, "30", True, None):
+        options = RuntimeOptions.from_dict({"interactive_reply_timeout_sec": odd})
+        assert options.reply_timeout(600) == 600

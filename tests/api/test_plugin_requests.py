@@ -1,0 +1,67 @@
+"""Requests the Zotero plugin (zotero-agents 0.5.6) sends, replayed as it sends them; each test
+names the plugin file the request comes from. The plugin takes a 400, 404, 410 or 422 from its
+run dialog's calls as the end of the run (`isSkillRunnerRunTerminalClientError` in
+src/providers/skillrunner/errors.ts): a form it sends must not get one."""
+
+from __future__ import annotations
+
+from sqlalchemy import update
+
+from runner_core.interaction import Pending
+from runner_core.store import interactions
+from runner_core.store.models import Request, Run, utcnow
+
+
+def plugin_job(client, runtime_options: dict) -> dict:
+    """`POST /v1/jobs` as `toHttpStepsRequest` builds it for an installed skill."""
+    return client.post(
+        "/v1/jobs",
+        json={
+            "skill_id": "pick-title",
+            "engine": "codex",
+            "effort": "default",
+            "input": {"text": "hello"},
+            "parameter": {},
+            "runtime_options": runtime_options,
+        },
+    )
+
+
+def test_an_auto_reply_timeout_of_0_is_accepted_and_decides_at_once(client, app, queue):
+    """src/providers/skillrunner/client.ts (`toHttpStepsRequest`) and
+    src/modules/skillRunnerInteractiveAutoReply.ts send `interactive_reply_timeout_sec` as any
+    whole number >= 0 with `interactive_auto_reply: true`; Skill-Runner reads 0 as "decide at
+    once". It was a 400 SCHEMA_VALIDATION_FAILED here (minimum 1), and a stored 0 read as the
+    1200 s default."""
+    from worker.interactive.waiting import auto_decide
+
+    resp = plugin_job(
+        client,
+        {
+            "execution_mode": "interactive",
+            "interactive_auto_reply": True,
+            "interactive_reply_timeout_sec": 0,
+        },
+    )
+    assert resp.status_code == 200, resp.json
+    rid = resp.json["request_id"]
+    with app.extensions["db"]() as session:
+        run_id = session.get(Request, rid).run_id
+        session.execute(update(Run).where(Run.id == run_id).values(status="running"))
+        session.commit()
+        question = Pending("choose_one", "Which one?", [{"label": "A", "value": "a"}])
+        iid = interactions.ask(session, run_id, 1, question, {"session_handle": "thread-1"})
+        # asked just now: already due for the sweep, and the auto-reply is not early
+        assert [row.id for row in interactions.overdue(session, utcnow(), cap_sec=86400)] == [
+            run_id
+        ]
+        assert auto_decide(session, run_id, iid, 86400, "task-1") == interactions.ACCEPTED
+    assert client.get(f"/v1/jobs/{rid}").json["auto_decision_count"] == 1
+
+
+def test_a_negative_auto_reply_timeout_is_still_refused(client):
+    resp = plugin_job(
+        client, {"execution_mode": "interactive", "interactive_reply_timeout_sec": -1}
+    )
+    assert resp.status_code == 400
+    assert resp.json["error"]["code"] == "SCHEMA_VALIDATION_FAILED"
