@@ -180,4 +180,19 @@ def cancel_run(session: Session, req: Request, run: Run) -> dict[str, Any]:
         run.status,
         extra={"run_id": run.id},
     )
-    return {"request_id": req.id, "accepted": accepted, "status": run.status}
+    # run_id and message: the fields Skill-Runner's cancel answers beside these three
+    return {
+        "request_id": req.id,
+        "run_id": run.id,
+        "accepted": accepted,
+        "status": run.status,
+        "message": _cancel_message(accepted, run.status),
+    }
+
+
+def _cancel_message(accepted: bool, status: str) -> str:
+    if not accepted:
+        return f"the run had already ended ({status}): nothing to cancel"
+    if status == RunStatus.CANCELED:
+        return "the run is canceled"
+    return "cancel requested: the run stops shortly"

@@ -338,8 +338,10 @@ class WebhookLog(Schema):
 
 class CancelResult(Schema):
     request_id = fields.String()
+    run_id = fields.String()
     accepted = fields.Boolean()
     status = fields.String()
+    message = fields.String(metadata={"description": "what the cancel did, for people"})
 
 
 class SkillSummary(Schema):

@@ -104,7 +104,11 @@ def test_run_state_of_a_waiting_interactive_run(client, app, queue):
         "conversation.state.changed",
     ]
     canceled = client.post(f"{M}/runs/{rid}/cancel").json
-    assert canceled == {"request_id": rid, "accepted": True, "status": "canceled"}
+    assert (canceled["request_id"], canceled["accepted"], canceled["status"]) == (
+        rid,
+        True,
+        "canceled",
+    )
     assert client.post(f"{M}/runs/{rid}/cancel").json["accepted"] is False
 
 

@@ -65,3 +65,27 @@ def test_a_negative_auto_reply_timeout_is_still_refused(client):
     )
     assert resp.status_code == 400
     assert resp.json["error"]["code"] == "SCHEMA_VALIDATION_FAILED"
+
+
+def test_cancel_answers_the_fields_the_plugins_cancel_response_declares(client, app):
+    """src/providers/skillrunner/managementClient.ts (`cancelRun`): `POST
+    /v1/jobs/{id}/cancel` with body `{}`, read as `{request_id, run_id, status, accepted,
+    message}`; src/modules/skillRunnerRunDialog.ts shows `message` when the cancel is not
+    accepted. The answer had no run_id nor message."""
+    rid = plugin_job(client, {"execution_mode": "interactive"}).json["request_id"]
+    with app.extensions["db"]() as session:
+        run_id = session.get(Request, rid).run_id
+
+    def cancel():
+        return client.post(
+            f"/v1/jobs/{rid}/cancel", data="{}", headers={"content-type": "application/json"}
+        )
+
+    first, second = cancel(), cancel()
+    assert first.status_code == second.status_code == 200
+    assert first.json["run_id"] == second.json["run_id"] == run_id
+    assert (first.json["accepted"], first.json["status"]) == (True, "canceled")
+    assert (second.json["accepted"], second.json["status"]) == (False, "canceled")
+    assert first.json["message"] and "already ended" in second.json["message"]
+    managed = client.post(f"/v1/management/runs/{rid}/cancel").json
+    assert managed["run_id"] == run_id and managed["message"]
