@@ -297,8 +297,8 @@ class EventHistoryArgs(Schema):
     class Meta:
         unknown = EXCLUDE
 
-    from_seq = WholeNumber(load_default=None, validate=up_to_max(1))
-    to_seq = WholeNumber(load_default=None, validate=up_to_max(1))
+    from_seq = WholeNumber(load_default=None, validate=up_to_max(0))  # 0: from the start
+    to_seq = WholeNumber(load_default=None, validate=up_to_max(0))
     from_ts = Timestamp(load_default=None, metadata={"description": "ISO 8601 time, inclusive"})
     to_ts = Timestamp(load_default=None, metadata={"description": "ISO 8601 time, inclusive"})
     limit = WholeNumber(load_default=1000, validate=validate.Range(min=1, max=10000))

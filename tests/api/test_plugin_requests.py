@@ -5,11 +5,13 @@ src/providers/skillrunner/errors.ts): a form it sends must not get one."""
 
 from __future__ import annotations
 
+import pytest
 from sqlalchemy import update
 
 from runner_core.interaction import Pending
 from runner_core.store import interactions
 from runner_core.store.models import Request, Run, utcnow
+from tests.api.test_event_history import job_with_events
 
 
 def plugin_job(client, runtime_options: dict) -> dict:
@@ -89,3 +91,28 @@ def test_cancel_answers_the_fields_the_plugins_cancel_response_declares(client, 
     assert first.json["message"] and "already ended" in second.json["message"]
     managed = client.post(f"/v1/management/runs/{rid}/cancel").json
     assert managed["run_id"] == run_id and managed["message"]
+
+
+@pytest.mark.parametrize(
+    "route",
+    [
+        "/v1/jobs/{rid}/events/history",
+        "/v1/jobs/{rid}/chat/history",
+        "/v1/management/runs/{rid}/events/history",
+    ],
+)
+def test_history_from_seq_0_is_from_the_start_and_to_seq_0_is_nothing(client, app, route):
+    """src/providers/skillrunner/managementClient.ts (`listRunChatHistory`,
+    `listRunEventHistory`) sends `from_seq` and `to_seq` clamped to `Math.max(0, ...)`, as
+    Skill-Runner takes them (`ge=0`); 0 was a 422 here, which the plugin takes as the end of the
+    run."""
+    rid = job_with_events(client, app)
+    url = route.format(rid=rid)
+    whole = client.get(url).json
+    start = client.get(url + "?from_seq=0")
+    assert start.status_code == 200, start.json
+    assert start.json["events"] == whole["events"]
+    none = client.get(url + "?from_seq=0&to_seq=0")
+    assert none.status_code == 200, none.json
+    assert none.json["events"] == [] and none.json["count"] == 0
+    assert none.json["cursor_ceiling"] == whole["cursor_ceiling"] == 3
