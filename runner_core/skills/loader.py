@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,8 @@ from runner_core.skills.model import RunnerManifest, SkillPackage
 from runner_core.skills.schemas import check_skill_schema
 
 SCHEMA_KINDS = ("input", "parameter", "output")
+# the input or parameter schema of a skill that has none (Skill-Runner makes both optional)
+_NO_SCHEMA: dict[str, Any] = {"type": "object"}
 
 
 def load_skill(root: Path, *, strict: bool = False) -> SkillPackage:
@@ -149,10 +152,17 @@ def unquoted_colon_in_description(skill_md: str) -> bool:
 
 
 def _load_schemas(pkg: SkillPackage) -> None:
+    declared = _schema_paths(pkg)
     for kind in SCHEMA_KINDS:
-        rel = pkg.loaded_manifest.schemas.get(kind)
+        rel = declared.get(kind)
         if not rel:
-            pkg.errors.append(f"schemas.{kind} is not declared in runner.json")
+            if kind == "output":
+                pkg.errors.append(
+                    "schemas.output is not declared in runner.json (nor is there "
+                    "assets/output.schema.json)"
+                )
+            else:  # no input (or parameter) schema: the skill takes an object, any keys
+                setattr(pkg, f"{kind}_schema", dict(_NO_SCHEMA))
             continue
         path = (pkg.root / rel).resolve()
         if pkg.root.resolve() not in path.parents:
@@ -169,6 +179,21 @@ def _load_schemas(pkg: SkillPackage) -> None:
             pkg.warnings.extend(check.warnings)
         elif schema is not None:
             pkg.errors.append(f"{rel} must hold a JSON object")
+
+
+def _schema_paths(pkg: SkillPackage) -> dict[str, str]:
+    """runner.json's `schemas`, a kind it leaves out found at `assets/<kind>.schema.json` as
+    Skill-Runner finds it (the Zotero plugin's own skills rely on that); written back into the
+    manifest, so the rest of the service reads the path it found."""
+    manifest = pkg.loaded_manifest
+    schemas = dict(manifest.schemas)
+    for kind in SCHEMA_KINDS:
+        conventional = f"assets/{kind}.schema.json"
+        if kind not in schemas and (pkg.root / conventional).is_file():
+            schemas[kind] = conventional
+    if schemas != manifest.schemas:
+        pkg.manifest = replace(manifest, schemas=schemas)
+    return schemas
 
 
 def _read_json(path: Path, rel: str, pkg: SkillPackage) -> Any:

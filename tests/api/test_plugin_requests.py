@@ -5,13 +5,19 @@ src/providers/skillrunner/errors.ts): a form it sends must not get one."""
 
 from __future__ import annotations
 
+import io
+import json
+
 import pytest
 from sqlalchemy import update
 
 from runner_core.interaction import Pending
+from runner_core.skills.loader import load_skill
 from runner_core.store import interactions
 from runner_core.store.models import Request, Run, utcnow
 from tests.api.test_event_history import job_with_events
+from tests.helpers import zip_bytes
+from tests.packages import echo_skill
 
 
 def plugin_job(client, runtime_options: dict) -> dict:
@@ -116,3 +122,65 @@ def test_history_from_seq_0_is_from_the_start_and_to_seq_0_is_nothing(client, ap
     assert none.status_code == 200, none.json
     assert none.json["events"] == [] and none.json["count"] == 0
     assert none.json["cursor_ceiling"] == whole["cursor_ceiling"] == 3
+
+
+def plugins_own_skill(drop_parameter_schema: bool) -> dict[str, str]:
+    """A skill written as the plugin's builtin ones are (skills_builtin/tag-bootstrapper,
+    literature-search-ingest, zotero-bridge-cli): runner.json with no `schemas` block, the
+    schemas that exist at assets/<kind>.schema.json, a missing parameter schema."""
+    files = echo_skill(prefix="pkg-echo/")
+    runner = json.loads(files["pkg-echo/assets/runner.json"])
+    del runner["schemas"]
+    files["pkg-echo/assets/runner.json"] = json.dumps(runner)
+    if drop_parameter_schema:
+        del files["pkg-echo/assets/parameter.schema.json"]
+    return files
+
+
+@pytest.mark.parametrize("drop_parameter_schema", [False, True])
+def test_the_plugins_own_skill_without_a_schemas_block_runs_as_a_temp_upload(
+    client, app, queue, drop_parameter_schema
+):
+    """src/providers/skillrunner/client.ts (`toHttpStepsRequest`): a skill of the plugin's own
+    goes as `POST /v1/jobs` `{skill_source: "temp_upload", ...}` then `POST
+    /v1/jobs/{id}/upload` with `skill_package` (src/providers/skillrunner/skillPackageBundler.ts:
+    the skill's files under `<skill-id>/`). Skill-Runner finds an undeclared schema at
+    assets/<kind>.schema.json and makes input and parameter schemas optional; here such a
+    package was 400 SKILL_PACKAGE_INVALID ('schemas.input is not declared in runner.json')."""
+    created = client.post(
+        "/v1/jobs",
+        json={
+            "skill_source": "temp_upload",
+            "engine": "codex",
+            "effort": "default",
+            "input": {"text": "hi"},
+            "parameter": {},
+            "runtime_options": {"execution_mode": "auto"},
+        },
+    )
+    rid = created.json["request_id"]
+    package = io.BytesIO(zip_bytes(plugins_own_skill(drop_parameter_schema)))
+    up = client.post(
+        f"/v1/jobs/{rid}/upload", data={"skill_package": (package, "skill_package.zip")}
+    )
+    assert up.status_code == 200, up.json
+    assert len(queue.sent) == 1
+    assert client.get(f"/v1/jobs/{rid}").json["skill_id"] == "pkg-echo"
+
+
+def test_an_undeclared_schema_is_read_from_its_usual_place_and_output_stays_required(tmp_path):
+    files = plugins_own_skill(drop_parameter_schema=True)
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    pkg = load_skill(tmp_path / "pkg-echo", strict=True)
+    assert pkg.health == "ok", pkg.errors
+    assert pkg.loaded_manifest.schemas == {
+        "input": "assets/input.schema.json",
+        "output": "assets/output.schema.json",
+    }
+    assert "text" in pkg.input_schema["properties"] and pkg.parameter_schema == {"type": "object"}
+    (tmp_path / "pkg-echo/assets/output.schema.json").unlink()
+    broken = load_skill(tmp_path / "pkg-echo", strict=True)
+    assert broken.health == "invalid"
+    assert any("schemas.output is not declared" in e for e in broken.errors), broken.errors
