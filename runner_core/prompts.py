@@ -52,6 +52,7 @@ CONTRACT_TEMPLATE = """
 """
 
 PATCH_MARKER = "<!-- skill-runner: output contract -->"
+COMMON_PROMPT = "common"  # entrypoint.prompts key of the prompt for any engine
 _FRONTMATTER = re.compile(r"\A---[ \t]*\r?\n.*?^---[ \t]*(?:\r?\n|\Z)", re.DOTALL | re.MULTILINE)
 
 
@@ -121,10 +122,14 @@ def _contract_text(pkg: SkillPackage, run_dir: Path) -> str:
 
 
 def select_template(pkg: SkillPackage, engine: str | None) -> tuple[str, str]:
-    """(template text, where it came from): engine prompt > prompt.template file > default."""
+    """(template text, where it came from): engine prompt > `common` prompt (Skill-Runner's
+    prompt for every engine, which the Zotero plugin's skills use) > prompt.template file >
+    default."""
     entry = pkg.loaded_manifest.entrypoint
     if engine and engine in entry.prompts:
         return entry.prompts[engine], f"entrypoint.prompts.{engine}"
+    if COMMON_PROMPT in entry.prompts:
+        return entry.prompts[COMMON_PROMPT], f"entrypoint.prompts.{COMMON_PROMPT}"
     if entry.prompt_template:
         path = (pkg.root / entry.prompt_template).resolve()
         if pkg.root.resolve() not in path.parents or not path.is_file():
@@ -137,8 +142,8 @@ def template_variables(pkg: SkillPackage, ctx: PromptContext) -> dict[str, Any]:
     """What a prompt template (and SKILL.md) sees: input, parameter, skill, engine, the
     output contract and where the result and artifacts go."""
     return {
-        "input": ctx.input,
-        "parameter": ctx.parameter,
+        "input": _Fields(ctx.input, _declared(pkg.input_schema)),
+        "parameter": _Fields(ctx.parameter, _declared(pkg.parameter_schema)),
         "engine": ctx.engine,
         "skill": {
             "id": pkg.id,
@@ -152,6 +157,30 @@ def template_variables(pkg: SkillPackage, ctx: PromptContext) -> dict[str, Any]:
         "result_file": result_file(pkg, ctx.run_dir),
         "artifacts_dir": str(ctx.run_dir / "artifacts"),
     }
+
+
+class _Fields(dict):
+    """A run's input or parameter values for a template: a field the skill's schema declares
+    but the request left out reads as empty (as Skill-Runner renders it: an optional field);
+    any other missing name is still an error (StrictUndefined), so a misspelling shows."""
+
+    def __init__(self, values: dict[str, Any], declared: frozenset[str]) -> None:
+        super().__init__(values)
+        self._declared = declared
+
+    def __missing__(self, key: str) -> str:
+        if key in self._declared:
+            return ""
+        raise KeyError(key)
+
+
+# named as a plain dict in Jinja2's errors ("'dict object' has no attribute 'x'"), as before
+_Fields.__name__, _Fields.__module__ = "dict", "builtins"
+
+
+def _declared(schema: dict[str, Any]) -> frozenset[str]:
+    properties = schema.get("properties") if isinstance(schema, dict) else None
+    return frozenset(properties) if isinstance(properties, dict) else frozenset()
 
 
 def render_prompt(pkg: SkillPackage, ctx: PromptContext) -> str:

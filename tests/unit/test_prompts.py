@@ -191,3 +191,27 @@ def test_a_result_file_outside_the_run_is_refused(skill, path):
     with_entrypoint(skill, prompt={"result_file": path})
     errors = load_skill(skill).errors
     assert any("entrypoint.prompt.result_file" in e for e in errors), errors
+
+
+def test_a_common_prompt_serves_every_engine_without_its_own(skill):
+    """The Zotero plugin's skills (skills_builtin/*/assets/runner.json) give their prompt as
+    `entrypoint.prompts.common`, Skill-Runner's prompt for any engine; it was ignored here and
+    the built-in template sent instead."""
+    with_entrypoint(skill, prompts={"common": "common {{ parameter.divisor }}", "codex": "own"})
+    text = render_prompt(load_skill(skill), CTX)  # gemini: no prompt of its own
+    assert text.startswith("common 3") and "# Output contract" in text
+    codex = render_prompt(load_skill(skill), replace(CTX, engine="codex"))
+    assert codex.startswith("own")
+
+
+def test_a_declared_field_left_out_renders_empty_and_a_misspelled_one_is_still_an_error(skill):
+    """Skill-Runner renders an optional field the request left out as empty (the plugin's
+    prompts name optional parameters, e.g. `{{ parameter.targetCollection }}`); here it was a
+    PROMPT_TEMPLATE_ERROR that failed the run."""
+    with_entrypoint(skill, prompts={"common": "[{{ parameter.divisor }}][{{ input.input_file }}]"})
+    empty = replace(CTX, input={}, parameter={})
+    assert render_prompt(load_skill(skill), empty).startswith("[][]")
+    with_entrypoint(skill, prompts={"common": "{{ parameter.divisr }}"})
+    with pytest.raises(PromptError) as err:
+        render_prompt(load_skill(skill), empty)
+    assert "'dict object' has no attribute 'divisr'" in str(err.value)
