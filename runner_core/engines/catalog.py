@@ -222,7 +222,7 @@ def requested_model(
     name, _, rest = model.partition("@")
     model_effort = rest.rpartition("@")[2] or None
     wanted = effort or model_effort
-    chosen = f"{name}@{wanted}" if wanted else name
+    chosen = f"{name}@{wanted}" if wanted else _own_effort(engine, name)
     error = check_model(engine, chosen)
     if error is None and provider_id:
         provider = model_parts(engine, chosen)[0]
@@ -232,6 +232,19 @@ def requested_model(
                 f"not '{provider_id}'"
             )
     return chosen, error
+
+
+def _own_effort(engine: str, name: str) -> str:
+    """A model name sent without an effort (the Zotero plugin's `effort: default`, "the
+    model's own"): the name as it is when it is configured so; when only `name@<effort>` ids
+    are, the engine's default model if it is one of them, else the first of them."""
+    info = engine_info(engine, with_version=False)
+    if not info.models or name in info.models:
+        return name
+    variants = [m for m in info.models if m.partition("@")[0] == name and "@" in m]
+    if info.default_model in variants:
+        return info.default_model
+    return variants[0] if variants else name
 
 
 def check_model(engine: str, model: str | None) -> str | None:

@@ -195,6 +195,30 @@ def test_effort_and_provider_id_are_honoured(client, app, engine_config):
     assert job_model(client, app, {"model": "gpt-5-mini", "effort": "default"})[1] == {
         "model": "gpt-5-mini"
     }
+
+
+def test_a_model_name_with_effort_default_runs_a_configured_effort_of_it(
+    client, app, engine_config
+):
+    """src/providers/skillrunner/provider.ts and modelCatalog.ts: the plugin sends codex's
+    model by name (`model` of /v1/engines/codex/models) and `effort: "default"` unless the user
+    picked one, its default choice. With only `name@<effort>` ids configured (the spec's codex
+    form) that was 400 MODEL_UNSUPPORTED; it runs the engine's default model when that is one of
+    them, else the first configured."""
+    sent = {"model": "gpt-5.2-codex", "effort": "default", "provider_id": "openai"}
+    assert job_model(client, app, sent) == (200, {"model": "gpt-5.2-codex@high"})
+    config = engine_config / "codex" / "default.json"
+    config.write_text(
+        json.dumps(
+            {
+                "model": "gpt-5-mini",
+                "models": ["gpt-5.2-codex@low", "gpt-5.2-codex@high", "gpt-5-mini"],
+            }
+        )
+    )
+    assert job_model(client, app, sent) == (200, {"model": "gpt-5.2-codex@low"})
+    status, error = job_model(client, app, {"model": "gpt-9", "effort": "default"})
+    assert status == 400 and error["error"]["code"] == "MODEL_UNSUPPORTED"
     status, error = job_model(client, app, {"model": "gpt-5.2-codex", "effort": "xhigh"})
     assert status == 400 and error["error"]["code"] == "MODEL_UNSUPPORTED"
     status, error = job_model(client, app, {**sent, "provider_id": "anthropic"})
