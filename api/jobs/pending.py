@@ -13,6 +13,7 @@ import json
 import shutil
 import time
 import uuid
+from datetime import UTC, datetime
 from typing import Any
 
 from flask import request
@@ -21,6 +22,7 @@ from api import auth, context
 from api.errors import ApiError
 from api.jobs.create import Accepted, create_job, take_inputs
 from api.jobs.read import load_job, not_found
+from api.jobs.rows import JobRow
 from api.zip_bodies import (
     body_cap,
     body_limit,
@@ -32,6 +34,7 @@ from api.zip_bodies import (
 from runner_core.error_codes import ErrorCode
 from runner_core.skills import SkillPackage, load_skill
 from runner_core.skills.package import PACKAGE_LIMITS
+from runner_core.statuses import RunStatus
 
 PENDING = "pending_package.json"
 PACKAGE_FIELD = "skill_package"
@@ -47,6 +50,57 @@ def hold_for_package(body: dict[str, Any], request_kind: str) -> dict[str, Any]:
     held = {"kind": request_kind, "owner": auth.owner(), "body": kept}
     (request_dir / PENDING).write_text(json.dumps(held), encoding="utf-8")
     return {"request_id": request_id, "status": "queued", "cache_hit": False}
+
+
+def held_job(request_id: str, request_kind: str) -> JobRow | None:
+    """The status of a request still waiting for its package: `queued`, waiting for its upload,
+    no run yet (as Skill-Runner answers it); None when there is no such body (of this kind,
+    that the caller may see). The plugin may read a run as soon as it is created, while its
+    package is still being sent, and takes a 404 as the run's end."""
+    path = context.settings().requests_dir / request_id / PENDING
+    try:
+        held = json.loads(path.read_text(encoding="utf-8"))
+        since = datetime.fromtimestamp(path.stat().st_mtime, UTC)
+    except (OSError, ValueError):  # none, or taken by its upload meanwhile
+        return None
+    if held.get("kind") != request_kind or not auth.may_see(held.get("owner")):
+        return None
+    body = held.get("body") or {}
+    return JobRow(
+        request_id=request_id,
+        request_kind=request_kind,
+        cache_hit=False,
+        created_at=since,
+        run_id="",
+        run_created_at=since,
+        status=RunStatus.QUEUED,
+        skill_id=None,  # type: ignore[arg-type] - named by the package still to come
+        skill_version=None,
+        engine=_text(body.get("engine")),
+        model=_text(body.get("model")),
+        updated_at=since,
+        queued_at=None,
+        started_at=None,
+        finished_at=None,
+        worker=None,
+        attempt=0,
+        needs_upload=True,
+        pending_interaction_id=None,
+        interaction_count=0,
+        recovery_state="none",
+        recovered_at=None,
+        recovery_reason=None,
+        auto_decision_count=0,
+        last_auto_decision_at=None,
+        warnings=[],
+        error=None,
+        token_usage=None,
+        owner=held.get("owner"),
+    )
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 def take_package_upload(request_id: str, request_kind: str) -> Accepted | None:

@@ -10,6 +10,7 @@ from api import auth, context
 from api.jobs import events
 from api.jobs.chat import chat_frames, chat_history, history_bounds
 from api.jobs.read import load_job, read_job
+from api.jobs.rows import JobRow
 from runner_core.metrics import counted_subscriber
 from runner_core.statuses import TERMINAL_STATUSES, RunStatus
 from runner_core.store import interactions
@@ -54,6 +55,19 @@ def sse_response(request_id: str, kind: str | None, cursor: int, chat: bool = Fa
         mimetype="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )
+
+
+def empty_history(job: JobRow) -> dict[str, Any]:
+    """history_body of a request with no run yet (its package still to come): no events."""
+    return {
+        "request_id": job.request_id,
+        "status": job.status,
+        "events": [],
+        "count": 0,
+        "source": "events.jsonl",
+        "cursor_floor": 0,
+        "cursor_ceiling": 0,
+    }
 
 
 def history_body(

@@ -5,18 +5,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from flask import Response
 from flask.views import MethodView
 
 from api import context
 from api.blueprint import Blueprint
+from api.errors import ApiError
 from api.jobs import actions, interaction
 from api.jobs.client_files import client_files, client_preview
 from api.jobs.create import Accepted, take_upload
 from api.jobs.files import bundle_response, load_finished
-from api.jobs.pending import take_package_upload
+from api.jobs.pending import held_job, take_package_upload
 from api.jobs.read import load_job, read_job, wait_for_job
 from api.jobs.reply_files import reply_with_files
 from api.jobs.rows import JobRow, RunState
@@ -44,6 +45,8 @@ from api.schemas import (
 from api.schemas.management import ClientFilePreview, ClientRunFiles, FilePreviewArgs
 from runner_core.skills import SkillPackage
 from runner_core.store.models import Request, Run
+
+T = TypeVar("T")
 
 # the summaries of the views Skill-Runner's clients read, the same for both kinds of run
 CLIENT_VIEW_SUMMARIES = {
@@ -102,7 +105,12 @@ def register_run_routes(blp: Blueprint, kind: RunKind) -> None:
         @blp.arguments(_WAIT_ARGS, location="query")
         @blp.response(200, JobStatus)
         def get(self, args: dict[str, Any], request_id: str) -> JobRow:
-            return wait_for_job(request_id, kind.name, args["wait_sec"])
+            return _or_held(
+                lambda: wait_for_job(request_id, kind.name, args["wait_sec"]),
+                request_id,
+                kind,
+                lambda held: held,
+            )
 
     class Result(MethodView):
         @blp.arguments(_WAIT_ARGS, location="query")
@@ -157,7 +165,12 @@ def register_run_routes(blp: Blueprint, kind: RunKind) -> None:
         @blp.arguments(_HISTORY_ARGS, location="query")
         @blp.response(200, EventHistory)
         def get(self, args: dict[str, Any], request_id: str) -> dict[str, Any]:
-            return run_events.history_body(request_id, kind.name, args)
+            return _or_held(
+                lambda: run_events.history_body(request_id, kind.name, args),
+                request_id,
+                kind,
+                run_events.empty_history,
+            )
 
     class Chat(MethodView):
         @blp.arguments(_EVENTS_ARGS, location="query")
@@ -169,7 +182,12 @@ def register_run_routes(blp: Blueprint, kind: RunKind) -> None:
         @blp.arguments(_HISTORY_ARGS, location="query")
         @blp.response(200, EventHistory)
         def get(self, args: dict[str, Any], request_id: str) -> dict[str, Any]:
-            return run_events.history_body(request_id, kind.name, args, chat=True)
+            return _or_held(
+                lambda: run_events.history_body(request_id, kind.name, args, chat=True),
+                request_id,
+                kind,
+                run_events.empty_history,
+            )
 
     class Files(MethodView):
         @blp.response(200, ClientRunFiles)
@@ -226,6 +244,20 @@ def register_bundle_route(blp: Blueprint, kind: RunKind) -> None:
 
     _register(blp, "/<request_id>/bundle", Bundle, kind)
     _register(blp, "/<request_id>/bundle/debug", BundleDebug, kind)
+
+
+def _or_held(
+    read: Callable[[], T], request_id: str, kind: RunKind, held: Callable[[JobRow], T]
+) -> T:
+    """`read()`; when the request has no run because its package is still to come (a
+    `temp_upload` body), what `held` answers for its status instead of the 404."""
+    try:
+        return read()
+    except ApiError as exc:
+        job = held_job(request_id, kind.name) if exc.status == 404 else None
+        if job is None:
+            raise
+        return held(job)
 
 
 def _register(blp: Blueprint, rule: str, view: type[MethodView], kind: RunKind) -> None:

@@ -192,7 +192,8 @@ def test_temp_upload_refusals(client, queue, settings):
     error(engine, 400, "SKILL_ENGINE_UNSUPPORTED")
     assert queue.sent == [] and not (settings.requests_dir / rid / "skill").exists()
     assert (settings.requests_dir / rid / "pending_package.json").is_file()  # may send again
-    error(client.get(f"/v1/jobs/{rid}"), 404, "REQUEST_NOT_FOUND")  # no run before the package
+    held = client.get(f"/v1/jobs/{rid}").json  # no run before the package: queued for it
+    assert (held["status"], held["run_id"], held["waiting_for_upload"]) == ("queued", "", True)
     missing = client.post("/v1/jobs/nope/upload", data=package_and_inputs(plugin_package()))
     error(missing, 404, "REQUEST_NOT_FOUND")
 
@@ -306,6 +307,9 @@ def test_another_tokens_held_body_is_404_and_stays_theirs(scoped, app, settings)
         f"/v1/jobs/{rid}/upload", data=package_and_inputs(plugin_package()), headers=bearer("bob")
     )
     error(theirs, 404, "REQUEST_NOT_FOUND")
+    for read in ("", "/events/history", "/chat/history"):  # nor is its status
+        error(scoped.get(f"/v1/jobs/{rid}{read}", headers=bearer("bob")), 404, "REQUEST_NOT_FOUND")
+    assert scoped.get(f"/v1/jobs/{rid}", headers=bearer("alice")).json["status"] == "queued"
     assert (settings.requests_dir / rid / "pending_package.json").is_file()
     mine = scoped.post(
         f"/v1/jobs/{rid}/upload",

@@ -184,3 +184,44 @@ def test_an_undeclared_schema_is_read_from_its_usual_place_and_output_stays_requ
     broken = load_skill(tmp_path / "pkg-echo", strict=True)
     assert broken.health == "invalid"
     assert any("schemas.output is not declared" in e for e in broken.errors), broken.errors
+
+
+def test_a_temp_upload_job_is_queued_not_404_while_its_package_is_on_the_way(client, queue):
+    """src/modules/workflowExecution/runSeam.ts focuses the run dialog on `request-created`,
+    which is reported between `POST /v1/jobs` and the upload of the package; the dialog
+    (src/modules/skillRunnerRunDialog.ts) then reads `GET /v1/jobs/{id}` and `GET
+    /v1/jobs/{id}/chat/history?from_seq=1`, and the session sync
+    (src/modules/skillRunnerSessionSyncManager.ts) `GET /v1/jobs/{id}/events/history`. Each
+    was a 404 until the package came, which the plugin takes as the run's end (it marked the
+    run failed); Skill-Runner answers such a request `queued`."""
+    body = {
+        "skill_source": "temp_upload",
+        "engine": "codex",
+        "model": "gpt-5.2-codex",
+        "effort": "default",
+        "input": {"text": "hi"},
+        "parameter": {},
+        "runtime_options": {"execution_mode": "interactive"},
+    }
+    rid = client.post("/v1/jobs", json=body).json["request_id"]
+    status = client.get(f"/v1/jobs/{rid}")
+    assert status.status_code == 200, status.json
+    assert status.json["request_id"] == rid and status.json["status"] == "queued"
+    assert status.json["waiting_for_upload"] is True and status.json["error"] is None
+    assert (status.json["engine"], status.json["model"]) == ("codex", "gpt-5.2-codex")
+    assert status.json["workspaceDir"] is None and status.json["resultJsonPath"] is None
+    for history in ("chat/history?from_seq=1", "events/history?from_seq=1"):
+        resp = client.get(f"/v1/jobs/{rid}/{history}")
+        assert resp.status_code == 200, resp.json
+        assert resp.json["events"] == [] and resp.json["status"] == "queued"
+        assert (resp.json["cursor_floor"], resp.json["cursor_ceiling"]) == (0, 0)
+    # the package comes: the run's own status from then on
+    modes = {"execution_modes": ["auto", "interactive"]}
+    package = io.BytesIO(zip_bytes(echo_skill(prefix="pkg-echo/", runner=modes)))
+    up = client.post(f"/v1/jobs/{rid}/upload", data={"skill_package": (package, "p.zip")})
+    assert up.status_code == 200, up.json
+    after = client.get(f"/v1/jobs/{rid}").json
+    assert after["run_id"] and after["skill_id"] == "pkg-echo"
+    # still a 404 for another kind's route and for an unknown id
+    assert client.get(f"/v1/temp-skill-runs/{rid}").status_code == 404
+    assert client.get("/v1/jobs/no-such-request/chat/history").status_code == 404
