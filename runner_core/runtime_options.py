@@ -140,6 +140,18 @@ def _repair_rounds(data: Mapping[str, Any]) -> int | None:
     return _int_or_none(data["repair_rounds"]) or 0
 
 
+def withheld(data: Any) -> Any:
+    """`data` with the values of `env` replaced by `{"redacted": true}` (Skill-Runner's form),
+    its names kept. Skill-Runner starts the agent with these variables, so clients put secrets
+    there (the Zotero plugin its Host Bridge token); this service does not act on `env`, so it
+    keeps no value of it: none reaches the database, the run's input.json or a bundle."""
+    if not isinstance(data, Mapping) or "env" not in data:
+        return data
+    env = data["env"]
+    names = env.keys() if isinstance(env, Mapping) else ()
+    return {**data, "env": {str(name): {"redacted": True} for name in names}}
+
+
 def unused_keys(data: Mapping[str, Any] | None) -> list[str]:
     """The keys of a runtime_options object this service does not act on (clients of other
     runners send some, e.g. `env` or `workflow_mcp`): kept as sent, reported as a warning."""

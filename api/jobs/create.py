@@ -25,7 +25,7 @@ from runner_core.error_codes import ErrorCode
 from runner_core.inputs import file_fields
 from runner_core.queues import queue_for, task_label
 from runner_core.results import RunError
-from runner_core.runtime_options import RuntimeOptions
+from runner_core.runtime_options import RuntimeOptions, withheld
 from runner_core.settings import run_timeout, task_time_limits
 from runner_core.skills import SkillPackage
 from runner_core.statuses import RunStatus
@@ -63,6 +63,7 @@ def create_job(
     """
     settings = context.settings()
     owner = auth.owner()
+    body = {**body, "runtime_options": withheld(body.get("runtime_options"))}
     options = RuntimeOptions.from_dict(body.get("runtime_options"))
     inline = body.get("input") or {}
     workspace = check_reuse(conn, pkg, options.as_dict(), inline)

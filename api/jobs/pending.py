@@ -32,6 +32,7 @@ from api.zip_bodies import (
     upload_lock,
 )
 from runner_core.error_codes import ErrorCode
+from runner_core.runtime_options import withheld
 from runner_core.skills import SkillPackage, load_skill
 from runner_core.skills.package import PACKAGE_LIMITS
 from runner_core.statuses import RunStatus
@@ -47,6 +48,8 @@ def hold_for_package(body: dict[str, Any], request_kind: str) -> dict[str, Any]:
     request_dir = context.settings().requests_dir / request_id
     request_dir.mkdir(parents=True)
     kept = {k: v for k, v in body.items() if k not in ("skill_id", "skill_source")}
+    if "runtime_options" in kept:  # no secret is written while the package is on its way
+        kept["runtime_options"] = withheld(kept["runtime_options"])
     held = {"kind": request_kind, "owner": auth.owner(), "body": kept}
     (request_dir / PENDING).write_text(json.dumps(held), encoding="utf-8")
     return {"request_id": request_id, "status": "queued", "cache_hit": False}

@@ -225,3 +225,33 @@ def test_a_temp_upload_job_is_queued_not_404_while_its_package_is_on_the_way(cli
     # still a 404 for another kind's route and for an unknown id
     assert client.get(f"/v1/temp-skill-runs/{rid}").status_code == 404
     assert client.get("/v1/jobs/no-such-request/chat/history").status_code == 404
+
+
+SECRET = "host-bridge-token-0123456789"
+
+
+def test_the_values_of_runtime_options_env_are_never_kept(client, app, settings):
+    """src/modules/workflowExecution/preparationSeam.ts puts the Zotero Host Bridge's URL and
+    token into `runtime_options.env` (Skill-Runner starts the agent with those variables and
+    stores them apart, redacted). This service does not act on `env`, and kept it as sent: the
+    token was in the database, the run's input.json (served by /file and the debug bundle) and
+    a held temp_upload body. Values are now `{"redacted": true}`, names kept."""
+    env = {"ZOTERO_BRIDGE_URL": "http://127.0.0.1:23119", "ZOTERO_BRIDGE_TOKEN": SECRET}
+    options = {"execution_mode": "auto", "no_cache": True, "env": env}
+    rid = plugin_job(client, options).json["request_id"]
+    redacted = {"ZOTERO_BRIDGE_URL": {"redacted": True}, "ZOTERO_BRIDGE_TOKEN": {"redacted": True}}
+    with app.extensions["db"]() as session:
+        req = session.get(Request, rid)
+        run = session.get(Run, req.run_id)
+        assert run.runtime_options["env"] == redacted and run.runtime_options["no_cache"] is True
+        assert SECRET not in json.dumps(req.payload, default=str)
+    held = client.post(
+        "/v1/jobs", json={"skill_source": "temp_upload", "runtime_options": options}
+    ).json["request_id"]
+    assert SECRET not in (settings.requests_dir / held / "pending_package.json").read_text()
+    package = io.BytesIO(zip_bytes(echo_skill(prefix="pkg-echo/")))
+    up = client.post(f"/v1/jobs/{held}/upload", data={"skill_package": (package, "p.zip")})
+    assert up.status_code == 200, up.json
+    with app.extensions["db"]() as session:
+        run = session.get(Run, session.get(Request, held).run_id)
+        assert run.runtime_options["env"] == redacted
