@@ -219,6 +219,7 @@ def requested_model(
         if not model:
             named = f"effort '{effort}'" if effort else f"provider_id '{provider_id}'"
             return None, f"engine '{engine}' has no default model for {named}: name the model"
+    model = _with_provider(engine, model, provider_id)
     name, _, rest = model.partition("@")
     model_effort = rest.rpartition("@")[2] or None
     wanted = effort or model_effort
@@ -232,6 +233,15 @@ def requested_model(
                 f"not '{provider_id}'"
             )
     return chosen, error
+
+
+def _with_provider(engine: str, model: str, provider_id: str | None) -> str:
+    """`provider_id/model` for an engine whose ids name their provider (opencode, kilo) when
+    the request sends the two apart, as the Zotero plugin does (`provider_id` and the `model`
+    field of /v1/engines/{engine}/models); `model` as sent otherwise."""
+    if engine in ENGINE_PROVIDERS or not provider_id or "/" in model.partition("@")[0]:
+        return model
+    return f"{provider_id}/{model}"
 
 
 def _own_effort(engine: str, name: str) -> str:

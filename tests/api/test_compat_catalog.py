@@ -287,3 +287,30 @@ def test_a_page_number_beyond_any_offset_is_a_422_not_a_crash(client):
     resp = client.get("/v1/management/runs?page=797943019490336768&page_size=10")
     assert resp.status_code == 422, resp.json
     assert resp.json["error"]["code"] == "REQUEST_VALIDATION_FAILED"
+
+
+def test_a_provider_scoped_model_sent_as_provider_id_and_name_runs_its_id(
+    client, app, engine_config
+):
+    """src/providers/skillrunner/provider.ts: for an engine whose models name their provider
+    (opencode, kilo) the plugin sends `provider_id` and the `model` field of
+    /v1/engines/{engine}/models apart (`anthropic` + `claude-sonnet-4`); the configured id is
+    `anthropic/claude-sonnet-4`, so it was 400 MODEL_UNSUPPORTED."""
+    (engine_config / "opencode").mkdir()
+    (engine_config / "opencode" / "default.json").write_text(
+        json.dumps({"models": ["anthropic/claude-sonnet-4", "openai/gpt-5"]})
+    )
+    listed = client.get("/v1/engines/opencode/models").json["models"][0]
+    assert (listed["provider_id"], listed["model"]) == ("anthropic", "claude-sonnet-4")
+    sent = {"engine": "opencode", "effort": "default"}
+    pair = {"provider_id": "anthropic", "model": "claude-sonnet-4"}
+    assert job_model(client, app, {**sent, **pair}) == (200, {"model": "anthropic/claude-sonnet-4"})
+    whole = {"provider_id": "anthropic", "model": "anthropic/claude-sonnet-4"}
+    assert job_model(client, app, {**sent, **whole}) == (
+        200,
+        {"model": "anthropic/claude-sonnet-4"},
+    )
+    status, error = job_model(
+        client, app, {**sent, "provider_id": "openai", "model": "claude-sonnet-4"}
+    )
+    assert status == 400 and error["error"]["code"] == "MODEL_UNSUPPORTED"
