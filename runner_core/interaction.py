@@ -70,6 +70,12 @@ def without_marker(data: Any) -> Any:
     return data
 
 
+def without_question(text: str) -> str:
+    """`text` without its `<ASK_USER_YAML>` blocks: what a person reads of a message that asks
+    (the question itself reaches them as the pending question)."""
+    return _ASK.sub("", text).strip()
+
+
 def parse_question(text: str | None) -> tuple[Pending, dict[str, Any] | None]:
     """The pending interaction a final message asks for, and a warning when its YAML block
     could not be used (the question then falls back to open text)."""

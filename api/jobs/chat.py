@@ -10,6 +10,7 @@ from collections.abc import Generator, Iterator
 from typing import Any
 
 from runner_core.events import STATE_CHANGED, read_events
+from runner_core.interaction import without_question
 from runner_core.statuses import RunStatus
 
 CLIENT_TYPES = {"user.input.required": "interaction.pending.created"}
@@ -22,9 +23,9 @@ def chat_message(event: dict[str, Any]) -> dict[str, Any] | None:
     kind_of = event.get("type")
     role, kind, text = "assistant", "assistant_message", None
     if kind_of == "assistant.message":
-        text = data.get("text")
+        text = _readable(data.get("text"))
     elif kind_of == "assistant.message.final":
-        kind, text = "assistant_final", data.get("text")
+        kind, text = "assistant_final", _readable(data.get("text"))
     elif kind_of == "user.input.required":
         text = data.get("prompt")
     elif kind_of == "tool.call":
@@ -55,6 +56,13 @@ def chat_message(event: dict[str, Any]) -> dict[str, Any] | None:
         "fcmp_type": kind_of,
         "attempt": (event.get("meta") or {}).get("attempt"),
     }
+
+
+def _readable(text: Any) -> str | None:
+    """An assistant message as Skill-Runner's chat shows it (its display text): without the
+    `<ASK_USER_YAML>` block of a question, which the chat shows as the question's own message;
+    None when nothing else is left."""
+    return (without_question(text) or None) if isinstance(text, str) else None
 
 
 def chat_frames(frames: Iterator[str]) -> Iterator[str]:

@@ -16,6 +16,7 @@ from runner_core.skills.loader import load_skill
 from runner_core.store import interactions
 from runner_core.store.models import Request, Run, utcnow
 from tests.api.test_event_history import job_with_events
+from tests.api.test_management import prime_job, run_dir
 from tests.helpers import zip_bytes
 from tests.packages import echo_skill
 
@@ -255,3 +256,29 @@ def test_the_values_of_runtime_options_env_are_never_kept(client, app, settings)
     with app.extensions["db"]() as session:
         run = session.get(Run, session.get(Request, held).run_id)
         assert run.runtime_options["env"] == redacted
+
+
+def test_chat_messages_leave_out_the_question_block(client, app):
+    """src/modules/skillRunnerRunDialog.ts shows each chat_event's text as it comes (Skill-
+    Runner sends a message's display text, its `<ASK_USER_YAML>` block left out); here the raw
+    block was shown, twice (the turn's message and its final message), beside the question."""
+    rid = prime_job(client)
+    block = '<ASK_USER_YAML>{"kind": "open_text", "prompt": "Which?"}</ASK_USER_YAML>'
+    lines = [
+        ("assistant.message", {"text": f"I found two.\n{block}"}),
+        ("assistant.message.final", {"text": block}),
+        ("user.input.required", {"prompt": "Which?"}),
+    ]
+    events = [
+        {"protocol_version": "fcmp/1.0", "run_id": "r", "request_id": rid, "seq": n}
+        | {"ts": "2026-01-01T00:00:00.000Z", "type": kind, "data": data}
+        for n, (kind, data) in enumerate(lines, start=1)
+    ]
+    run_dir(app, rid).mkdir(parents=True, exist_ok=True)
+    (run_dir(app, rid) / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    chat = client.get(f"/v1/jobs/{rid}/chat/history").json["events"]
+    assert [(m["seq"], m["kind"], m["text"]) for m in chat] == [
+        (1, "assistant_message", "I found two."),
+        (3, "assistant_message", "Which?"),
+    ]
+    assert client.get(f"/v1/jobs/{rid}/events/history").json["count"] == 3  # the events stay
