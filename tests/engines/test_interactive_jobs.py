@@ -170,8 +170,9 @@ def test_a_run_that_keeps_asking_fails_at_max_attempt(service):
     assert status["interaction_count"] == 2
 
 
-def test_auto_reply_decides_after_the_timeout(service):
-    rid = start(service, interactive_auto_reply=True, interactive_reply_timeout_sec=1)
+@pytest.mark.parametrize("timeout_sec", [1, 0])  # 0: at once (the Zotero plugin may send it)
+def test_auto_reply_decides_after_the_timeout(service, timeout_sec):
+    rid = start(service, interactive_auto_reply=True, interactive_reply_timeout_sec=timeout_sec)
     status = wait(service, rid, TERMINAL_STATUSES)
     assert status["status"] == "succeeded", status
     assert status["auto_decision_count"] == 1 and status["last_auto_decision_at"]
