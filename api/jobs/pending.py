@@ -77,7 +77,8 @@ def held_job(request_id: str, request_kind: str) -> JobRow | None:
         run_id="",
         run_created_at=since,
         status=RunStatus.QUEUED,
-        skill_id=None,  # type: ignore[arg-type] - named by the package still to come
+        # named by the package still to come
+        skill_id=None,  # type: ignore[arg-type]
         skill_version=None,
         engine=_text(body.get("engine")),
         model=_text(body.get("model")),
