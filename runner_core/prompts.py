@@ -162,14 +162,16 @@ def template_variables(pkg: SkillPackage, ctx: PromptContext) -> dict[str, Any]:
 class _Fields(dict):
     """A run's input or parameter values for a template: a field the skill's schema declares
     but the request left out reads as empty (as Skill-Runner renders it: an optional field);
-    any other missing name is still an error (StrictUndefined), so a misspelling shows."""
+    any other missing name is still an error (StrictUndefined), so a misspelling shows. With
+    no schema declaring fields (a skill without a parameter schema takes any object) any
+    missing name reads as empty: there is no list to check it against."""
 
-    def __init__(self, values: dict[str, Any], declared: frozenset[str]) -> None:
+    def __init__(self, values: dict[str, Any], declared: frozenset[str] | None) -> None:
         super().__init__(values)
         self._declared = declared
 
     def __missing__(self, key: str) -> str:
-        if key in self._declared:
+        if self._declared is None or key in self._declared:
             return ""
         raise KeyError(key)
 
@@ -178,9 +180,10 @@ class _Fields(dict):
 _Fields.__name__, _Fields.__module__ = "dict", "builtins"
 
 
-def _declared(schema: dict[str, Any]) -> frozenset[str]:
+def _declared(schema: dict[str, Any]) -> frozenset[str] | None:
+    """The field names `schema` declares; None when it declares none (any object)."""
     properties = schema.get("properties") if isinstance(schema, dict) else None
-    return frozenset(properties) if isinstance(properties, dict) else frozenset()
+    return frozenset(properties) if isinstance(properties, dict) and properties else None
 
 
 def render_prompt(pkg: SkillPackage, ctx: PromptContext) -> str:

@@ -215,3 +215,13 @@ def test_a_declared_field_left_out_renders_empty_and_a_misspelled_one_is_still_a
     with pytest.raises(PromptError) as err:
         render_prompt(load_skill(skill), empty)
     assert "'dict object' has no attribute 'divisr'" in str(err.value)
+
+
+def test_without_declared_fields_any_missing_name_renders_empty(skill):
+    """The plugin's tag-bootstrapper has no parameter schema yet names
+    `{{ parameter.tag_note_language }}`: with no field list to check a name against, a missing
+    one renders empty (as in Skill-Runner) instead of failing the run."""
+    with_entrypoint(skill, prompts={"common": "[{{ parameter.tag_note_language }}]"})
+    (skill / "assets" / "parameter.schema.json").write_text('{"type": "object"}')
+    empty = replace(CTX, parameter={})
+    assert render_prompt(load_skill(skill), empty).startswith("[]")
