@@ -36,6 +36,7 @@ from runner_core.runtime_options import withheld
 from runner_core.skills import SkillPackage, load_skill
 from runner_core.skills.package import PACKAGE_LIMITS
 from runner_core.statuses import RunStatus
+from runner_core.store.runs import CANCELED
 
 PENDING = "pending_package.json"
 PACKAGE_FIELD = "skill_package"
@@ -69,6 +70,7 @@ def held_job(request_id: str, request_kind: str) -> JobRow | None:
     if held.get("kind") != request_kind or not auth.may_see(held.get("owner")):
         return None
     body = held.get("body") or {}
+    canceled = bool(held.get("canceled"))
     return JobRow(
         request_id=request_id,
         request_kind=request_kind,
@@ -76,7 +78,7 @@ def held_job(request_id: str, request_kind: str) -> JobRow | None:
         created_at=since,
         run_id="",
         run_created_at=since,
-        status=RunStatus.QUEUED,
+        status=RunStatus.CANCELED if canceled else RunStatus.QUEUED,
         # named by the package still to come
         skill_id=None,  # type: ignore[arg-type]
         skill_version=None,
@@ -85,10 +87,10 @@ def held_job(request_id: str, request_kind: str) -> JobRow | None:
         updated_at=since,
         queued_at=None,
         started_at=None,
-        finished_at=None,
+        finished_at=since if canceled else None,
         worker=None,
         attempt=0,
-        needs_upload=True,
+        needs_upload=not canceled,
         pending_interaction_id=None,
         interaction_count=0,
         recovery_state="none",
@@ -97,10 +99,39 @@ def held_job(request_id: str, request_kind: str) -> JobRow | None:
         auto_decision_count=0,
         last_auto_decision_at=None,
         warnings=[],
-        error=None,
+        error=CANCELED.as_dict() if canceled else None,
         token_usage=None,
         owner=held.get("owner"),
     )
+
+
+def cancel_held(request_id: str, request_kind: str) -> dict[str, Any] | None:
+    """Cancel a request still waiting for its package (the plugin's run dialog offers a cancel
+    as soon as the job is created): it is marked canceled, its status says so and a package
+    sent later is refused; None when there is no such body (of this kind, the caller's)."""
+    request_dir = context.settings().requests_dir / request_id
+    if not (request_dir / PENDING).is_file():
+        return None
+    with upload_lock(request_dir, request_id):
+        try:
+            held = json.loads((request_dir / PENDING).read_text(encoding="utf-8"))
+        except (OSError, ValueError):  # taken by its upload meanwhile
+            return None
+        if held.get("kind") != request_kind or not auth.may_see(held.get("owner")):
+            return None
+        accepted = not held.get("canceled")
+        if accepted:
+            held["canceled"] = True
+            (request_dir / PENDING).write_text(json.dumps(held), encoding="utf-8")
+    return {
+        "request_id": request_id,
+        "run_id": "",
+        "accepted": accepted,
+        "status": RunStatus.CANCELED.value,
+        "message": "canceled before its package came"
+        if accepted
+        else "the run had already ended (canceled): nothing to cancel",
+    }
 
 
 def _text(value: Any) -> str | None:
@@ -120,6 +151,14 @@ def take_package_upload(request_id: str, request_kind: str) -> Accepted | None:
             return None
         if held.get("kind") != request_kind or not auth.may_see(held.get("owner")):
             raise not_found(request_id, request_kind)
+        if held.get("canceled"):
+            raise ApiError(
+                409,
+                ErrorCode.UPLOAD_NOT_ALLOWED,
+                "this run takes no upload now (canceled before its package came)",
+                {"status": RunStatus.CANCELED.value},
+                request_id,
+            )
         cap = body_cap(PACKAGE_LIMITS) + body_cap(upload_limits())
         with body_limit(cap):
             has_package = PACKAGE_FIELD in request.files

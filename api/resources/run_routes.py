@@ -17,7 +17,7 @@ from api.jobs import actions, interaction
 from api.jobs.client_files import client_files, client_preview
 from api.jobs.create import Accepted, take_upload
 from api.jobs.files import bundle_response, load_finished
-from api.jobs.pending import held_job, take_package_upload
+from api.jobs.pending import cancel_held, held_job, take_package_upload
 from api.jobs.read import load_job, read_job, wait_for_job
 from api.jobs.reply_files import reply_with_files
 from api.jobs.rows import JobRow, RunState
@@ -205,8 +205,17 @@ def register_run_routes(blp: Blueprint, kind: RunKind) -> None:
     class Cancel(MethodView):
         @blp.response(200, CancelResult)
         def post(self, request_id: str) -> dict[str, Any]:
-            with context.db_session() as session:
-                return actions.cancel_run(session, *load_job(session, request_id, kind.name))
+            def cancel() -> dict[str, Any]:
+                with context.db_session() as session:
+                    return actions.cancel_run(session, *load_job(session, request_id, kind.name))
+
+            try:
+                return cancel()
+            except ApiError as exc:
+                if exc.status != 404:
+                    raise
+                held = cancel_held(request_id, kind.name)
+                return held if held is not None else cancel()  # its package came meanwhile
 
     for rule, view in (
         ("/<request_id>/upload", Upload),

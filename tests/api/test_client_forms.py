@@ -310,6 +310,7 @@ def test_another_tokens_held_body_is_404_and_stays_theirs(scoped, app, settings)
     error(theirs, 404, "REQUEST_NOT_FOUND")
     for read in ("", "/events/history", "/chat/history"):  # nor is its status
         error(scoped.get(f"/v1/jobs/{rid}{read}", headers=bearer("bob")), 404, "REQUEST_NOT_FOUND")
+    error(scoped.post(f"/v1/jobs/{rid}/cancel", headers=bearer("bob")), 404, "REQUEST_NOT_FOUND")
     assert scoped.get(f"/v1/jobs/{rid}", headers=bearer("alice")).json["status"] == "queued"
     assert (settings.requests_dir / rid / "pending_package.json").is_file()
     mine = scoped.post(

@@ -282,3 +282,33 @@ def test_chat_messages_leave_out_the_question_block(client, app):
         (3, "assistant_message", "Which?"),
     ]
     assert client.get(f"/v1/jobs/{rid}/events/history").json["count"] == 3  # the events stay
+
+
+def test_a_temp_upload_job_canceled_before_its_package_came_stays_canceled(client, queue):
+    """src/modules/skillRunnerRunDialog.ts (`cancel-run`): `POST /v1/jobs/{id}/cancel` with
+    `{}`, offered as soon as the job shows in the dialog, so possibly before its package has
+    come. That was a 404 (settled as failed by the plugin) and the upload then started the
+    run anyway."""
+    rid = client.post(
+        "/v1/jobs", json={"skill_source": "temp_upload", "input": {"text": "hi"}}
+    ).json["request_id"]
+
+    def cancel():
+        return client.post(
+            f"/v1/jobs/{rid}/cancel", data="{}", headers={"content-type": "application/json"}
+        )
+
+    first = cancel()
+    assert first.status_code == 200, first.json
+    assert (first.json["accepted"], first.json["status"]) == (True, "canceled")
+    assert first.json["message"]
+    status = client.get(f"/v1/jobs/{rid}").json
+    assert status["status"] == "canceled" and status["waiting_for_upload"] is False
+    assert status["error"]["code"] == "CANCELED_BY_USER" and status["finished_at"]
+    again = cancel().json
+    assert (again["accepted"], again["status"]) == (False, "canceled")
+    package = io.BytesIO(zip_bytes(echo_skill(prefix="pkg-echo/")))
+    late = client.post(f"/v1/jobs/{rid}/upload", data={"skill_package": (package, "p.zip")})
+    assert late.status_code == 409 and late.json["error"]["code"] == "UPLOAD_NOT_ALLOWED"
+    assert queue.sent == []
+    assert client.post("/v1/temp-skill-runs/" + rid + "/cancel").status_code == 404
