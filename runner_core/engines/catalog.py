@@ -238,10 +238,13 @@ def requested_model(
 def _with_provider(engine: str, model: str, provider_id: str | None) -> str:
     """`provider_id/model` for an engine whose ids name their provider (opencode, kilo) when
     the request sends the two apart, as the Zotero plugin does (`provider_id` and the `model`
-    field of /v1/engines/{engine}/models); `model` as sent otherwise."""
+    field of /v1/engines/{engine}/models) and that id is configured; `model` as sent otherwise
+    (an id without a provider prefix, listed with the engine's name as its provider)."""
     if engine in ENGINE_PROVIDERS or not provider_id or "/" in model.partition("@")[0]:
         return model
-    return f"{provider_id}/{model}"
+    joined = f"{provider_id}/{model}"
+    names = {m.partition("@")[0] for m in engine_info(engine, with_version=False).models}
+    return joined if joined.partition("@")[0] in names else model
 
 
 def _own_effort(engine: str, name: str) -> str:

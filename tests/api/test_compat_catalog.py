@@ -314,3 +314,8 @@ def test_a_provider_scoped_model_sent_as_provider_id_and_name_runs_its_id(
         client, app, {**sent, "provider_id": "openai", "model": "claude-sonnet-4"}
     )
     assert status == 400 and error["error"]["code"] == "MODEL_UNSUPPORTED"
+    # an id without a provider prefix is listed with the engine's name as its provider
+    (engine_config / "opencode" / "default.json").write_text(json.dumps({"models": ["local-m"]}))
+    listed = client.get("/v1/engines/opencode/models").json["models"][0]
+    bare = {"provider_id": listed["provider_id"], "model": listed["model"]}
+    assert job_model(client, app, {**sent, **bare}) == (200, {"model": "local-m"})
