@@ -36,7 +36,7 @@ from runner_core.runtime_options import withheld
 from runner_core.skills import SkillPackage, load_skill
 from runner_core.skills.package import PACKAGE_LIMITS
 from runner_core.statuses import RunStatus
-from runner_core.store.runs import CANCELED
+from runner_core.store.cancels import CANCELED
 
 PENDING = "pending_package.json"
 PACKAGE_FIELD = "skill_package"
