@@ -12,6 +12,15 @@ from runner_core.inputs import file_fields
 
 
 @dataclass(frozen=True)
+class Choice:
+    """One value of an enum: `value` is its JSON text (what the form sends back, parsed, so
+    `2` stays the integer 2), `label` what the list shows."""
+
+    value: str
+    label: str
+
+
+@dataclass(frozen=True)
 class FormField:
     group: str  # "input" or "parameter": the job body's key it goes under
     name: str
@@ -20,7 +29,7 @@ class FormField:
     required: bool
     description: str = ""
     default: str = ""  # as the widget shows it
-    options: list[str] = field(default_factory=list)
+    options: list[Choice] = field(default_factory=list)  # an enum's values
     extensions: list[str] = field(default_factory=list)
     attrs: dict[str, Any] = field(default_factory=dict)  # min, max, minlength, maxlength
 
@@ -52,7 +61,7 @@ def _fields(group: str, schema: dict, files: set[str]) -> list[FormField]:
                 required=name in required,
                 description=prop.get("description", ""),
                 default=_shown(default, widget),
-                options=[str(v) for v in prop.get("enum", [])],
+                options=[_choice(v) for v in prop.get("enum", [])],
                 extensions=list(prop.get("extensions", [])),
                 attrs=_attrs(prop),
             )
@@ -75,11 +84,15 @@ def _widget(prop: dict) -> str:
 def _shown(value: Any, widget: str) -> str:
     if value is None:
         return ""
-    if widget == "json":
+    if widget in ("json", "select"):  # a select's options are JSON texts too (Choice)
         return json.dumps(value)
     if widget == "boolean":
         return "true" if value else ""
     return str(value)
+
+
+def _choice(value: Any) -> Choice:
+    return Choice(json.dumps(value), value if isinstance(value, str) else json.dumps(value))
 
 
 def _attrs(prop: dict) -> dict[str, Any]:

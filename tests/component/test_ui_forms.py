@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from api.ui.forms import form_fields
+from api.ui.forms import Choice, form_fields
 
 INPUT = {
     "type": "object",
@@ -17,6 +17,7 @@ PARAMETER = {
     "type": "object",
     "properties": {
         "format": {"type": "string", "enum": ["json", "md"], "default": "md"},
+        "level": {"type": "integer", "enum": [1, 2, None], "default": 2},
         "count": {"type": "integer", "minimum": 1, "maximum": 9, "default": 3},
         "ratio": {"type": ["number", "null"]},
         "strict": {"type": "boolean", "default": True},
@@ -36,10 +37,14 @@ def test_each_property_gets_the_widget_of_its_type():
     fmt = fields[("parameter", "format")]
     assert (fmt.widget, fmt.options, fmt.default, fmt.required) == (
         "select",
-        ["json", "md"],
-        "md",
+        [Choice('"json"', "json"), Choice('"md"', "md")],
+        '"md"',
         True,
     )
+    # an enum's values are JSON texts, so the form sends the integer 2 back, not "2"
+    level = fields[("parameter", "level")]
+    assert (level.widget, level.default) == ("select", "2")
+    assert level.options == [Choice("1", "1"), Choice("2", "2"), Choice("null", "null")]
     count = fields[("parameter", "count")]
     assert (count.widget, count.default, count.attrs) == ("integer", "3", {"min": 1, "max": 9})
     assert fields[("parameter", "ratio")].widget == "number"  # the first type that is not null

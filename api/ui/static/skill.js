@@ -59,7 +59,8 @@
     const raw = el.value;
     if (raw === "") return undefined;
     if (widget === "integer" || widget === "number") return Number(raw);
-    if (widget === "json") return JSON.parse(raw);
+    /* an enum's option values are JSON texts: 2 is sent as the integer 2, not "2" */
+    if (widget === "json" || widget === "select") return JSON.parse(raw);
     return raw;
   }
 

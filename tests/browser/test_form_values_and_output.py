@@ -1,0 +1,107 @@
+"""What the run form sends and what the run page shows of a script's run, in a real browser,
+with a probe skill installed as a package."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.browser.shots import shot
+from tests.helpers import zip_bytes
+
+pytestmark = pytest.mark.browser
+
+SKILL = "ui-probe"
+LINES = 3000  # stderr lines printed at once: far more than an event's 2,000 characters
+RUN_PY = """\
+import json, os, sys
+from pathlib import Path
+
+ctx = json.loads(Path(os.environ["SKILL_RUNNER_INPUT_FILE"]).read_text())
+for i in range(ctx["parameter"]["lines"]):
+    print(f"warning {i}", file=sys.stderr)
+print("Traceback: the last line", file=sys.stderr, flush=True)
+(Path(os.environ["SKILL_RUNNER_ARTIFACTS_DIR"]) / "r#1 ?.txt").write_text("hash file")
+Path(os.environ["SKILL_RUNNER_RESULT_FILE"]).write_text(json.dumps({"parameter": ctx["parameter"]}))
+"""
+
+
+def probe_skill() -> dict[str, str]:
+    manifest = {
+        "id": SKILL,
+        "version": "1.0.0",
+        "execution_modes": ["auto"],
+        "entrypoint": {"type": "script", "script": {"command": "python scripts/run.py"}},
+        "schemas": {
+            "input": "assets/input.schema.json",
+            "parameter": "assets/parameter.schema.json",
+            "output": "assets/output.schema.json",
+        },
+        "automation": {"timeout_sec": 120},
+    }
+    parameter = {
+        "type": "object",
+        "properties": {
+            "level": {"type": "integer", "enum": [1, 2, 3], "default": 2},
+            "flavour": {"type": "string", "enum": ["a", "b"]},
+            "lines": {"type": "integer", "minimum": 0, "default": 0},
+        },
+        "required": ["level"],
+        "additionalProperties": False,
+    }
+    return {
+        "SKILL.md": f'---\nname: {SKILL}\ndescription: "Probe the run form and page."\n---\n',
+        "assets/runner.json": json.dumps(manifest),
+        "assets/input.schema.json": json.dumps({"type": "object", "properties": {}}),
+        "assets/parameter.schema.json": json.dumps(parameter),
+        "assets/output.schema.json": json.dumps(
+            {"type": "object", "properties": {"parameter": {"type": "object"}}}
+        ),
+        "scripts/run.py": RUN_PY,
+    }
+
+
+@pytest.fixture(scope="module")
+def probe(served, browser):
+    context = browser.new_context()
+    answer = context.request.post(
+        f"{served.base}/v1/skill-packages",
+        multipart={
+            "package": {
+                "name": "p.zip",
+                "mimeType": "application/zip",
+                "buffer": zip_bytes(probe_skill()),
+            }
+        },
+    )
+    assert answer.ok, answer.text()
+    context.close()
+    return served
+
+
+def run_from_form(page, base: str, lines: int = 0, level: str | None = None) -> None:
+    page.goto(f"{base}/ui/skills/{SKILL}")
+    page.locator("#f-parameter-lines").fill(str(lines))
+    if level is not None:
+        page.locator("#f-parameter-level").select_option(label=level)
+    page.get_by_label("Run again even if a cached result exists").check()
+    page.get_by_role("button", name="Run").click()
+    page.wait_for_url("**/ui/runs/*")
+    page.locator("#result .result-json").wait_for(timeout=60_000)
+
+
+def test_an_enum_of_integers_is_sent_as_integers(probe, page):
+    """The list offered 1, 2, 3 and sent "2": the API refused the form as drawn, its default
+    untouched ('2' is not one of [1, 2, 3])."""
+    page.goto(f"{probe.base}/ui/skills/{SKILL}")
+    assert page.locator("#f-parameter-level").locator("option:checked").inner_text() == "2"
+    assert page.locator("#f-parameter-flavour").locator("option:checked").inner_text() == "—"
+    run_from_form(page, probe.base)  # the default as drawn
+    result = json.loads(page.locator("#result .result-json").inner_text())
+    assert result["status"] == "succeeded", result
+    assert result["data"]["parameter"] == {"level": 2, "lines": 0}  # flavour left out: not sent
+    run_from_form(page, probe.base, level="3")
+    result = json.loads(page.locator("#result .result-json").inner_text())
+    assert result["data"]["parameter"] == {"level": 3, "lines": 0}
+    shot(page, "20-form-integer-enum")
