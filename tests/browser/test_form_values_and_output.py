@@ -105,3 +105,19 @@ def test_an_enum_of_integers_is_sent_as_integers(probe, page):
     result = json.loads(page.locator("#result .result-json").inner_text())
     assert result["data"]["parameter"] == {"level": 3, "lines": 0}
     shot(page, "20-form-integer-enum")
+
+
+def test_an_output_chunk_longer_than_its_event_is_shown_whole_on_demand(probe, page):
+    """A raw event carries a chunk's first 2,000 characters: the stderr pane ended there, at
+    'warning 2', with no sign that the rest (here the traceback) was missing."""
+    run_from_form(page, probe.base, lines=LINES)
+    pane = page.locator("#stderr")
+    more = pane.locator("button.more")
+    assert more.count() == 1
+    assert "more bytes of this output" in more.inner_text()
+    assert "Traceback" not in pane.inner_text()
+    more.click()
+    more.wait_for(state="detached")
+    printed = [f"warning {i}" for i in range(LINES)] + ["Traceback: the last line"]
+    assert pane.inner_text().splitlines() == printed  # all of it, once, in order
+    shot(page, "21-run-output-chunk-shown-whole")

@@ -13,7 +13,7 @@
   const conversation = $("conversation"), stderr = $("stderr");
   const TERMINAL = ["succeeded", "failed", "canceled"];
   let lastTool = null, lastAgentText = null, pendingId = null, ended = false, source = null;
-  let batch = null;  /* while a history page is drawn: {nodes, stderr, older} */
+  let batch = null;  /* while a history page is drawn: {nodes, stderr (a fragment), older} */
   let oldest = lastSeq + 1;  /* the first seq shown */
   let treeAsked = 0;  /* tree refreshes asked for */
 
@@ -96,16 +96,45 @@
         break;
       case "raw.stdout": {
         const box = el("details", "raw");
-        box.append(el("summary", "", "stdout"), el("pre", "", d.text));
+        const pre = el("pre", "", d.text);
+        pre.append(...rest(d));
+        box.append(el("summary", "", "stdout"), pre);
         show(box);
         break;
       }
       case "raw.stderr":
-        if (batch) { batch.stderr += d.text; break; }
-        stderr.textContent += d.text;
+        if (batch) { batch.stderr.append(d.text, ...rest(d)); break; }
+        stderr.append(d.text, ...rest(d));
         stderr.scrollTop = stderr.scrollHeight;
         break;
     }
+  }
+
+  /* A raw chunk's event carries its first 2,000 characters only: the rest of it (often the end
+     of a traceback) is a button that reads it from the log (logs/range, 1 MiB at a time). */
+  function rest(d) {
+    const ref = d.raw_ref;
+    if (!ref || typeof d.text !== "string") return [];
+    const from = ref.byte_from + new TextEncoder().encode(d.text).length;
+    return from < ref.byte_to ? [moreButton(ref.stream, from, ref.byte_to)] : [];
+  }
+  function moreButton(stream, from, to) {
+    const b = el("button", "small more", `… ${(to - from).toLocaleString("en")} more bytes of this output: show them`);
+    b.type = "button";
+    b.addEventListener("click", async () => {
+      b.disabled = true;
+      try {
+        const answer = await fetch(`${api}/logs/range?stream=${stream}&byte_from=${from}&byte_to=${to}`);
+        if (!answer.ok) throw new Error(`HTTP ${answer.status}`);
+        const got = await answer.json();
+        const more = got.byte_to < to && got.byte_to > from ? [moreButton(stream, got.byte_to, to)] : [];
+        b.replaceWith(got.text, ...more);
+      } catch (err) {
+        b.disabled = false;
+        b.textContent = `… ${(to - from).toLocaleString("en")} more bytes: could not read them (${err.message}), try again`;
+      }
+    });
+    return b;
   }
 
   function closeQuestion() {
@@ -238,7 +267,7 @@
      before what is shown (an earlier one), with a single layout and scroll. */
   function draw(events, older) {
     const toolBefore = lastTool;
-    batch = { nodes: document.createDocumentFragment(), stderr: "", older };
+    batch = { nodes: document.createDocumentFragment(), stderr: document.createDocumentFragment(), older };
     if (older) lastTool = null;
     try {
       for (const ev of events) onEvent(ev);
@@ -250,11 +279,11 @@
         const height = conversation.scrollHeight;
         $("earlier").after(drawn.nodes);
         conversation.scrollTop += conversation.scrollHeight - height;  /* the view stays put */
-        stderr.textContent = drawn.stderr + stderr.textContent;
+        stderr.prepend(drawn.stderr);
       } else {
         conversation.append(drawn.nodes);
         conversation.scrollTop = conversation.scrollHeight;
-        stderr.textContent += drawn.stderr;
+        stderr.append(drawn.stderr);
         stderr.scrollTop = stderr.scrollHeight;
       }
     }
