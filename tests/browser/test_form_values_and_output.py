@@ -121,3 +121,13 @@ def test_an_output_chunk_longer_than_its_event_is_shown_whole_on_demand(probe, p
     printed = [f"warning {i}" for i in range(LINES)] + ["Traceback: the last line"]
     assert pane.inner_text().splitlines() == printed  # all of it, once, in order
     shot(page, "21-run-output-chunk-shown-whole")
+
+
+def test_an_artifact_whose_name_needs_escaping_downloads(probe, page):
+    """The link was the bare path: a '#' or '?' in a file name cut the URL (404)."""
+    run_from_form(page, probe.base)
+    link = page.locator("#result .artifacts a", has_text="r#1 ?.txt")
+    href = link.get_attribute("href")
+    assert "%23" in href and "%3F" in href
+    answer = page.request.get(f"{probe.base}{href}")
+    assert answer.status == 200 and answer.text() == "hash file"

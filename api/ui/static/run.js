@@ -232,7 +232,9 @@
     const list = el("ul", "artifacts");
     for (const a of arts.artifacts || []) {
       const li = el("li"); const link = el("a", "", a.path);
-      link.href = `${own}/artifacts/${a.path}`; link.setAttribute("download", "");
+      /* the API's own link: its path is escaped, so a name with "#", "?" or "%" downloads */
+      link.href = a.url || `${own}/artifacts/${a.path.split("/").map(encodeURIComponent).join("/")}`;
+      link.setAttribute("download", "");
       li.append(link, el("span", "sub", ` ${a.role || ""} ${a.size} B`)); list.append(li);
     }
     const bundle = el("a", "button", "Download the bundle"); bundle.href = `${own}/bundle`;
