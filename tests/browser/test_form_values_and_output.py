@@ -131,3 +131,36 @@ def test_an_artifact_whose_name_needs_escaping_downloads(probe, page):
     assert "%23" in href and "%3F" in href
     answer = page.request.get(f"{probe.base}{href}")
     assert answer.status == 200 and answer.text() == "hash file"
+
+
+def test_a_stream_the_browser_gave_up_on_is_said_so(probe, page):
+    """An event stream answered with an error (an ended session, a proxy's page) is closed
+    for good by the browser: the page stayed as it was, looking live."""
+    created = page.request.post(  # it waits for its upload: queued, its page follows it
+        f"{probe.base}/v1/jobs", data={"skill_id": "demo-prime-number", "parameter": {}}
+    )
+    assert created.ok, created.text()
+    rid = created.json()["request_id"]
+    page.route(
+        "**/events?*",
+        lambda route: route.fulfill(
+            status=401,
+            content_type="application/json",
+            body='{"error": {"code": "UNAUTHORIZED", "message": "log in"}}',
+        ),
+    )
+    page.route(
+        f"**/v1/management/runs/{rid}",
+        lambda route: route.fulfill(
+            status=401,
+            content_type="application/json",
+            body='{"error": {"code": "UNAUTHORIZED", "message": "log in"}}',
+        ),
+    )
+    page.goto(f"{probe.base}/ui/runs/{rid}")
+    note = page.locator("#live-stopped")
+    note.wait_for(timeout=10_000)
+    assert "Live updates stopped (UNAUTHORIZED: log in)" in note.inner_text()
+    assert note.get_by_role("link", name="Reload the page").get_attribute("href") == page.url
+    shot(page, "22-run-live-updates-stopped")
+    assert page.request.post(f"{probe.base}/v1/jobs/{rid}/cancel").ok

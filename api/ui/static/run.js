@@ -316,6 +316,14 @@
     }
   });
 
+  function stopped(why) {
+    const note = $("live-stopped");
+    note.replaceChildren(`Live updates stopped (${why}). `);
+    const again = el("a", "", "Reload the page"); again.href = window.location.href;
+    note.append(again, " to follow the run again.");
+    note.hidden = false;
+  }
+
   function follow(cursor) {
     source = new EventSource(`${api}/events?cursor=${cursor}`);
     source.addEventListener("snapshot", (m) => {
@@ -326,11 +334,18 @@
     source.addEventListener("chat_event", (m) => onEvent(JSON.parse(m.data)));
     source.onerror = () => {
       /* the browser reconnects with Last-Event-ID; a run that ended without a terminal event
-         (canceled before it started) is read from its state instead */
+         (canceled before it started) is read from its state instead. A stream the browser
+         gave up on (an answer that is not a stream: a session that ended, a proxy's error)
+         would leave the page still, looking live: it says so instead. */
       if (ended) return;
-      fetch(api).then((r) => r.json()).then((s) => {
-        if (TERMINAL.includes(s.status)) finish({ status: s.status, error: s.error });
-      });
+      const closed = source.readyState === EventSource.CLOSED;
+      fetch(api)
+        .then((r) => (r.ok ? r.json() : r.json().then((b) => Promise.reject(new Error(b.error ? `${b.error.code}: ${b.error.message}` : `HTTP ${r.status}`)))))
+        .then((s) => {
+          if (TERMINAL.includes(s.status)) finish({ status: s.status, error: s.error });
+          else if (closed) stopped("the event stream closed");
+        })
+        .catch((err) => { if (closed) stopped(err.message); });
     };
   }
 
