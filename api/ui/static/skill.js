@@ -36,16 +36,24 @@
     top.textContent = message; top.hidden = false;
   }
 
-  /* The API's refusal, placed next to the field it is about when it names one. */
+  /* The API's refusal, placed next to the field it is about when it names one: every problem
+     of that field, each inside an object or array field prefixed with where it is in it
+     ("depth: 0 is less than the minimum of 1" under opts). */
   function showRefusal(error) {
     const d = error.details || {};
     let placed = false;
+    const byField = new Map(), elsewhere = [];  /* problems no field of the form names */
     for (const e of d.errors || []) {
-      let name = (e.path || "").split("/")[0];
+      let [name, ...inner] = (e.path || "").split("/");
       const missing = /^'(.+)' is a required property$/.exec(e.message || "");
       if (!name && missing) name = missing[1];
-      if (name && d.schema) placed = fieldError(`f-${d.schema}-${name}`, e.message) || placed;
+      const id = `f-${d.schema}-${name}`;
+      if (!name || !d.schema || !document.getElementById(`${id}-error`)) { elsewhere.push(e.message); continue; }
+      const where = inner.join("/");
+      byField.set(id, [...(byField.get(id) || []), where ? `${where}: ${e.message}` : e.message]);
     }
+    for (const [id, messages] of byField) placed = fieldError(id, messages.join("; ")) || placed;
+    if (placed && elsewhere.length) formError(`${error.code}: ${elsewhere.join("; ")}`);
     if (d.field) placed = fieldError(`f-input-${d.field}`, error.message) || placed;
     if (error.code === "MODEL_UNSUPPORTED") placed = fieldError("f-model", error.message);
     if (error.code === "SKILL_ENGINE_UNSUPPORTED") placed = fieldError("f-engine", error.message);
