@@ -189,17 +189,29 @@
       method: "POST", headers: { "Content-Type": "application/json" },
       body: JSON.stringify({ interaction_id: interactionId, response, idempotency_key: `ui-${rid}-${interactionId}` }),
     });
-    if (!answer.ok) {
-      const { error } = await answer.json();
-      $("reply-error").textContent = `${error.code}: ${error.message}`;
+    if (answer.ok) return;
+    const error = await answer.json().then((b) => b.error).catch(() => null)
+      || { code: `HTTP ${answer.status}`, message: "the reply was not sent" };
+    $("reply-error").textContent = `${error.code}: ${error.message}`;
+    if (error.code !== "RUN_NOT_WAITING" && error.code !== "INTERACTION_STALE") {
       for (const b of $("reply-controls").querySelectorAll("button")) b.disabled = false;
+      return;
     }
+    /* the question is gone (answered elsewhere, decided when nobody answered, the run
+       canceled) while this page had not heard: no button to press again, but what the run
+       does now, and its new question if it asks one */
+    closeQuestion();
+    const now = await (await fetch(`${api}/pending`)).json();
+    setStatus(now.status);
+    if (now.pending) ask(now.pending);
+    else if (TERMINAL.includes(now.status)) finish({ status: now.status, error: (await (await fetch(api)).json()).error });
   }
 
   async function finish(terminal) {
     if (ended) return;
     ended = true;
     if (source) source.close();
+    closeQuestion();  /* an ended run asks nothing, however its end was learnt */
     setStatus(terminal.status);
     if (terminal.error) {
       $("run-error").innerHTML = "";

@@ -1,0 +1,78 @@
+"""The run page's reply box in a real browser, where the question is not the plain case: a reply
+to a question that went away while the page had not heard."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import replace
+
+import pytest
+
+from tests.browser.shots import shot
+from tests.engines.test_interactive_jobs import ASKS_THEN_FINISHES
+
+pytestmark = pytest.mark.browser
+
+ASKS_FIELDS = replace(
+    ASKS_THEN_FINISHES,
+    final_text="""I need a few details.
+<ASK_USER_YAML>
+kind: fill_fields
+prompt: Which title and which style?
+</ASK_USER_YAML>""",
+)
+
+
+def start(page, base: str) -> str:
+    created = page.request.post(
+        f"{base}/v1/jobs",
+        data={
+            "skill_id": "pick-title",
+            "engine": "codex",
+            "input": {"text": "hello"},
+            "runtime_options": {"execution_mode": "interactive", "no_cache": True},
+        },
+    )
+    assert created.ok, created.text()
+    return created.json()["request_id"]
+
+
+def wait_for(page, base: str, rid: str, status: str, timeout: float = 90) -> None:
+    deadline = time.monotonic() + timeout
+    seen = None
+    while time.monotonic() < deadline:
+        seen = page.request.get(f"{base}/v1/jobs/{rid}").json()["status"]
+        if seen == status:
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"{rid} is {seen}, not {status}")
+
+
+def test_a_reply_to_a_question_gone_meanwhile_shows_the_run_as_it_is(served, page):
+    """The run was canceled while the page had not heard (its stream quiet): the reply was
+    refused with RUN_NOT_WAITING, and the page offered the same buttons again, the run still
+    shown waiting."""
+    rid = start(page, served.base)
+    wait_for(page, served.base, rid, "waiting_user")
+    pending = page.request.get(f"{served.base}/v1/management/runs/{rid}/pending").json()
+    snapshot = {"request_id": rid, "status": "waiting_user", "pending": pending["pending"]}
+    # a stream that says the question waits, then is quiet (no reconnect for ten minutes)
+    quiet = f"retry: 600000\nevent: snapshot\ndata: {json.dumps(snapshot)}\n\n"
+    page.route(
+        "**/events?*",
+        lambda route: route.fulfill(status=200, content_type="text/event-stream", body=quiet),
+    )
+    page.goto(f"{served.base}/ui/runs/{rid}")
+    choice = page.get_by_role("button", name="The bold one")
+    choice.wait_for()
+    time.sleep(1)  # the page has read the run's state after the stream ended: still waiting
+    assert page.request.post(f"{served.base}/v1/jobs/{rid}/cancel").ok
+    choice.click()
+    page.locator("#reply-error", has_text="RUN_NOT_WAITING").wait_for()
+    page.locator("#status.st-canceled").wait_for()
+    assert page.locator("#reply-controls button").count() == 0
+    assert page.locator("#question").inner_text() == "No question is waiting."
+    page.locator("#result .result-json").wait_for()
+    assert "CANCELED_BY_USER" in page.locator("#run-error").inner_text()
+    shot(page, "24-run-reply-to-a-question-gone")
