@@ -1,11 +1,13 @@
 """The run page's reply box in a real browser, where the question is not the plain case: a reply
-to a question that went away while the page had not heard."""
+to a question that went away while the page had not heard, and a fill_fields question that
+names no field."""
 
 from __future__ import annotations
 
 import json
 import time
-from dataclasses import replace
+from dataclasses import asdict, replace
+from pathlib import Path
 
 import pytest
 
@@ -76,3 +78,28 @@ def test_a_reply_to_a_question_gone_meanwhile_shows_the_run_as_it_is(served, pag
     page.locator("#result .result-json").wait_for()
     assert "CANCELED_BY_USER" in page.locator("#run-error").inner_text()
     shot(page, "24-run-reply-to-a-question-gone")
+
+
+def test_a_fill_fields_question_naming_no_field_is_answered_with_a_json_object(served, page):
+    """With no required_fields the box drew nothing (the page stopped at focusing the first of
+    no inputs): the question could not be answered from the UI."""
+    script = Path(served.env["SKILL_RUNNER_ENGINE_CONFIG_DIR"]).parent / "llm-script.json"
+    before = script.read_text()
+    script.write_text(json.dumps(asdict(ASKS_FIELDS)))
+    try:
+        rid = start(page, served.base)
+        page.goto(f"{served.base}/ui/runs/{rid}")
+        box = page.get_by_label("Your answer (a JSON object of field values)")
+        box.wait_for(timeout=90_000)
+        assert "Which title and which style?" in page.locator("#question").inner_text()
+        box.fill("the bold one")
+        page.get_by_role("button", name="Send").click()
+        assert "Write a JSON object" in page.locator("#reply-error").inner_text()
+        box.fill('{"title": "Mine", "style": "bold"}')
+        page.get_by_role("button", name="Send").click()
+        page.locator("#status.st-succeeded").wait_for(timeout=90_000)
+        answer = json.loads(page.locator("#conversation .msg.user").inner_text())
+        assert answer == {"title": "Mine", "style": "bold"}
+        shot(page, "25-run-fill-fields-answered")
+    finally:
+        script.write_text(before)

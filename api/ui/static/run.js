@@ -164,10 +164,13 @@
         b.addEventListener("click", () => send(v)); controls.append(b);
       }
     } else {
-      const names = q.kind === "fill_fields" ? q.required_fields || [] : [null];
-      const inputs = names.map((name) => {
+      /* fill_fields: a box per named field; naming none, one box for the JSON object itself */
+      const names = q.kind === "fill_fields" ? q.required_fields || [] : [];
+      const whole = !names.length;
+      const inputs = (whole ? [null] : names).map((name) => {
         const id = `reply-${name || "text"}`;
-        const label = el("label", "", name || "Your answer"); label.htmlFor = id;
+        const text = name || (q.kind === "fill_fields" ? "Your answer (a JSON object of field values)" : "Your answer");
+        const label = el("label", "", text); label.htmlFor = id;
         const input = el(name ? "input" : "textarea"); input.id = id;
         controls.append(label, input);
         return [name, input];
@@ -176,7 +179,14 @@
       $("reply").onsubmit = (e) => {
         e.preventDefault();
         if (q.kind !== "fill_fields") return send(inputs[0][1].value);
-        send(Object.fromEntries(inputs.map(([n, i]) => [n, i.value])));
+        if (!whole) return send(Object.fromEntries(inputs.map(([n, i]) => [n, i.value])));
+        let value;
+        try { value = JSON.parse(inputs[0][1].value); } catch (err) { value = null; }
+        if (value === null || typeof value !== "object" || Array.isArray(value)) {
+          $("reply-error").textContent = 'Write a JSON object, such as {"name": "value"}.';
+          return;
+        }
+        send(value);
       };
       inputs[0][1].focus();
     }
