@@ -185,7 +185,39 @@ def test_a_stream_the_browser_gave_up_on_is_said_so(probe, page):
     page.goto(f"{probe.base}/ui/runs/{rid}")
     note = page.locator("#live-stopped")
     note.wait_for(timeout=10_000)
-    assert "Live updates stopped (UNAUTHORIZED: log in)" in note.inner_text()
+    # a session that ended says so, with the way back in (not the API's advice on headers)
+    assert "Live updates stopped (Your session has ended. Log in again)" in note.inner_text()
+    login = note.get_by_role("link", name="Log in again").get_attribute("href")
+    assert login == f"/ui/login?next=%2Fui%2Fruns%2F{rid}"
     assert note.get_by_role("link", name="Reload the page").get_attribute("href") == page.url
     shot(page, "22-run-live-updates-stopped")
     assert page.request.post(f"{probe.base}/v1/jobs/{rid}/cancel").ok
+
+
+def test_a_refused_cancel_says_why_and_can_be_tried_again(probe, page):
+    """Cancel run ignored the answer: refused (a read-only token, a session that ended), the
+    button stayed disabled, the run went on and the page said nothing."""
+    created = page.request.post(
+        f"{probe.base}/v1/jobs", data={"skill_id": "demo-prime-number", "parameter": {}}
+    )
+    rid = created.json()["request_id"]  # it waits for its upload
+    page.route(
+        "**/cancel",
+        lambda route: route.fulfill(
+            status=403,
+            content_type="application/json",
+            body='{"error": {"code": "FORBIDDEN", "message": "the token lacks the scope"}}',
+        ),
+    )
+    page.goto(f"{probe.base}/ui/runs/{rid}")
+    page.get_by_role("button", name="Cancel run").click()
+    error = page.locator("#cancel-error")
+    error.filter(has_text="FORBIDDEN").wait_for()
+    assert error.inner_text() == "FORBIDDEN: the token lacks the scope"
+    assert page.get_by_role("button", name="Cancel run").is_enabled()
+    assert page.locator("#status").inner_text() == "queued"
+    shot(page, "26-run-cancel-refused")
+    page.unroute("**/cancel")
+    page.get_by_role("button", name="Cancel run").click()
+    page.locator("#status.st-canceled").wait_for()
+    assert error.inner_text() == ""

@@ -200,9 +200,8 @@
       body: JSON.stringify({ interaction_id: interactionId, response, idempotency_key: `ui-${rid}-${interactionId}` }),
     });
     if (answer.ok) return;
-    const error = await answer.json().then((b) => b.error).catch(() => null)
-      || { code: `HTTP ${answer.status}`, message: "the reply was not sent" };
-    $("reply-error").textContent = `${error.code}: ${error.message}`;
+    const error = await errorOf(answer);
+    $("reply-error").replaceChildren(...refusal(error));
     if (error.code !== "RUN_NOT_WAITING" && error.code !== "INTERACTION_STALE") {
       for (const b of $("reply-controls").querySelectorAll("button")) b.disabled = false;
       return;
@@ -282,9 +281,33 @@
     htmx.ajax("GET", link.getAttribute("href"), { target: "#preview" });
   });
 
+  /* An API refusal as the page shows it: its code and message; a session that ended (a
+     logout, elsewhere too, or its 12 hours) with the way back in instead of the API's
+     advice about headers. */
+  function refusal(error) {
+    if (error.code !== "UNAUTHORIZED") return [`${error.code}: ${error.message}`];
+    const login = el("a", "", "Log in again");
+    login.href = `/ui/login?next=${encodeURIComponent(window.location.pathname)}`;
+    return ["Your session has ended. ", login];
+  }
+  async function errorOf(answer) {
+    return await answer.json().then((b) => b.error).catch(() => null)
+      || { code: `HTTP ${answer.status}`, message: "the service refused it" };
+  }
+
+  /* a refused cancel (no right to, a session that ended) says why, and can be tried again */
   $("cancel").addEventListener("click", async () => {
     $("cancel").disabled = true;
-    await fetch(`${api}/cancel`, { method: "POST" });
+    $("cancel-error").replaceChildren();
+    let answer;
+    try {
+      answer = await fetch(`${api}/cancel`, { method: "POST" });
+    } catch (err) {
+      answer = null;
+      $("cancel-error").replaceChildren(`The service did not answer: ${err.message}`);
+    }
+    if (answer && !answer.ok) $("cancel-error").replaceChildren(...refusal(await errorOf(answer)));
+    if (!answer || !answer.ok) $("cancel").disabled = ended;
   });
 
   /* One page of history drawn at once: into the end of the conversation (the latest page) or
@@ -340,7 +363,7 @@
 
   function stopped(why) {
     const note = $("live-stopped");
-    note.replaceChildren(`Live updates stopped (${why}). `);
+    note.replaceChildren("Live updates stopped (", ...why, "). ");
     const again = el("a", "", "Reload the page"); again.href = window.location.href;
     note.append(again, " to follow the run again.");
     note.hidden = false;
@@ -362,12 +385,13 @@
       if (ended) return;
       const closed = source.readyState === EventSource.CLOSED;
       fetch(api)
-        .then((r) => (r.ok ? r.json() : r.json().then((b) => Promise.reject(new Error(b.error ? `${b.error.code}: ${b.error.message}` : `HTTP ${r.status}`)))))
-        .then((s) => {
+        .then(async (r) => {
+          if (!r.ok) { if (closed) stopped(refusal(await errorOf(r))); return; }
+          const s = await r.json();
           if (TERMINAL.includes(s.status)) finish({ status: s.status, error: s.error });
-          else if (closed) stopped("the event stream closed");
+          else if (closed) stopped(["the event stream closed"]);
         })
-        .catch((err) => { if (closed) stopped(err.message); });
+        .catch((err) => { if (closed) stopped([err.message]); });
     };
   }
 
