@@ -130,6 +130,25 @@ def test_each_problem_inside_an_object_field_is_shown_under_it_with_where_it_is(
     shot(page, "23-form-nested-errors")
 
 
+def test_a_form_sent_after_the_session_ended_offers_the_login(probe, page):
+    """The form showed the API's advice about Authorization headers."""
+    page.route(
+        "**/v1/jobs",
+        lambda route: route.fulfill(
+            status=401,
+            content_type="application/json",
+            body='{"error": {"code": "UNAUTHORIZED", "message": "send a Bearer token"}}',
+        ),
+    )
+    page.goto(f"{probe.base}/ui/skills/{SKILL}")
+    page.get_by_role("button", name="Run").click()
+    top = page.locator("#form-error")
+    top.filter(has_text="session").wait_for()
+    assert top.inner_text().startswith("Your session has ended. Log in again")
+    login = top.get_by_role("link", name="Log in again").get_attribute("href")
+    assert login == f"/ui/login?next=%2Fui%2Fskills%2F{SKILL}"
+
+
 def test_an_output_chunk_longer_than_its_event_is_shown_whole_on_demand(probe, page):
     """A raw event carries a chunk's first 2,000 characters: the stderr pane ended there, at
     'warning 2', with no sign that the rest (here the traceback) was missing."""

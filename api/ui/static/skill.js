@@ -40,6 +40,13 @@
      of that field, each inside an object or array field prefixed with where it is in it
      ("depth: 0 is less than the minimum of 1" under opts). */
   function showRefusal(error) {
+    if (error.code === "UNAUTHORIZED") {  /* the session ended: the way back in, not header advice */
+      const login = document.createElement("a");
+      login.textContent = "Log in again"; login.href = `/ui/login?next=${encodeURIComponent(window.location.pathname)}`;
+      formError("Your session has ended. ");
+      document.getElementById("form-error").append(login, " (what you filled in here stays).");
+      return;
+    }
     const d = error.details || {};
     let placed = false;
     const byField = new Map(), elsewhere = [];  /* problems no field of the form names */
