@@ -21,6 +21,7 @@ from api.ui.login import add_login_routes
 from runner_core.engines.catalog import all_engines, engine_info
 from runner_core.error_codes import ErrorCode
 from runner_core.events import last_seq
+from runner_core.skills import SkillPackage
 from runner_core.statuses import RunStatus
 
 bp = Blueprint(
@@ -42,7 +43,8 @@ def home():
 
 @bp.get("/skills")
 def skills():
-    every = [skill_summary(p) for p in context.skills().list()]
+    # a script skill runs its own script whatever engines its runner.json allows: no engine
+    every = [{**skill_summary(p), "script": _is_script(p)} for p in context.skills().list()]
     args = {k: request.args.get(k, "").strip() for k in ("category", "tag", "q")}
     listed = [s for s in every if matches_labels(s, args["category"], args["tag"], args["q"])]
     return render_template(
@@ -60,7 +62,7 @@ def skill(skill_id: str):
     pkg = get_skill_or_404(skill_id)
     summary = skill_summary(pkg)
     # an invalid skill's page says why; its runner.json may not even parse (no manifest)
-    script = pkg.manifest is not None and pkg.manifest.entrypoint.type == "script"
+    script = _is_script(pkg)
     engines = [] if script else summary["effective_engines"]
     models = {}
     for name in engines:
@@ -76,6 +78,10 @@ def skill(skill_id: str):
         runtime_options=RUNTIME_OPTIONS,
         nav="skills",
     )
+
+
+def _is_script(pkg: SkillPackage) -> bool:
+    return pkg.manifest is not None and pkg.manifest.entrypoint.type == "script"
 
 
 @bp.get("/runs")

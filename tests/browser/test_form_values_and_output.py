@@ -98,6 +98,16 @@ def run_from_form(page, base: str, lines: int = 0, level: str | None = None) -> 
     page.locator("#result .result-json").wait_for(timeout=60_000)
 
 
+def test_a_script_skill_is_listed_as_script_not_with_engines(probe, page):
+    """The list named every engine for a script skill whose runner.json names none (all
+    allowed), though it runs its own script: its own page said so, the list did not."""
+    page.goto(f"{probe.base}/ui/skills")
+    cells = page.locator("#skills tr", has_text=SKILL).locator("td")
+    assert cells.nth(3).inner_text() == "script"
+    prime = page.locator("#skills tr", has_text="demo-prime-number").locator("td")
+    assert prime.nth(3).inner_text() == "script"
+
+
 def test_an_enum_of_integers_is_sent_as_integers(probe, page):
     """The list offered 1, 2, 3 and sent "2": the API refused the form as drawn, its default
     untouched ('2' is not one of [1, 2, 3])."""
