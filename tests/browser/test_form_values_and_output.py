@@ -23,6 +23,7 @@ warnings = "".join(f"warning {i}\\n" for i in range(ctx["parameter"]["lines"]))
 sys.stderr.write(warnings + "Traceback: the last line\\n")  # at once: one chunk
 sys.stderr.flush()
 (Path(os.environ["SKILL_RUNNER_ARTIFACTS_DIR"]) / "r#1 ?.txt").write_text("hash file")
+print("W" * 3000, flush=True)  # one word wider than any screen
 Path(os.environ["SKILL_RUNNER_RESULT_FILE"]).write_text(json.dumps({"parameter": ctx["parameter"]}))
 """
 
@@ -185,6 +186,16 @@ def test_an_artifact_whose_name_needs_escaping_downloads(probe, page):
     assert "%23" in href and "%3F" in href
     answer = page.request.get(f"{probe.base}{href}")
     assert answer.status == 200 and answer.text() == "hash file"
+
+
+def test_a_word_wider_than_the_conversation_breaks_inside_it(probe, page):
+    """A printed line of 3,000 letters without a space slid out of its message sideways: the
+    conversation pane scrolled sideways to read it."""
+    run_from_form(page, probe.base)
+    page.locator("#conversation .msg.agent", has_text="WWWW").wait_for()
+    wide = "(p) => p.scrollWidth - p.clientWidth"
+    assert page.locator("#conversation").evaluate(wide) <= 0
+    shot(page, "28-run-wide-word-wraps")
 
 
 def test_a_stream_the_browser_gave_up_on_is_said_so(probe, page):
