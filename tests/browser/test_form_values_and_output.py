@@ -190,9 +190,13 @@ def test_an_artifact_whose_name_needs_escaping_downloads(probe, page):
 
 def test_a_word_wider_than_the_conversation_breaks_inside_it(probe, page):
     """A printed line of 3,000 letters without a space slid out of its message sideways: the
-    conversation pane scrolled sideways to read it."""
+    conversation pane scrolled sideways to read it. A script's printed output was folded
+    under a bare 'stdout' line per chunk: a run looked idle while it printed."""
     run_from_form(page, probe.base)
     page.locator("#conversation .msg.agent", has_text="WWWW").wait_for()
+    # a script's output is shown as it is printed, not folded away (an engine's raw stream is)
+    raw = page.locator("#conversation details.raw", has_text="WWWW")
+    assert raw.get_attribute("open") is not None and raw.locator("pre").is_visible()
     wide = "(p) => p.scrollWidth - p.clientWidth"
     assert page.locator("#conversation").evaluate(wide) <= 0
     shot(page, "28-run-wide-word-wraps")

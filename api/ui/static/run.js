@@ -4,7 +4,7 @@
    artifacts and the bundle when the run ends. A long run's history is never sent whole. */
 "use strict";
 (() => {
-  const { request_id: rid, last_seq: lastSeq, token_usage: usage, kind } = JSON.parse(document.getElementById("run-state").textContent);
+  const { request_id: rid, last_seq: lastSeq, token_usage: usage, kind, engine } = JSON.parse(document.getElementById("run-state").textContent);
   /* a one-off run's result, artifacts and bundle are under its own routes */
   const own = `/v1/${kind === "temp" ? "temp-skill-runs" : "jobs"}/${rid}`;
   const PAGE = 100;  /* events per history page */
@@ -95,7 +95,10 @@
         show(el("div", "warning", `${d.code || "warning"}: ${d.message || ""}`));
         break;
       case "raw.stdout": {
+        /* a script's output is all there is to see of it while it runs: drawn open; an engine
+           CLI's raw stream stays folded under the messages drawn from it */
         const box = el("details", "raw");
+        box.open = !engine;
         const pre = el("pre", "", d.text);
         pre.append(...rest(d));
         box.append(el("summary", "", "stdout"), pre);
