@@ -88,7 +88,8 @@ def test_an_interactive_run_asks_and_the_reply_box_answers(served, page):
         "n => Number(document.getElementById('usage').textContent.split(' ')[1].replace(/,/g, '')) > n",
         arg=first,
     )
-    assert page.locator("#conversation .msg.user").inner_text() == "TITLE-B-7"
+    # the answer as it was chosen: the option's label (its value TITLE-B-7 went to the agent)
+    assert page.locator("#conversation .msg.user").inner_text() == "The bold one"
     assert page.locator("#reply-controls button").count() == 0  # nothing pending any more
     page.locator("#result .result-json").wait_for()
     assert "TITLE-B-7" in page.locator("#result .result-json").inner_text()

@@ -16,6 +16,7 @@
   let batch = null;  /* while a history page is drawn: {nodes, stderr (a fragment), older} */
   let oldest = lastSeq + 1;  /* the first seq shown */
   let treeAsked = 0;  /* tree refreshes asked for */
+  const asked = new Map();  /* interaction id -> its question, as drawn */
 
   function el(tag, cls, text) {
     const node = document.createElement(tag);
@@ -81,11 +82,12 @@
         else show(el("pre", "tool-output", text(d.output)));
         break;
       case "user.input.required":
+        asked.set(d.interaction_id, d);
         show(el("div", "msg question", d.prompt));
         if (!batch) ask(d);  /* a page of history: the stream's snapshot says what is pending */
         break;
       case "interaction.reply.accepted":
-        show(el("div", "msg user", text(d.response)));
+        show(el("div", "msg user", answered(asked.get(d.interaction_id), d.response)));
         if (!older) closeQuestion();
         break;
       case "interaction.auto_decide.timeout":
@@ -138,6 +140,17 @@
       }
     });
     return b;
+  }
+
+  /* an answer as the person chose it: the option's label, Yes or No (the value sent when the
+     question is not on the page, e.g. on an earlier page of a long history) */
+  function answered(q, response) {
+    if (q && q.kind === "choose_one") {
+      const option = (q.options || []).find((o) => JSON.stringify(o.value) === JSON.stringify(response));
+      if (option) return option.label;
+    }
+    if (q && (q.kind === "confirm" || q.kind === "risk_ack") && typeof response === "boolean") return response ? "Yes" : "No";
+    return text(response);
   }
 
   function closeQuestion() {
