@@ -1,4 +1,5 @@
-"""The runs list's filters in a real browser, going back and forward through them."""
+"""The runs list's filters in a real browser, going back and forward through them; the pages
+load without a failed request."""
 
 from __future__ import annotations
 
@@ -34,3 +35,14 @@ def test_back_and_forward_show_the_filters_of_the_list_shown(served, page):
     rows = page.locator("#runs tbody tr")
     assert rows.count() >= 1 and all("queued" in r for r in rows.all_inner_texts())
     shot(page, "27-runs-filters-after-back-and-forward")
+
+
+def test_the_pages_load_without_a_failed_request(served, page):
+    """Every page asked for /favicon.ico, which the service does not serve: a 404 in the
+    console of each page, among which a real failure was easy to miss."""
+    failed = []
+    page.on("response", lambda r: failed.append(f"{r.status} {r.url}") if r.status >= 400 else None)
+    for path in ("/ui/skills", "/ui/runs", "/ui/engines", "/ui/packages"):
+        page.goto(f"{served.base}{path}")
+        page.wait_for_load_state("networkidle")
+    assert failed == []
