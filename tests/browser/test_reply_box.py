@@ -92,6 +92,10 @@ def test_a_fill_fields_question_naming_no_field_is_answered_with_a_json_object(s
         box = page.get_by_label("Your answer (a JSON object of field values)")
         box.wait_for(timeout=90_000)
         assert "Which title and which style?" in page.locator("#question").inner_text()
+        # the agent's words are shown; its question block is the box, not a second copy
+        said = page.locator("#conversation .msg.agent").all_inner_texts()
+        assert "I need a few details." in said, said
+        assert not [s for s in said if "ASK_USER_YAML" in s or "fill_fields" in s], said
         box.fill("the bold one")
         page.get_by_role("button", name="Send").click()
         assert "Write a JSON object" in page.locator("#reply-error").inner_text()

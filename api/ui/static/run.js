@@ -31,6 +31,10 @@
     if (follow) conversation.scrollTop = conversation.scrollHeight;
   }
   function text(value) { return typeof value === "string" ? value : JSON.stringify(value, null, 2); }
+  /* what a person reads of an agent's message: its <ASK_USER_YAML> block is the question box */
+  function withoutQuestion(said) {
+    return typeof said === "string" ? said.replace(/<ASK_USER_YAML>[\s\S]*?<\/ASK_USER_YAML>/g, "").trim() : said;
+  }
 
   /* "Tokens 41,227 in (10,306 cached) · 53 out (12 reasoning) · $0.1611" */
   function showUsage(u) {
@@ -64,13 +68,17 @@
         else if (!batch) refreshTree();
         if (d.token_usage && !d.terminal && !batch) fetch(api).then((r) => r.json()).then((s) => showUsage(s.token_usage));
         break;
-      case "assistant.message":
+      case "assistant.message": {
         lastAgentText = d.text;
-        show(el("div", "msg agent", d.text));
+        const said = withoutQuestion(d.text);  /* the question is drawn on its own */
+        if (said) show(el("div", "msg agent", said));
         break;
-      case "assistant.message.final":
-        if (d.text && d.text !== lastAgentText) show(el("div", "msg agent final", d.text));
+      }
+      case "assistant.message.final": {
+        const said = withoutQuestion(d.text);
+        if (said && d.text !== lastAgentText) show(el("div", "msg agent final", said));
         break;
+      }
       case "tool.call": {
         const box = el("details", "tool");
         box.append(el("summary", "", `tool: ${d.tool || "call"}`), el("pre", "", text(d.input)));
