@@ -1,5 +1,8 @@
 """OpenAI Responses API (`POST /v1/responses`), as spoken by codex.
 
+A strict `text.format` schema the provider would refuse (fake_llm.strict) is answered 400
+`invalid_json_schema`, as OpenAI does, before anything is decoded.
+
 Streams `response.created`, the output items (`response.output_item.added/done`, text deltas)
 and ends with `response.completed` carrying usage; without `stream` it returns the response
 object. Tool results are `function_call_output` / `custom_tool_call_output` /
@@ -26,6 +29,7 @@ from fake_llm.script import (
     reasoning_of,
     token_counts,
 )
+from fake_llm.strict import strict_problem
 from fake_llm.wire import Reply, content_text, json_reply, openai_error, sse_reply
 
 TOOL_OUTPUT_TYPES = ("function_call_output", "custom_tool_call_output", "local_shell_call_output")
@@ -75,10 +79,28 @@ def output_item(answer: ToolCall | str) -> dict[str, Any]:
     }
 
 
+def schema_refusal(body: dict[str, Any]) -> Reply | None:
+    """OpenAI's 400 for a strict response format it cannot enforce; None when there is none."""
+    text_format = (body.get("text") or {}).get("format") or {}
+    if text_format.get("type") != "json_schema" or not text_format.get("strict"):
+        return None
+    problem = strict_problem(text_format.get("schema"))
+    if problem is None:
+        return None
+    name = text_format.get("name", "response")
+    message = f"Invalid schema for response_format '{name}': {problem}"
+    error = {"message": message, "type": "invalid_request_error", "param": "text.format.schema",
+             "code": "invalid_json_schema"}  # fmt: skip
+    return json_reply({"error": error}, status=400)
+
+
 def handle(body: dict[str, Any], script: Script) -> Reply:
     """Answer one Responses request."""
     if script.status != 200:
         return openai_error(script.status, script.error_message)
+    refused = schema_refusal(body)
+    if refused is not None:
+        return refused
     convo = read_conversation(body)
     answer = decide(script, convo)
     item = output_item(answer)

@@ -213,7 +213,12 @@ def _post_or_error(server: FakeLLM, body: dict[str, Any]) -> Any:
 
 # -- structured output (fake_llm.schema)
 
-OUT_SCHEMA = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
+OUT_SCHEMA = {
+    "type": "object",
+    "properties": {"ok": {"type": "boolean"}},
+    "required": ["ok"],
+    "additionalProperties": False,
+}
 
 
 def final_texts(llm: FakeLLM, body: dict[str, Any], count: int) -> list[str]:
@@ -268,3 +273,37 @@ def test_a_schema_tool_is_called_with_the_final_json_until_the_cli_accepts_it() 
     assert first["name"] == "StructuredOutput" and first["input"] == {"ok": True}
     assert rejected["name"] == "StructuredOutput"  # asked again: called again
     assert accepted == {"type": "text", "text": '{"ok": true}'}
+
+
+@pytest.mark.parametrize(
+    ("schema", "complaint"),
+    [
+        ({"type": "object", "properties": {"a": {"$ref": "#/$defs/s", "type": "string"}},
+          "required": ["a"], "additionalProperties": False, "$defs": {"s": {"type": "string"}}},
+         "$ref cannot have keywords {'type'}"),
+        ({"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "string"}},
+          "required": ["a"], "additionalProperties": False}, "Missing 'b'"),
+        ({"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]},
+         "'additionalProperties' is required to be supplied and to be false"),
+        ({"type": "object", "properties": {"a": {"enum": ["x"]}}, "required": ["a"],
+          "additionalProperties": False}, "schema must have a 'type' key"),
+        ({"type": "object", "properties": {"a": {"type": "string", "minLength": 1}},
+          "required": ["a"], "additionalProperties": False}, "'minLength' is not permitted"),
+    ],
+)  # fmt: skip
+def test_a_strict_schema_the_provider_cannot_enforce_is_refused(
+    schema: dict[str, Any], complaint: str
+) -> None:
+    user = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "go"}]}
+    text_format = {"type": "json_schema", "name": "out", "strict": True, "schema": schema}
+    with FakeLLM(Script(tool=False)) as llm:
+        status, text = post(
+            llm, "/v1/responses", {"input": [user], "text": {"format": text_format}}
+        )
+        assert status == 400
+        error = json.loads(text)["error"]
+        assert error["code"] == "invalid_json_schema"
+        assert complaint in error["message"], error["message"]
+        text_format["strict"] = False  # not strict: the provider takes it as it is
+        status, _ = post(llm, "/v1/responses", {"input": [user], "text": {"format": text_format}})
+        assert status == 200
