@@ -24,7 +24,9 @@ there, so a resume must use the same run dir. The JSONL prints the turn's usage 
 where codex writes the running total after each model answer (runner_core.engines.session_logs).
 Profiles (``-p``) are never used. An auto run's output schema, in OpenAI's strict form
 (runner_core.engines.native_schema), goes to ``--output-schema`` unless the config says
-``native_schema: false`` or the schema has no strict form. The prompt is the last argument (after ``--``), or ``-`` with
+``native_schema: false`` or the schema has no strict form; the skill's schema is kept beside
+it, so the nulls the strict form made the model write for optional properties are taken out
+of the answer (runner_core.engines.native_nulls). The prompt is the last argument (after ``--``), or ``-`` with
 the prompt on stdin when it is too long for argv. ``ctx.execution_mode`` changes nothing: codex
 exec has no way to ask the user.
 
@@ -55,6 +57,7 @@ from runner_core.engines.base import (
 )
 from runner_core.engines.failures import api_error, exit_error, http_status, missing_cli_error
 from runner_core.engines.invocation import command_spec, engine_env, find_cli, resolve_binary
+from runner_core.engines.native_nulls import drop_added_nulls
 from runner_core.engines.native_schema import STRICT, native_schema_for
 from runner_core.engines.session_logs import codex_turn_usage
 from runner_core.engines.setting_types import (
@@ -77,6 +80,7 @@ from runner_core.error_codes import ErrorCode
 
 HOME_DIR = ".codex-home"
 SCHEMA_FILE = "output-schema.json"  # the output schema in strict form, in HOME_DIR
+SOURCE_FILE = "output-schema.source.json"  # the skill's own schema behind it, in HOME_DIR
 PROVIDER = "skillrunner"
 DEFAULT_KEY_ENV = "SKILL_RUNNER_API_KEY"
 TOOL_ITEMS = ("command_execution", "mcp_tool_call", "file_change", "web_search")
@@ -256,7 +260,11 @@ class CodexAdapter:
         schema = native_schema_for(ctx, STRICT)
         if schema is not None:  # before `resume`: exec resume takes it too (codex >= 0.132)
             files[f"{HOME_DIR}/{SCHEMA_FILE}"] = json.dumps(schema, ensure_ascii=False)
+            source = Path(str(ctx.output_schema_path)).read_text(encoding="utf-8")
+            files[f"{HOME_DIR}/{SOURCE_FILE}"] = source
             argv += ["--output-schema", str(home / SCHEMA_FILE)]
+        else:  # this turn's answer owes nothing to an earlier turn's strict form
+            (home / SOURCE_FILE).unlink(missing_ok=True)
         env = engine_env(home=home, binary_path=cli.path, config=ctx.config, extra=extra)
         # "-": read the prompt from stdin
         return command_spec(ctx, argv, env, resume="resume", stdin_args=["-"], files=files)
@@ -288,6 +296,8 @@ class CodexAdapter:
             out.usage = codex_turn_usage(Path(result.cwd) / HOME_DIR, out.session_id)
         out.tokens = token_counts(out.usage, USAGE)
         out.parsed_json = json_of_text(out.final_text)
+        if result.cwd is not None and out.parsed_json is not None:
+            _drop_added_nulls(out, Path(result.cwd) / HOME_DIR / SOURCE_FILE)
         out.error = self._error(result, events, failed, errors)
         return out
 
@@ -304,6 +314,19 @@ class CodexAdapter:
         if message is not None:
             return classify_api_error(message, timed_out=result.timed_out)
         return exit_error(result, self.binary, read_output(result.stderr_path, result.stderr_from))
+
+
+def _drop_added_nulls(out: EngineOutput, source: Path) -> None:
+    """The answer without the nulls the strict form (made from `source`, when this turn
+    passed one) added for optional properties."""
+    try:
+        schema = json.loads(source.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return
+    answer = drop_added_nulls(schema, out.parsed_json)
+    if answer != out.parsed_json:
+        out.parsed_json = answer
+        out.final_text = json.dumps(answer, ensure_ascii=False)
 
 
 def last_invocation(events: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -4,16 +4,19 @@ Two dialects:
 
 - ``strict``: OpenAI structured outputs in strict mode (codex ``--output-schema``; codex sends
   it as the Responses ``text.format``). Every object lists all its properties as required and
-  has ``additionalProperties: false``; only a subset of keywords is accepted.
+  has ``additionalProperties: false``; only a subset of keywords is accepted, and a ``$ref``
+  stands alone (the provider refuses "$ref cannot have keywords"). An optional property
+  becomes a required one that may be null: `drop_added_nulls` takes those nulls out of the
+  answer again (runner_core.engines.native_nulls).
 - ``tool``: the schema of a CLI's synthetic answer tool, checked by the CLI itself (claude and
   qwen ``--json-schema``). Any JSON Schema the CLI's validator compiles.
 
 In both, ``x-*`` keys are dropped (an artifact field, ``"x-type": "artifact"``, is a path: a
 string) and so are keywords that only narrow a value the provider would refuse (``minLength``,
 an unknown ``format``...): the output chain validates every answer against the skill's own
-schema afterwards. When the engine's form would change which answers are allowed (an optional
-property, free-form keys, ``allOf``...), there is no native form: `native_schema` answers None
-and the run relies on the output chain alone.
+schema afterwards. When the engine's form would change which answers are allowed (free-form
+keys, ``allOf``...), there is no native form: `native_schema` answers None and the run relies
+on the output chain alone.
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from runner_core.engines.base import EngineContext
+from runner_core.engines.native_nulls import accepts_null
+from runner_core.schema_refs import deref
 
 CONFIG_KEY = "native_schema"  # engine config: false turns the engine's own enforcement off
 STRICT, TOOL = "strict", "tool"
@@ -58,12 +63,12 @@ def native_schema(schema: Any, dialect: str) -> dict[str, Any] | None:
     if not isinstance(schema, dict) or schema.get("type") != "object":
         return None
     try:
-        return _convert(schema, dialect)
+        return _convert(schema, dialect, schema)
     except NotFaithful:
         return None
 
 
-def _convert(node: Any, dialect: str) -> Any:
+def _convert(node: Any, dialect: str, root: dict[str, Any]) -> Any:
     if isinstance(node, bool):
         if dialect == STRICT:
             raise NotFaithful("boolean schema")
@@ -80,39 +85,109 @@ def _convert(node: Any, dialect: str) -> Any:
             if key in _STRICT_DROP:
                 continue
             raise NotFaithful(f"strict mode has no {key!r}")
-        out[key] = _sub(key, value, dialect)
+        out[key] = _sub(key, value, dialect, root)
     if node.get("x-type") == "artifact":  # the field holds the artifact's path
-        if out.setdefault("type", "string") != "string":
-            raise NotFaithful("an artifact field that is not a string")
+        _artifact(node, out, root)
     if dialect == STRICT:
+        out = _strict_ref(out, root)
+        _strict_typed(out)
         _strict_object(out)
     return out
 
 
-def _sub(key: str, value: Any, dialect: str) -> Any:
+_JSON_TYPES = ((bool, "boolean"), (int, "integer"), (float, "number"), (str, "string"),
+               (type(None), "null"))  # fmt: skip
+
+
+def _strict_typed(out: dict[str, Any]) -> None:
+    """Strict mode: every schema names its type ("schema must have a 'type' key"), an enum's
+    or a const's from its values; a schema that allows anything has no strict form."""
+    if {"type", "$ref", "anyOf"} & out.keys():
+        return
+    values = out["enum"] if isinstance(out.get("enum"), list) else None
+    if values is None and "const" in out:
+        values = [out["const"]]
+    if not values:
+        raise NotFaithful("a schema with no type")
+    types: list[str] = []
+    for value in values:
+        name = next((n for t, n in _JSON_TYPES if type(value) is t), None)
+        if name is None:
+            raise NotFaithful(f"an enum or const holding {value!r}")
+        if name not in types:
+            types.append(name)
+    out["type"] = types[0] if len(types) == 1 else types
+
+
+def _artifact(node: dict[str, Any], out: dict[str, Any], root: dict[str, Any]) -> None:
+    """An artifact field is a string: typed so when it says nothing, refused when it says
+    otherwise (through its `$ref` too, whose definition then types it)."""
+    resolved = deref(root, node) if "$ref" in node else node
+    kind = resolved.get("type", "string") if isinstance(resolved, dict) else None
+    if kind != "string":
+        raise NotFaithful("an artifact field that is not a string")
+    if "$ref" not in out:
+        out.setdefault("type", "string")
+
+
+def _strict_ref(out: dict[str, Any], root: dict[str, Any]) -> dict[str, Any]:
+    """Strict mode: a `$ref` with no keyword beside it. Annotations beside it go; any other
+    keyword gets the definition inlined, merged with it."""
+    if "$ref" not in out:
+        return out
+    rest = {k: v for k, v in out.items() if k not in ("$ref", "description", "title")}
+    if not rest:
+        return {"$ref": out["$ref"]}
+    target = deref(root, {"$ref": out["$ref"]})
+    if not isinstance(target, dict) or "$ref" in target:
+        raise NotFaithful(f"a $ref with keywords beside it: {out['$ref']}")
+    merged = _convert(target, STRICT, root)
+    for key, value in rest.items():
+        if merged.setdefault(key, value) != value:
+            raise NotFaithful(f"{key!r} beside a $ref that says otherwise")
+    return merged
+
+
+def _sub(key: str, value: Any, dialect: str, root: dict[str, Any]) -> Any:
     if key in _SCHEMA_MAPS and isinstance(value, dict):
-        return {name: _convert(sub, dialect) for name, sub in value.items()}
+        return {name: _convert(sub, dialect, root) for name, sub in value.items()}
     if key in _SCHEMA_ONES and not (key == "additionalProperties" and isinstance(value, bool)):
-        return _convert(value, dialect)
+        return _convert(value, dialect, root)
     if key in _SCHEMA_LISTS and isinstance(value, list):
-        return [_convert(sub, dialect) for sub in value]
+        return [_convert(sub, dialect, root) for sub in value]
     return value
 
 
 def _strict_object(out: dict[str, Any]) -> None:
-    """Strict mode: an object lists every property as required, allows no other key."""
+    """Strict mode: an object lists every property as required, allows no other key; an
+    optional property may be null instead (unless null is already one of its values)."""
     types = out.get("type")
     if not (types == "object" or (isinstance(types, list) and "object" in types)):
         return
     properties = out.get("properties")
     if not properties:
         raise NotFaithful("an object with free-form keys")
-    if set(out.get("required") or []) != set(properties):
-        raise NotFaithful("an object with optional properties")
     if out.get("additionalProperties", False) is not False:
         raise NotFaithful("an object allowing other keys")
+    required = set(out.get("required") or [])
+    for name, prop in properties.items():
+        if name not in required:
+            properties[name] = _nullable(prop)
     out["required"] = list(properties)
     out["additionalProperties"] = False
+
+
+def _nullable(prop: dict[str, Any]) -> dict[str, Any]:
+    """`prop` that may also be null: a null type beside a plain type, else a null branch."""
+    if accepts_null(prop):
+        return prop
+    types = prop.get("type")
+    if types is not None and not ({"$ref", "anyOf", "enum", "const"} & prop.keys()):
+        listed = types if isinstance(types, list) else [types]
+        return {**prop, "type": [*listed, "null"]}
+    if set(prop) <= {"anyOf", "description", "title"}:
+        return {**prop, "anyOf": [*prop["anyOf"], {"type": "null"}]}
+    return {"anyOf": [prop, {"type": "null"}]}
 
 
 def native_schema_for(ctx: EngineContext, dialect: str) -> dict[str, Any] | None:

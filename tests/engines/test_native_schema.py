@@ -8,10 +8,12 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from fake_llm import Script
 from fake_llm.schema import sent_schema
+from fake_llm.strict import strict_problem
 from runner_core.engines import get_adapter
 from runner_core.engines.native_schema import STRICT, TOOL, native_schema
 from tests.engines.harness import PROBE_COMMAND, ScenarioResult
@@ -136,3 +138,117 @@ def test_the_cli_refuses_an_off_schema_answer_and_the_model_answers_again(
     assert run.output.error is None, run.stderr[-2000:]
     assert run.output.parsed_json == ANSWER
     assert len(schemas_sent(run)) >= 2  # the refusal and the second answer: one turn
+
+
+# a skill's schema with what strict mode makes hard: $defs, a $ref with keywords beside it (an
+# artifact, a description), nested objects, arrays of objects, optional fields, enums
+RICH_SCHEMA = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "type": "object",
+    "$defs": {
+        "path": {"type": "string"},
+        "level": {"enum": ["low", "high"]},
+        "finding": {
+            "type": "object",
+            "properties": {
+                "title": {"type": "string", "minLength": 1},
+                "level": {"$ref": "#/$defs/level", "description": "how bad"},
+                "line": {"type": "integer"},
+                "note": {"type": ["string", "null"]},
+            },
+            "required": ["title", "level"],
+        },
+    },
+    "properties": {
+        "report": {"$ref": "#/$defs/path", "x-type": "artifact", "x-filename": "r.md"},
+        "findings": {"type": "array", "items": {"$ref": "#/$defs/finding"}},
+        "meta": {
+            "type": "object",
+            "properties": {"by": {"type": "string"}, "at": {"type": "string", "format": "date"}},
+            "required": ["by"],
+        },
+        "mode": {"type": "string", "enum": ["quick", "deep"]},
+        "summary": {"type": "string"},
+    },
+    "required": ["report", "findings", "meta"],
+    "additionalProperties": False,
+}
+# the model's answer in the strict form: every property written, null where it means absent
+RICH_STRICT_ANSWER = {
+    "report": "artifacts/r.md",
+    "findings": [
+        {"title": "a", "level": "low", "line": None, "note": None},
+        {"title": "b", "level": "high", "line": 3, "note": "kept"},
+    ],
+    "meta": {"by": "fake", "at": None},
+    "mode": None,
+    "summary": None,
+}
+RICH_ANSWER = {
+    "report": "artifacts/r.md",
+    "findings": [
+        {"title": "a", "level": "low", "note": None},  # note allows null: it stays
+        {"title": "b", "level": "high", "line": 3, "note": "kept"},
+    ],
+    "meta": {"by": "fake"},
+}
+
+
+def test_codex_strict_form_of_a_rich_schema_is_accepted_and_its_nulls_map_back(
+    scenario: Scenario, tmp_path: Path
+) -> None:
+    path = tmp_path / "rich.schema.json"
+    path.write_text(json.dumps(RICH_SCHEMA))
+    script = Script(tool=False, final_text=json.dumps(RICH_STRICT_ANSWER))
+    run = scenario(get_adapter("codex"), script, output_schema_path=path)
+    # the fake provider refuses, like OpenAI, a strict schema it cannot enforce (400)
+    assert run.output.error is None, (run.output.error, run.stderr[-2000:])
+    sent = schemas_sent(run)[-1]
+    assert sent == native_schema(RICH_SCHEMA, STRICT)
+    assert strict_problem(sent) is None
+    assert run.output.parsed_json == RICH_ANSWER
+    assert json.loads(run.output.final_text or "") == RICH_ANSWER
+    jsonschema.validate(RICH_ANSWER, RICH_SCHEMA)
+
+
+REF_SCHEMA = {
+    "type": "object",
+    "definitions": {"path": {"type": "string"}, "state": {"type": "string", "enum": ["ok"]}},
+    "properties": {
+        "report": {"$ref": "#/definitions/path", "x-type": "artifact", "x-filename": "r.md"},
+        "status": {"$ref": "#/definitions/state", "description": "always ok"},
+        "engine": {"type": "string"},
+    },
+    "required": ["report", "status", "engine"],
+}
+
+
+def test_codex_ref_with_keywords_beside_it_reaches_the_provider_alone(
+    scenario: Scenario, tmp_path: Path
+) -> None:
+    path = tmp_path / "ref.schema.json"
+    path.write_text(json.dumps(REF_SCHEMA))
+    script = Script(tool=False, final_text=json.dumps(ANSWER))
+    run = scenario(get_adapter("codex"), script, output_schema_path=path)
+    assert run.output.error is None, (run.output.error, run.stderr[-2000:])
+    sent = schemas_sent(run)[-1]
+    assert sent is not None and strict_problem(sent) is None
+    assert sent["properties"]["report"] == {"$ref": "#/definitions/path"}
+    assert sent["properties"]["status"] == {"$ref": "#/definitions/state"}
+    assert run.output.parsed_json == ANSWER
+
+
+@pytest.mark.parametrize("engine", ["claude", "qwen"])
+def test_the_tool_form_of_a_rich_schema_takes_its_answer(
+    engine: str, scenario: Scenario, tmp_path: Path
+) -> None:
+    path = tmp_path / "rich.schema.json"
+    path.write_text(json.dumps(RICH_SCHEMA))
+    script = Script(tool=False, final_text=json.dumps(RICH_ANSWER))
+    run = scenario(get_adapter(engine), script, output_schema_path=path)
+    assert run.output.error is None, (run.output.error, run.stderr[-2000:])
+    sent, expected = schemas_sent(run)[-1], native_schema(RICH_SCHEMA, TOOL)
+    assert sent is not None and expected is not None
+    # (qwen leaves the top level's additionalProperties out of the tool it offers)
+    assert (sent["properties"], sent["$defs"]) == (expected["properties"], expected["$defs"])
+    assert run.output.parsed_json == RICH_ANSWER

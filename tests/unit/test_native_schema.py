@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from runner_core.engines import get_adapter
+from runner_core.engines.native_nulls import accepts_null, drop_added_nulls
 from runner_core.engines.native_schema import STRICT, TOOL, native_schema
 from tests.helpers import engine_context, printed
 
@@ -68,7 +69,17 @@ def test_strict_converts_nested_objects_in_items_and_any_of() -> None:
 @pytest.mark.parametrize(
     "schema",
     [
-        obj({"a": {"type": "string"}, "b": {"type": "string"}}, ["a"]),  # b optional
+        obj({"a": {"description": "anything"}}, ["a"]),  # no type: any value
+        obj(
+            {"a": {"$ref": "#/$defs/n", "x-type": "artifact"}},
+            ["a"],
+            **{"$defs": {"n": {"type": "integer"}}},
+        ),  # an artifact through a $ref: a path
+        obj(
+            {"a": {"$ref": "#/$defs/s", "type": "integer"}},
+            ["a"],
+            **{"$defs": {"s": {"type": "string"}}},
+        ),  # a keyword beside a $ref contradicting it
         obj({"a": {"type": "string"}}, ["a"], additionalProperties=True),
         obj(
             {"a": obj({"k": {"type": "string"}}, ["k"], additionalProperties={"type": "string"})},
@@ -84,6 +95,109 @@ def test_strict_converts_nested_objects_in_items_and_any_of() -> None:
 )
 def test_strict_has_no_faithful_form(schema: Any) -> None:
     assert native_schema(schema, STRICT) is None
+
+
+def test_strict_makes_optional_properties_required_and_nullable() -> None:
+    schema = obj(
+        {
+            "a": {"type": "string"},
+            "b": {"type": "string"},
+            "c": {"type": ["integer", "null"]},  # already nullable: unchanged
+            "d": {"type": "string", "enum": ["x", "y"]},
+            "e": {"$ref": "#/$defs/s"},
+            "f": {"anyOf": [{"type": "string"}, {"type": "integer"}]},
+            "g": {"type": "array", "items": obj({"k": {"type": "integer"}, "m": {"type": "boolean"}}, ["k"])},
+        },
+        ["a"],
+        **{"$defs": {"s": {"type": "string"}}},
+    )  # fmt: skip
+    out = native_schema(schema, STRICT)
+    assert out is not None
+    props = out["properties"]
+    assert out["required"] == list(props)
+    assert props["a"] == {"type": "string"}
+    assert props["b"] == {"type": ["string", "null"]}
+    assert props["c"] == {"type": ["integer", "null"]}
+    assert props["d"] == {"anyOf": [{"type": "string", "enum": ["x", "y"]}, {"type": "null"}]}
+    assert props["e"] == {"anyOf": [{"$ref": "#/$defs/s"}, {"type": "null"}]}
+    assert props["f"]["anyOf"][-1] == {"type": "null"} and len(props["f"]["anyOf"]) == 3
+    item = props["g"]["anyOf"][0]["items"] if "anyOf" in props["g"] else props["g"]["items"]
+    assert item["required"] == ["k", "m"]
+    assert item["properties"]["m"] == {"type": ["boolean", "null"]}
+
+
+def test_strict_ref_stands_alone() -> None:
+    schema = obj(
+        {
+            "art": {"$ref": "#/$defs/path", "x-type": "artifact", "x-filename": "r.md"},
+            "said": {"$ref": "#/$defs/path", "description": "what it is", "title": "T"},
+            "more": {"$ref": "#/$defs/list", "minItems": 1},  # a keyword: the definition inlined
+        },
+        ["art", "said", "more"],
+        **{"$defs": {"path": {"type": "string"},
+                     "list": {"type": "array", "items": {"type": "string"}}}},
+    )  # fmt: skip
+    out = native_schema(schema, STRICT)
+    assert out is not None
+    props = out["properties"]
+    assert props["art"] == {"$ref": "#/$defs/path"}  # not "type": "string" beside it
+    assert props["said"] == {"$ref": "#/$defs/path"}
+    assert props["more"] == {"type": "array", "items": {"type": "string"}, "minItems": 1}
+    tool = native_schema(schema, TOOL)
+    assert tool is not None and tool["properties"]["art"] == {"$ref": "#/$defs/path"}
+
+
+def test_strict_types_an_enum_or_const_from_its_values() -> None:
+    schema = obj({"e": {"enum": ["a", "b"]}, "n": {"enum": [1, None]}, "c": {"const": True}},
+                 ["e", "n", "c"])  # fmt: skip
+    out = native_schema(schema, STRICT)
+    assert out is not None
+    assert out["properties"]["e"] == {"enum": ["a", "b"], "type": "string"}
+    assert out["properties"]["n"] == {"enum": [1, None], "type": ["integer", "null"]}
+    assert out["properties"]["c"] == {"const": True, "type": "boolean"}
+
+
+def test_added_nulls_are_dropped_where_the_skill_schema_does_not_allow_them() -> None:
+    schema = obj(
+        {
+            "a": {"type": "string"},
+            "b": {"type": "string"},
+            "n": {"type": ["string", "null"]},  # null allowed: kept
+            "r": {"type": "string"},  # required: kept (and left to the output chain)
+            "list": {"type": "array", "items": {"$ref": "#/$defs/item"}},
+            "either": {"anyOf": [obj({"p": {"type": "string"}, "q": {"type": "string"}}, ["p"]),
+                                 obj({"z": {"type": "integer"}}, [])]},
+        },
+        ["a", "r"],
+        **{"$defs": {"item": obj({"k": {"type": "integer"}, "m": {"type": "string"}}, ["k"])}},
+    )  # fmt: skip
+    answer = {
+        "a": "x", "b": None, "n": None, "r": None,
+        "list": [{"k": 1, "m": None}, {"k": 2, "m": "y"}],
+        "either": {"p": "v", "q": None},
+    }  # fmt: skip
+    assert drop_added_nulls(schema, answer) == {
+        "a": "x", "n": None, "r": None,
+        "list": [{"k": 1}, {"k": 2, "m": "y"}],
+        "either": {"p": "v"},
+    }  # fmt: skip
+    assert answer["b"] is None  # the answer itself is left alone
+    assert drop_added_nulls(schema, "not an object") == "not an object"
+
+
+@pytest.mark.parametrize(
+    ("schema", "expected"),
+    [
+        ({"type": "string"}, False),
+        ({"type": ["string", "null"]}, True),
+        ({"enum": ["a", None]}, True),
+        ({"anyOf": [{"type": "string"}, {"type": "null"}]}, True),
+        ({"description": "anything"}, True),
+        ({"x-type": "artifact"}, False),
+    ],
+)
+def test_accepts_null(schema: dict, expected: bool) -> None:
+    assert accepts_null(schema) is expected
 
 
 def test_tool_keeps_optional_properties_and_constraints() -> None:
@@ -170,9 +284,45 @@ def test_interactive_runs_leave_the_flag_off(engine: str, tmp_path: Path) -> Non
 
 
 def test_codex_without_a_strict_form_leaves_the_flag_off(tmp_path: Path) -> None:
+    free = obj({"a": {"type": "string"}}, ["a"], additionalProperties=True)
+    assert passed_schema("codex", tmp_path, free) is None
+    assert passed_schema("claude", tmp_path, free) == free
+    assert not (tmp_path / ".codex-home" / "output-schema.source.json").exists()
+
+
+def test_codex_keeps_the_skill_schema_beside_the_strict_form(tmp_path: Path) -> None:
     optional = obj({"a": {"type": "string"}, "b": {"type": "string"}}, ["a"])
-    assert passed_schema("codex", tmp_path, optional) is None
-    assert passed_schema("claude", tmp_path, optional) == optional
+    assert passed_schema("codex", tmp_path, optional) == native_schema(optional, STRICT)
+    ctx = engine_context(
+        tmp_path, config=CONFIG, output_schema_path=schema_file(tmp_path, optional)
+    )
+    spec = get_adapter("codex").build_command(ctx)
+    assert json.loads(spec.files[".codex-home/output-schema.source.json"]) == optional
+
+
+def test_codex_answer_loses_the_nulls_its_strict_form_added(tmp_path: Path) -> None:
+    optional = obj({"a": {"type": "string"}, "b": {"type": "string"}}, ["a"])
+    (tmp_path / ".codex-home").mkdir()
+    source = tmp_path / ".codex-home" / "output-schema.source.json"
+    source.write_text(json.dumps(optional))
+    answer = json.dumps({"a": "x", "b": None})
+    events = [
+        {"type": "thread.started", "thread_id": "t-1"},
+        {"type": "item.completed", "item": {"type": "agent_message", "text": answer}},
+        {"type": "turn.completed", "usage": {"input_tokens": 3, "output_tokens": 2}},
+    ]
+    stdout = "".join(json.dumps(e) + "\n" for e in events)
+    adapter = get_adapter("codex")
+    out = adapter.parse_output(printed(tmp_path, 0, stdout=stdout, cwd=tmp_path))
+    assert out.parsed_json == {"a": "x"}
+    assert json.loads(out.final_text or "") == {"a": "x"}
+    # a later turn without the strict form (native_schema: false) keeps what the model wrote
+    path = schema_file(tmp_path, optional)
+    adapter.build_command(engine_context(tmp_path, config={**CONFIG, "native_schema": False},
+                                         output_schema_path=path))  # fmt: skip
+    assert not source.exists()
+    out = adapter.parse_output(printed(tmp_path, 0, stdout=stdout, cwd=tmp_path))
+    assert out.parsed_json == {"a": "x", "b": None}
 
 
 @pytest.mark.parametrize("engine", ["codex", "qwen"])
