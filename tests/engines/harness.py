@@ -3,7 +3,7 @@
 One scenario for every engine: make a run dir (a git repo, so no skill leaks in from its
 ancestors), install the probe skill into each of the adapter's `skill_dirs`, build the command
 with the adapter, run it like the supervisor does (own session, stdin /dev/null, a timeout, logs
-opened for append so a resumed turn lands in the same stdout log) and hand back the adapter's
+opened for append so a resumed turn lands in the same stdout log, read from where it starts) and hand back the adapter's
 `EngineOutput` plus the fake server's request log.
 
 Adding an engine means adding its entry to `FAKE_CONFIG` (how it reaches the fake server), a
@@ -174,6 +174,11 @@ def run_spec(
         target.write_text(content, encoding="utf-8")
     log_dir.mkdir(parents=True, exist_ok=True)
     stdout_path, stderr_path = log_dir / "stdout.txt", log_dir / "stderr.txt"
+    # where this process's output starts: a resumed turn appends to the same logs
+    offsets = {
+        "stdout_from": stdout_path.stat().st_size if stdout_path.exists() else 0,
+        "stderr_from": stderr_path.stat().st_size if stderr_path.exists() else 0,
+    }
     started = time.time()
     timed_out, exit_code = False, None
     with stdout_path.open("ab") as out, stderr_path.open("ab") as err:  # like the supervisor
@@ -189,7 +194,7 @@ def run_spec(
             )
         except FileNotFoundError as exc:
             err.write(f"cannot start {spec.argv[0]}: {exc}\n".encode())
-            return ProcessResult(127, stdout_path, stderr_path, started, time.time())
+            return ProcessResult(127, stdout_path, stderr_path, started, time.time(), **offsets)
         if stop_when is not None:
             canceled = _stopped_when(proc, spec.stdin, timeout, stop_when)
             exit_code = None if canceled else proc.returncode
@@ -201,6 +206,7 @@ def run_spec(
                 time.time(),
                 canceled=canceled,
                 cwd=spec.cwd,
+                **offsets,
             )
         try:
             proc.communicate(
@@ -211,7 +217,14 @@ def run_spec(
             timed_out = True
             stop_process_group(proc, 0)
     return ProcessResult(
-        exit_code, stdout_path, stderr_path, started, time.time(), timed_out=timed_out, cwd=spec.cwd
+        exit_code,
+        stdout_path,
+        stderr_path,
+        started,
+        time.time(),
+        timed_out=timed_out,
+        cwd=spec.cwd,
+        **offsets,
     )
 
 
