@@ -11,7 +11,8 @@ Config keys read from `ctx.config` (see runner_core.engines.config):
 
 Each run gets ``HOME=<run_dir>/.claude-home`` and ``CLAUDE_CONFIG_DIR`` below it; sessions live
 there, so a resume (``--resume``) must use the same run dir. The stream's usage is in its final
-``result``; a turn cut short is counted per answer, from the session log there (the stream's
+``result`` (its ``total_cost_usd`` is the session's, carried over by a resume: the turn's cost
+is read from ``model_usage_since_last_result``); a turn cut short is counted per answer, from the session log there (the stream's
 own events carry each answer's counts as it started). Tools the skill needs are
 pre-approved with ``--allowedTools``; in ``auto`` mode the ask-the-user tool is disallowed.
 
@@ -134,8 +135,9 @@ class ClaudeAdapter:
         )
         if stream.result is not None:
             out.usage = stream.usage
-            if "total_cost_usd" in stream.result:
-                out.usage["cost_usd"] = stream.result["total_cost_usd"]
+            cost = turn_cost(stream.result)
+            if cost is not None:
+                out.usage["cost_usd"] = cost
         elif result.cwd is not None:  # cut short: each answer's usage as the session log has it
             home = Path(result.cwd) / HOME_DIR
             out.usage = stream.message_usage(claude_message_usage(home, stream.session_id))
@@ -175,6 +177,19 @@ class ClaudeAdapter:
                 {"stderr_tail": stderr[-2000:]},
             )
         return exit_error(result, self.binary, stderr)
+
+
+def turn_cost(result: dict[str, Any]) -> float | None:
+    """The invocation's cost: `total_cost_usd` is the session's, which a resumed turn carries
+    over, so the costs of `model_usage_since_last_result` (one per model) when printed."""
+    since = result.get("model_usage_since_last_result")
+    if isinstance(since, dict) and since:
+        costs = [m.get("costUSD") for m in since.values() if isinstance(m, dict)]
+        numbers = [float(c) for c in costs if isinstance(c, (int, float))]
+        if numbers and len(numbers) == len(costs):
+            return sum(numbers)
+    total = result.get("total_cost_usd")
+    return float(total) if isinstance(total, (int, float)) else None
 
 
 def _tool_result(block: dict[str, Any]) -> dict[str, Any]:

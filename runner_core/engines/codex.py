@@ -19,8 +19,9 @@ the launcher adds, to skip a Node start per run; it falls back to the launcher w
 is not the npm one.
 
 Each run gets its own ``CODEX_HOME`` (and ``HOME``) at ``<run_dir>/.codex-home``; sessions live
-there, so a resume must use the same run dir. The JSONL prints the turn's usage only at
-``turn.completed``; a turn cut short (timeout, cancel, crash) is counted from the session log,
+there, so a resume must use the same run dir. The JSONL prints usage only at
+``turn.completed``, and as the thread's running total: a resumed turn's is that total less the
+total when the turn began, read from the session log. A turn cut short (timeout, cancel, crash) is counted from the session log,
 where codex writes the running total after each model answer (runner_core.engines.session_logs).
 Profiles (``-p``) are never used. An auto run's output schema, in OpenAI's strict form
 (runner_core.engines.native_schema), goes to ``--output-schema`` unless the config says
@@ -59,7 +60,7 @@ from runner_core.engines.failures import api_error, exit_error, http_status, mis
 from runner_core.engines.invocation import command_spec, engine_env, find_cli, resolve_binary
 from runner_core.engines.native_nulls import drop_added_nulls
 from runner_core.engines.native_schema import STRICT, native_schema_for
-from runner_core.engines.session_logs import codex_turn_usage
+from runner_core.engines.session_logs import codex_total_before_turn, codex_turn_usage, less
 from runner_core.engines.setting_types import (
     BOOLEAN,
     INTEGER,
@@ -291,9 +292,12 @@ class CodexAdapter:
                 errors.append(str(event.get("message", "")))
             elif kind == "turn.failed":
                 failed = str((event.get("error") or {}).get("message", "")) or "turn failed"
-        if not out.usage and result.cwd is not None:
-            # no turn.completed (cut short, or failed): what codex logged after each answer
-            out.usage = codex_turn_usage(Path(result.cwd) / HOME_DIR, out.session_id)
+        if result.cwd is not None:
+            home = Path(result.cwd) / HOME_DIR
+            if not out.usage:  # no turn.completed (cut short, or failed): codex's own log
+                out.usage = codex_turn_usage(home, out.session_id)
+            else:  # turn.completed holds the thread's total: a resumed turn's earlier turns too
+                out.usage = less(out.usage, codex_total_before_turn(home, out.session_id))
         out.tokens = token_counts(out.usage, USAGE)
         out.parsed_json = json_of_text(out.final_text)
         if result.cwd is not None and out.parsed_json is not None:

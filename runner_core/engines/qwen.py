@@ -114,8 +114,9 @@ class QwenAdapter:
             final_text=stream.text or None,
             envelope=stream.result,
             session_id=stream.session_id,
-            # cut short before the result event: each answer's usage, as the stream printed it
-            usage=stream.usage if stream.result is not None else stream.message_usage(),
+            # each answer's usage, as the stream printed it: the result event's is the
+            # session's running total, which on a resumed turn holds the earlier turns too
+            usage=stream.message_usage() or stream.usage,
             tool_calls=stream.tool_calls,
         )
         output.tokens = token_counts(output.usage, USAGE)

@@ -29,6 +29,27 @@ _SESSION_ID = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
 def codex_turn_usage(home: Path, thread_id: str | None) -> dict[str, Any]:
     """The last turn's usage in codex's rollout of `thread_id`: the running total at its last
     answer less the total when the turn began."""
+    before, total = _codex_totals(home, thread_id)
+    return less(total, before)
+
+
+def codex_total_before_turn(home: Path, thread_id: str | None) -> dict[str, Any]:
+    """The thread's running total when its last turn began ({} for a first turn): what codex's
+    `turn.completed` usage, the thread's total, holds of earlier turns."""
+    return dict(_codex_totals(home, thread_id)[0])
+
+
+def less(total: Mapping[str, Any], before: Mapping[str, Any]) -> dict[str, Any]:
+    """`total`'s counts less `before`'s (a count `before` lacks is kept whole)."""
+    return {
+        key: value - before.get(key, 0)
+        for key, value in total.items()
+        if isinstance(value, int) and isinstance(before.get(key, 0), int)
+    }
+
+
+def _codex_totals(home: Path, thread_id: str | None) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
+    """(the running total when the last turn began, the running total at its last answer)."""
     log = _one_log(home / "sessions", f"rollout-*-{thread_id}.jsonl", thread_id)
     before: Mapping[str, Any] = {}
     total: Mapping[str, Any] = {}
@@ -40,11 +61,7 @@ def codex_turn_usage(home: Path, thread_id: str | None) -> dict[str, Any]:
         elif kind == "token_count":
             info = payload.get("info") or {}
             total = info.get("total_token_usage") or total
-    return {
-        key: value - before.get(key, 0)
-        for key, value in total.items()
-        if isinstance(value, int) and isinstance(before.get(key, 0), int)
-    }
+    return before, total
 
 
 def claude_message_usage(home: Path, session_id: str | None) -> dict[str, dict[str, Any]]:

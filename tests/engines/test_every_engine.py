@@ -177,6 +177,12 @@ def test_a_shell_tool_turn_ends_in_parsed_json_and_its_resumed_session_continues
     assert PROBE_COMMAND in second.request_text  # the first turn's history was sent again
     if engine.one_request_per_step:
         assert len(model_requests(second)) == 2
+    # each turn counts its own tokens and cost, not the session's running total
+    assert counted_as_sent(out.tokens, first.usage), (out.tokens, first.usage)
+    turn = second.output.tokens
+    assert counted_as_sent(turn, second.usage), (turn, second.usage)
+    if out.tokens.get("cost_usd") and turn:
+        assert turn["cost_usd"] < 1.5 * out.tokens["cost_usd"], (turn, out.tokens)
 
 
 @each_engine

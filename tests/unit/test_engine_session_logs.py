@@ -179,3 +179,55 @@ def test_opencode_cut_short_adds_up_its_finished_steps(tmp_path: Path) -> None:
         "input_tokens": 150,
         "output_tokens": 9,
     }
+
+
+# -- a resumed turn: the CLI's own figure is the session's running total
+
+
+def test_codex_resumed_turn_counts_its_own_tokens_not_the_thread_s(tmp_path: Path) -> None:
+    codex_rollout(tmp_path / ".codex-home", TURN, token_count(250, 20), TURN, token_count(600, 45))
+    usage = {"input_tokens": 600, "output_tokens": 45}  # the thread's total, as printed
+    stdout = jsonl(
+        {"type": "thread.started", "thread_id": THREAD}, {"type": "turn.completed", "usage": usage}
+    )
+    result = printed(tmp_path, 0, stdout, cwd=tmp_path)
+    assert get_adapter("codex").parse_output(result).tokens == {
+        "input_tokens": 350,
+        "output_tokens": 25,
+    }
+
+
+def test_qwen_resumed_turn_adds_up_its_own_answers_not_the_session_total(tmp_path: Path) -> None:
+    result_event = {
+        "type": "result", "subtype": "success", "is_error": False, "result": "{}",
+        "session_id": SESSION, "usage": {"input_tokens": 500, "output_tokens": 30},
+    }  # fmt: skip
+    stdout = jsonl(
+        INIT,
+        assistant("m3", {"input_tokens": 130, "output_tokens": 8}),
+        assistant("m4", {"input_tokens": 140, "output_tokens": 9}),
+        result_event,
+    )
+    result = printed(tmp_path, 0, stdout, cwd=tmp_path)
+    assert get_adapter("qwen").parse_output(result).tokens == {
+        "input_tokens": 270,
+        "output_tokens": 17,
+    }
+
+
+def test_claude_resumed_turn_costs_its_own_answers_not_the_session_s(tmp_path: Path) -> None:
+    since = {"m": {"inputTokens": 100, "outputTokens": 5, "costUSD": 0.085}}
+    result_event = {
+        "type": "result", "subtype": "success", "is_error": False, "result": "{}",
+        "session_id": SESSION, "usage": {"input_tokens": 100, "output_tokens": 5},
+        "total_cost_usd": 0.17, "model_usage_since_last_result": since,
+    }  # fmt: skip
+    result = printed(tmp_path, 0, jsonl(INIT, result_event), cwd=tmp_path)
+    assert get_adapter("claude").parse_output(result).tokens == {
+        "input_tokens": 100,
+        "output_tokens": 5,
+        "cost_usd": 0.085,
+    }
+    del result_event["model_usage_since_last_result"]  # a CLI that does not print it
+    result = printed(tmp_path, 0, jsonl(INIT, result_event), cwd=tmp_path)
+    assert (get_adapter("claude").parse_output(result).tokens or {})["cost_usd"] == 0.17
