@@ -50,7 +50,19 @@ def content_text(content: Any) -> str:
     return content if isinstance(content, str) else ""
 
 
+# OpenAI's error type and code by HTTP status (others: invalid_request_error, no code)
+_OPENAI_ERRORS = {
+    401: ("invalid_request_error", "invalid_api_key"),
+    404: ("invalid_request_error", "model_not_found"),
+    429: ("requests", "rate_limit_exceeded"),
+    500: ("server_error", None),
+    503: ("server_error", None),
+}
+
+
 def openai_error(status: int, message: str) -> Reply:
-    """The error reply of both OpenAI APIs (Responses, Chat Completions)."""
-    error = {"message": message, "type": "invalid_request_error", "code": str(status)}
+    """The error reply of both OpenAI APIs (Responses, Chat Completions), shaped as OpenAI's:
+    the HTTP status is not in the body, whose `code` is a name or null."""
+    kind, code = _OPENAI_ERRORS.get(status, ("invalid_request_error", None))
+    error = {"message": message, "type": kind, "param": None, "code": code}
     return json_reply({"error": error}, status=status)

@@ -56,7 +56,13 @@ from runner_core.engines.base import (
     EngineOutput,
     ProcessResult,
 )
-from runner_core.engines.failures import api_error, exit_error, http_status, missing_cli_error
+from runner_core.engines.failures import (
+    api_error,
+    exit_error,
+    http_status,
+    missing_cli_error,
+    provider_error,
+)
 from runner_core.engines.invocation import command_spec, engine_env, find_cli, resolve_binary
 from runner_core.engines.native_nulls import drop_added_nulls
 from runner_core.engines.native_schema import STRICT, native_schema_for
@@ -340,15 +346,16 @@ def last_invocation(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def classify_api_error(message: str, timed_out: bool = False) -> EngineError:
-    """AUTH_MISSING for a missing key, else MODEL_API_ERROR (with the HTTP status if known)."""
+    """AUTH_MISSING for a missing key, else MODEL_API_ERROR (with the HTTP status if known).
+    codex relays the body of a 400 as it came (`{"error": {"message", "type", "code"}}`), with
+    no status: the provider's message is the error's, its type and code go in the details."""
     if any(p in message.lower() for p in _AUTH_PATTERNS):
         return EngineError(ErrorCode.AUTH_MISSING, message, {"timed_out": timed_out})
-    status = http_status(message)
-    if status is None:
-        body = json_of_text(message)  # codex relays some error bodies verbatim
-        code = str((body.get("error") or {}).get("code", "")) if isinstance(body, dict) else ""
-        status = int(code) if code.isdigit() else None
-    return api_error(message, status, timed_out=timed_out)
+    relayed = provider_error(message) if message.lstrip().startswith("{") else None
+    if relayed is None:
+        return api_error(message, http_status(message), timed_out=timed_out)
+    text, status, details = relayed
+    return api_error(text, status or 400, timed_out=timed_out, **details)
 
 
 ADAPTER = CodexAdapter()

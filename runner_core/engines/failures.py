@@ -3,6 +3,7 @@ call (with the HTTP status pulled out of the CLI's error text) and a bad exit.""
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -26,6 +27,28 @@ def http_status(text: str) -> int | None:
     """The HTTP status a CLI's error text names, else the first 4xx/5xx number in it."""
     match = _NAMED_STATUS.search(text) or _ERROR_STATUS.search(text)
     return int(match.group(1)) if match else None
+
+
+def provider_error(text: str) -> tuple[str, int | None, dict[str, Any]] | None:
+    """(the provider's message, the status its body names, its other fields as details) when
+    `text` relays a provider's JSON error body (`{"error": {"message", "code", ...}}`, maybe
+    inside the CLI's own words, e.g. ``[API Error: {...}]``); None when it holds none."""
+    start = text.find("{")
+    try:
+        body, _ = json.JSONDecoder().raw_decode(text, start) if start != -1 else (None, 0)
+    except ValueError:
+        return None
+    error = body.get("error") if isinstance(body, dict) else None
+    if not isinstance(error, dict) or not error.get("message"):
+        return None
+    code = error.get("code")
+    status = int(str(code)) if str(code).isdigit() else None
+    details = {
+        f"provider_{key}": error[key]
+        for key in ("type", "code", "status", "param")
+        if error.get(key) not in (None, "") and not (key == "code" and status is not None)
+    }
+    return str(error["message"]), status, details
 
 
 def missing_cli_error(binary: str) -> EngineError:

@@ -25,7 +25,7 @@ from runner_core.engines.base import (
     ProcessResult,
 )
 from runner_core.engines.config import deep_merge
-from runner_core.engines.failures import api_error, http_status, process_error
+from runner_core.engines.failures import api_error, http_status, process_error, provider_error
 from runner_core.engines.invocation import (
     RUN_HOME,
     command_spec,
@@ -180,6 +180,10 @@ def result_error(error: dict[str, Any]) -> EngineError:
     status = http_status(message)
     if any(hint in message for hint in _AUTH_HINTS):
         return EngineError(ErrorCode.AUTH_MISSING, message, {"type": error.get("type")})
+    relayed = provider_error(message)  # "[API Error: {the provider's JSON body}]"
+    if relayed is not None:
+        text, named, details = relayed
+        return api_error(text, named or status, type=error.get("type"), **details)
     return api_error(message, status, type=error.get("type"))
 
 

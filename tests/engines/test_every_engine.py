@@ -236,6 +236,8 @@ def test_http_400_is_a_model_api_error_quickly(scenario: Scenario, engine: Engin
     )
     assert run.output.error is not None and run.output.error.code == "MODEL_API_ERROR"
     assert run.output.error.details.get("status") == 400
+    assert "bad request" in run.output.error.message  # the provider's words, not its JSON
+    assert '"error"' not in run.output.error.message
     if engine.http_error_exits is not None:
         assert run.output.exit_code in engine.http_error_exits
     assert run.seconds < engine.http_error_seconds

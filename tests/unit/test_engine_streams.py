@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from runner_core.engines import get_adapter
 from runner_core.engines.base import ProcessResult
 from runner_core.engines.claude_stream import read_stream
-from runner_core.engines.failures import http_status
+from runner_core.engines.codex import classify_api_error
+from runner_core.engines.failures import http_status, provider_error
+from runner_core.engines.gemini import result_error as gemini_result_error
 from runner_core.engines.streams import UsageKeys, json_lines, token_counts
 
 TRANSCRIPTS = Path(__file__).parents[1] / "engines" / "transcripts"
@@ -131,4 +134,51 @@ def test_a_run_without_usage_has_no_token_counts(tmp_path: Path) -> None:
     assert all(
         get_adapter(engine).parse_output(result).tokens is None
         for engine in ("claude", "codex", "gemini", "iflow", "kilo", "opencode", "qwen")
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            '{"error": {"message": "bad schema", "type": "invalid_request_error", '
+            '"param": "text.format.schema", "code": "invalid_json_schema"}}',
+            ("bad schema", None, {"provider_type": "invalid_request_error",
+                                  "provider_code": "invalid_json_schema",
+                                  "provider_param": "text.format.schema"}),
+        ),
+        (
+            '[API Error: {"error":{"code":400,"message":"bad request","status":"INVALID_ARGUMENT"}}]',
+            ("bad request", 400, {"provider_status": "INVALID_ARGUMENT"}),
+        ),
+        ("unexpected status 401 Unauthorized: nope", None),
+        ('{"not": "an error"}', None),
+        ("{broken", None),
+    ],
+)  # fmt: skip
+def test_provider_error_reads_a_relayed_json_body(text: str, expected: Any) -> None:
+    assert provider_error(text) == expected
+
+
+def test_codex_relayed_400_body_is_the_provider_s_message_with_status_400() -> None:
+    body = '{"error": {"message": "The model `x` does not exist", "type": "invalid_request_error", "param": null, "code": null}}'  # noqa: E501
+    error = classify_api_error(body)
+    assert error.code == "MODEL_API_ERROR"
+    assert error.message == "The model `x` does not exist"
+    assert error.details == {
+        "status": 400,
+        "timed_out": False,
+        "provider_type": "invalid_request_error",
+    }
+    assert classify_api_error("exceeded retry limit, last status: 429").details["status"] == 429
+
+
+def test_gemini_relayed_body_is_the_provider_s_message() -> None:
+    error = gemini_result_error(
+        {"type": "Error", "message": '[API Error: {"error":{"code":400,"message":"bad request"}}]'}
+    )
+    assert (error.code, error.message, error.details["status"]) == (
+        "MODEL_API_ERROR",
+        "bad request",
+        400,
     )
