@@ -5,7 +5,8 @@ before it decodes anything: the fake Responses server answers such a request 400
 The rules (OpenAI's "supported schemas"): the root is an object; every object lists all its
 properties in `required` and has `additionalProperties: false`; every schema names its `type`
 (or is an `anyOf` or a `$ref`); a `$ref` stands alone and points inside the document; no
-keyword outside the supported subset; a `format` from the known list only.
+keyword outside the supported subset; a `format` from the known list only; an array
+names its `items`.
 """
 
 from __future__ import annotations
@@ -47,6 +48,8 @@ def _check(root: dict[str, Any], node: Any, context: tuple[str, ...]) -> str | N
     if "format" in node and node["format"] not in FORMATS:
         return where + f"format {node['format']!r} is not supported"
     types = node.get("type")
+    if (types == "array" or (isinstance(types, list) and "array" in types)) and "items" not in node:
+        return where + "array schema missing items"
     if types == "object" or (isinstance(types, list) and "object" in types):
         props = node.get("properties") or {}
         if node.get("additionalProperties") is not False:

@@ -162,6 +162,10 @@ def _strict_object(out: dict[str, Any]) -> None:
     """Strict mode: an object lists every property as required, allows no other key; an
     optional property may be null instead (unless null is already one of its values)."""
     types = out.get("type")
+    if (types == "array" or (isinstance(types, list) and "array" in types)) and (
+        "items" not in out
+    ):
+        raise NotFaithful("an array of any items")
     if not (types == "object" or (isinstance(types, list) and "object" in types)):
         return
     properties = out.get("properties")
@@ -178,12 +182,13 @@ def _strict_object(out: dict[str, Any]) -> None:
 
 
 def _nullable(prop: dict[str, Any]) -> dict[str, Any]:
-    """`prop` that may also be null: a null type beside a plain type, else a null branch."""
+    """`prop` that may also be null: a null type beside a scalar type, else a null branch."""
     if accepts_null(prop):
         return prop
     types = prop.get("type")
-    if types is not None and not ({"$ref", "anyOf", "enum", "const"} & prop.keys()):
-        listed = types if isinstance(types, list) else [types]
+    listed = types if isinstance(types, list) else [types]
+    scalar = types is not None and not ({"object", "array"} & set(listed))
+    if scalar and not ({"$ref", "anyOf", "enum", "const"} & prop.keys()):
         return {**prop, "type": [*listed, "null"]}
     if set(prop) <= {"anyOf", "description", "title"}:
         return {**prop, "anyOf": [*prop["anyOf"], {"type": "null"}]}

@@ -289,6 +289,8 @@ def test_a_schema_tool_is_called_with_the_final_json_until_the_cli_accepts_it() 
           "additionalProperties": False}, "schema must have a 'type' key"),
         ({"type": "object", "properties": {"a": {"type": "string", "minLength": 1}},
           "required": ["a"], "additionalProperties": False}, "'minLength' is not permitted"),
+        ({"type": "object", "properties": {"a": {"type": "array"}}, "required": ["a"],
+          "additionalProperties": False}, "array schema missing items"),
     ],
 )  # fmt: skip
 def test_a_strict_schema_the_provider_cannot_enforce_is_refused(

@@ -70,6 +70,7 @@ def test_strict_converts_nested_objects_in_items_and_any_of() -> None:
     "schema",
     [
         obj({"a": {"description": "anything"}}, ["a"]),  # no type: any value
+        obj({"a": {"type": "array"}}, ["a"]),  # an array of any items
         obj(
             {"a": {"$ref": "#/$defs/n", "x-type": "artifact"}},
             ["a"],
@@ -121,7 +122,8 @@ def test_strict_makes_optional_properties_required_and_nullable() -> None:
     assert props["d"] == {"anyOf": [{"type": "string", "enum": ["x", "y"]}, {"type": "null"}]}
     assert props["e"] == {"anyOf": [{"$ref": "#/$defs/s"}, {"type": "null"}]}
     assert props["f"]["anyOf"][-1] == {"type": "null"} and len(props["f"]["anyOf"]) == 3
-    item = props["g"]["anyOf"][0]["items"] if "anyOf" in props["g"] else props["g"]["items"]
+    assert props["g"]["anyOf"][1] == {"type": "null"}  # an object or array: a null branch
+    item = props["g"]["anyOf"][0]["items"]
     assert item["required"] == ["k", "m"]
     assert item["properties"]["m"] == {"type": ["boolean", "null"]}
 
