@@ -19,7 +19,7 @@ from fake_llm import FakeLLM, Script
 from runner_core.engines import get_adapter
 from runner_core.statuses import TERMINAL_STATUSES
 from runner_core.store.db import make_engine
-from tests.engines.harness import fake_engine_config, require_binary
+from tests.engines.harness import counted_as_sent, fake_engine_config, require_binary
 from tests.helpers import wait_for_job
 from tests.integration.services import WorkerProcess, broker_settings
 
@@ -108,6 +108,7 @@ def reply(service, rid, interaction_id, response, **extra):
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_a_question_a_reply_and_a_resumed_turn_that_finishes(service, engine):
+    sent_before = service["llm"].usage_total()
     rid = start(service, engine)
     status = wait(service, rid)
     assert status["status"] == "waiting_user", status
@@ -141,6 +142,10 @@ def test_a_question_a_reply_and_a_resumed_turn_that_finishes(service, engine):
     run_dir = service["settings"].runs_dir / status["run_id"]
     prompt_log = (run_dir / "logs" / "prompt.txt").read_text()
     assert "Interactive protocol" in prompt_log and "--- turn 2 ---" in prompt_log
+    # the run's tokens are both turns' answers, each counted once (not the session's running
+    # total again at the resumed turn)
+    sent = {k: v - sent_before.get(k, 0) for k, v in service["llm"].usage_total().items()}
+    assert counted_as_sent(status["token_usage"], sent), (status["token_usage"], sent)
 
 
 def rid_prompt(raw: str) -> bool:
