@@ -13,6 +13,7 @@ stream-json events: ``init{session_id}``, ``message{role, content, delta}``,
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -67,6 +68,7 @@ SETTINGS_SCHEMA = table(
 )
 # Printed when no key is configured (exit 41); a refused key is a MODEL_API_ERROR instead.
 _AUTH_HINTS = ("must specify the GEMINI_API_KEY", "Invalid auth method")
+_RETRY = re.compile(r"Attempt \d+ failed with status (\d{3})\. Retrying[^\n]*?([^\n]*)")
 
 # stats (and the chat log's counts): output leaves out thoughts, which only the total holds
 USAGE = UsageKeys(output=("output_tokens", "thoughts"), cached="cached", reasoning="thoughts")
@@ -122,6 +124,8 @@ class GeminiAdapter:
             output.tokens = gemini_tokens(output.usage)
         if output.error is None and result.exit_code != 0:
             output.error = startup_error(stderr, result.exit_code)
+        if output.error is None and output.envelope is None:  # stopped while retrying a call
+            output.error = retry_error(stderr)
         if output.error is None:
             output.error = process_error(result, self.binary, stderr, printed=bool(events))
         return output
@@ -185,6 +189,18 @@ def result_error(error: dict[str, Any]) -> EngineError:
         text, named, details = relayed
         return api_error(text, named or status, type=error.get("type"), **details)
     return api_error(message, status, type=error.get("type"))
+
+
+def retry_error(stderr: str) -> EngineError | None:
+    """The failed model call gemini was retrying when it was stopped ("Attempt 3 failed with
+    status 429. Retrying with backoff... <the provider's body>"), else None."""
+    attempts = _RETRY.findall(stderr)
+    if not attempts:
+        return None
+    status, rest = attempts[-1]
+    relayed = provider_error(rest)
+    message = relayed[0] if relayed is not None else f"model call failed with status {status}"
+    return api_error(message, int(status), retrying=True)
 
 
 def startup_error(stderr: str, exit_code: int | None) -> EngineError | None:

@@ -120,3 +120,24 @@ def test_a_run_whose_pool_process_is_signaled_records_the_tokens_it_used(
     ended = wait_for_job(service["client"], rid, timeout=30, interval=0.2)
     assert ended["status"] == status and ended["error"]["code"] == code, ended
     assert ended["token_usage"] == reported_since(service, sent_before), ended
+
+
+def test_a_run_that_times_out_while_its_model_calls_fail_says_so(service):
+    # the provider answers 500 to every call; codex retries until the run's time limit
+    failing = Script(status=500, error_message="upstream overloaded")
+    service["script"].write_text(json.dumps(asdict(failing)))
+    resp = service["client"].post(
+        "/v1/jobs",
+        json={
+            "skill_id": "echo-prompt",
+            "engine": "codex",
+            "input": {"text": "hello"},
+            "runtime_options": {"no_cache": True, "timeout_sec": 6},
+        },
+    )
+    assert resp.status_code == 200, resp.json
+    status = wait_for_job(service["client"], resp.json["request_id"], timeout=60, interval=0.2)
+    error = status["error"]
+    assert status["status"] == "failed" and error["code"] == "TIMEOUT", status
+    assert "model calls were failing" in error["message"], error
+    assert error["engine_error"]["code"] == "MODEL_API_ERROR", error

@@ -16,6 +16,7 @@ from runner_core.engines.codex import classify_api_error
 from runner_core.engines.failures import http_status, provider_error
 from runner_core.engines.gemini import result_error as gemini_result_error
 from runner_core.engines.streams import UsageKeys, json_lines, token_counts
+from tests.helpers import printed
 
 TRANSCRIPTS = Path(__file__).parents[1] / "engines" / "transcripts"
 
@@ -182,3 +183,16 @@ def test_gemini_relayed_body_is_the_provider_s_message() -> None:
         "bad request",
         400,
     )
+
+
+def test_gemini_stopped_while_retrying_names_the_failed_call(tmp_path: Path) -> None:
+    stderr = (
+        "Attempt 1 failed with status 429. Retrying with backoff... _ApiError: "
+        '{"error":{"code":429,"message":"slow down","status":"RESOURCE_EXHAUSTED"}}\n'
+        "    at async Models.generateContentStream (chunk.js:1:1)\n"
+    )
+    init = {"type": "init", "session_id": "s-1", "timestamp": "2026-11-29T00:00:00Z"}
+    result = printed(tmp_path, None, json.dumps(init) + "\n", stderr, timed_out=True)
+    error = get_adapter("gemini").parse_output(result).error
+    assert error is not None and (error.code, error.message) == ("MODEL_API_ERROR", "slow down")
+    assert error.details["status"] == 429

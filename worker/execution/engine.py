@@ -14,7 +14,7 @@ from runner_core.budget import Budget, spent_of
 from runner_core.budget import message as budget_message
 from runner_core.egress import provider_endpoints
 from runner_core.engines import get_adapter
-from runner_core.engines.base import EngineAdapter, EngineContext, ProcessResult
+from runner_core.engines.base import EngineAdapter, EngineContext, EngineOutput, ProcessResult
 from runner_core.engines.config import EngineConfigError, load_engine_config
 from runner_core.engines.setting_types import check_setting_types
 from runner_core.engines.streams import read_output
@@ -27,7 +27,7 @@ from runner_core.workspace import RunPaths, install_skill_copy, write_git_marker
 from worker.execution.boxing import boxes_engine
 from worker.execution.contexts import EntryContext, EntryResult
 from worker.execution.dependencies import provide_dependencies
-from worker.execution.failures import RunFailed, process_failure
+from worker.execution.failures import RunFailed, process_failure, with_model_error
 from worker.execution.output_tail import run_streamed
 from worker.execution.supervisor import run_command
 from worker.execution.turns import Resume, session_gone
@@ -109,10 +109,13 @@ def run_engine(entry: EntryContext, resume: Resume | None = None) -> EntryResult
     # wall clock (epoch s) when the CLI started: a reply's latency to its turn is read from it
     timings["engine_started_at"] = round(result.started, 4)
     if result.cut_short:  # the stop is the failure; the tokens spent before it still count
-        tokens = tokens_written(adapter, result)
+        written = written_output(adapter, result)
+        tokens = written.tokens if written is not None else None
         failure = process_failure(result, ErrorCode.ENGINE_FAILED)
         if result.budget_exceeded:
             failure = spending.failure(tokens)
+        elif result.timed_out and failure is not None and written is not None:
+            failure = with_model_error(failure, written.error)
         return EntryResult(None, timings=timings, tokens=tokens, failure=failure)
     output = adapter.parse_output(result)
     if output.error is not None:
@@ -149,10 +152,17 @@ def tokens_written(adapter: EngineAdapter, result: ProcessResult) -> dict[str, A
     """The tokens a CLI stopped from outside recorded before it stopped (its output so far,
     its session log); None when there are none or they cannot be read: how the run ended does
     not depend on them."""
+    written = written_output(adapter, result)
+    return written.tokens if written is not None else None
+
+
+def written_output(adapter: EngineAdapter, result: ProcessResult) -> EngineOutput | None:
+    """What a CLI stopped from outside wrote before it stopped, parsed; None when it cannot
+    be read."""
     try:
-        return adapter.parse_output(result).tokens
+        return adapter.parse_output(result)
     except Exception:
-        log.warning("the tokens of %s's output were not read", adapter.name, exc_info=True)
+        log.warning("the output of %s was not read", adapter.name, exc_info=True)
         return None
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from runner_core.engines.base import ProcessResult
+from runner_core.engines.base import EngineError, ProcessResult
 from runner_core.error_codes import ErrorCode
 from runner_core.results import RunError
 from runner_core.statuses import RunStatus
@@ -67,3 +67,22 @@ def check_process(result: ProcessResult, failure_code: str) -> None:
     failure = process_failure(result, failure_code)
     if failure is not None:
         raise failure
+
+
+def with_model_error(failure: RunFailed, error: EngineError | None) -> RunFailed:
+    """A run that timed out while its engine's model calls were failing (a CLI retrying a 429
+    or a 500 until the time limit) still fails TIMEOUT, its message naming the failure and its
+    `details.engine_error` holding it ({code, message, status}); any other `failure` as it is."""
+    if error is None or error.code != ErrorCode.MODEL_API_ERROR:
+        return failure
+    said = error.message.strip()[:500]
+    engine_error: dict[str, Any] = {"code": error.code, "message": said}
+    if error.details.get("status") is not None:
+        engine_error["status"] = error.details["status"]
+    status = f" (status {engine_error['status']})" if "status" in engine_error else ""
+    return RunFailed(
+        failure.code,
+        f"{failure.message}; the engine's model calls were failing{status}: {said}",
+        {**failure.details, "engine_error": engine_error},
+        failure.status,
+    )
