@@ -92,6 +92,8 @@ PROVIDER = "skillrunner"
 DEFAULT_KEY_ENV = "SKILL_RUNNER_API_KEY"
 TOOL_ITEMS = ("command_execution", "mcp_tool_call", "file_change", "web_search")
 _AUTH_PATTERNS = ("missing environment variable", "not logged in", "no api key", "please login")
+# what codex says for a provider's 500 (the body's message is not shown)
+_SERVER_ERROR = "currently experiencing high demand"
 _BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
 # config.toml keys as codex's config reference types them (each refused by codex 0.171 with
 # "Error loading config.toml: invalid type" when given another type)
@@ -353,7 +355,10 @@ def classify_api_error(message: str, timed_out: bool = False) -> EngineError:
         return EngineError(ErrorCode.AUTH_MISSING, message, {"timed_out": timed_out})
     relayed = provider_error(message) if message.lstrip().startswith("{") else None
     if relayed is None:
-        return api_error(message, http_status(message), timed_out=timed_out)
+        status = http_status(message)
+        if status is None and _SERVER_ERROR in message:  # its words for a 500, status unsaid
+            status = 500
+        return api_error(message, status, timed_out=timed_out)
     text, status, details = relayed
     return api_error(text, status or 400, timed_out=timed_out, **details)
 

@@ -41,3 +41,17 @@ def test_codex_bundled_skills_come_back_when_enabled(scenario: Scenario) -> None
     assert run.output.error is None, run.stderr[-2000:]
     assert "skill-creator" in run.request_text
     assert (run.run_dir / ".codex-home" / "skills" / ".system").is_dir()
+
+
+def test_codex_http_500_is_a_model_api_error_with_its_status(scenario: Scenario) -> None:
+    # codex words a 500 as "We're currently experiencing high demand...", no status, no body
+    no_retries = {"stream_max_retries": 0, "request_max_retries": 0}
+    run = scenario(
+        ADAPTER,
+        Script(tool=False, status=500, error_message="upstream broke"),
+        config={"settings": {"model_providers": {"skillrunner": no_retries}}},
+        timeout=30,
+    )
+    error = run.output.error
+    assert error is not None and error.code == "MODEL_API_ERROR", run.stdout[-2000:]
+    assert error.details.get("status") == 500, error
