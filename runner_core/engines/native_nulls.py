@@ -15,9 +15,12 @@ from runner_core.schema_refs import deref
 _CONSTRAINTS = ("type", "enum", "const", "anyOf", "oneOf", "allOf", "not", "$ref")
 
 
-def accepts_null(schema: Any) -> bool:
-    """Whether null is one of the values `schema` allows, as far as its own keywords tell
-    (an artifact field is a path: never null unless its type says so)."""
+def accepts_null(schema: Any, root: Any = None) -> bool:
+    """Whether null is one of the values `schema` allows, as far as its own keywords tell,
+    following its local `$ref`s in `root` (an artifact field is a path: never null unless its
+    type says so)."""
+    if root is not None:
+        schema = deref(root, schema)
     if not isinstance(schema, dict):
         return schema is True
     if "type" in schema:
@@ -29,7 +32,7 @@ def accepts_null(schema: Any) -> bool:
         return schema["const"] is None
     for key in ("anyOf", "oneOf"):
         if isinstance(schema.get(key), list):
-            return any(accepts_null(branch) for branch in schema[key])
+            return any(accepts_null(branch, root) for branch in schema[key])
     if schema.get("x-type") == "artifact":
         return False
     return not any(key in schema for key in _CONSTRAINTS)
@@ -61,7 +64,7 @@ def _walk(root: Any, schema: Any, value: Any, depth: int) -> Any:
         prop = properties.get(key)
         if prop is None:
             out[key] = item
-        elif item is None and key not in required and not accepts_null(deref(root, prop)):
+        elif item is None and key not in required and not accepts_null(prop, root):
             continue
         else:
             out[key] = _walk(root, prop, item, depth + 1)

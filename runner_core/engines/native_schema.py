@@ -91,7 +91,7 @@ def _convert(node: Any, dialect: str, root: dict[str, Any]) -> Any:
     if dialect == STRICT:
         out = _strict_ref(out, root)
         _strict_typed(out)
-        _strict_object(out)
+        _strict_object(out, root)
     return out
 
 
@@ -158,7 +158,7 @@ def _sub(key: str, value: Any, dialect: str, root: dict[str, Any]) -> Any:
     return value
 
 
-def _strict_object(out: dict[str, Any]) -> None:
+def _strict_object(out: dict[str, Any], root: dict[str, Any]) -> None:
     """Strict mode: an object lists every property as required, allows no other key; an
     optional property may be null instead (unless null is already one of its values)."""
     types = out.get("type")
@@ -176,14 +176,14 @@ def _strict_object(out: dict[str, Any]) -> None:
     required = set(out.get("required") or [])
     for name, prop in properties.items():
         if name not in required:
-            properties[name] = _nullable(prop)
+            properties[name] = _nullable(prop, root)
     out["required"] = list(properties)
     out["additionalProperties"] = False
 
 
-def _nullable(prop: dict[str, Any]) -> dict[str, Any]:
+def _nullable(prop: dict[str, Any], root: dict[str, Any]) -> dict[str, Any]:
     """`prop` that may also be null: a null type beside a scalar type, else a null branch."""
-    if accepts_null(prop):
+    if accepts_null(prop, root):
         return prop
     types = prop.get("type")
     listed = types if isinstance(types, list) else [types]

@@ -184,6 +184,12 @@ def test_added_nulls_are_dropped_where_the_skill_schema_does_not_allow_them() ->
         "either": {"p": "v"},
     }  # fmt: skip
     assert answer["b"] is None  # the answer itself is left alone
+    # null allowed through a $ref (in an anyOf): kept, and the strict form adds no null of its own
+    through = obj({"v": {"anyOf": [{"$ref": "#/$defs/none"}, {"type": "string"}]}}, [],
+                  **{"$defs": {"none": {"type": "null"}}})  # fmt: skip
+    assert drop_added_nulls(through, {"v": None}) == {"v": None}
+    strict = native_schema(through, STRICT)
+    assert strict is not None and len(strict["properties"]["v"]["anyOf"]) == 2
     assert drop_added_nulls(schema, "not an object") == "not an object"
 
 
