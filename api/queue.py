@@ -135,8 +135,12 @@ class CeleryQueue:
             log.warning("revoke of %s failed: %s", task_id, exc)
 
     def depths(self, queues: list[str]) -> dict[str, int]:
-        """Messages waiting in each of `queues` (a queue the broker does not know is left out);
-        empty when the broker does not answer within a second."""
+        """Messages waiting in each of `queues`; empty when the broker does not answer within a
+        second. Redis keeps a queue as a list that it drops when the last message is taken, so
+        a queue it does not hold has none waiting: 0, not left out (a gauge that vanished
+        whenever the workers kept up read as "no data" rather than an empty queue)."""
+        from kombu.exceptions import ChannelError
+
         found: dict[str, int] = {}
         try:
             with self.celery.connection_for_write(
@@ -146,8 +150,8 @@ class CeleryQueue:
                 for name in queues:
                     try:
                         found[name] = channel.queue_declare(name, passive=True).message_count
-                    except Exception:  # not declared yet: no worker has consumed it
-                        continue
+                    except ChannelError:  # not held by the broker: no message waits there
+                        found[name] = 0
         except Exception as exc:
             log.debug("queue depths not read: %s", exc)
         return found

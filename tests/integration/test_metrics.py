@@ -175,3 +175,17 @@ def test_metrics_follow_the_runs_across_processes_behind_the_token(served):
     assert value(scraped, "skill_runner_runs", status="canceled", **runs) == 3
     assert value(scraped, "skill_runner_runs_waiting_user") == 0
     assert value(scraped, "skill_runner_worker_slots_busy", host=host) == 0
+
+
+def test_an_empty_queue_reads_zero_not_no_data():
+    """Redis drops a queue's list with its last message: the depth is 0 then, not left out
+    (a gauge that vanished whenever the workers kept up read as "no data")."""
+    from api.queue import CeleryQueue
+    from tests.integration.services import redis_database
+
+    with redis_database() as url:
+        queue = CeleryQueue(url)
+        assert queue.depths(["runs.script", "maintenance"]) == {"runs.script": 0, "maintenance": 0}
+        assert queue.enqueue("some-run", "runs.script")
+        assert queue.depths(["runs.script", "maintenance"]) == {"runs.script": 1, "maintenance": 0}
+    assert CeleryQueue("redis://127.0.0.1:1/0").depths(["runs.script"]) == {}  # broker away
