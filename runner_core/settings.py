@@ -6,6 +6,7 @@ broker and where run directories live.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections.abc import MutableMapping
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import overload
 
 from runner_core.config_file import ConfigFileError, apply_config_file
+from runner_core.engines import ENGINES
 from runner_core.engines.config import configured_key_names
 from runner_core.metrics import default_dir
 from runner_core.secret_values import held, hold
@@ -205,6 +207,8 @@ class _Env:
             return kind(default)
         try:
             value = kind(raw)
+            if not math.isfinite(value):  # float("nan"), "inf", "1e999": no usable value
+                raise ValueError(raw)
         except ValueError:
             what = "a whole number" if kind is int else "a number"
             raise SettingsError(f"{name} must be {what}, not {raw!r}") from None
@@ -232,11 +236,19 @@ def per_engine_limits(env: dict[str, str]) -> dict[str, int]:
     """SKILL_RUNNER_MAX_RUNNING_<ENGINE>=N (e.g. _CODEX, _SCRIPT) -> {"codex": N, ...}."""
     prefix = "SKILL_RUNNER_MAX_RUNNING_"
     read = _Env(env)
-    return {
+    limits = {
         key[len(prefix) :].lower(): read.number(key, 0, minimum=0)
         for key, value in env.items()
         if key.startswith(prefix) and value.strip()
     }
+    known = ("script", *ENGINES)
+    for name in limits:  # a typo would leave that engine without its limit, silently
+        if name not in known:
+            raise SettingsError(
+                f"{prefix}{name.upper()} names no engine (one of "
+                f"{', '.join(n.upper() for n in known)})"
+            )
+    return limits
 
 
 def api_tokens(raw: str) -> tuple[str, ...]:

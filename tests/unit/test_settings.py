@@ -42,6 +42,7 @@ def test_per_engine_running_limits_are_read_by_engine_key(tmp_path) -> None:
             "SKILL_RUNNER_DATA_DIR": str(tmp_path),
             "SKILL_RUNNER_MAX_RUNNING_CODEX": "2",
             "SKILL_RUNNER_MAX_RUNNING_SCRIPT": "5",
+            "SKILL_RUNNER_MAX_RUNNING_IFLOW": "1",  # a retired engine's limit still reads
         }
     )
     limits = settings.max_running_per_engine
@@ -73,6 +74,16 @@ def test_per_engine_running_limits_are_read_by_engine_key(tmp_path) -> None:
             {"SKILL_RUNNER_MAX_RUNNING_CODEX": "two"},
             "SKILL_RUNNER_MAX_RUNNING_CODEX must be a whole",
         ),
+        (
+            {"SKILL_RUNNER_MAX_RUNNING_CODEXX": "2"},  # a typo left codex unlimited, silently
+            "SKILL_RUNNER_MAX_RUNNING_CODEXX names no engine (one of SCRIPT, CODEX,",
+        ),
+        # float() reads these; each was taken as is (a sweep every nan seconds, a retry in inf)
+        ({"SKILL_RUNNER_SWEEP_INTERVAL_SEC": "nan"}, "_SWEEP_INTERVAL_SEC must be a number"),
+        ({"SKILL_RUNNER_LIMIT_RETRY_SEC": "inf"}, "_LIMIT_RETRY_SEC must be a number, not 'inf'"),
+        ({"SKILL_RUNNER_KILL_GRACE_SEC": "1e999"}, "SKILL_RUNNER_KILL_GRACE_SEC must be a number"),
+        ({"SKILL_RUNNER_UPLOAD_MAX_RATIO": "Infinity"}, "SKILL_RUNNER_UPLOAD_MAX_RATIO must be"),
+        ({"SKILL_RUNNER_WEBHOOK_BACKOFF_SEC": "NaN"}, "SKILL_RUNNER_WEBHOOK_BACKOFF_SEC must be"),
         ({"SKILL_RUNNER_TASK_EVENTS": "maybe"}, "SKILL_RUNNER_TASK_EVENTS must be 1/true/yes/on"),
         ({"LOG_LEVEL": "loud"}, "LOG_LEVEL must be one of DEBUG, INFO"),
         ({"LOG_FORMAT": "xml"}, "LOG_FORMAT must be 'text' or 'json', not 'xml'"),
