@@ -123,6 +123,8 @@ def _run_worker(app, settings: Settings, concurrency: int, early: list[int]) -> 
     started again, as a supervisor would restart its process; too often, and the service ends."""
     from celery.signals import worker_ready, worker_shutting_down
 
+    from worker.thread_pool import RunThreadPool
+
     asked: list[int] = []
     worker_shutting_down.connect(lambda **_: asked.append(1), weak=False)
 
@@ -136,7 +138,7 @@ def _run_worker(app, settings: Settings, concurrency: int, early: list[int]) -> 
     restarts: list[float] = []
     while True:
         worker = app.Worker(
-            pool="threads",
+            pool=RunThreadPool,  # Celery's threads, whose cold stop cancels the runs
             concurrency=concurrency,
             hostname=f"worker@{socket.gethostname()}",  # the CLI's -n worker@%h
             loglevel=settings.log_level.upper(),

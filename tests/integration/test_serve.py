@@ -8,8 +8,10 @@ import json
 import os
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -155,3 +157,60 @@ def test_serve_runs_the_demo_heals_its_broker_and_stops_clean(tmp_path: Path, la
         assert "celery exited with code 0; starting it again" in output
     gone, alive = psutil.wait_procs(family, timeout=10)
     assert alive == [], [p.info for p in alive] if alive else None
+
+
+def test_a_second_ctrl_c_cancels_the_running_runs_and_leaves_no_command(tmp_path: Path):
+    """Ctrl-C lets the runs finish; a second one (Celery's cold shutdown) used to raise in the
+    pool of threads, leave the run `running` and its command alive after the service exited.
+    Now the run is canceled and recorded, and its command is gone."""
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if k not in ("CELERY_BROKER_URL", "DATABASE_URL")}
+    env.update(
+        SKILL_RUNNER_DATA_DIR=str(tmp_path / "data"),
+        PORT=str(port),
+        HOST="127.0.0.1",
+        SKILL_RUNNER_SKILLS_DIR=str(copy_skills(tmp_path / "skills")),
+    )
+    serve = subprocess.Popen(
+        [sys.executable, "-m", "launcher.cli", "serve"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_for(lambda: (health(base) or {}).get("status") == "ok", 60, 0.2, what="/healthz")
+        body = {"skill_id": "slow-counter", "parameter": {"sleep": 25}}
+        status, created = call(
+            "POST", f"{base}/v1/jobs", json.dumps(body).encode(), "application/json"
+        )
+        assert status == 200, created
+        rid = created["request_id"]
+        wait_for(lambda: call("GET", f"{base}/v1/jobs/{rid}")[1]["status"] == "running", 30, 0.2)
+        run_id = call("GET", f"{base}/v1/jobs/{rid}")[1]["run_id"]
+
+        def commands() -> list[psutil.Process]:
+            return [
+                p
+                for p in psutil.Process(serve.pid).children(recursive=True)
+                if p.name() != "redis-server"
+            ]
+
+        wait_for(commands, 10, 0.1, what="the run's command")
+        family = commands()
+        serve.send_signal(signal.SIGINT)  # warm: the runs may finish
+        time.sleep(1)
+        serve.send_signal(signal.SIGINT)  # cold
+        output = serve.communicate(timeout=30)[0].decode(errors="replace")
+    finally:
+        if serve.poll() is None:
+            serve.kill()
+            serve.wait()
+    print(output)
+    assert "NotImplementedError" not in output
+    assert f"cold shutdown: canceling 1 running run(s): {run_id}" in output
+    gone, alive = psutil.wait_procs(family, timeout=5)
+    assert alive == [], [p.pid for p in alive]
+    with sqlite3.connect(tmp_path / "data" / "runs.db") as db:
+        row = db.execute("SELECT status, error_code FROM runs WHERE id = ?", (run_id,)).fetchone()
+    assert row == ("canceled", "CANCELED_BY_USER")
