@@ -14,14 +14,37 @@ if (
 
     monkey.patch_all()
 
+from runner_core.settings import SettingsError, count_setting, load_settings  # noqa: E402
+
+
+def _stop(exc: SettingsError) -> None:
+    """One line and exit code 2, as `skill-runner` says it (no traceback of gunicorn's)."""
+    print(f"skill-runner: configuration error: {exc}", file=sys.stderr, flush=True)
+    raise SystemExit(2)
+
+
+def _count(name: str, default: int) -> int:
+    try:
+        return count_setting(dict(os.environ), name, default)
+    except SettingsError as exc:
+        _stop(exc)
+        raise
+
+
+if "gunicorn.app.wsgiapp" in sys.modules:  # the service's settings, checked before the app loads
+    try:
+        load_settings()
+    except SettingsError as exc:
+        _stop(exc)
+
 bind = f"{os.environ.get('HOST', '127.0.0.1')}:{os.environ.get('PORT', '8000')}"
-workers = int(os.environ.get("WEB_CONCURRENCY", "2"))
+workers = _count("WEB_CONCURRENCY", 2)
 # gevent: an event stream (SSE) or a long poll is a greenlet, not one of a few threads, so
 # hundreds of subscribers leave ordinary requests their capacity. WEB_WORKER_CLASS=gthread
 # (with WEB_THREADS) is the fallback; each stream then holds a thread for its whole life.
 worker_class = os.environ.get("WEB_WORKER_CLASS", "gevent")
-threads = int(os.environ.get("WEB_THREADS", "4"))
-worker_connections = int(os.environ.get("WEB_CONNECTIONS", "1000"))
+threads = _count("WEB_THREADS", 4)
+worker_connections = _count("WEB_CONNECTIONS", 1000)
 # The app is loaded once in the master and the workers share its pages (copy on write);
 # WEB_PRELOAD=0 loads it in each worker instead.
 preload_app = os.environ.get("WEB_PRELOAD", "1") != "0"

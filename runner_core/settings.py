@@ -232,6 +232,12 @@ class _Env:
         raise SettingsError(f"{name} must be 1/true/yes/on or 0/false/no/off, not {raw!r}")
 
 
+def count_setting(env: dict[str, str], name: str, default: int) -> int:
+    """A count of at least 1 read from `env` (gunicorn's WEB_THREADS, WEB_CONNECTIONS, ...);
+    SettingsError names a bad value."""
+    return _Env(env).number(name, default, minimum=1)
+
+
 def per_engine_limits(env: dict[str, str]) -> dict[str, int]:
     """SKILL_RUNNER_MAX_RUNNING_<ENGINE>=N (e.g. _CODEX, _SCRIPT) -> {"codex": N, ...}."""
     prefix = "SKILL_RUNNER_MAX_RUNNING_"
