@@ -11,6 +11,7 @@ from api import context
 from api.blueprint import Blueprint
 from api.schemas import Health as HealthBody
 from runner_core.sandbox import sandbox_status
+from runner_core.store.schema_revision import schema_state
 
 blp = Blueprint("health", __name__, description="Service health")
 
@@ -21,15 +22,15 @@ class Health(MethodView):
     @blp.alt_response(503, schema=HealthBody)
     @blp.doc(security=[])  # public even when the API asks for a token (load balancers)
     def get(self):
-        """Whether the API, its database and its broker answer and the data directory's disk
-        has room: 503 "degraded" when not (jobs are still accepted while the broker is away:
+        """Whether the API, its database and its broker answer, the database is migrated to
+        this code's schema and the data directory's disk has room: 503 "degraded" when not (jobs are still accepted while the broker is away:
         the sweeper sends them later); `demo_llm` is true under `serve --demo-llm`; `sandbox`
         says what boxes runs on this host (`box`: "bwrap" or null when runs get limits only;
         `network`: "provider" when engine CLIs reach their provider only, else "open")."""
         try:
             with context.db_session() as session:
                 session.execute(text("SELECT 1"))
-            db = "ok"
+                db = schema_state(session)  # a database behind the code fails its queries
         except Exception as exc:  # report, do not crash the probe
             db = f"error: {type(exc).__name__}"
         broker = context.queue().ping()

@@ -155,3 +155,31 @@ def test_a_database_that_does_not_answer_is_503_with_retry_after(tmp_path, skill
     health = client.get("/healthz")
     assert health.status_code == 503 and health.json["database"].startswith("error: ")
     assert queue.sent == []
+
+
+def test_healthz_is_degraded_on_a_database_behind_the_code(client, settings):
+    """An API started on a database nobody migrated answered `ok` while its queries failed
+    (a new column missing: every POST /v1/jobs a 500)."""
+    from sqlalchemy import text
+
+    from runner_core.store.db import make_engine
+    from runner_core.store.schema_revision import SCHEMA_REVISION
+
+    engine = make_engine(settings.database_url)
+    with engine.begin() as conn:
+        conn.execute(text("UPDATE alembic_version SET version_num = '0010'"))
+    resp = client.get("/healthz")
+    assert resp.status_code == 503 and resp.json["status"] == "degraded"
+    assert resp.json["database"] == (
+        f"error: schema at 0010, this code needs {SCHEMA_REVISION}; run `skill-runner migrate`"
+    )
+    with engine.begin() as conn:
+        conn.execute(text("DROP TABLE alembic_version"))
+    assert client.get("/healthz").json["database"] == (
+        "error: not migrated; run `skill-runner migrate`"
+    )
+    with engine.begin() as conn:  # a host that migrated first: newer is fine
+        conn.execute(text("CREATE TABLE alembic_version (version_num VARCHAR(32) NOT NULL)"))
+        conn.execute(text("INSERT INTO alembic_version VALUES ('9999')"))
+    assert client.get("/healthz").json["database"] == "ok"
+    engine.dispose()
