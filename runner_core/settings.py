@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import overload
 
 from runner_core.config_file import ConfigFileError, apply_config_file
+from runner_core.egress import parse_endpoint
 from runner_core.engines import ENGINES
 from runner_core.engines.config import configured_key_names
 from runner_core.metrics import default_dir
@@ -284,6 +285,33 @@ def cors_origins(raw: str) -> tuple[str, ...]:
     return origins
 
 
+_HOST = re.compile(r"[a-z0-9_.-]+|[0-9a-f:.]+")  # a name, an IPv4 or an IPv6 address
+
+
+def webhook_hosts(raw: str) -> tuple[str, ...]:
+    """SKILL_RUNNER_WEBHOOK_HOSTS: host names or addresses, comma-separated. A URL or a
+    host:port never equals a callback's host, so every callback would be refused."""
+    hosts = tuple(h.strip().lower().strip("[]") for h in raw.split(",") if h.strip())
+    bad = [h for h in hosts if not _HOST.fullmatch(h) or h.count(":") == 1]
+    if bad:
+        raise SettingsError(
+            f"SKILL_RUNNER_WEBHOOK_HOSTS: {bad[0]!r} is not a host name or address "
+            "(no scheme, port or path)"
+        )
+    return hosts
+
+
+def egress_allow(raw: str) -> tuple[str, ...]:
+    """SKILL_RUNNER_EGRESS_ALLOW: host[:port] (or URL) entries, comma-separated; one that
+    names no endpoint was left out of every run's box without a word."""
+    items = tuple(item.strip() for item in raw.split(",") if item.strip())
+    for item in items:
+        endpoint = parse_endpoint(item)
+        if endpoint is None or not 0 < endpoint.port < 65536:
+            raise SettingsError(f"SKILL_RUNNER_EGRESS_ALLOW: {item!r} is not host[:port]")
+    return items
+
+
 def _config_file(environ: MutableMapping[str, str]) -> None:
     try:
         apply_config_file(environ)
@@ -382,11 +410,7 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         else None,
         prices_file=prices_file(env.get("SKILL_RUNNER_PRICES_FILE", "")),
         cors_origins=cors_origins(env.get("SKILL_RUNNER_CORS_ORIGINS", "")),
-        webhook_hosts=tuple(
-            h.strip().lower()
-            for h in env.get("SKILL_RUNNER_WEBHOOK_HOSTS", "").split(",")
-            if h.strip()
-        ),
+        webhook_hosts=webhook_hosts(env.get("SKILL_RUNNER_WEBHOOK_HOSTS", "")),
         webhook_secret=env.get("SKILL_RUNNER_WEBHOOK_SECRET", ""),
         webhook_retry_sec=read.number("SKILL_RUNNER_WEBHOOK_RETRY_SEC", 3600, minimum=1),
         webhook_backoff_sec=read.number("SKILL_RUNNER_WEBHOOK_BACKOFF_SEC", 2, float, minimum=0),
@@ -416,11 +440,7 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
             "allow",
             "forbid",
         ),
-        egress_allow=tuple(
-            item.strip()
-            for item in env.get("SKILL_RUNNER_EGRESS_ALLOW", "").split(",")
-            if item.strip()
-        ),
+        egress_allow=egress_allow(env.get("SKILL_RUNNER_EGRESS_ALLOW", "")),
         sandbox_read_paths=tuple(
             Path(p).resolve()
             for p in env.get("SKILL_RUNNER_SANDBOX_READ_PATHS", "").split(os.pathsep)

@@ -84,6 +84,14 @@ def test_per_engine_running_limits_are_read_by_engine_key(tmp_path) -> None:
         ({"SKILL_RUNNER_KILL_GRACE_SEC": "1e999"}, "SKILL_RUNNER_KILL_GRACE_SEC must be a number"),
         ({"SKILL_RUNNER_UPLOAD_MAX_RATIO": "Infinity"}, "SKILL_RUNNER_UPLOAD_MAX_RATIO must be"),
         ({"SKILL_RUNNER_WEBHOOK_BACKOFF_SEC": "NaN"}, "SKILL_RUNNER_WEBHOOK_BACKOFF_SEC must be"),
+        # each never matched (a callback's host has no scheme or port; a bad entry was dropped)
+        (
+            {"SKILL_RUNNER_WEBHOOK_HOSTS": "hooks.example.org,https://ci.example.org/"},
+            "SKILL_RUNNER_WEBHOOK_HOSTS: 'https://ci.example.org/' is not a host name",
+        ),
+        ({"SKILL_RUNNER_WEBHOOK_HOSTS": "ci.example.org:8443"}, "'ci.example.org:8443' is not a"),
+        ({"SKILL_RUNNER_EGRESS_ALLOW": "mirror:80,proxy:abc"}, "'proxy:abc' is not host[:port]"),
+        ({"SKILL_RUNNER_EGRESS_ALLOW": "mirror:99999"}, "'mirror:99999' is not host[:port]"),
         ({"SKILL_RUNNER_TASK_EVENTS": "maybe"}, "SKILL_RUNNER_TASK_EVENTS must be 1/true/yes/on"),
         ({"LOG_LEVEL": "loud"}, "LOG_LEVEL must be one of DEBUG, INFO"),
         ({"LOG_FORMAT": "xml"}, "LOG_FORMAT must be 'text' or 'json', not 'xml'"),
@@ -188,3 +196,15 @@ def test_cors_origins_are_checked_and_normalised(tmp_path) -> None:
     assert load_settings({**env, "SKILL_RUNNER_CORS_ORIGINS": "*"}).cors_origins == ("*",)
     with pytest.raises(SettingsError, match="'app.example.org' is not an origin"):
         load_settings({**env, "SKILL_RUNNER_CORS_ORIGINS": "app.example.org"})
+
+
+def test_webhook_hosts_and_egress_entries_that_can_match_are_kept(tmp_path) -> None:
+    settings = load_settings(
+        {
+            "SKILL_RUNNER_DATA_DIR": str(tmp_path),
+            "SKILL_RUNNER_WEBHOOK_HOSTS": " Hooks.Example.org , 10.0.0.5, [::1], my_host ",
+            "SKILL_RUNNER_EGRESS_ALLOW": "mirror.local:8080, proxy.corp, https://pypi.example/",
+        }
+    )
+    assert settings.webhook_hosts == ("hooks.example.org", "10.0.0.5", "::1", "my_host")
+    assert settings.egress_allow == ("mirror.local:8080", "proxy.corp", "https://pypi.example/")
