@@ -123,7 +123,7 @@ def _run_worker(app, settings: Settings, concurrency: int, early: list[int]) -> 
     started again, as a supervisor would restart its process; too often, and the service ends."""
     from celery.signals import worker_ready, worker_shutting_down
 
-    from worker.thread_pool import RunThreadPool
+    from worker.celery_app import RunThreadPool
 
     asked: list[int] = []
     worker_shutting_down.connect(lambda **_: asked.append(1), weak=False)
