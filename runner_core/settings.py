@@ -162,6 +162,9 @@ class SettingsError(ValueError):
     """A setting with a value the service cannot use; the message names the variable."""
 
 
+# ten years: the longest duration a *_SEC setting takes (now minus 2,000 years is no date, and
+# an idempotency TTL that large failed every keyed POST /v1/jobs with a 500)
+MAX_SECONDS = 10 * 365 * 86400
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off", "")
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
@@ -220,6 +223,8 @@ class _Env:
                 else f"at least {minimum:g}"
             )
             raise SettingsError(f"{name} must be {bounds}, not {raw!r}")
+        if name.endswith("_SEC") and value > MAX_SECONDS:  # date arithmetic would overflow
+            raise SettingsError(f"{name} must be at most {MAX_SECONDS} (ten years), not {raw!r}")
         return value
 
     def flag(self, name: str, default: bool = False) -> bool:
