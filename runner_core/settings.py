@@ -163,7 +163,7 @@ class SettingsError(ValueError):
 
 
 # ten years: the longest duration a *_SEC setting takes (now minus 2,000 years is no date, and
-# an idempotency TTL that large failed every keyed POST /v1/jobs with a 500)
+# an idempotency TTL that large failed a repeated Idempotency-Key with a 500)
 MAX_SECONDS = 10 * 365 * 86400
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off", "")
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")

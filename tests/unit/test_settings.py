@@ -92,7 +92,7 @@ def test_per_engine_running_limits_are_read_by_engine_key(tmp_path) -> None:
         ({"SKILL_RUNNER_WEBHOOK_HOSTS": "ci.example.org:8443"}, "'ci.example.org:8443' is not a"),
         ({"SKILL_RUNNER_EGRESS_ALLOW": "mirror:80,proxy:abc"}, "'proxy:abc' is not host[:port]"),
         ({"SKILL_RUNNER_EGRESS_ALLOW": "mirror:99999"}, "'mirror:99999' is not host[:port]"),
-        (  # taken, then every POST /v1/jobs with an Idempotency-Key failed 500 (OverflowError)
+        (  # taken, then a POST /v1/jobs repeating an Idempotency-Key failed 500 (OverflowError)
             {"SKILL_RUNNER_IDEMPOTENCY_TTL_SEC": "99999999999"},
             "SKILL_RUNNER_IDEMPOTENCY_TTL_SEC must be at most 315360000 (ten years)",
         ),
