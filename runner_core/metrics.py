@@ -11,6 +11,7 @@ own metrics stay its own).
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import re
@@ -27,6 +28,8 @@ T = TypeVar("T")
 ENV = "PROMETHEUS_MULTIPROC_DIR"
 DURATION_BUCKETS = (0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1800, 3600)
 _PID_FILE = re.compile(r"_(\d+)\.db$")
+_ARCHIVED = ("counter", "histogram", "summary")  # the kinds whose values only ever grow
+_ARCHIVE_LOCK = ".archive.lock"
 
 
 SHARED_MEMORY = Path("/dev/shm")
@@ -53,8 +56,11 @@ def default_dir(data_dir: Path, shared_memory: Path = SHARED_MEMORY) -> Path:
 
 def use_metrics_dir(path: Path, data_dir: Path) -> Path:
     """Point this process (and its children) at `path` (the settings' `metrics_dir`), and
-    remove the files of processes that are gone: a restart starts the counters of the dead ones
-    from zero. Folders in shared memory of services whose data dir is gone are removed."""
+    remove the files of processes that are gone, their counts and histograms first added to
+    the folder's archive (`counter_archive.db`, `histogram_archive.db`): a counter never goes
+    down while the folder lasts. (Dropping them lowered a total by what the gone processes had
+    counted, a decrease Prometheus reads as a reset, so `rate()` saw the counts still alive as
+    new.) Folders in shared memory of services whose data dir is gone are removed."""
     path = Path(path)
     os.environ[ENV] = str(path)
     values = sys.modules.get("prometheus_client.values")
@@ -63,16 +69,42 @@ def use_metrics_dir(path: Path, data_dir: Path) -> Path:
         setattr(values, "ValueClass", values.get_value_class())  # noqa: B010
     try:
         path.mkdir(parents=True, exist_ok=True)
-        for entry in path.iterdir():
-            found = _PID_FILE.search(entry.name)
-            if found and not _alive(int(found.group(1))):
-                entry.unlink(missing_ok=True)
+        with open(path / _ARCHIVE_LOCK, "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # one process archives a gone process's file
+            for entry in path.iterdir():
+                found = _PID_FILE.search(entry.name)
+                if found and not _alive(int(found.group(1))):
+                    _archive(entry)
+                    entry.unlink(missing_ok=True)
         if path.parent.name == _root_name():  # default_dir's: shared by several services
             (path / _OWNER_FILE).write_text(str(Path(data_dir).resolve()))
             _drop_orphans(path.parent)
     except OSError:  # a read-only data dir: metrics of this process stay unrecorded
         pass
     return path
+
+
+def _archive(dead: Path) -> None:
+    """Add the counts of a gone process's counter or histogram file to the folder's archive of
+    its kind (gauges are the live processes' alone: nothing to keep)."""
+    kind = dead.name.split("_", 1)[0]
+    if kind not in _ARCHIVED:
+        return
+    from prometheus_client.mmap_dict import MmapedDict
+
+    try:
+        values = list(MmapedDict.read_all_values_from_file(str(dead)))
+    except Exception:  # not a value file (cut short): nothing to keep
+        return
+    if not values:
+        return
+    archive = MmapedDict(str(dead.with_name(f"{kind}_archive.db")))
+    try:
+        for key, value, timestamp, _pos in values:
+            kept, _ = archive.read_value(key)
+            archive.write_value(key, kept + value, timestamp)
+    finally:
+        archive.close()
 
 
 def _root_name() -> str:

@@ -23,7 +23,63 @@ def test_the_metrics_dir_keeps_live_processes_files_and_drops_dead_ones(tmp_path
         (folder / name).write_bytes(b"x")
     assert metrics.use_metrics_dir(folder, tmp_path / "data") == folder
     assert os.environ[metrics.ENV] == str(folder)
-    assert sorted(p.name for p in folder.iterdir()) == [names[0], "notes.txt"]
+    assert sorted(p.name for p in folder.iterdir()) == [".archive.lock", names[0], "notes.txt"]
+
+
+def test_the_counts_of_gone_processes_are_kept_so_no_counter_goes_down(tmp_path, monkeypatch):
+    """Dropping a gone process's file lowered the counter by its counts: Prometheus read the
+    decrease as a reset and the counts still alive as new ones (a spike in rate())."""
+    from prometheus_client.mmap_dict import MmapedDict, mmap_key
+    from prometheus_client.multiprocess import MultiProcessCollector
+
+    monkeypatch.setenv(metrics.ENV, "")
+    folder = tmp_path / "metrics"
+    folder.mkdir()
+    key = mmap_key(
+        "skill_runner_run_failures",
+        "skill_runner_run_failures_total",
+        ["engine", "code"],
+        ["script", "TIMEOUT"],
+        "Failed runs",
+    )
+    bucket = mmap_key(
+        "skill_runner_run_duration_seconds",
+        "skill_runner_run_duration_seconds_bucket",
+        ["le"],
+        ["1.0"],
+        "Durations",
+    )
+
+    def gone_process(counted: float) -> None:
+        done = subprocess.Popen([sys.executable, "-c", "pass"])
+        done.wait()
+        for kind, name in (("counter", key), ("histogram", bucket)):
+            values = MmapedDict(str(folder / f"{kind}_{done.pid}.db"))
+            values.write_value(name, counted, 0.0)
+            values.close()
+
+    def total(metric: str) -> float:
+        files = [str(f) for f in folder.glob("*.db")]
+        found = {m.name: m for m in MultiProcessCollector.merge(files, accumulate=False)}
+        return sum(s.value for s in found[metric].samples if not s.name.endswith("_count"))
+
+    gone_process(3)
+    gone_process(4)
+    live = MmapedDict(str(folder / f"counter_{os.getpid()}.db"))
+    live.write_value(key, 5, 0.0)
+    live.close()
+    before = total("skill_runner_run_failures")
+    metrics.use_metrics_dir(folder, tmp_path / "data")
+    assert total("skill_runner_run_failures") == before == 12
+    assert total("skill_runner_run_duration_seconds") == 7
+    gone_process(1)  # another start later adds to the archive
+    metrics.use_metrics_dir(folder, tmp_path / "data")
+    assert total("skill_runner_run_failures") == 13
+    assert {p.name for p in folder.glob("*.db")} == {
+        "counter_archive.db",
+        f"counter_{os.getpid()}.db",
+        "histogram_archive.db",
+    }
 
 
 def test_each_data_dir_gets_its_own_folder_in_shared_memory(tmp_path):
