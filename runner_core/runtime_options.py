@@ -31,8 +31,9 @@ SCHEMA: dict[str, Any] = {
     },
     "patternProperties": {"^[a-z][a-z0-9]*_config$": {"type": "object"}},
 }
-# Acted on outside SCHEMA's typed set: chained runs (api.jobs.workspace) and the hard deadline.
-OTHER_KNOWN = frozenset({"workspace", "hard_timeout_seconds"})
+# Acted on outside SCHEMA's typed set: chained runs (api.jobs.workspace), the hard deadline
+# and the run's variables (runner_core.run_env).
+OTHER_KNOWN = frozenset({"workspace", "hard_timeout_seconds", "env"})
 # names Skill-Runner's clients send for a typed option: alias -> the option it sets
 ALIASES = {"hard_timeout_seconds": "timeout_sec"}
 DEFAULT_REPLY_TIMEOUT_SEC = 1200
@@ -142,9 +143,9 @@ def _repair_rounds(data: Mapping[str, Any]) -> int | None:
 
 def withheld(data: Any) -> Any:
     """`data` with the values of `env` replaced by `{"redacted": true}` (Skill-Runner's form),
-    its names kept. Skill-Runner starts the agent with these variables, so clients put secrets
-    there (the Zotero plugin its Host Bridge token); this service does not act on `env`, so it
-    keeps no value of it: none reaches the database, the run's input.json or a bundle."""
+    its names kept. The run's processes get these variables (runner_core.run_env keeps their
+    values in a file of their own), and clients put secrets there (the Zotero plugin its Host
+    Bridge token): no value reaches the database, the run's input.json or a bundle."""
     if not isinstance(data, Mapping) or "env" not in data:
         return data
     env = data["env"]

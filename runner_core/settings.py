@@ -104,6 +104,11 @@ class Settings:
     network_on: str = "allow"  # forbid: a skill's `network: on` is boxed as `off`
     # hosts every boxed run may reach beside its own (host:port, comma-separated)
     egress_allow: tuple[str, ...] = ()
+    # names a request's runtime_options.env may set (globs; runner_core.run_env refuses some
+    # whatever this says)
+    run_env_names: tuple[str, ...] = ("ZOTERO_BRIDGE_*",)
+    # host:port endpoints a run's ZOTERO_BRIDGE_ENDPOINT may open in its box (runner_core.run_env)
+    bridge_allow: tuple[str, ...] = ()
 
     @property
     def runs_dir(self) -> Path:
@@ -446,6 +451,8 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
             "forbid",
         ),
         egress_allow=egress_allow(env.get("SKILL_RUNNER_EGRESS_ALLOW", "")),
+        run_env_names=_items(env.get("SKILL_RUNNER_RUN_ENV_NAMES", "ZOTERO_BRIDGE_*")),
+        bridge_allow=_items(env.get("SKILL_RUNNER_BRIDGE_ALLOW", "")),
         sandbox_read_paths=tuple(
             Path(p).resolve()
             for p in env.get("SKILL_RUNNER_SANDBOX_READ_PATHS", "").split(os.pathsep)
@@ -482,3 +489,8 @@ def hold_service_secrets(settings: Settings) -> None:
         configured_key_names(),
         (*settings.api_tokens, settings.webhook_secret, settings.database_url, settings.broker_url),
     )
+
+
+def _items(text: str) -> tuple[str, ...]:
+    """A comma-separated setting's items."""
+    return tuple(item.strip() for item in text.split(",") if item.strip())

@@ -21,11 +21,13 @@ from api.jobs.quotas import check_quota
 from api.jobs.validate import check_named_uploads, check_request
 from api.jobs.workspace import Workspace, check_reuse, pin_bound_files
 from api.zip_bodies import holds_no_files, receive_inputs, upload_lock
+from runner_core import run_env
 from runner_core.error_codes import ErrorCode
 from runner_core.inputs import file_fields
 from runner_core.queues import queue_for, task_label
 from runner_core.results import RunError
 from runner_core.runtime_options import RuntimeOptions, withheld
+from runner_core.secret_values import held
 from runner_core.settings import run_timeout, task_time_limits
 from runner_core.skills import SkillPackage
 from runner_core.statuses import RunStatus
@@ -54,15 +56,18 @@ def create_job(
     request_id: str | None = None,
     claim: Claim | None = None,
     request_kind: str | None = None,
+    env_kept: bool = False,
 ) -> Accepted:
     """Commit the request and its run; send the run at once when no upload is expected.
 
     `pkg` may come from anywhere: the installed skills (kind "job") or a one-off package
     unpacked under the request's directory (kind "temp", with that `request_id`). A `claim`
     (Idempotency-Key) is committed with them: api.idempotency.KeyTaken when it was taken.
+    `env_kept`: the request's `runtime_options.env` was checked and kept when its body was.
     """
     settings = context.settings()
     owner = auth.owner()
+    env = {} if env_kept else checked_env(body.get("runtime_options"))
     body = {**body, "runtime_options": withheld(body.get("runtime_options"))}
     options = RuntimeOptions.from_dict(body.get("runtime_options"))
     inline = body.get("input") or {}
@@ -138,7 +143,11 @@ def create_job(
     if workspace is not None and cached is None:
         pin_bound_files(workspace, settings.requests_dir / request_id)
     _commit_with_uploads_dir(
-        conn, settings.requests_dir / request_id / "uploads" if needs_upload else None
+        conn,
+        settings.requests_dir / request_id / "uploads" if needs_upload else None,
+        # a run answered from the cache starts no process: its variables are not kept
+        settings.requests_dir / request_id if cached is None else None,
+        env,
     )
     if dispatch is not None:
         context.queue_bound().accepted()
@@ -177,16 +186,38 @@ def _callback(body: dict[str, Any], allowed: tuple[str, ...]) -> str | None:
     return str(url)
 
 
-def _commit_with_uploads_dir(conn: Connection, uploads: Path | None) -> None:
-    """Make the uploads folder before the commit: a disk that cannot take it leaves no job
-    behind (the payload itself is in the requests row)."""
+def checked_env(options: Any) -> dict[str, str]:
+    """The variables a request's runtime_options.env gives its run (runner_core.run_env);
+    400 INVALID_REQUEST naming the variable (never its value) when one cannot be given."""
+    try:
+        return run_env.checked(options, context.settings().run_env_names, held())
+    except run_env.RunEnvRefused as exc:
+        details = {"field": "runtime_options.env"}
+        if exc.name is not None:
+            details["variable"] = exc.name[:128]
+        raise ApiError(400, ErrorCode.INVALID_REQUEST, str(exc), details) from exc
+
+
+def _commit_with_uploads_dir(
+    conn: Connection,
+    uploads: Path | None,
+    request_dir: Path | None = None,
+    env: dict[str, str] | None = None,
+) -> None:
+    """Make the uploads folder and keep the run's variables before the commit: a disk that
+    cannot take them leaves no job behind (the payload itself is in the requests row)."""
     if uploads is not None:
         uploads.mkdir(parents=True, exist_ok=True)
+    kept = run_env.write(request_dir, env) if request_dir is not None and env else None
     try:
         conn.commit()
     except BaseException:
+        if kept is not None:
+            kept.unlink(missing_ok=True)
         if uploads is not None:
             _remove_empty(uploads, uploads.parent)
+        elif kept is not None:
+            _remove_empty(kept.parent)
         raise
 
 

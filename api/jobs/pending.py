@@ -20,7 +20,7 @@ from flask import request
 
 from api import auth, context
 from api.errors import ApiError
-from api.jobs.create import Accepted, create_job, take_inputs
+from api.jobs.create import Accepted, checked_env, create_job, take_inputs
 from api.jobs.read import load_job, not_found
 from api.jobs.rows import JobRow
 from api.zip_bodies import (
@@ -31,6 +31,7 @@ from api.zip_bodies import (
     upload_limits,
     upload_lock,
 )
+from runner_core import run_env
 from runner_core.error_codes import ErrorCode
 from runner_core.runtime_options import withheld
 from runner_core.skills import SkillPackage, load_skill
@@ -45,12 +46,14 @@ RUN_KIND = "temp"  # the worker reads the package from the request's own directo
 
 def hold_for_package(body: dict[str, Any], request_kind: str) -> dict[str, Any]:
     """Keep the body of a run whose package comes with its upload; answer its request id."""
+    env = checked_env(body.get("runtime_options"))
     request_id = str(uuid.uuid4())
     request_dir = context.settings().requests_dir / request_id
     request_dir.mkdir(parents=True)
     kept = {k: v for k, v in body.items() if k not in ("skill_id", "skill_source")}
-    if "runtime_options" in kept:  # no secret is written while the package is on its way
+    if "runtime_options" in kept:  # its variables' values go to their own file, not here
         kept["runtime_options"] = withheld(kept["runtime_options"])
+    run_env.write(request_dir, env)
     held = {"kind": request_kind, "owner": auth.owner(), "body": kept}
     (request_dir / PENDING).write_text(json.dumps(held), encoding="utf-8")
     return {"request_id": request_id, "status": "queued", "cache_hit": False}
@@ -192,7 +195,13 @@ def _create(request_id: str, request_kind: str, body: dict[str, Any], cap: int) 
         package.unlink()
         with context.connect() as conn:
             accepted = create_job(
-                conn, pkg, body, kind=RUN_KIND, request_id=request_id, request_kind=request_kind
+                conn,
+                pkg,
+                body,
+                kind=RUN_KIND,
+                request_id=request_id,
+                request_kind=request_kind,
+                env_kept=True,
             )
     except ApiError as exc:
         package.unlink(missing_ok=True)

@@ -269,7 +269,7 @@ def test_two_step_temp_skill_run_refusals(client, queue):
 
 def test_unknown_runtime_options_are_kept_not_refused(client, app):
     options = {
-        "env": {"A": "1"},
+        "env": {"ZOTERO_BRIDGE_SCOPE": "1"},
         "collect_skill_run_feedback": True,
         "workflow_mcp": {"enabled": False},
         "preamble_prompt": "be brief",
@@ -279,7 +279,8 @@ def test_unknown_runtime_options_are_kept_not_refused(client, app):
     with app.extensions["db"]() as session:
         run = session.scalars(select(Run)).one()
         # stored as sent, but for env's values (secrets: test_plugin_requests.py)
-        assert run.runtime_options == {**options, "env": {"A": {"redacted": True}}}
+        redacted = {"ZOTERO_BRIDGE_SCOPE": {"redacted": True}}
+        assert run.runtime_options == {**options, "env": redacted}
 
 
 def test_cleanup_forgets_bodies_whose_package_never_came(client, settings):

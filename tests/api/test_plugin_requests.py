@@ -231,21 +231,27 @@ def test_a_temp_upload_job_is_queued_not_404_while_its_package_is_on_the_way(cli
 SECRET = "host-bridge-token-0123456789"
 
 
-def test_the_values_of_runtime_options_env_are_never_kept(client, app, settings):
+def test_the_values_of_runtime_options_env_are_kept_apart_for_the_run_only(client, app, settings):
     """src/modules/workflowExecution/preparationSeam.ts puts the Zotero Host Bridge's URL and
     token into `runtime_options.env` (Skill-Runner starts the agent with those variables and
-    stores them apart, redacted). This service does not act on `env`, and kept it as sent: the
-    token was in the database, the run's input.json (served by /file and the debug bundle) and
-    a held temp_upload body. Values are now `{"redacted": true}`, names kept."""
-    env = {"ZOTERO_BRIDGE_URL": "http://127.0.0.1:23119", "ZOTERO_BRIDGE_TOKEN": SECRET}
+    stores them apart, redacted). The token was kept as sent (in the database, the run's
+    input.json, a held temp_upload body), then dropped: the run could not reach Zotero. The
+    database and the held body now keep `{"redacted": true}`, the values a 0600 file beside the
+    request that only the worker reads (runner_core.run_env)."""
+    env = {
+        "ZOTERO_BRIDGE_ENDPOINT": "http://127.0.0.1:23119/bridge/v1",
+        "ZOTERO_BRIDGE_TOKEN": SECRET,
+    }
     options = {"execution_mode": "auto", "no_cache": True, "env": env}
     rid = plugin_job(client, options).json["request_id"]
-    redacted = {"ZOTERO_BRIDGE_URL": {"redacted": True}, "ZOTERO_BRIDGE_TOKEN": {"redacted": True}}
+    redacted = {name: {"redacted": True} for name in env}
     with app.extensions["db"]() as session:
         req = session.get(Request, rid)
         run = session.get(Run, req.run_id)
         assert run.runtime_options["env"] == redacted and run.runtime_options["no_cache"] is True
         assert SECRET not in json.dumps(req.payload, default=str)
+    kept = settings.requests_dir / rid / "run_env.json"
+    assert json.loads(kept.read_text()) == env and oct(kept.stat().st_mode & 0o777) == "0o600"
     held = client.post(
         "/v1/jobs", json={"skill_source": "temp_upload", "runtime_options": options}
     ).json["request_id"]
@@ -256,6 +262,7 @@ def test_the_values_of_runtime_options_env_are_never_kept(client, app, settings)
     with app.extensions["db"]() as session:
         run = session.get(Run, session.get(Request, held).run_id)
         assert run.runtime_options["env"] == redacted
+    assert json.loads((settings.requests_dir / held / "run_env.json").read_text()) == env
 
 
 def test_chat_messages_leave_out_the_question_block(client, app):

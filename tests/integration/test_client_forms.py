@@ -138,7 +138,11 @@ def test_plugin_installed_skill_with_a_path_named_file_input(codex_stack):
             "engine": "codex",
             "input": {"doc": target},
             "parameter": {},
-            "runtime_options": {"execution_mode": "auto", "env": {"A": "1"}},
+            "runtime_options": {
+                "execution_mode": "auto",
+                "env": {"ZOTERO_BRIDGE_SCOPE": "{}"},
+                "collect_skill_run_feedback": True,
+            },
         },
     )
     assert created.status_code == 200, created.json
@@ -151,7 +155,7 @@ def test_plugin_installed_skill_with_a_path_named_file_input(codex_stack):
     assert seen(codex_stack, status) == "the paper"
     assert client.get(f"/v1/jobs/{rid}/result").json["result"]["data"] == RESULT
     warnings = [w for w in status["warnings"] if w["code"] == "RUNTIME_OPTION_IGNORED"]
-    assert [w["details"]["keys"] for w in warnings] == [["env"]]
+    assert [w["details"]["keys"] for w in warnings] == [["collect_skill_run_feedback"]]
 
 
 def test_plugin_temp_upload_job(codex_stack):

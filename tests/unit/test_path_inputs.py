@@ -120,9 +120,8 @@ def test_unused_runtime_option_keys_are_named_known_ones_are_not():
         "workflow_mcp": {},
         "preamble_prompt": "x",
     }
-    assert unused_keys(sent) == [
+    assert unused_keys(sent) == [  # env is given to the run's processes (runner_core.run_env)
         "collect_skill_run_feedback",
-        "env",
         "preamble_prompt",
         "workflow_mcp",
     ]
