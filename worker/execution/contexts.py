@@ -7,9 +7,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
+from runner_core import run_env
 from runner_core.events import EventLog
 from runner_core.inputs import ResolvedInputs
 from runner_core.output import RepairReply, RepairRequest
+from runner_core.secret_values import known, remember
 from runner_core.settings import Settings
 from runner_core.skills import SkillPackage
 from runner_core.store.models import Run
@@ -33,10 +35,20 @@ class EntryContext:
     def watch(self, engine: bool = False) -> Watch:
         """A fresh watch (deadline, cancel poll, box) for one process of this run; `engine`:
         for an engine CLI (or its dependencies), which keeps the network."""
-        watch = replace(self.make_watch(self.pkg), run_dir=self.paths.root)
+        watch = replace(self.make_watch(self.pkg), run_dir=self.paths.root, env=self.variables())
         if engine and watch.box is not None:
             watch = replace(watch, box=watch.box.for_engine())
         return watch
+
+    def variables(self) -> dict[str, str]:
+        """The variables the run's request gives each of its processes (runner_core.run_env),
+        read for each process: a later turn may run on another host. Their values are masked
+        from then on in this process's logs, the run's logs and its events."""
+        env = run_env.read(self.settings.requests_dir / self.run.request_id)
+        new = [value for value in env.values() if value not in known()]
+        if new:
+            remember(*new)
+        return env
 
 
 class Repair(Protocol):

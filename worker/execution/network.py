@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
+from runner_core import run_env
 from runner_core.egress import EgressPlan, Endpoint, parse_endpoint
 from runner_core.error_codes import ErrorCode
 from runner_core.metrics import record_egress_refused
@@ -20,7 +21,9 @@ def egress_plan(
     """Where a process of the run may connect when its box holds it: an engine CLI its
     provider (`providers`: runner_core.egress.provider_endpoints) and the skill's allowlist, unless the skill
     asks for the open network (`on`) or the operator keeps engines open; a script step with
-    `allowlist` the hosts it names. None: as the box's `network` says (open, or none at all)."""
+    `allowlist` the hosts it names. Each also the Host Bridge its request names, when the
+    operator allows that endpoint (bridge_endpoint). None: as the box's `network` says (open,
+    or none at all)."""
     manifest = entry.pkg.manifest
     automation = manifest.automation if manifest is not None else Automation()
     if automation.network == "on" and entry.settings.network_on == "forbid":
@@ -33,13 +36,29 @@ def egress_plan(
         allowed = set(providers or ())
     elif automation.network == "allowlist":
         allowed = set()
-    else:
-        return None  # a script with network off: its own loopback only
+    else:  # a script with network off: its own loopback only, and its request's bridge
+        bridge = bridge_endpoint(entry)
+        return None if bridge is None else EgressPlan(frozenset({bridge}), _refusals(entry, engine))
     for item in (*automation.allowlist, *entry.settings.egress_allow):
         endpoint = parse_endpoint(item)
         if endpoint is not None:
             allowed.add(endpoint)
+    bridge = bridge_endpoint(entry)
+    if bridge is not None:
+        allowed.add(bridge)
     return EgressPlan(frozenset(allowed), _refusals(entry, engine))
+
+
+def bridge_endpoint(entry: EntryContext) -> Endpoint | None:
+    """The endpoint the run's ZOTERO_BRIDGE_ENDPOINT names, when the operator lists it in
+    SKILL_RUNNER_BRIDGE_ALLOW; else None. Only the operator opens a host: a request naming
+    any other (the metadata service, the broker on loopback) opens nothing."""
+    url = run_env.endpoint_url(entry.variables())
+    endpoint = parse_endpoint(url) if url else None
+    if endpoint is None:
+        return None
+    allowed = {parse_endpoint(item) for item in entry.settings.bridge_allow}
+    return endpoint if endpoint in allowed else None
 
 
 def _refusals(entry: EntryContext, engine: str | None) -> Callable[[Endpoint], None]:

@@ -12,8 +12,8 @@ import select
 import signal
 import subprocess
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO
 
@@ -49,6 +49,9 @@ class Watch:
     egress: EgressPlan | None = None
     # the run directory: once the process ended, links it planted at runner paths are removed
     run_dir: Path | None = None
+    # the variables the run's request gives each of its processes (runner_core.run_env); the
+    # service's own for the process win (the API refuses those names anyway)
+    env: Mapping[str, str] = field(default_factory=dict)
 
 
 def run_command(
@@ -56,6 +59,8 @@ def run_command(
 ) -> ProcessResult:
     """Run `spec` to completion (or until canceled/timed out); the group never outlives this."""
     watch = watch or Watch()
+    if watch.env:
+        spec = replace(spec, env={**watch.env, **spec.env})
     for rel, content in spec.files.items():
         target = spec.cwd / rel if not os.path.isabs(rel) else Path(rel)
         target.parent.mkdir(parents=True, exist_ok=True)
