@@ -68,3 +68,23 @@ def test_an_engine_reaches_its_provider_and_the_listed_bridge(tmp_path):
     provider = Endpoint("api.openai.com", 443)
     plan = egress_plan(listed, "codex", {provider})
     assert plan is not None and plan.allowed == {provider, Endpoint("10.0.0.7", 23119)}
+
+
+def test_a_bridge_the_box_does_not_open_is_a_warning_of_the_run(tmp_path):
+    from runner_core.sandbox import Box, Limits
+    from worker.execution.network import bridge_warning
+
+    box = Box(Limits(2**30, 64, 256), bwrap="/opt/bwrap", run_dir=tmp_path, network=False)
+    unlisted = entry(tmp_path / "a", "box-probe")
+    warning = bridge_warning(unlisted, box, None)
+    assert warning is not None and warning["code"] == "NETWORK_REFUSED"
+    assert warning["details"] == {
+        "host": "10.0.0.7",
+        "port": 23119,
+        "variable": "ZOTERO_BRIDGE_ENDPOINT",
+    }
+    assert "SKILL_RUNNER_BRIDGE_ALLOW" in warning["message"]
+    assert "ZOTERO_BRIDGE_TOKEN" not in warning["message"]
+    assert bridge_warning(unlisted, None, None) is None  # no box: the host's network
+    listed = entry(tmp_path / "b", "box-probe", SKILL_RUNNER_BRIDGE_ALLOW="10.0.0.7:23119")
+    assert bridge_warning(listed, box, None) is None

@@ -112,7 +112,7 @@ def write_caller(skills: Path) -> None:
     (root / "scripts/run.py").write_text(CALLER)
 
 
-def call(stack, port: int) -> tuple[str, dict]:
+def call(stack, port: int) -> tuple[dict, dict]:
     env = {
         "ZOTERO_BRIDGE_ENDPOINT": f"http://127.0.0.1:{port}/bridge/v1",
         "ZOTERO_BRIDGE_TOKEN": TOKEN,
@@ -125,14 +125,16 @@ def call(stack, port: int) -> tuple[str, dict]:
     assert resp.status_code == 200, resp.json
     rid = resp.json["request_id"]
     status = stack.wait(rid, timeout=60)
-    assert status["status"] == "succeeded", status
-    return rid, stack.client.get(f"/v1/jobs/{rid}/result").json["result"]["data"]
+    assert status["status"] == "succeeded", (status.get("error"), status.get("warnings"))
+    return status, stack.client.get(f"/v1/jobs/{rid}/result").json["result"]["data"]
 
 
 def test_the_script_calls_the_bridge_with_the_requests_token(stack, bridges):
     Bridge.heard.clear()
-    rid, data = call(stack, bridges[0])
+    status, data = call(stack, bridges[0])
+    rid = status["request_id"]
     assert data == {"answer": "zotero says hi", "token_length": len(TOKEN)}
+    assert [w for w in status["warnings"] if w["code"] == "NETWORK_REFUSED"] == []
     assert Bridge.heard == [f"Bearer {TOKEN}"]
     texts = {
         "logs": stack.client.get(f"/v1/jobs/{rid}/logs").get_data(as_text=True),
@@ -156,6 +158,10 @@ def test_a_boxed_script_reaches_no_endpoint_the_operator_did_not_list(stack, bri
     if stack.box == "off":
         pytest.skip("without the box a run's network is the host's")
     Bridge.heard.clear()
-    _rid, data = call(stack, bridges[1])  # any API client may name any endpoint
+    status, data = call(stack, bridges[1])  # any API client may name any endpoint
     assert data["answer"].startswith("unreachable"), data
     assert Bridge.heard == []
+    refused = [w for w in status["warnings"] if w["code"] == "NETWORK_REFUSED"]
+    assert [w["details"] for w in refused] == [
+        {"host": "127.0.0.1", "port": bridges[1], "variable": "ZOTERO_BRIDGE_ENDPOINT"}
+    ]

@@ -48,6 +48,7 @@ from worker.execution.engine import tokens_so_far
 from worker.execution.entrypoint import run_entrypoint
 from worker.execution.failures import RunFailed
 from worker.execution.lease import aware
+from worker.execution.network import bridge_warning
 from worker.execution.prepare import (
     enter_workspace,
     resumed_context,
@@ -323,6 +324,8 @@ class RunExecutor:
                 self.settings.network_on,
             )
             self.warnings.extend([warning] if warning else [])
+            bridge = bridge_warning(ctx, ctx.watch().box, self.run.engine)
+            self.warnings.extend([bridge] if bridge else [])
         started = time.perf_counter()
         self.logs_from = _log_sizes(ctx.paths.logs)
         try:

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
+from typing import Any
 
 from runner_core import run_env
 from runner_core.egress import EgressPlan, Endpoint, parse_endpoint
 from runner_core.error_codes import ErrorCode
 from runner_core.metrics import record_egress_refused
 from runner_core.results import run_warning
+from runner_core.sandbox import Box
 from runner_core.skills.model import Automation
 from worker.execution.contexts import EntryContext
 
@@ -24,10 +26,7 @@ def egress_plan(
     `allowlist` the hosts it names. Each also the Host Bridge its request names, when the
     operator allows that endpoint (bridge_endpoint). None: as the box's `network` says (open,
     or none at all)."""
-    manifest = entry.pkg.manifest
-    automation = manifest.automation if manifest is not None else Automation()
-    if automation.network == "on" and entry.settings.network_on == "forbid":
-        automation = replace(automation, network="off")
+    automation = _automation(entry)
     if automation.network == "on":
         return None
     if engine is not None:
@@ -59,6 +58,38 @@ def bridge_endpoint(entry: EntryContext) -> Endpoint | None:
         return None
     allowed = {parse_endpoint(item) for item in entry.settings.bridge_allow}
     return endpoint if endpoint in allowed else None
+
+
+def bridge_warning(
+    entry: EntryContext, box: Box | None, engine: str | None
+) -> dict[str, Any] | None:
+    """NETWORK_REFUSED when the run's request names a Host Bridge its box will not open (the
+    operator does not list it): the skill's calls to it fail, and this says why at once."""
+    url = run_env.endpoint_url(entry.variables())
+    named = parse_endpoint(url) if url else None
+    if named is None or box is None or box.bwrap is None or bridge_endpoint(entry) is not None:
+        return None
+    settings = entry.settings
+    if _automation(entry).network == "on":
+        return None  # the open network: nothing is cut
+    if engine is not None and settings.engine_network == "open":
+        return None
+    return run_warning(
+        ErrorCode.NETWORK_REFUSED,
+        f"the run's box does not open the Host Bridge at {named} that its request names "
+        f"({run_env.ENDPOINT_NAME}): SKILL_RUNNER_BRIDGE_ALLOW does not list it",
+        {"host": named.host, "port": named.port, "variable": run_env.ENDPOINT_NAME},
+    )
+
+
+def _automation(entry: EntryContext) -> Automation:
+    """The skill's automation block; its `network: on` taken as `off` when the operator
+    forbids that (SKILL_RUNNER_NETWORK_ON)."""
+    manifest = entry.pkg.manifest
+    automation = manifest.automation if manifest is not None else Automation()
+    if automation.network == "on" and entry.settings.network_on == "forbid":
+        automation = replace(automation, network="off")
+    return automation
 
 
 def _refusals(entry: EntryContext, engine: str | None) -> Callable[[Endpoint], None]:
