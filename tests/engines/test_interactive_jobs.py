@@ -398,3 +398,29 @@ def test_the_event_stream_tells_the_whole_conversation(service):
         assert rest == history[3:]
     window = client.get(f"/v1/jobs/{rid}/events/history?from_seq=2&to_seq=4").json["events"]
     assert [e["seq"] for e in window] == [2, 3, 4]
+
+
+def test_each_turn_of_the_cli_gets_the_requests_variables(service):
+    """runtime_options.env reaches the engine CLI of the first turn and of the resumed one
+    (their shell tools write what they see), and the token is masked in the run's logs."""
+    token = "bridge-token-4c6e8a0b2d"
+    seen = 'printf "%s %s" "$ZOTERO_BRIDGE_SCOPE" "$ZOTERO_BRIDGE_TOKEN"'
+    finish = {**FINISH, "command": f"{seen} > turn2.txt; echo $ZOTERO_BRIDGE_TOKEN"}
+    script = Script(
+        command=f"{seen} > turn1.txt",
+        final_text=QUESTION,
+        when=({"contains": REPLIED, **finish},),
+    )
+    env = {"ZOTERO_BRIDGE_SCOPE": "scope-1", "ZOTERO_BRIDGE_TOKEN": token}
+    rid = start(service, script=script, env=env)
+    status = wait(service, rid)
+    assert status["status"] == "waiting_user", status
+    answered = reply(service, rid, status["pending_interaction_id"], "TITLE-B-7")
+    assert answered.status_code == 200, answered.json
+    status = wait(service, rid, TERMINAL_STATUSES)
+    assert status["status"] == "succeeded", status
+    run_dir = service["settings"].runs_dir / status["run_id"]
+    for turn in ("turn1.txt", "turn2.txt"):
+        assert (run_dir / turn).read_text() == f"scope-1 {token}"
+    logs = service["client"].get(f"/v1/jobs/{rid}/logs").get_data(as_text=True)
+    assert token not in logs and "*" * len(token) in logs  # the echo is there, masked
