@@ -88,3 +88,18 @@ def test_a_bridge_the_box_does_not_open_is_a_warning_of_the_run(tmp_path):
     assert bridge_warning(unlisted, None, None) is None  # no box: the host's network
     listed = entry(tmp_path / "b", "box-probe", SKILL_RUNNER_BRIDGE_ALLOW="10.0.0.7:23119")
     assert bridge_warning(listed, box, None) is None
+
+
+def test_a_composites_step_gets_the_variables_of_its_parents_request(tmp_path, monkeypatch):
+    from worker import context
+    from worker.composite.children import new_child
+
+    settings = load_settings({"SKILL_RUNNER_DATA_DIR": str(tmp_path / "data")})
+    monkeypatch.setattr(context, "settings", lambda: settings)
+    run_env.write(settings.requests_dir / "parent-req", BRIDGE)
+    parent = SimpleNamespace(id="parent-run", request_id="parent-req", owner=None)
+    child = new_child(parent, "step-1", str(TEST_SKILLS / "box-probe"), {})  # type: ignore[arg-type]
+    assert run_env.read(settings.requests_dir / child.new.request_id) == BRIDGE
+    quiet = SimpleNamespace(id="other-run", request_id="other-req", owner=None)
+    child = new_child(quiet, "step-1", str(TEST_SKILLS / "box-probe"), {})  # type: ignore[arg-type]
+    assert not (settings.requests_dir / child.new.request_id).exists()

@@ -13,6 +13,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from runner_core import run_env
 from runner_core.openevo.steps import Attempt, parse_child_name, run_attempt_of
 from runner_core.queues import queue_for
 from runner_core.results import RunEnd, RunError, read_result
@@ -106,6 +107,8 @@ def new_child(
             pkgs[skill_id] = pkg
     engine = pkg.effective_engines[0] if pkg.effective_engines else None
     now, request_id, run_id = utcnow(), str(uuid.uuid4()), str(uuid.uuid4())
+    requests = context.settings().requests_dir  # the step's processes get the request's variables
+    run_env.write(requests / request_id, run_env.read(requests / parent.request_id))
     options = {"timeout_sec": max(1, math.ceil(timeout_ms / 1000))} if timeout_ms else {}
     payload = {
         "skill_id": skill_id,
