@@ -68,7 +68,13 @@ def parse_endpoint(text: str, default_port: int = 443) -> Endpoint | None:
             return Endpoint(
                 parts.hostname.lower(), parts.port or (443 if parts.scheme == "https" else 80)
             )
-        host, _, number = text.rpartition(":") if text.count(":") == 1 else (text, "", "")
+        if text.startswith("["):  # [v6 address] or [v6 address]:port
+            host, _, rest = text[1:].partition("]")
+            if rest and not rest.startswith(":"):
+                return None
+            number = rest[1:]
+        else:
+            host, _, number = text.rpartition(":") if text.count(":") == 1 else (text, "", "")
         if not host:
             return None
         return Endpoint(host.lower().strip("[]"), int(number) if number else default_port)

@@ -322,6 +322,18 @@ def egress_allow(raw: str) -> tuple[str, ...]:
     return items
 
 
+def bridge_allow(raw: str) -> tuple[str, ...]:
+    """SKILL_RUNNER_BRIDGE_ALLOW: host:port entries, comma-separated; the port is required (a
+    bridge has no default one), and an entry that names no endpoint would open nothing."""
+    items = _items(raw)
+    for item in items:
+        endpoint = parse_endpoint(item) if "://" not in item else None
+        port_given = ":" in item.rsplit("]", 1)[-1]  # not the colons of a [v6 address]
+        if endpoint is None or not port_given or not 0 < endpoint.port < 65536:
+            raise SettingsError(f"SKILL_RUNNER_BRIDGE_ALLOW: {item!r} is not host:port")
+    return items
+
+
 def _config_file(environ: MutableMapping[str, str]) -> None:
     try:
         apply_config_file(environ)
@@ -452,7 +464,7 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         ),
         egress_allow=egress_allow(env.get("SKILL_RUNNER_EGRESS_ALLOW", "")),
         run_env_names=_items(env.get("SKILL_RUNNER_RUN_ENV_NAMES", "ZOTERO_BRIDGE_*")),
-        bridge_allow=_items(env.get("SKILL_RUNNER_BRIDGE_ALLOW", "")),
+        bridge_allow=bridge_allow(env.get("SKILL_RUNNER_BRIDGE_ALLOW", "")),
         sandbox_read_paths=tuple(
             Path(p).resolve()
             for p in env.get("SKILL_RUNNER_SANDBOX_READ_PATHS", "").split(os.pathsep)

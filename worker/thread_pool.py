@@ -18,12 +18,16 @@ from celery.concurrency.thread import TaskPool
 from celery.worker import state as worker_state
 from sqlalchemy import select
 
+from runner_core.error_codes import ErrorCode
+from runner_core.results import RunError
 from runner_core.statuses import RunStatus
-from runner_core.store import runs as run_states
+from runner_core.store.cancels import request_cancel
 from runner_core.store.models import Run
 from worker.context import sessions
 
 log = logging.getLogger(__name__)
+# asked for by whoever stopped the service cold (a second Ctrl-C, SIGQUIT)
+COLD_STOP = RunError(ErrorCode.CANCELED_BY_USER, "canceled by the service's cold stop")
 
 
 def cancel_runs_of(worker: str) -> list[str]:
@@ -32,7 +36,7 @@ def cancel_runs_of(worker: str) -> list[str]:
         running = session.scalars(
             select(Run.id).where(Run.worker == worker, Run.status == RunStatus.RUNNING)
         ).all()
-        return [run_id for run_id in running if run_states.request_cancel(session, run_id)]
+        return [run_id for run_id in running if request_cancel(session, run_id, COLD_STOP)]
 
 
 class RunThreadPool(TaskPool):

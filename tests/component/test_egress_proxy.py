@@ -86,6 +86,10 @@ def test_plain_http_is_sent_to_the_origin_one_request_per_connection(web):
 
 def test_endpoints_are_read_from_the_engine_configuration_only():
     assert parse_endpoint("http://127.0.0.1:8080/v1") == Endpoint("127.0.0.1", 8080)
+    # a bracketed v6 address with its port (it was read as the host '::1]:23119', port 443)
+    assert parse_endpoint("[::1]:23119") == Endpoint("::1", 23119)
+    assert parse_endpoint("[::1]") == Endpoint("::1", 443)
+    assert parse_endpoint("[::1]x") is None
     assert parse_endpoint("https://API.example.com/v1") == Endpoint("api.example.com", 443)
     assert parse_endpoint("example.com") == Endpoint("example.com", 443)
     assert parse_endpoint("example.com:80") == Endpoint("example.com", 80)

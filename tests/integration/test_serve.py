@@ -212,5 +212,7 @@ def test_a_second_ctrl_c_cancels_the_running_runs_and_leaves_no_command(tmp_path
     gone, alive = psutil.wait_procs(family, timeout=5)
     assert alive == [], [p.pid for p in alive]
     with sqlite3.connect(tmp_path / "data" / "runs.db") as db:
-        row = db.execute("SELECT status, error_code FROM runs WHERE id = ?", (run_id,)).fetchone()
-    assert row == ("canceled", "CANCELED_BY_USER")
+        query = "SELECT status, error_code, error FROM runs WHERE id = ?"
+        status, code, error = db.execute(query, (run_id,)).fetchone()
+    assert (status, code) == ("canceled", "CANCELED_BY_USER")
+    assert json.loads(error)["message"] == "canceled by the service's cold stop"

@@ -92,6 +92,10 @@ def test_per_engine_running_limits_are_read_by_engine_key(tmp_path) -> None:
         ({"SKILL_RUNNER_WEBHOOK_HOSTS": "ci.example.org:8443"}, "'ci.example.org:8443' is not a"),
         ({"SKILL_RUNNER_EGRESS_ALLOW": "mirror:80,proxy:abc"}, "'proxy:abc' is not host[:port]"),
         ({"SKILL_RUNNER_EGRESS_ALLOW": "mirror:99999"}, "'mirror:99999' is not host[:port]"),
+        # a bridge entry never matched without its port (443 taken), so it opened nothing
+        ({"SKILL_RUNNER_BRIDGE_ALLOW": "127.0.0.1"}, "'127.0.0.1' is not host:port"),
+        ({"SKILL_RUNNER_BRIDGE_ALLOW": "[::1]"}, "'[::1]' is not host:port"),
+        ({"SKILL_RUNNER_BRIDGE_ALLOW": "h:1,http://h:2"}, "'http://h:2' is not host:port"),
         (  # taken, then a POST /v1/jobs repeating an Idempotency-Key failed 500 (OverflowError)
             {"SKILL_RUNNER_IDEMPOTENCY_TTL_SEC": "99999999999"},
             "SKILL_RUNNER_IDEMPOTENCY_TTL_SEC must be at most 315360000 (ten years)",
@@ -211,7 +215,9 @@ def test_webhook_hosts_and_egress_entries_that_can_match_are_kept(tmp_path) -> N
             "SKILL_RUNNER_DATA_DIR": str(tmp_path),
             "SKILL_RUNNER_WEBHOOK_HOSTS": " Hooks.Example.org , 10.0.0.5, [::1], my_host ",
             "SKILL_RUNNER_EGRESS_ALLOW": "mirror.local:8080, proxy.corp, https://pypi.example/",
+            "SKILL_RUNNER_BRIDGE_ALLOW": "127.0.0.1:23119, [::1]:23119",
         }
     )
+    assert settings.bridge_allow == ("127.0.0.1:23119", "[::1]:23119")
     assert settings.webhook_hosts == ("hooks.example.org", "10.0.0.5", "::1", "my_host")
     assert settings.egress_allow == ("mirror.local:8080", "proxy.corp", "https://pypi.example/")
