@@ -32,6 +32,7 @@ from runner_core.metrics import use_metrics_dir
 from runner_core.settings import DEMO_LLM_WARNING
 from runner_core.skills import SkillRegistry
 from runner_core.store.db import make_engine, make_sessionmaker
+from runner_core.sweep_mark import SweepMark
 
 
 class RunnerApi(Api):
@@ -73,6 +74,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     app.extensions["finish_watcher"] = FinishWatcher(settings.broker_url, max_waiters=max_waiters())
     app.extensions["event_publisher"] = EventPublisher(settings.broker_url)
     app.extensions["event_hub"] = EventHub(settings.broker_url)
+    app.extensions["sweep_mark"] = SweepMark(settings.broker_url)
     register_error_handlers(app)
     tag_request_lines(app)
     register_metrics(app)

@@ -37,6 +37,7 @@ from runner_core.store import cancels, checkpoint, claim
 from runner_core.store import runs as run_states
 from runner_core.store.db import make_engine, make_sessionmaker, retry_unavailable
 from runner_core.store.models import Run
+from runner_core.sweep_mark import mark_of
 from worker import context
 from worker.composite import workflow as composite
 from worker.composite.calls import calls_served
@@ -316,4 +317,5 @@ def sweep() -> dict:
             copies.prune(installed_signatures(settings.skills_dir))
     except OSError:
         log.warning("run pool / skill copies prune failed", exc_info=True)
+    mark_of(settings.broker_url).swept()  # /healthz reports how long ago
     return report

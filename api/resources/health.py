@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 
+from flask import current_app
 from flask.views import MethodView
 from sqlalchemy import text
 
@@ -46,7 +47,13 @@ class Health(MethodView):
             "sandbox": sandbox_status(
                 settings.sandbox, settings.sandbox_bwrap, settings.engine_network
             ),
+            # reported, not judged: an API is often up before its workers
+            "last_sweep_sec_ago": _rounded(current_app.extensions["sweep_mark"].seconds_since()),
         }, status
+
+
+def _rounded(seconds: float | None) -> float | None:
+    return None if seconds is None else round(seconds, 1)
 
 
 def disk_state(settings) -> str:

@@ -440,6 +440,13 @@ class Health(Schema):
     disk = fields.String()
     demo_llm = fields.Boolean()
     sandbox = fields.Nested(SandboxState)
+    last_sweep_sec_ago = fields.Float(
+        allow_none=True,
+        metadata={
+            "description": "seconds since the sweep last ended (null: none recorded, or a "
+            "broker other than Redis); far past its interval, no worker or no beat runs"
+        },
+    )
 
 
 class ArtifactManifest(Schema):

@@ -21,6 +21,7 @@ def test_healthz(client, queue):
         "broker": "ok",
         "disk": "ok",
         "demo_llm": False,
+        "last_sweep_sec_ago": None,  # the test's broker does not run: none recorded
     }
     queue.broker_state = "error: ConnectionError"
     resp = client.get("/healthz")

@@ -18,6 +18,7 @@ from api import create_app
 from api.queue import CeleryQueue
 from runner_core.events import is_terminal, read_events
 from runner_core.store.models import Run, utcnow
+from runner_core.sweep_mark import SweepMark
 from tests.helpers import upload_body, wait_for
 from tests.integration.lifecycle_helpers import (
     PrivateRedis,
@@ -100,6 +101,19 @@ def hard_kill(worker: WorkerProcess) -> None:
     worker.kill(signal.SIGKILL)
     for child in children:
         child.send_signal(signal.SIGKILL)
+
+
+def test_healthz_says_how_long_ago_the_sweep_ran(stack):
+    """The sweep marks its end in the broker; /healthz reports it, so an API whose workers or
+    beat are gone shows a sweep far in the past (here: an old mark, then the worker's sweep
+    every second replaces it)."""
+    SweepMark(stack.settings.broker_url).swept(time.time() - 1000)
+    assert stack.client.get("/healthz").json["last_sweep_sec_ago"] >= 999
+    wait_for(
+        lambda: stack.client.get("/healthz").json["last_sweep_sec_ago"] < 5, 30, 0.2,
+        what="a sweep after the old mark",
+    )  # fmt: skip
+    assert stack.client.get("/healthz").json["status"] == "ok"
 
 
 def test_timeout_kills_the_whole_process_tree(stack):
