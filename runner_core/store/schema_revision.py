@@ -9,7 +9,7 @@ from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
-SCHEMA_REVISION = "0016"  # migrations/versions: ids are zero-padded, so they sort as they apply
+SCHEMA_REVISION = "0018"  # migrations/versions: ids are zero-padded, so they sort as they apply
 MIGRATE_HINT = "run `skill-runner migrate`"
 
 

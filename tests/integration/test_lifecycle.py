@@ -219,7 +219,13 @@ def test_cancel_after_success_is_not_accepted_and_changes_nothing(stack):
     before = stack.wait(rid)
     assert before["status"] == "succeeded"
     resp = stack.client.post(f"/v1/jobs/{rid}/cancel").json
-    assert resp == {"request_id": rid, "accepted": False, "status": "succeeded"}
+    assert resp == {
+        "request_id": rid,
+        "run_id": before["run_id"],
+        "accepted": False,
+        "status": "succeeded",
+        "message": "the run had already ended (succeeded): nothing to cancel",
+    }
     assert job(stack, rid) == before
 
 
