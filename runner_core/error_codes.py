@@ -105,6 +105,7 @@ class ErrorCode(StrEnum):
     ORCHESTRATOR_RESTART_INTERRUPTED = "ORCHESTRATOR_RESTART_INTERRUPTED"
     QUEUE_NOT_SERVED = "QUEUE_NOT_SERVED"
     SESSION_RESUME_FAILED = "SESSION_RESUME_FAILED"
+    RUNTIME_ENV_SECRET_MISSING = "RUNTIME_ENV_SECRET_MISSING"
     INTERACTIVE_MAX_ATTEMPT_EXCEEDED = "INTERACTIVE_MAX_ATTEMPT_EXCEEDED"
     CALLBACK_URL_REFUSED = "CALLBACK_URL_REFUSED"
     RUN_NOT_INTERACTIVE = "RUN_NOT_INTERACTIVE"
@@ -303,6 +304,9 @@ CATALOGUE: dict[ErrorCode, CodeUse] = {
     ),
     _C.SESSION_RESUME_FAILED: CodeUse(
         (RUN,), "a waiting run had no session to resume, or the CLI could not find it"
+    ),
+    _C.RUNTIME_ENV_SECRET_MISSING: CodeUse(
+        (RUN,), "the request named runtime_options.env variables whose kept values are gone"
     ),
     _C.INTERACTIVE_MAX_ATTEMPT_EXCEEDED: CodeUse(
         (RUN,), "an interactive run reached the skill's max_attempt turns without finishing"

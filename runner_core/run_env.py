@@ -120,10 +120,30 @@ def _withheld(value: Any) -> bool:
     return isinstance(value, Mapping) and value.get("redacted") is True
 
 
-def write(request_dir: Path, env: Mapping[str, str]) -> Path | None:
+class RunEnvMissing(Exception):
+    """The request named variables but the file of their values is gone (a data directory
+    restored without it, a cleanup, another host that does not share it)."""
+
+    def __init__(self, names: list[str]) -> None:
+        super().__init__(
+            "the run's request named variables (runtime_options.env: "
+            f"{', '.join(names)}) but their values are no longer kept; send the request again"
+        )
+        self.names = names
+
+
+def declared(options: Any) -> list[str]:
+    """The variable names `options["env"]` declares (the values may be withheld)."""
+    env = options.get("env") if isinstance(options, Mapping) else None
+    return sorted(str(name) for name in env) if isinstance(env, Mapping) else []
+
+
+def write(request_dir: Path, env: Mapping[str, str], named: bool = False) -> Path | None:
     """Keep `env` for the run's worker: a file only the service's user may read, created with
-    that mode (never readable, not even for a moment). None when there is nothing to keep."""
-    if not env:
+    that mode (never readable, not even for a moment). None when there is nothing to keep;
+    `named`: the request declared variables, so the file is kept even when it gives none of
+    them a value (all sent back withheld), and its absence later means it was lost."""
+    if not env and not named:
         return None
     request_dir.mkdir(parents=True, exist_ok=True)
     path = request_dir / FILE
@@ -148,6 +168,14 @@ def read(request_dir: Path) -> dict[str, str]:
         for k, v in data.items()
         if isinstance(v, str) and _NAME.fullmatch(str(k)) and not is_refused(str(k))
     }
+
+
+def read_declared(request_dir: Path, names: list[str]) -> dict[str, str]:
+    """`read`, for a run whose request declared `names`: raises RunEnvMissing when they are
+    declared but the file is gone (the run would go on without them and fail obscurely)."""
+    if names and not (request_dir / FILE).is_file():
+        raise RunEnvMissing(names)
+    return read(request_dir)
 
 
 def endpoint_url(env: Mapping[str, str]) -> str | None:

@@ -68,6 +68,8 @@ def create_job(
     settings = context.settings()
     owner = auth.owner()
     env = {} if env_kept else checked_env(body.get("runtime_options"))
+    # a file even with no value in it (all sent back withheld): its absence means they were lost
+    named = not env_kept and bool(run_env.declared(body.get("runtime_options")))
     body = {**body, "runtime_options": withheld(body.get("runtime_options"))}
     options = RuntimeOptions.from_dict(body.get("runtime_options"))
     inline = body.get("input") or {}
@@ -148,6 +150,7 @@ def create_job(
         # a run answered from the cache starts no process: its variables are not kept
         settings.requests_dir / request_id if cached is None else None,
         env,
+        named,
     )
     if dispatch is not None:
         context.queue_bound().accepted()
@@ -203,12 +206,13 @@ def _commit_with_uploads_dir(
     uploads: Path | None,
     request_dir: Path | None = None,
     env: dict[str, str] | None = None,
+    named: bool = False,
 ) -> None:
     """Make the uploads folder and keep the run's variables before the commit: a disk that
     cannot take them leaves no job behind (the payload itself is in the requests row)."""
     if uploads is not None:
         uploads.mkdir(parents=True, exist_ok=True)
-    kept = run_env.write(request_dir, env) if request_dir is not None and env else None
+    kept = run_env.write(request_dir, env or {}, named) if request_dir is not None else None
     try:
         conn.commit()
     except BaseException:

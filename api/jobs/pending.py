@@ -53,7 +53,7 @@ def hold_for_package(body: dict[str, Any], request_kind: str) -> dict[str, Any]:
     kept = {k: v for k, v in body.items() if k not in ("skill_id", "skill_source")}
     if "runtime_options" in kept:  # its variables' values go to their own file, not here
         kept["runtime_options"] = withheld(kept["runtime_options"])
-    run_env.write(request_dir, env)
+    run_env.write(request_dir, env, bool(run_env.declared(body.get("runtime_options"))))
     held = {"kind": request_kind, "owner": auth.owner(), "body": kept}
     (request_dir / PENDING).write_text(json.dumps(held), encoding="utf-8")
     return {"request_id": request_id, "status": "queued", "cache_hit": False}

@@ -80,3 +80,16 @@ def test_a_run_answered_from_the_cache_keeps_no_values(client, settings, app):
     again = client.post("/v1/jobs", json=body)
     assert again.status_code == 200 and again.json["cache_hit"] is True
     assert not (settings.requests_dir / again.json["request_id"] / "run_env.json").exists()
+
+
+def test_variables_sent_back_withheld_still_leave_their_file(client, settings, queue):
+    resp = job(client, {"ZOTERO_BRIDGE_TOKEN": {"redacted": True}})
+    assert resp.status_code == 200, resp.json
+    kept = settings.requests_dir / resp.json["request_id"] / "run_env.json"
+    # the worker takes a missing file for lost values (RUNTIME_ENV_SECRET_MISSING)
+    assert json.loads(kept.read_text()) == {}
+    quiet = client.post(
+        "/v1/jobs",
+        json={"skill_id": "pick-title", "engine": "codex", "input": {"text": "other"}},
+    )
+    assert not (settings.requests_dir / quiet.json["request_id"] / "run_env.json").exists()

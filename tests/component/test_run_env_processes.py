@@ -26,7 +26,10 @@ BRIDGE = {"ZOTERO_BRIDGE_ENDPOINT": "http://10.0.0.7:23119/bridge/v1", "ZOTERO_B
 def entry(tmp_path: Path, skill: str, **env: str) -> EntryContext:
     settings = load_settings({"SKILL_RUNNER_DATA_DIR": str(tmp_path / "data"), **env})
     run_env.write(settings.requests_dir / "req-1", BRIDGE)
-    run = SimpleNamespace(id="run-1", request_id="req-1", engine=None)
+    names = {name: {"redacted": True} for name in BRIDGE}
+    run = SimpleNamespace(
+        id="run-1", request_id="req-1", engine=None, runtime_options={"env": names}
+    )
     paths = RunPaths(tmp_path / "run")
     paths.root.mkdir()
     pkg = load_skill(TEST_SKILLS / skill)
@@ -52,6 +55,25 @@ def test_each_process_of_the_run_is_started_with_its_requests_variables(tmp_path
     result = run_command(spec, tmp_path / "out.txt", tmp_path / "err.txt", watch)
     assert result.exit_code == 0
     assert (tmp_path / "out.txt").read_text() == "service s\n"
+
+
+def test_a_run_whose_requests_variables_are_lost_fails_at_its_start(tmp_path):
+    from worker.execution.contexts import run_variables
+    from worker.execution.failures import RunFailed
+
+    ctx = entry(tmp_path, "box-probe")
+    (ctx.settings.requests_dir / "req-1" / run_env.FILE).unlink()
+    for start in (ctx.watch, lambda: run_variables(ctx.settings, ctx.run)):
+        try:
+            start()
+        except RunFailed as exc:
+            assert exc.code == "RUNTIME_ENV_SECRET_MISSING"
+            assert exc.details == {"variables": sorted(BRIDGE)}
+            assert "t" not in exc.message.split()  # names, never values
+        else:
+            raise AssertionError("the run went on without its variables")
+    quiet = dataclasses.replace(ctx, run=SimpleNamespace(request_id="req-1", runtime_options={}))
+    assert quiet.variables() == {}  # a request that named none needs no file
 
 
 def test_a_script_without_network_reaches_the_bridge_only_when_the_operator_lists_it(tmp_path):

@@ -100,3 +100,14 @@ def test_the_bridge_endpoint_is_an_http_url_or_nothing():
     assert run_env.endpoint_url(BRIDGE) == BRIDGE["ZOTERO_BRIDGE_ENDPOINT"]
     assert run_env.endpoint_url({"ZOTERO_BRIDGE_ENDPOINT": "file:///etc/passwd"}) is None
     assert run_env.endpoint_url({}) is None
+
+
+def test_declared_variables_whose_file_is_gone_are_missing(tmp_path):
+    names = run_env.declared({"env": {"ZOTERO_BRIDGE_TOKEN": {"redacted": True}}})
+    assert names == ["ZOTERO_BRIDGE_TOKEN"]
+    with pytest.raises(run_env.RunEnvMissing) as raised:
+        run_env.read_declared(tmp_path, names)
+    assert raised.value.names == names
+    assert run_env.read_declared(tmp_path, []) == {}
+    run_env.write(tmp_path, {}, named=True)
+    assert run_env.read_declared(tmp_path, names) == {}

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from runner_core import run_env
+from runner_core.error_codes import ErrorCode
 from runner_core.events import EventLog
 from runner_core.inputs import ResolvedInputs
 from runner_core.output import RepairReply, RepairRequest
@@ -44,11 +45,23 @@ class EntryContext:
         """The variables the run's request gives each of its processes (runner_core.run_env),
         read for each process: a later turn may run on another host. Their values are masked
         from then on in this process's logs, the run's logs and its events."""
-        env = run_env.read(self.settings.requests_dir / self.run.request_id)
+        env = run_variables(self.settings, self.run)
         new = [value for value in env.values() if value not in known()]
         if new:
             remember(*new)
         return env
+
+
+def run_variables(settings: Settings, run: Run) -> dict[str, str]:
+    """The variables kept for the run's request; the run fails RUNTIME_ENV_SECRET_MISSING
+    when its request named some and their file is gone (its skill would run without them)."""
+    names = run_env.declared(run.runtime_options)
+    try:
+        return run_env.read_declared(settings.requests_dir / run.request_id, names)
+    except run_env.RunEnvMissing as exc:
+        raise RunFailed(
+            ErrorCode.RUNTIME_ENV_SECRET_MISSING, str(exc), {"variables": exc.names}
+        ) from exc
 
 
 class Repair(Protocol):

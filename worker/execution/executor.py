@@ -43,7 +43,7 @@ from runner_core.tokens import add_tokens, priced, prices_at
 from runner_core.workspace import RunPaths, create_run_dir, disk_full
 from runner_core.workspace_reuse import copy_to_namespace
 from worker.execution.boxing import network_warning
-from worker.execution.contexts import EntryContext, EntryResult
+from worker.execution.contexts import EntryContext, EntryResult, run_variables
 from worker.execution.engine import tokens_so_far
 from worker.execution.entrypoint import run_entrypoint
 from worker.execution.failures import RunFailed
@@ -287,6 +287,7 @@ class RunExecutor:
 
     def _prepare(self) -> EntryContext:
         self.resume = self.load_resume() if self.interactive else None
+        run_variables(self.settings, self.run)  # each turn: fail at once when they are lost
         ignored = unused_keys(self.run.runtime_options) if self.resume is None else []
         if ignored:  # said once, on the first turn
             self.warnings.append(
