@@ -3,6 +3,7 @@ file's preview (the run directory as runner_core.run_files shows it)."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from api import context
@@ -11,6 +12,7 @@ from api.jobs.rows import JobRow
 from runner_core import run_files
 from runner_core.error_codes import ErrorCode
 from runner_core.statuses import RunStatus
+from runner_core.store import interactions
 
 
 def conversation_state(job: JobRow) -> dict[str, Any]:
@@ -20,7 +22,27 @@ def conversation_state(job: JobRow) -> dict[str, Any]:
         **{name: getattr(job, name) for name in _STATE_FIELDS},
         "waiting_for_upload": job.waiting_for_upload,
         "poll_logs": job.status in (RunStatus.QUEUED, RunStatus.RUNNING),
+        "turn_ended_at": turn_ended_at(job),
     }
+
+
+def turn_ended_at(job: JobRow) -> datetime | None:
+    """When the ended run's last turn ended: when it asked the question the run then waited
+    on (a run canceled, decided or timed out while waiting ends later, the wait not being the
+    turn's), else when the run finished. None while the run has not ended."""
+    if job.finished_at is None or job.started_at is None:
+        return None
+    if job.interaction_count:
+        with context.connect() as conn:
+            asked = interactions.last_asked_at(conn, job.run_id)
+        if asked is not None and _utc(job.started_at) <= _utc(asked) <= _utc(job.finished_at):
+            # as the run's own times are (SQLite hands back naive UTC ones)
+            return _utc(asked).replace(tzinfo=job.finished_at.tzinfo and UTC)
+    return job.finished_at
+
+
+def _utc(moment: datetime) -> datetime:
+    return moment.astimezone(UTC) if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 _STATE_FIELDS = (

@@ -106,6 +106,13 @@ class RunConversationState(Schema):
     updated_at = UtcDateTime()
     started_at = UtcDateTime(allow_none=True)
     finished_at = UtcDateTime(allow_none=True)
+    turn_ended_at = UtcDateTime(
+        allow_none=True,
+        metadata={
+            "description": "when the ended run's last turn (from started_at) ended: "
+            "finished_at, or when it asked the question the run ended waiting on"
+        },
+    )
     waiting_for_upload = fields.Boolean()
     pending_interaction_id = fields.Integer(allow_none=True)
     interaction_count = fields.Integer()

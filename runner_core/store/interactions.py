@@ -103,6 +103,16 @@ def last_answered(conn: Session | Connection, run_id: str) -> Any:
     ).first()
 
 
+def last_asked_at(conn: Session | Connection, run_id: str) -> datetime | None:
+    """When the run's latest question was asked (its turn ended then), or None."""
+    return conn.execute(
+        select(_asked.c.created_at)
+        .where(_asked.c.run_id == run_id)
+        .order_by(_asked.c.id.desc())
+        .limit(1)
+    ).scalar()
+
+
 @dataclass(frozen=True)
 class Answer:
     response: Any

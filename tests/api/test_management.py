@@ -296,6 +296,31 @@ def test_run_pages_date_the_finish_and_say_an_answered_runs_time_is_its_last_tur
     assert ended.strftime("%Y-%m-%d %H:%M:%S") in client.get("/ui/runs").get_data(as_text=True)
 
 
+def test_a_run_canceled_while_waiting_times_its_last_turn_to_the_question_not_the_cancel(
+    client, app, queue
+):
+    """The wait for an answer is no part of the turn: the turn ended when it asked."""
+    from datetime import timedelta
+
+    from runner_core.store.models import Interaction, Run, utcnow
+
+    rid, run_id, iid = waiting_job(client, app, queue)
+    assert client.post(f"/v1/jobs/{rid}/cancel").status_code == 200
+    ended = utcnow()
+    with app.extensions["db"]() as session:
+        run = session.get(Run, run_id)
+        assert run.status == "canceled"
+        run.started_at, run.finished_at = ended - timedelta(seconds=30), ended
+        session.get(Interaction, iid).created_at = ended - timedelta(seconds=28)
+        session.commit()
+    page = client.get(f"/ui/runs/{rid}").get_data(as_text=True)
+    assert "Last turn ran 2.0 s, then waited 28.0 s for an answer" in page
+    state = client.get(f"/v1/management/runs/{rid}").json
+    assert state["turn_ended_at"] == (ended - timedelta(seconds=28)).isoformat().replace(
+        "+00:00", "Z"
+    )
+
+
 def test_an_older_page_of_the_runs_list_links_back_to_the_newest(client):
     for _ in range(3):
         prime_job(client)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import asdict, replace
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -107,3 +108,30 @@ def test_a_fill_fields_question_naming_no_field_is_answered_with_a_json_object(s
         shot(page, "25-run-fill-fields-answered")
     finally:
         script.write_text(before)
+
+
+def test_a_run_canceled_while_waiting_says_how_long_its_turn_ran_not_the_wait(served, page):
+    """The last turn ended when it asked: the seconds the run then waited for an answer are
+    shown apart, in the page drawn live and in the one drawn by the server."""
+    rid = start(page, served.base)
+    wait_for(page, served.base, rid, "waiting_user")
+    page.goto(f"{served.base}/ui/runs/{rid}")
+    page.get_by_role("button", name="The bold one").wait_for()
+    time.sleep(3)  # the wait, longer than the fake engine's turn
+    assert page.request.post(f"{served.base}/v1/jobs/{rid}/cancel").ok
+    page.locator("#status.st-canceled").wait_for()
+    page.locator("#timing", has_text="for an answer").wait_for()
+    state = page.request.get(f"{served.base}/v1/management/runs/{rid}").json()
+    moments = [
+        datetime.fromisoformat(state[k]) for k in ("started_at", "turn_ended_at", "finished_at")
+    ]
+    turn, wait = (
+        (moments[1] - moments[0]).total_seconds(),
+        (moments[2] - moments[1]).total_seconds(),
+    )
+    assert wait >= 3 > turn
+    expected = f"Last turn ran {turn:.1f} s, then waited {wait:.1f} s for an answer"
+    assert page.locator("#timing").inner_text() == expected
+    shot(page, "29-run-canceled-while-waiting")
+    page.reload()
+    assert page.locator("#timing").inner_text() == expected

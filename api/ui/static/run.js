@@ -260,11 +260,13 @@
     }
     refreshTree();
     const state = await (await fetch(api)).json();
-    if (state.started_at && state.finished_at) {
-      const sec = (Date.parse(state.finished_at) - Date.parse(state.started_at)) / 1000;
-      /* started_at is the last turn's: a run that was answered says so */
+    if (state.started_at && state.turn_ended_at) {
+      /* started_at is the last turn's: a run that was answered says so; one that ended while
+         waiting for an answer (canceled, decided, timed out) ran until it asked, then waited */
+      const [start, turnEnd, end] = [state.started_at, state.turn_ended_at, state.finished_at].map(Date.parse);
       const ran = state.interaction_count ? "Last turn ran" : "Ran";
-      $("timing").textContent = `${ran} ${sec.toFixed(1)} s`;
+      const waited = end > turnEnd ? `, then waited ${((end - turnEnd) / 1000).toFixed(1)} s for an answer` : "";
+      $("timing").textContent = `${ran} ${((turnEnd - start) / 1000).toFixed(1)} s${waited}`;
     }
     showUsage(state.token_usage);
     /* the run's whole list, drawn anew: the page may have drawn some of them already */
