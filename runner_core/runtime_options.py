@@ -34,6 +34,8 @@ SCHEMA: dict[str, Any] = {
 # Acted on outside SCHEMA's typed set: chained runs (api.jobs.workspace), the hard deadline
 # and the run's variables (runner_core.run_env).
 OTHER_KNOWN = frozenset({"workspace", "hard_timeout_seconds", "env"})
+# every option the service acts on (a `<engine>_config` aside)
+NAMES = frozenset(SCHEMA["properties"]) | OTHER_KNOWN
 # names Skill-Runner's clients send for a typed option: alias -> the option it sets
 ALIASES = {"hard_timeout_seconds": "timeout_sec"}
 DEFAULT_REPLY_TIMEOUT_SEC = 1200
@@ -156,8 +158,25 @@ def withheld(data: Any) -> Any:
 def unused_keys(data: Mapping[str, Any] | None) -> list[str]:
     """The keys of a runtime_options object this service does not act on (clients of other
     runners send some, e.g. `env` or `workflow_mcp`): kept as sent, reported as a warning."""
-    known = set(SCHEMA["properties"]) | OTHER_KNOWN
-    return sorted(k for k in (data or {}) if k not in known and not k.endswith(_CONFIG_SUFFIX))
+    return sorted(k for k in (data or {}) if k not in NAMES and not k.endswith(_CONFIG_SUFFIX))
+
+
+def moved_in(body: Mapping[str, Any]) -> dict[str, Any]:
+    """`body` (a job's) with the runtime options sent beside `runtime_options` rather than in
+    it (`"execution_mode": "interactive"` at the top) moved in, so they are not dropped with
+    the fields nobody reads. Raises ValueError naming one also in `runtime_options` with
+    another value: which was meant is not for the service to guess."""
+    misplaced = {k: v for k, v in body.items() if k in NAMES}
+    options = body.get("runtime_options")
+    if not misplaced or not (options is None or isinstance(options, Mapping)):
+        return dict(body)
+    options = dict(options or {})
+    for name, value in misplaced.items():
+        if name in options and options[name] != value:
+            raise ValueError(name)
+        options[name] = value
+    rest = {k: v for k, v in body.items() if k not in misplaced}
+    return {**rest, "runtime_options": options}
 
 
 def _text(value: Any) -> str | None:

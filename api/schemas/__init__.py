@@ -4,12 +4,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from marshmallow import EXCLUDE, Schema, ValidationError, fields, validate, validates_schema
+from marshmallow import (
+    EXCLUDE,
+    Schema,
+    ValidationError,
+    fields,
+    pre_load,
+    validate,
+    validates_schema,
+)
 
 from api.jobs import workspace as run_files
 from api.schemas.input_fields import Timestamp, WholeNumber
 from api.schemas.output_fields import ListOrEmpty, UtcDateTime
 from api.schemas.status_document import status_document
+from runner_core.runtime_options import moved_in
 from runner_core.statuses import RunStatus
 
 LOG_STREAMS = ("stdout", "stderr", "prompt", "pty")  # logs/<stream>.txt (pty: stdout)
@@ -58,6 +67,20 @@ class JobCreate(Schema):
     callback_on_waiting = fields.Boolean(
         load_default=False, metadata={"description": "also when it waits for a reply"}
     )
+
+    @pre_load
+    def _runtime_options_beside(self, data: Any, **_kwargs: object) -> Any:
+        """Other fields are dropped unread (clients send their own), but a runtime option
+        sent at the top (`execution_mode`) is the client's: it goes into runtime_options."""
+        if not isinstance(data, dict):
+            return data
+        try:
+            return moved_in(data)
+        except ValueError as exc:
+            raise ValidationError(
+                f"{exc} is sent both at the top and in runtime_options, with other values",
+                str(exc),
+            ) from exc
 
     @validates_schema
     def _skill_named(self, data: dict, **_kwargs: object) -> None:

@@ -535,6 +535,56 @@ def test_runtime_options_of_the_wrong_type_are_400_before_any_run(client, queue)
     assert ok.status_code == 200, ok.json
 
 
+def test_a_runtime_option_sent_at_the_top_is_the_runs_not_dropped(client, app, queue):
+    """`execution_mode` beside runtime_options (not in it) made an auto run without a word."""
+    resp = create(
+        client,
+        skill_id="pick-title",
+        engine="codex",
+        input={"text": "hello"},
+        execution_mode="interactive",
+        timeout_sec=30,
+        runtime_options={"no_cache": True},
+        client_extra="ignored",  # fields nobody reads are still accepted
+    )
+    assert resp.status_code == 200, resp.json
+    with app.extensions["db"]() as session:
+        run = session.get(Run, session.get(Request, resp.json["request_id"]).run_id)
+        assert run.runtime_options == {
+            "execution_mode": "interactive",
+            "timeout_sec": 30,
+            "no_cache": True,
+        }
+    again = create(
+        client,
+        skill_id="pick-title",
+        engine="codex",
+        input={"text": "hello"},
+        execution_mode="interactive",
+        runtime_options={"execution_mode": "interactive", "no_cache": True},
+    )
+    assert again.status_code == 200, again.json
+
+
+def test_a_runtime_option_sent_at_the_top_and_inside_with_other_values_is_refused(client, queue):
+    resp = create(
+        client,
+        skill_id="pick-title",
+        engine="codex",
+        input={"text": "hello"},
+        execution_mode="interactive",
+        runtime_options={"execution_mode": "auto"},
+    )
+    assert resp.status_code == 422, resp.json
+    assert resp.json["error"]["code"] == "REQUEST_VALIDATION_FAILED"
+    assert "execution_mode" in resp.json["error"]["message"] + str(resp.json["error"]["details"])
+    assert queue.sent == []
+    # a top-level option with a wrong type is refused as in runtime_options
+    wrong = create(client, skill_id="fenced-json", input={"text": "hi"}, timeout_sec="60")
+    assert wrong.status_code == 400
+    assert wrong.json["error"]["message"].startswith("runtime_options.timeout_sec: ")
+
+
 def test_each_message_carries_celery_time_limits_just_above_the_runs_own(client, queue):
     create(client, skill_id="fenced-json", input={"text": "x"})  # no skill timeout: 600 s
     create(client, skill_id="fenced-json", input={"text": "y"}, runtime_options={"timeout_sec": 30})
