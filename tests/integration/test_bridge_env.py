@@ -165,3 +165,26 @@ def test_a_boxed_script_reaches_no_endpoint_the_operator_did_not_list(stack, bri
     assert [w["details"] for w in refused] == [
         {"host": "127.0.0.1", "port": bridges[1], "variable": "ZOTERO_BRIDGE_ENDPOINT"}
     ]
+
+
+def test_a_run_whose_variables_are_lost_before_it_starts_fails_saying_so(tmp_path):
+    """The request named variables, their file is gone when the worker takes the run: the run
+    fails at its start with RUNTIME_ENV_SECRET_MISSING rather than run its script without them."""
+    with (
+        broker_settings(tmp_path, "sqlite", **STACK_ENV) as settings,
+        api_stack(settings, "sqlite") as stack,
+    ):
+        write_caller(settings.skills_dir)
+        options = {"env": {"ZOTERO_BRIDGE_TOKEN": TOKEN}, "no_cache": True}
+        resp = stack.client.post(
+            "/v1/jobs", json={"skill_id": "bridge-caller", "runtime_options": options}
+        )
+        assert resp.status_code == 200, resp.json
+        rid = resp.json["request_id"]
+        (settings.requests_dir / rid / "run_env.json").unlink()  # sent, not yet taken
+        stack.start_worker(extra_env={"SKILL_RUNNER_SANDBOX": "off"})
+        status = stack.wait(rid, timeout=60)
+        assert status["status"] == "failed", status
+        assert status["error"]["code"] == "RUNTIME_ENV_SECRET_MISSING"
+        assert status["error"]["variables"] == ["ZOTERO_BRIDGE_TOKEN"]
+        assert TOKEN not in stack.client.get(f"/v1/jobs/{rid}").get_data(as_text=True)
