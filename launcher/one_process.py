@@ -119,8 +119,8 @@ def _hold_signals() -> list[int]:
 
 def _run_worker(app, settings: Settings, concurrency: int, early: list[int]) -> int:
     """The worker on this thread until a signal stops it. A worker that stops on its own (an
-    unrecoverable error, as kombu raises when the broker dies while a message is unacked) is
-    started again, as a supervisor would restart its process; too often, and the service ends."""
+    unrecoverable error) is started again, as a supervisor would restart its process; too
+    often, and the service ends."""
     from celery.signals import worker_ready, worker_shutting_down
 
     from worker.celery_app import RunThreadPool

@@ -1,8 +1,7 @@
 """`skill-runner serve --layout processes`: the production layout on one host, as separate
 processes (gunicorn's master and workers, a prefork Celery worker with its beat) watched by
 this one, as a supervisor would: the embedded broker is restarted when it exits, gunicorn or the
-worker too (a worker may exit when its broker dies under an unacked message) unless they stop
-too often; the demo LLM's exit stops all."""
+worker too (a crash, an OOM kill) unless they stop too often; the demo LLM's exit stops all."""
 
 from __future__ import annotations
 

@@ -1,8 +1,13 @@
 """The Celery app factory: the app and its configuration for the given settings.
 
-Settings for Redis: acks_late + prefetch 1 so a crashed worker's message is redelivered, a
-visibility timeout >= 2x the longest run so a long run is not redelivered while it still runs,
-and no reject_on_worker_lost (it loops on OOM kills). The sweep's period comes from
+Settings for Redis: acks_late + prefetch 1 so a worker takes one message per free process, and
+no reject_on_worker_lost (it loops on OOM kills). kombu's ack emulation is off: a message a
+worker took is its own until the run ends, and the database, not the broker, brings back what a
+dead worker held (the sweep re-sends queued runs, a lease ends running ones). With it on, a
+worker that held a message when Redis went away exited: kombu put the message back from its
+unacked hash through a connection it had already closed, and that error was not caught (with it
+off the put-back fails the same way, is logged, and the worker reconnects). The sweep's period
+comes from
 SKILL_RUNNER_SWEEP_INTERVAL_SEC (tests shorten it).
 """
 
@@ -43,11 +48,16 @@ def create_celery_app(settings: Settings) -> Celery:
         task_ignore_result=True,
         broker_connection_retry_on_startup=True,
         broker_transport_options={
-            "visibility_timeout": max(2 * settings.max_timeout_sec, 3600),
             # how long one BRPOP waits (kombu's brpop_timeout, 1 s by default): a message ends
             # it at once, so a longer wait only spares an idle worker its wake-ups
             "polling_interval": BRPOP_WAIT_SEC,
+            # no copy of a taken message in Redis (kombu's unacked hash): putting it back when
+            # the connection was lost crashed the worker (see the docstring)
+            "ack_emulation": False,
         },
+        # a run keeps going through a broker outage and records its end in the database
+        # (Celery 6 makes True the default: it would kill the run's process)
+        worker_cancel_long_running_tasks_on_connection_loss=False,
         task_queues=[Queue(name) for name in QUEUES],
         task_default_queue=SCRIPT_QUEUE,
         task_routes={SWEEP: {"queue": MAINTENANCE_QUEUE}},

@@ -147,6 +147,13 @@ class PrivateRedis:
         self.stop()
         self.start()
 
+    def shut_down(self) -> None:
+        """As an operator's `redis-cli shutdown nosave`: the server closes its clients' connections
+        and exits."""
+        self.client().shutdown(nosave=True)
+        if self.proc is not None:
+            self.proc.wait(10)
+
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGKILL)

@@ -91,7 +91,10 @@ class WorkerProcess:
         extra_env: dict[str, str] | None = None,
         queues: str | None = None,
         extra_args: list[str] | None = None,
+        as_procfile: bool = False,
     ) -> None:
+        """`as_procfile`: with gossip and mingle, as the Procfile starts it (each opens broker
+        queues of its own); by default without them, which saves a worker's start its second."""
         self.settings, self.name, self.log_path = settings, name, log_path
         argv = [
             sys.executable,
@@ -106,11 +109,9 @@ class WorkerProcess:
             str(concurrency),
             "-n",
             f"{name}@%h",
-            "--without-gossip",
-            "--without-mingle",
-            "-O",
-            "fair",
         ]
+        if not as_procfile:
+            argv += ["--without-gossip", "--without-mingle", "-O", "fair"]
         if queues:
             argv += ["-Q", queues]
         argv += extra_args or []

@@ -1,7 +1,7 @@
 """Contract of worker.recovery.broker_view with the pinned celery and kombu: messages sent by the API's
-queue client are seen while they wait (at any priority) and while a real worker holds them
-unacknowledged, and are no longer seen once acknowledged. A Celery or kombu upgrade that
-changes kombu's Redis layout fails here."""
+queue client are seen while they wait (at any priority), and no longer once a real worker took
+them (kombu's ack emulation is off: the worker holds a taken message alone, worker/app.py). A
+Celery or kombu upgrade that changes kombu's Redis layout fails here."""
 
 from __future__ import annotations
 
@@ -60,9 +60,10 @@ def test_brokers_that_cannot_be_read_tell_nothing():
     assert read_broker("redis://127.0.0.1:1/0", ["runs.script"]).holds("x") is None  # away
 
 
-def test_a_message_a_worker_holds_is_held_until_it_is_acknowledged(bare_stack):
-    """acks_late: a running task's message stays reserved (unacknowledged) until it ends; with
-    one process and prefetch 1, the next one waits in the queue meanwhile."""
+def test_a_message_a_worker_took_leaves_the_broker(bare_stack):
+    """A running task's message is the worker's alone (no copy in kombu's unacked hash): the
+    broker no longer holds it, and the sweep does not look for it (its run is running). With
+    acks_late, one process and prefetch 1, the next one waits in the queue meanwhile."""
     url = bare_stack.settings.broker_url
     first = create_job(bare_stack, "slow-counter", sleep=3)
     second = create_job(bare_stack, "slow-counter", sleep=0)
@@ -74,8 +75,9 @@ def test_a_message_a_worker_holds_is_held_until_it_is_acknowledged(bare_stack):
     bare_stack.wait(first, timeout=15, until=("running",))
     wait_for(lambda: message_count(url, "runs.script") == 1, 5)  # only the second waits
     view = read_broker(url, RUN_QUEUES)
-    assert view.holds(task_ids[0]) is True  # reserved by the worker, out of the queue
+    assert view.holds(task_ids[0]) is False  # taken by the worker, out of the queue
     assert view.holds(task_ids[1]) is True  # waiting
+    assert redis.Redis.from_url(url).hlen(broker_view.UNACKED) == 0  # no copy of it kept
     assert bare_stack.wait(first, timeout=15)["status"] == "succeeded"
     assert bare_stack.wait(second, timeout=15)["status"] == "succeeded"
     wait_for(lambda: read_broker(url, RUN_QUEUES).task_ids == set(), 5)  # both acknowledged

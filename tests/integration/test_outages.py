@@ -1,9 +1,11 @@
-"""Outages found by the chaos test (tests/chaos), each kept here as a focused regression. A
-database outage is made by closing a Postgres database to connections: those tests run on
-Postgres only; the sweep after an outage runs on both databases."""
+"""Outages found by the chaos test (tests/chaos) or by operators, each kept here as a focused
+regression. A database outage is made by closing a Postgres database to connections: those tests
+run on Postgres only; the sweep after an outage runs on both databases. A broker outage is a
+redis-server of the test's own shut down and started again."""
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from datetime import timedelta
@@ -18,8 +20,8 @@ from runner_core.store.db import make_engine, make_sessionmaker
 from runner_core.store.models import Request, Run, utcnow
 from tests.databases import POSTGRES_URL
 from tests.helpers import wait_for
-from tests.integration.lifecycle_helpers import create_job, recorded_processes
-from tests.integration.services import POSTGRES_ONLY
+from tests.integration.lifecycle_helpers import PrivateRedis, create_job, recorded_processes
+from tests.integration.services import POSTGRES_ONLY, SQLITE_ONLY, Stack, WorkerProcess
 from worker.recovery.sweep import recover
 from worker.recovery.sweep_clock import DATABASE_AWAY, JUDGE_FROM, clock_of
 
@@ -136,3 +138,41 @@ def answers(url: str) -> bool:
     except psycopg.Error:
         return False
     return True
+
+
+@SQLITE_ONLY  # a broker outage: the database answers throughout
+def test_a_worker_holding_a_run_survives_a_redis_restart(bare_stack, tmp_path):
+    """Found by an operator: Redis shut down (`shutdown nosave`) while a worker of the
+    Procfile's held a running run's message made the worker exit (kombu's AttributeError on
+    putting the message back through a closed connection), and honcho stopped the whole service
+    with it. Now the run goes on and ends recorded, once, and the worker takes new jobs from the
+    restarted Redis. No beat runs here: nothing is sent again by a sweep."""
+    redis = PrivateRedis(tmp_path / "redis")
+    try:
+        settings = dataclasses.replace(bare_stack.settings, broker_url=redis.url)
+        app = create_app({"SETTINGS": settings, "QUEUE": CeleryQueue(redis.url)})
+        stack = Stack(settings, app.test_client(), app, None, bare_stack.backend)
+        worker = WorkerProcess(settings, "w", settings.data_dir / "w.log", as_procfile=True)
+        try:
+            rid = create_job(stack, "slow-counter", sleep=6)
+            run_id = stack.wait(rid, until=("running",))["run_id"]
+            recorded_processes(stack, run_id, expect=0)  # the script has started
+            redis.shut_down()
+            log = worker.log_path.read_text
+            wait_for(lambda: "Connection to broker lost" in log(), 10)
+            redis.start()
+            ended = stack.wait(rid, timeout=30)
+            assert ended["status"] == "succeeded" and ended["attempt"] == 1, ended
+            after = create_job(stack, "slow-counter", sleep=0, no_cache=True)
+            assert stack.wait(after, timeout=30)["status"] == "succeeded"
+            assert worker.proc.poll() is None, log()[-3000:]
+            assert "Unrecoverable error" not in log()
+            for request_id in (rid, after):
+                run = stack.client.get(f"/v1/jobs/{request_id}").json["run_id"]
+                calls = settings.runs_dir / run / "artifacts" / "calls.txt"
+                assert len(calls.read_text().split()) == 1  # executed once
+        finally:
+            worker.stop()
+            app.extensions["db"].kw["bind"].dispose()
+    finally:
+        redis.stop()
