@@ -21,6 +21,7 @@ from typing import Any
 from urllib.parse import quote
 
 from runner_core.error_codes import ErrorCode
+from runner_core.run_files import hidden_target
 from runner_core.schema_refs import resolved_properties
 from runner_core.uploads import nfc
 from runner_core.workspace import write_file
@@ -244,6 +245,9 @@ def resolve_artifact_path(run_dir: Path, rel_path: str) -> Path:
     resolved = _real_path(root / rel_path)
     if resolved is None or resolved == root or not resolved.is_relative_to(root):
         raise ValueError(f"path escapes the run directory: {rel_path!r}")
+    lexical = root.joinpath(*(part for part in rel_path.split("/") if part not in ("", ".")))
+    if hidden_target(root, lexical, resolved):
+        raise ValueError(f"path leads to a hidden file or an engine config: {rel_path!r}")
     return resolved
 
 
@@ -266,12 +270,16 @@ def _walk_artifacts(run_dir: Path, warnings: list[dict[str, str]]) -> list[tuple
             path = Path(dirpath) / name
             rel = path.relative_to(run_dir).as_posix()
             real = _real_path(path)
-            if real is None or path.is_symlink() and not _resolves_inside(real, run_dir):
+            if real is None or (
+                path.is_symlink()
+                and (not _resolves_inside(real, run_dir) or hidden_target(run_dir, path, real))
+            ):
                 warnings.append(
                     {
                         "code": ErrorCode.ARTIFACT_SYMLINK_ESCAPE,
                         "path": rel,
-                        "message": "symlink leaves the run directory or does not resolve; skipped",
+                        "message": "symlink leaves the run directory, does not resolve or leads to a"
+                        " hidden file or an engine config; skipped",
                     }
                 )
             elif path.is_symlink() and real.is_dir():

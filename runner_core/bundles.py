@@ -28,7 +28,7 @@ from typing import BinaryIO
 import zipstream
 
 from runner_core.engines.invocation import RUN_HOME
-from runner_core.run_files import SECRET_NAMES
+from runner_core.run_files import SECRET_NAMES, hidden_target
 
 log = logging.getLogger(__name__)
 BUNDLE_DIR = "bundle"
@@ -222,6 +222,7 @@ def _inside_source(root: Path, path: Path) -> Path | None:
         not real.is_relative_to(root)
         or real.is_relative_to(root / BUNDLE_DIR)
         or not real.is_file()
+        or hidden_target(root, path, real)
     ):
         return None
     return real

@@ -61,12 +61,27 @@ def tree(run_dir: Path) -> tuple[list[TreeEntry], bool]:
             parts = (*rel_here, name)
             if _hidden(parts) or not _inside(root, path):
                 continue
+            if hidden_target(root, root.joinpath(*parts), path.resolve()):
+                continue
             is_dir = name in dirs
             size = None if is_dir else path.stat().st_size
             entries.append(TreeEntry("/".join(parts), "dir" if is_dir else "file", size))
             if len(entries) >= TREE_CAP:
                 return _in_order(entries), True
     return _in_order(entries), False
+
+
+def hidden_target(root: Path, lexical: Path, real: Path) -> bool:
+    """Whether `lexical` (a path under the resolved `root`) reaches, through a symlink, a hidden
+    entry or an engine config file (`real`, its resolved path): a link the run planted among
+    its outputs pointing at an engine home's key stays inside the run, and is refused all the same."""
+    if real == lexical:
+        return False
+    try:
+        parts = real.relative_to(root).parts
+    except ValueError:
+        return True
+    return _hidden(parts)
 
 
 def _in_order(entries: list[TreeEntry]) -> list[TreeEntry]:
@@ -90,8 +105,11 @@ def resolve(run_dir: Path, rel: str) -> Path:
     if _hidden(parts):
         raise FileRefused("secret", f"'{rel}' is hidden: engine homes and configs are not shown")
     path = run_dir.joinpath(*parts)
-    if not _inside(run_dir.resolve(), path):
+    root = run_dir.resolve()
+    if not _inside(root, path):
         raise FileRefused("symlink", f"'{rel}' leads outside the run")
+    if hidden_target(root, root.joinpath(*parts), path.resolve()):
+        raise FileRefused("secret", f"'{rel}' is a link to a hidden file or an engine config")
     return path
 
 
