@@ -21,6 +21,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from runner_core.own_copy import own_copy
+from runner_core.run_files import hidden_target
 from runner_core.workspace import write_json
 
 # A run's own records: never taken over by a run that reuses its workspace.
@@ -141,6 +142,8 @@ def source_file(run_dir: Path, source_path: str) -> Path:
     target = (root / rel).resolve()
     if not target.is_relative_to(root):
         raise ReuseError(422, f"source_path '{source_path}' leads out of the run")
+    if hidden_target(root, root / rel, target):  # a link the run left to an engine home's key
+        raise ReuseError(422, f"source_path '{source_path}' leads to a hidden entry")
     if not target.is_file():
         raise ReuseError(422, f"source_path '{source_path}': no such file in the source run")
     return target

@@ -102,6 +102,17 @@ def test_source_file_refuses_paths_out_of_the_workspace(tmp_path, rel, message):
     assert info.value.status == 422
 
 
+@pytest.mark.parametrize("target", ["../.codex-home/auth.json", "../opencode.json"])
+def test_source_file_refuses_a_link_to_an_engine_homes_file(tmp_path, target):
+    write(tmp_path, ".codex-home/auth.json")
+    write(tmp_path, "opencode.json")
+    (tmp_path / "artifacts").mkdir()
+    os.symlink(target, tmp_path / "artifacts" / "key.txt")
+    with pytest.raises(ReuseError, match="hidden") as info:
+        source_file(tmp_path, "artifacts/key.txt")
+    assert info.value.status == 422
+
+
 def test_parse_reuse():
     assert parse_reuse({}) is None and parse_reuse({"workspace": {"mode": "new"}}) is None
     reuse = parse_reuse({"workspace": {"mode": "REUSE", "request_id": " r1 "}})
