@@ -17,6 +17,7 @@ from runner_core.engines import RUNNABLE_ENGINES, SUPPORTED_ENGINES
 from runner_core.openevo.meta_schema import META_SCHEMA
 from runner_core.openevo.node import node_command
 from runner_core.openevo.templates import compile_errors
+from runner_core.schema_patterns import pattern_errors
 from runner_core.semver import SEMVER
 from runner_core.skills.files import SkillFileError, read_json, read_text
 from runner_core.skills.model import Automation, Entrypoint, RunnerManifest, SkillPackage
@@ -94,6 +95,8 @@ def load_openevo(root: Path) -> SkillPackage:
     pkg.input_schema = inline_input_schema(raw["input"], pkg.errors)
     pkg.parameter_schema = {"type": "object", "properties": {}, "additionalProperties": False}
     pkg.output_schema = raw["output"]
+    for kind in ("input", "output"):  # nested repeats: exponential matching in the API
+        pkg.errors.extend(pattern_errors(f"skill.json: {kind}", raw[kind]))
     if spec.mode == "llm" and (root / "prompt.md").is_file():
         try:
             pkg.body = read_text(root / "prompt.md", "prompt.md")

@@ -1,6 +1,6 @@
 """Pre-check of a skill's three JSON Schemas before they are trusted (whenever a skill is loaded).
 
-Two checks per schema, both collecting every problem:
+Three checks per schema, both collecting every problem:
 
 1. the schema is itself valid JSON Schema for the draft it declares (`$schema`, default 2020-12):
    every error jsonschema's `check_schema` would raise, not only the first;
@@ -8,7 +8,9 @@ Two checks per schema, both collecting every problem:
    meta-schema: input fields' `x-input-source` (file|inline) and `extensions` (".ext" strings),
    output fields' `x-type` ("artifact"), `x-role` and `x-filename` (a plain file name). A
    property written as a local `$ref` is checked with its definition's keywords, which the
-   runner reads too.
+   runner reads too;
+3. no `pattern` (or `patternProperties` key) nests repeats (`(a+)+`), whose matching can take
+   exponential time (runner_core.schema_patterns).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any
 from jsonschema import Draft202012Validator, ValidationError
 from jsonschema.validators import validator_for
 
+from runner_core.schema_patterns import pattern_errors
 from runner_core.schema_refs import resolved_properties
 
 DEFAULT_DRAFT = Draft202012Validator
@@ -78,6 +81,7 @@ def check_skill_schema(kind: str, rel: str, schema: dict[str, Any]) -> SchemaChe
     """Check the `kind` schema (input|parameter|output) read from `rel`."""
     check = SchemaCheck(errors=draft_errors(rel, schema))
     check.errors.extend(extension_errors(kind, rel, schema))
+    check.errors.extend(pattern_errors(rel, schema))
     check.warnings.extend(extension_warnings(kind, rel, schema))
     return check
 

@@ -128,6 +128,23 @@ def test_a_value_too_deep_for_a_recursive_schema_is_400(client, queue):
     assert queue.sent == []
 
 
+def test_a_pattern_that_could_backtrack_for_ever_is_refused_at_upload(client, queue):
+    files = echo_skill()
+    text = {"type": "string", "pattern": "^(a+)+$", "x-input-source": "inline"}
+    schema = {"type": "object", "properties": {"text": text}, "patternProperties": {"(x*)*": {}}}
+    files["assets/input.schema.json"] = json.dumps(schema)
+    # validated, this input holds the API worker half a second; each two more "a"s, four times as long
+    resp = start(client, files, request='{"input": {"text": "' + "a" * 22 + '!"}}')
+    assert resp.status_code == 400, resp.json
+    error = resp.json["error"]
+    assert error["code"] == "SKILL_PACKAGE_INVALID"
+    assert sorted(e.split(":")[1].strip() for e in error["details"]["errors"]) == [
+        "patternProperties",
+        "properties.text.pattern",
+    ]
+    assert queue.sent == []
+
+
 def test_a_script_command_that_is_no_string_is_refused_at_upload(client, queue):
     entrypoint = {"type": "script", "script": {"command": 5}}
     resp = start(client, echo_skill(runner={"entrypoint": entrypoint}))

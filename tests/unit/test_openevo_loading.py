@@ -227,3 +227,10 @@ def test_a_version_that_is_no_semver_is_an_error(tmp_path, version):
 def test_a_semver_version_with_pre_release_and_build_is_valid(tmp_path):
     write(tmp_path, "good", name="good", version="2.10.0-rc.1+build.5")
     assert SkillRegistry(tmp_path).get("good").health == "ok"
+
+
+def test_a_pattern_with_nested_repeats_is_an_error(tmp_path):
+    text = {"type": "string", "pattern": "^(a+)+$"}
+    write(tmp_path, "slow", name="slow", input={"type": "object", "properties": {"x": text}})
+    found = errors(SkillRegistry(tmp_path), "slow")
+    assert len(found) == 1 and found[0].startswith("skill.json: input: properties.x.pattern: ")
