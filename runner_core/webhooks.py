@@ -52,11 +52,16 @@ def check_url(url: str, allowed: tuple[str, ...]) -> None:
     if host not in allowed:
         raise WebhookRefused(f"host '{host}' is not in SKILL_RUNNER_WEBHOOK_HOSTS")
     for address in _addresses(host, port or (443 if parts.scheme == "https" else 80)):
-        ip = ipaddress.ip_address(address)
-        if not ip.is_global and str(ip) not in allowed:
+        if not allowed_address(address, allowed):
             raise WebhookRefused(
-                f"'{host}' resolves to {ip}, a non-public address not listed itself"
+                f"'{host}' resolves to {address}, a non-public address not listed itself"
             )
+
+
+def allowed_address(address: str, allowed: tuple[str, ...]) -> bool:
+    """A public address, or one the allowlist names itself."""
+    ip = ipaddress.ip_address(address)
+    return ip.is_global or str(ip) in allowed
 
 
 def _addresses(host: str, port: int) -> list[str]:
@@ -117,8 +122,13 @@ def _shut(sock: socket.socket) -> None:
         pass
 
 
-def _watched(http_class: Any, watch: _Watch) -> Any:
+def _watched(http_class: Any, watch: _Watch, allowed: tuple[str, ...] | None) -> Any:
     class Watched(http_class):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            if allowed is not None:
+                self._create_connection = _checked_connect(self._create_connection, allowed)
+
         def connect(self) -> None:
             super().connect()
             watch.connected(self.sock)
@@ -126,29 +136,55 @@ def _watched(http_class: Any, watch: _Watch) -> Any:
     return Watched
 
 
+def _checked_connect(connect: Any, allowed: tuple[str, ...]) -> Any:
+    """`connect` that refuses a peer at an address check_url would refuse, before a byte is
+    sent: the name is resolved again to connect, and may answer otherwise the second time."""
+
+    def checked(address: Any, *args: Any, **kwargs: Any) -> socket.socket:
+        sock = connect(address, *args, **kwargs)
+        peer = str(sock.getpeername()[0])
+        if not allowed_address(peer, allowed):
+            sock.close()
+            raise WebhookRefused(
+                f"'{address[0]}' now resolves to {peer}, a non-public address not listed itself"
+            )
+        return sock
+
+    return checked
+
+
 class _WatchedHTTP(urllib.request.HTTPHandler):
-    def __init__(self, watch: _Watch) -> None:
+    def __init__(self, watch: _Watch, allowed: tuple[str, ...] | None) -> None:
         super().__init__()
         self.watch = watch
+        self.allowed = allowed
 
     def do_open(self, http_class: Any, req: Any, **kwargs: Any) -> Any:
-        return super().do_open(_watched(http_class, self.watch), req, **kwargs)
+        return super().do_open(_watched(http_class, self.watch, self.allowed), req, **kwargs)
 
 
 class _WatchedHTTPS(urllib.request.HTTPSHandler):
-    def __init__(self, watch: _Watch) -> None:
+    def __init__(self, watch: _Watch, allowed: tuple[str, ...] | None) -> None:
         super().__init__()
         self.watch = watch
+        self.allowed = allowed
 
     def do_open(self, http_class: Any, req: Any, **kwargs: Any) -> Any:
-        return super().do_open(_watched(http_class, self.watch), req, **kwargs)
+        return super().do_open(_watched(http_class, self.watch, self.allowed), req, **kwargs)
 
 
 def deliver(
-    url: str, document: dict[str, Any], secret: str, event: str, deadline: float = DEADLINE_SEC
+    url: str,
+    document: dict[str, Any],
+    secret: str,
+    event: str,
+    deadline: float = DEADLINE_SEC,
+    allowed: tuple[str, ...] | None = None,
 ) -> Attempt:
     """POST the document once (checked again against the allowlist first by the caller); an
-    answer that is not HTTP, or not complete within `deadline` seconds, is a failed attempt."""
+    answer that is not HTTP, or not complete within `deadline` seconds, is a failed attempt.
+    With `allowed` (the allowlist), the address connected to is checked as check_url checks
+    the name's: a name that resolves elsewhere the second time (DNS rebinding) reaches nothing."""
     body = json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode()
     headers = {
         "Content-Type": "application/json",
@@ -158,7 +194,9 @@ def deliver(
     }
     request = urllib.request.Request(url, data=body, headers=headers, method="POST")
     watch = _Watch()
-    opener = urllib.request.build_opener(_NoRedirect, _WatchedHTTP(watch), _WatchedHTTPS(watch))
+    opener = urllib.request.build_opener(
+        _NoRedirect, _WatchedHTTP(watch, allowed), _WatchedHTTPS(watch, allowed)
+    )
     timer = threading.Timer(deadline, watch.expire)
     timer.daemon = True
     timer.start()

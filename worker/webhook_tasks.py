@@ -110,6 +110,7 @@ def deliver_webhook(self, request_id: str, event: str, question: int | None = No
                 status_document(req, run, event),
                 settings.webhook_secret,
                 event,
+                allowed=settings.webhook_hosts,
             )
         except WebhookRefused as exc:
             outcome = Attempt(None, f"refused: {exc}")

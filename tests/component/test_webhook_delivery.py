@@ -62,7 +62,7 @@ def add_job(session: Session, status: str, pending: int | None) -> None:
 def receiver(monkeypatch, code: int) -> list[dict]:
     sent: list[dict] = []
 
-    def deliver(url, document, secret, event):
+    def deliver(url, document, secret, event, allowed=None):
         sent.append(document)
         return Attempt(code, None if code < 300 else f"HTTP {code}")
 
@@ -210,3 +210,26 @@ def test_a_receiver_trickling_its_answer_is_cut_at_the_deadline():
 def test_a_receiver_answering_at_once_is_delivered():
     url = raw_receiver(lambda conn: conn.sendall(b"HTTP/1.1 204 No Content\r\n\r\n"))
     assert deliver(url, {"event": "terminal"}, "s", "terminal", deadline=5.0) == Attempt(204, None)
+
+
+def test_a_name_that_resolves_elsewhere_when_called_reaches_nothing():
+    """check_url resolves the name, and the call resolves it again: a name that answered a
+    public address the first time and the loopback the second (DNS rebinding) was called."""
+    server = socket.create_server(("127.0.0.1", 0))
+    got: list[bytes] = []
+
+    def serve() -> None:
+        with server:
+            conn, _ = server.accept()
+            with conn:
+                got.append(conn.recv(65536))
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{server.getsockname()[1]}/hook"
+    outcome = deliver(url, {"event": "terminal"}, "s", "terminal", 5.0, ("hooks.example.org",))
+    assert not outcome.delivered and "127.0.0.1, a non-public address" in (outcome.error or "")
+    thread.join(5)
+    assert got == [b""]  # connected, then closed without a byte of the request
+    listed = raw_receiver(lambda conn: conn.sendall(b"HTTP/1.1 204 No Content\r\n\r\n"))
+    assert deliver(listed, {}, "s", "terminal", 5.0, ("127.0.0.1",)) == Attempt(204, None)
