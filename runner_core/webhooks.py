@@ -126,8 +126,9 @@ def _watched(http_class: Any, watch: _Watch, allowed: tuple[str, ...] | None) ->
     class Watched(http_class):
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
-            if allowed is not None:
-                self._create_connection = _checked_connect(self._create_connection, allowed)
+            if allowed is not None:  # http.client connects through this attribute
+                made: Any = self.__dict__["_create_connection"]
+                self.__dict__["_create_connection"] = _checked_connect(made, allowed)
 
         def connect(self) -> None:
             super().connect()
