@@ -1,0 +1,49 @@
+"""Without tokens (the loopback default) any page the browser opens could POST to the API: a
+multipart body needs no CORS preflight, so a page on another site could start a one-off run of
+a package of its own, install one, or cancel runs. A state-changing request whose `Origin`
+names another site is refused, unless SKILL_RUNNER_CORS_ORIGINS lets that origin in."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from api import create_app
+from tests.packages import echo_skill, package_upload
+
+EVIL = {"Origin": "https://evil.example"}
+
+
+def test_a_cross_site_post_without_tokens_is_403(client, queue):
+    resp = client.post("/v1/temp-skill-runs", data=package_upload(echo_skill()), headers=EVIL)
+    assert resp.status_code == 403, resp.data[:300]
+    error = resp.json["error"]
+    assert error["code"] == "FORBIDDEN" and error["details"] == {"reason": "cross_origin"}
+    assert error["request_id"]
+    for path in ("/v1/skill-packages", "/v1/jobs/x/cancel", "/v1/management/runs/x/cancel"):
+        assert client.post(path, headers=EVIL).status_code == 403, path
+    null = client.post("/v1/jobs/x/cancel", headers={"Origin": "null"})
+    assert null.status_code == 403
+    assert queue.sent == []
+
+
+def test_same_origin_no_origin_and_reads_go_through(client, queue):
+    data = package_upload(echo_skill())
+    assert client.post("/v1/temp-skill-runs", data=data).status_code == 200  # curl, the client
+    own = {"Origin": "http://localhost"}  # the test client's host
+    assert (
+        client.post(
+            "/v1/temp-skill-runs", data=package_upload(echo_skill()), headers=own
+        ).status_code
+        == 200
+    )
+    assert client.get("/v1/skills", headers=EVIL).status_code == 200
+    assert len(queue.sent) == 2
+
+
+def test_an_origin_the_operator_lets_in_may_post(settings, queue):
+    allowed = dataclasses.replace(settings, cors_origins=("https://evil.example",))
+    app = create_app({"SETTINGS": allowed, "QUEUE": queue, "TESTING": True})
+    resp = app.test_client().post(
+        "/v1/temp-skill-runs", data=package_upload(echo_skill()), headers=EVIL
+    )
+    assert resp.status_code == 200, resp.data[:300]
