@@ -3,11 +3,18 @@ a page the browser opened from the person using the API, and a page may POST a m
 (a skill package) to any address without a CORS preflight: a state-changing request whose
 `Origin` names another site is refused, unless SKILL_RUNNER_CORS_ORIGINS lets that origin in.
 Clients that are no browser send no `Origin` and are not concerned; with tokens, a page
-cannot present one it does not hold (and the UI's cookie is checked in api.auth)."""
+cannot present one it does not hold (and the UI's cookie is checked in api.auth).
+
+A page can also make its own name resolve to 127.0.0.1 once loaded (DNS rebinding): the
+browser then sees its calls as same-origin, reads every answer, and the `Host` they carry is
+the page's name. So without tokens a browser's request (`Origin` or `Sec-Fetch-Site`) must
+name the service by an address, `localhost` or this machine's own name."""
 
 from __future__ import annotations
 
+import ipaddress
 import logging
+import socket
 from urllib.parse import urlsplit
 
 from flask import Flask, request
@@ -23,8 +30,21 @@ def refuse_cross_site(app: Flask, tokens_enabled: bool, origins: tuple[str, ...]
     if tokens_enabled or "*" in origins:
         return
 
+    own_names = local_names()
+
     @app.before_request
     def _cross_site():
+        browser = "Origin" in request.headers or "Sec-Fetch-Site" in request.headers
+        if browser and not local_host(request.host, own_names):
+            log.warning("%s %s refused: Host %s", request.method, request.path, request.host)
+            return error_response(
+                403,
+                ErrorCode.FORBIDDEN,
+                f"without tokens a browser may reach this service by an address, 'localhost' or "
+                f"this machine's name only, not '{request.host}' (a name that may point "
+                "anywhere); configure tokens to serve it under a name",
+                {"reason": "host_not_local"},
+            )
         origin = request.headers.get("Origin")
         if request.method in SAFE_METHODS or origin is None or origin in origins:
             return None
@@ -38,3 +58,25 @@ def refuse_cross_site(app: Flask, tokens_enabled: bool, origins: tuple[str, ...]
             "site's own pages, clients that are no browser and SKILL_RUNNER_CORS_ORIGINS may",
             {"reason": "cross_origin"},
         )
+
+
+def local_names() -> frozenset[str]:
+    names = {"localhost", socket.gethostname().lower()}
+    try:
+        names.add(socket.getfqdn().lower())
+    except OSError:  # pragma: no cover - a resolver that fails
+        pass
+    return frozenset(names)
+
+
+def local_host(host: str, own_names: frozenset[str]) -> bool:
+    """Whether a `Host` header names an address, localhost or this machine (no name a page's
+    owner could point here)."""
+    name = (urlsplit(f"//{host}").hostname or "").rstrip(".").lower()
+    if name in own_names or name.endswith(".localhost"):
+        return True
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return True

@@ -47,3 +47,18 @@ def test_an_origin_the_operator_lets_in_may_post(settings, queue):
         "/v1/temp-skill-runs", data=package_upload(echo_skill()), headers=EVIL
     )
     assert resp.status_code == 200, resp.data[:300]
+
+
+def test_a_browser_reaching_the_service_by_another_name_is_403(client):
+    """DNS rebinding: the page's own name now resolves here, its calls are same-origin."""
+    rebound = {"Host": "evil.example:8000", "Sec-Fetch-Site": "same-origin"}
+    resp = client.get("/v1/jobs", headers=rebound)
+    assert resp.status_code == 403, resp.data[:300]
+    assert resp.json["error"]["details"] == {"reason": "host_not_local"}
+    origin = {"Host": "evil.example:8000", "Origin": "http://evil.example:8000"}
+    assert client.post("/v1/jobs/x/cancel", headers=origin).status_code == 403
+    for host in ("127.0.0.1:8000", "localhost:8000", "[::1]:8000", "10.0.0.5"):
+        ok = client.get("/v1/skills", headers={"Host": host, "Sec-Fetch-Site": "same-origin"})
+        assert ok.status_code == 200, host
+    # a client that is no browser may use any name (a container's service name)
+    assert client.get("/v1/skills", headers={"Host": "api:8000"}).status_code == 200
