@@ -15,7 +15,7 @@ from api.auth.scopes import ScopePlugin
 from api.auth.session import install_sessions
 from api.config import build_config
 from api.cors import allow_origins
-from api.cross_site import refuse_cross_site
+from api.cross_site import protective_headers, refuse_cross_site
 from api.errors import http_exception_response, register_error_handlers
 from api.jobs.queue_bound import QueueBound
 from api.json_bodies import JSONProvider
@@ -82,6 +82,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     tokens = TokenRegistry(settings.api_tokens, settings.tokens_file)
     require_token(app, tokens)
     refuse_cross_site(app, tokens.enabled, settings.cors_origins)
+    protective_headers(app)
     if tokens.enabled:
         install_sessions(app, settings.data_dir)
     record_audited(app)

@@ -80,3 +80,15 @@ def local_host(host: str, own_names: frozenset[str]) -> bool:
     except ValueError:
         return False
     return True
+
+
+def protective_headers(app: Flask) -> None:
+    """Every answer: no type sniffing (an artifact served as text is not run as a page), and
+    no framing by another site's page (a click on a framed UI button is not the user's)."""
+
+    @app.after_request
+    def _headers(response):
+        response.headers.setdefault("X-Content-Type-Options", "nosniff")
+        response.headers.setdefault("X-Frame-Options", "SAMEORIGIN")
+        response.headers.setdefault("Content-Security-Policy", "frame-ancestors 'self'")
+        return response

@@ -62,3 +62,11 @@ def test_a_browser_reaching_the_service_by_another_name_is_403(client):
         assert ok.status_code == 200, host
     # a client that is no browser may use any name (a container's service name)
     assert client.get("/v1/skills", headers={"Host": "api:8000"}).status_code == 200
+
+
+def test_answers_may_not_be_sniffed_nor_framed_by_another_site(client):
+    for path in ("/ui/skills", "/v1/skills", "/v1/jobs/none"):
+        resp = client.get(path)
+        assert resp.headers["X-Content-Type-Options"] == "nosniff", path
+        assert resp.headers["X-Frame-Options"] == "SAMEORIGIN", path
+        assert resp.headers["Content-Security-Policy"] == "frame-ancestors 'self'", path
