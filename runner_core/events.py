@@ -20,7 +20,7 @@ from typing import Any
 
 from runner_core.bounded_cache import BoundedCache
 from runner_core.secret_values import redact
-from runner_core.workspace import create_run_dir, open_own
+from runner_core.workspace import create_run_dir, open_own, open_run_file
 
 PROTOCOL_VERSION = "fcmp/1.0"
 EVENTS_FILE = "events.jsonl"
@@ -211,14 +211,11 @@ def _last_event(fd: int) -> dict[str, Any] | None:
 
 def last_seq(run_dir: Path) -> int:
     """The seq of the run's last stored event (0: none yet), read from the file's tail."""
-    try:
-        fd = os.open(Path(run_dir) / EVENTS_FILE, os.O_RDONLY | os.O_CLOEXEC)
-    except FileNotFoundError:
+    fh = open_run_file(run_dir, EVENTS_FILE)  # never through a link the run planted
+    if fh is None:
         return 0
-    try:
-        return _last_seq(fd)
-    finally:
-        os.close(fd)
+    with fh:
+        return _last_seq(fh.fileno())
 
 
 def read_events(
@@ -232,7 +229,7 @@ def read_events(
     """The stored events with `after_seq` < seq (<= to_seq), within [from_ts, to_ts] (aware
     datetimes; an event whose `ts` does not parse is outside any time range)."""
     found = []
-    for raw in _whole_lines(Path(run_dir) / EVENTS_FILE):
+    for raw in _whole_lines(run_dir):
         head = _SEQ.match(raw)
         if head is not None:  # a page of a long history parses only its own lines
             seq = int(head.group(1))
@@ -267,15 +264,15 @@ def event_time(event: dict[str, Any]) -> datetime | None:
     return at if at.tzinfo else at.replace(tzinfo=UTC)
 
 
-def _whole_lines(path: Path) -> Iterator[bytes]:
-    try:
-        with path.open("rb") as fh:
-            for raw in fh:
-                if not raw.endswith(b"\n"):
-                    return
-                yield raw
-    except FileNotFoundError:
+def _whole_lines(run_dir: Path) -> Iterator[bytes]:
+    fh = open_run_file(run_dir, EVENTS_FILE)  # never through a link the run planted
+    if fh is None:
         return
+    with fh:
+        for raw in fh:
+            if not raw.endswith(b"\n"):
+                return
+            yield raw
 
 
 def is_terminal(event: dict[str, Any]) -> bool:

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from runner_core.statuses import RunStatus
-from runner_core.workspace import RunPaths, write_json
+from runner_core.workspace import RunPaths, open_run_file, write_json
 
 log = logging.getLogger(__name__)
 STDERR_TAIL_BYTES = 4000
@@ -125,7 +126,10 @@ def read_result(paths: RunPaths) -> dict[str, Any] | None:
 
 def stderr_tail(paths: RunPaths, limit: int = STDERR_TAIL_BYTES) -> str:
     """The end of the run's stderr, which a failed run's error carries."""
-    path = paths.logs / "stderr.txt"
-    if not path.is_file():
+    fh = open_run_file(paths.root, "logs/stderr.txt")  # never through a link the run planted
+    if fh is None:
         return ""
-    return path.read_bytes()[-limit:].decode("utf-8", errors="replace")
+    with fh:
+        size = os.fstat(fh.fileno()).st_size
+        fh.seek(max(0, size - limit))
+        return fh.read().decode("utf-8", errors="replace")

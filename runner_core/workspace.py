@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeGuard
+from typing import Any, BinaryIO, TypeGuard
 
 from runner_core.own_copy import own_copy, remove_entry
 
@@ -166,6 +166,33 @@ def open_own(name: str | Path, flags: int, mode: int = 0o666) -> int:
             raise
     os.unlink(name)
     return os.open(name, flags | os.O_NOFOLLOW | os.O_EXCL, mode)
+
+
+def open_run_file(run_dir: Path | str, rel: str) -> BinaryIO | None:
+    """The regular file `rel` ("logs/stdout.txt") of a run, opened for reading, or None when it
+    is missing, no regular file (a FIFO would hold the reader for ever), or reached through a
+    symlink at any of its parts: the run's directory is writable from inside its box, and a
+    link planted there would have the service read any file it can (its keys, other runs)."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
+    *folders, name = rel.split("/")
+    try:
+        fd = os.open(run_dir, flags | os.O_DIRECTORY)
+    except OSError:
+        return None
+    try:
+        for folder in folders:
+            inner = os.open(folder, flags | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+        leaf = os.open(name, flags | os.O_NONBLOCK, dir_fd=fd)
+    except OSError:  # ELOOP: a symlink; ENOTDIR, ENOENT
+        return None
+    finally:
+        os.close(fd)
+    if not stat.S_ISREG(os.fstat(leaf).st_mode):
+        os.close(leaf)
+        return None
+    return os.fdopen(leaf, "rb")
 
 
 def write_file(path: Path | str, data: bytes, *, atomic: bool = True) -> None:

@@ -19,6 +19,7 @@ from runner_core.secret_values import mask_bytes
 from runner_core.statuses import TERMINAL_STATUSES, RunStatus
 from runner_core.store import cancels
 from runner_core.store.models import Request, Run
+from runner_core.workspace import open_run_file
 
 log = logging.getLogger(__name__)
 LOG_CAP = 2 * 1024 * 1024
@@ -59,11 +60,11 @@ def result_body(job: JobRow) -> dict[str, Any]:
 
 def log_snapshot(job: JobRow) -> dict[str, Any]:
     """Prompt, stdout and stderr: the last 2 MiB of each, and which ones were cut."""
-    logs = context.settings().runs_dir / job.run_id / "logs"
+    run_dir = context.settings().runs_dir / job.run_id
     body: dict[str, Any] = {"request_id": job.request_id}
     truncated = []
     for name in LOG_NAMES:
-        body[name], cut = tail(logs / f"{name}.txt")
+        body[name], cut = tail(run_dir, f"logs/{name}.txt")
         if cut:
             truncated.append(name)
     body["truncated"] = truncated
@@ -86,17 +87,16 @@ def log_range(job: JobRow, stream: str, byte_from: int, byte_to: int | None) -> 
             job.request_id,
         )
     asked, stream = stream, "stdout" if stream == "pty" else stream  # CLIs run on pipes here
-    path = context.settings().runs_dir / job.run_id / "logs" / f"{stream}.txt"
-    data, size = b"", 0
-    try:
-        with path.open("rb") as fh:
+    data, size, start = b"", 0, 0
+    # a regular file reached through no symlink, or nothing (the run could plant either)
+    fh = open_run_file(context.settings().runs_dir / job.run_id, f"logs/{stream}.txt")
+    if fh is not None:
+        with fh:
             size = os.fstat(fh.fileno()).st_size
             start = min(byte_from, size)
             end = min(size if byte_to is None else byte_to, size, start + RANGE_CAP)
             fh.seek(start)
             data = fh.read(end - start)
-    except FileNotFoundError:
-        start = 0
     inside = _continuation_bytes(data) if start > 0 else 0
     data, start = data[inside:], start + inside
     if start + len(data) < size or job.status not in TERMINAL_STATUSES:
@@ -140,12 +140,14 @@ def _whole_characters(data: bytes) -> bytes:
     return data
 
 
-def tail(path: Path, cap: int = LOG_CAP) -> tuple[str | None, bool]:
-    """The last `cap` bytes of a file as text, and whether anything was cut."""
-    if not path.is_file():
+def tail(run_dir: Path, rel: str, cap: int = LOG_CAP) -> tuple[str | None, bool]:
+    """The last `cap` bytes of a run's file as text, and whether anything was cut (None: no
+    regular file there, or one reached through a symlink)."""
+    fh = open_run_file(run_dir, rel)
+    if fh is None:
         return None, False
-    size = path.stat().st_size
-    with path.open("rb") as fh:
+    with fh:
+        size = os.fstat(fh.fileno()).st_size
         if size > cap:
             fh.seek(size - cap)
         return mask_bytes(fh.read()).decode("utf-8", errors="replace"), size > cap

@@ -1,13 +1,17 @@
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
+from runner_core.results import stderr_tail
 from runner_core.workspace import (
+    RunPaths,
     create_run_dir,
     find_snapshot,
     install_skill_copy,
+    open_run_file,
     snapshot_skill,
 )
 
@@ -76,3 +80,23 @@ def test_a_write_replaces_a_link_planted_at_its_name(tmp_path, atomic) -> None:
     write_file(target, b"{}", atomic=atomic)
     assert victim.read_text() == "untouched"
     assert not target.is_symlink() and target.read_text() == "{}"
+
+
+def test_open_run_file_reads_regular_files_only_and_through_no_link(tmp_path):
+    run = tmp_path / "run"
+    (run / "logs").mkdir(parents=True)
+    (run / "logs" / "stdout.txt").write_text("mine")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "stderr.txt").write_text("secret")
+    with open_run_file(run, "logs/stdout.txt") as fh:
+        assert fh.read() == b"mine"
+    os.symlink(outside / "stderr.txt", run / "logs" / "stderr.txt")
+    assert open_run_file(run, "logs/stderr.txt") is None
+    assert stderr_tail(RunPaths(run)) == ""  # a failed run's error quotes its stderr
+    os.mkfifo(run / "events.jsonl")
+    assert open_run_file(run, "events.jsonl") is None  # no wait for a writer
+    os.rename(run / "logs", run / "old")
+    os.symlink(outside, run / "logs")
+    assert open_run_file(run, "logs/stderr.txt") is None
+    assert open_run_file(run, "none/x.txt") is None

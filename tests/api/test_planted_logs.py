@@ -1,0 +1,53 @@
+"""A run's directory is writable from inside its box, logs/ included: a run could replace its
+logs/stdout.txt with a symlink to any file the API can read (the UI session key, the tokens
+file, another run's files), or with a FIFO that holds an API worker for ever. The log routes
+read a regular file reached through no symlink, or nothing."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from tests.api.test_artifact_paths import finished_job
+from tests.api.test_management import run_dir
+
+SECRET = "outside-the-run-0123456789"
+
+
+def plant(app, rid, tmp_path, how):
+    logs = run_dir(app, rid) / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    outside = tmp_path / "outside"
+    outside.mkdir(exist_ok=True)
+    (outside / "stdout.txt").write_text(SECRET)
+    (outside / "stderr.txt").write_text(SECRET)
+    for name in ("stdout.txt", "stderr.txt"):
+        target = logs / name
+        if target.exists() or target.is_symlink():
+            target.unlink()
+        if how == "file-link":
+            os.symlink(outside / name, target)
+        elif how == "fifo":
+            os.mkfifo(target)
+    if how == "dir-link":
+        for name in os.listdir(logs):
+            (logs / name).unlink()
+        logs.rmdir()
+        os.symlink(outside, logs)
+
+
+@pytest.mark.timeout(30, method="thread")
+@pytest.mark.parametrize("how", ["file-link", "dir-link", "fifo"])
+def test_the_logs_never_follow_a_link_nor_wait_on_a_fifo(client, app, tmp_path, how):
+    rid = finished_job(client, app)
+    plant(app, rid, tmp_path, how)
+    for path in (
+        f"/v1/jobs/{rid}/logs",
+        f"/v1/jobs/{rid}/logs/range?stream=stdout",
+        f"/v1/jobs/{rid}/logs/range?stream=stderr",
+        f"/v1/management/runs/{rid}/logs/range?stream=stdout",
+    ):
+        resp = client.get(path)
+        assert resp.status_code == 200, (path, resp.data[:200])
+        assert SECRET.encode() not in resp.data, path
