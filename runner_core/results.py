@@ -118,8 +118,12 @@ def write_failure(paths: RunPaths, status: str, error: Mapping[str, Any]) -> boo
 
 def read_result(paths: RunPaths) -> dict[str, Any] | None:
     """The document, or None when the run wrote none (or it cannot be read)."""
+    fh = open_run_file(paths.root, "result/result.json")  # never through a planted link
+    if fh is None:
+        return None
     try:
-        return json.loads(paths.result_file.read_text(encoding="utf-8"))
+        with fh:
+            return json.loads(fh.read().decode("utf-8"))
     except (OSError, ValueError):
         return None
 

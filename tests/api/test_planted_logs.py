@@ -6,6 +6,7 @@ read a regular file reached through no symlink, or nothing."""
 from __future__ import annotations
 
 import os
+import shutil
 
 import pytest
 
@@ -51,3 +52,16 @@ def test_the_logs_never_follow_a_link_nor_wait_on_a_fifo(client, app, tmp_path, 
         resp = client.get(path)
         assert resp.status_code == 200, (path, resp.data[:200])
         assert SECRET.encode() not in resp.data, path
+
+
+def test_a_result_folder_replaced_by_a_link_is_not_read_through(client, app, tmp_path):
+    rid = finished_job(client, app)
+    root = run_dir(app, rid)
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "result.json").write_text('{"status": "succeeded", "data": "' + SECRET + '"}')
+    if (root / "result").exists():
+        shutil.rmtree(root / "result")
+    os.symlink(outside, root / "result")
+    resp = client.get(f"/v1/jobs/{rid}/result")
+    assert resp.status_code == 200 and SECRET.encode() not in resp.data
