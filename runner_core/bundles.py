@@ -28,6 +28,7 @@ from typing import BinaryIO
 import zipstream
 
 from runner_core.engines.invocation import RUN_HOME
+from runner_core.own_copy import remove_entry
 from runner_core.run_files import SECRET_NAMES, hidden_target
 
 log = logging.getLogger(__name__)
@@ -84,6 +85,22 @@ def _engine_home(name: str) -> bool:
     return name == RUN_HOME or (name.startswith(".") and name.endswith("-home"))
 
 
+def clear_planted(run_dir: Path) -> None:
+    """Remove what a run left where the stored bundles go in their place: `bundle/` that is no
+    folder (a symlink to one of the service's), a zip that is no regular file (a symlink to a
+    key file, a FIFO). The folder is the run's own, writable from inside its box: served or
+    written through such a link, a download would read or write any file of the service. For
+    an ended run only (nothing in it moves any more)."""
+    folder = Path(run_dir) / BUNDLE_DIR
+    if folder.is_symlink() or (os.path.lexists(folder) and not folder.is_dir()):
+        remove_entry(folder)
+        return
+    for debug in (False, True):
+        stored = folder / bundle_names(debug)[0]
+        if stored.is_symlink() or (os.path.lexists(stored) and not stored.is_file()):
+            remove_entry(stored)
+
+
 def bundle_path(run_dir: Path, debug: bool) -> Path:
     """Where the stored zip of this flavour lives (it may not exist yet)."""
     return Path(run_dir) / BUNDLE_DIR / bundle_names(debug)[0]
@@ -129,6 +146,7 @@ def stream_bundle(run_dir: Path, debug: bool, store: bool = True) -> Iterator[by
 def store_bundle(run_dir: Path, debug: bool) -> Path | None:
     """Build and store the bundle without sending it (a Range asked of a bundle not built yet);
     its path, or None when it could not be stored (a full disk)."""
+    clear_planted(run_dir)
     for _chunk in stream_bundle(run_dir, debug):
         time.sleep(0)  # a gevent worker serves its other requests while a big zip is made
     path = bundle_path(run_dir, debug)

@@ -15,7 +15,13 @@ from api.errors import ApiError
 from api.jobs.read import load_job
 from api.jobs.rows import RunState
 from runner_core.artifacts import artifact_url, resolve_artifact_path
-from runner_core.bundles import bundle_names, bundle_path, store_bundle, stream_bundle
+from runner_core.bundles import (
+    bundle_names,
+    bundle_path,
+    clear_planted,
+    store_bundle,
+    stream_bundle,
+)
 from runner_core.error_codes import ErrorCode
 from runner_core.runtime_options import RuntimeOptions
 from runner_core.statuses import TERMINAL_STATUSES
@@ -107,6 +113,7 @@ def bundle_response(run: Run, debug: bool | None = None) -> Response:
     if debug is None:
         debug = RuntimeOptions.from_dict(run.runtime_options).debug
     name = bundle_names(debug)[0]
+    clear_planted(run_dir(run))  # a link the run left there is not followed
     stored = bundle_path(run_dir(run), debug)
     ranged = "Range" in request.headers
     if stored.is_file() or (ranged and store_bundle(run_dir(run), debug) is not None):

@@ -65,3 +65,26 @@ def test_a_result_folder_replaced_by_a_link_is_not_read_through(client, app, tmp
     os.symlink(outside, root / "result")
     resp = client.get(f"/v1/jobs/{rid}/result")
     assert resp.status_code == 200 and SECRET.encode() not in resp.data
+
+
+@pytest.mark.parametrize("route", ["bundle", "bundle/debug"])
+@pytest.mark.parametrize("how", ["file-link", "dir-link"])
+def test_a_stored_bundle_the_run_planted_as_a_link_is_not_served(client, app, tmp_path, route, how):
+    rid = finished_job(client, app)
+    root = run_dir(app, rid)
+    outside = tmp_path / "keys"
+    outside.mkdir()
+    for name in ("run_bundle.zip", "run_bundle_debug.zip"):
+        (outside / name).write_text(SECRET)
+    if how == "dir-link":
+        os.symlink(outside, root / "bundle")
+    else:
+        (root / "bundle").mkdir()
+        for name in ("run_bundle.zip", "run_bundle_debug.zip"):
+            os.symlink(outside / name, root / "bundle" / name)
+    for ranged in ({}, {"Range": "bytes=0-10"}):
+        resp = client.get(f"/v1/jobs/{rid}/{route}", headers=ranged)
+        assert resp.status_code in (200, 206), resp.data[:200]
+        assert SECRET.encode() not in resp.get_data()
+    assert (outside / "run_bundle.zip").read_text() == SECRET  # nor written through the link
+    assert (outside / "run_bundle_debug.zip").read_text() == SECRET
