@@ -168,6 +168,15 @@ def open_own(name: str | Path, flags: int, mode: int = 0o666) -> int:
     return os.open(name, flags | os.O_NOFOLLOW | os.O_EXCL, mode)
 
 
+def own_folder(path: Path) -> Path:
+    """`path` as a real folder: a symlink (or file) a run left in its place is removed first, so
+    what the runner writes there lands in the run, not where the link points."""
+    if path.is_symlink() or (os.path.lexists(path) and not path.is_dir()):
+        remove_entry(path)
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
 def open_run_file(run_dir: Path | str, rel: str) -> BinaryIO | None:
     """The regular file `rel` ("logs/stdout.txt") of a run, opened for reading, or None when it
     is missing, no regular file (a FIFO would hold the reader for ever), or reached through a

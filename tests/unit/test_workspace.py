@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from runner_core.results import stderr_tail
+from runner_core.results import read_result, stderr_tail, write_result
 from runner_core.workspace import (
     RunPaths,
     create_run_dir,
@@ -100,3 +100,14 @@ def test_open_run_file_reads_regular_files_only_and_through_no_link(tmp_path):
     os.symlink(outside, run / "logs")
     assert open_run_file(run, "logs/stderr.txt") is None
     assert open_run_file(run, "none/x.txt") is None
+
+
+def test_the_result_is_written_in_the_run_not_through_a_link_it_left(tmp_path):
+    run, outside = tmp_path / "run", tmp_path / "outside"
+    run.mkdir()
+    outside.mkdir()
+    os.symlink(outside, run / "result")
+    write_result(RunPaths(run), {"status": "succeeded"})
+    assert list(outside.iterdir()) == []
+    assert not (run / "result").is_symlink()
+    assert read_result(RunPaths(run)) == {"status": "succeeded"}
