@@ -121,3 +121,50 @@ def test_a_skipped_artifact_link_is_a_warning_naming_its_path(module_stack):
     warnings = stack.client.get(f"/v1/jobs/{rid}/result").json["result"]["validation_warnings"]
     [escape] = [w for w in warnings if w["code"] == "ARTIFACT_SYMLINK_ESCAPE"]
     assert escape["details"] == {"path": "artifacts/escape"}
+
+
+READ_PLANTER = textwrap.dedent(
+    """
+    import json, os, shutil, sys
+    from pathlib import Path
+    run = Path(os.environ["SKILL_RUNNER_RUN_DIR"])
+    outside = Path(json.loads(Path(os.environ["SKILL_RUNNER_INPUT_FILE"]).read_text())
+                   ["input"]["outside"])
+    for name in ("stdout.txt", "stderr.txt"):
+        (run / "logs" / name).unlink()
+        os.symlink(outside / "key.txt", run / "logs" / name)
+    shutil.rmtree(run / "bundle", ignore_errors=True)
+    os.symlink(outside, run / "bundle")
+    os.symlink("../.home", run / "artifacts/home")
+    os.symlink("../opencode.json", run / "artifacts/config.json")
+    print(json.dumps({"ok": True}))
+    """
+)
+
+
+def test_links_planted_where_the_api_reads_lead_nowhere(module_stack, tmp_path):
+    """Logs, the stored bundle and artifacts: a run's links to a file of the service (or to
+    its own engine home) are not read through by the API."""
+    stack = module_stack
+    write_skill(stack.settings.skills_dir, "read-planter", READ_PLANTER)
+    outside = tmp_path / "keys"
+    outside.mkdir()
+    secret = "the-service-key-0123456789"
+    for name in ("key.txt", "run_bundle.zip", "run_bundle_debug.zip"):
+        (outside / name).write_text(secret)
+    rid = stack.client.post(
+        "/v1/jobs", json={"skill_id": "read-planter", "input": {"outside": str(outside)}}
+    ).json["request_id"]
+    status = stack.wait(rid)
+    # its printed output went to the log it unlinked: the worker reads no output through the
+    # link in its place (that would have made the key the run's result)
+    assert status["status"] == "failed", status
+    assert status["error"]["code"] == "OUTPUT_VALIDATION_FAILED"
+    assert secret not in json.dumps(status)
+    paths = ("result", "logs", "logs/range?stream=stdout", "logs/range?stream=stderr")
+    for path in (*paths, "bundle", "bundle/debug", "artifacts"):
+        resp = stack.client.get(f"/v1/jobs/{rid}/{path}")
+        assert resp.status_code == 200, (path, resp.status_code)
+        assert secret.encode() not in resp.get_data(), path
+    assert stack.client.get(f"/v1/jobs/{rid}/artifacts/config.json").status_code in (400, 404)
+    assert (outside / "run_bundle.zip").read_text() == secret

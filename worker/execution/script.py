@@ -13,6 +13,7 @@ operator's index settings (UV_* and proxy variables) explicitly.
 
 from __future__ import annotations
 
+import io
 import os
 import shlex
 import shutil
@@ -24,7 +25,7 @@ from runner_core.error_codes import ErrorCode
 from runner_core.output import NormalizeRequest, SkillCommand
 from runner_core.secret_values import held
 from runner_core.skills.model import Command, Runtime
-from runner_core.workspace import RunPaths
+from runner_core.workspace import RunPaths, open_run_file
 from worker.execution.contexts import EntryContext, EntryResult
 from worker.execution.failures import check_process
 from worker.execution.output_tail import run_streamed
@@ -160,7 +161,11 @@ def run_script(entry: EntryContext) -> EntryResult:
     )
     result = run_streamed(entry, spec, None)  # progress lines become raw.stdout events
     check_process(result, ErrorCode.SKILL_SCRIPT_FAILED)
-    text = result.stdout_path.read_text(encoding="utf-8", errors="replace")
+    # the log as the worker wrote it: a link the script left in its place is not read through
+    # (it would make any file the worker can read the run's output); such a run has no output
+    out = open_run_file(result.stdout_path.parent, result.stdout_path.name)
+    with out if out is not None else io.BytesIO() as fh:
+        text = fh.read().decode("utf-8", errors="replace")
     return EntryResult(text, text_file=paths.logs / "stdout.txt")
 
 
