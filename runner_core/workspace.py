@@ -204,6 +204,26 @@ def open_run_file(run_dir: Path | str, rel: str) -> BinaryIO | None:
     return os.fdopen(leaf, "rb")
 
 
+def read_log(path: Path, last: int | None = None) -> str:
+    """A run's log as text (its `last` bytes), never through a link the run left in its place
+    ("" then, as for no file)."""
+    fh = open_run_file(path.parent, path.name)
+    if fh is None:
+        return ""
+    with fh:
+        if last is not None:
+            fh.seek(max(0, os.fstat(fh.fileno()).st_size - last))
+        return fh.read().decode("utf-8", errors="replace")
+
+
+def append_log(path: Path) -> BinaryIO:
+    """`path` opened to append to, made in the run: a link (or folder link) the run left in
+    its place is removed first, never written through."""
+    own_folder(path.parent)
+    fd = open_own(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o666)
+    return os.fdopen(fd, "ab")
+
+
 def write_file(path: Path | str, data: bytes, *, atomic: bool = True) -> None:
     """Write `data` to `path`; `atomic`: through `<path>.tmp` and a rename. Plain os calls:
     a text-mode open costs three more system calls (fstat, isatty, lseek) per file."""

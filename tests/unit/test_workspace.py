@@ -8,10 +8,12 @@ import pytest
 from runner_core.results import read_result, stderr_tail, write_result
 from runner_core.workspace import (
     RunPaths,
+    append_log,
     create_run_dir,
     find_snapshot,
     install_skill_copy,
     open_run_file,
+    read_log,
     snapshot_skill,
 )
 
@@ -111,3 +113,23 @@ def test_the_result_is_written_in_the_run_not_through_a_link_it_left(tmp_path):
     assert list(outside.iterdir()) == []
     assert not (run / "result").is_symlink()
     assert read_result(RunPaths(run)) == {"status": "succeeded"}
+
+
+def test_logs_are_appended_and_read_in_the_run_never_through_a_link(tmp_path):
+    run, outside = tmp_path / "run", tmp_path / "outside"
+    (run / "logs").mkdir(parents=True)
+    outside.mkdir()
+    (outside / "key.txt").write_text("secret")
+    os.symlink(outside / "key.txt", run / "logs" / "stdout.txt")
+    assert read_log(run / "logs" / "stdout.txt") == ""
+    with append_log(run / "logs" / "stdout.txt") as fh:  # the next turn's output
+        fh.write(b"turn 2")
+    assert (outside / "key.txt").read_text() == "secret"
+    assert read_log(run / "logs" / "stdout.txt") == "turn 2"
+    assert read_log(run / "logs" / "stdout.txt", last=2) == " 2"
+    os.rename(run / "logs", run / "old")
+    os.symlink(outside, run / "logs")
+    with append_log(run / "logs" / "key.txt") as fh:
+        fh.write(b"more")
+    assert (outside / "key.txt").read_text() == "secret"
+    assert not (run / "logs").is_symlink()

@@ -22,6 +22,7 @@ from runner_core.engines.base import (
 )
 from runner_core.error_codes import ErrorCode
 from runner_core.skills.model import Runtime
+from runner_core.workspace import read_log
 from worker.execution.contexts import EntryContext
 from worker.execution.failures import process_failure
 from worker.execution.script import script_command, uv_cache_dir, uv_env, uv_run_argv
@@ -91,5 +92,5 @@ def install_dependencies(entry: EntryContext, runtime: Runtime, uv_cache: Path) 
         failure.message = "uv could not provide runtime.dependencies " + ", ".join(
             runtime.dependencies
         )
-        failure.details["stderr"] = stderr.read_text(errors="replace")[-4000:]
+        failure.details["stderr"] = read_log(stderr, 16000)[-4000:]
     raise failure

@@ -23,7 +23,14 @@ from runner_core.output import RepairReply, RepairRequest
 from runner_core.prompts import PromptContext, PromptError, patch_skill_md, render_prompt
 from runner_core.runtime_options import RuntimeOptions
 from runner_core.tokens import add_tokens, priced, prices_at
-from runner_core.workspace import RunPaths, install_skill_copy, write_git_marker, write_json
+from runner_core.workspace import (
+    RunPaths,
+    append_log,
+    install_skill_copy,
+    write_file,
+    write_git_marker,
+    write_json,
+)
 from worker.execution.boxing import boxes_engine
 from worker.execution.contexts import EntryContext, EntryResult
 from worker.execution.dependencies import provide_dependencies
@@ -76,13 +83,13 @@ def run_engine(entry: EntryContext, resume: Resume | None = None) -> EntryResult
     except EngineConfigError as exc:
         raise RunFailed(ErrorCode.ENGINE_CONFIG_INVALID, str(exc)) from exc
     if resume is None:
-        (paths.logs / "prompt.txt").write_text(prompt, encoding="utf-8")
+        write_file(paths.logs / "prompt.txt", prompt.encode("utf-8"))
         install_skill_copy(pkg.root, paths, adapter.skill_dirs)
         write_git_marker(paths.root)
     else:
         prompt = resume.prompt
-        with (paths.logs / "prompt.txt").open("a", encoding="utf-8") as fh:
-            fh.write(f"\n\n--- turn {resume.turn} ---\n{prompt}")
+        with append_log(paths.logs / "prompt.txt") as fh:  # not through a link the run left
+            fh.write(f"\n\n--- turn {resume.turn} ---\n{prompt}".encode())
     ctx = EngineContext(
         run_dir=paths.root,
         skill_id=pkg.id,

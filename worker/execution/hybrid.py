@@ -16,7 +16,7 @@ from dataclasses import replace
 
 from runner_core.error_codes import ErrorCode
 from runner_core.interaction import has_done_marker
-from runner_core.workspace import write_file
+from runner_core.workspace import read_log, write_file
 from worker.execution.contexts import EntryContext, EntryResult
 from worker.execution.engine import run_engine
 from worker.execution.failures import RunFailed, process_failure
@@ -69,12 +69,12 @@ def run_hybrid_script(entry: EntryContext, engine: EntryResult) -> EntryResult:
             {
                 "exit_code": result.exit_code,
                 "step": "script",
-                "script_stderr": stderr.read_text(errors="replace")[-4000:],
+                "script_stderr": read_log(stderr, 16000)[-4000:],
             },
         )
     if failure is not None:
         return replace(engine, repair=None, timings=timings, failure=failure)
-    printed = stdout.read_text(encoding="utf-8", errors="replace")
+    printed = read_log(stdout)  # never through a link the script left in its place
     if printed.strip():
         return replace(engine, text=printed, text_file=stdout, repair=None, timings=timings)
     return replace(engine, repair=None, timings=timings)

@@ -14,6 +14,7 @@ from runner_core.engines.base import CommandSpec, ProcessResult
 from runner_core.engines.live import Translated, translate_line
 from runner_core.events import EventLog
 from runner_core.secret_values import longest, mask_file
+from runner_core.workspace import open_run_file
 from worker.execution.contexts import EntryContext
 from worker.execution.network import egress_plan
 from worker.execution.supervisor import run_command
@@ -54,8 +55,11 @@ class OutputTail:
         for stream, path in self.files.items():
             # secrets printed are masked in the file (same length) before they become events
             mask_file(path, max(0, self.read_to[stream] - longest()))
+            fh = open_run_file(path.parent, path.name)  # never through a link the run planted
+            if fh is None:
+                continue
             try:
-                with path.open("rb") as fh:
+                with fh:
                     fh.seek(self.read_to[stream])
                     data = fh.read()
             except OSError:

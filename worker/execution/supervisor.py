@@ -26,6 +26,7 @@ from runner_core.processes import terminate_group
 from runner_core.run_guard import reclaim
 from runner_core.sandbox import Box, box_command, limit_process, out_of_memory
 from runner_core.secret_values import mask_file
+from runner_core.workspace import append_log, open_run_file
 from worker.execution.strays import command_started, end_strays
 
 POLL_SEC = 0.05
@@ -107,7 +108,7 @@ def _run(
 ) -> ProcessResult:
     stdin = subprocess.PIPE if spec.stdin is not None else subprocess.DEVNULL
     started = time.time()
-    with stdout_path.open("ab") as out, stderr_path.open("ab") as err:
+    with append_log(stdout_path) as out, append_log(stderr_path) as err:
         offsets = (out.tell(), err.tell())  # earlier turns' output stays before these
         try:
             with entered(netns) if netns is not None else contextlib.nullcontext():
@@ -295,8 +296,11 @@ def _ran_out_of_memory(result: ProcessResult, box: Box | None) -> bool:
     """A boxed process with a memory limit that failed saying it ran out of memory."""
     if box is None or not box.limits.memory_bytes or result.exit_code in (0, None):
         return False
+    err = open_run_file(result.stderr_path.parent, result.stderr_path.name)
+    if err is None:
+        return False
     try:
-        with result.stderr_path.open("rb") as err:
+        with err:
             err.seek(max(result.stderr_from, err.seek(0, os.SEEK_END) - 4096))
             return out_of_memory(err.read().decode("utf-8", errors="replace"))
     except OSError:
