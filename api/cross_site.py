@@ -50,6 +50,12 @@ def refuse_cross_site(app: Flask, tokens_enabled: bool, origins: tuple[str, ...]
             return None
         if urlsplit(origin).netloc == request.host:
             return None
+        if origin == "null" or urlsplit(origin).scheme not in ("http", "https"):
+            # what a browser's privileged code sends (Firefox's extensions and the Zotero
+            # plugin: `null`; other extensions their own scheme): refusing it would refuse the
+            # clients this loopback default serves. A sandboxed page can send `null` too:
+            # tokens close that (docs/operating.md, Security)
+            return None
         log.warning("%s %s refused: cross-site (Origin %s)", request.method, request.path, origin)
         return error_response(
             403,
