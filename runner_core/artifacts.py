@@ -120,13 +120,21 @@ class ArtifactManifest:
         }
 
 
+FILE_TYPES = ("artifact", "file")  # `file`: Skill-Runner's name for an artifact field
+
+
+def is_file_field(prop: Any) -> bool:
+    """Whether an output property is an artifact field (its value a file's path)."""
+    return isinstance(prop, dict) and prop.get("x-type") in FILE_TYPES
+
+
 def artifact_fields(output_schema: dict[str, Any]) -> list[ArtifactSpec]:
-    """Register every output-schema property marked `"x-type": "artifact"`, in schema order (a
-    property written as a local `$ref` has its keywords in the definition)."""
+    """Register every output-schema property marked `"x-type": "artifact"` (or `"file"`), in
+    schema order (a property written as a local `$ref` has its keywords in the definition)."""
     required = set(output_schema.get("required") or [])
     specs = []
     for key, prop in resolved_properties(output_schema).items():
-        if isinstance(prop, dict) and prop.get("x-type") == "artifact":
+        if is_file_field(prop):
             specs.append(
                 ArtifactSpec(
                     role=prop.get("x-role") or "output",
@@ -164,19 +172,27 @@ def artifact_url(kind: str, request_id: str, path: str) -> str:
     return f"/v1/{prefix}/{quote(request_id)}/artifacts/{quote(path)}"
 
 
-def index_artifacts(run_dir: Path, contract: list[ArtifactSpec]) -> ArtifactManifest:
-    """Hash and list every file under `run_dir/artifacts/`, matched against `contract`."""
+def index_artifacts(
+    run_dir: Path, contract: list[ArtifactSpec], listed: dict[str, str] | None = None
+) -> ArtifactManifest:
+    """Hash and list every file under `run_dir/artifacts/`, matched against `contract`, and the
+    files artifact manifests `listed` elsewhere in the run (run-relative path -> role; checked
+    regular files: runner_core.artifact_manifest)."""
     manifest = ArtifactManifest()
-    if _empty_dir(Path(run_dir) / ARTIFACTS_DIR):  # most runs: nothing to resolve or walk
+    listed = listed or {}
+    if not listed and _empty_dir(Path(run_dir) / ARTIFACTS_DIR):  # most runs: nothing to walk
         manifest.missing_required = [s for s in contract if s.required]
         return manifest
     run_dir = Path(run_dir).resolve()
-    for rel, real in _walk_artifacts(run_dir, manifest.warnings):
+    found = _walk_artifacts(run_dir, manifest.warnings)
+    walked = {rel for rel, _real in found}
+    found += [(rel, run_dir / rel) for rel in listed if rel not in walked]
+    for rel, real in found:
         spec = next((s for s in contract if s.matches(rel)), None)
         filename = rel.rsplit("/", 1)[-1]
         manifest.artifacts.append(
             ArtifactEntry(
-                role=spec.role if spec else "output",
+                role=spec.role if spec else listed.get(rel, "output"),
                 path=rel,
                 filename=filename,
                 mime=(spec.mime if spec and spec.mime else guess_mime(filename)),
@@ -185,9 +201,9 @@ def index_artifacts(run_dir: Path, contract: list[ArtifactSpec]) -> ArtifactMani
                 required=bool(spec and spec.required),
             )
         )
-    found = [a.path for a in manifest.artifacts]
+    paths = [a.path for a in manifest.artifacts]
     manifest.missing_required = [
-        s for s in contract if s.required and not any(s.matches(p) for p in found)
+        s for s in contract if s.required and not any(s.matches(p) for p in paths)
     ]
     return manifest
 

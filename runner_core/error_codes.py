@@ -121,6 +121,7 @@ class ErrorCode(StrEnum):
     OUTPUT_RESULT_FILE_INVALID = "OUTPUT_RESULT_FILE_INVALID"
     ARTIFACT_SYMLINK_ESCAPE = "ARTIFACT_SYMLINK_ESCAPE"
     ARTIFACT_SYMLINK_DIR = "ARTIFACT_SYMLINK_DIR"
+    ARTIFACT_MANIFEST_INVALID = "ARTIFACT_MANIFEST_INVALID"
     NETWORK_NOT_ENFORCED = "NETWORK_NOT_ENFORCED"
     NETWORK_REFUSED = "NETWORK_REFUSED"
     NETWORK_RESTRICTED = "NETWORK_RESTRICTED"
@@ -335,6 +336,10 @@ CATALOGUE: dict[ErrorCode, CodeUse] = {
         (WARNING,), "an artifact symlink leaves the run directory or does not resolve"
     ),
     _C.ARTIFACT_SYMLINK_DIR: CodeUse((WARNING,), "a symlinked artifact directory, not followed"),
+    _C.ARTIFACT_MANIFEST_INVALID: CodeUse(
+        (WARNING,),
+        "an artifact-manifest field names no JSON object, or an entry no file of the run",
+    ),
     _C.NETWORK_NOT_ENFORCED: CodeUse(
         (WARNING,), "the skill's automation.network was not enforced for (part of) the run"
     ),

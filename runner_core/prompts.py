@@ -16,6 +16,8 @@ from typing import Any
 from jinja2 import StrictUndefined, Template, TemplateError
 from jinja2.sandbox import SandboxedEnvironment
 
+from runner_core.artifact_manifest import MANIFEST_TYPE
+from runner_core.artifacts import is_file_field
 from runner_core.error_codes import ErrorCode
 from runner_core.interaction import AUTO_PROTOCOL, PROTOCOL
 from runner_core.schema_refs import resolved_properties
@@ -48,6 +50,7 @@ CONTRACT_TEMPLATE = """
 ```
 - Write every file you produce under `{{ artifacts_dir }}`.
 {% for a in artifact_fields %}- Field `{{ a.key }}` is a file: write it to `{{ artifacts_dir }}/{{ a.filename }}` and put that relative path (`artifacts/{{ a.filename }}`) in the field.
+{% endfor %}{% for key in manifest_fields %}- Field `{{ key }}` is the path of a JSON file you write: one flat object naming each file you produce (`{"name": "artifacts/file.ext"}`, paths relative to the run directory); every file it names is returned with the result.
 {% endfor %}- End with the same JSON object as your final message, with no other text.
 """
 
@@ -90,7 +93,15 @@ def artifact_field_list(output_schema: dict[str, Any]) -> list[dict[str, str]]:
     return [
         {"key": k, "filename": v.get("x-filename", k), "role": v.get("x-role", "output")}
         for k, v in resolved_properties(output_schema).items()
-        if isinstance(v, dict) and v.get("x-type") == "artifact"
+        if is_file_field(v)
+    ]
+
+
+def manifest_field_list(output_schema: dict[str, Any]) -> list[str]:
+    return [
+        k
+        for k, v in resolved_properties(output_schema).items()
+        if isinstance(v, dict) and v.get("x-type") == MANIFEST_TYPE
     ]
 
 
@@ -116,6 +127,7 @@ def _contract_text(pkg: SkillPackage, run_dir: Path) -> str:
             "artifacts_dir": str(run_dir / "artifacts"),
             "output_schema": json.dumps(pkg.output_schema, indent=2, ensure_ascii=False),
             "artifact_fields": artifact_field_list(pkg.output_schema),
+            "manifest_fields": manifest_field_list(pkg.output_schema),
         },
         "output contract",
     )

@@ -39,7 +39,8 @@ class TreeEntry:
     size: int | None  # bytes, files only
 
 
-def _hidden(parts: tuple[str, ...]) -> bool:
+def hidden_part(parts: tuple[str, ...]) -> bool:
+    """Whether a run-relative path (its parts) is hidden: a dotted part or an engine config."""
     return any(part.startswith(".") for part in parts) or (
         bool(parts) and parts[-1] in SECRET_NAMES
     )
@@ -55,11 +56,11 @@ def tree(run_dir: Path) -> tuple[list[TreeEntry], bool]:
     for current, dirs, files in os.walk(run_dir):
         here = Path(current)
         rel_here = here.relative_to(run_dir).parts
-        dirs[:] = sorted(d for d in dirs if not _hidden((*rel_here, d)))
+        dirs[:] = sorted(d for d in dirs if not hidden_part((*rel_here, d)))
         for name in [*dirs, *sorted(files)]:
             path = here / name
             parts = (*rel_here, name)
-            if _hidden(parts) or not _inside(root, path):
+            if hidden_part(parts) or not _inside(root, path):
                 continue
             if hidden_target(root, root.joinpath(*parts), path.resolve()):
                 continue
@@ -81,7 +82,7 @@ def hidden_target(root: Path, lexical: Path, real: Path) -> bool:
         parts = real.relative_to(root).parts
     except ValueError:
         return True
-    return _hidden(parts)
+    return hidden_part(parts)
 
 
 def _in_order(entries: list[TreeEntry]) -> list[TreeEntry]:
@@ -102,7 +103,7 @@ def resolve(run_dir: Path, rel: str) -> Path:
     parts = tuple(p for p in rel.replace("\\", "/").split("/") if p not in ("", "."))
     if not rel or rel.startswith("/") or ".." in parts or "\0" in rel:
         raise FileRefused("traversal", f"'{rel}' is not a path inside the run")
-    if _hidden(parts):
+    if hidden_part(parts):
         raise FileRefused("secret", f"'{rel}' is hidden: engine homes and configs are not shown")
     path = run_dir.joinpath(*parts)
     root = run_dir.resolve()

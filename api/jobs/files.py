@@ -87,8 +87,11 @@ def artifacts_body(request_id: str, run: Run, kind: str = "job") -> dict[str, An
 
 
 def artifact_file_response(request_id: str, run: Run, path: str) -> Response:
-    # relative to artifacts/ unless it names it; an absolute path is refused as it is
-    if not (path == "artifacts" or path.startswith(("artifacts/", "/"))):
+    # relative to artifacts/ unless it names it or is a file an artifact manifest listed
+    # elsewhere (result/...); an absolute path is refused as it is
+    if not (path == "artifacts" or path.startswith(("artifacts/", "/"))) and not _listed(
+        run, path
+    ):
         path = f"artifacts/{path}"
     try:
         target = resolve_artifact_path(run_dir(run), path)
@@ -103,6 +106,14 @@ def artifact_file_response(request_id: str, run: Run, path: str) -> Response:
     # a control character (a newline) cannot go into the Content-Disposition header: a 500
     name = CONTROL.sub("_", target.name)
     return send_file(target, as_attachment=True, download_name=name)
+
+
+def _listed(run: Run, path: str) -> bool:
+    """Whether the run's artifact index lists `path` outside artifacts/ (an artifact
+    manifest's file under result/)."""
+    return path.startswith("result/") and any(
+        a.get("path") == path for a in manifest_artifacts(run.id)
+    )
 
 
 def bundle_response(run: Run, debug: bool | None = None) -> Response:

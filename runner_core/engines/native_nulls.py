@@ -33,7 +33,7 @@ def accepts_null(schema: Any, root: Any = None) -> bool:
     for key in ("anyOf", "oneOf"):
         if isinstance(schema.get(key), list):
             return any(accepts_null(branch, root) for branch in schema[key])
-    if schema.get("x-type") == "artifact":
+    if schema.get("x-type") in ("artifact", "file", "artifact-manifest"):  # a path
         return False
     return not any(key in schema for key in _CONSTRAINTS)
 

@@ -86,7 +86,7 @@ def _convert(node: Any, dialect: str, root: dict[str, Any]) -> Any:
                 continue
             raise NotFaithful(f"strict mode has no {key!r}")
         out[key] = _sub(key, value, dialect, root)
-    if node.get("x-type") == "artifact":  # the field holds the artifact's path
+    if node.get("x-type") in ("artifact", "file", "artifact-manifest"):  # a path
         _artifact(node, out, root)
     if dialect == STRICT:
         out = _strict_ref(out, root)

@@ -12,6 +12,7 @@ from typing import Any
 import skills_ref
 from skills_ref.parser import parse_frontmatter
 
+from runner_core.artifact_manifest import manifest_fields
 from runner_core.artifacts import artifact_fields
 from runner_core.engines import RETIRED, RUNNABLE_ENGINES, SUPPORTED_ENGINES
 from runner_core.openevo.spec import is_openevo_dir, load_openevo
@@ -56,6 +57,7 @@ def load_skill(root: Path, *, strict: bool = False) -> SkillPackage:
         manifest.engines, manifest.unsupported_engines, pkg.errors, pkg.warnings
     )
     pkg.artifacts = list(manifest.artifacts) + artifact_fields(pkg.output_schema)
+    pkg.artifact_manifests = manifest_fields(pkg.output_schema)
     return pkg
 
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from runner_core.artifact_manifest import ManifestField
 from runner_core.artifacts import ArtifactSpec
 
 
@@ -86,6 +87,9 @@ class SkillPackage:
     parameter_schema: dict[str, Any] = field(default_factory=dict)
     output_schema: dict[str, Any] = field(default_factory=dict)
     artifacts: list[ArtifactSpec] = field(default_factory=list)
+    artifact_manifests: list[ManifestField] = field(
+        default_factory=list
+    )  # x-type artifact-manifest
     effective_engines: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)

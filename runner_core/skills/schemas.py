@@ -6,8 +6,8 @@ Three checks per schema, both collecting every problem:
    every error jsonschema's `check_schema` would raise, not only the first;
 2. the runner's extension keywords on its top-level properties are well formed, checked by a
    meta-schema: input fields' `x-input-source` (file|inline) and `extensions` (".ext" strings),
-   output fields' `x-type` ("artifact"), `x-role` and `x-filename` (a plain file name). A
-   property written as a local `$ref` is checked with its definition's keywords, which the
+   output fields' `x-type` ("artifact", "file", "artifact-manifest"), `x-role` and
+   `x-filename` (a plain file name). A property written as a local `$ref` is checked with its definition's keywords, which the
    runner reads too;
 3. no `pattern` (or `patternProperties` key) nests repeats (`(a+)+`), whose matching can take
    exponential time (runner_core.schema_patterns).
@@ -40,7 +40,7 @@ INPUT_FIELD = {
 OUTPUT_FIELD = {
     "type": "object",
     "properties": {
-        "x-type": {"enum": ["artifact"]},
+        "x-type": {"enum": ["artifact", "file", "artifact-manifest"]},
         "x-role": {"type": "string", "minLength": 1},
         "x-filename": {"type": "string", "pattern": PLAIN_FILENAME_PATTERN},
     },
@@ -48,7 +48,7 @@ OUTPUT_FIELD = {
 RULE_MESSAGES = {
     "x-input-source": "x-input-source must be 'file' or 'inline'",
     "extensions": "extensions must be a list of strings starting with '.' (e.g. \".txt\")",
-    "x-type": "x-type must be 'artifact'",
+    "x-type": "x-type must be 'artifact', 'file' or 'artifact-manifest'",
     "x-role": "x-role must be a non-empty string",
     "x-filename": "x-filename must be a plain file name (no '/' or '..')",
 }
@@ -127,8 +127,9 @@ def extension_warnings(kind: str, rel: str, schema: dict[str, Any]) -> list[str]
             continue
         if kind == "input" and spec.get("x-input-source") == "inline" and "extensions" in spec:
             warnings.append(f"{rel}: properties.{name}: extensions only apply to file inputs")
-        if kind == "output" and spec.get("x-type") != "artifact":
-            ignored = [k for k in ("x-role", "x-filename") if k in spec]
+        if kind == "output" and spec.get("x-type") not in ("artifact", "file"):
+            marks = ("x-filename",) if spec.get("x-type") else ("x-role", "x-filename")
+            ignored = [k for k in marks if k in spec]
             if ignored:
                 warnings.append(
                     f"{rel}: properties.{name}: {', '.join(ignored)} ignored "

@@ -48,8 +48,15 @@ FIELD_RULES = [
         "x-type",
         "output",
         {"x-type": "artifact"},
-        {"x-type": "file"},
-        "properties.f: x-type must be 'artifact', got 'file'",
+        {"x-type": "folder"},
+        "properties.f: x-type must be 'artifact', 'file' or 'artifact-manifest', got 'folder'",
+    ),
+    (
+        "x-type of Skill-Runner",
+        "output",
+        {"x-type": "artifact-manifest", "x-role": "listing"},
+        {"x-type": "manifest"},
+        "properties.f: x-type must be 'artifact', 'file' or 'artifact-manifest', got 'manifest'",
     ),
     (
         "x-role",

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from runner_core import scratch
+from runner_core.artifact_manifest import resolve_manifests
 from runner_core.artifacts import index_artifacts, other_writes, write_manifest
 from runner_core.error_codes import ErrorCode
 from runner_core.events import EventLog
@@ -418,7 +419,9 @@ class RunExecutor:
         return options.repair_rounds_or(self.settings.repair_rounds)
 
     def _index_artifacts(self, pkg: SkillPackage) -> None:
-        manifest = index_artifacts(self.paths.root, pkg.artifacts)
+        listed = resolve_manifests(self.paths.root, self.data, pkg.artifact_manifests)
+        manifest = index_artifacts(self.paths.root, pkg.artifacts, listed.roles)
+        manifest.warnings.extend(listed.warnings)
         if self.run.started_at is not None:  # what the skill wrote outside its outputs
             manifest.other_writes, manifest.other_writes_truncated = other_writes(
                 self.paths.root, aware(self.run.started_at).timestamp()
@@ -429,8 +432,8 @@ class RunExecutor:
             run_warning(w["code"], w.get("message", ""), {"path": w["path"]})
             for w in manifest.warnings
         )
-        if manifest.missing_required:
-            missing = [s.pattern for s in manifest.missing_required]
+        if manifest.missing_required or listed.missing_required:
+            missing = [s.pattern for s in manifest.missing_required] + listed.missing_required
             raise RunFailed(
                 ErrorCode.ARTIFACT_MISSING,
                 "required artifacts were not produced: " + ", ".join(missing),
