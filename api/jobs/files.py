@@ -89,9 +89,7 @@ def artifacts_body(request_id: str, run: Run, kind: str = "job") -> dict[str, An
 def artifact_file_response(request_id: str, run: Run, path: str) -> Response:
     # relative to artifacts/ unless it names it or is a file an artifact manifest listed
     # elsewhere (result/...); an absolute path is refused as it is
-    if not (path == "artifacts" or path.startswith(("artifacts/", "/"))) and not _listed(
-        run, path
-    ):
+    if not (path == "artifacts" or path.startswith(("artifacts/", "/"))) and not _listed(run, path):
         path = f"artifacts/{path}"
     try:
         target = resolve_artifact_path(run_dir(run), path)
