@@ -10,11 +10,11 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any
 
-from jsonschema import validators
-
 from runner_core.bounded_cache import BoundedCache
 from runner_core.error_codes import ErrorCode
 from runner_core.schema_refs import deref, resolved_properties
+from runner_core.schema_regex import time_budget
+from runner_core.schema_validators import all_errors, validator_class
 from runner_core.uploads import nfc
 
 
@@ -55,14 +55,14 @@ def by_identity(schema: Any, make):
 
 
 def _validator(schema: dict[str, Any]):
-    return validators.validator_for(schema)(schema)
+    return validator_class(schema)(schema)
 
 
 def schema_errors(schema: dict[str, Any], instance: Any) -> list[dict[str, Any]]:
     """Every validation error of `instance`, as {path, message, validator}."""
     try:
         errors = sorted(
-            by_identity(schema, _validator).iter_errors(instance),
+            all_errors(by_identity(schema, _validator), instance),
             key=lambda e: list(e.absolute_path),
         )
     except RecursionError:  # a deep value under a recursive `$ref`, or a `$ref` loop
@@ -171,14 +171,17 @@ def inline_errors(
     else:
         choices = [tuple(unsure), ()]
     first: list[dict[str, Any]] | None = None
-    for chosen in choices:  # every file present first: the errors reported if none passes
-        value = {**inline, **{k: f"uploads/{k}" for k in (*named, *chosen)}}
-        errors = [
-            e for e in schema_errors(input_schema, value) if e["path"].split("/")[0] not in files
-        ]
-        if not errors:
-            return []
-        first = errors if first is None else first
+    with time_budget():  # the patterns of all the choices share one validation's time
+        for chosen in choices:  # every file present first: the errors reported if none passes
+            value = {**inline, **{k: f"uploads/{k}" for k in (*named, *chosen)}}
+            errors = [
+                e
+                for e in schema_errors(input_schema, value)
+                if e["path"].split("/")[0] not in files
+            ]
+            if not errors:
+                return []
+            first = errors if first is None else first
     return first or []
 
 

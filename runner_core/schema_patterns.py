@@ -1,23 +1,23 @@
-"""Regular expressions in a skill's schemas that could take exponential time to match.
+"""The regular expressions of a skill's schemas, checked when the skill is loaded.
 
-Every request's input is validated against its skill's input schema in the API process, and
-Python's `re` backtracks: a `pattern` such as `^(a+)+$` takes minutes on thirty `a`s and a `!`,
-holding an API worker (and a one-off run's package is anybody's with the `submit` scope). A
-pattern whose repeated part can be matched by repeats alone (`(a+)+`, `(\\w+\\s?)*`,
-`(a*|b)+`) splits one run of characters between its iterations in exponentially many ways, so
-it is refused; `(\\d+\\.)+`, whose every iteration needs its `.`, is not.
+Every request's input is validated against its skill's input schema in the API process, its
+patterns matched with a time limit (runner_core.schema_validators): a pattern that backtracks
+for ever (`^(a+)+$`) costs a crafted value a tenth of a second and a validation error, so it is
+not refused here. Refused: a pattern `regex` does not compile (or whose counted repeats would
+take too much memory compiled, runner_core.schema_regex), and `unevaluatedProperties` in a
+schema with `patternProperties`, which jsonschema would match with `re`, without a limit.
 """
 
 from __future__ import annotations
 
-import re
-import re._constants as sre
-import re._parser as sre_parse
 from collections.abc import Iterator
 from typing import Any
 
-_REPEATS = (sre.MAX_REPEAT, sre.MIN_REPEAT)
+from runner_core.schema_regex import MAX_REPEAT_WEIGHT, pattern_problem, repeat_weight
+from runner_core.schema_validators import UNEVALUATED_WITH_PATTERNS, has_pattern_properties
+
 _LEAVES = ("const", "enum", "default", "examples")  # values, not schemas
+MAX_SCHEMA_WEIGHT = 5 * MAX_REPEAT_WEIGHT  # all the patterns of one schema file
 
 
 def schema_patterns(schema: Any, where: str = "") -> Iterator[tuple[str, str]]:
@@ -39,68 +39,33 @@ def schema_patterns(schema: Any, where: str = "") -> Iterator[tuple[str, str]]:
         yield from schema_patterns(value, here)
 
 
-def exponential(pattern: str) -> bool:
-    """Whether `pattern` repeats a part that repeats alone could match (nested quantifiers)."""
-    try:
-        parsed = sre_parse.parse(pattern)
-    except (re.error, RecursionError, OverflowError):
-        return False  # not a regex: the draft check says so
-    return _nested(list(parsed))
-
-
-def _nested(items: list) -> bool:
-    for op, av in items:
-        if op in _REPEATS:
-            _low, high, sub = av
-            if high > 1 and _only_repeats(list(sub)):
-                return True
-            if _nested(list(sub)):
-                return True
-        elif op == sre.SUBPATTERN:
-            if _nested(list(av[3])):
-                return True
-        elif op == sre.BRANCH:
-            if any(_nested(list(branch)) for branch in av[1]):
-                return True
-        elif op in (sre.ASSERT, sre.ASSERT_NOT):
-            if _nested(list(av[1])):
-                return True
-        elif op == sre.ATOMIC_GROUP:
-            if _nested(list(av)):
-                return True
-    return False
-
-
-def _only_repeats(items: list) -> bool:
-    """Whether `items` hold an unbounded repeat and need nothing but repeats and optional parts."""
-    unbounded = False
-    for op, av in items:
-        if op in _REPEATS:
-            low, high, sub = av
-            if high == sre.MAXREPEAT:
-                unbounded = True
-            elif low > 0 and not _only_repeats(list(sub)):
-                return False
-        elif op == sre.SUBPATTERN:
-            if _only_repeats(list(av[3])):
-                unbounded = True
-            else:
-                return False
-        elif op == sre.BRANCH:
-            if any(_only_repeats(list(branch)) for branch in av[1]):
-                unbounded = True
-            else:
-                return False
-        elif op not in (sre.AT, sre.ASSERT, sre.ASSERT_NOT):
-            return False
-    return unbounded
+def has_unevaluated_properties(schema: Any) -> bool:
+    """Whether `unevaluatedProperties` is a key of `schema` or of a schema inside it."""
+    if isinstance(schema, list):
+        return any(has_unevaluated_properties(item) for item in schema)
+    if not isinstance(schema, dict):
+        return False
+    if "unevaluatedProperties" in schema:
+        return True
+    return any(has_unevaluated_properties(v) for k, v in schema.items() if k not in _LEAVES)
 
 
 def pattern_errors(rel: str, schema: Any) -> list[str]:
-    """An error for each pattern of `schema` that could take exponential time to match."""
-    return [
-        f"{rel}: {where}: the pattern {regex!r} nests repeats ((a+)+): matching it can take "
-        "exponential time; write it without a repeat inside a repeat"
-        for where, regex in schema_patterns(schema)
-        if exponential(regex)
-    ]
+    """An error for each pattern of `schema` that cannot be matched with a time limit."""
+    patterns = list(schema_patterns(schema))
+    weights = [repeat_weight(regex) for _where, regex in patterns]
+    # each compile writes its repeats out (one too large is not compiled): not thousands of them
+    total = sum(w for w in weights if w <= MAX_REPEAT_WEIGHT)
+    if total > MAX_SCHEMA_WEIGHT:
+        return [
+            f"{rel}: the counted repeats of its patterns add up to {total} characters, "
+            f"more than {MAX_SCHEMA_WEIGHT}: use smaller counts, or maxLength"
+        ]
+    errors = []
+    for where, regex in patterns:
+        problem = pattern_problem(regex)
+        if problem is not None:
+            errors.append(f"{rel}: {where}: the pattern {regex!r}: {problem}")
+    if has_unevaluated_properties(schema) and has_pattern_properties(schema):
+        errors.append(f"{rel}: {UNEVALUATED_WITH_PATTERNS}")
+    return errors

@@ -10,9 +10,9 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 from jsonschema.protocols import Validator
-from jsonschema.validators import validator_for
 
 from runner_core.inputs import TOO_DEEP_TO_VALIDATE, by_identity
+from runner_core.schema_validators import all_errors, schema_format_checker, validator_class
 
 # jsonschema puts the whole failing instance into some messages; a 2 MB agent answer must not
 # end up in every error record.
@@ -36,9 +36,9 @@ def build_validator(schema: dict[str, Any] | bool) -> Validator:
 
 
 def _checked_validator(schema: dict[str, Any] | bool) -> Validator:
-    cls = validator_for(schema, default=Draft202012Validator)
+    cls = validator_class(schema, default=Draft202012Validator)
     try:
-        cls.check_schema(schema)
+        cls.check_schema(schema, format_checker=schema_format_checker(cls))
     except SchemaError as exc:
         raise OutputSchemaError(exc.message) from exc
     except RecursionError as exc:
@@ -50,7 +50,7 @@ def collect_errors(validator: Validator, data: Any) -> list[dict[str, Any]]:
     """Return every validation error as {path, message, validator, expected, got}, ordered by
     path: `expected` is what the schema's keyword asks, `got` the start of the value found."""
     try:
-        errors = sorted(validator.iter_errors(data), key=lambda e: (e.json_path, str(e.validator)))
+        errors = sorted(all_errors(validator, data), key=lambda e: (e.json_path, str(e.validator)))
     except RecursionError:  # a deep value under a recursive `$ref`, or a `$ref` loop
         return [{**error_record("$", TOO_DEEP_TO_VALIDATE, "depth"), "expected": None, "got": None}]
     found = [

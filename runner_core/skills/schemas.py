@@ -9,8 +9,9 @@ Three checks per schema, both collecting every problem:
    output fields' `x-type` ("artifact", "file", "artifact-manifest"), `x-role` and
    `x-filename` (a plain file name). A property written as a local `$ref` is checked with its definition's keywords, which the
    runner reads too;
-3. no `pattern` (or `patternProperties` key) nests repeats (`(a+)+`), whose matching can take
-   exponential time (runner_core.schema_patterns).
+3. every `pattern` (and `patternProperties` key) compiles as it will be matched, with `regex`
+   and a time limit, and no `unevaluatedProperties` sits in a schema with `patternProperties`
+   (runner_core.schema_patterns).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from jsonschema.validators import validator_for
 
 from runner_core.schema_patterns import pattern_errors
 from runner_core.schema_refs import resolved_properties
+from runner_core.schema_validators import schema_format_checker
 
 DEFAULT_DRAFT = Draft202012Validator
 # ".txt", ".tar.gz"; no path separators.
@@ -92,7 +94,7 @@ def draft_errors(rel: str, schema: dict[str, Any]) -> list[str]:
     cls = validator_for(schema, default=None) if declared is not None else DEFAULT_DRAFT
     if cls is None:
         return [f"{rel}: unknown $schema {declared!r}; use a JSON Schema draft URI"]
-    meta = cls(cls.META_SCHEMA, format_checker=cls.FORMAT_CHECKER)
+    meta = cls(cls.META_SCHEMA, format_checker=schema_format_checker(cls))
     return [
         f"{rel}: not a valid JSON Schema: {_where(e)}{e.message}"
         for e in sorted(meta.iter_errors(schema), key=_sort_key)

@@ -224,3 +224,20 @@ def test_a_job_waiting_for_its_upload_fails_when_its_skill_was_deleted(client):
     assert job["finished_at"] is not None
     events = client.get(f"/v1/jobs/{rid}/events/history").json["events"]
     assert events[-1]["data"]["to"] == "failed"
+
+
+def test_a_job_of_an_installed_skill_whose_pattern_backtracks_is_400_not_a_hang(client, queue):
+    files = echo_skill()
+    slow = {"type": "string", "pattern": "^(?:a|a)+b"}
+    files["assets/parameter.schema.json"] = json.dumps(
+        {"type": "object", "properties": {"code": slow}}
+    )
+    assert install(client, files).status_code == 200
+    body = {"skill_id": "pkg-echo", "input": {"text": "hi"}, "parameter": {"code": "a" * 40}}
+    resp = client.post("/v1/jobs", json=body)
+    assert resp.status_code == 400, resp.json
+    error = resp.json["error"]
+    assert error["code"] == "SCHEMA_VALIDATION_FAILED"
+    (found,) = error["details"]["errors"]
+    assert found["path"] == "code" and "took longer than 0.1 s to match" in found["message"]
+    assert queue.sent == []

@@ -128,13 +128,28 @@ def test_a_value_too_deep_for_a_recursive_schema_is_400(client, queue):
     assert queue.sent == []
 
 
-def test_a_pattern_that_could_backtrack_for_ever_is_refused_at_upload(client, queue):
+def test_a_pattern_that_backtracks_for_ever_answers_400_within_the_request(client, queue):
     files = echo_skill()
-    text = {"type": "string", "pattern": "^(a+)+$", "x-input-source": "inline"}
-    schema = {"type": "object", "properties": {"text": text}, "patternProperties": {"(x*)*": {}}}
+    text = {"type": "string", "pattern": "(a|a)*$", "x-input-source": "inline"}
+    schema = {"type": "object", "properties": {"text": text}, "patternProperties": {"(x|x)*$": {}}}
     files["assets/input.schema.json"] = json.dumps(schema)
-    # validated, this input holds the API worker half a second; each two more "a"s, four times as long
-    resp = start(client, files, request='{"input": {"text": "' + "a" * 22 + '!"}}')
+    # matched with re, this input would hold the API worker for days (2**40 ways to fail)
+    resp = start(client, files, request={"input": {"text": "a" * 40 + "!", "x" * 40 + "!": 1}})
+    assert resp.status_code == 400, resp.json
+    error = resp.json["error"]
+    assert error["code"] == "SCHEMA_VALIDATION_FAILED" and error["request_id"]
+    found = {(e["path"], e["validator"]): e["message"] for e in error["details"]["errors"]}
+    assert set(found) == {("", "patternProperties"), ("text", "pattern")}
+    assert all("took longer than 0.1 s to match" in m for m in found.values())
+    assert queue.sent == []
+
+
+def test_a_pattern_regex_cannot_compile_is_refused_at_upload(client, queue):
+    files = echo_skill()
+    text = {"type": "string", "pattern": "(?:(?:a{1000}){1000}){1000}", "x-input-source": "inline"}
+    schema = {"type": "object", "properties": {"text": text}, "patternProperties": {"(x": {}}}
+    files["assets/input.schema.json"] = json.dumps(schema)
+    resp = start(client, files, request={"input": {"text": "a"}})
     assert resp.status_code == 400, resp.json
     error = resp.json["error"]
     assert error["code"] == "SKILL_PACKAGE_INVALID"

@@ -18,3 +18,14 @@ def test_output_too_deep_for_a_recursive_schema_fails_the_run_not_the_worker():
     assert status == "failed" and error is not None
     assert error["code"] == "OUTPUT_VALIDATION_FAILED"
     assert "nests too deeply" in error["details"]["validation_errors"][0]
+
+
+def test_output_whose_pattern_backtracks_for_ever_fails_the_run_with_a_time_limit():
+    text = {"type": "string", "pattern": "(a|a)*$"}
+    schema = {"type": "object", "properties": {"text": text}}
+    pkg = SkillPackage(id="slow", root=Path("."), output_schema=schema)
+    status, error = _checked(pkg, {"text": "a" * 40 + "!"})
+    assert status == "failed" and error is not None
+    assert error["code"] == "OUTPUT_VALIDATION_FAILED"
+    (message,) = error["details"]["validation_errors"]
+    assert "took longer than 0.1 s to match" in message
