@@ -95,6 +95,19 @@ def test_output_violating_the_schema_fails_and_a_call_outside_a_composite_is_a_c
     assert "ctx.call('summarize') failed: ctx.call('summarize'): only a composite" in stderr
 
 
+@SQLITE_ONLY
+def test_patterns_that_backtrack_for_ever_are_errors_in_the_api_and_in_the_worker(stack):
+    crafted = {"skill_id": "slow_pattern", "input": {"text": "a" * 40 + "!"}}
+    resp = stack.client.post("/v1/jobs", json=crafted)
+    assert resp.status_code == 400, resp.json
+    assert resp.json["error"]["code"] == "SCHEMA_VALIDATION_FAILED"
+    assert "took longer than 0.1 s to match" in str(resp.json["error"]["details"])
+    rid, status = run(stack, "slow_pattern", {"text": "aa"})
+    assert status["status"] == "failed"
+    assert status["error"]["code"] == "OUTPUT_VALIDATION_FAILED", status["error"]
+    assert "took longer than 0.1 s to match" in str(status["error"]), status["error"]
+
+
 def test_timeout_from_skill_json_and_cancel(stack):
     # sleep_ms declares 30 s; the request's own limit is shorter and wins
     resp = stack.client.post(

@@ -174,3 +174,10 @@ def test_a_schema_whose_patterns_add_up_to_too_many_repeats_is_refused_whole():
         "50000: use smaller counts, or maxLength"
     )
     assert pattern_errors("in.json", {"properties": dict(list(props.items())[:5])}) == []
+
+
+def test_a_value_of_format_regex_is_not_compiled():
+    # formats are annotations in these validators: a value is never compiled, with re or regex
+    schema = {"type": "object", "properties": {"re": {"type": "string", "format": "regex"}}}
+    assert schema_errors(schema, {"re": "(?:(?:a{1000}){1000}){1000}"}) == []
+    assert schema_errors(schema, {"re": "("}) == []
