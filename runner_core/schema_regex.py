@@ -119,8 +119,20 @@ def _compiled(pattern: str, weight: int) -> Any:
 def repeat_weight(pattern: str) -> int:
     """An upper bound on how many atoms `pattern` holds once its counted repeats are written
     out: a sequence adds up, a repeat multiplies by its largest count. Read from the text
-    (escapes, classes, groups and `{m,n}` only): any construct it does not know counts as
-    plain characters, never as less."""
+    (escapes, classes, groups and `{m,n}`); where regex could read the text otherwise than this
+    scan (comments, verbose mode, a `[` inside a class, unbalanced groups), the bound is the
+    pattern's length times every count found in it."""
+    scanned = _scanned_weight(pattern)
+    return scanned if scanned is not None else _coarse_weight(pattern)
+
+
+_VERBOSE = regex.compile(r"\(\?[\^a-zA-Z-]*x")  # (?x) or (?x:...): whitespace, # comments
+_ANY_COUNT = regex.compile(r"\{([0-9]*)(?:,([0-9]*))?\}")
+
+
+def _scanned_weight(pattern: str) -> int | None:
+    if "#" in pattern or _VERBOSE.search(pattern):
+        return None
     stack: list[list[int]] = [[0, 0]]  # per open group: [weight so far, weight of last atom]
     i, size = 0, len(pattern)
     while i < size:
@@ -131,12 +143,17 @@ def repeat_weight(pattern: str) -> int:
             frame[0], frame[1] = frame[0] + 1, 1
             continue
         if char == "[":
-            i = _class_end(pattern, i)
+            end = _class_end(pattern, i)
+            if end is None:
+                return None
+            i = end
             frame[0], frame[1] = frame[0] + 1, 1
             continue
         if char == "(":
             stack.append([0, 0])
-        elif char == ")" and len(stack) > 1:
+        elif char == ")":
+            if len(stack) == 1:
+                return None
             inner = stack.pop()[0]
             stack[-1][0] += inner
             stack[-1][1] = inner
@@ -148,22 +165,37 @@ def repeat_weight(pattern: str) -> int:
         elif char not in "|*+?":
             frame[0], frame[1] = frame[0] + 1, 1
         i += 1
-    while len(stack) > 1:  # unclosed groups (not a regex anyway): counted as written
-        inner = stack.pop()[0]
-        stack[-1][0] += inner
-    return stack[0][0]
+    return stack[0][0] if len(stack) == 1 else None
 
 
-def _class_end(pattern: str, start: int) -> int:
-    """The index after the `]` closing the class opened at `start` (a first `]` is literal)."""
+def _coarse_weight(pattern: str) -> int:
+    """Length times the product of every count, whitespace ignored (verbose mode ignores it)."""
+    weight = max(len(pattern), 1)
+    for found in _ANY_COUNT.finditer("".join(pattern.split())):
+        numbers = [_number(n) for n in found.groups() if n]
+        weight *= max([*numbers, 1]) + 1
+        if weight > MAX_REPEAT_WEIGHT:
+            break
+    return weight
+
+
+def _class_end(pattern: str, start: int) -> int | None:
+    """The index after the `]` closing the class opened at `start` (a first `]` is literal);
+    None for a `[` inside it (a POSIX class, a nested set): where it ends is regex's to say."""
     i = start + 1
     if i < len(pattern) and pattern[i] == "^":
         i += 1
     if i < len(pattern) and pattern[i] == "]":
         i += 1
     while i < len(pattern) and pattern[i] != "]":
+        if pattern[i] == "[":
+            return None
         i += 2 if pattern[i] == "\\" else 1
     return i + 1
+
+
+def _number(digits: str) -> int:
+    return int(digits) if len(digits) <= 12 else 10**12  # int() refuses 5,000 digits
 
 
 def _count(pattern: str, start: int) -> tuple[int, int] | None:
@@ -176,7 +208,6 @@ def _count(pattern: str, start: int) -> tuple[int, int] | None:
         return None
     if not any(parts) or not all(p.isascii() for p in parts):
         return None
-    # int() refuses 5,000 digits; any count of 13 is too large anyway
-    numbers = [int(p) if len(p) <= 12 else 10**12 for p in parts if p]
+    numbers = [_number(p) for p in parts if p]
     # {m,} writes m copies and a loop
     return max(max(numbers) + (1 if parts[-1] == "" else 0), 1), end + 1

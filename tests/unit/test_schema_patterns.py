@@ -105,6 +105,8 @@ def test_unevaluated_properties_next_to_pattern_properties_is_refused_not_matche
     "pattern",
     [
         *SLOW,
+        r"^#[0-9a-fA-F]{6}$",
+        r"^[[:alpha:]]{2,5}$",
         r"^(a+)+$",
         r"^(\d+\.)+\d+$",
         r"\p{L}+",
@@ -127,6 +129,11 @@ def test_patterns_that_compile_load(pattern):
         ("(?:ab{100}c){101}", "counted repeats"),
         ("a{" + "9" * 5000 + "}", "counted repeats"),
         ("(?V1)[[a-z]--[aeiou]]", "VERSION1"),
+        # read otherwise by regex than by a plain scan: each is 9,000 x 1,000 once compiled
+        ("(?x)(?:b{9000}#)\n#(\n){1000}", "counted repeats"),  # comments hide the groups
+        ("(?:b{9000}[[:alpha:](]){1000}", "counted repeats"),  # a POSIX class holds a "("
+        ("(?#[)(?:b{9000}[)]){1000}", "counted repeats"),
+        ("(?x)a{1 0 0 0 0 0}", "counted repeats"),  # verbose: spaces inside a count too
     ],
 )
 def test_patterns_that_cannot_be_matched_are_refused_at_load(pattern, reason):
