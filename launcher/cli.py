@@ -26,7 +26,8 @@ def make_data_dir(settings) -> None:
 def migrate(_args) -> int:
     from sqlalchemy.exc import ArgumentError, OperationalError
 
-    from runner_core.store.migrate import upgrade  # alembic: only this command needs it
+    # alembic: only this command needs it
+    from runner_core.store.migrate import SchemaAhead, upgrade
 
     settings = load_settings()
     make_data_dir(settings)
@@ -35,6 +36,8 @@ def migrate(_args) -> int:
     except (OperationalError, ArgumentError) as exc:  # not answering, or not a database URL
         reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
         raise SettingsError(f"the database at {_database(settings)}: {reason}") from None
+    except SchemaAhead as exc:  # this older code was started on a newer install's database
+        raise SettingsError(f"the database at {_database(settings)}: {exc}") from None
     print(f"database at {_database(settings)} is up to date")
     return 0
 

@@ -91,3 +91,29 @@ def test_migrate_never_prints_the_database_password(tmp_path, monkeypatch, capsy
         drop()
     out = capsys.readouterr().out
     assert "hunter2" not in out and ":[REDACTED]@" in out
+
+
+def test_migrate_refuses_a_database_a_newer_version_migrated(tmp_path, monkeypatch, capsys):
+    """Older code started on a newer install's database (an operator going back a version):
+    one line saying what happened and what to do, exit 2, the database left as it is."""
+    import os
+    import sqlite3
+
+    from launcher.cli import main
+
+    db = tmp_path / "runs.db"
+    upgrade(f"sqlite:///{db}")
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE alembic_version SET version_num = '9999'")
+    conn.close()
+    monkeypatch.setattr(os, "environ", {**os.environ})
+    monkeypatch.delenv("SKILL_RUNNER_CONFIG", raising=False)
+    monkeypatch.setenv("SKILL_RUNNER_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("DATABASE_URL", f"sqlite:///{db}")
+    assert main(["migrate"]) == 2
+    err = capsys.readouterr().err
+    assert "schema is at revision 9999" in err and f"newest is {migration_head()}" in err, err
+    assert "does not downgrade" in err and "Traceback" not in err, err
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT version_num FROM alembic_version").fetchall() == [("9999",)]
+    conn.close()
