@@ -72,6 +72,7 @@ class Filler:
         self.counter = 0
         self.inserted: dict[str, list[dict[str, Any]]] = {}  # table -> rows (with their keys)
         self.jobs: list[tuple[str, str, str]] = []  # (revision, request id, run status)
+        self.questions: dict[str, int] = {}  # request id -> its pending interaction
 
     def fill(self, revision: str) -> None:
         meta = MetaData()
@@ -86,6 +87,8 @@ class Filler:
                 self._insert(conn, requests, self._request(run_id, request_id))
                 self.jobs.append((revision, request_id, status))
                 run_ids.append(run_id)
+            if "interactions" in meta.tables:  # 0008: the waiting run's question
+                self._ask(conn, meta, run_ids[STATUSES.index("waiting_user")])
             # a cache hit: a second request served by the succeeded run
             hit = {**self._request(run_ids[3], str(uuid.uuid4())), "cache_hit": True}
             hit["created_at"] += timedelta(seconds=30)
@@ -96,6 +99,36 @@ class Filler:
                     continue
                 for i in range(3):
                     self._insert(conn, table, self._generic(table, i))
+
+    def _ask(self, conn, meta: MetaData, run_id: str) -> None:
+        """The pending question of a waiting run, as runner_core.store.interactions.ask
+        wrote it from 0008 on."""
+        asked = meta.tables["interactions"]
+        self._insert(
+            conn,
+            asked,
+            {
+                "run_id": run_id,
+                "turn": 1,
+                "state": "pending",
+                "kind": "choose_one",
+                "prompt": "Which summary should be kept?",
+                "options": [{"label": "1: short", "value": "1"}, {"label": "2", "value": "2"}],
+                "ui_hints": {},
+                "required_fields": [],
+                "default_decision_policy": "engine_judgement",
+                "context": {},
+                "created_at": T0,
+            },
+        )
+        interaction_id = self.inserted["interactions"][-1]["id"]
+        runs = meta.tables["runs"]
+        conn.execute(
+            runs.update().where(runs.c.id == run_id).values(pending_interaction_id=interaction_id)
+        )
+        (run,) = (r for r in self.inserted["runs"] if r["id"] == run_id)
+        run["pending_interaction_id"] = interaction_id
+        self.questions[run["request_id"]] = interaction_id
 
     def _insert(self, conn, table: Table, values: dict[str, Any]) -> None:
         values = {k: v for k, v in values.items() if k in table.c}
@@ -121,7 +154,10 @@ class Filler:
             "status": status,
             "parameter": {"n": 7},
             "input": {},
-            "runtime_options": {"no_cache": False},
+            "runtime_options": {
+                "no_cache": False,
+                "execution_mode": "interactive" if status == "waiting_user" else "auto",
+            },
             "needs_upload": False,
             "cache_key": f"{int(revision):064d}" if status == "succeeded" else None,
             "error_code": error["code"] if error else None,
@@ -281,12 +317,12 @@ def test_an_install_with_data_at_every_revision_upgrades_and_reads(
         assert schema_diff(engine) == []
         kept = {name: set(first.tables[name].c.keys()) for name in ("runs", "requests")}
         assert missing_rows(engine, filler, only=kept) == []
-        check_the_api_reads_every_job(client, filler)
+        check_the_api_reads_every_job(client, filler, questions=False)  # gone below 0008
     finally:
         engine.dispose()
 
 
-def check_the_api_reads_every_job(client, filler: Filler) -> None:
+def check_the_api_reads_every_job(client, filler: Filler, questions: bool = True) -> None:
     listed = client.get("/v1/jobs?limit=200")
     assert listed.status_code == 200, listed.get_json()
     listed_ids = {item["request_id"] for item in listed.get_json()["items"]}
@@ -306,3 +342,9 @@ def check_the_api_reads_every_job(client, filler: Filler) -> None:
         state = client.get(f"/v1/management/runs/{request_id}")
         assert state.status_code == 200, (where, state.get_json())
         assert state.get_json()["status"] == status, where
+        if questions and request_id in filler.questions:
+            pending = client.get(f"/v1/jobs/{request_id}/interaction/pending")
+            assert pending.status_code == 200, (where, pending.get_json())
+            asked = pending.get_json()["pending"]
+            assert asked["interaction_id"] == filler.questions[request_id], where
+            assert asked["kind"] == "choose_one" and len(asked["options"]) == 2, where
