@@ -39,5 +39,8 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    # the questions go: no run may point at one (a waiting run pointing at a question that is
+    # gone would be kept waiting on it after the next upgrade, with nothing to answer)
+    op.execute("UPDATE runs SET pending_interaction_id = NULL")
     op.drop_index("ix_interactions_run_id", table_name="interactions")
     op.drop_table("interactions")

@@ -58,6 +58,8 @@ def test_an_install_with_data_at_every_revision_upgrades_and_reads(
 
         # down to the first revision and up again: the first revision's rows stay as they were
         command.downgrade(alembic_config(url), REVISIONS[0])
+        for run in filler.inserted["runs"]:  # their questions went with 0008's table
+            run["pending_interaction_id"] = None
         assert missing_rows(engine, filler, only={"runs", "requests"}) == []
         first = MetaData()
         first.reflect(engine)
