@@ -21,10 +21,10 @@ from typing import Any
 from urllib.parse import quote
 
 from runner_core.error_codes import ErrorCode
+from runner_core.in_run import write_in_run
 from runner_core.run_files import hidden_target
 from runner_core.schema_refs import resolved_properties
 from runner_core.uploads import nfc
-from runner_core.workspace import write_file
 
 ARTIFACTS_DIR = "artifacts"
 MANIFEST_NAME = "manifest.json"
@@ -239,11 +239,9 @@ def _outside_outputs(run_dir: Path) -> Iterator[Path]:
 
 def write_manifest(run_dir: Path, manifest: ArtifactManifest) -> Path:
     """Write `run_dir/manifest.json` atomically and return its path."""
-    target = Path(run_dir) / MANIFEST_NAME
-    write_file(
-        target, (json.dumps(manifest.to_dict(), indent=2, ensure_ascii=False) + "\n").encode()
-    )
-    return target
+    data = (json.dumps(manifest.to_dict(), indent=2, ensure_ascii=False) + "\n").encode()
+    write_in_run(run_dir, MANIFEST_NAME, data)  # not through a link the run left there
+    return Path(run_dir) / MANIFEST_NAME
 
 
 def resolve_artifact_path(run_dir: Path, rel_path: str) -> Path:

@@ -25,13 +25,13 @@ _NOT_HERE = frozenset(
 )
 
 
-def own_copy(source: Path | str, target: Path | str) -> None:
+def own_copy(source: Path | str, target: Path | str, *, dir_fd: int | None = None) -> None:
     """Make `target` a new file holding what `source` holds, with its mode and times (so a
     scratch run's publish still sees the upload unchanged). Whatever was at `target` (a file,
     a hard link of another file, a symlink a process planted) is removed first, never written
     through. `source` must be a regular file (a symlink is refused with ELOOP, anything else
-    with EINVAL)."""
-    remove_entry(target)
+    with EINVAL). `dir_fd`: `target` names a file in that folder."""
+    remove_entry(target, dir_fd=dir_fd)
     # O_NONBLOCK: a FIFO at `source` must not hang the open (it is refused just below)
     src = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
@@ -39,7 +39,7 @@ def own_copy(source: Path | str, target: Path | str) -> None:
         if not stat.S_ISREG(st.st_mode):
             raise OSError(errno.EINVAL, "not a regular file", os.fspath(source))
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-        dst = os.open(target, flags, 0o600)
+        dst = os.open(target, flags, 0o600, dir_fd=dir_fd)
         try:
             _copy_data(src, dst)
             os.fchmod(dst, stat.S_IMODE(st.st_mode))
@@ -47,25 +47,24 @@ def own_copy(source: Path | str, target: Path | str) -> None:
         except BaseException:
             os.close(dst)
             with suppress(OSError):  # a full disk must not leave half a file behind
-                os.unlink(target)
+                os.unlink(target, dir_fd=dir_fd)
             raise
         os.close(dst)
     finally:
         os.close(src)
 
 
-def remove_entry(path: Path | str) -> None:
-    """Remove what is at `path` (a file, a symlink, a folder), if anything."""
+def remove_entry(path: Path | str, *, dir_fd: int | None = None) -> None:
+    """Remove what is at `path` (a file, a symlink, a folder), if anything; no link is
+    followed (a folder's contents are removed through fds). `dir_fd`: `path` is in it."""
     try:
-        os.unlink(path)
+        os.unlink(path, dir_fd=dir_fd)
     except FileNotFoundError:
         return
-    except IsADirectoryError:
-        shutil.rmtree(path)
-    except PermissionError:  # unlink on a folder is EISDIR on Linux, EPERM elsewhere
-        if not os.path.isdir(path) or os.path.islink(path):
+    except (IsADirectoryError, PermissionError):  # EISDIR on Linux, EPERM elsewhere
+        if not stat.S_ISDIR(os.stat(path, dir_fd=dir_fd, follow_symlinks=False).st_mode):
             raise
-        shutil.rmtree(path)
+        shutil.rmtree(path, dir_fd=dir_fd)
 
 
 def _copy_data(src: int, dst: int) -> None:

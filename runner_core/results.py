@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runner_core.statuses import RunStatus
-from runner_core.workspace import RunPaths, open_run_file, own_folder, write_json
+from runner_core.workspace import RunPaths, open_run_file, write_json_in
 
 log = logging.getLogger(__name__)
 STDERR_TAIL_BYTES = 4000
@@ -100,8 +100,7 @@ def result_document(
 
 def write_result(paths: RunPaths, document: dict[str, Any]) -> None:
     """Write the document into the run directory (raises OSError: a caller decides)."""
-    own_folder(paths.result_file.parent)  # not through a link the run left there
-    write_json(paths.result_file, document)
+    write_json_in(paths.root, "result/result.json", document)  # through no link of the run
 
 
 def write_failure(paths: RunPaths, status: str, error: Mapping[str, Any]) -> bool:

@@ -19,6 +19,8 @@ import stat
 from pathlib import Path
 
 from runner_core.events import EVENTS_FILE
+from runner_core.in_run import run_folder, run_folder_if_there
+from runner_core.own_copy import own_copy, remove_entry
 from runner_core.workspace import RunPaths, create_run_dir, disk_full
 
 STAGING = ".publishing"  # the copy being published (hidden from the run's file tree)
@@ -74,18 +76,30 @@ def _link_uploads(source: Path, paths: RunPaths) -> None:
     reader copies (`pull`, a run reusing the workspace) or only reads (bundles)."""
     if not source.is_dir():
         return
-    for item in source.rglob("*"):
-        target = paths.uploads / item.relative_to(source)
-        if item.is_dir():
-            target.mkdir(parents=True, exist_ok=True)
-            continue
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if target.exists():
-            continue
+    for folder, _dirs, files in os.walk(source):
+        rel = os.path.relpath(folder, source)
+        # an earlier turn's publish may have put a link of the run's at any of these folders
+        dfd = run_folder(paths.root, "uploads" if rel == "." else f"uploads/{rel}")
         try:
-            os.link(item, target)
-        except OSError:
-            shutil.copy2(item, target)
+            for name in files:
+                _link_upload(os.path.join(folder, name), name, dfd)
+        finally:
+            os.close(dfd)
+
+
+def _link_upload(item: str, name: str, dfd: int) -> None:
+    """Hard-link (else copy) the upload `item` as `name` in the folder `dfd`, unless a file
+    is there (a link there is replaced, never written through)."""
+    try:
+        if stat.S_ISREG(os.stat(name, dir_fd=dfd, follow_symlinks=False).st_mode):
+            return
+        remove_entry(name, dir_fd=dfd)
+    except FileNotFoundError:
+        pass
+    try:
+        os.link(item, name, dst_dir_fd=dfd, follow_symlinks=False)
+    except OSError:
+        own_copy(item, name, dir_fd=dfd)
 
 
 def remove(path: Path) -> None:
@@ -117,24 +131,38 @@ def _copy_tree(source: Path, dest: Path, link_from: Path | None = None) -> None:
             files = [f for f in files if f not in SHARED_ONLY]
         here = os.path.normpath(os.path.join(dest, rel))
         os.mkdir(here)
-        for name in [*files, *(d for d in dirs if os.path.islink(os.path.join(folder, d)))]:
-            src, dst = os.path.join(folder, name), os.path.join(here, name)
-            if os.path.islink(src):
-                os.symlink(os.readlink(src), dst)
-            elif not (link_from and _link_same(src, os.path.join(link_from, rel, name), dst)):
-                shutil.copy2(src, dst)
+        # the same folder of `link_from`, reached through no link a run left there
+        same = _folder_if_there(link_from, rel) if link_from else None
+        try:
+            for name in [*files, *(d for d in dirs if os.path.islink(os.path.join(folder, d)))]:
+                src, dst = os.path.join(folder, name), os.path.join(here, name)
+                if os.path.islink(src):
+                    os.symlink(os.readlink(src), dst)
+                elif not (same is not None and _link_same(src, same, name, dst)):
+                    shutil.copy2(src, dst)
+        finally:
+            if same is not None:
+                os.close(same)
         shutil.copystat(folder, here)
 
 
-def _link_same(src: str, existing: str, dst: str) -> bool:
-    """Hard-link `existing` at `dst` when it is a regular file of `src`'s size and time."""
+def _folder_if_there(root: Path, rel: str) -> int | None:
     try:
-        have, new = os.lstat(existing), os.stat(src)
+        return run_folder_if_there(root, "" if rel == "." else rel)
+    except OSError:
+        return None
+
+
+def _link_same(src: str, dfd: int, name: str, dst: str) -> bool:
+    """Hard-link the file `name` of the folder `dfd` at `dst` when it is a regular file (no
+    link) of `src`'s size and time."""
+    try:
+        have, new = os.stat(name, dir_fd=dfd, follow_symlinks=False), os.stat(src)
         if stat.S_ISREG(have.st_mode) and (have.st_size, have.st_mtime_ns) == (
             new.st_size,
             new.st_mtime_ns,
         ):
-            os.link(existing, dst)
+            os.link(name, dst, src_dir_fd=dfd, follow_symlinks=False)
             return True
     except OSError as exc:  # not there, or no hard links here: copied
         if disk_full(exc):

@@ -180,7 +180,13 @@ def public_env() -> dict[str, str]:
 
 
 def _no_follow(path: str, flags: int) -> int:
-    return os.open(path, flags | os.O_NOFOLLOW)  # a planted link is not masked through
+    """A run's `logs/<name>`, opened through no link the run planted (at the file or at
+    `logs/`): the run directory above it is the service's."""
+    folder = os.open(os.path.dirname(path), os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    try:
+        return os.open(os.path.basename(path), flags | os.O_NOFOLLOW, dir_fd=folder)
+    finally:
+        os.close(folder)
 
 
 def mask_file(path: Path, start: int = 0) -> int:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, TypeGuard
 
+from runner_core.in_run import open_at, open_in_run, run_folder, write_in_run
 from runner_core.own_copy import own_copy, remove_entry
 
 RUN_SUBDIRS = ("uploads", "artifacts", "result", "logs", "bundle", "raw")
@@ -64,9 +65,9 @@ def create_run_dir(runs_dir: Path, run_id: str) -> RunPaths:
     root = str(paths.root)
     try:
         os.mkdir(root)
-    except FileExistsError:
+    except FileExistsError:  # an earlier attempt's: a link its run left at a folder is removed
         for sub in RUN_SUBDIRS:
-            os.makedirs(os.path.join(root, sub), exist_ok=True)
+            os.close(run_folder(root, sub))
         return paths
     except FileNotFoundError:
         os.makedirs(root, exist_ok=True)
@@ -153,27 +154,31 @@ def _own_dir(path: Path) -> None:
 
 def write_json(path: Path, data: Any) -> None:
     """Write JSON atomically (tmp + rename) so readers never see half a file."""
-    write_file(path, json.dumps(data, indent=2, ensure_ascii=False, default=str).encode("utf-8"))
+    write_file(path, json_bytes(data))
+
+
+def write_json_in(run_dir: Path | str, rel: str, data: Any) -> None:
+    """write_json of the file `rel` below `run_dir`, through no link the run planted on the
+    way (runner_core.in_run)."""
+    write_in_run(run_dir, rel, json_bytes(data))
+
+
+def json_bytes(data: Any) -> bytes:
+    """`data` as the indented UTF-8 JSON the runner writes."""
+    return json.dumps(data, indent=2, ensure_ascii=False, default=str).encode("utf-8")
 
 
 def open_own(name: str | Path, flags: int, mode: int = 0o666) -> int:
     """os.open that never follows a symlink at `name`: a link a run planted where the runner
-    writes (pointing out of the run) is removed and the file made anew in its place."""
-    try:
-        return os.open(name, flags | os.O_NOFOLLOW, mode)
-    except OSError as exc:
-        if exc.errno != errno.ELOOP or not (flags & os.O_CREAT):
-            raise
-    os.unlink(name)
-    return os.open(name, flags | os.O_NOFOLLOW | os.O_EXCL, mode)
+    writes (pointing out of the run), a FIFO or a folder is removed and the file made anew in
+    its place (with O_CREAT). Its folder is trusted: see runner_core.in_run for the rest."""
+    return open_at(None, os.fspath(name), flags, mode)
 
 
 def own_folder(path: Path) -> Path:
     """`path` as a real folder: a symlink (or file) a run left in its place is removed first, so
     what the runner writes there lands in the run, not where the link points."""
-    if path.is_symlink() or (os.path.lexists(path) and not path.is_dir()):
-        remove_entry(path)
-    path.mkdir(parents=True, exist_ok=True)
+    os.close(run_folder(path.parent, path.name))
     return path
 
 
@@ -219,8 +224,8 @@ def read_log(path: Path, last: int | None = None) -> str:
 def append_log(path: Path) -> BinaryIO:
     """`path` opened to append to, made in the run: a link (or folder link) the run left in
     its place is removed first, never written through."""
-    own_folder(path.parent)
-    fd = open_own(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o666)
+    rel = f"{path.parent.name}/{path.name}"  # logs/<name>: no link followed below the run
+    fd = open_in_run(path.parent.parent, rel, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
     return os.fdopen(fd, "ab")
 
 

@@ -20,9 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from runner_core.in_run import run_folder
 from runner_core.own_copy import own_copy
 from runner_core.run_files import hidden_target
-from runner_core.workspace import write_json
+from runner_core.workspace import write_json_in
 
 # A run's own records: never taken over by a run that reuses its workspace.
 RECORDS = frozenset(
@@ -177,7 +178,7 @@ def namespaces(result_dir: Path | str, skill_id: str) -> list[int]:
         return []
     for entry in entries:
         suffix = entry.name[len(prefix) :] if entry.name.startswith(prefix) else ""
-        if suffix.isdigit() and entry.is_dir():
+        if suffix.isdigit() and entry.is_dir(follow_symlinks=False):  # a run's link: none
             found.append(int(suffix))
     return sorted(found)
 
@@ -187,7 +188,7 @@ def reserve_namespace(result_dir: Path, skill_id: str) -> Path:
     its result document is copied to. Made once, when the run is prepared."""
     taken = namespaces(result_dir, skill_id)
     folder = result_dir / f"{safe_segment(skill_id)}.{(taken[-1] if taken else 0) + 1}"
-    folder.mkdir(parents=True, exist_ok=True)
+    os.close(run_folder(result_dir.parent, f"result/{folder.name}"))
     return folder
 
 
@@ -218,8 +219,8 @@ def result_json_file(run_dir: str, skill_id: str) -> str:
 def copy_to_namespace(run_dir: Path, skill_id: str, document: dict[str, Any]) -> None:
     """Write the result document into the run's namespace too (when it has one)."""
     folder = own_namespace(run_dir / "result", skill_id)
-    if folder is not None:
-        write_json(folder / "result.json", document)
+    if folder is not None:  # through no link the run left on the way
+        write_json_in(run_dir, f"result/{folder.name}/result.json", document)
 
 
 def take_over(source_dir: Path, dest_dir: Path) -> int:
@@ -230,13 +231,25 @@ def take_over(source_dir: Path, dest_dir: Path) -> int:
     files copied."""
     count = 0
     for rel in _workspace_files(source_dir):
-        target = dest_dir / rel
-        if target.exists() or target.is_symlink():
-            continue
-        target.parent.mkdir(parents=True, exist_ok=True)
-        own_copy(source_dir / rel, target)
+        folder, _, name = rel.rpartition("/")
+        # through no link a run left on the way (a retry's directory had a process in it)
+        dfd = run_folder(dest_dir, folder)
+        try:
+            if _lexists(name, dfd):
+                continue
+            own_copy(source_dir / rel, name, dir_fd=dfd)
+        finally:
+            os.close(dfd)
         count += 1
     return count
+
+
+def _lexists(name: str, dir_fd: int) -> bool:
+    try:
+        os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+        return True
+    except FileNotFoundError:
+        return False
 
 
 def _workspace_files(root: Path) -> Iterator[str]:

@@ -84,6 +84,7 @@ from runner_core.engines.streams import (
     token_counts,
 )
 from runner_core.error_codes import ErrorCode
+from runner_core.in_run import remove_in_run, run_folder
 
 HOME_DIR = ".codex-home"
 SCHEMA_FILE = "output-schema.json"  # the output schema in strict form, in HOME_DIR
@@ -220,7 +221,8 @@ class CodexAdapter:
     def build_command(self, ctx: EngineContext) -> CommandSpec:
         """`codex exec --json ... [resume SID] -- PROMPT` with a per-run CODEX_HOME."""
         home = Path(ctx.run_dir) / HOME_DIR
-        home.mkdir(parents=True, exist_ok=True)  # codex refuses a missing CODEX_HOME
+        # codex refuses a missing CODEX_HOME; a link an earlier turn left there is replaced
+        os.close(run_folder(ctx.run_dir, HOME_DIR))
         cli = find_cli(self.binary, ctx)
         native = native_binary(cli.path)
         settings: dict[str, Any] = {
@@ -273,7 +275,7 @@ class CodexAdapter:
             files[f"{HOME_DIR}/{SOURCE_FILE}"] = source
             argv += ["--output-schema", str(home / SCHEMA_FILE)]
         else:  # this turn's answer owes nothing to an earlier turn's strict form
-            (home / SOURCE_FILE).unlink(missing_ok=True)
+            remove_in_run(ctx.run_dir, f"{HOME_DIR}/{SOURCE_FILE}")
         env = engine_env(home=home, binary_path=cli.path, config=ctx.config, extra=extra)
         # "-": read the prompt from stdin
         return command_spec(ctx, argv, env, resume="resume", stdin_args=["-"], files=files)

@@ -216,8 +216,8 @@ def _finish(
         "raw_output_path": raw.primary_path.relative_to(run_dir).as_posix(),
     }
     if winner is not None:
-        write_json(run_dir / OUTPUT_FILE, winner.value)
-    write_json(run_dir / VALIDATION_FILE, record)
+        write_json(run_dir, OUTPUT_FILE, winner.value)
+    write_json(run_dir, VALIDATION_FILE, record)
     return OutputOutcome(
         ok,
         winner.value if winner else None,

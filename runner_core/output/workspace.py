@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from runner_core.workspace import write_file
+from runner_core.in_run import remove_in_run, run_folder, write_in_run
 
 RAW_TEXT = Path("raw/engine_output.txt")
 RAW_ENVELOPE = Path("raw/engine_output.json")
@@ -34,21 +34,17 @@ class RawOutput:
         return self.text_path
 
 
-def write_json(path: Path, value: Any) -> None:
-    """Write `value` as indented UTF-8 JSON, creating parent directories."""
+def write_json(run_dir: Path, rel: Path, value: Any) -> None:
+    """Write `value` as indented UTF-8 JSON to `rel` below `run_dir`, its folders made."""
     # default=str: envelopes come from CLIs and may hold values json cannot encode natively
     text = json.dumps(value, ensure_ascii=False, indent=2, default=str)
-    write_text(path, text + "\n")
+    write_text(run_dir, rel, text + "\n")
 
 
-def write_text(path: Path, text: str) -> None:
-    """Write `text` (UTF-8) to `path`; its folder is made only when it is missing."""
-    data = text.encode("utf-8")
-    try:
-        write_file(path, data, atomic=False)
-    except FileNotFoundError:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_file(path, data, atomic=False)
+def write_text(run_dir: Path, rel: Path, text: str) -> None:
+    """Write `text` (UTF-8) to `rel` below `run_dir`, never through a link the run planted on
+    the way (its folders made when missing)."""
+    write_in_run(run_dir, rel.as_posix(), text.encode("utf-8"), atomic=False)
 
 
 def write_raw_output(
@@ -58,30 +54,34 @@ def write_raw_output(
     `text_file` already holds the text: it is hard-linked (a new name costs far less than a
     new file), or copied where links are not possible."""
     text_path = run_dir / RAW_TEXT
-    if not (text_file is not None and link_file(text_file, text_path)):
-        write_text(text_path, engine_text or "")
+    if not (text_file is not None and link_file(text_file, run_dir, RAW_TEXT)):
+        write_text(run_dir, RAW_TEXT, engine_text or "")
     envelope_path = None
     if envelope is not None:
         envelope_path = run_dir / RAW_ENVELOPE
-        write_json(envelope_path, envelope)
+        write_json(run_dir, RAW_ENVELOPE, envelope)
     return RawOutput(text_path, envelope_path)
 
 
-def link_file(source: Path, dest: Path) -> bool:
-    """Hard-link `source` as `dest` (replacing `dest`); False when the file system refuses."""
-    for _attempt in range(3):
-        try:
-            os.link(source, dest)
-            return True
-        except FileExistsError:
-            dest.unlink(missing_ok=True)
-        except FileNotFoundError:
-            if not source.exists():
+def link_file(source: Path, run_dir: Path, rel: Path) -> bool:
+    """Hard-link `source` (not a link in its place) as `rel` below `run_dir`, replacing what is
+    there; False when the file system refuses."""
+    try:
+        dfd = run_folder(run_dir, rel.parent.as_posix())
+    except OSError:
+        return False
+    try:
+        for _attempt in range(3):
+            try:
+                os.link(source, rel.name, dst_dir_fd=dfd, follow_symlinks=False)
+                return True
+            except FileExistsError:
+                remove_in_run(run_dir, rel.as_posix())
+            except OSError:
                 return False
-            dest.parent.mkdir(parents=True, exist_ok=True)
-        except OSError:
-            return False
-    return False
+        return False
+    finally:
+        os.close(dfd)
 
 
 def read_result_file(run_dir: Path, relative: Path = RESULT_FILE) -> str | None:
@@ -98,6 +98,5 @@ def ensure_schema_file(run_dir: Path, schema: Any, schema_path: Path | None) -> 
     """Return `schema_path`, or write the schema into the run directory and return that path."""
     if schema_path is not None:
         return schema_path
-    path = run_dir / SCHEMA_COPY
-    write_json(path, schema)
-    return path
+    write_json(run_dir, SCHEMA_COPY, schema)
+    return run_dir / SCHEMA_COPY

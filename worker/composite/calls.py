@@ -16,13 +16,15 @@ from __future__ import annotations
 
 import json
 import logging
-import shutil
+import os
 import threading
 from contextlib import contextmanager
+from fnmatch import fnmatch
 from typing import Any
 
 from sqlalchemy import select
 
+from runner_core.in_run import remove_in_run, run_folder, run_folder_if_there
 from runner_core.openevo.spec import is_openevo_dir
 from runner_core.openevo.steps import call_name, in_run_attempt
 from runner_core.skills import SkillPackage
@@ -30,7 +32,7 @@ from runner_core.skills.memo import load_skill_cached
 from runner_core.statuses import ACTIVE_STATUSES, RunStatus
 from runner_core.store.cancels import parent_ended
 from runner_core.store.models import Run
-from runner_core.workspace import write_json
+from runner_core.workspace import open_run_file, write_json_in
 from worker import context
 from worker.composite.children import cancel_children, create_child, output_of
 from worker.composite.end import step_ended
@@ -86,10 +88,12 @@ class CallServer(threading.Thread):
         self.allowed = set(pkg.openevo.calls) if pkg.openevo else set()
         self.ctx = SkillContext(parent)
         # where the script runs (a worker's local scratch when SKILL_RUNNER_WORK_DIR is set)
-        self.dir = settings.work_runs_dir / parent.id / CALLS_DIR
-        shutil.rmtree(self.dir, ignore_errors=True)  # an earlier attempt's answers are not ours
+        # the folder is the run's, written while its script runs: every path in it is walked
+        # from the run directory, through no link the script put in place of `calls/`
+        self.run_dir = settings.work_runs_dir / parent.id
+        remove_in_run(self.run_dir, CALLS_DIR)  # an earlier attempt's answers are not ours
         if self.composite:  # a code skill's harness makes it on its first request (after the
-            self.dir.mkdir(parents=True)  # run directory moved into place from the run pool)
+            os.close(run_folder(self.run_dir, CALLS_DIR))  # run directory left the run pool)
         self.pending: dict[int, str] = {}  # call number -> child run id
         self.seen: set[int] = set()
         self.ops_seen: set[str] = set()
@@ -116,21 +120,21 @@ class CallServer(threading.Thread):
                 session.commit()
 
     def _answer_ops(self) -> None:
-        for path in sorted(self.dir.glob("op-*.request.json")):
-            name = path.name.split(".")[0]
+        for file in self._requests("op-*.request.json"):
+            name = file.split(".")[0]
             if name in self.ops_seen:
                 continue
             self.ops_seen.add(name)
-            answer = self.ctx.answer(json.loads(path.read_text(encoding="utf-8")))
-            write_json(self.dir / f"{name}.response.json", answer)
+            answer = self.ctx.answer(self._read(file))
+            write_json_in(self.run_dir, f"{CALLS_DIR}/{name}.response.json", answer)
 
     def _take_requests(self) -> None:
-        for path in sorted(self.dir.glob("[0-9]*.request.json")):
-            number = int(path.name.split(".")[0])
+        for file in self._requests("[0-9]*.request.json"):
+            number = int(file.split(".")[0])
             if number in self.seen:
                 continue
             self.seen.add(number)
-            request = json.loads(path.read_text(encoding="utf-8"))
+            request = self._read(file)
             name, call_input = request.get("name"), request.get("input")
             call_input = {} if call_input is None else call_input
             if not self.composite:
@@ -172,7 +176,26 @@ class CallServer(threading.Thread):
                 self._answer(number, {"ok": False, "error": error, "status": child.status})
 
     def _answer(self, number: int, body: dict[str, Any]) -> None:
-        write_json(self.dir / f"{number}.response.json", body)
+        write_json_in(self.run_dir, f"{CALLS_DIR}/{number}.response.json", body)
+
+    def _requests(self, pattern: str) -> list[str]:
+        """The names in `calls/` matching `pattern`, sorted; none while it is no real folder."""
+        try:
+            dfd = run_folder_if_there(self.run_dir, CALLS_DIR)
+        except OSError:
+            return []
+        try:
+            return sorted(n for n in os.listdir(dfd) if fnmatch(n, pattern))
+        finally:
+            os.close(dfd)
+
+    def _read(self, name: str) -> Any:
+        """A request: a regular file reached through no link (else an empty request)."""
+        fh = open_run_file(self.run_dir, f"{CALLS_DIR}/{name}")
+        if fh is None:
+            return {}
+        with fh:
+            return json.loads(fh.read().decode("utf-8"))
 
 
 def _undeclared(name: Any, allowed: set[str]) -> dict[str, Any]:

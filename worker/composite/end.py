@@ -9,6 +9,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from runner_core.events import TAIL_BYTES, Once, read_events
+from runner_core.in_run import remove_in_run
 from runner_core.openevo.steps import parse_child_name
 from runner_core.openevo.workflow import StepState
 from runner_core.results import RunEnd, RunError, result_document, write_result
@@ -16,7 +17,7 @@ from runner_core.statuses import TERMINAL_STATUSES, RunStatus
 from runner_core.store import runs as run_states
 from runner_core.store.cancels import parent_ended
 from runner_core.store.models import Run
-from runner_core.workspace import RunPaths, write_json
+from runner_core.workspace import RunPaths, write_json_in
 from worker import context
 from worker.composite.children import cancel_children
 from worker.context import events_of
@@ -166,8 +167,8 @@ def skipped(parent: Run) -> list[str]:
 
 
 def forget_skipped(parent: Run) -> None:
-    (context.settings().runs_dir / parent.id / SKIPPED_FILE).unlink(missing_ok=True)
+    remove_in_run(context.settings().runs_dir / parent.id, SKIPPED_FILE)
 
 
 def record_skipped(parent: Run, names: list[str]) -> None:
-    write_json(context.settings().runs_dir / parent.id / SKIPPED_FILE, skipped(parent) + names)
+    write_json_in(context.settings().runs_dir / parent.id, SKIPPED_FILE, skipped(parent) + names)

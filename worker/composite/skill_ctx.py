@@ -19,6 +19,7 @@ from __future__ import annotations
 import fcntl
 import json
 import logging
+import os
 from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
@@ -27,15 +28,17 @@ from typing import Any
 from sqlalchemy import update
 from sqlalchemy.orm import Session
 
+from runner_core.in_run import open_in_run
 from runner_core.runtime_options import RuntimeOptions
 from runner_core.store import memory
 from runner_core.store.models import Run
-from runner_core.workspace import write_json
+from runner_core.workspace import open_run_file, write_json_in
 from worker import context
 from worker.context import sessions
 
 log = logging.getLogger(__name__)
 SCRATCH_FILE = ".scratch.json"
+SCRATCH_LOCK = ".scratch.lock"
 MAX_SCRATCH = 1024 * 1024  # bytes of a composite's scratch as JSON
 MAX_DEPTH = 32  # composite nesting followed to the root
 
@@ -65,7 +68,7 @@ class SkillContext:
             session_id=session_id or root.request_id,
             skill_id=run.skill_id,
         )
-        self.scratch_file = context.settings().runs_dir / root.id / SCRATCH_FILE
+        self.root_dir = context.settings().runs_dir / root.id  # holds the scratch file
         self.scratch_at_start: dict[str, Any] = {}
         self.uncached = False
 
@@ -75,7 +78,7 @@ class SkillContext:
         args = args if isinstance(args, dict) else {}
         try:
             if op == "open":  # scratch as the run starts to use it, and the session's id
-                self.scratch_at_start = _read_scratch(self.scratch_file)
+                self.scratch_at_start = _read_scratch(self.root_dir)
                 output: Any = {
                     "scratch": self.scratch_at_start,
                     "session_id": self.scope.session_id,
@@ -107,8 +110,8 @@ class SkillContext:
         scratch as it is now: steps running side by side each keep what they wrote."""
         if not isinstance(scratch, dict):
             raise memory.Refused("ctx.scratch must be an object")
-        with _locked(self.scratch_file):
-            current = _read_scratch(self.scratch_file)
+        with _locked(self.root_dir):
+            current = _read_scratch(self.root_dir)
             for key in self.scratch_at_start.keys() - scratch.keys():
                 current.pop(key, None)
             for key, value in scratch.items():
@@ -116,7 +119,7 @@ class SkillContext:
                     current[key] = value
             if len(json.dumps(current, ensure_ascii=False).encode()) > MAX_SCRATCH:
                 raise memory.Refused(f"ctx.scratch is larger than {MAX_SCRATCH} bytes as JSON")
-            write_json(self.scratch_file, current)
+            write_json_in(self.root_dir, SCRATCH_FILE, current)
 
 
 def _lineage(session: Session, run: Run) -> list[Run]:
@@ -135,20 +138,28 @@ def _take_out_of_cache(session: Session, run_ids: list[str]) -> None:
     session.execute(update(Run).where(Run.id.in_(run_ids)).values(cache_key=None))
 
 
-def _read_scratch(path: Path) -> dict[str, Any]:
+def _read_scratch(root_dir: Path) -> dict[str, Any]:
+    """The root's scratch: a regular file reached through no link its runs left ({} else)."""
+    fh = open_run_file(root_dir, SCRATCH_FILE)
+    if fh is None:
+        return {}
     try:
-        value = json.loads(path.read_text(encoding="utf-8"))
+        with fh:
+            value = json.loads(fh.read().decode("utf-8"))
     except (OSError, ValueError):
         return {}
     return value if isinstance(value, dict) else {}
 
 
 @contextmanager
-def _locked(path: Path):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.with_suffix(".lock"), "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+def _locked(root_dir: Path):
+    os.makedirs(root_dir, exist_ok=True)
+    fd = open_in_run(root_dir, SCRATCH_LOCK, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
         yield
+    finally:
+        os.close(fd)
 
 
 def _refused(message: str) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import fcntl
 import logging
+import os
 import time
 from contextlib import contextmanager
 from typing import Any
@@ -27,6 +28,7 @@ from sqlalchemy import update
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from runner_core.error_codes import ErrorCode
+from runner_core.in_run import open_in_run
 from runner_core.inputs import TOO_DEEP_TO_VALIDATE, apply_defaults
 from runner_core.openevo.steps import in_run_attempt
 from runner_core.openevo.workflow import StepState, final_output, next_moves, stopped_steps
@@ -40,6 +42,7 @@ from runner_core.statuses import ACTIVE_STATUSES, TERMINAL_STATUSES, RunStatus
 from runner_core.store.cancels import parent_ended, recorded_cancel_error
 from runner_core.store.models import Run
 from runner_core.store.runs import ran_skill
+from runner_core.workspace import own_folder
 from worker import context
 from worker.composite.children import (
     attempts,
@@ -78,7 +81,7 @@ def start(run: Run) -> str:
     with sessions()() as session:
         session.execute(update(Run).where(Run.id == run.id).values(heartbeat_at=None, pgid=None))
         session.commit()
-    (settings.runs_dir / run.id / "result").mkdir(parents=True, exist_ok=True)
+    own_folder(settings.runs_dir / run.id / "result")
     forget_skipped(run)  # each attempt (skill `retry`) plans its steps afresh
     events_of(run).state_changed(RunStatus.QUEUED, RunStatus.RUNNING, "composite_started")
     pkg = load_skill_cached(skill_source(settings, run))
@@ -122,7 +125,10 @@ def _one_at_a_time(parent_id: str):
     commit that stops the children frees Postgres's before the parent's end is recorded, so
     two children ending together could both end it (each writing the other's step.ended)."""
     try:
-        lock = open(context.settings().runs_dir / parent_id / ADVANCE_LOCK, "a")
+        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND
+        lock = os.fdopen(
+            open_in_run(context.settings().runs_dir / parent_id, ADVANCE_LOCK, flags), "ab"
+        )
     except OSError:  # no such run, a full disk: the row lock alone
         lock = None
     if lock is None:

@@ -19,6 +19,7 @@ from runner_core.engines.config import EngineConfigError, load_engine_config
 from runner_core.engines.setting_types import check_setting_types
 from runner_core.engines.streams import read_output
 from runner_core.error_codes import ErrorCode
+from runner_core.in_run import write_in_run
 from runner_core.output import RepairReply, RepairRequest
 from runner_core.prompts import PromptContext, PromptError, patch_skill_md, render_prompt
 from runner_core.runtime_options import RuntimeOptions
@@ -27,9 +28,8 @@ from runner_core.workspace import (
     RunPaths,
     append_log,
     install_skill_copy,
-    write_file,
     write_git_marker,
-    write_json,
+    write_json_in,
 )
 from worker.execution.boxing import boxes_engine
 from worker.execution.contexts import EntryContext, EntryResult
@@ -83,7 +83,7 @@ def run_engine(entry: EntryContext, resume: Resume | None = None) -> EntryResult
     except EngineConfigError as exc:
         raise RunFailed(ErrorCode.ENGINE_CONFIG_INVALID, str(exc)) from exc
     if resume is None:
-        write_file(paths.logs / "prompt.txt", prompt.encode("utf-8"))
+        write_in_run(paths.logs.parent, "logs/prompt.txt", prompt.encode("utf-8"))
         install_skill_copy(pkg.root, paths, adapter.skill_dirs)
         write_git_marker(paths.root)
     else:
@@ -142,7 +142,7 @@ def run_engine(entry: EntryContext, resume: Resume | None = None) -> EntryResult
     if output.envelope is not None:
         # The CLI's own envelope (session, stats, usage) is kept for audit; it is metadata, not
         # an answer, so it is not offered to the output chain as a candidate.
-        write_json(paths.raw / "engine_envelope.json", output.envelope)
+        write_json_in(paths.root, "raw/engine_envelope.json", output.envelope)
     session = output.session_id or (resume.session_id if resume else None)
     spending.add(output.tokens)  # what repair rounds start from
     return EntryResult(

@@ -8,7 +8,6 @@ except the signals that must unwind it (SIGTERM, soft time limit), which `finall
 from __future__ import annotations
 
 import logging
-import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -20,6 +19,7 @@ from runner_core.artifact_manifest import resolve_manifests
 from runner_core.artifacts import index_artifacts, other_writes, write_manifest
 from runner_core.error_codes import ErrorCode
 from runner_core.events import EventLog
+from runner_core.in_run import write_in_run
 from runner_core.interaction import Pending, has_done_marker
 from runner_core.output import OutputOutcome, run_output_chain
 from runner_core.output.hints import failure_hints, summary
@@ -41,7 +41,7 @@ from runner_core.skills.locks import locks_dir, skill_lock
 from runner_core.statuses import RunStatus
 from runner_core.store.models import Run
 from runner_core.tokens import add_tokens, priced, prices_at
-from runner_core.workspace import RunPaths, create_run_dir, disk_full
+from runner_core.workspace import RunPaths, create_run_dir, disk_full, open_run_file
 from runner_core.workspace_reuse import copy_to_namespace
 from worker.execution.boxing import network_warning
 from worker.execution.contexts import EntryContext, EntryResult, run_variables
@@ -374,9 +374,10 @@ class RunExecutor:
         assert entry is not None  # set by _process, which ran first
         manifest = pkg.loaded_manifest
         written = manifest.entrypoint.result_path
-        if written is not None and (paths.root / written).is_file():
-            # a copy: N1/N2 commands may rewrite it in place
-            shutil.copy2(paths.root / written, paths.raw / "skill_result.json")
+        kept = open_run_file(paths.root, written.as_posix()) if written is not None else None
+        if kept is not None:  # a copy (N1/N2 commands may rewrite it in place), never a link's
+            with kept:
+                write_in_run(paths.root, "raw/skill_result.json", kept.read())
         return run_output_chain(
             paths.root,
             pkg.output_schema,

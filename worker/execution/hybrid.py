@@ -15,8 +15,9 @@ import time
 from dataclasses import replace
 
 from runner_core.error_codes import ErrorCode
+from runner_core.in_run import write_in_run
 from runner_core.interaction import has_done_marker
-from runner_core.workspace import read_log, write_file
+from runner_core.workspace import read_log
 from worker.execution.contexts import EntryContext, EntryResult
 from worker.execution.engine import run_engine
 from worker.execution.failures import RunFailed, process_failure
@@ -45,7 +46,7 @@ def run_hybrid_script(entry: EntryContext, engine: EntryResult) -> EntryResult:
     command = pkg.loaded_manifest.entrypoint.script_command
     assert command is not None  # a loaded hybrid skill declares entrypoint.script.command
     message = paths.raw / ENGINE_MESSAGE
-    write_file(message, (engine.text or "").encode("utf-8"))
+    write_in_run(paths.root, f"raw/{ENGINE_MESSAGE}", (engine.text or "").encode("utf-8"))
     extra = {"SKILL_RUNNER_ENGINE_OUTPUT": str(message), "SKILL_RUNNER_ENGINE": run.engine or ""}
     spec = script_command(
         command,

@@ -4,13 +4,13 @@ snapshot, input.json and the uploads, and the inputs resolved against the skill'
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
 from runner_core.engines import engine_skill_dirs
 from runner_core.error_codes import ErrorCode
+from runner_core.in_run import write_in_run
 from runner_core.inputs import InputError, ResolvedInputs, apply_defaults, resolve_inputs
 from runner_core.openevo.spec import SKILL_JSON
 from runner_core.prompts import PATCH_MARKER
@@ -25,7 +25,7 @@ from runner_core.workspace import (
     copy_uploads,
     create_run_dir,
     find_snapshot,
-    write_json,
+    write_json_in,
 )
 from runner_core.workspace_reuse import reserve_namespace, take_over
 from worker.execution.contexts import EntryContext
@@ -95,13 +95,16 @@ def write_inputs(
     if pkg.health != "ok":
         raise RunFailed(ErrorCode.SKILL_INVALID, "; ".join(pkg.errors), {"errors": pkg.errors})
     request_dir = settings.requests_dir / run.request_id
-    write_json(
-        paths.input_json, request_payload or {"skill_id": run.skill_id, "parameter": run.parameter}
+    write_json_in(
+        paths.root,
+        "input.json",
+        request_payload or {"skill_id": run.skill_id, "parameter": run.parameter},
     )
     # the run's own copies: the uploads, then the files bound from an earlier run
     copy_uploads((request_dir / "uploads", request_dir / "bound"), paths)
     if (request_dir / "input_manifest.json").is_file():
-        shutil.copy2(request_dir / "input_manifest.json", paths.root / "input_manifest.json")
+        data = (request_dir / "input_manifest.json").read_bytes()
+        write_in_run(paths.root, "input_manifest.json", data)
     try:
         resolved = resolve_inputs(
             pkg.input_schema,
@@ -115,7 +118,8 @@ def write_inputs(
         raise RunFailed(exc.code, exc.message, exc.details) from exc
     if pkg.format == "skill.json":  # a function's defaults fill its missing arguments
         resolved = replace(resolved, input=apply_defaults(pkg.input_schema, resolved.input))
-    write_json(paths.resolved_input, {"input": resolved.input, "parameter": resolved.parameter})
+    resolved_doc = {"input": resolved.input, "parameter": resolved.parameter}
+    write_json_in(paths.root, "resolved_input.json", resolved_doc)
     return resolved
 
 

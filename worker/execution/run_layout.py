@@ -3,10 +3,12 @@ the engine's CLI discovers skills in, and the ready-made run directories of the 
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from runner_core.engines import engine_skill_dirs
+from runner_core.in_run import remove_in_run, run_folder
 from runner_core.run_pool import pool_key
 from runner_core.settings import Settings
 from runner_core.skill_copy import SkillCopies
@@ -45,6 +47,10 @@ class PoolLayout:
         """Put the skill's snapshot into the run: linked from the copy of exactly `signature`
         (True), or copied from the skill's folder as it is now (False)."""
         dest = paths.root / self.rel_dir / self.skill_id
+        # a retry's directory had the skill's processes in it: the folders on the way are made
+        # the run's own (a link there removed), what is at the snapshot's place removed
+        os.close(run_folder(paths.root, self.rel_dir))
+        remove_in_run(paths.root, f"{self.rel_dir}/{self.skill_id}")
         if self.copies is not None and self.copies.snapshot(
             self.source, self.skill_id, self.signature, dest
         ):

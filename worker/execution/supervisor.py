@@ -21,6 +21,7 @@ from runner_core.box_gate import BoxGate
 from runner_core.cgroups import PidsGroup, command_group, end_command_group, pids_root
 from runner_core.egress import EgressPlan, EgressProxy
 from runner_core.engines.base import CommandSpec, ProcessResult
+from runner_core.in_run import write_in_run
 from runner_core.netns import NAMESPACES, entered
 from runner_core.processes import terminate_group
 from runner_core.run_guard import reclaim
@@ -63,9 +64,11 @@ def run_command(
     if watch.env:
         spec = replace(spec, env={**watch.env, **spec.env})
     for rel, content in spec.files.items():
-        target = spec.cwd / rel if not os.path.isabs(rel) else Path(rel)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(content, encoding="utf-8")
+        if os.path.isabs(rel):
+            Path(rel).parent.mkdir(parents=True, exist_ok=True)
+            Path(rel).write_text(content, encoding="utf-8")
+        else:  # an engine home's config: never through a link an earlier turn left there
+            write_in_run(spec.cwd, rel, content.encode("utf-8"), atomic=False)
     group = _pids_group(watch.box)
     gate = BoxGate() if watch.box is not None and watch.box.bwrap is not None else None
     proxy = EgressProxy(watch.egress) if gate is not None and watch.egress is not None else None
