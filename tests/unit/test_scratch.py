@@ -135,3 +135,33 @@ def test_the_setting_puts_runs_the_run_pool_and_skill_copies_in_scratch(tmp_path
     assert local.work_runs_dir == tmp_path / "scratch" / "runs"
     assert local.run_pool_dir == tmp_path / "scratch" / "run-pool"  # renamed into scratch
     assert local.skill_copies_dir == tmp_path / "scratch" / "skill-copies"  # linked from there
+
+
+def test_a_later_turn_links_no_upload_through_a_folder_link_an_earlier_turn_published(
+    dirs, tmp_path
+):
+    _local, shared, uploads = dirs
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    shutil.rmtree(shared / "uploads")
+    os.symlink(outside, shared / "uploads")  # as a publish leaves a link the run made
+    scratch.enter(shared, tmp_path / "work" / "r1", uploads, resume=True)
+    assert list(outside.iterdir()) == []
+    assert not (shared / "uploads").is_symlink()
+    assert os.path.samefile(shared / "uploads" / "input.txt", uploads / "input.txt")
+
+
+def test_publish_links_no_file_of_the_shared_directory_reached_through_a_link(dirs, tmp_path):
+    """A file unchanged since the last publish is hard-linked from the shared directory, but
+    never from behind a link the run left there (it would bring that file into the run)."""
+    local, shared, _ = dirs
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "key.txt").write_text("the service's key")
+    os.symlink(outside, shared / "data")  # published by an earlier turn
+    (local / "data").mkdir()
+    shutil.copy2(outside / "key.txt", local / "data" / "key.txt")  # same size and time
+    (local / "data" / "key.txt").write_text("the service's key")
+    os.utime(local / "data" / "key.txt", ns=(0, os.stat(outside / "key.txt").st_mtime_ns))
+    scratch.publish(local, shared)
+    assert not os.path.samefile(shared / "data" / "key.txt", outside / "key.txt")

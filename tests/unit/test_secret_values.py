@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 
 from runner_core.logs import JsonFormatter, TextFormatter
@@ -68,3 +69,13 @@ def test_log_lines_mask_remembered_values_in_messages_and_tracebacks() -> None:
     for formatter in (TextFormatter("%(message)s"), JsonFormatter()):
         line = formatter.format(record)
         assert "log-secret-5d7f1" not in line and MASK in line
+
+
+def test_a_log_reached_through_a_folder_link_is_not_masked(tmp_path) -> None:
+    remember("linked-secret-61d0f")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "stdout.txt").write_text("linked-secret-61d0f")
+    os.symlink(outside, tmp_path / "logs")  # a run's logs/ replaced by a link
+    assert mask_file(tmp_path / "logs" / "stdout.txt") == 0
+    assert (outside / "stdout.txt").read_text() == "linked-secret-61d0f"

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -133,3 +134,13 @@ def test_logs_are_appended_and_read_in_the_run_never_through_a_link(tmp_path):
         fh.write(b"more")
     assert (outside / "key.txt").read_text() == "secret"
     assert not (run / "logs").is_symlink()
+
+
+def test_an_existing_run_directory_gets_real_folders_back_for_links_left_there(tmp_path):
+    run, outside = tmp_path / "runs" / "r1", tmp_path / "outside"
+    outside.mkdir()
+    create_run_dir(run.parent, run.name)
+    shutil.rmtree(run / "raw")
+    os.symlink(outside / "missing", run / "raw")  # a dangling link failed the retry before
+    create_run_dir(run.parent, run.name)
+    assert (run / "raw").is_dir() and not (run / "raw").is_symlink()

@@ -156,3 +156,14 @@ def test_a_bound_file_input_resolves_to_its_file_under_uploads(tmp_path):
         resolve_inputs(schema, {}, uploads, {"doc": "a.md"}, {})
     with pytest.raises(InputError):  # bound to a path out of uploads: missing
         resolve_inputs(schema, {}, uploads, {"doc": "../x"}, {}, {"doc": "../x"})
+
+
+def test_take_over_writes_through_no_folder_link_a_retried_run_left(tmp_path):
+    src, dest, outside = tmp_path / "src", tmp_path / "dest", tmp_path / "outside"
+    write(src, "data/a.csv")
+    outside.mkdir()
+    dest.mkdir()
+    os.symlink(outside, dest / "data")  # the first attempt's process left it
+    assert take_over(src, dest) == 1
+    assert list(outside.iterdir()) == []
+    assert not (dest / "data").is_symlink() and (dest / "data/a.csv").is_file()
