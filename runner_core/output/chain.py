@@ -42,8 +42,8 @@ from runner_core.output.workspace import (
     RawOutput,
     ensure_schema_file,
     read_result_file,
-    write_json,
     write_raw_output,
+    write_results,
 )
 
 
@@ -215,9 +215,8 @@ def _finish(
         "steps": log.to_list(),
         "raw_output_path": raw.primary_path.relative_to(run_dir).as_posix(),
     }
-    if winner is not None:
-        write_json(run_dir, OUTPUT_FILE, winner.value)
-    write_json(run_dir, VALIDATION_FILE, record)
+    written = {OUTPUT_FILE: winner.value} if winner is not None else {}
+    write_results(run_dir, {**written, VALIDATION_FILE: record})
     return OutputOutcome(
         ok,
         winner.value if winner else None,

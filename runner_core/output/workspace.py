@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from runner_core.in_run import remove_in_run, run_folder, write_in_run
+from runner_core.in_run import remove_in_run, run_folder, write_at, write_in_run
 
 RAW_TEXT = Path("raw/engine_output.txt")
 RAW_ENVELOPE = Path("raw/engine_output.json")
@@ -39,6 +39,17 @@ def write_json(run_dir: Path, rel: Path, value: Any) -> None:
     # default=str: envelopes come from CLIs and may hold values json cannot encode natively
     text = json.dumps(value, ensure_ascii=False, indent=2, default=str)
     write_text(run_dir, rel, text + "\n")
+
+
+def write_results(run_dir: Path, values: dict[Path, Any]) -> None:
+    """write_json of each `result/<name>` value, through one walk down to `result/`."""
+    dfd = run_folder(run_dir, "result")
+    try:
+        for rel, value in values.items():
+            text = json.dumps(value, ensure_ascii=False, indent=2, default=str) + "\n"
+            write_at(dfd, rel.name, text.encode("utf-8"), atomic=False)
+    finally:
+        os.close(dfd)
 
 
 def write_text(run_dir: Path, rel: Path, text: str) -> None:
