@@ -19,10 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from runner_core.error_codes import ErrorCode
+from runner_core.in_run import run_folder, write_in_run
 from runner_core.own_copy import own_copy
 from runner_core.run_files import hidden_part
 from runner_core.schema_refs import resolved_properties
-from runner_core.workspace import open_run_file, own_folder, write_file
+from runner_core.workspace import open_run_file
 
 MANIFEST_TYPE = "artifact-manifest"
 BUNDLED_DIRS = ("result", "artifacts")  # what the bundle holds: a listed file elsewhere is copied
@@ -82,7 +83,7 @@ def resolve_manifests(run_dir: Path, data: Any, fields: list[ManifestField]) -> 
                 normalised[name] = kept
                 listed.roles.setdefault(kept, name)
         if normalised != entries:
-            write_file(run_dir / rel, (json.dumps(normalised, indent=2) + "\n").encode())
+            write_in_run(run_dir, rel, (json.dumps(normalised, indent=2) + "\n").encode())
         listed.roles.setdefault(rel, spec.role)
     return listed
 
@@ -131,8 +132,12 @@ def _listed_file(
     if rel.split("/", 1)[0] in BUNDLED_DIRS:
         return rel
     target = f"artifacts/{rel}"
-    own_folder((run_dir / target).parent)
-    own_copy(run_dir / rel, run_dir / target)
+    folder, _, name = target.rpartition("/")
+    dfd = run_folder(run_dir, folder)  # through no link the run left on the way
+    try:
+        own_copy(run_dir / rel, name, dir_fd=dfd)
+    finally:
+        os.close(dfd)
     return target
 
 

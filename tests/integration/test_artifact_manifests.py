@@ -163,3 +163,30 @@ def test_an_x_type_file_field_is_an_artifact(module_stack):
     assert [(a["path"], a["role"], a["required"]) for a in listed] == [
         ("artifacts/report", "report", True)
     ]
+
+
+def test_a_listed_file_is_never_copied_through_a_linked_artifacts_folder(module_stack, tmp_path):
+    stack = module_stack
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    script = f"""
+        import json, os, shutil
+        from pathlib import Path
+        run = Path(os.environ["SKILL_RUNNER_RUN_DIR"])
+        shutil.rmtree(run / "artifacts")
+        os.symlink({str(outside)!r}, run / "artifacts")
+        (run / "out").mkdir()
+        (run / "out/b.txt").write_text("b")
+        (run / "result/files.json").write_text(json.dumps({{"b": "out/b.txt"}}))
+        print(json.dumps({{"files": "result/files.json"}}))
+    """
+    write_skill(stack.settings.skills_dir, "manifest-artifacts-link", MANIFEST_OUTPUT, script)
+    rid = stack.client.post(
+        "/v1/jobs", json={"skill_id": "manifest-artifacts-link", "input": {}}
+    ).json["request_id"]
+    status = stack.wait(rid)
+    assert status["status"] == "succeeded", status["error"]
+    assert list(outside.iterdir()) == []
+    run_dir = stack.settings.runs_dir / status["run_id"]
+    assert (run_dir / "artifacts/out/b.txt").read_text() == "b"
+    assert not (run_dir / "artifacts").is_symlink()
