@@ -16,7 +16,9 @@ from jsonschema import Draft7Validator, FormatChecker
 from runner_core.engines import RUNNABLE_ENGINES, SUPPORTED_ENGINES
 from runner_core.openevo.meta_schema import META_SCHEMA
 from runner_core.openevo.node import node_command
+from runner_core.openevo.references import reference_errors
 from runner_core.openevo.templates import compile_errors
+from runner_core.openevo.workflow import depends_of
 from runner_core.schema_patterns import pattern_errors
 from runner_core.semver import SEMVER
 from runner_core.skills.files import SkillFileError, read_json, read_text
@@ -122,6 +124,7 @@ def _spec(raw: dict[str, Any], root: Path, errors: list[str]) -> OpenEvoSpec:
     if mode == "composite" and pipeline:
         errors.extend(pipeline_errors(pipeline))
         errors.extend(f"outputMapping: {e}" for e in compile_errors(raw.get("outputMapping")))
+        errors.extend(reference_errors(pipeline, raw.get("outputMapping"), _depends(pipeline)))
     return OpenEvoSpec(
         name=raw["name"],
         mode=mode,
@@ -155,6 +158,11 @@ def pipeline_errors(pipeline: list[dict[str, Any]]) -> list[str]:
         errors.extend(f"pipeline: step '{name}': {e}" for e in broken)
         seen.add(name)
     return errors
+
+
+def _depends(pipeline: list[dict[str, Any]]) -> dict[str, list[str]]:
+    """Each step's direct dependencies: its `depends`, else the step before it."""
+    return {step["step"]: depends_of(pipeline, i) for i, step in enumerate(pipeline)}
 
 
 def inline_input_schema(schema: dict[str, Any], errors: list[str]) -> dict[str, Any]:

@@ -17,7 +17,8 @@ from collections.abc import Iterator
 from functools import lru_cache
 from typing import Any
 
-from jinja2 import ChainableUndefined, TemplateError, Undefined
+from jinja2 import ChainableUndefined, TemplateError, Undefined, nodes
+from jinja2.parser import Parser
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 TEMPLATE = re.compile(r"\{\{(.*?)\}\}", re.S)
@@ -112,6 +113,16 @@ def _compiled(expression: str):
     try:
         return _ENV.compile_expression(to_jinja(expression), undefined_to_none=True)
     except Exception as exc:  # a syntax error, or anything else the compiler raises
+        raise TemplateFailure(f"template '{{{{{expression.strip()}}}}}': {_reason(exc)}") from exc
+
+
+@lru_cache(maxsize=512)
+def parsed(expression: str) -> nodes.Expr:
+    """The syntax tree of one openEvo expression (what it reads, for the load-time checks)."""
+    try:
+        parser = Parser(_ENV, to_jinja(expression), state="variable")
+        return parser.parse_expression()
+    except Exception as exc:
         raise TemplateFailure(f"template '{{{{{expression.strip()}}}}}': {_reason(exc)}") from exc
 
 

@@ -242,3 +242,51 @@ def test_a_pattern_with_nested_repeats_loads_its_matches_have_a_time_limit(tmp_p
     text = {"type": "string", "pattern": "^(a+)+$"}
     write(tmp_path, "slow", name="slow", input={"type": "object", "properties": {"x": text}})
     assert errors(SkillRegistry(tmp_path), "slow") == []
+
+
+def test_a_template_reading_a_step_it_cannot_see_is_an_error_naming_it(tmp_path):
+    write(tmp_path, "callee", name="callee")
+
+    def step(name: str, text: str, **more) -> dict:
+        return {"step": name, "skill": "callee", "input": {"q": text}, **more}
+
+    pipeline = [
+        step("a", "{{ steps.typo.q }}"),
+        step("b", "{{ steps.a.q }} {{ steps['c'].q }}"),
+        step("c", "{{ steps.c.q }}"),
+        step("d", "x", depends=[], condition="steps.b.q"),
+        step("e", "x", depends=["d"], foreach="{{ steps.d.q }}"),
+    ]
+    mapping = {"ok": "{{ steps.e | map: q }}", "bad": "{{ steps.nope || steps.a }}"}
+    write(
+        tmp_path,
+        "reads",
+        files={},
+        name="reads",
+        mode="composite",
+        pipeline=pipeline,
+        outputMapping=mapping,
+    )
+    assert errors(SkillRegistry(tmp_path), "reads") == [
+        "pipeline: step 'a': template '{{steps.typo.q}}': no step named 'typo'",
+        "pipeline: step 'b': template '{{steps['c'].q}}': step 'c' runs after it (its output is"
+        " not there yet)",
+        "pipeline: step 'c': template '{{steps.c.q}}': a step cannot read its own output",
+        "pipeline: step 'd': template '{{steps.b.q}}': step 'b' is not among the steps it depends"
+        " on, so it may not have run yet: add 'b' to its depends",
+        "outputMapping: template '{{steps.nope || steps.a}}': no step named 'nope'",
+    ]
+
+
+def test_a_step_reads_any_step_upstream_of_it(tmp_path):
+    write(tmp_path, "callee", name="callee")
+    pipeline = [
+        {"step": "a", "skill": "callee", "input": {}},
+        {"step": "b", "skill": "callee", "input": {}, "depends": []},
+        {"step": "c", "skill": "callee", "input": {"q": "{{ steps.a.q }}"}, "depends": ["a"]},
+        {"step": "d", "skill": "callee", "input": {"q": "{{ steps.a }}{{ steps.b }}"}},
+        {"step": "e", "skill": "callee", "input": {"q": "{{ steps[input.x] }}"}, "depends": []},
+    ]
+    pipeline[3]["depends"] = ["c", "b"]
+    write(tmp_path, "fine", files={}, name="fine", mode="composite", pipeline=pipeline)
+    assert errors(SkillRegistry(tmp_path), "fine") == []
