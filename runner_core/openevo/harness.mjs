@@ -93,5 +93,14 @@ async function main (index) {
 
 main(process.argv[2]).catch((err) => {
   console.error(err && err.stack ? err.stack : String(err))
+  // what execute threw, for the run's error message (result/error.json; best effort)
+  const message = err instanceof Error ? `${err.name}: ${err.message}` : String(err)
+  if (process.env.SKILL_RUNNER_RESULT_FILE) {
+    try {
+      const folder = dirname(process.env.SKILL_RUNNER_RESULT_FILE)
+      mkdirSync(folder, { recursive: true })
+      writeFileSync(join(folder, 'error.json'), JSON.stringify({ message }))
+    } catch {}
+  }
   process.exit(1)
 })

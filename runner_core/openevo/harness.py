@@ -175,10 +175,11 @@ def main(index: str) -> int:
 
             value = asyncio.run(_await(value))
         text = json.dumps(value, ensure_ascii=False)
-    except Exception:
+    except Exception as exc:
         import traceback  # only on failure, as asyncio above
 
         traceback.print_exc()
+        _write_error(f"{type(exc).__name__}: {exc}")
         return 1
     finally:
         sys.stdout = stdout
@@ -188,6 +189,17 @@ def main(index: str) -> int:
         fh.write(text)
     ctx.save_scratch()
     return 0
+
+
+def _write_error(message: str) -> None:
+    """What execute raised, for the run's error message (result/error.json; best effort)."""
+    try:
+        folder = os.path.dirname(os.environ["SKILL_RUNNER_RESULT_FILE"])
+        os.makedirs(folder, exist_ok=True)
+        with open(os.path.join(folder, "error.json"), "w", encoding="utf-8") as fh:
+            json.dump({"message": message}, fh, ensure_ascii=False)
+    except (KeyError, OSError):
+        pass
 
 
 async def _await(value: Any) -> Any:

@@ -108,6 +108,21 @@ def test_patterns_that_backtrack_for_ever_are_errors_in_the_api_and_in_the_worke
     assert "took longer than 0.1 s to match" in str(status["error"]), status["error"]
 
 
+@SQLITE_ONLY
+def test_an_exception_of_execute_is_the_runs_error_message_and_a_steps_error(stack):
+    for skill_id, raised in (("raises", "ValueError"), ("raises_js", "TypeError")):
+        rid, status = run(stack, skill_id, {"text": "alpha"})
+        assert status["status"] == "failed" and status["error"]["code"] == "SKILL_SCRIPT_FAILED"
+        assert status["error"]["message"] == f"execute raised {raised}: no good: alpha", status
+        assert "no good: alpha" in stack.client.get(f"/v1/jobs/{rid}/logs").json["stderr"]
+    rid, status = run(stack, "tolerated_raises", {"text": "beta"})
+    assert status["status"] == "succeeded", status
+    assert stack.client.get(f"/v1/jobs/{rid}/result").json["result"]["data"] == {
+        "py": "execute raised ValueError: no good: beta",
+        "js": "execute raised TypeError: no good: beta",
+    }
+
+
 def test_timeout_from_skill_json_and_cancel(stack):
     # sleep_ms declares 30 s; the request's own limit is shorter and wins
     resp = stack.client.post(

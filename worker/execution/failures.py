@@ -3,12 +3,16 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from runner_core.engines.base import EngineError, ProcessResult
 from runner_core.error_codes import ErrorCode
 from runner_core.results import RunError
 from runner_core.statuses import RunStatus
+from runner_core.workspace import RunPaths, open_run_file
+
+RAISED_MAX_CHARS = 2000  # of the exception a skill.json code skill's execute raised
 
 
 class RunFailed(Exception):
@@ -86,3 +90,23 @@ def with_model_error(failure: RunFailed, error: EngineError | None) -> RunFailed
         {**failure.details, "engine_error": engine_error},
         failure.status,
     )
+
+
+def with_raised(failure: RunFailed, paths: RunPaths) -> RunFailed:
+    """A skill.json code skill that exited 1 because its execute raised: the message names the
+    exception, as the harness wrote it to result/error.json (the traceback stays in stderr), so a
+    composite's `_error` and a failed ctx.call say what went wrong. Any other failure as it is."""
+    if failure.code != ErrorCode.SKILL_SCRIPT_FAILED:
+        return failure
+    fh = open_run_file(paths.root, "result/error.json")  # never through a planted link
+    if fh is None:
+        return failure
+    try:
+        with fh:
+            raised = json.loads(fh.read(64 * 1024).decode("utf-8", errors="replace"))["message"]
+    except (OSError, ValueError, TypeError, KeyError):
+        return failure
+    if not isinstance(raised, str) or not raised.strip():
+        return failure
+    message = f"execute raised {raised.strip()[:RAISED_MAX_CHARS]}"
+    return RunFailed(failure.code, message, failure.details, failure.status)

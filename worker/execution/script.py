@@ -27,7 +27,7 @@ from runner_core.secret_values import held
 from runner_core.skills.model import Command, Runtime
 from runner_core.workspace import RunPaths, open_run_file
 from worker.execution.contexts import EntryContext, EntryResult
-from worker.execution.failures import check_process
+from worker.execution.failures import check_process, process_failure, with_raised
 from worker.execution.output_tail import run_streamed
 from worker.execution.supervisor import run_command
 
@@ -160,7 +160,9 @@ def run_script(entry: EntryContext) -> EntryResult:
         uv_cache=uv_cache_dir(entry.settings.data_dir),
     )
     result = run_streamed(entry, spec, None)  # progress lines become raw.stdout events
-    check_process(result, ErrorCode.SKILL_SCRIPT_FAILED)
+    failure = process_failure(result, ErrorCode.SKILL_SCRIPT_FAILED)
+    if failure is not None:
+        raise with_raised(failure, paths) if pkg.format == "skill.json" else failure
     # the log as the worker wrote it: a link the script left in its place is not read through
     # (it would make any file the worker can read the run's output); such a run has no output
     out = open_run_file(result.stdout_path.parent, result.stdout_path.name)

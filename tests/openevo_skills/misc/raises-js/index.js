@@ -1,0 +1,3 @@
+export async function execute (input) {
+  throw new TypeError(`no good: ${input.text}`)
+}
