@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from runner_core.error_codes import ErrorCode
 from runner_core.openevo.steps import Attempt, child_name
 from runner_core.openevo.templates import TemplateFailure, evaluate, render, render_string
 
@@ -123,7 +124,11 @@ def next_moves(
                         continue
                 state, launches, wake = _progress(step, tries.get(name, []), context, now)
             except Exception as exc:  # TemplateFailure, or anything a rendered value raises
-                moves.failed = {"step": name, "message": f"step '{name}': {exc}", "error": None}
+                # the step failed before any child ran: its own entry says why
+                error = {"code": ErrorCode.COMPOSITE_STEP_FAILED, "message": str(exc)}
+                states[name] = StepState(FAILED, None, error)
+                moves.failed = {"step": name, "message": f"step '{name}': {exc}", "error": error}
+                moves.start, moves.wake_in = [], None
                 return moves
             planned.add(name)
             states[name] = state

@@ -372,6 +372,21 @@ def test_a_template_dividing_by_zero_fails_the_composite_at_once(stack, skill, n
     assert status["error"]["message"].startswith(named)
     assert "ZeroDivisionError" in status["error"]["message"]
     assert stamp(status["finished_at"]) - stamp(status["started_at"]) < 10
+    if skill == "ratio_step":  # the step that failed says so in the result, with why
+        steps = {s["step"]: s for s in result_of(stack, rid)["steps"]}
+        assert steps["first"]["status"] == "succeeded"
+        assert steps["ratio"]["status"] == "failed", steps
+        assert "ZeroDivisionError" in steps["ratio"]["error"]["message"]
+        assert status["error"]["details"]["error"] == steps["ratio"]["error"]
+
+
+@SQLITE_ONLY
+def test_a_foreach_over_an_empty_array_lists_no_items(stack):
+    rid = start(stack, "fanout", {"tags": []})
+    assert stack.wait(rid, 20)["status"] == "succeeded"
+    result = result_of(stack, rid)
+    assert result["data"] == {"runs": [], "tags": []}
+    assert result["steps"] == [{"step": "each", "status": "succeeded", "error": None, "items": []}]
 
 
 def test_a_failing_foreach_ends_its_events_with_the_terminal_event(stack):

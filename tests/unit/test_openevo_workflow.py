@@ -81,6 +81,13 @@ def test_foreach_over_an_empty_array_is_an_empty_output_and_a_non_array_fails():
     assert moves.failed["step"] == "each" and "array" in moves.failed["message"]
 
 
+def test_a_step_whose_template_fails_is_failed_with_the_reason():
+    moves = next_moves(FANOUT, {}, [done("list", {"items": "nope"})])
+    error = {"code": "COMPOSITE_STEP_FAILED", "message": "foreach must give an array, got str"}
+    assert moves.states["each"].status == "failed" and moves.states["each"].error == error
+    assert moves.failed["error"] == error and moves.start == []
+
+
 def test_a_failed_item_fails_the_step_or_is_marked_with_continue_on_error():
     listed = done("list", {"items": [1, 2]})
     failed = done("each", index=1, status="failed", error={"code": "X", "message": "boom"})

@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 from runner_core.events import TAIL_BYTES, Once, read_events
 from runner_core.in_run import remove_in_run
 from runner_core.openevo.steps import parse_child_name
-from runner_core.openevo.workflow import StepState
+from runner_core.openevo.workflow import SKIPPED, StepState
 from runner_core.results import RunEnd, RunError, result_document, write_result
 from runner_core.statuses import TERMINAL_STATUSES, RunStatus
 from runner_core.store import runs as run_states
@@ -33,7 +33,7 @@ def end(
     status: str,
     data: Any,
     error: dict[str, Any] | None,
-    order: list[str],
+    pipeline: list[dict[str, Any]],
     runs: list[Run],
     states: dict[str, StepState],
 ) -> str:
@@ -43,7 +43,7 @@ def end(
     announce_ended(parent, runs)
     if status == RunStatus.FAILED and retry_failed(parent, error):
         return RunStatus.QUEUED
-    steps = step_entries(order, runs, states)
+    steps = step_entries(pipeline, runs, states)
     write_result(
         RunPaths(context.settings().runs_dir / parent.id),
         result_document(status, data, error=error, steps=steps),
@@ -83,28 +83,33 @@ def announce_ended(parent: Run, runs: list[Run]) -> None:
 
 
 def step_entries(
-    order: list[str], runs: list[Run], states: dict[str, StepState]
+    pipeline: list[dict[str, Any]], runs: list[Run], states: dict[str, StepState]
 ) -> list[dict[str, Any]]:
     """One entry per step: its status, error, duration (first start to last end of its
-    children), attempts and the latest child's request id; a foreach step lists its items."""
+    children), attempts and the latest child's request id; a foreach step lists its items
+    (none for an empty array). A step whose template failed has no child: its error says why."""
     by_step: dict[str, list[tuple[int | None, int, Run]]] = {}
     for child in runs:
         parsed = parse_child_name(child.step_name or "")
         if parsed is not None:
             by_step.setdefault(parsed[0], []).append((parsed[1], parsed[2], child))
     entries = []
-    for name in order:
+    for step in pipeline:
+        name = step["step"]
         state = states.get(name)
         entry: dict[str, Any] = {"step": name, "status": state.status if state else "not_started"}
         tries = by_step.get(name, [])
-        if tries:
+        if tries or (state is not None and state.status != SKIPPED):
             entry["error"] = state.error if state else None
+        if tries:
             entry.update(_span([c for _, _, c in tries]))
             items = sorted({index for index, _, _ in tries}, key=lambda i: -1 if i is None else i)
             if items == [None]:
                 entry.update(_latest(tries, None))
             else:
                 entry["items"] = [{"index": i, **_latest(tries, i)} for i in items]
+        elif "foreach" in step and "error" in entry:
+            entry["items"] = []
         entries.append(entry)
     return entries
 

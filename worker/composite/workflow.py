@@ -161,7 +161,6 @@ def _advance(parent_id: str, ended_child: str | None) -> str:
         if not is_composite(pkg) or pkg.openevo is None:
             return "not a pipeline composite"
         pipeline = list(pkg.openevo.pipeline)
-        order = [s["step"] for s in pipeline]
         runs = children(session, parent_id, parent.attempt)
         now = time.time()
         inputs = apply_defaults(pkg.input_schema, parent.input or {})
@@ -176,7 +175,7 @@ def _advance(parent_id: str, ended_child: str | None) -> str:
                 send_advance(parent_id, since + STOP_GRACE_SEC - now + 0.05)
                 return "stopping"
             states = _states(pipeline, inputs, runs, parent, now, stopped)
-            return end(session, parent, status, None, stopped, order, runs, states)
+            return end(session, parent, status, None, stopped, pipeline, runs, states)
         moves = next_moves(pipeline, inputs, attempts(runs), set(skipped(parent)), now)
         error: dict[str, Any] | None
         if moves.skip:
@@ -188,7 +187,7 @@ def _advance(parent_id: str, ended_child: str | None) -> str:
             error = RunError(
                 ErrorCode.COMPOSITE_STEP_FAILED, moves.failed["message"], {"details": details}
             ).as_dict()
-            return end(session, parent, RunStatus.FAILED, None, error, order, runs, moves.states)
+            return end(session, parent, RunStatus.FAILED, None, error, pipeline, runs, moves.states)
         if moves.done:
             try:
                 data = final_output(pipeline, pkg.openevo.output_mapping, inputs, moves.states)
@@ -198,10 +197,10 @@ def _advance(parent_id: str, ended_child: str | None) -> str:
                     ErrorCode.COMPOSITE_STEP_FAILED, f"outputMapping: {exc}", {"details": details}
                 ).as_dict()
                 return end(
-                    session, parent, RunStatus.FAILED, None, error, order, runs, moves.states
+                    session, parent, RunStatus.FAILED, None, error, pipeline, runs, moves.states
                 )
             status, error = _checked(pkg, data)
-            return end(session, parent, status, data, error, order, runs, moves.states)
+            return end(session, parent, status, data, error, pipeline, runs, moves.states)
         pkgs: dict[str, SkillPackage] = {}
         created = save_children(
             session,
@@ -300,10 +299,10 @@ def _fail(parent_id: str, exc: Exception) -> str:
         runs = children(session, parent_id, parent.attempt)
         try:
             pkg = load_skill_cached(skill_source(context.settings(), parent))
-            order = [s["step"] for s in (pkg.openevo.pipeline if pkg.openevo else [])]
+            pipeline = list(pkg.openevo.pipeline if pkg.openevo else [])
         except Exception:
-            order = []
-        return end(session, parent, RunStatus.FAILED, None, error, order, runs, {})
+            pipeline = []
+        return end(session, parent, RunStatus.FAILED, None, error, pipeline, runs, {})
 
 
 def _checked(pkg: SkillPackage, data: Any) -> tuple[str, dict[str, Any] | None]:
