@@ -4,6 +4,7 @@ a runner manifest synthesized so the run goes through the same path as a SKILL.m
 from __future__ import annotations
 
 import copy
+import difflib
 import math
 import shlex
 import sys
@@ -14,7 +15,7 @@ from typing import Any
 from jsonschema import Draft7Validator, FormatChecker
 
 from runner_core.engines import RUNNABLE_ENGINES, SUPPORTED_ENGINES
-from runner_core.openevo.meta_schema import META_SCHEMA
+from runner_core.openevo.meta_schema import META_SCHEMA, STEP_SCHEMA
 from runner_core.openevo.node import node_command
 from runner_core.openevo.references import reference_errors
 from runner_core.openevo.templates import compile_errors
@@ -92,6 +93,7 @@ def load_openevo(root: Path) -> SkillPackage:
     if pkg.errors:
         return pkg
     spec = _spec(raw, root, pkg.errors)
+    pkg.warnings.extend(unknown_step_fields(raw.get("pipeline") or []))
     pkg.openevo = spec
     pkg.name, pkg.description = spec.name, raw["description"]
     pkg.input_schema = inline_input_schema(raw["input"], pkg.errors)
@@ -158,6 +160,23 @@ def pipeline_errors(pipeline: list[dict[str, Any]]) -> list[str]:
         errors.extend(f"pipeline: step '{name}': {e}" for e in broken)
         seen.add(name)
     return errors
+
+
+def unknown_step_fields(pipeline: list[dict[str, Any]]) -> list[str]:
+    """A warning per step field the service does not know: the meta-schema lets it through,
+    but it does nothing, so a `forEach` or `dependsOn` would go unnoticed otherwise."""
+    known = {name.lower(): name for name in STEP_SCHEMA["properties"]}
+    warnings = []
+    for step in pipeline:
+        for key in step:
+            if key in STEP_SCHEMA["properties"]:
+                continue
+            near = difflib.get_close_matches(key.lower(), list(known), n=1)
+            hint = f" (did you mean '{known[near[0]]}'?)" if near else ""
+            warnings.append(
+                f"pipeline: step '{step['step']}': '{key}' is no step field and does nothing{hint}"
+            )
+    return warnings
 
 
 def _depends(pipeline: list[dict[str, Any]]) -> dict[str, list[str]]:

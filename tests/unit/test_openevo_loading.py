@@ -290,3 +290,19 @@ def test_a_step_reads_any_step_upstream_of_it(tmp_path):
     pipeline[3]["depends"] = ["c", "b"]
     write(tmp_path, "fine", files={}, name="fine", mode="composite", pipeline=pipeline)
     assert errors(SkillRegistry(tmp_path), "fine") == []
+
+
+def test_a_step_field_the_service_does_not_know_is_a_warning_naming_it(tmp_path):
+    write(tmp_path, "callee", name="callee")
+    pipeline = [
+        {"step": "a", "skill": "callee", "input": {}, "forEach": "{{ input.x }}"},
+        {"step": "b", "skill": "callee", "input": {}, "dependsOn": ["a"], "note": "mine"},
+    ]
+    write(tmp_path, "typos", files={}, name="typos", mode="composite", pipeline=pipeline)
+    pkg = SkillRegistry(tmp_path).get("typos")
+    assert pkg.health == "ok" and pkg.warnings == [
+        "pipeline: step 'a': 'forEach' is no step field and does nothing (did you mean 'foreach'?)",
+        "pipeline: step 'b': 'dependsOn' is no step field and does nothing (did you mean"
+        " 'depends'?)",
+        "pipeline: step 'b': 'note' is no step field and does nothing",
+    ]
