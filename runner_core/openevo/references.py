@@ -12,7 +12,7 @@ from typing import Any
 
 from jinja2 import nodes
 
-from runner_core.openevo.templates import TEMPLATE, TemplateFailure, parsed
+from runner_core.openevo.templates import TEMPLATE, TemplateFailure, parsed, walk
 
 
 def read_steps(value: Any, bare: bool = False) -> list[tuple[str, str]]:
@@ -38,7 +38,7 @@ def read_steps(value: Any, bare: bool = False) -> list[tuple[str, str]]:
 
 def _step_names(tree: nodes.Node) -> list[str]:
     names = []
-    for node in tree.find_all((nodes.Getattr, nodes.Getitem)):
+    for node in walk(tree, nodes.Getattr) + walk(tree, nodes.Getitem):
         if isinstance(node, nodes.Getattr) and _is_steps(node.node):
             names.append(node.attr)
         elif isinstance(node, nodes.Getitem) and _is_steps(node.node):

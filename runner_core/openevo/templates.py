@@ -15,17 +15,37 @@ import json
 import re
 from collections.abc import Iterator
 from functools import lru_cache
-from typing import Any
+from typing import Any, TypeVar
 
 from jinja2 import ChainableUndefined, TemplateError, Undefined, nodes
 from jinja2.parser import Parser
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
+N = TypeVar("N", bound=nodes.Node)
 TEMPLATE = re.compile(r"\{\{(.*?)\}\}", re.S)
 _FILTER_WITH_ARGS = re.compile(r"^\s*([A-Za-z_]\w*)\s*:\s*(.*?)\s*$", re.S)
 _BARE_NAME = re.compile(r"^[A-Za-z_][\w.]*$")
 # Filters whose argument is a field name, written bare in openEvo (`map: snippet`).
 _FIELD_FILTERS = {"map", "pluck"}
+# openEvo's filters: how many arguments each takes, their literal types, and how to write them
+_MOST_ARGUMENTS = {"map": 1, "pluck": 1, "join": 1, "slice": 2, "default": 2, "json": 1}
+_KEYWORDS = {"map": {"attribute"}, "pluck": {"attribute"}, "join": {"attribute"}}
+_ARGUMENT_TYPES: dict[str, tuple[type, ...]] = {
+    "map": (str, int),
+    "pluck": (str, int),
+    "join": (str,),
+    "slice": (int, type(None)),
+    "default": (object,),
+    "json": (int, type(None)),
+}
+_USAGE = {
+    "map": "one field, a name or an index (`| map: name`)",
+    "pluck": "one field, a name or an index (`| pluck: name`)",
+    "join": "one separator, a text (`| join: ', '`)",
+    "slice": "a start and an end, whole numbers (`| slice: 0, 3`)",
+    "default": "the value to use instead (`| default: 'none'`)",
+    "json": "an indent, a whole number (`| json: 2`)",
+}
 
 
 class TemplateFailure(ValueError):
@@ -76,8 +96,32 @@ def compile_errors(value: Any, bare: bool = False) -> list[str]:
     for expression in expressions:
         try:
             _compiled(expression)
+            wrong = _argument_errors(parsed(expression))
         except TemplateFailure as exc:
             found.append(str(exc))
+            continue
+        found += [f"template '{{{{{expression.strip()}}}}}': {why}" for why in wrong]
+    return found
+
+
+def _argument_errors(tree: nodes.Expr) -> list[str]:
+    """Arguments of openEvo's filters that would fail every run: a `map` without its field, a
+    separator or bound of the wrong type, too many arguments (literals only: a path is data)."""
+    found = []
+    for node in walk(tree, nodes.Filter):
+        if node.name not in _MOST_ARGUMENTS or node.dyn_args or node.dyn_kwargs:
+            continue
+        keywords = {k.key for k in node.kwargs}
+        given = [a.value for a in node.args if isinstance(a, nodes.Const)]
+        usage = _USAGE[node.name]
+        if len(node.args) > _MOST_ARGUMENTS[node.name] or keywords - _KEYWORDS.get(
+            node.name, set()
+        ):
+            found.append(f"`| {node.name}` takes {usage}")
+        elif node.name in _FIELD_FILTERS and not node.args and "attribute" not in keywords:
+            found.append(f"`| {node.name}` needs {usage}")
+        elif not all(isinstance(v, _ARGUMENT_TYPES[node.name]) for v in given):
+            found.append(f"`| {node.name}` takes {usage}, not {', '.join(map(repr, given))}")
     return found
 
 
@@ -124,6 +168,11 @@ def parsed(expression: str) -> nodes.Expr:
         return parser.parse_expression()
     except Exception as exc:
         raise TemplateFailure(f"template '{{{{{expression.strip()}}}}}': {_reason(exc)}") from exc
+
+
+def walk(tree: nodes.Node, kind: type[N]) -> list[N]:
+    """Every node of `kind` in `tree`, itself included (find_all leaves it out)."""
+    return ([tree] if isinstance(tree, kind) else []) + list(tree.find_all(kind))
 
 
 def to_jinja(expression: str) -> str:
@@ -188,17 +237,28 @@ def _field(item: Any, path: str | int) -> Any:
     return item
 
 
-def _map(seq: Any, path: str) -> list[Any]:
-    return [_field(item, path) for item in _items(seq)]
+def _map(seq: Any, path: str | int | None = None, attribute: str | int | None = None) -> list[Any]:
+    field = _field_named(path, attribute, "map")
+    return [_field(item, field) for item in _items(seq)]
 
 
-def _pluck(value: Any, path: str) -> Any:
+def _pluck(value: Any, path: str | int | None = None, attribute: str | int | None = None) -> Any:
+    field = _field_named(path, attribute, "pluck")
     value = _plain(value)
-    return _map(value, path) if isinstance(value, list) else _field(value, path)
+    return _map(value, field) if isinstance(value, list) else _field(value, field)
 
 
-def _join(seq: Any, sep: str = " ") -> str:
-    return sep.join(_as_text(item) for item in _items(seq))
+def _field_named(path: Any, attribute: Any, name: str) -> str | int:
+    """The field of `| map: name` or Jinja2's `| map(attribute='name')`."""
+    field = path if path is not None else attribute
+    if field is None:
+        raise TypeError(f"`| {name}` needs a field: `| {name}: name`")
+    return field
+
+
+def _join(seq: Any, sep: str = " ", attribute: str | int | None = None) -> str:
+    items = _items(seq) if attribute is None else _map(seq, attribute)
+    return str(sep).join(_as_text(item) for item in items)
 
 
 def _slice(seq: Any, start: int = 0, end: int | None = None) -> Any:
@@ -206,9 +266,10 @@ def _slice(seq: Any, start: int = 0, end: int | None = None) -> Any:
     return seq[start:end] if isinstance(seq, (list, str)) else seq
 
 
-def _default(value: Any, fallback: Any = None) -> Any:
+def _default(value: Any, fallback: Any = None, boolean: bool = False) -> Any:
+    """`fallback` for a missing, null or empty value (`boolean`, as Jinja2's: any false one)."""
     empty = value is None or isinstance(value, Undefined) or value == ""
-    return fallback if empty else value
+    return fallback if empty or (boolean and not value) else value
 
 
 def _json(value: Any, indent: int | None = None) -> str:

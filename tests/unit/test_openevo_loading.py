@@ -253,7 +253,7 @@ def test_a_template_reading_a_step_it_cannot_see_is_an_error_naming_it(tmp_path)
     pipeline = [
         step("a", "{{ steps.typo.q }}"),
         step("b", "{{ steps.a.q }} {{ steps['c'].q }}"),
-        step("c", "{{ steps.c.q }}"),
+        step("c", "{{ steps.c }}"),
         step("d", "x", depends=[], condition="steps.b.q"),
         step("e", "x", depends=["d"], foreach="{{ steps.d.q }}"),
     ]
@@ -271,7 +271,7 @@ def test_a_template_reading_a_step_it_cannot_see_is_an_error_naming_it(tmp_path)
         "pipeline: step 'a': template '{{steps.typo.q}}': no step named 'typo'",
         "pipeline: step 'b': template '{{steps['c'].q}}': step 'c' runs after it (its output is"
         " not there yet)",
-        "pipeline: step 'c': template '{{steps.c.q}}': a step cannot read its own output",
+        "pipeline: step 'c': template '{{steps.c}}': a step cannot read its own output",
         "pipeline: step 'd': template '{{steps.b.q}}': step 'b' is not among the steps it depends"
         " on, so it may not have run yet: add 'b' to its depends",
         "outputMapping: template '{{steps.nope || steps.a}}': no step named 'nope'",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from runner_core.openevo.templates import TemplateFailure, render, to_jinja
+from runner_core.openevo.templates import TemplateFailure, compile_errors, render, to_jinja
 
 CTX = {
     "input": {"topic": "tides", "n": 3, "empty": ""},
@@ -106,3 +106,45 @@ def test_map_and_pluck_take_an_index():
     pairs = {"input": {"pairs": [["a", 1], ["b", 2]]}}
     assert render("{{ input.pairs | map: 0 }}", pairs) == ["a", "b"]
     assert render("{{ input.pairs | pluck: 1 }}", pairs) == [1, 2]
+
+
+def test_jinja_keyword_forms_of_map_join_and_default_work():
+    rows = {"input": {"rows": [{"n": "a", "k": 0}, {"n": "b", "k": 2}], "zero": 0}}
+    assert render("{{ input.rows | map(attribute='n') }}", rows) == ["a", "b"]
+    assert render("{{ input.rows | join(', ', attribute='n') }}", rows) == "a, b"
+    assert render("{{ input.rows | pluck(attribute='k') }}", rows) == [0, 2]
+    assert render("{{ input.zero | default: 5 }}", rows) == 0  # present: kept
+    assert render("{{ input.zero | default(5, true) }}", rows) == 5  # Jinja2's: any false one
+
+
+@pytest.mark.parametrize(
+    ("template", "why"),
+    [
+        ("{{ input.rows | map }}", "`| map` needs one field, a name or an index"),
+        ("{{ input.rows | pluck(key='n') }}", "`| pluck` takes one field"),
+        (
+            "{{ input.rows | join: 5 }}",
+            "`| join` takes one separator, a text (`| join: ', '`), not 5",
+        ),
+        ("{{ input.rows | slice: 'a' }}", "`| slice` takes a start and an end, whole numbers"),
+        ("{{ input.rows | slice: 1, 2, 3 }}", "`| slice` takes a start and an end"),
+        ("{{ input.rows | json: 'x' }}", "`| json` takes an indent, a whole number"),
+    ],
+)
+def test_a_filter_argument_that_would_fail_every_run_is_a_compile_error(template, why):
+    (error,) = compile_errors(template)
+    assert why in error and error.startswith("template '{{input.rows |"), error
+
+
+def test_filter_arguments_that_fit_or_come_from_data_are_no_compile_error():
+    for fine in (
+        "{{ a | map: name }}",
+        "{{ a | map: 0 }}",
+        "{{ a | map(attribute='n') }}",
+        "{{ a | join(input.sep) }}",
+        "{{ a | slice: -2, none }}",
+        "{{ a | default: 1, true }}",
+        "{{ a | json: 2 }}",
+        "{{ a | select('odd') | join }}",
+    ):
+        assert compile_errors(fine) == [], fine
