@@ -67,6 +67,8 @@ _STATE_FIELDS = (
     "error",
     "token_usage",
     "request_kind",
+    "parent_request_id",
+    "step_name",
 )
 
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
-from sqlalchemy import ColumnElement, Row
+from sqlalchemy import ColumnElement, Row, select
 
 from runner_core.statuses import RunStatus
 from runner_core.store.models import Request, Run
@@ -62,6 +62,9 @@ class JobRow:
     error: dict[str, Any] | None
     token_usage: dict[str, Any] | None
     owner: str | None  # the request's token name (None: no tokens)
+    # a composite's step: its parent's request and the step's name (None for any other run)
+    parent_request_id: str | None = None
+    step_name: str | None = None
 
     @property
     def waiting_for_upload(self) -> bool:
@@ -74,7 +77,11 @@ class JobRow:
 
 
 requests_table, runs_table = Request.__table__, Run.__table__
+_parent_runs = Run.__table__.alias("parent_runs")
 _SOURCES = {
+    "parent_request_id": select(_parent_runs.c.request_id)
+    .where(_parent_runs.c.id == runs_table.c.parent_run_id)
+    .scalar_subquery(),
     "request_id": requests_table.c.id,
     "request_kind": requests_table.c.kind,
     "cache_hit": requests_table.c.cache_hit,

@@ -155,6 +155,20 @@ class JobStatus(Schema):
             "model; null for script skills and CLIs that report none"
         },
     )
+    parent_request_id = fields.String(
+        allow_none=True,
+        metadata={
+            "description": "a composite's step: the request of the composite it is a step of "
+            "(null for any other run)"
+        },
+    )
+    step_name = fields.String(
+        allow_none=True,
+        metadata={
+            "description": "a composite's step: which step, item and attempt it is (`search`, "
+            "`fetch[3]#2`, `2:search`, `summarize@1` for a call); null for any other run"
+        },
+    )
 
     # where the run's files are, for clients that chain runs in one workspace
     workspace_dir = fields.Function(

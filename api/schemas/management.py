@@ -132,6 +132,12 @@ class RunConversationState(Schema):
     request_kind = fields.String(
         metadata={"description": "job, or temp for a one-off run (its routes: /v1/temp-skill-runs)"}
     )
+    parent_request_id = fields.String(
+        allow_none=True, metadata={"description": "as in the job's status (parent_request_id)"}
+    )
+    step_name = fields.String(
+        allow_none=True, metadata={"description": "as in the job's status (step_name)"}
+    )
 
 
 class FileEntry(Schema):

@@ -46,6 +46,8 @@ def status_document(job: JobRow) -> dict[str, Any]:
         "error": None if job.error is None else dict(job.error),
         "request_kind": _text(job.request_kind),
         "token_usage": None if job.token_usage is None else dict(job.token_usage),
+        "parent_request_id": _text(job.parent_request_id),
+        "step_name": _text(job.step_name),
         "workspace_dir": workspace,
         "workspaceDir": workspace,
         "resultJsonPath": None if workspace is None else result_json_file(workspace, job.skill_id),

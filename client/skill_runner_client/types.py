@@ -54,6 +54,9 @@ class JobStatus(TypedDict, total=False):
     warnings: list[Any]
     error: ErrorInfo | None
     token_usage: TokenUsage | None
+    request_kind: str  # job, or temp for a one-off run
+    parent_request_id: str | None  # a composite's step: the composite's request
+    step_name: str | None  # a composite's step: which step, item and attempt (fetch[3]#2)
     workspace_dir: str | None  # the run's directory on the server (also as workspaceDir)
     workspaceDir: str | None
     resultJsonPath: str | None  # its result document (result/<skill>.<n>/result.json)

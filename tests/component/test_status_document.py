@@ -62,6 +62,8 @@ def a_row(rng: random.Random, run_id: str) -> JobRow:
         error=maybe({"code": "TIMEOUT", "message": "ran out of time", "details": {}}),
         token_usage=maybe({"input_tokens": 12, "output_tokens": 3, "cost_usd": 0.001}),
         owner=maybe("alice"),
+        parent_request_id=maybe(f"req-{rng.randrange(10**6)}"),
+        step_name=maybe(rng.choice(("search", "fetch[3]#2", "2:search", "summarize@1"))),
     )
 
 

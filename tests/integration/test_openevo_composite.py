@@ -47,6 +47,23 @@ def test_research_and_summarize_chains_map_join_typed_values_and_output_mapping(
     assert all(s["status"] == "succeeded" and s["duration_ms"] >= 0 for s in steps)
     child = stack.client.get(f"/v1/jobs/{steps[0]['request_id']}").json
     assert child["status"] == "succeeded"  # each step is a run of its own
+    # a child names its parent and step wherever a run is shown; the parent names none
+    assert (child["parent_request_id"], child["step_name"]) == (rid, "search")
+    parent = stack.client.get(f"/v1/jobs/{rid}").json
+    assert (parent["parent_request_id"], parent["step_name"]) == (None, None)
+    managed = stack.client.get(f"/v1/management/runs/{steps[1]['request_id']}").json
+    assert (managed["parent_request_id"], managed["step_name"]) == (rid, "summarize")
+    listed = {
+        r["request_id"]: r
+        for r in stack.client.get("/v1/management/runs?limit=1000").json["runs"]
+        + stack.client.get("/v1/jobs?limit=100").json["items"]
+    }
+    assert listed[steps[1]["request_id"]]["parent_request_id"] == rid
+    assert listed[rid]["parent_request_id"] is None
+    page = stack.client.get(f"/ui/runs/{steps[0]['request_id']}").get_data(as_text=True)
+    assert f'Step <strong>search</strong> of <a href="/ui/runs/{rid}">' in page
+    page = stack.client.get("/ui/runs?skill_id=memory_search").get_data(as_text=True)
+    assert f'step search of <a href="/ui/runs/{rid}">' in page
     events = (stack.settings.runs_dir / stack.wait(rid, 1)["run_id"] / "events.jsonl").read_text()
     assert events.count('"step.started"') == 2
 
