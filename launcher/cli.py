@@ -137,7 +137,9 @@ def skill_test(args) -> int:
     from launcher.skill_test import SkillTestError, run_skill_test
 
     try:
-        return run_skill_test(Path(args.dir), Path(args.file) if args.file else None, args.keep)
+        installed = Path(args.skills_dir or os.environ.get("SKILL_RUNNER_SKILLS_DIR", "./skills"))
+        test_file = Path(args.file) if args.file else None
+        return run_skill_test(Path(args.dir), test_file, args.keep, installed)
     except SkillTestError as exc:
         print(f"skill-runner test: {exc}", file=sys.stderr)
         return 2
@@ -340,6 +342,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("dir", metavar="DIR", help="the skill directory")
     p.add_argument("--file", help="the test file (default: DIR/tests/skill-test.json)")
     p.add_argument("--keep", action="store_true", help="keep the test service's data folder")
+    p.add_argument(
+        "--skills-dir",
+        help="where the skills a skill.json composite calls are taken from "
+        "(default: SKILL_RUNNER_SKILLS_DIR or ./skills)",
+    )
     p.set_defaults(fn=skill_test)
     tokens = sub.add_parser("token", help="manage the API tokens file").add_subparsers(
         dest="token_command", required=True

@@ -29,8 +29,11 @@ from typing import Any
 
 from launcher.demo_llm import KEY_VARIABLES
 from runner_core.settings import REPO_ROOT
+from runner_core.skills import SkillRegistry
+from runner_core.skills.loader import is_openevo_dir, load_openevo  # after runner_core.skills
 
 TEST_FILE = Path("tests") / "skill-test.json"
+CALLEES_FOLDER = "called-skills"  # the category folder the skills a composite calls go in
 CASE_KEYS = {"name", "engine", "mode", "input", "parameter", "files", "model", "replies", "expect"}
 START_SEC = 60  # the throw-away service answering /healthz
 RUN_SEC = 300  # one case, queued to finished
@@ -73,19 +76,59 @@ def load_cases(skill_dir: Path, test_file: Path | None) -> list[dict[str, Any]]:
     return cases
 
 
-def run_skill_test(skill_dir: Path, test_file: Path | None = None, keep: bool = False) -> int:
+def skill_id_of(skill_dir: Path) -> str:
+    """The id the service gives the skill: a skill.json skill's `name`, else its folder's."""
+    if is_openevo_dir(skill_dir):
+        try:
+            name = json.loads((skill_dir / "skill.json").read_text(encoding="utf-8")).get("name")
+        except (OSError, ValueError, AttributeError):
+            name = None
+        if isinstance(name, str) and name:
+            return name
+    return skill_dir.name
+
+
+def copy_callees(skill_dir: Path, installed: Path | None, dest: Path) -> None:
+    """The skills a skill.json composite calls (and theirs), from the installed skills, into
+    `dest` (a category folder of the test service's skills); one not found is left out, so the
+    test service names it."""
+    if not is_openevo_dir(skill_dir) or installed is None or not installed.is_dir():
+        return
+    registry = SkillRegistry(installed)
+    spec = load_openevo(skill_dir).openevo
+    wanted, seen = list(spec.callees() if spec else []), {skill_id_of(skill_dir)}
+    while wanted:
+        name = wanted.pop()
+        found = registry.get(name) if name not in seen else None
+        seen.add(name)
+        if found is None or found.format != "skill.json":
+            continue
+        shutil.copytree(found.root, dest / name)
+        wanted += found.openevo.callees() if found.openevo else []
+
+
+def run_skill_test(
+    skill_dir: Path,
+    test_file: Path | None = None,
+    keep: bool = False,
+    installed: Path | None = None,
+) -> int:
+    """Each case through a throw-away service holding the skill (and the installed skills it
+    calls, from `installed`); exit 0 when every case passed, else 1."""
     skill_dir = skill_dir.resolve()
     cases = load_cases(skill_dir, test_file)
+    skill_id = skill_id_of(skill_dir)
     root = Path(tempfile.mkdtemp(prefix="skill-runner-test-"))
     try:
         shutil.copytree(skill_dir, root / "skills" / skill_dir.name)
+        copy_callees(skill_dir, installed, root / "skills" / CALLEES_FOLDER)
         script = root / "model.json"
         script.write_text(json.dumps(cases[0].get("model") or {}), encoding="utf-8")
         with _Service(root, script) as service:
             reports = []
             for case in cases:
                 script.write_text(json.dumps(case.get("model") or {}), encoding="utf-8")
-                reports.append(_run_case(service, skill_dir, case))
+                reports.append(_run_case(service, skill_dir, skill_id, case))
                 print(reports[-1].line(), flush=True)
         passed = sum(r.passed for r in reports)
         print(f"{passed} of {len(reports)} case(s) passed")
@@ -97,12 +140,14 @@ def run_skill_test(skill_dir: Path, test_file: Path | None = None, keep: bool = 
             shutil.rmtree(root, ignore_errors=True)
 
 
-def _run_case(service: _Service, skill_dir: Path, case: dict[str, Any]) -> CaseReport:
+def _run_case(
+    service: _Service, skill_dir: Path, skill_id: str, case: dict[str, Any]
+) -> CaseReport:
     options: dict[str, Any] = {"no_cache": True}
     if case.get("mode"):  # auto or interactive: a runtime option of the job
         options["execution_mode"] = case["mode"]
     body = {
-        "skill_id": skill_dir.name,
+        "skill_id": skill_id,
         "input": case.get("input") or {},
         "parameter": case.get("parameter") or {},
         "runtime_options": options,

@@ -4,6 +4,7 @@ service (embedded broker, SQLite, API, worker) with the real codex CLI against t
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 
@@ -91,3 +92,34 @@ def test_a_bad_test_file_is_exit_2_with_one_line(tmp_path):
     assert done.stderr == (
         f"skill-runner test: {tmp_path / 'case.json'}: case 1: unknown keys ['expected']\n"
     )
+
+
+def test_a_skill_json_skill_is_run_by_its_name_with_the_skills_it_calls(tmp_path):
+    """A skill.json skill's id is its `name`, not its folder's; a composite is tested with the
+    installed skills it calls (--skills-dir), its own folder holding none of them."""
+    code = tmp_path / "sleep-ms"  # named sleep_ms
+    shutil.copytree(REPO_ROOT / "tests" / "openevo_skills" / "misc" / "sleep-ms", code)
+    case = {
+        "name": "a short nap",
+        "input": {"ms": 10, "tag": "x"},
+        "expect": {"data": {"tag": "x"}},
+    }
+    (code / "tests").mkdir()
+    (code / "tests" / "skill-test.json").write_text(json.dumps(case))
+    done = skill_test(str(code))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.splitlines() == ["PASS a short nap", "1 of 1 case(s) passed"]
+
+    report = tmp_path / "report"
+    shutil.copytree(REPO_ROOT / "skills" / "workflow" / "text_report", report)
+    text = "tide moon tide. moon rises."
+    case = {"name": "keywords", "input": {"text": text}, "expect": {"data": {"words": 5}}}
+    (report / "tests").mkdir()
+    (report / "tests" / "skill-test.json").write_text(json.dumps(case))
+    done = skill_test(str(report), "--skills-dir", str(REPO_ROOT / "skills"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.splitlines() == ["PASS keywords", "1 of 1 case(s) passed"]
+    # without the skills it calls, the refusal names what is missing
+    done = skill_test(str(report), "--skills-dir", str(tmp_path / "none"))
+    assert done.returncode == 1
+    assert "calls unknown skill 'word_stats'" in done.stdout, done.stdout
