@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 
 from runner_core.engines.base import EngineError, ProcessResult
@@ -110,3 +111,18 @@ def with_raised(failure: RunFailed, paths: RunPaths) -> RunFailed:
         return failure
     message = f"execute raised {raised.strip()[:RAISED_MAX_CHARS]}"
     return RunFailed(failure.code, message, failure.details, failure.status)
+
+
+def forget_raised(paths: RunPaths) -> None:
+    """An earlier attempt's result/error.json is not this attempt's (removed in the folder
+    itself, never through a link the run left for result/)."""
+    try:
+        folder = os.open(paths.root / "result", os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError:
+        return
+    try:
+        os.unlink("error.json", dir_fd=folder)
+    except OSError:
+        pass
+    finally:
+        os.close(folder)

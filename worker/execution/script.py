@@ -27,7 +27,12 @@ from runner_core.secret_values import held
 from runner_core.skills.model import Command, Runtime
 from runner_core.workspace import RunPaths, open_run_file
 from worker.execution.contexts import EntryContext, EntryResult
-from worker.execution.failures import check_process, process_failure, with_raised
+from worker.execution.failures import (
+    check_process,
+    forget_raised,
+    process_failure,
+    with_raised,
+)
 from worker.execution.output_tail import run_streamed
 from worker.execution.supervisor import run_command
 
@@ -159,6 +164,8 @@ def run_script(entry: EntryContext) -> EntryResult:
         pkg.loaded_manifest.runtime,
         uv_cache=uv_cache_dir(entry.settings.data_dir),
     )
+    if pkg.format == "skill.json":
+        forget_raised(paths)
     result = run_streamed(entry, spec, None)  # progress lines become raw.stdout events
     failure = process_failure(result, ErrorCode.SKILL_SCRIPT_FAILED)
     if failure is not None:
