@@ -93,6 +93,7 @@ def test_skill_json_packages_install_run_and_update(stack):
 def test_a_package_calling_an_unknown_skill_or_clashing_with_a_name_is_refused(stack):
     lonely = {**QUAD, "name": "lonely", "calls": ["nowhere"]}
     lonely["pipeline"] = [{"step": "a", "skill": "nowhere", "input": {}}]
+    lonely["outputMapping"] = {"n": "{{steps.a.n}}"}
     resp = install(stack, {"skill.json": json.dumps(lonely)})
     assert resp.status_code == 400 and resp.json["error"]["code"] == "SKILL_PACKAGE_INVALID"
     assert any("nowhere" in e for e in resp.json["error"]["details"]["errors"])
