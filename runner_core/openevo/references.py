@@ -72,13 +72,20 @@ def reference_errors(
                 errors.append(f"pipeline: step '{name}': template '{template}': {why}")
     for template, target in read_steps(mapping):
         if target not in order:
-            errors.append(f"outputMapping: template '{template}': no step named '{target}'")
+            errors.append(f"outputMapping: template '{template}': {_unknown(target, order)}")
     return errors
+
+
+def _unknown(target: str, order: list[str]) -> str:
+    dashed = [n for n in order if n.startswith(f"{target}-")]
+    if dashed:  # `steps.fetch-data` reads as steps.fetch minus data
+        return f"no step named '{target}' (for '{dashed[0]}' write steps['{dashed[0]}'])"
+    return f"no step named '{target}'"
 
 
 def _why_not(name: str, target: str, order: list[str], position: int, upstream: set[str]):
     if target not in order:
-        return f"no step named '{target}'"
+        return _unknown(target, order)
     if target == name:
         return "a step cannot read its own output"
     if order.index(target) > position:

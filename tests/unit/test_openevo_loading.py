@@ -292,6 +292,23 @@ def test_a_step_reads_any_step_upstream_of_it(tmp_path):
     assert errors(SkillRegistry(tmp_path), "fine") == []
 
 
+def test_a_dashed_step_name_read_as_a_path_is_an_error_saying_how_to_write_it(tmp_path):
+    write(tmp_path, "callee", name="callee")
+    pipeline = [
+        {"step": "fetch-data", "skill": "callee", "input": {}},
+        {"step": "use", "skill": "callee", "input": {"q": "{{ steps['fetch-data'].q }}"}},
+    ]
+    mapping = {"q": "{{ steps.fetch-data.q }}"}
+    write(
+        tmp_path, "dashed", files={}, name="dashed", mode="composite", pipeline=pipeline,
+        outputMapping=mapping,
+    )  # fmt: skip
+    assert errors(SkillRegistry(tmp_path), "dashed") == [
+        "outputMapping: template '{{steps.fetch-data.q}}': no step named 'fetch' (for"
+        " 'fetch-data' write steps['fetch-data'])"
+    ]
+
+
 def test_a_step_field_the_service_does_not_know_is_a_warning_naming_it(tmp_path):
     write(tmp_path, "callee", name="callee")
     pipeline = [
