@@ -48,6 +48,9 @@ _USAGE = {
 }
 
 
+_MISSING = object()  # a path that does not exist, where it leaves a key out
+
+
 class TemplateFailure(ValueError):
     """A template that does not compile or fails while evaluated; the message names it."""
 
@@ -65,21 +68,38 @@ class _JsonEnvironment(ImmutableSandboxedEnvironment):
 
 def render(value: Any, context: dict[str, Any]) -> Any:
     """`value` with every template in its strings evaluated against `context` (recursively
-    through objects and arrays)."""
+    through objects and arrays). A key whose value is one whole template of a missing path is
+    left out, as JSON leaves out JavaScript's `undefined`: a step's callee then applies its
+    default, an optional output field stays absent."""
     if isinstance(value, str):
         return render_string(value, context)
     if isinstance(value, dict):
-        return {k: render(v, context) for k, v in value.items()}
+        rendered = {k: _render_value(v, context) for k, v in value.items()}
+        return {k: v for k, v in rendered.items() if v is not _MISSING}
     if isinstance(value, list):
         return [render(v, context) for v in value]
     return value
 
 
+def _render_value(value: Any, context: dict[str, Any]) -> Any:
+    """What `render` gives for a value of an object (_MISSING: leave the key out)."""
+    expression = _whole(value) if isinstance(value, str) else None
+    if expression is None:
+        return render(value, context)
+    return _evaluate(expression, context, missing=_MISSING)
+
+
 def render_string(text: str, context: dict[str, Any]) -> Any:
-    whole = TEMPLATE.fullmatch(text.strip())
-    if whole and "{{" not in whole.group(1):
-        return evaluate(whole.group(1), context)
+    expression = _whole(text)
+    if expression is not None:
+        return evaluate(expression, context)
     return TEMPLATE.sub(lambda m: _as_text(evaluate(m.group(1), context)), text)
+
+
+def _whole(text: str) -> str | None:
+    """The expression of a string that is one whole template, else None."""
+    whole = TEMPLATE.fullmatch(text.strip())
+    return whole.group(1) if whole and "{{" not in whole.group(1) else None
 
 
 def compile_errors(value: Any, bare: bool = False) -> list[str]:
@@ -127,13 +147,18 @@ def _argument_errors(tree: nodes.Expr) -> list[str]:
 
 def evaluate(expression: str, context: dict[str, Any]) -> Any:
     """The typed value of one openEvo expression (None when a path does not exist)."""
+    return _evaluate(expression, context, missing=None)
+
+
+def _evaluate(expression: str, context: dict[str, Any], missing: Any) -> Any:
+    """As `evaluate`, `missing` standing for a path that does not exist."""
     compiled = _compiled(expression)
     try:
         value = compiled(**context)
     except Exception as exc:  # whatever the expression raises (1/0, a filter's TypeError, ...)
         raise TemplateFailure(f"template '{{{{{expression.strip()}}}}}': {_reason(exc)}") from exc
     if isinstance(value, Undefined):
-        return None
+        return missing
     value = _plain(value)
     try:  # a step's input and the output are JSON: `range(3)` or a function is not
         json.dumps(value)
@@ -155,7 +180,8 @@ def _reason(exc: Exception) -> str:
 @lru_cache(maxsize=512)
 def _compiled(expression: str):
     try:
-        return _ENV.compile_expression(to_jinja(expression), undefined_to_none=True)
+        # an undefined result is kept: _evaluate tells a missing path from a null
+        return _ENV.compile_expression(to_jinja(expression), undefined_to_none=False)
     except Exception as exc:  # a syntax error, or anything else the compiler raises
         raise TemplateFailure(f"template '{{{{{expression.strip()}}}}}': {_reason(exc)}") from exc
 

@@ -135,3 +135,18 @@ def test_the_example_skills_word_stats_and_text_report_run_as_written(stack):
         "keywords": ["runs", "queue"],  # a typed array through map
         "quotes": "Workers take runs from the queue.\nThe queue keeps runs.",  # join: '\n'
     }
+
+
+@SQLITE_ONLY
+def test_a_missing_optional_input_leaves_the_key_out_so_defaults_apply(stack):
+    rid = start(stack, "optional_through", {})
+    status = stack.wait(rid, 60)
+    assert status["status"] == "succeeded", status
+    result = result_of(stack, rid)
+    assert result["data"] == {"tag": ""}  # sleep_ms's default tag; no note at all
+    (step,) = result["steps"]
+    child = stack.client.get(f"/v1/jobs/{step['request_id']}/result").json["result"]
+    assert child["status"] == "succeeded"
+    rid = start(stack, "optional_through", {"tag": "given", "note": "n", "ms": 5})
+    assert stack.wait(rid, 60)["status"] == "succeeded"
+    assert result_of(stack, rid)["data"] == {"tag": "given", "note": "n"}

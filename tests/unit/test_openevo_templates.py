@@ -148,3 +148,26 @@ def test_filter_arguments_that_fit_or_come_from_data_are_no_compile_error():
         "{{ a | select('odd') | join }}",
     ):
         assert compile_errors(fine) == [], fine
+
+
+def test_a_key_whose_whole_template_is_a_missing_path_is_left_out():
+    context = {"input": {"given": None, "n": 0}}
+    value = {
+        "gone": "{{ input.missing }}",
+        "chained": "{{ input.missing.deeper || input.other }}",
+        "null": "{{ input.given }}",
+        "zero": "{{ input.n }}",
+        "text": "x {{ input.missing }}",
+        "items": ["{{ input.missing }}"],
+        "forced": "{{ input.missing | default: none }}",
+        "nested": {"gone": "{{ input.missing }}"},
+    }
+    assert render(value, context) == {
+        "null": None,
+        "zero": 0,
+        "text": "x ",
+        "items": [None],
+        "forced": None,
+        "nested": {},
+    }
+    assert render("{{ input.missing }}", context) is None  # a whole value: null
