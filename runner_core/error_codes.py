@@ -156,7 +156,9 @@ CATALOGUE: dict[ErrorCode, CodeUse] = {
     _C.NOT_FOUND: CodeUse((404,), "no such route"),
     _C.METHOD_NOT_ALLOWED: CodeUse((405,), "the route does not take this method"),
     _C.UNSUPPORTED_MEDIA_TYPE: CodeUse((415,), "a body of a type the endpoint does not take"),
-    _C.PAYLOAD_TOO_LARGE: CodeUse((413,), "a JSON body over the request size limit"),
+    _C.PAYLOAD_TOO_LARGE: CodeUse(
+        (413,), "a JSON body over the request size limit, or a reply's answer over its length"
+    ),
     _C.REQUESTED_RANGE_NOT_SATISFIABLE: CodeUse((416,), "a download's Range is outside the file"),
     _C.SKILL_NOT_FOUND: CodeUse((404, RUN), "no installed skill with that id"),
     _C.SKILL_INVALID: CodeUse((400, RUN), "the skill does not pass its checks"),

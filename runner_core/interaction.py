@@ -21,6 +21,10 @@ from runner_core.results import run_warning
 DONE_MARKER = "__SKILL_DONE__"
 KINDS = ("open_text", "choose_one", "confirm", "fill_fields", "risk_ack")
 PROMPT_CAP = 8000  # characters of a question kept as its prompt
+# Characters of an answer the agent is sent: codex refuses a turn's input over 1 MiB characters
+# and every model has a context window, so a longer answer would only fail the run at its next
+# turn. Larger material goes as files (reply/files).
+REPLY_MAX_CHARS = 256 * 1024
 _ASK = re.compile(r"<ASK_USER_YAML>(.*?)</ASK_USER_YAML>", re.DOTALL)
 
 PROTOCOL = f"""
@@ -194,14 +198,19 @@ def check_response(pending: dict[str, Any], response: Any) -> str | None:
         missing = [f for f in pending.get("required_fields") or [] if f not in response]
         if missing:
             return "missing fields: " + ", ".join(missing)
-    elif response is None or response == "":
+    elif response is None or (isinstance(response, str) and not response.strip()):
         return "the answer is empty"
     return None
 
 
+def answer_text(response: Any) -> str:
+    """The answer as the agent reads it in the next turn's message."""
+    return response if isinstance(response, str) else json.dumps(response, ensure_ascii=False)
+
+
 def reply_prompt(pending: dict[str, Any], response: Any) -> str:
     """The next turn's user message: the user's answer to the pending question."""
-    answer = response if isinstance(response, str) else json.dumps(response, ensure_ascii=False)
+    answer = answer_text(response)
     return (
         f"The user answered your question ({pending.get('prompt', '')!s}):\n{answer}\n\n"
         "Continue the task with this answer. Ask again with <ASK_USER_YAML> only if you must; "

@@ -18,7 +18,13 @@ from api.jobs.validate import check_runtime_options
 from runner_core.budget import Budget
 from runner_core.budget import message as budget_message
 from runner_core.error_codes import ErrorCode
-from runner_core.interaction import check_response, from_typed, typed_text
+from runner_core.interaction import (
+    REPLY_MAX_CHARS,
+    answer_text,
+    check_response,
+    from_typed,
+    typed_text,
+)
 from runner_core.runtime_options import RuntimeOptions
 from runner_core.skills import SkillPackage
 from runner_core.statuses import RunStatus
@@ -82,8 +88,11 @@ def reply(
     text = None if free else typed_text(body.get("response"))
     if text is not None:  # typed by a person: matched to the question, else passed on as text
         body = {**body, "response": from_typed(pending, text)}
-    unchecked = free or text is not None
-    problem = None if unchecked else check_response(pending, body.get("response"))
+    problem = None
+    if text is not None and not text.strip():  # sent as is, the agent would read no answer
+        problem = "the answer is empty"
+    elif not free and text is None:
+        problem = check_response(pending, body.get("response"))
     if problem is not None:
         raise ApiError(
             400,
@@ -92,6 +101,7 @@ def reply(
             {"kind": asked.kind, "interaction_id": interaction_id},
             req.id,
         )
+    _within_length(req, body.get("response"))
     _within_budget(req, run, body.get("budget"))
     pkg = skill_for()  # before anything is recorded: a run with no skill left refuses the reply
     if before is not None:
@@ -148,6 +158,21 @@ def _repeat(req: Request, key: str, sha256: str, first: Any) -> dict[str, Any]:
     if first.reply_answer is not None:
         return dict(first.reply_answer)
     return {"request_id": req.id, "status": RunStatus.QUEUED.value, "accepted": True}
+
+
+def _within_length(req: Request, response: Any) -> None:
+    """413 PAYLOAD_TOO_LARGE for an answer longer than the agent can be sent: accepted, it
+    would fail the run at its next turn (codex refuses such an input) instead of here."""
+    chars = len(answer_text(response))
+    if chars > REPLY_MAX_CHARS:
+        raise ApiError(
+            413,
+            ErrorCode.PAYLOAD_TOO_LARGE,
+            f"the answer is {chars} characters, over the {REPLY_MAX_CHARS} a reply may hold; "
+            "send longer material as files (POST .../interaction/reply/files)",
+            {"chars": chars, "max_chars": REPLY_MAX_CHARS},
+            req.id,
+        )
 
 
 def _within_budget(req: Request, run: Run, raised: Any) -> None:

@@ -7,7 +7,7 @@ import shutil
 import threading
 
 from runner_core.engines import engine_skill_dirs
-from runner_core.interaction import Pending
+from runner_core.interaction import REPLY_MAX_CHARS, Pending
 from runner_core.store import interactions
 from runner_core.store.models import Request, Run
 from tests.helpers import BOTH_DATABASES
@@ -135,6 +135,41 @@ def test_replies_that_do_not_answer_the_question_are_400(client, app, queue):
     missing = client.post(f"/v1/jobs/{rid}/interaction/reply", json={"response": "a"})
     assert missing.status_code == 422
     assert queue.sent == []
+
+
+def test_an_empty_or_blank_answer_is_400_typed_or_not(client, app, queue):
+    """A typed reply (`{"text": ...}`) with nothing in it was sent to the agent as the answer,
+    spending a turn on no answer at all."""
+    rid, _run_id, iid = waiting_job(client, app, queue)
+    open_rid, _open_run, open_iid = waiting_job(client, app, queue, kind="open_text")
+    for target, asked, response in (
+        (rid, iid, {"text": ""}),
+        (rid, iid, {"text": "  \n"}),
+        (open_rid, open_iid, {"text": ""}),
+        (open_rid, open_iid, ""),
+        (open_rid, open_iid, " \t "),
+    ):
+        bad = reply(client, target, asked, response)
+        assert bad.status_code == 400, (response, bad.json)
+        assert bad.json["error"]["code"] == "INTERACTION_REPLY_INVALID"
+        assert "empty" in bad.json["error"]["message"]
+    assert queue.sent == []
+    assert reply(client, open_rid, open_iid, {"text": " a title "}).status_code == 200
+
+
+def test_an_answer_too_long_for_the_agent_is_413_and_the_run_keeps_waiting(client, app, queue):
+    """A reply of megabytes was accepted, and the next turn failed the run (codex refuses an
+    input over 1 MiB characters): the conversation was lost to one oversized answer."""
+    rid, _run_id, iid = waiting_job(client, app, queue, kind="open_text")
+    for response in ("x" * (REPLY_MAX_CHARS + 1), {"text": "é" * (REPLY_MAX_CHARS + 1)}):
+        big = reply(client, rid, iid, response)
+        assert big.status_code == 413, big.json
+        error = big.json["error"]
+        assert error["code"] == "PAYLOAD_TOO_LARGE" and error["request_id"] == rid
+        assert error["details"] == {"chars": REPLY_MAX_CHARS + 1, "max_chars": REPLY_MAX_CHARS}
+    assert queue.sent == []
+    assert client.get(f"/v1/jobs/{rid}").json["status"] == "waiting_user"
+    assert reply(client, rid, iid, "x" * REPLY_MAX_CHARS).status_code == 200
 
 
 def test_confirm_takes_a_boolean(client, app, queue):
