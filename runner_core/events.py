@@ -193,19 +193,24 @@ def _last_seq(fd: int) -> int:
 
 
 def _last_event(fd: int) -> dict[str, Any] | None:
-    """The last whole event of the file, found within its last TAIL_BYTES."""
+    """The last whole event of the file, looked for in its last TAIL_BYTES, then in a window
+    four times larger while none is found there: an event longer than the window (a long final
+    message) must not read as no event at all, or the next writer would number from 1 again."""
     size = os.fstat(fd).st_size
-    if size == 0:
-        return None
-    start = max(0, size - TAIL_BYTES)
-    tail = os.pread(fd, size - start, start).decode("utf-8", errors="replace")
-    for line in reversed(tail.splitlines()):
-        try:
-            event = json.loads(line)
-            int(event["seq"])
-            return event
-        except (ValueError, KeyError, TypeError):
-            continue  # a line cut by the window, or damaged: look further back
+    window = TAIL_BYTES
+    while size:
+        start = max(0, size - window)
+        lines = os.pread(fd, size - start, start).split(b"\n")
+        for line in reversed(lines[1:] if start else lines):  # the first one the window cut
+            try:
+                event = json.loads(line)
+                int(event["seq"])
+                return event
+            except (ValueError, KeyError, TypeError):
+                continue  # damaged, or empty: look further back
+        if not start:
+            break
+        window *= 4
     return None
 
 

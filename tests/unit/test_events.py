@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from runner_core import events as events_module
+from runner_core.bounded_cache import BoundedCache
 from runner_core.events import STATE_CHANGED, EventLog, Once, RunRef, is_terminal, read_events
 
 REPO = Path(__file__).resolve().parents[2]
@@ -51,6 +52,32 @@ def test_a_damaged_last_line_does_not_restart_the_numbering(tmp_path):
     with (tmp_path / "events.jsonl").open("a") as fh:
         fh.write('{"seq": 9, "cut in the mid\n')
     assert EventLog(tmp_path, REF).emit("c")["seq"] == 3
+
+
+def test_an_event_longer_than_the_tail_does_not_restart_the_numbering(tmp_path, monkeypatch):
+    """Another process writing after a long last event (a final message of 100 KB, then the
+    sweep's terminal event for the run whose worker died) numbered from 1 again: two events
+    with one seq, and a stream resumed past it never got the terminal one."""
+    log = EventLog(tmp_path, REF)
+    log.emit("a")
+    log.emit("assistant.message.final", {"text": "x" * (3 * events_module.TAIL_BYTES)})
+    monkeypatch.setattr(events_module, "_seq_after", BoundedCache(4))  # another process
+    end = log.state_changed("running", "failed", "reconciled", terminal=True)
+    assert end is not None and end["seq"] == 3
+    assert log.emit("late", before_end=True) is None  # the end is seen past the long line too
+    assert _seqs(tmp_path) == [1, 2, 3]
+
+
+def test_a_last_event_holding_a_unicode_line_separator_is_read_whole(tmp_path, monkeypatch):
+    """U+2028 and U+0085 stay raw in the JSON (ensure_ascii=False) but split a decoded line:
+    the last event read as damaged and the next writer reused its seq (text pasted from a PDF
+    holds them)."""
+    log = EventLog(tmp_path, REF)
+    log.emit("a")
+    log.emit("interaction.reply.accepted", {"response": "one\u2028two\x85three"})
+    monkeypatch.setattr(events_module, "_seq_after", BoundedCache(4))  # another process
+    assert log.emit("b")["seq"] == 3
+    assert _seqs(tmp_path) == [1, 2, 3]
 
 
 def test_the_next_write_of_a_run_reads_no_tail_unless_another_writer_grew_the_file(
