@@ -16,6 +16,10 @@ from runner_core.per_process import PerProcess
 
 log = logging.getLogger(__name__)
 CHANNEL_PREFIX = "skill-runner:events:"
+# Messages a stream may have waiting: one that does not read (a stalled client) drops what
+# comes after, and fills the gap from the file once it reads again, instead of holding every
+# event of a long run in memory.
+INBOX_MAX = 1000
 
 
 def channel(run_id: str) -> str:
@@ -77,19 +81,20 @@ class EventHub:
 
     def __init__(self, broker_url: str) -> None:
         self.url = redis_url(broker_url)
-        self._queues: dict[str, list[queue.SimpleQueue]] = {}
+        self._queues: dict[str, list[queue.Queue]] = {}
         self._lock = threading.Lock()
         self._listener = PerProcess(self._start_listener)
         self.subscribed = threading.Event()
         self.subscribers = 0  # streams following a run right now (for /metrics)
 
     @contextmanager
-    def follow(self, run_id: str) -> Iterator[queue.SimpleQueue]:
-        """A queue receiving (seq, line) for each event of `run_id` published from now on."""
+    def follow(self, run_id: str) -> Iterator[queue.Queue]:
+        """A queue receiving (seq, line) for each event of `run_id` published from now on
+        (at most INBOX_MAX waiting: later ones are dropped while it is full)."""
         if self.url is not None and not self._listener.made():
             self._listener.get()
             self.subscribed.wait(0.5)  # the first stream should not miss an early event
-        inbox: queue.SimpleQueue = queue.SimpleQueue()
+        inbox: queue.Queue = queue.Queue(INBOX_MAX)
         with self._lock:
             self._queues.setdefault(run_id, []).append(inbox)
             self.subscribers += 1
@@ -138,7 +143,10 @@ class EventHub:
         line = data.decode("utf-8", "replace")
         seq = _seq_of(line)
         for inbox in inboxes:
-            inbox.put((seq, line))
+            try:
+                inbox.put_nowait((seq, line))
+            except queue.Full:  # its reader finds the event in the file
+                pass
 
 
 def _seq_of(line: str) -> int:

@@ -15,6 +15,7 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -233,7 +234,18 @@ def read_events(
 ) -> list[dict[str, Any]]:
     """The stored events with `after_seq` < seq (<= to_seq), within [from_ts, to_ts] (aware
     datetimes; an event whose `ts` does not parse is outside any time range)."""
-    found = []
+    return list(islice(iter_events(run_dir, after_seq, to_seq, from_ts, to_ts), limit))
+
+
+def iter_events(
+    run_dir: Path,
+    after_seq: int = 0,
+    to_seq: int | None = None,
+    from_ts: datetime | None = None,
+    to_ts: datetime | None = None,
+) -> Iterator[dict[str, Any]]:
+    """read_events one event at a time, read from the file as they are taken: a stream of a
+    long run holds one event, not the whole log."""
     for raw in _whole_lines(run_dir):
         head = _SEQ.match(raw)
         if head is not None:  # a page of a long history parses only its own lines
@@ -241,7 +253,7 @@ def read_events(
             if seq <= after_seq:
                 continue
             if to_seq is not None and seq > to_seq:
-                break  # seqs only grow down the file
+                return  # seqs only grow down the file
         try:
             event = json.loads(raw)
         except ValueError:
@@ -253,10 +265,12 @@ def read_events(
             at = event_time(event)
             if at is None or (from_ts and at < from_ts) or (to_ts and at > to_ts):
                 continue
-        found.append(event)
-        if limit is not None and len(found) >= limit:
-            break
-    return found
+        yield event
+
+
+def first_seq(run_dir: Path) -> int:
+    """The seq of the run's first stored event (0: none), read from the file's head."""
+    return next((event["seq"] for event in iter_events(run_dir)), 0)
 
 
 def event_time(event: dict[str, Any]) -> datetime | None:

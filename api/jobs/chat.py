@@ -9,7 +9,7 @@ import json
 from collections.abc import Generator, Iterator
 from typing import Any
 
-from runner_core.events import STATE_CHANGED, read_events
+from runner_core.events import STATE_CHANGED, first_seq, last_seq
 from runner_core.interaction import without_question
 from runner_core.statuses import RunStatus
 
@@ -103,5 +103,4 @@ def chat_history(run_dir_events: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def history_bounds(run_dir: Any) -> tuple[int, int]:
     """(cursor_floor, cursor_ceiling): the first and last seq the run's events hold (0, 0: none)."""
-    every = read_events(run_dir, after_seq=0)
-    return (every[0]["seq"], every[-1]["seq"]) if every else (0, 0)
+    return first_seq(run_dir), last_seq(run_dir)  # the file's head and tail, not all of it

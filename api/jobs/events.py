@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from runner_core.event_bus import EventHub
-from runner_core.events import is_terminal, read_events
+from runner_core.events import is_terminal, iter_events, read_events
 
 HEARTBEAT_SEC = 5.0
 WAIT_SLICE_SEC = 1.0  # how long one wait for a published event lasts
@@ -41,7 +41,7 @@ def stream(
         first = snapshot()
         yield frame("snapshot", {**first, "cursor": cursor})
         last = cursor
-        for event in read_events(run_dir, after_seq=last):
+        for event in iter_events(run_dir, after_seq=last):  # read as sent, not held whole
             yield frame("chat_event", event, event["seq"])
             last = event["seq"]
             if is_terminal(event):
@@ -84,7 +84,7 @@ def stream(
                     return
 
 
-def _wait(inbox: queue.SimpleQueue, timeout: float) -> tuple[int, str] | None:
+def _wait(inbox: queue.Queue, timeout: float) -> tuple[int, str] | None:
     try:
         return inbox.get(timeout=timeout)
     except queue.Empty:
@@ -92,7 +92,7 @@ def _wait(inbox: queue.SimpleQueue, timeout: float) -> tuple[int, str] | None:
 
 
 def _rest(run_dir: Path, last: int) -> Iterator[str]:
-    for event in read_events(run_dir, after_seq=last):
+    for event in iter_events(run_dir, after_seq=last):
         yield frame("chat_event", event, event["seq"])
 
 
