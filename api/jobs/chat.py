@@ -82,12 +82,14 @@ def chat_frames(frames: Iterator[str]) -> Iterator[str]:
             if not frame.startswith("event: chat_event\n"):
                 yield frame
                 continue
-            head, _, data = frame.rstrip("\n").rpartition("data: ")
+            # the frame's own data field: the first at a line start (the event's JSON may
+            # hold "data: " in its text, never a raw newline)
+            head, _, data = frame.rstrip("\n").partition("\ndata: ")
             event = json.loads(data)
             message = chat_message(event)
             if message is not None:
                 body = json.dumps(message, ensure_ascii=False, separators=(",", ":"))
-                yield f"{head}data: {body}\n\n"
+                yield f"{head}\ndata: {body}\n\n"
             waiting = (
                 event.get("type") == STATE_CHANGED
                 and (event.get("data") or {}).get("to") == RunStatus.WAITING_USER

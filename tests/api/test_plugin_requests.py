@@ -291,6 +291,34 @@ def test_chat_messages_leave_out_the_question_block(client, app):
     assert client.get(f"/v1/jobs/{rid}/events/history").json["count"] == 3  # the events stay
 
 
+def test_a_message_saying_data_colon_does_not_break_the_chat_stream(client, app):
+    """src/modules/skillRunnerRunDialog.ts follows /chat: a message holding "data: " (an agent
+    writing "Here is the data: ...") was split there instead of at the frame's own field, so
+    the stream broke at that event, and again at each reconnect from the cursor before it."""
+    rid = prime_job(client)
+    lines = [
+        ("assistant.message", {"text": "Here is the data: 42\ndata: {}"}),
+        (
+            "conversation.state.changed",
+            {"from": "running", "to": "succeeded", "terminal": {"status": "succeeded"}},
+        ),
+    ]
+    events = [
+        {"protocol_version": "fcmp/1.0", "run_id": "r", "request_id": rid, "seq": n}
+        | {"ts": "2026-01-01T00:00:00.000Z", "type": kind, "data": data}
+        for n, (kind, data) in enumerate(lines, start=1)
+    ]
+    run_dir(app, rid).mkdir(parents=True, exist_ok=True)
+    (run_dir(app, rid) / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    stream = client.get(f"/v1/jobs/{rid}/chat").get_data(as_text=True)
+    frames = [block for block in stream.split("\n\n") if block.startswith("event: chat_event")]
+    sent = [json.loads(block.split("\ndata: ", 1)[1]) for block in frames]
+    assert [(m["seq"], m["text"]) for m in sent] == [
+        (1, "Here is the data: 42\ndata: {}"),
+        (2, "running -> succeeded"),
+    ]
+
+
 def test_a_temp_upload_job_canceled_before_its_package_came_stays_canceled(client, queue):
     """src/modules/skillRunnerRunDialog.ts (`cancel-run`): `POST /v1/jobs/{id}/cancel` with
     `{}`, offered as soon as the job shows in the dialog, so possibly before its package has
