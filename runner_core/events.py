@@ -128,8 +128,11 @@ class EventLog:
         error: dict[str, Any] | None = None,
         terminal: bool = False,
         token_usage: dict[str, Any] | None = None,
+        before_end: bool = False,
     ) -> dict[str, Any] | None:
         """`token_usage`: what the turn that just ended spent (tokens, cost), when it spent any.
+        `before_end`: nothing is written once the run's terminal event is (a transition
+        announced after its commit, which a racing end may have followed).
 
         A `terminal` event is always written: a run ended before any worker started it (a
         cancel while queued or waiting for its upload, an upload expiry, a queue timeout) has
@@ -149,7 +152,7 @@ class EventLog:
             data["terminal"] = {"status": to, "error": error}
         if token_usage:
             data["token_usage"] = token_usage
-        return self.emit(STATE_CHANGED, data)
+        return self.emit(STATE_CHANGED, data, before_end=before_end)
 
 
 @dataclass(frozen=True)

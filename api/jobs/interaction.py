@@ -119,12 +119,13 @@ def reply(
     if outcome == interactions.ACCEPTED:
         if accepted is not None:
             accepted()
-        log = context.run_events(run)
+        log = context.run_events(run)  # never after the end a racing cancel wrote meanwhile
         log.emit(
             "interaction.reply.accepted",
             {"interaction_id": interaction_id, "response": body.get("response")},
+            before_end=True,
         )
-        log.state_changed(RunStatus.WAITING_USER, RunStatus.QUEUED, "reply")
+        log.state_changed(RunStatus.WAITING_USER, RunStatus.QUEUED, "reply", before_end=True)
         options = RuntimeOptions.from_dict(run.runtime_options)
         submit(pkg, run.id, run.engine, options, task_id, req.id)
     elif outcome == interactions.NOT_WAITING:

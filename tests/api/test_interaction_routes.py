@@ -7,8 +7,9 @@ import shutil
 import threading
 
 from runner_core.engines import engine_skill_dirs
+from runner_core.events import EventLog, RunRef, is_terminal
 from runner_core.interaction import REPLY_MAX_CHARS, Pending
-from runner_core.store import interactions
+from runner_core.store import cancels, interactions
 from runner_core.store.models import Request, Run
 from tests.helpers import BOTH_DATABASES
 
@@ -170,6 +171,34 @@ def test_an_answer_too_long_for_the_agent_is_413_and_the_run_keeps_waiting(clien
     assert queue.sent == []
     assert client.get(f"/v1/jobs/{rid}").json["status"] == "waiting_user"
     assert reply(client, rid, iid, "x" * REPLY_MAX_CHARS).status_code == 200
+
+
+def test_a_cancel_that_ends_the_run_just_after_a_reply_is_its_last_event(
+    client, app, queue, monkeypatch
+):
+    """A cancel landing between the reply's commit and its events (two clients, or a UI's
+    buttons) wrote its terminal event first, and the reply's `waiting_user -> queued` came
+    after it: the history ended with the canceled run back in the queue."""
+    rid, run_id, iid = waiting_job(client, app, queue)
+    settings = app.config["SETTINGS"]
+    answer = interactions.answer
+
+    def answered_then_canceled(session, *args, **kwargs):
+        outcome = answer(session, *args, **kwargs)
+        run = session.get(Run, run_id)
+        assert cancels.request_cancel(session, run_id)
+        assert cancels.cancel_idle(session, run_id, cancels.CANCELED)
+        ref = RunRef(run_id, rid, "codex")
+        EventLog(settings.runs_dir / run_id, ref).state_changed(
+            run.status, "canceled", "cancel", terminal=True
+        )
+        return outcome
+
+    monkeypatch.setattr(interactions, "answer", answered_then_canceled)
+    assert reply(client, rid, iid, "a").status_code == 200
+    history = client.get(f"/v1/jobs/{rid}/events/history").json["events"]
+    assert is_terminal(history[-1]) and history[-1]["data"]["to"] == "canceled"
+    assert client.get(f"/v1/jobs/{rid}").json["status"] == "canceled"
 
 
 def test_confirm_takes_a_boolean(client, app, queue):

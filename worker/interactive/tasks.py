@@ -46,14 +46,20 @@ def ask_user(run: Run, turn: int, outcome: Any) -> str:
         )
         record_end(run, end, "cancel")
         return RunStatus.CANCELED
-    events = events_of(run)
+    events = events_of(run)  # never after the end a cancel of the waiting run wrote meanwhile
     events.emit(
         "user.input.required",
         {"interaction_id": interaction_id, "turn": turn, **asdict(outcome.pending)},
+        before_end=True,
     )
     turn_usage = turn_tokens(run.token_usage, outcome.token_usage)
     events.state_changed(
-        RunStatus.RUNNING, RunStatus.WAITING_USER, "ask", interaction_id, token_usage=turn_usage
+        RunStatus.RUNNING,
+        RunStatus.WAITING_USER,
+        "ask",
+        interaction_id,
+        token_usage=turn_usage,
+        before_end=True,
     )
     record_tokens(run.engine, run.model, run.owner, turn_usage)
     finished().publish(run.id)  # wakes long polls: the run needs its client now
@@ -89,8 +95,11 @@ def auto_reply(run_id: str, interaction_id: int) -> str:
         events.emit(
             "interaction.auto_decide.timeout",
             {"interaction_id": interaction_id, "timeout_sec": waited},
+            before_end=True,
         )
-        events.state_changed(RunStatus.WAITING_USER, RunStatus.QUEUED, "auto_decide")
+        events.state_changed(
+            RunStatus.WAITING_USER, RunStatus.QUEUED, "auto_decide", before_end=True
+        )
         send_run(run, task_id)  # if this fails the run is queued: the sweep re-sends it
     return outcome
 
