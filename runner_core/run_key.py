@@ -31,6 +31,8 @@ def key_for(
     `workspace`: the token of the earlier run whose workspace (and output) the run reuses;
     `skills_dir`: where a composite's callees are installed."""
     engine_config: dict[str, Any] = {"debug": options.debug}
+    if options.is_interactive:  # its prompt asks, its output follows the user's answers
+        engine_config["execution_mode"] = "interactive"  # (auto keys stay as they were)
     if engine and pkg.loaded_manifest.entrypoint.type != "script":
         try:
             config = load_engine_config(

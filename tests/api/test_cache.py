@@ -51,6 +51,22 @@ def test_no_cache_opts_out(client, app):
     assert post(client, no_cache=True)["cache_hit"] is False
 
 
+def test_an_auto_request_is_not_served_by_an_interactive_run(client, app, queue):
+    """An interactive run's output follows the user's answers and its prompt asks for them; it
+    was cached under the key of the same request in auto mode, so an auto request got another
+    person's choices as its result, without a run."""
+    body = {"skill_id": "pick-title", "engine": "codex", "input": {"text": "hi"}}
+    asked = client.post(
+        "/v1/jobs", json={**body, "runtime_options": {"execution_mode": "interactive"}}
+    ).json
+    finish(app, asked["request_id"])
+    auto = client.post("/v1/jobs", json=body).json
+    assert auto["cache_hit"] is False and auto["status"] == "queued"
+    assert len(queue.sent) == 2
+    finish(app, auto["request_id"])
+    assert client.post("/v1/jobs", json=body).json["cache_hit"] is True  # auto runs still are
+
+
 def test_changed_skill_script_misses(client, app, skills_root):
     finish(app, post(client)["request_id"])
     script = skills_root / "fenced-json" / "scripts" / "run.py"
