@@ -202,14 +202,18 @@ def cancel_pending(conn: Session | Connection, run_id: str) -> None:
 
 
 def overdue(session: Session, now: datetime, cap_sec: int, limit: int = 500) -> list[Any]:
-    """Waiting runs with auto-reply on whose question is older than their reply timeout."""
+    """Waiting runs with auto-reply on whose question is older than their reply timeout (the
+    first `limit` of them). Every waiting run with auto-reply is looked at: the oldest
+    questions are not the first due (timeouts differ), and runs without it are left out in
+    SQL, so abandoned conversations never hide one that is due."""
+    auto_reply = _runs.c.runtime_options["interactive_auto_reply"].as_boolean()
     rows = session.execute(
         select(_runs.c.id, _runs.c.runtime_options, _asked.c.id.label("interaction_id"))
         .join(_asked, _asked.c.id == _runs.c.pending_interaction_id)
-        .where(_runs.c.status == RunStatus.WAITING_USER)
+        .where(_runs.c.status == RunStatus.WAITING_USER, auto_reply.is_(True))
         .order_by(_asked.c.created_at)
-        .limit(limit)
         .add_columns(_asked.c.created_at)
+        .execution_options(yield_per=500)
     )
     due = []
     for row in rows:
@@ -221,4 +225,7 @@ def overdue(session: Session, now: datetime, cap_sec: int, limit: int = 500) -> 
         )
         if created + timedelta(seconds=options.reply_timeout(cap_sec)) <= now:
             due.append(row)
+            if len(due) >= limit:
+                break
+    rows.close()
     return due

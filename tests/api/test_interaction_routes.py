@@ -279,6 +279,36 @@ def test_the_sweep_finds_questions_past_their_timeout_and_decides_them_once(clie
     assert client.get(f"/v1/jobs/{other_rid}").json["status"] == "waiting_user"
 
 
+@BOTH_DATABASES
+def test_a_due_question_is_found_behind_many_older_ones_that_are_not(client, app, queue):
+    """The sweep read the oldest 500 waiting runs and kept those due: behind 500 older
+    conversations without auto-reply (abandoned chats) or with a longer timeout, a question
+    past its timeout (an hour-plus one, or one whose countdown was lost) was never decided."""
+    from datetime import timedelta
+
+    from sqlalchemy import update
+
+    from runner_core.store.models import Interaction, utcnow
+
+    def waiting(asked_ago: int, **options) -> str:
+        _rid, run_id, iid = waiting_job(client, app, queue)
+        with app.extensions["db"]() as session:
+            stored = {"execution_mode": "interactive", **options}
+            session.execute(update(Run).where(Run.id == run_id).values(runtime_options=stored))
+            old = utcnow() - timedelta(seconds=asked_ago)
+            session.execute(update(Interaction).where(Interaction.id == iid).values(created_at=old))
+            session.commit()
+        return run_id
+
+    for _ in range(2):
+        waiting(9000)  # no auto-reply
+        waiting(8000, interactive_auto_reply=True, interactive_reply_timeout_sec=86400)
+    due = waiting(3000, interactive_auto_reply=True, interactive_reply_timeout_sec=600)
+    with app.extensions["db"]() as session:
+        found = interactions.overdue(session, utcnow(), cap_sec=86400, limit=2)
+    assert [row.id for row in found] == [due]
+
+
 def test_an_early_auto_decision_waits_for_the_timeout(client, app, queue):
     from sqlalchemy import update
 
