@@ -1,10 +1,12 @@
 from __future__ import annotations
 
+import bz2
 import hashlib
 import json
 import struct
 import warnings
 import zipfile
+import zlib
 from pathlib import Path
 
 import pytest
@@ -268,3 +270,34 @@ def test_write_input_manifest_lists_files(tmp_path: Path) -> None:
             {"path": "b.txt", "size": 1, "sha256": "bb"},
         ]
     }
+
+
+@pytest.mark.parametrize("method", [zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA])
+def test_refuses_entries_compressed_other_than_deflate(
+    tmp_path: Path, workspace: Path, method: int
+) -> None:
+    # zipfile inflates these without a bound on a read: a few KB can take gigabytes of memory
+    src = make_zip(tmp_path / "in.zip", [("a.txt", b"a" * 100)], compression=method)
+    err = assert_refused(src, workspace, "UPLOAD_NOT_ZIP")
+    assert err.details == {"entry": "a.txt", "compress_type": method}
+
+
+def test_a_bzip2_entry_lying_about_its_size_is_refused_before_it_is_read(
+    tmp_path: Path, workspace: Path
+) -> None:
+    data = bz2.compress(b"\0" * 50_000_000)  # 50 MB in about 50 bytes
+    src = make_zip(tmp_path / "in.zip", [("a.txt", b"x")], compression=zipfile.ZIP_STORED)
+    raw = src.read_bytes()
+    local, central = raw.find(b"PK\x03\x04"), raw.find(b"PK\x01\x02")
+    # rebuild with the bzip2 data under headers claiming 1 byte, a zero (its CRC right): read,
+    # it would have been taken after inflating all 50 MB at once
+    out = bytearray(raw[: local + 30 + 5]) + data
+    cd = bytearray(raw[central : raw.find(b"PK\x05\x06")])
+    crc = zlib.crc32(b"\0")
+    struct.pack_into("<H", out, local + 8, zipfile.ZIP_BZIP2)
+    struct.pack_into("<II", out, local + 14, crc, len(data))
+    struct.pack_into("<H", cd, 10, zipfile.ZIP_BZIP2)
+    struct.pack_into("<II", cd, 16, crc, len(data))
+    end = struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, 1, 1, len(cd), len(out), 0)
+    src.write_bytes(bytes(out + cd + end))
+    assert_refused(src, workspace, "UPLOAD_NOT_ZIP")
