@@ -14,7 +14,7 @@ from runner_core.bounded_cache import BoundedCache
 from runner_core.error_codes import ErrorCode
 from runner_core.schema_refs import deref, resolved_properties
 from runner_core.schema_regex import time_budget
-from runner_core.schema_validators import all_errors, validator_class
+from runner_core.schema_validators import all_errors, new_validator, validator_class
 from runner_core.uploads import nfc
 
 
@@ -55,7 +55,7 @@ def by_identity(schema: Any, make):
 
 
 def _validator(schema: dict[str, Any]):
-    return validator_class(schema)(schema)
+    return new_validator(validator_class(schema), schema)
 
 
 def schema_errors(schema: dict[str, Any], instance: Any) -> list[dict[str, Any]]:

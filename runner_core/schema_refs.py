@@ -46,3 +46,34 @@ def pointer(root: Any, ref: str) -> Any:
         else:
             return None
     return node
+
+
+REF_KEYWORDS = ("$ref", "$dynamicRef", "$recursiveRef")
+
+
+def outside_refs(schema: Any) -> list[str]:
+    """The `$ref`s of `schema` naming another document (`file:///etc/passwd`, `https://...`,
+    `other.json`): neither `#...` nor an `$id` the schema declares itself. Validators fetch
+    nothing (runner_core.schema_validators), so these would never resolve."""
+    ids: set[str] = set()
+    refs: list[str] = []
+    stack = [schema]
+    while stack:  # not recursive: a package's schema may nest deeper than Python's stack
+        node = stack.pop()
+        if isinstance(node, dict):
+            if isinstance(node.get("$id"), str):
+                ids.add(node["$id"].split("#")[0])
+            refs.extend(node[k] for k in REF_KEYWORDS if isinstance(node.get(k), str))
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return [ref for ref in refs if not ref.startswith("#") and ref.split("#")[0] not in ids]
+
+
+def outside_ref_errors(where: str, schema: Any) -> list[str]:
+    """A package error for each of `outside_refs(schema)`, `where` naming the schema."""
+    return [
+        f"{where}: $ref {ref!r} points outside the schema; only refs inside it (#/$defs/...) "
+        "resolve, nothing is fetched"
+        for ref in outside_refs(schema)
+    ]

@@ -14,6 +14,8 @@ from typing import Any
 
 from jsonschema import Draft202012Validator, FormatChecker, ValidationError, validators
 from jsonschema.protocols import Validator
+from referencing import Registry
+from referencing.exceptions import Unresolvable
 
 from runner_core.schema_regex import (
     MATCH_SECONDS,
@@ -28,6 +30,17 @@ UNEVALUATED_WITH_PATTERNS = (
     "unevaluatedProperties cannot be checked in a schema with patternProperties "
     "(their patterns would be matched without a time limit)"
 )
+
+
+# The registry of every validator of a skill's schema: it fetches nothing, so a `$ref` resolves
+# only inside the schema. jsonschema's default reads `file://` and `http://` URLs: a package
+# could read the host's JSON files (echoed back in validation errors) or reach its network.
+NO_RETRIEVAL: Registry = Registry()
+
+
+def new_validator(cls: type[Validator], schema: Any) -> Validator:
+    """A validator of `cls` for `schema` whose `$ref`s are never fetched."""
+    return cls(schema, registry=NO_RETRIEVAL)
 
 
 def validator_class(
@@ -46,7 +59,21 @@ def timed(base: type[Validator], schema: Any) -> type[Validator]:
 def all_errors(validator: Validator, instance: Any) -> list[ValidationError]:
     """Every error of `instance`, its pattern matches sharing VALIDATION_SECONDS."""
     with time_budget():
-        return list(validator.iter_errors(instance))
+        try:
+            return list(validator.iter_errors(instance))
+        except Unresolvable as exc:  # a `$ref` to another document: it is never fetched
+            return [unresolvable_error(exc, instance)]
+
+
+def unresolvable_error(exc: Unresolvable, instance: Any) -> ValidationError:
+    """The validation error standing for a `$ref` that does not resolve inside its schema."""
+    return ValidationError(
+        f"the schema's $ref {exc.ref!r} does not resolve: a $ref may only point inside the "
+        "schema (#/$defs/...), nothing is fetched",
+        validator="$ref",
+        validator_value=exc.ref,
+        instance=instance,
+    )
 
 
 def schema_format_checker(cls: type[Validator]) -> FormatChecker:

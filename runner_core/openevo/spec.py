@@ -21,6 +21,7 @@ from runner_core.openevo.references import reference_errors
 from runner_core.openevo.templates import compile_errors
 from runner_core.openevo.workflow import depends_of
 from runner_core.schema_patterns import pattern_errors
+from runner_core.schema_refs import outside_ref_errors
 from runner_core.semver import SEMVER
 from runner_core.skills.files import SkillFileError, read_json, read_text
 from runner_core.skills.model import Automation, Entrypoint, RunnerManifest, SkillPackage
@@ -101,6 +102,7 @@ def load_openevo(root: Path) -> SkillPackage:
     pkg.output_schema = raw["output"]
     for kind in ("input", "output"):  # nested repeats: exponential matching in the API
         pkg.errors.extend(pattern_errors(f"skill.json: {kind}", raw[kind]))
+        pkg.errors.extend(outside_ref_errors(f"skill.json: {kind}", raw[kind]))
     if spec.mode == "llm" and (root / "prompt.md").is_file():
         try:
             pkg.body = read_text(root / "prompt.md", "prompt.md")

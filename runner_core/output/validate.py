@@ -12,7 +12,12 @@ from jsonschema.exceptions import SchemaError
 from jsonschema.protocols import Validator
 
 from runner_core.inputs import TOO_DEEP_TO_VALIDATE, by_identity
-from runner_core.schema_validators import all_errors, schema_format_checker, validator_class
+from runner_core.schema_validators import (
+    all_errors,
+    new_validator,
+    schema_format_checker,
+    validator_class,
+)
 
 # jsonschema puts the whole failing instance into some messages; a 2 MB agent answer must not
 # end up in every error record.
@@ -43,7 +48,7 @@ def _checked_validator(schema: dict[str, Any] | bool) -> Validator:
         raise OutputSchemaError(exc.message) from exc
     except RecursionError as exc:
         raise OutputSchemaError("the output schema nests too deeply to check") from exc
-    return cls(schema)
+    return new_validator(cls, schema)
 
 
 def collect_errors(validator: Validator, data: Any) -> list[dict[str, Any]]:

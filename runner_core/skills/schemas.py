@@ -12,6 +12,8 @@ Three checks per schema, both collecting every problem:
 3. every `pattern` (and `patternProperties` key) compiles as it will be matched, with `regex`
    and a time limit, and no `unevaluatedProperties` sits in a schema with `patternProperties`
    (runner_core.schema_patterns).
+
+And no `$ref` names another document (a file or URL): nothing is fetched (runner_core.schema_refs).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from jsonschema import Draft202012Validator, ValidationError
 from jsonschema.validators import validator_for
 
 from runner_core.schema_patterns import pattern_errors
-from runner_core.schema_refs import resolved_properties
+from runner_core.schema_refs import outside_ref_errors, resolved_properties
 from runner_core.schema_validators import schema_format_checker
 
 DEFAULT_DRAFT = Draft202012Validator
@@ -84,6 +86,7 @@ def check_skill_schema(kind: str, rel: str, schema: dict[str, Any]) -> SchemaChe
     check = SchemaCheck(errors=draft_errors(rel, schema))
     check.errors.extend(extension_errors(kind, rel, schema))
     check.errors.extend(pattern_errors(rel, schema))
+    check.errors.extend(outside_ref_errors(rel, schema))
     check.warnings.extend(extension_warnings(kind, rel, schema))
     return check
 

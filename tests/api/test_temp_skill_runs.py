@@ -311,3 +311,16 @@ def test_a_package_upload_that_failed_part_way_can_be_sent_again(
     assert len(queue.sent) == 1
     assert sorted(p.name for p in (settings.requests_dir / rid / "skill").iterdir()) == ["pkg-echo"]
     assert not (settings.requests_dir / rid / "extracted").exists()
+
+
+def test_a_package_whose_schema_refs_a_host_file_is_refused_unread(client, tmp_path):
+    secret = tmp_path / "secret.json"
+    secret.write_text('{"type": "string", "const": "TOPSECRET"}')
+    files = echo_skill()
+    files["assets/parameter.schema.json"] = json.dumps(
+        {"type": "object", "properties": {"p": {"$ref": f"file://{secret}"}}}
+    )
+    resp = start(client, files=files, request={"input": {"text": "hi"}, "parameter": {"p": 1}})
+    assert resp.status_code == 400, resp.json
+    assert "TOPSECRET" not in resp.get_data(as_text=True)
+    assert any("points outside the schema" in e for e in resp.json["error"]["details"]["errors"])

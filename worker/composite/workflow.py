@@ -35,7 +35,7 @@ from runner_core.openevo.workflow import StepState, final_output, next_moves, st
 from runner_core.queues import ADVANCE_COMPOSITE
 from runner_core.results import RunError
 from runner_core.runtime_options import RuntimeOptions
-from runner_core.schema_validators import all_errors, timed
+from runner_core.schema_validators import all_errors, new_validator, timed
 from runner_core.skills import SkillPackage
 from runner_core.skills.memo import load_skill_cached
 from runner_core.statuses import ACTIVE_STATUSES, TERMINAL_STATUSES, RunStatus
@@ -307,7 +307,7 @@ def _fail(parent_id: str, exc: Exception) -> str:
 
 def _checked(pkg: SkillPackage, data: Any) -> tuple[str, dict[str, Any] | None]:
     try:
-        validator = timed(Draft7Validator, pkg.output_schema)(pkg.output_schema)
+        validator = new_validator(timed(Draft7Validator, pkg.output_schema), pkg.output_schema)
         errors = [e.message for e in all_errors(validator, data)]
     except RecursionError:  # a deep value under a recursive `$ref`, or a `$ref` loop
         errors = [TOO_DEEP_TO_VALIDATE]
