@@ -14,6 +14,7 @@ import shutil
 import time
 import uuid
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from flask import request
@@ -59,12 +60,25 @@ def hold_for_package(body: dict[str, Any], request_kind: str) -> dict[str, Any]:
     return {"request_id": request_id, "status": "queued", "cache_hit": False}
 
 
+def held_dir(request_id: str) -> Path | None:
+    """The directory of a held body, or None for an id that no held body can have: a path
+    parameter is not a path (`..`, a 5,000-character name the file system refuses)."""
+    try:
+        canonical = str(uuid.UUID(request_id)) == request_id  # hold_for_package's form
+    except ValueError:
+        canonical = False
+    return context.settings().requests_dir / request_id if canonical else None
+
+
 def held_job(request_id: str, request_kind: str) -> JobRow | None:
     """The status of a request still waiting for its package: `queued`, waiting for its upload,
     no run yet (as Skill-Runner answers it); None when there is no such body (of this kind,
     that the caller may see). The plugin may read a run as soon as it is created, while its
     package is still being sent, and takes a 404 as the run's end."""
-    path = context.settings().requests_dir / request_id / PENDING
+    request_dir = held_dir(request_id)
+    if request_dir is None:
+        return None
+    path = request_dir / PENDING
     try:
         held = json.loads(path.read_text(encoding="utf-8"))
         since = datetime.fromtimestamp(path.stat().st_mtime, UTC)
@@ -112,8 +126,8 @@ def cancel_held(request_id: str, request_kind: str) -> dict[str, Any] | None:
     """Cancel a request still waiting for its package (the plugin's run dialog offers a cancel
     as soon as the job is created): it is marked canceled, its status says so and a package
     sent later is refused; None when there is no such body (of this kind, the caller's)."""
-    request_dir = context.settings().requests_dir / request_id
-    if not (request_dir / PENDING).is_file():
+    request_dir = held_dir(request_id)
+    if request_dir is None or not (request_dir / PENDING).is_file():
         return None
     with upload_lock(request_dir, request_id):
         try:
@@ -144,8 +158,8 @@ def _text(value: Any) -> str | None:
 def take_package_upload(request_id: str, request_kind: str) -> Accepted | None:
     """The upload of a request still waiting for its package; None when it waits for none
     (the ordinary upload then answers)."""
-    request_dir = context.settings().requests_dir / request_id
-    if not (request_dir / PENDING).is_file():
+    request_dir = held_dir(request_id)
+    if request_dir is None or not (request_dir / PENDING).is_file():
         return None
     with upload_lock(request_dir, request_id):
         try:
