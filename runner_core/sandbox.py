@@ -23,6 +23,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import pwd
 import re
 import resource
 import shlex
@@ -73,7 +74,10 @@ class Box:
     hidden: tuple[Path, ...] = ()  # replaced by empty folders (other runs, the database)
     writable: tuple[Path, ...] = ()  # shared folders the run may write (uv's cache)
     readable: tuple[Path, ...] = ()  # folders under `hidden` or /tmp the run may read
-    code: tuple[Path, ...] = ()  # the service's own files under /tmp (a checkout, its venv)
+    code: tuple[Path, ...] = ()  # the service's own files under /tmp or `private` (its venv)
+    # the service user's own files: its home (engine logins, keys), its settings files (.env):
+    # a folder replaced by an empty one, a file by /dev/null (bound nodev: unreadable)
+    private: tuple[Path, ...] = ()
     network: bool = True  # False: no network but its own loopback
     # the run's egress proxy (runner_core.egress): its unix socket and the loopback ports the
     # box forwards to it as they are; None: no way out (network False) or the open network
@@ -105,6 +109,7 @@ def plan_box(
     bwrap_setting: str = "",
     code: tuple[Path, ...] | None = None,
     data_dir: Path | None = None,
+    private: tuple[Path, ...] | None = None,
 ) -> Box | None:
     """The box for a run's processes (None when the sandbox is off); `bwrap_setting` is
     SKILL_RUNNER_BWRAP (empty: .sandbox/ of the checkout, else PATH); `data_dir`: where the
@@ -116,6 +121,8 @@ def plan_box(
     if bwrap is None:
         return Box(limits)
     fs = automation.fs_scope == "workspace_only"
+    private = private_paths() if private is None else private
+    covered = (Path("/tmp"), *(path for path in private if path.is_dir()))
     return Box(
         limits,
         bwrap,
@@ -124,7 +131,12 @@ def plan_box(
         hidden=hidden,
         writable=writable,
         readable=readable,
-        code=tuple(path for path in (code or own_files()) if path.is_relative_to("/tmp")),
+        code=tuple(
+            path
+            for path in (code or own_files())
+            if any(path.is_relative_to(folder) for folder in covered)
+        ),
+        private=private,
         network=automation.network != "off",
         dev=prepared_dev(data_dir, bwrap) if fs and data_dir is not None else None,
     )
@@ -248,8 +260,35 @@ def _rlimits(limits: Limits, nproc: bool) -> list[tuple[str, int, int]]:
 
 def own_files() -> tuple[Path, ...]:
     """The service's checkout (its engine CLIs, node runners, bwrap) and its interpreter's
-    environment: a checkout under /tmp must stay reachable under the box's private /tmp."""
-    return (REPO_ROOT, Path(sys.prefix))
+    environment and installation: a checkout under /tmp must stay reachable under the box's
+    private /tmp, an interpreter in the service user's home (pyenv) under its hidden home."""
+    return (REPO_ROOT, Path(sys.prefix), Path(sys.base_prefix))
+
+
+# Where a deployment keeps the service's secrets in files (docs/operating.md): the `.env` of
+# honcho and compose, the systemd units' EnvironmentFile folder
+SETTINGS_FILES = (REPO_ROOT / ".env", REPO_ROOT / "deploy" / ".env", Path("/etc/skill-runner"))
+
+
+def private_paths() -> tuple[Path, ...]:
+    """What a box hides of the service user's files: its home (HOME and its passwd entry; not
+    `/`), the settings files a deployment holds its secrets in, the `SKILL_RUNNER_CONFIG` file
+    and a `.env` in the working directory. Runs have homes of their own."""
+    homes = {os.environ.get("HOME", ""), os.path.expanduser("~" + _user_name())}
+    found = [Path(home) for home in homes if home and Path(home).resolve() != Path("/")]
+    config = os.environ.get("SKILL_RUNNER_CONFIG", "").strip()
+    extra = (Path(config).expanduser(),) if config else ()
+    for path in (*SETTINGS_FILES, Path.cwd() / ".env", *extra):
+        if path.exists() and path not in found:
+            found.append(path.absolute())
+    return tuple(found)
+
+
+def _user_name() -> str:
+    try:
+        return pwd.getpwuid(os.getuid()).pw_name
+    except KeyError:  # a uid without a passwd entry (a container's): HOME alone
+        return ""
 
 
 def _base_options() -> list[str]:
@@ -263,8 +302,14 @@ def _bwrap_options(box: Box, spec: CommandSpec) -> list[str]:
     if not box.fs or box.run_dir is None:
         return [*options, "--bind", "/", "/", "--dev-bind", "/dev", "/dev", "--proc", "/proc"]
     options += ["--ro-bind", "/", "/", *dev_options(box.dev), "--proc", "/proc", "--tmpfs", "/tmp"]
+    folders = [path for path in box.private if path.is_dir()]
+    for path in folders:
+        options += ["--tmpfs", str(path)]
     for path in box.code:  # the engines and interpreters stay reachable; hidden parts follow
         options += ["--ro-bind-try", str(path), str(path)]
+    for path in box.private:  # a settings file, also one in a checkout bound again just above
+        if path not in folders and path.exists():
+            options += ["--ro-bind", "/dev/null", str(path)]
     for path in box.hidden:
         options += ["--tmpfs", str(path)]
     for path in (*box.readable, *_find_links(spec.env)):
@@ -277,7 +322,7 @@ def _bwrap_options(box: Box, spec: CommandSpec) -> list[str]:
         options += ["--bind", folder, folder]
     run_dir = str(box.run_dir)
     options += ["--bind", run_dir, run_dir]
-    for path in box.hidden:  # nothing written there outlives the box: refuse it at once
+    for path in (*folders, *box.hidden):  # nothing written there outlives the box
         options += ["--remount-ro", str(path)]
     return [*options, "--chdir", str(spec.cwd)]
 

@@ -173,3 +173,39 @@ def test_a_pool_process_holding_its_pids_group_has_its_commands_born_there_and_l
     assert ran["bomb"][1] == "processes"  # refused forks: the limit holds
     assert ran["after"][:2] == [0, None] and ran["after"][2] == "ok\n"
     assert ran["left"] == [] and ran["holder_in_group"]  # emptied, but for the holder
+
+
+def test_a_box_reads_nothing_of_the_service_users_home_nor_its_env_file(tmp_path, monkeypatch):
+    """Outside /tmp (the box's /tmp is its own already), as a deployment's home and checkout
+    are: an engine login in the home and the `.env` honcho reads are out of reach, while the
+    interpreter (pyenv's, in the real home, here) still runs."""
+    import shutil
+    import sys
+    import tempfile
+
+    from runner_core.engines.base import CommandSpec
+    from worker.execution.supervisor import Watch, run_command
+
+    outside = Path(tempfile.mkdtemp(dir="/var/tmp"))
+    try:
+        home, app = outside / "home", outside / "app"
+        (home / ".codex").mkdir(parents=True)
+        (home / ".codex" / "auth.json").write_text('{"key": "sk-HOME"}')
+        app.mkdir()
+        (app / ".env").write_text("OPENAI_API_KEY=sk-DOTENV\n")
+        monkeypatch.setenv("HOME", str(home))
+        monkeypatch.chdir(app)
+        run, box = gated_box(tmp_path)
+        probe = (
+            f"cat {home}/.codex/auth.json {app}/.env; ls -A {home}; "
+            f"{sys.executable} -c 'print(\"python runs\")'"
+        )
+        spec = CommandSpec(["/bin/sh", "-c", probe], run, {"PATH": "/usr/bin:/bin"})
+        run_command(spec, run / "out.txt", run / "err.txt", Watch(box=box))
+        out, err = (run / "out.txt").read_text(), (run / "err.txt").read_text()
+        assert "sk-" not in out, out
+        assert out.splitlines() == ["python runs"], (out, err)
+        assert "auth.json: No such file" in err
+        assert (app / ".env").read_text() == "OPENAI_API_KEY=sk-DOTENV\n"  # outside, untouched
+    finally:
+        shutil.rmtree(outside)

@@ -199,6 +199,7 @@ def test_the_services_own_files_under_tmp_stay_reachable_and_hidden_parts_stay_h
         hidden=(data,),
         code=(checkout, Path("/opt/venv")),
         bwrap_setting="/bin/true",  # any runnable binary: only the plan is looked at
+        private=(),
     )
     assert box is not None and box.code == (checkout,)  # outside /tmp: the root bind holds it
     gate = BoxGate()
@@ -259,3 +260,47 @@ def test_in_a_pool_of_threads_each_thread_holds_a_group_of_its_own(tmp_path, mon
     (tmp_path / f"worker-{os.getpid()}-t999999999").mkdir()
     cgroups._remove_dead_workers_groups(tmp_path)
     assert not (tmp_path / f"worker-{os.getpid()}-t999999999").exists()
+
+
+def test_the_service_users_home_is_emptied_its_code_bound_again_and_settings_files_blanked(
+    tmp_path,
+):
+    home, env_file = tmp_path / "home", tmp_path / "app" / ".env"
+    (home / ".pyenv").mkdir(parents=True)
+    env_file.parent.mkdir()
+    env_file.write_text("OPENAI_API_KEY=sk-x\n")
+    box = plan_box(
+        "auto",
+        LIMITS,
+        RUN,
+        Automation(),
+        hidden=(Path("/srv/data"),),
+        code=(tmp_path / "app", home / ".pyenv", Path("/opt/venv")),
+        bwrap_setting="/bin/true",
+        private=(home, env_file),
+    )
+    assert box is not None and box.code == (tmp_path / "app", home / ".pyenv")
+    gate = BoxGate()
+    argv = box_command(SPEC, box, None, gate).argv
+    gate.close()
+    assert pairs(argv, "--tmpfs") == ["/tmp", str(home), "/srv/data"]
+    assert argv.index(str(home)) < argv.index(str(home / ".pyenv"))  # the interpreter, again
+    blank = argv.index(str(env_file))
+    assert argv[blank - 2 : blank] == ["--ro-bind", "/dev/null"]
+    assert blank > argv.index(str(tmp_path / "app"))  # after the checkout is bound again
+    assert pairs(argv, "--remount-ro") == [str(home), "/srv/data"]
+
+
+def test_private_paths_are_the_home_and_the_settings_files_a_deployment_keeps(
+    tmp_path, monkeypatch
+):
+    from runner_core.sandbox import private_paths
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("SKILL_RUNNER_CONFIG", str(tmp_path / "skill-runner.yaml"))
+    (tmp_path / "skill-runner.yaml").write_text("LOG_LEVEL: INFO\n")
+    (tmp_path / ".env").write_text("A=1\n")
+    monkeypatch.chdir(tmp_path)
+    found = private_paths()
+    assert tmp_path / "home" in found and Path("/") not in found
+    assert tmp_path / ".env" in found and tmp_path / "skill-runner.yaml" in found
