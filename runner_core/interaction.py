@@ -88,7 +88,7 @@ def parse_question(text: str | None) -> tuple[Pending, dict[str, Any] | None]:
     if match is None:
         return Pending("open_text", _cap(message) or "(the agent asked without any text)"), None
     try:
-        return _from_yaml(yaml.safe_load(match.group(1)), message), None
+        return _from_yaml(_load_without_aliases(match.group(1)), message), None
     except (yaml.YAMLError, ValueError, TypeError) as exc:
         outside = _ASK.sub("", message).strip() or match.group(1).strip()
         warning = run_warning(
@@ -96,6 +96,16 @@ def parse_question(text: str | None) -> tuple[Pending, dict[str, Any] | None]:
             f"the <ASK_USER_YAML> block is not usable ({exc}); asked as open text",
         )
         return Pending("open_text", _cap(outside)), warning
+
+
+def _load_without_aliases(block: str) -> Any:
+    """The YAML block's value; a block with an alias (`*a`) is refused: a few lines of nested
+    aliases stand for billions of values once the question is written out (a model can be
+    talked into writing them by a document it reads)."""
+    for event in yaml.parse(block, Loader=yaml.SafeLoader):
+        if isinstance(event, yaml.AliasEvent):
+            raise ValueError("aliases (*name) are not taken")
+    return yaml.safe_load(block)
 
 
 def _from_yaml(doc: Any, message: str) -> Pending:

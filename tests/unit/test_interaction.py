@@ -38,6 +38,19 @@ ui_hints: {widget: radio}
     assert pending.ui_hints == {"widget": "radio"}
 
 
+def test_a_yaml_block_with_aliases_is_asked_as_open_text_unexpanded():
+    # each level ten of the one before: written out, the hints hold a million strings (nine
+    # levels, what a model could be talked into writing, would be a billion)
+    levels = ["a0: &a0 [xxxxxxxx, xxxxxxxx, xxxxxxxx, xxxxxxxx, xxxxxxxx]"] + [
+        f"a{n}: &a{n} [" + ", ".join([f"*a{n - 1}"] * 10) + "]" for n in range(1, 6)
+    ]
+    text = "Which?\n<ASK_USER_YAML>\nkind: open_text\nui_hints:\n  " + "\n  ".join(levels)
+    pending, warning = parse_question(text + "\n</ASK_USER_YAML>")
+    assert warning is not None and "aliases" in warning["message"]
+    assert pending.kind == "open_text" and pending.ui_hints == {}
+    assert pending.prompt == "Which?"
+
+
 def test_a_message_without_a_block_is_an_open_question():
     pending, warning = parse_question("Which file do you mean?")
     assert (pending.kind, pending.prompt, warning) == ("open_text", "Which file do you mean?", None)
