@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 from jinja2 import StrictUndefined, Template, TemplateError
-from jinja2.sandbox import SandboxedEnvironment
 
 from runner_core.artifact_manifest import MANIFEST_TYPE
 from runner_core.artifacts import is_file_field
@@ -22,6 +21,7 @@ from runner_core.error_codes import ErrorCode
 from runner_core.interaction import AUTO_PROTOCOL, PROTOCOL
 from runner_core.schema_refs import resolved_properties
 from runner_core.skills.model import SkillPackage
+from runner_core.template_limits import BoundedSandbox, bounded_render
 from runner_core.workspace import write_file
 
 DEFAULT_TEMPLATE = """\
@@ -80,7 +80,7 @@ class PromptContext:
     execution_mode: str = "auto"  # interactive runs are told how to ask and how to finish
 
 
-_env = SandboxedEnvironment(
+_env = BoundedSandbox(
     undefined=StrictUndefined,
     trim_blocks=True,
     lstrip_blocks=True,
@@ -223,7 +223,7 @@ def patch_skill_md(skill_dir: Path, pkg: SkillPackage, ctx: PromptContext) -> No
     head, body = split_frontmatter(text)
     if any(mark in body for mark in ("{{", "{%", "{#")):
         try:
-            body = _compiled(body).render(**variables)
+            body = bounded_render(_compiled(body), variables)
         except TemplateError as exc:
             raise SkillMdError(f"SKILL.md does not render: {_describe(exc)}") from exc
     patched = (head + body).rstrip() + f"\n\n{PATCH_MARKER}\n{variables['output_contract']}"
@@ -239,7 +239,7 @@ def split_frontmatter(text: str) -> tuple[str, str]:
 
 def _render(template: str, variables: dict[str, Any], source: str) -> str:
     try:
-        return _compiled(template).render(**variables)
+        return bounded_render(_compiled(template), variables)
     except TemplateError as exc:
         raise PromptError(f"prompt template {source} does not render: {_describe(exc)}") from exc
 

@@ -87,6 +87,44 @@ def test_sandbox_blocks_python_internals(skill):
         render_prompt(load_skill(skill), CTX)
 
 
+@pytest.mark.parametrize(
+    ("template", "words"),
+    [
+        # sizes a test can bear made without the bounds; range(100000) twice, or 10**10, would
+        # take the worker's memory
+        (
+            "{% for a in range(3000) %}{% for b in range(3000) %}x{% endfor %}{% endfor %}",
+            "rendered text passed",
+        ),
+        ("{{ 'x' * 100000000 }}", "repeating 1 items"),
+        ("{{ input.input_file * 1000000 }}", "repeating"),
+        ("{{ 7 ** 100000 }}", "too large to compute"),
+    ],
+    ids=["nested-loops", "repeat", "repeat-input", "power"],
+)
+def test_a_template_cannot_make_a_text_too_large_for_the_worker(skill, template, words):
+    with_entrypoint(skill, prompts={"gemini": template})
+    with pytest.raises(PromptError, match=words) as err:
+        render_prompt(load_skill(skill), CTX)
+    assert err.value.code == "PROMPT_TEMPLATE_ERROR"
+
+
+def test_a_template_looping_without_output_is_stopped_at_its_time(skill, monkeypatch):
+    import runner_core.template_limits as limits
+
+    monkeypatch.setattr(limits, "MAX_SECONDS", 0.3)
+    loops = "{% for a in range(100000) %}{% for b in range(100000) %}{% endfor %}{% endfor %}"
+    with_entrypoint(skill, prompts={"gemini": loops})
+    with pytest.raises(PromptError, match="longer than 0.3 s"):
+        render_prompt(load_skill(skill), CTX)
+
+
+def test_a_skill_md_too_large_to_render_is_a_skill_md_error(skill):
+    write_body(skill, "{{ 'x' * 100000000 }}")
+    with pytest.raises(SkillMdError, match="repeating"):
+        patch_skill_md(skill, load_skill(skill), CTX)
+
+
 def test_template_outside_the_skill_is_refused(skill):
     with_entrypoint(skill, prompt={"template": "../../etc/hosts"})
     with pytest.raises(PromptError):
