@@ -24,14 +24,10 @@ MAX_EXPONENT_BITS = 4096  # 2**4096 has 1,234 digits
 _deadline: ContextVar[float] = ContextVar("template_deadline", default=float("inf"))
 
 
-class BoundedSandbox(SandboxedEnvironment):
-    """The sandbox, with `*` and `**` refusing results too large to make."""
+class BoundedOperators(SandboxedEnvironment):
+    """A sandbox whose `*` and `**` refuse results too large to make."""
 
     intercepted_binops = frozenset({"*", "**"})
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.globals["range"] = _timed_range
 
     def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
         if operator == "*":
@@ -40,6 +36,14 @@ class BoundedSandbox(SandboxedEnvironment):
         elif operator == "**" and _too_big_power(left, right):
             raise SecurityError(f"{left!r} ** {right!r} is too large to compute in a template")
         return super().call_binop(context, operator, left, right)
+
+
+class BoundedSandbox(BoundedOperators):
+    """The sandbox of prompt templates: bounded operators, and a `range` that keeps time."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.globals["range"] = _timed_range
 
 
 def bounded_render(template: Template, variables: dict[str, Any]) -> str:

@@ -21,6 +21,8 @@ from jinja2 import ChainableUndefined, TemplateError, Undefined, nodes
 from jinja2.parser import Parser
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
+from runner_core.template_limits import BoundedOperators
+
 N = TypeVar("N", bound=nodes.Node)
 TEMPLATE = re.compile(r"\{\{(.*?)\}\}", re.S)
 _FILTER_WITH_ARGS = re.compile(r"^\s*([A-Za-z_]\w*)\s*:\s*(.*?)\s*$", re.S)
@@ -55,8 +57,9 @@ class TemplateFailure(ValueError):
     """A template that does not compile or fails while evaluated; the message names it."""
 
 
-class _JsonEnvironment(ImmutableSandboxedEnvironment):
-    """`a.b` on an object is its key `b`, never a dict method (`steps.list.items` is data)."""
+class _JsonEnvironment(BoundedOperators, ImmutableSandboxedEnvironment):
+    """`a.b` on an object is its key `b`, never a dict method (`steps.list.items` is data);
+    `*` and `**` refuse results too large to make (runner_core.template_limits)."""
 
     def getattr(self, obj: Any, attribute: str) -> Any:
         if isinstance(obj, dict):

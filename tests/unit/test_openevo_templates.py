@@ -171,3 +171,10 @@ def test_a_key_whose_whole_template_is_a_missing_path_is_left_out():
         "nested": {},
     }
     assert render("{{ input.missing }}", context) is None  # a whole value: null
+
+
+@pytest.mark.parametrize("expression", ["'x' * 100000000", "input.text * 100000000", "7 ** 100000"])
+def test_an_expression_too_large_to_make_fails_as_a_template(expression):
+    with pytest.raises(TemplateFailure, match="too large|repeating"):
+        render("{{ " + expression + " }}", {"input": {"text": "abc"}})
+    assert render("{{ input.text * 2 }}", {"input": {"text": "abc"}}) == "abcabc"
