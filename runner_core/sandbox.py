@@ -142,6 +142,13 @@ def plan_box(
     )
 
 
+# The variable that marks a command filling uv's shared cache (a run's dependency step, which
+# runs none of the skill's code). Any other command told of the cache reads what it holds: a
+# skill's script could otherwise rewrite a package that later runs of every skill import.
+FILLS_CACHE = "SKILL_RUNNER_FILLS_UV_CACHE"
+_SCRATCH = re.compile(r"^builds-v\d+$")  # uv's throwaway build environments
+
+
 @functools.cache
 def find_bwrap(setting: str = "") -> str | None:
     """bwrap's path when it can build our box here (checked once per process), else None."""
@@ -317,6 +324,8 @@ def _bwrap_options(box: Box, spec: CommandSpec) -> list[str]:
     for path in _told_to_use(box.writable, spec.env):
         path.mkdir(parents=True, exist_ok=True)  # made first: one made in the box would vanish
         options += ["--bind", str(path), str(path)]
+        if spec.env.get(FILLS_CACHE) != "1":
+            options += _sealed(path)
     if box.egress_socket is not None:  # the proxy's folder (under /tmp), at the same path
         folder = str(box.egress_socket.parent)
         options += ["--bind", folder, folder]
@@ -325,6 +334,16 @@ def _bwrap_options(box: Box, spec: CommandSpec) -> list[str]:
     for path in (*folders, *box.hidden):  # nothing written there outlives the box
         options += ["--remount-ro", str(path)]
     return [*options, "--chdir", str(spec.cwd)]
+
+
+def _sealed(cache: Path) -> list[str]:
+    """What a command may only read of a shared cache: each folder it holds but uv's scratch
+    for builds (`uv run` writes its lock and temporary files at the top, and there)."""
+    options = []
+    for child in sorted(cache.iterdir()):
+        if child.is_dir() and not child.is_symlink() and not _SCRATCH.match(child.name):
+            options += ["--ro-bind", str(child), str(child)]
+    return options
 
 
 def _told_to_use(paths: tuple[Path, ...], env: dict[str, str]) -> list[Path]:

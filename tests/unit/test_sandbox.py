@@ -304,3 +304,19 @@ def test_private_paths_are_the_home_and_the_settings_files_a_deployment_keeps(
     found = private_paths()
     assert tmp_path / "home" in found and Path("/") not in found
     assert tmp_path / ".env" in found and tmp_path / "skill-runner.yaml" in found
+
+
+def test_a_command_reads_uvs_cache_and_only_the_dependency_step_fills_it(tmp_path, gate):
+    from runner_core.sandbox import FILLS_CACHE
+
+    cache = tmp_path / "uv-cache"
+    for name in ("archive-v0", "wheels-v8", "builds-v0"):
+        (cache / name).mkdir(parents=True)
+    told = CommandSpec(SPEC.argv, SPEC.cwd, {"UV_CACHE_DIR": str(cache)})
+    argv = box_command(told, boxed(writable=(cache,)), None, gate).argv
+    assert pairs(argv, "--bind") == [str(cache), str(RUN)]  # its lock and temporary files
+    sealed = [str(cache / "archive-v0"), str(cache / "wheels-v8")]  # not uv's build scratch
+    assert [p for p in pairs(argv, "--ro-bind") if p.startswith(str(cache))] == sealed
+    filling = CommandSpec(SPEC.argv, SPEC.cwd, {**told.env, FILLS_CACHE: "1"})
+    argv = box_command(filling, boxed(writable=(cache,)), None, gate).argv
+    assert not [p for p in pairs(argv, "--ro-bind") if p.startswith(str(cache))]

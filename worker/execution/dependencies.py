@@ -21,6 +21,7 @@ from runner_core.engines.base import (
     ProcessResult,
 )
 from runner_core.error_codes import ErrorCode
+from runner_core.sandbox import FILLS_CACHE
 from runner_core.skills.model import Runtime
 from runner_core.workspace import read_log
 from worker.execution.contexts import EntryContext
@@ -28,7 +29,9 @@ from worker.execution.failures import process_failure
 from worker.execution.script import script_command, uv_cache_dir, uv_env, uv_run_argv
 from worker.execution.supervisor import run_command
 
-CHECK_COMMAND = "python -c pass"  # makes uv resolve and install the deps, then exits
+# makes uv resolve and install the deps, then exits; -S: no `.pth` file of theirs runs, as the
+# cache is writable for this command (runner_core.sandbox.FILLS_CACHE)
+CHECK_COMMAND = "python -S -c pass"
 # Agents run tool calls in login shells (codex: `bash -lc`), whose /etc/profile resets PATH:
 # the per-run home's profile puts uv's environment back in front.
 LOGIN_PROFILE = """\
@@ -81,7 +84,14 @@ def install_dependencies(entry: EntryContext, runtime: Runtime, uv_cache: Path) 
     own code and uv's words, not as a crash of the CLI (logs/dependencies_*.txt)."""
     paths, run = entry.paths, entry.run
     spec = script_command(
-        CHECK_COMMAND, paths, entry.pkg.root, run.id, run.request_id, runtime, uv_cache=uv_cache
+        CHECK_COMMAND,
+        paths,
+        entry.pkg.root,
+        run.id,
+        run.request_id,
+        runtime,
+        extra_env={FILLS_CACHE: "1"},
+        uv_cache=uv_cache,
     )
     stdout, stderr = paths.logs / "dependencies_stdout.txt", paths.logs / "dependencies_stderr.txt"
     result = run_command(spec, stdout, stderr, entry.watch(engine=True))  # uv reaches its index
