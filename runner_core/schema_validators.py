@@ -17,6 +17,7 @@ from jsonschema.protocols import Validator
 from referencing import Registry
 from referencing.exceptions import Unresolvable
 
+from runner_core.schema_ref_time import REF_SECONDS, RefsTooSlow, ref_clock, timed_keyword
 from runner_core.schema_regex import (
     MATCH_SECONDS,
     VALIDATION_SECONDS,
@@ -58,11 +59,21 @@ def timed(base: type[Validator], schema: Any) -> type[Validator]:
 
 def all_errors(validator: Validator, instance: Any) -> list[ValidationError]:
     """Every error of `instance`, its pattern matches sharing VALIDATION_SECONDS."""
-    with time_budget():
+    with time_budget(), ref_clock():
         try:
             return list(validator.iter_errors(instance))
         except Unresolvable as exc:  # a `$ref` to another document: it is never fetched
             return [unresolvable_error(exc, instance)]
+        except RefsTooSlow as exc:
+            return [
+                ValidationError(
+                    f"validating took longer than {REF_SECONDS:g} s following the schema's "
+                    "$refs (definitions that each name the next more than once multiply)",
+                    validator="$ref",
+                    validator_value=exc.args[0],
+                    instance=instance,
+                )
+            ]
 
 
 def unresolvable_error(exc: Unresolvable, instance: Any) -> ValidationError:
@@ -112,6 +123,9 @@ def _extended(base: Any, refuse_unevaluated: bool) -> type[Validator]:
         "patternProperties": _pattern_properties,
         "additionalProperties": _additional_properties,
     }
+    for name in ("$ref", "$dynamicRef"):
+        if name in base.VALIDATORS:
+            keywords[name] = timed_keyword(base.VALIDATORS[name])
     if refuse_unevaluated and "unevaluatedProperties" in base.VALIDATORS:
         keywords["unevaluatedProperties"] = _unevaluated_refused
     made = _classes[(base, refuse_unevaluated)] = validators.extend(base, keywords)

@@ -70,3 +70,20 @@ def test_a_ref_to_an_id_the_schema_declares_is_taken() -> None:
     assert check_skill_schema("parameter", "p.json", schema).errors == []
     assert schema_errors(schema, {"p": "x"}) == []
     assert [e["validator"] for e in schema_errors(schema, {"p": 1})] == ["type"]
+
+
+def test_refs_that_fan_out_end_the_validation_at_its_time(monkeypatch) -> None:
+    import runner_core.schema_ref_time as ref_time
+
+    monkeypatch.setattr(ref_time, "REF_SECONDS", 0.2)
+    # each definition names the next twice: 2**20 steps for any value (2**30: hours)
+    defs = {
+        f"d{i}": {"allOf": [{"$ref": f"#/$defs/d{i + 1}"}, {"$ref": f"#/$defs/d{i + 1}"}]}
+        for i in range(20)
+    }
+    schema = {**referring("#/$defs/d0"), "$defs": {**defs, "d20": {"type": "string"}}}
+    errors = schema_errors(schema, {"p": "x"})
+    assert [e["validator"] for e in errors] == ["$ref"]
+    assert "following the schema's $refs" in errors[0]["message"]
+    output = collect_errors(build_validator(schema), {"p": "x"})
+    assert [e["validator"] for e in output] == ["$ref"]
