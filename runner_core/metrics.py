@@ -205,7 +205,8 @@ def record_run_end(
         if started_at.tzinfo is None:  # SQLite hands back naive UTC
             started_at = started_at.replace(tzinfo=UTC)
         seconds = max(0.0, (ended_at - started_at).total_seconds())
-        instruments["duration"].labels(engine_name, skill_id, status).observe(seconds)
+        skill = bounded_label("skill", skill_id)
+        instruments["duration"].labels(engine_name, skill, status).observe(seconds)
     if status == "failed":
         instruments["failures"].labels(engine_name, error_code or "UNKNOWN").inc()
 
@@ -232,7 +233,26 @@ def record_egress_refused(engine: str | None, host: str) -> None:
     """Count one connection a run's network box refused."""
     if os.environ.get(ENV) is None:
         return
-    _instruments()["egress_refused"].labels(engine or "script", host).inc()
+    _instruments()["egress_refused"].labels(engine or "script", bounded_label("host", host)).inc()
+
+
+# Label values a run chooses (a one-off package's skill id, a host its code tries) each make a
+# series, kept in the metrics files for the process's life: past LABEL_VALUES_MAX values of a
+# label, a process counts new ones under OTHER.
+LABEL_VALUES_MAX = 200
+OTHER = "(other)"
+_label_values: dict[str, set[str]] = {}
+
+
+def bounded_label(label: str, value: str) -> str:
+    """`value`, or OTHER once this process has seen LABEL_VALUES_MAX other values of `label`."""
+    seen = _label_values.setdefault(label, set())
+    if value in seen:
+        return value
+    if len(seen) >= LABEL_VALUES_MAX:
+        return OTHER
+    seen.add(value)
+    return value
 
 
 def counted_subscriber(frames: Iterator[T]) -> Iterator[T]:

@@ -147,3 +147,40 @@ def test_the_forwarder_says_which_command_it_could_not_start(tmp_path):
             os.killpg(proc.pid, signal.SIGKILL)
     said = (tmp_path / "stderr").read_text()
     assert said.strip() == f"cannot start {missing}: [Errno 2] No such file or directory"
+
+
+def test_a_run_trying_many_hosts_writes_a_bounded_number_of_refusal_events(monkeypatch):
+    from types import SimpleNamespace
+
+    import runner_core.metrics as metrics
+    from runner_core.egress import Endpoint
+    from worker.execution.network import REPORTED_REFUSALS, _refusals
+
+    class Events:
+        def __init__(self) -> None:
+            self.emitted: list[dict] = []
+
+        def emit(self, _kind: str, data: dict) -> None:
+            self.emitted.append(data)
+
+    events = Events()
+    monkeypatch.setattr(metrics, "_label_values", {})
+    refused = _refusals(SimpleNamespace(events=events), "codex")  # type: ignore[arg-type]
+    for _ in range(3):
+        refused(Endpoint("same.example", 443))
+    for n in range(1000):
+        refused(Endpoint(f"h{n}.example", 443))
+    assert len(events.emitted) == REPORTED_REFUSALS + 1
+    assert [e["details"].get("host") for e in events.emitted[:2]] == ["same.example", "h0.example"]
+    assert "further ones are not reported" in events.emitted[-1]["message"]
+
+
+def test_a_metric_label_a_run_chooses_takes_a_bounded_number_of_values(monkeypatch):
+    import runner_core.metrics as metrics
+
+    monkeypatch.setattr(metrics, "_label_values", {})
+    values = [metrics.bounded_label("host", f"h{n}") for n in range(metrics.LABEL_VALUES_MAX + 50)]
+    assert values[: metrics.LABEL_VALUES_MAX] == [f"h{n}" for n in range(metrics.LABEL_VALUES_MAX)]
+    assert set(values[metrics.LABEL_VALUES_MAX :]) == {metrics.OTHER}
+    assert metrics.bounded_label("host", "h0") == "h0"  # one seen before keeps its series
+    assert metrics.bounded_label("skill", "s") == "s"  # each label has its own

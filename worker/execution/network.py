@@ -92,19 +92,32 @@ def _automation(entry: EntryContext) -> Automation:
     return automation
 
 
+REPORTED_REFUSALS = 20  # distinct endpoints a run's events name; a loop of refusals adds none
+
+
 def _refusals(entry: EntryContext, engine: str | None) -> Callable[[Endpoint], None]:
-    """A refusal is a `diagnostic.warning` event of the run and a count in /metrics."""
+    """A refusal is a count in /metrics and, the first time the run tries that endpoint (of at
+    most REPORTED_REFUSALS), a `diagnostic.warning` event: a run's code trying millions of
+    hosts must not write millions of events."""
+    reported: set[tuple[str, int]] = set()
 
     def refused(endpoint: Endpoint) -> None:
         record_egress_refused(engine, endpoint.host)
-        if entry.events is not None:
-            entry.events.emit(
-                "diagnostic.warning",
-                run_warning(
-                    ErrorCode.NETWORK_REFUSED,
-                    f"the run's network box refused a connection to {endpoint}",
-                    {"host": endpoint.host, "port": endpoint.port, "engine": engine},
-                ),
+        key = (endpoint.host, endpoint.port)
+        if entry.events is None or key in reported or len(reported) > REPORTED_REFUSALS:
+            return
+        reported.add(key)
+        if len(reported) > REPORTED_REFUSALS:  # once: the last event of its kind in this run
+            message = (
+                f"the run's network box refused connections to more than {REPORTED_REFUSALS} "
+                "endpoints; further ones are not reported"
             )
+            details: dict[str, Any] = {"engine": engine, "reported": REPORTED_REFUSALS}
+        else:
+            message = f"the run's network box refused a connection to {endpoint}"
+            details = {"host": endpoint.host, "port": endpoint.port, "engine": engine}
+        entry.events.emit(
+            "diagnostic.warning", run_warning(ErrorCode.NETWORK_REFUSED, message, details)
+        )
 
     return refused
