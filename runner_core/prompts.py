@@ -20,6 +20,7 @@ from runner_core.artifacts import is_file_field
 from runner_core.error_codes import ErrorCode
 from runner_core.interaction import AUTO_PROTOCOL, PROTOCOL
 from runner_core.schema_refs import resolved_properties
+from runner_core.skills.files import SkillFileError, read_text
 from runner_core.skills.model import SkillPackage
 from runner_core.template_limits import BoundedSandbox, bounded_render
 from runner_core.workspace import write_file
@@ -146,7 +147,10 @@ def select_template(pkg: SkillPackage, engine: str | None) -> tuple[str, str]:
         path = (pkg.root / entry.prompt_template).resolve()
         if pkg.root.resolve() not in path.parents or not path.is_file():
             raise PromptError(f"prompt template not found in the skill: {entry.prompt_template}")
-        return path.read_text(encoding="utf-8"), entry.prompt_template
+        try:
+            return read_text(path, entry.prompt_template), entry.prompt_template
+        except SkillFileError as exc:  # too large, not UTF-8
+            raise PromptError(str(exc)) from exc
     return DEFAULT_TEMPLATE, "default"
 
 

@@ -11,6 +11,9 @@ from typing import Any
 # How deep a skill's JSON may nest (objects and arrays). Checking and validating a schema
 # recurse about 8 Python frames per level: 64 levels stay well inside the interpreter's limit.
 MAX_JSON_DEPTH = 64
+# How large a file the loader reads may be: a schema of 50 MB of `{},` takes over 1 GB once
+# parsed, and a package (256 MiB, compressed 200 times) would hold five of them.
+MAX_FILE_BYTES = 8 * 1024 * 1024
 
 
 class SkillFileError(ValueError):
@@ -20,9 +23,12 @@ class SkillFileError(ValueError):
 def read_text(path: Path, rel: str) -> str:
     """The UTF-8 text of `path` (`rel` names it in the message)."""
     try:
-        data = path.read_bytes()
+        with path.open("rb") as src:
+            data = src.read(MAX_FILE_BYTES + 1)
     except OSError as exc:
         raise SkillFileError(f"{rel}: cannot be read ({exc.strerror or exc})") from exc
+    if len(data) > MAX_FILE_BYTES:
+        raise SkillFileError(f"{rel}: larger than the {MAX_FILE_BYTES} bytes a skill file may hold")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:

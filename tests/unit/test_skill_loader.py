@@ -209,6 +209,32 @@ def test_files_not_in_utf8_are_errors_naming_the_file(skill):
     assert "assets/runner.json: not valid UTF-8 (byte 0xff at offset 0)" in load_skill(skill).errors
 
 
+def test_a_skill_file_too_large_to_parse_is_an_error_unread(skill):
+    from runner_core.skills.files import MAX_FILE_BYTES
+
+    # a schema of `{},` takes about 25 times its size once parsed: refused before
+    many = '{"type": "object", "enum": [' + "{}," * (MAX_FILE_BYTES // 3) + "{}]}"
+    (skill / "assets" / "parameter.schema.json").write_text(many)
+    (skill / "SKILL.md").write_text("x" * (MAX_FILE_BYTES + 1))
+    errors = load_skill(skill).errors
+    limit = f"larger than the {MAX_FILE_BYTES} bytes a skill file may hold"
+    assert f"assets/parameter.schema.json: {limit}" in errors
+    assert f"SKILL.md: {limit}" in errors
+
+
+def test_a_prompt_template_file_too_large_is_a_prompt_error(skill):
+    from runner_core.prompts import PromptContext, PromptError, render_prompt
+    from runner_core.skills.files import MAX_FILE_BYTES
+
+    manifest = json.loads((skill / "assets" / "runner.json").read_text())
+    manifest["entrypoint"] = {"type": "prompt", "prompt": {"template": "assets/prompt.txt"}}
+    (skill / "assets" / "runner.json").write_text(json.dumps(manifest))
+    (skill / "assets" / "prompt.txt").write_text("x" * (MAX_FILE_BYTES + 1))
+    ctx = PromptContext({}, {}, skill.parent / "run", "codex")
+    with pytest.raises(PromptError, match="larger than"):
+        render_prompt(load_skill(skill), ctx)
+
+
 def nested_items(levels: int) -> str:
     """A property schema nested `levels` times through "items" (written as text: json.dumps
     recurses too)."""
