@@ -248,7 +248,11 @@ class BatchRun:
                 )
                 self._slots.release()
                 return
-            if time.monotonic() - asked < 1.0:
+            if exc.details.get("waiting_for_upload"):
+                # a line without the files its skill takes: the empty upload has the service
+                # check the inputs (INPUT_FILE_MISSING), else the job waits a day for none
+                self.client.jobs.upload_again(item.request_id, item.job.files)
+            elif time.monotonic() - asked < 1.0:
                 time.sleep(0.5)  # answered at once: the server's waiting slots are taken
             self._pending.put(item)
             return

@@ -102,10 +102,14 @@ def submit(args: Namespace, client: Client) -> int:
         idempotency_key=args.idempotency_key,
     )
     rid = created["request_id"]
-    if not args.wait:
-        emit(args, created, rid)
-        return OK
     try:
+        if not files and client.jobs.get(rid).get("waiting_for_upload"):
+            # the skill takes files and none was given: the empty upload has the service check
+            # the inputs (INPUT_FILE_MISSING), else the job waits a day for an upload never sent
+            client.jobs.upload_again(rid, {})
+        if not args.wait:
+            emit(args, created, rid)
+            return OK
         return show_result(args, client.jobs, rid, args.timeout)
     except KeyboardInterrupt:  # the id was never printed: without it the job is hard to find
         raise KeyboardInterrupt(f"interrupted; job {rid} goes on (wait {rid} follows it)") from None

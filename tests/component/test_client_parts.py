@@ -693,3 +693,44 @@ def test_a_bundle_path_ending_in_a_slash_names_a_folder_and_is_refused(scripted,
     assert cli_main(["bundle", "x", "-o", given, "--server", url]) == 2
     assert capsys.readouterr().err == f"skill-runner-client: cannot write {given}: Is a directory\n"
     assert not (tmp_path / "new").exists()
+
+
+def test_a_batch_job_without_the_files_its_skill_takes_fails_instead_of_waiting_a_day(
+    scripted, capsys, tmp_path
+):
+    jobs = tmp_path / "jobs.jsonl"
+    jobs.write_text('{"key": "a", "skill_id": "s"}\n')  # the skill takes an input file
+    out = tmp_path / "out"
+    waits = {
+        "code": "RUN_NOT_FINISHED",
+        "message": "the run waits for its input upload (POST .../upload)",
+        "details": {"status": "queued", "waiting_for_upload": True},
+        "request_id": "r",
+    }
+    error = {"code": "INPUT_FILE_MISSING", "message": "Missing required input files: f"}
+    result = {"request_id": "r", "result": {"status": "failed", "data": None, "error": error}}
+    scripted.script += [
+        (200, {}, {"request_id": "r", "status": "queued"}),
+        (409, {}, {"error": waits}),
+        (200, {}, {"request_id": "r", "status": "queued", "extracted_files": []}),
+        (200, {}, result),
+    ]
+    url = f"http://127.0.0.1:{scripted.server_port}"
+    assert cli_main(["batch", str(jobs), "--out", str(out), "--server", url]) == 1
+    assert scripted.seen[2] == "/v1/jobs/r/upload"  # an empty zip: the service checks the inputs
+    (entry,) = [json.loads(line) for line in (out / "summary.jsonl").read_text().splitlines()]
+    assert (entry["status"], entry["error_code"]) == ("failed", "INPUT_FILE_MISSING")
+    assert "failed: a failed INPUT_FILE_MISSING" in capsys.readouterr().err
+
+
+def test_submit_without_the_files_its_skill_takes_sends_the_empty_upload(scripted, capsys):
+    waiting = {"request_id": "r", "status": "queued", "waiting_for_upload": True}
+    scripted.script += [
+        (200, {}, {"request_id": "r", "status": "queued"}),
+        (200, {}, waiting),
+        (200, {}, {"request_id": "r", "status": "queued", "extracted_files": []}),
+    ]
+    url = f"http://127.0.0.1:{scripted.server_port}"
+    assert cli_main(["submit", "s", "--server", url]) == 0
+    assert scripted.seen == ["/v1/jobs", "/v1/jobs/r", "/v1/jobs/r/upload"]
+    assert capsys.readouterr().out == "r\n"
