@@ -26,6 +26,9 @@ from skill_runner_client.progress import Progress
 
 LONG_POLL_SEC = 20.0
 QUEUE_FULL, QUEUE_FULL_PAUSE_SEC = "QUEUE_FULL", 1.0
+# a service that stops answering (restarted, a proxy's 502/503/504) is waited for this long,
+# each job sent again (its key answers the same job) or its result asked again
+OUTAGE_SEC, OUTAGE_PAUSE_MAX_SEC, OUTAGE_STATUSES = 600.0, 30.0, (502, 503, 504)
 SUMMARY = "summary.jsonl"
 OWNER = "batch_file.txt"  # the real path of the batch file whose batch --out holds
 WAITING = "waiting_user"
@@ -91,6 +94,7 @@ class BatchRun:
         self._slots = threading.BoundedSemaphore(options.max_queued)
         self._pending: queue.Queue[Pending] = queue.Queue()
         self._failure: BaseException | None = None
+        self._outage_since: float | None = None  # when the service stopped answering
         self._ended = 0
         self._done = threading.Event()
         self._collecting = threading.Event()  # every job sent, or --max-queued of them waiting
@@ -171,7 +175,10 @@ class BatchRun:
                 self._submit_until_queued(job)
             except SkillRunnerError as exc:
                 self._slots.release()
-                if exc.status in (401, 403):  # the token, not the job: every job would follow
+                if self._waited_out(exc):
+                    with self._lock:
+                        self._todo.append(job)  # the next one sent
+                elif exc.status in (401, 403):  # the token, not the job: every job would follow
                     self._fail(exc)
                 elif exc.status is not None and 400 <= exc.status < 500:
                     note = f"{exc.code}: {exc.message}"
@@ -206,6 +213,7 @@ class BatchRun:
             files=job.files or None,  # a resumed job's upload, already taken, is not sent again
             idempotency_key=job.idempotency_key(self.batch_file),
         )
+        self._answered()
         self.progress.submitted()
         self._pending.put(Pending(job, created["request_id"], started))
 
@@ -225,6 +233,12 @@ class BatchRun:
                 continue
             try:
                 self._collect(item)
+            except SkillRunnerError as exc:
+                if self._waited_out(exc):
+                    self._pending.put(item)
+                    continue
+                self._fail(exc)
+                return
             except BaseException as exc:  # noqa: BLE001 - reported by the main thread
                 self._fail(exc)
                 return
@@ -236,6 +250,7 @@ class BatchRun:
         except SkillRunnerError as exc:
             if exc.code != "RUN_NOT_FINISHED":
                 raise
+            self._answered()
             if exc.details.get("status") == WAITING:  # asks a question nobody here answers
                 self._record(
                     item.job,
@@ -256,6 +271,7 @@ class BatchRun:
                 time.sleep(0.5)  # answered at once: the server's waiting slots are taken
             self._pending.put(item)
             return
+        self._answered()
         result = body["result"]
         key = item.job.key
         if self.options.artifacts and result.get("artifacts"):
@@ -317,6 +333,36 @@ class BatchRun:
             self._ended += 1
             if self._ended >= len(self.jobs):
                 self._done.set()
+
+    def _waited_out(self, exc: SkillRunnerError) -> bool:
+        """True, after a pause, when the service gave no answer (or a 502/503/504) and has
+        answered nothing for less than OUTAGE_SEC: the caller tries again. False otherwise."""
+        if not (exc.status is None or exc.status in OUTAGE_STATUSES) or self._done.is_set():
+            return False
+        now = time.monotonic()
+        with self._lock:
+            first = self._outage_since is None
+            if first:
+                self._outage_since = now
+            since = self._outage_since or now
+        if first:
+            self.progress.log(
+                f"the service does not answer ({exc.code}: {exc.message}); "
+                f"trying again for up to {OUTAGE_SEC:.0f}s"
+            )
+        if now - since >= OUTAGE_SEC:
+            return False
+        self._done.wait(min(OUTAGE_PAUSE_MAX_SEC, 1.0 + (now - since) / 4))
+        return not self._done.is_set()
+
+    def _answered(self) -> None:
+        """The service answers: an outage, if any, is over."""
+        if self._outage_since is None:
+            return
+        with self._lock:
+            since, self._outage_since = self._outage_since, None
+        if since is not None:
+            self.progress.log(f"the service answers again after {time.monotonic() - since:.0f}s")
 
     def _fail(self, exc: BaseException) -> None:
         with self._lock:

@@ -112,11 +112,16 @@ def test_retry_after_as_seconds_or_a_date():
 
 
 class Scripted(BaseHTTPRequestHandler):
-    """Answers each request with the next (status, headers, body) of the server's script."""
+    """Answers each request with the next (status, headers, body) of the server's script, or
+    drops the connection for a None."""
 
     def do_GET(self) -> None:  # noqa: N802 - http.server's name
-        status, headers, body = self.server.script.pop(0)  # type: ignore[attr-defined]
+        step = self.server.script.pop(0)  # type: ignore[attr-defined]
         self.server.seen.append(self.path)  # type: ignore[attr-defined]
+        if step is None:  # the connection drops before any answer
+            self.close_connection = True
+            return
+        status, headers, body = step
         self.send_response(status)
         for name, value in headers.items():
             self.send_header(name, value)
@@ -734,3 +739,41 @@ def test_submit_without_the_files_its_skill_takes_sends_the_empty_upload(scripte
     assert cli_main(["submit", "s", "--server", url]) == 0
     assert scripted.seen == ["/v1/jobs", "/v1/jobs/r", "/v1/jobs/r/upload"]
     assert capsys.readouterr().out == "r\n"
+
+
+def test_a_batch_waits_out_a_service_that_stops_answering_and_sends_the_job_again(
+    scripted, capsys, tmp_path
+):
+    (tmp_path / "in.txt").write_text("1\n")
+    jobs = tmp_path / "jobs.jsonl"
+    jobs.write_text('{"key": "a", "skill_id": "s", "files": {"f": "in.txt"}}\n')
+    out = tmp_path / "out"
+    created = (200, {}, {"request_id": "r", "status": "queued"})
+    result = {"request_id": "r", "result": {"status": "succeeded", "data": {}}}
+    # the service restarts while the upload is sent: no answer, then its proxy's 502
+    scripted.script += [created, None, created, (502, {}, "bad gateway"), created]
+    scripted.script += [(200, {}, {"request_id": "r", "status": "queued"}), (200, {}, result)]
+    url = f"http://127.0.0.1:{scripted.server_port}"
+    assert cli_main(["batch", str(jobs), "--out", str(out), "--server", url]) == 0
+    sent = ["/v1/jobs", "/v1/jobs/r/upload"] * 3  # its key answers the same job each time
+    assert scripted.seen == [*sent, "/v1/jobs/r/result?wait_sec=20.0"]
+    err = capsys.readouterr().err
+    assert "the service does not answer (CONNECTION_FAILED: POST /v1/jobs/r/upload" in err
+    assert "the service answers again after" in err
+    (entry,) = [json.loads(line) for line in (out / "summary.jsonl").read_text().splitlines()]
+    assert (entry["status"], entry["request_id"]) == ("succeeded", "r")
+
+
+def test_a_batch_stops_once_the_service_has_not_answered_for_its_outage_limit(
+    scripted, capsys, tmp_path, monkeypatch
+):
+    monkeypatch.setattr("skill_runner_client.batch.OUTAGE_SEC", 0.0)
+    jobs = tmp_path / "jobs.jsonl"
+    jobs.write_text('{"key": "a", "skill_id": "s"}\n')
+    scripted.script += [(502, {}, "bad gateway")]
+    url = f"http://127.0.0.1:{scripted.server_port}"
+    assert cli_main(["batch", str(jobs), "--out", str(tmp_path / "out"), "--server", url]) == 1
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "skill-runner-client: the batch stopped: 502 UNEXPECTED_RESPONSE: HTTP 502: "
+        '"bad gateway"; --resume continues it'
+    )
