@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from skill_runner_client.batch_file import BatchJob
@@ -294,11 +294,18 @@ class BatchRun:
         folder = self.options.out / "artifacts" / key
         for artifact in self.client.jobs.artifacts(request_id):
             path = artifact["path"]
-            relative = path[len("artifacts/") :] if path.startswith("artifacts/") else path
+            relative = PurePosixPath(
+                path[len("artifacts/") :] if path.startswith("artifacts/") else path
+            )
+            if relative.is_absolute() or ".." in relative.parts or not relative.parts:
+                # the name comes from the service: never a file outside the job's own folder
+                self.progress.log(f"skipped artifact {path!r} of {key}: not a path under {folder}")
+                continue
+            dest = folder.joinpath(*relative.parts)
             try:
-                self.client.jobs.download_artifact(request_id, path, folder / relative)
+                self.client.jobs.download_artifact(request_id, path, dest)
             except OSError as exc:
-                raise OutputNotWritable(folder / relative, exc) from None
+                raise OutputNotWritable(dest, exc) from None
 
     # -- bookkeeping -----------------------------------------------------------------------
     def _record(

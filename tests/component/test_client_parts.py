@@ -777,3 +777,31 @@ def test_a_batch_stops_once_the_service_has_not_answered_for_its_outage_limit(
         "skill-runner-client: the batch stopped: 502 UNEXPECTED_RESPONSE: HTTP 502: "
         '"bad gateway"; --resume continues it'
     )
+
+
+def test_batch_artifacts_never_land_outside_the_job_folder_whatever_their_names(
+    scripted, capsys, tmp_path
+):
+    jobs = tmp_path / "jobs.jsonl"
+    jobs.write_text('{"key": "a", "skill_id": "s"}\n')
+    out = tmp_path / "out"
+    absolute = str(tmp_path / "absolute.md")
+    names = ["artifacts/../../../escaped.md", absolute, "artifacts/sub/odd name?.md"]
+    result = {"request_id": "r", "result": {"status": "succeeded", "artifacts": names}}
+    scripted.script += [
+        (200, {}, {"request_id": "r", "status": "queued"}),
+        (200, {}, result),
+        (200, {}, {"artifacts": [{"path": name} for name in names]}),
+        (200, {}, "the report"),
+        (200, {}, "the report"),  # asked for only when a name leading outside is followed
+        (200, {}, "the report"),
+    ]
+    url = f"http://127.0.0.1:{scripted.server_port}"
+    args = ["batch", str(jobs), "--out", str(out), "--artifacts", "--server", url]
+    assert cli_main(args) == 0
+    assert scripted.seen[-1] == "/v1/jobs/r/artifacts/artifacts/sub/odd%20name%3F.md"
+    assert (out / "artifacts" / "a" / "sub" / "odd name?.md").read_text() == '"the report"'
+    assert not (tmp_path / "escaped.md").exists() and not Path(absolute).exists()
+    err = capsys.readouterr().err
+    assert "skipped artifact 'artifacts/../../../escaped.md' of a: not a path under" in err
+    assert f"skipped artifact '{absolute}' of a" in err
