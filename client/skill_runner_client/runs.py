@@ -97,8 +97,8 @@ class RunRoutes:
 
     def get(self, request_id: str, wait_sec: float | None = None) -> JobStatus:
         """The status document; `wait_sec` (<= 60) waits for the run to end first."""
-        params = {"wait_sec": wait_sec} if wait_sec else None
-        return cast(JobStatus, self._t.request("GET", self._path(request_id), params=params).json())
+        path = self._path(request_id)
+        return cast(JobStatus, self._t.request("GET", path, **self._long_poll(wait_sec)).json())
 
     def wait(
         self,
@@ -127,9 +127,15 @@ class RunRoutes:
 
     def result(self, request_id: str, wait_sec: float | None = None) -> JobResult:
         """The result; 409 RUN_NOT_FINISHED while the run goes, unless it ends within wait_sec."""
-        params = {"wait_sec": wait_sec} if wait_sec else None
         path = self._path(request_id, "/result")
-        return cast(JobResult, self._t.request("GET", path, params=params).json())
+        return cast(JobResult, self._t.request("GET", path, **self._long_poll(wait_sec)).json())
+
+    def _long_poll(self, wait_sec: float | None) -> dict[str, Any]:
+        """`wait_sec` as a query, the answer waited for that much longer than any other: a
+        client timeout shorter than the long poll would cut every one of them off."""
+        if not wait_sec:
+            return {}
+        return {"params": {"wait_sec": wait_sec}, "timeout": self._t.read_timeout + wait_sec}
 
     def logs(self, request_id: str) -> Logs:
         """Prompt, stdout and stderr (the last 2 MiB of each)."""

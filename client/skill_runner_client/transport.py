@@ -114,6 +114,7 @@ class Transport:
             raise ValueError(expected)
         self.prefix = base.path
         self.headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self.read_timeout = timeout
         self.timeout = urllib3.Timeout(connect=CONNECT_TIMEOUT_SEC, read=timeout)
         self.pool = urllib3.connection_from_url(
             f"{base.scheme}://{base.netloc}", maxsize=64, block=False, retries=False

@@ -805,3 +805,36 @@ def test_batch_artifacts_never_land_outside_the_job_folder_whatever_their_names(
     err = capsys.readouterr().err
     assert "skipped artifact 'artifacts/../../../escaped.md' of a: not a path under" in err
     assert f"skipped artifact '{absolute}' of a" in err
+
+
+class AnswersLate(BaseHTTPRequestHandler):
+    """A long poll: the run ends (and the answer comes) after a second and a half."""
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        time.sleep(1.5)
+        body = json.dumps({"request_id": "r", "status": "succeeded"}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *_args) -> None:
+        pass
+
+
+def test_a_long_poll_outlasts_a_client_timeout_shorter_than_its_wait():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), AnswersLate)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_port}"
+        with Client(url, timeout=0.5, max_retries=0) as client:
+            assert client.jobs.wait("r", timeout=10)["status"] == "succeeded"
+            assert client.jobs.get("r", wait_sec=5)["status"] == "succeeded"
+            with pytest.raises(SkillRunnerError) as error:  # no long poll: the timeout holds
+                client.jobs.get("r")
+            assert error.value.code == "CONNECTION_FAILED"
+    finally:
+        server.shutdown()
+        server.server_close()
