@@ -113,6 +113,11 @@ class Transport:
         if base.scheme not in ("http", "https") or not base.hostname:
             raise ValueError(expected)
         self.prefix = base.path
+        # a token read from a file keeps its line end; one holding a character no header can
+        # carry is refused here, since urllib3's error would print it whole (into a CI log)
+        token = (token or "").strip()
+        if any(c < " " or "\x7f" <= c < "\xa0" or c > "\xff" for c in token):
+            raise ValueError("the token holds a character a header cannot carry (a line break?)")
         self.headers = {"Authorization": f"Bearer {token}"} if token else {}
         self.read_timeout = timeout
         self.timeout = urllib3.Timeout(connect=CONNECT_TIMEOUT_SEC, read=timeout)

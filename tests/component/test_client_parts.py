@@ -118,6 +118,7 @@ class Scripted(BaseHTTPRequestHandler):
     def do_GET(self) -> None:  # noqa: N802 - http.server's name
         step = self.server.script.pop(0)  # type: ignore[attr-defined]
         self.server.seen.append(self.path)  # type: ignore[attr-defined]
+        self.server.tokens.append(self.headers.get("Authorization"))  # type: ignore[attr-defined]
         if step is None:  # the connection drops before any answer
             self.close_connection = True
             return
@@ -142,7 +143,7 @@ class Scripted(BaseHTTPRequestHandler):
 @pytest.fixture
 def scripted():
     server = ThreadingHTTPServer(("127.0.0.1", 0), Scripted)
-    server.script, server.seen = [], []
+    server.script, server.seen, server.tokens = [], [], []
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield server
@@ -838,3 +839,18 @@ def test_a_long_poll_outlasts_a_client_timeout_shorter_than_its_wait():
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_a_token_read_with_its_line_end_is_sent_without_it_and_a_bad_one_never_printed(
+    scripted, capsys
+):
+    scripted.script.append((200, {}, []))
+    url = f"http://127.0.0.1:{scripted.server_port}"
+    with Client(url, token="s3cret-token-0123\n") as client:  # $(cat token.txt) in Python
+        assert client.skills() == []
+    assert scripted.tokens == ["Bearer s3cret-token-0123"]
+    assert cli_main(["skills", "--server", url, "--token", "s3cret\ntoken-0123"]) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        "skill-runner-client: the token holds a character a header cannot carry (a line break?)\n"
+    )
