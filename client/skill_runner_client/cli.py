@@ -1,7 +1,7 @@
 """The command line client: `skill-runner-client COMMAND ...` (also `skill-runner COMMAND`, which
 hands it every command but serve and migrate). Exit codes: 0 done (the run succeeded), 1 a run
 failed or the service refused, 2 bad arguments, a bad batch file or an output path that cannot
-be written, 130 interrupted."""
+be written, 130 interrupted, 141 its output's reader went away (`| head`)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from skill_runner_client.batch_file import BadLine, read_batch
 from skill_runner_client.client import DEFAULT_URL, Client
 from skill_runner_client.errors import SkillRunnerError
 
-USAGE_ERROR, INTERRUPTED = 2, 130
+USAGE_ERROR, INTERRUPTED, BROKEN_PIPE = 2, 130, 141  # 141: 128 + SIGPIPE, as a shell has it
 
 
 def batch(args: argparse.Namespace, client: Client) -> int:
@@ -190,7 +190,12 @@ def main(argv: list[str] | None = None, prog: str = "skill-runner-client") -> in
     args.prog = prog
     try:
         with Client(args.server, args.token or None) as client:
-            return int(args.fn(args, client))
+            code = int(args.fn(args, client))
+        sys.stdout.flush()  # here, where a reader gone away is caught
+        return code
+    except BrokenPipeError:  # `| head`: the reader has what it wanted; nothing to say
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nor at exit's flush
+        return BROKEN_PIPE
     except SkillRunnerError as exc:
         if args.json:
             print(json.dumps(exc.body), file=sys.stderr)

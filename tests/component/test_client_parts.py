@@ -854,3 +854,13 @@ def test_a_token_read_with_its_line_end_is_sent_without_it_and_a_bad_one_never_p
     assert err == (
         "skill-runner-client: the token holds a character a header cannot carry (a line break?)\n"
     )
+
+
+def test_output_piped_into_a_reader_that_stops_ends_quietly(scripted):
+    scripted.script.append((200, {}, {"items": [], "next_cursor": None}))
+    url = f"http://127.0.0.1:{scripted.server_port}"
+    cli = [sys.executable, "-m", "skill_runner_client.cli", "list", "--json", "--server", url]
+    proc = subprocess.Popen(cli, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()  # `| head -0`: gone before anything is printed
+    err = proc.stderr.read().decode()
+    assert (proc.wait(30), err) == (141, "")
