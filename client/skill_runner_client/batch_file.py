@@ -59,6 +59,7 @@ class BatchJob:
 
 def read_batch(path: Path) -> list[BatchJob]:
     """Every job of the file, or BadLine for the first line that is not one."""
+    _check_utf8(path)
     if path.suffix.lower() == ".csv":
         rows = _csv_rows(path)
     else:
@@ -72,6 +73,19 @@ def read_batch(path: Path) -> list[BatchJob]:
         seen[job.key] = line
         jobs.append(job)
     return jobs
+
+
+def _check_utf8(path: Path) -> None:
+    """BadLine naming the first line that is not UTF-8 (the decoder's error names a byte
+    offset into the whole file only)."""
+    with path.open("rb") as fh:
+        for number, raw in enumerate(fh, 1):
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                byte = raw[exc.start : exc.start + 1].hex()
+                reason = f"not UTF-8 (byte 0x{byte} at column {exc.start + 1}): save it as UTF-8"
+                raise BadLine(path, number, reason) from None
 
 
 def _jsonl_rows(path: Path) -> list[tuple[int, dict[str, Any]]]:

@@ -864,3 +864,17 @@ def test_output_piped_into_a_reader_that_stops_ends_quietly(scripted):
     proc.stdout.close()  # `| head -0`: gone before anything is printed
     err = proc.stderr.read().decode()
     assert (proc.wait(30), err) == (141, "")
+
+
+@pytest.mark.parametrize("name", ["jobs.jsonl", "jobs.csv"])
+def test_a_line_that_is_not_utf8_is_named(tmp_path, name):
+    path = tmp_path / name
+    head = "key,skill_id,input.text\n" if name.endswith(".csv") else ""
+    good = "a,s,x\n" if head else '{"key": "a", "skill_id": "s"}\n'
+    bad = (
+        b"b,s,caf\xe9\n" if head else b'{"key": "b", "skill_id": "s", "input": {"t": "caf\xe9"}}\n'
+    )
+    path.write_bytes((head + good).encode() + bad)
+    line = 3 if head else 2
+    with pytest.raises(BadLine, match=rf"{name}:{line}: not UTF-8 \(byte 0xe9 at column \d+\)"):
+        read_batch(path)
