@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import IO, Any, cast
 from urllib.parse import quote
 
-from skill_runner_client.errors import SkillRunnerError
+from skill_runner_client.errors import CONNECTION_FAILED, SkillRunnerError
 from skill_runner_client.inputs import FileSource, build_inputs_zip
 from skill_runner_client.transport import Transport
 from skill_runner_client.types import (
@@ -170,15 +170,16 @@ class RunRoutes:
                 time.sleep(interval)
 
     def events(
-        self, request_id: str, cursor: int = 0, reconnects: int = 10
+        self, request_id: str, cursor: int = 0, reconnects: int = 10, idle_sec: float = 30.0
     ) -> Iterator[dict[str, Any]]:
         """Yield the run's FCMP events (seq > `cursor`) as they happen, until its terminal event
-        (or, for a run that ended without one, the end of the stream). A dropped connection is
-        resumed after the last seq seen (Last-Event-ID): nothing lost, nothing repeated."""
+        (or, for a run that ended without one, the end of the stream). A dropped connection, or
+        one silent for `idle_sec` (the service sends a heartbeat every 5 s), is resumed after
+        the last seq seen (Last-Event-ID): nothing lost, nothing repeated."""
         last, failures = cursor, 0
         while True:
             try:
-                for kind, data in self._sse(request_id, last):
+                for kind, data in self._sse(request_id, last, idle_sec):
                     if kind != "chat_event":
                         continue
                     last, failures = data["seq"], 0
@@ -187,19 +188,30 @@ class RunRoutes:
                         data.get("data") or {}
                     ):
                         return
-                return  # the server closed the stream: the run has ended
+                # closed without the terminal event: the run ended without one, or the service
+                # closed its streams (a restart) while the run goes on, which is resumed
+                if self.get(request_id)["status"] in TERMINAL_STATUSES:
+                    return
+                failures += 1
+                if failures > reconnects:
+                    message = f"the event stream of {request_id} keeps closing; the run goes on"
+                    raise SkillRunnerError(None, CONNECTION_FAILED, message)
             except SkillRunnerError as exc:
-                if isinstance(exc, SkillRunnerError) and exc.status is not None:
+                if exc.status is not None:
                     raise  # an answer (404 ...), not a dropped connection
                 failures += 1
                 if failures > reconnects:
                     raise
-                time.sleep(min(5.0, 0.5 * failures))
+            time.sleep(min(5.0, 0.5 * failures))
 
-    def _sse(self, request_id: str, last: int) -> Iterator[tuple[str, dict[str, Any]]]:
+    def _sse(
+        self, request_id: str, last: int, idle_sec: float
+    ) -> Iterator[tuple[str, dict[str, Any]]]:
         headers = {"Accept": "text/event-stream", "Last-Event-ID": str(last)}
         path = self._path(request_id, "/events")
-        with self._t.stream("GET", path, headers=headers, timeout=None) as r:
+        # a read timeout: a connection gone silent (a host that died, a network cut) ends as
+        # a dropped one and is resumed, where waiting for ever would hang the caller
+        with self._t.stream("GET", path, headers=headers, timeout=idle_sec) as r:
             kind, data = "", ""
             for line in r.iter_lines():
                 if line.startswith("event: "):

@@ -878,3 +878,81 @@ def test_a_line_that_is_not_utf8_is_named(tmp_path, name):
     line = 3 if head else 2
     with pytest.raises(BadLine, match=rf"{name}:{line}: not UTF-8 \(byte 0xe9 at column \d+\)"):
         read_batch(path)
+
+
+class GoesSilent(BaseHTTPRequestHandler):
+    """An event stream whose first connection sends one event and then nothing, never closing
+    (its host gone); the reconnect, after Last-Event-ID 1, gets the terminal event."""
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        self.server.asked.append(self.headers.get("Last-Event-ID"))  # type: ignore[attr-defined]
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.end_headers()
+        if len(self.server.asked) == 1:  # type: ignore[attr-defined]
+            event = {"seq": 1, "type": "raw.stdout", "data": {}}
+            self.wfile.write(f"event: chat_event\nid: 1\ndata: {json.dumps(event)}\n\n".encode())
+            self.wfile.flush()
+            time.sleep(20)
+            return
+        data = {"terminal": True, "to": "succeeded"}
+        event = {"seq": 2, "type": "conversation.state.changed", "data": data}
+        self.wfile.write(f"event: chat_event\nid: 2\ndata: {json.dumps(event)}\n\n".encode())
+
+    def log_message(self, *_args) -> None:
+        pass
+
+
+def test_an_event_stream_gone_silent_is_resumed_after_the_last_event():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), GoesSilent)
+    server.asked, server.daemon_threads = [], True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        with Client(f"http://127.0.0.1:{server.server_port}") as client:
+            seqs = [event["seq"] for event in client.jobs.events("r", idle_sec=1.0)]
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert (seqs, server.asked) == ([1, 2], ["0", "1"])
+
+
+class ClosesEarly(BaseHTTPRequestHandler):
+    """The first event stream ends after one event while the run goes on (the service
+    restarting); the reconnect, after Last-Event-ID 1, gets the terminal event."""
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        if not self.path.endswith("/events"):  # the run's status
+            body = json.dumps({"request_id": "r", "status": "running"}).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return
+        self.server.asked.append(self.headers.get("Last-Event-ID"))  # type: ignore[attr-defined]
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        if len(self.server.asked) == 1:  # type: ignore[attr-defined]
+            event = {"seq": 1, "type": "raw.stdout", "data": {}}
+        else:
+            data = {"terminal": True, "to": "succeeded"}
+            event = {"seq": 2, "type": "conversation.state.changed", "data": data}
+        self.wfile.write(f"event: chat_event\ndata: {json.dumps(event)}\n\n".encode())
+        self.close_connection = True
+
+    def log_message(self, *_args) -> None:
+        pass
+
+
+def test_an_event_stream_closed_while_the_run_goes_on_is_resumed():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), ClosesEarly)
+    server.asked, server.daemon_threads = [], True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        with Client(f"http://127.0.0.1:{server.server_port}") as client:
+            seqs = [event["seq"] for event in client.jobs.events("r")]
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert (seqs, server.asked) == ([1, 2], ["0", "1"])
