@@ -181,7 +181,7 @@ class BatchRun:
                 elif exc.status in (401, 403):  # the token, not the job: every job would follow
                     self._fail(exc)
                 elif exc.status is not None and 400 <= exc.status < 500:
-                    note = f"{exc.code}: {exc.message}"
+                    note = f"{exc.code}: {exc.explained()}"
                     self._record(job, None, "rejected", exc.code, 0.0, False, note)
                 else:
                     self._fail(exc)

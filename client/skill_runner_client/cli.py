@@ -200,7 +200,7 @@ def main(argv: list[str] | None = None, prog: str = "skill-runner-client") -> in
         if args.json:
             print(json.dumps(exc.body), file=sys.stderr)
         else:
-            print(f"{prog}: {exc.code}: {exc.message}", file=sys.stderr)
+            print(f"{prog}: {exc.code}: {exc.explained()}", file=sys.stderr)
         return 1
     except (ValueError, OSError, BatchAborted, TimeoutError) as exc:
         if args.json:  # as the service's error body, under a code of the client's own

@@ -40,6 +40,19 @@ class SkillRunnerError(Exception):
             }
         }
 
+    def explained(self) -> str:
+        """The message, followed by the service's per-field errors (`details.errors`) that it
+        does not already name: "input does not match the skill's input schema" says no more."""
+        errors = self.details.get("errors")
+        if not isinstance(errors, list):
+            return self.message
+        listed = [
+            f"{e.get('path') or '(root)'}: {e['message']}"
+            for e in errors
+            if isinstance(e, dict) and e.get("message") and str(e["message"]) not in self.message
+        ]
+        return f"{self.message}: {'; '.join(listed)}" if listed else self.message
+
     @classmethod
     def from_response(cls, status: int, body: Any, text: str) -> SkillRunnerError:
         """From an error answer; one that is not the API's body keeps its first 500 chars."""

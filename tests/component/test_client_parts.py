@@ -956,3 +956,33 @@ def test_an_event_stream_closed_while_the_run_goes_on_is_resumed():
         server.shutdown()
         server.server_close()
     assert (seqs, server.asked) == ([1, 2], ["0", "1"])
+
+
+def test_a_refusal_names_the_fields_the_service_lists_in_its_details(scripted, capsys, tmp_path):
+    errors = [
+        {"message": "'text' is a required property", "path": "", "validator": "required"},
+        {"message": "5 is not of type 'string'", "path": "title", "validator": "type"},
+    ]
+    refused = {
+        "code": "SCHEMA_VALIDATION_FAILED",
+        "message": "input does not match the skill's input schema",
+        "details": {"schema": "input", "errors": errors},
+        "request_id": "h",
+    }
+    scripted.script += [(400, {}, {"error": refused})] * 2
+    url = f"http://127.0.0.1:{scripted.server_port}"
+    assert cli_main(["submit", "s", "-i", "title=5", "--server", url]) == 1
+    explained = (
+        "SCHEMA_VALIDATION_FAILED: input does not match the skill's input schema: "
+        "(root): 'text' is a required property; title: 5 is not of type 'string'"
+    )
+    assert capsys.readouterr().err == f"skill-runner-client: {explained}\n"
+    jobs = tmp_path / "jobs.jsonl"
+    jobs.write_text('{"key": "a", "skill_id": "s", "input": {"title": 5}}\n')
+    assert cli_main(["batch", str(jobs), "--out", str(tmp_path / "out"), "--server", url]) == 1
+    assert f"failed: a {explained}" in capsys.readouterr().err
+    message = "parameter does not match: n: 0 is less than the minimum of 1"  # named already
+    error = SkillRunnerError(
+        400, "X", message, {"errors": [{"message": "0 is less than the minimum of 1", "path": "n"}]}
+    )
+    assert error.explained() == message
