@@ -57,8 +57,9 @@ class BatchJob:
         return "batch-" + digest.hexdigest()[:40]
 
 
-def read_batch(path: Path) -> list[BatchJob]:
-    """Every job of the file, or BadLine for the first line that is not one."""
+def read_batch(path: Path, base: Path | None = None) -> list[BatchJob]:
+    """Every job of the file, or BadLine for the first line that is not one. Input files are
+    relative to `base` (default: the file's folder)."""
     _check_utf8(path)
     if path.suffix.lower() == ".csv":
         rows = _csv_rows(path)
@@ -67,7 +68,7 @@ def read_batch(path: Path) -> list[BatchJob]:
     jobs: list[BatchJob] = []
     seen: dict[str, int] = {}
     for line, row in rows:
-        job = _job(path, line, row)
+        job = _job(path, line, row, path.parent if base is None else base)
         if job.key in seen:
             raise BadLine(path, line, f"key '{job.key}' repeats line {seen[job.key]}")
         seen[job.key] = line
@@ -154,7 +155,7 @@ def _scalar(text: str) -> Any:
         return text
 
 
-def _job(path: Path, line: int, merged: dict[str, Any]) -> BatchJob:
+def _job(path: Path, line: int, merged: dict[str, Any], base: Path) -> BatchJob:
     unknown = sorted(set(merged) - FIELDS)
     if unknown:
         raise BadLine(path, line, f"unknown field(s): {', '.join(unknown)}")
@@ -175,7 +176,7 @@ def _job(path: Path, line: int, merged: dict[str, Any]) -> BatchJob:
     for field_name, file_path in (merged.get("files") or {}).items():
         if not isinstance(file_path, str):
             raise BadLine(path, line, f"files.{field_name} must be a path")
-        resolved = (path.parent / file_path).resolve()  # relative to the batch file
+        resolved = (base / file_path).resolve()
         if not resolved.is_file():
             raise BadLine(path, line, f"files.{field_name}: no file at {file_path}")
         files[field_name] = str(resolved)

@@ -16,18 +16,23 @@ from skill_runner_client import commands
 from skill_runner_client.batch import BatchAborted, BatchOptions, BatchRun
 from skill_runner_client.batch_file import BadLine, read_batch
 from skill_runner_client.client import DEFAULT_URL, Client
-from skill_runner_client.errors import SkillRunnerError
+from skill_runner_client.errors import OutputNotWritable, SkillRunnerError
 
+STDIN_FILE = "stdin.jsonl"
 USAGE_ERROR, INTERRUPTED, BROKEN_PIPE = 2, 130, 141  # 141: 128 + SIGPIPE, as a shell has it
 
 
 def batch(args: argparse.Namespace, client: Client) -> int:
-    path = Path(args.jobs_file)
+    path, base = Path(args.jobs_file), None
+    if args.jobs_file == "-":  # JSON Lines on stdin, kept in --out: its path keys the jobs
+        if not args.out:
+            raise ValueError("batch - (the jobs on stdin) needs --out DIR")
+        path, base = keep_stdin(Path(args.out)), Path.cwd()
     if not path.is_file():
         print(f"{args.prog}: no batch file at {path}", file=sys.stderr)
         return USAGE_ERROR
     try:
-        jobs = read_batch(path)  # every line checked before anything is sent
+        jobs = read_batch(path, base)  # every line checked before anything is sent
     except (BadLine, OSError, UnicodeDecodeError) as exc:
         print(f"{args.prog}: bad batch file: {exc}; nothing was submitted", file=sys.stderr)
         return USAGE_ERROR
@@ -40,6 +45,21 @@ def batch(args: argparse.Namespace, client: Client) -> int:
     if args.json:
         print(json.dumps({"summary": str(out / "summary.jsonl"), "exit_code": code}))
     return code
+
+
+def keep_stdin(out: Path) -> Path:
+    """stdin's jobs as `out`/stdin.jsonl (written whole): the batch file of a batch read from
+    a pipe, so its jobs' keys, and `--resume` with the same lines piped again, work as for a
+    file."""
+    path = out / STDIN_FILE
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        part = path.with_name(STDIN_FILE + ".part")
+        part.write_bytes(sys.stdin.buffer.read())
+        os.replace(part, path)
+    except OSError as exc:
+        raise OutputNotWritable(path, exc) from None
+    return path
 
 
 def _common(parser: argparse.ArgumentParser, defaults: bool) -> None:
@@ -92,7 +112,9 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=_seconds, help="with --wait: give up after this many seconds")
 
     p = command("batch", batch, "run every job of a JSON Lines or CSV file")
-    p.add_argument("jobs_file", metavar="JOBS_FILE")
+    p.add_argument(
+        "jobs_file", metavar="JOBS_FILE", help="- reads JSON Lines from stdin (with --out)"
+    )
     p.add_argument("--concurrency", type=_positive, default=8, help="requests at once (8)")
     p.add_argument(
         "--max-queued", type=_positive, default=500, help="jobs submitted, not yet done (500)"

@@ -986,3 +986,29 @@ def test_a_refusal_names_the_fields_the_service_lists_in_its_details(scripted, c
         400, "X", message, {"errors": [{"message": "0 is less than the minimum of 1", "path": "n"}]}
     )
     assert error.explained() == message
+
+
+def test_a_batch_reads_its_jobs_from_stdin_and_resumes_with_them_piped_again(
+    scripted, capsys, tmp_path, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "n.txt").write_text("7\n")  # relative to where the command runs
+    lines = (
+        b'{"key": "a", "skill_id": "s", "files": {"f": "n.txt"}}\n{"key": "b", "skill_id": "s"}\n'
+    )
+    created = [(200, {}, {"request_id": f"r{i}", "status": "queued"}) for i in range(2)]
+    upload = (200, {}, {"request_id": "r0", "status": "queued", "extracted_files": ["f.txt"]})
+    result = {"request_id": "r1", "result": {"status": "succeeded", "data": {}}}
+    scripted.script += [created[0], upload, created[1], (200, {}, result), (200, {}, result)]
+    url = f"http://127.0.0.1:{scripted.server_port}"
+    args = ["batch", "-", "--out", "out", "--concurrency", "1", "--server", url]
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(lines)))
+    assert cli_main(args) == 0
+    assert sorted(p.name for p in (tmp_path / "out" / "results").iterdir()) == ["a.json", "b.json"]
+    assert (tmp_path / "out" / "stdin.jsonl").read_bytes() == lines
+    seen = len(scripted.seen)
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(lines)))
+    assert cli_main([*args, "--resume"]) == 0  # the same lines piped again: both are done
+    assert len(scripted.seen) == seen
+    assert cli_main(["batch", "-", "--server", url]) == 2
+    assert capsys.readouterr().err.endswith("batch - (the jobs on stdin) needs --out DIR\n")
