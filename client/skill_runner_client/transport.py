@@ -14,7 +14,7 @@ from typing import Any, cast
 from urllib.parse import urlencode, urlsplit
 
 import urllib3
-from urllib3.exceptions import HTTPError
+from urllib3.exceptions import ConnectTimeoutError, HTTPError
 
 from skill_runner_client import multipart
 from skill_runner_client.errors import (
@@ -42,6 +42,11 @@ def retry_after_sec(value: str | None, default: float) -> float:
     except (TypeError, ValueError):
         return default
     return max(0.0, when.timestamp() - time.time())
+
+
+class NotSent(SkillRunnerError):
+    """No connection was made (refused, or none within the connect timeout): the request never
+    reached the service, so sending it again is safe whatever it is."""
 
 
 class Response:
@@ -139,8 +144,9 @@ class Transport:
         **kwargs: Any,
     ) -> Response:
         """Send and return a 2xx answer; raise SkillRunnerError otherwise. `rewind` resets a
-        file body before each retry; a lost connection is retried only when repeating the
-        request is safe (GET, or a POST with an Idempotency-Key). `params`, `json`, `data`
+        file body before each retry; a connection that could not be made is retried for any
+        request, one lost once made only when repeating the request is safe (GET, or a POST
+        with an Idempotency-Key). `params`, `json`, `data`
         (form fields), `files` (field -> (filename, file, type)) and `timeout` as in requests."""
         if safe_to_repeat is None:
             safe_to_repeat = method == "GET" or "Idempotency-Key" in (headers or {})
@@ -150,8 +156,9 @@ class Transport:
                 rewind()
             try:
                 response = self._send(method, path, headers, False, **kwargs)
-            except SkillRunnerError:
-                if not safe_to_repeat or attempt >= self.max_retries:
+            except SkillRunnerError as exc:
+                repeat = safe_to_repeat or isinstance(exc, NotSent)
+                if not repeat or attempt >= self.max_retries:
                     raise
                 self._sleep(None, attempt)
                 attempt += 1
@@ -234,6 +241,8 @@ class Transport:
                 preload_content=not streamed,
                 redirect=False,
             )
+        except ConnectTimeoutError as exc:  # refused too (NewConnectionError)
+            raise NotSent(None, CONNECTION_FAILED, f"{method} {path}: {exc}") from exc
         except HTTPError as exc:
             raise SkillRunnerError(None, CONNECTION_FAILED, f"{method} {path}: {exc}") from exc
         return Response(raw, streamed)

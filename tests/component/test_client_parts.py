@@ -1012,3 +1012,28 @@ def test_a_batch_reads_its_jobs_from_stdin_and_resumes_with_them_piped_again(
     assert len(scripted.seen) == seen
     assert cli_main(["batch", "-", "--server", url]) == 2
     assert capsys.readouterr().err.endswith("batch - (the jobs on stdin) needs --out DIR\n")
+
+
+def test_a_post_that_could_not_connect_is_sent_again_once_the_service_is_back():
+    probe = ThreadingHTTPServer(("127.0.0.1", 0), Scripted)
+    port = probe.server_port
+    probe.server_close()  # nothing listens there: the service is restarting
+    answer = {"request_id": "r", "accepted": True, "status": "canceled"}
+    started: list[ThreadingHTTPServer] = []
+
+    def come_back() -> None:
+        time.sleep(0.7)
+        server = ThreadingHTTPServer(("127.0.0.1", port), Scripted)
+        server.script, server.seen, server.tokens = [(200, {}, answer)], [], []
+        started.append(server)
+        server.serve_forever()
+
+    threading.Thread(target=come_back, daemon=True).start()
+    try:
+        with Client(f"http://127.0.0.1:{port}") as client:  # cancel is a POST without a key
+            assert client.jobs.cancel("r")["accepted"] is True
+        assert started[0].seen == ["/v1/jobs/r/cancel"]
+    finally:
+        for server in started:
+            server.shutdown()
+            server.server_close()
