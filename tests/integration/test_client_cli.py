@@ -151,6 +151,27 @@ def test_a_csv_batch_with_a_refused_line_exits_1(served, tmp_path):
     assert json.loads(answer.stdout)["exit_code"] == 1
 
 
+def test_a_line_without_the_file_its_skill_takes_fails_and_the_batch_ends(served, tmp_path):
+    (tmp_path / "n.txt").write_text("30\n")
+    jobs = tmp_path / "jobs.jsonl"
+    jobs.write_text(
+        '{"key": "with", "skill_id": "demo-prime-number", "files": {"input_file": "n.txt"}}\n'
+        '{"key": "without", "skill_id": "demo-prime-number"}\n'
+    )
+    out = tmp_path / "out"
+    answer = cli(served, "batch", str(jobs), "--out", str(out), timeout=60)  # it never ended
+    assert answer.returncode == 1, answer.stderr
+    entries = {e["key"]: e for e in summary(out)}
+    assert entries["with"]["status"] == "succeeded"
+    assert (entries["without"]["status"], entries["without"]["error_code"]) == (
+        "failed",
+        "INPUT_FILE_MISSING",
+    )
+    submitted = cli(served, "submit", "demo-prime-number", "--wait", "--json", timeout=60)
+    assert submitted.returncode == 1, submitted.stderr
+    assert json.loads(submitted.stdout)["result"]["error"]["code"] == "INPUT_FILE_MISSING"
+
+
 def test_install_takes_a_skill_folder_and_leaves_its_caches_out(served, client, tmp_path):
     folder = tmp_path / "cli-folder"
     for rel, text in echo_skill("cli-folder", message="from a folder").items():
