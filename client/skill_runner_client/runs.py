@@ -262,15 +262,24 @@ class RunRoutes:
         if not dest.parent.exists():  # (a file there: opening below says "Not a directory")
             dest.parent.mkdir(parents=True, exist_ok=True)
         part = dest.with_name(dest.name + ".part")
-        try:
-            with self._t.stream("GET", path) as response, part.open("wb") as out:
-                for chunk in response.iter_bytes(256 * 1024):
-                    out.write(chunk)
-            os.replace(part, dest)
-        except BaseException:
-            part.unlink(missing_ok=True)
-            raise
-        return dest
+        attempt = 0
+        while True:
+            try:
+                with self._t.stream("GET", path) as response, part.open("wb") as out:
+                    for chunk in response.iter_bytes(256 * 1024):
+                        out.write(chunk)
+                os.replace(part, dest)
+                return dest
+            except SkillRunnerError as exc:
+                part.unlink(missing_ok=True)
+                if exc.status is not None or attempt >= self._t.max_retries:
+                    raise
+                # the connection dropped mid-body (a restart): the download starts over
+                time.sleep(min(2.0**attempt * 0.5, self._t.max_retry_wait))
+                attempt += 1
+            except BaseException:
+                part.unlink(missing_ok=True)
+                raise
 
 
 def is_not_found(exc: SkillRunnerError) -> bool:

@@ -1037,3 +1037,33 @@ def test_a_post_that_could_not_connect_is_sent_again_once_the_service_is_back():
         for server in started:
             server.shutdown()
             server.server_close()
+
+
+class CutsTheFirstDownload(BaseHTTPRequestHandler):
+    """A bundle of 100 bytes whose first download stops after 10 (the service restarting)."""
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        self.server.asked += 1  # type: ignore[attr-defined]
+        self.send_response(200)
+        self.send_header("Content-Type", "application/zip")
+        self.send_header("Content-Length", "100")
+        self.end_headers()
+        self.wfile.write(b"z" * (10 if self.server.asked == 1 else 100))  # type: ignore[attr-defined]
+        self.close_connection = True
+
+    def log_message(self, *_args) -> None:
+        pass
+
+
+def test_a_download_cut_off_mid_body_starts_over_and_is_written_whole(tmp_path):
+    server = ThreadingHTTPServer(("127.0.0.1", 0), CutsTheFirstDownload)
+    server.asked, server.daemon_threads = 0, True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        with Client(f"http://127.0.0.1:{server.server_port}") as client:
+            path = client.jobs.download_bundle("r", tmp_path / "bundle.zip")
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert (path.read_bytes(), server.asked) == (b"z" * 100, 2)
+    assert not list(tmp_path.glob("*.part"))
