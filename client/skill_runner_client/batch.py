@@ -17,7 +17,12 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import IO, Any
+
+try:
+    import fcntl
+except ImportError:  # Windows: batches there are not locked
+    fcntl = None  # type: ignore[assignment]
 
 from skill_runner_client.batch_file import BatchJob
 from skill_runner_client.client import Client
@@ -30,6 +35,7 @@ QUEUE_FULL, QUEUE_FULL_PAUSE_SEC = "QUEUE_FULL", 1.0
 # each job sent again (its key answers the same job) or its result asked again
 OUTAGE_SEC, OUTAGE_PAUSE_MAX_SEC, OUTAGE_STATUSES = 600.0, 30.0, (502, 503, 504)
 SUMMARY = "summary.jsonl"
+LOCK = "batch.lock"  # held by the batch running in --out
 OWNER = "batch_file.txt"  # the real path of the batch file whose batch --out holds
 WAITING = "waiting_user"
 # summary statuses --resume sends again: refused jobs (not on the service) and jobs waiting
@@ -117,6 +123,7 @@ class BatchRun:
             )
         try:
             self.results_dir.mkdir(parents=True, exist_ok=True)
+            self._lock_file = _lock(self.options.out)
             if owner is None:
                 (self.options.out / OWNER).write_text(mine + "\n", encoding="utf-8")
             done = read_summary(self.options.out)
@@ -148,6 +155,7 @@ class BatchRun:
             self.progress.finish()
             with self._lock:
                 self._summary.close()
+            self._lock_file.close()  # the lock goes with it
         if self._failure is not None:
             raise BatchAborted(f"the batch stopped: {self._failure}; --resume continues it")
         return 0 if self.progress.failed == 0 else 1
@@ -376,6 +384,23 @@ class BatchRun:
             if self._failure is None:
                 self._failure = exc
         self._done.set()
+
+
+def _lock(out: Path) -> IO[bytes]:
+    """An exclusive lock on `out`, held while the batch runs: a second batch there (a --resume
+    started while the first goes on) would rewrite the summary under the first one, whose
+    later lines would then be lost. ValueError when another holds it."""
+    fh = (out / LOCK).open("ab")
+    if fcntl is None:
+        return fh
+    try:
+        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        fh.close()
+        raise ValueError(
+            f"another batch is running in {out}: let it end (or stop it) first"
+        ) from None
+    return fh
 
 
 def _owner(out: Path) -> str | None:

@@ -1067,3 +1067,25 @@ def test_a_download_cut_off_mid_body_starts_over_and_is_written_whole(tmp_path):
         server.server_close()
     assert (path.read_bytes(), server.asked) == (b"z" * 100, 2)
     assert not list(tmp_path.glob("*.part"))
+
+
+def test_a_second_batch_in_the_same_out_is_refused_while_the_first_runs(scripted, capsys, tmp_path):
+    import fcntl
+
+    jobs = tmp_path / "jobs.jsonl"
+    jobs.write_text('{"key": "a", "skill_id": "s"}\n')
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "summary.jsonl").write_text('{"key": "old", "status": "succeeded"}\n')
+    result = {"request_id": "r", "result": {"status": "succeeded", "data": {}}}
+    scripted.script += [(200, {}, {"request_id": "r", "status": "queued"}), (200, {}, result)]
+    url = f"http://127.0.0.1:{scripted.server_port}"
+    with (out / "batch.lock").open("ab") as running:  # the first batch, still going
+        fcntl.flock(running, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        args = ["batch", str(jobs), "--out", str(out), "--resume", "--server", url]
+        assert cli_main(args) == 2
+    assert capsys.readouterr().err == (
+        f"skill-runner-client: another batch is running in {out}: let it end (or stop it) first\n"
+    )
+    assert scripted.seen == []
+    assert (out / "summary.jsonl").read_text() == '{"key": "old", "status": "succeeded"}\n'
