@@ -113,7 +113,10 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
 
     p = command("batch", batch, "run every job of a JSON Lines or CSV file")
     p.add_argument(
-        "jobs_file", metavar="JOBS_FILE", help="- reads JSON Lines from stdin (with --out)"
+        "jobs_file",
+        metavar="JOBS_FILE",
+        help="a .jsonl file (one job object a line) or a .csv file; - reads JSON Lines from "
+        "stdin (with --out)",
     )
     p.add_argument("--concurrency", type=_positive, default=8, help="requests at once (8)")
     p.add_argument(
