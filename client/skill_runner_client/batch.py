@@ -412,10 +412,15 @@ def _owner(out: Path) -> str | None:
 
 
 def _write_json(path: Path, body: Any) -> None:
-    """Whole or not at all: a crash never leaves half a result."""
+    """Whole or not at all: a crash never leaves half a result. Its bytes reach the disk
+    before its name and before its summary line, so a power cut cannot leave an empty
+    result for a job the summary says is done."""
     part = path.with_name(path.name + ".part")
     try:
-        part.write_text(json.dumps(body, indent=2, ensure_ascii=False), encoding="utf-8")
+        with part.open("w", encoding="utf-8") as fh:
+            fh.write(json.dumps(body, indent=2, ensure_ascii=False))
+            fh.flush()
+            os.fsync(fh.fileno())
         os.replace(part, path)
     except OSError as exc:
         raise OutputNotWritable(path, exc) from None

@@ -1089,3 +1089,29 @@ def test_a_second_batch_in_the_same_out_is_refused_while_the_first_runs(scripted
     )
     assert scripted.seen == []
     assert (out / "summary.jsonl").read_text() == '{"key": "old", "status": "succeeded"}\n'
+
+
+def test_a_result_is_on_disk_before_it_is_named_and_counted_done(scripted, tmp_path, monkeypatch):
+    from skill_runner_client import batch
+
+    jobs = tmp_path / "jobs.jsonl"
+    jobs.write_text('{"key": "a", "skill_id": "s"}\n')
+    out = tmp_path / "out"
+    steps: list[str] = []
+    fsync, replace = os.fsync, os.replace
+
+    def synced(fd: int) -> None:
+        steps.append(f"fsync {Path(os.readlink(f'/proc/self/fd/{fd}')).name}")
+        fsync(fd)
+
+    def renamed(src, dst) -> None:
+        steps.append(f"replace {Path(dst).name}")
+        replace(src, dst)
+
+    monkeypatch.setattr(batch.os, "fsync", synced)
+    monkeypatch.setattr(batch.os, "replace", renamed)
+    result = {"request_id": "r", "result": {"status": "succeeded", "data": {}}}
+    scripted.script += [(200, {}, {"request_id": "r", "status": "queued"}), (200, {}, result)]
+    url = f"http://127.0.0.1:{scripted.server_port}"
+    assert cli_main(["batch", str(jobs), "--out", str(out), "--server", url]) == 0
+    assert steps[-2:] == ["fsync a.json.part", "replace a.json"]
