@@ -126,6 +126,7 @@ class ErrorCode(StrEnum):
     NETWORK_REFUSED = "NETWORK_REFUSED"
     NETWORK_RESTRICTED = "NETWORK_RESTRICTED"
     RUNTIME_OPTION_IGNORED = "RUNTIME_OPTION_IGNORED"
+    MODEL_IGNORED = "MODEL_IGNORED"
     ENGINE_VERSION_UNTESTED = "ENGINE_VERSION_UNTESTED"
 
 
@@ -353,6 +354,9 @@ CATALOGUE: dict[ErrorCode, CodeUse] = {
     ),
     _C.RUNTIME_OPTION_IGNORED: CodeUse(
         (WARNING,), "runtime_options held keys this service does not act on (kept, unused)"
+    ),
+    _C.MODEL_IGNORED: CodeUse(
+        (WARNING,), "the request named a model, and nothing in the run runs on an engine"
     ),
     _C.ENGINE_VERSION_UNTESTED: CodeUse(
         (WARNING,), "an engine upgrade's version is not in the tested matrix (or is `latest`)"

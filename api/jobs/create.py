@@ -24,6 +24,7 @@ from api.zip_bodies import holds_no_files, receive_inputs, upload_lock
 from runner_core import run_env
 from runner_core.error_codes import ErrorCode
 from runner_core.inputs import file_fields
+from runner_core.openevo.engines import is_composite
 from runner_core.queues import queue_for, task_label
 from runner_core.results import RunError
 from runner_core.runtime_options import RuntimeOptions, withheld
@@ -79,6 +80,8 @@ def create_job(
     checked = {**body, "input": {k: v for k, v in inline.items() if k not in bound}}
     engine, parameter = check_request(pkg, checked)
     body = {**body, "model": checked.get("model")}  # as the request's effort shaped it
+    # a composite runs on no engine itself: the engine is its llm steps' (in its request)
+    run_engine = None if is_composite(pkg) else engine
     needs_upload = _needs_upload(pkg, bound)
     token = workspace.cache_token if workspace else None
     key = (
@@ -107,7 +110,7 @@ def create_job(
     now = utcnow()
     payload = {
         "skill_id": pkg.id,
-        "engine": engine,
+        "engine": engine,  # a composite's: its llm steps' (worker.composite.children)
         "parameter": body.get("parameter") or {},
         "input": inline,
         "model": body.get("model"),
@@ -121,7 +124,7 @@ def create_job(
         kind=kind,
         skill_id=pkg.id,
         skill_version=pkg.version,
-        engine=engine,
+        engine=run_engine,
         model=body.get("model"),
         parameter=parameter,
         input=inline,
@@ -154,7 +157,7 @@ def create_job(
     )
     if dispatch is not None:
         context.queue_bound().accepted()
-        submit(pkg, run_id, engine, options, dispatch.task_id, request_id)
+        submit(pkg, run_id, run_engine, options, dispatch.task_id, request_id)
     return accepted
 
 

@@ -3,6 +3,7 @@ inline input against the skill; file inputs are checked when they are uploaded."
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from api import context
@@ -24,6 +25,7 @@ from runner_core.inputs import (
     upload_listing,
     validate_parameters,
 )
+from runner_core.openevo.engines import default_engine, is_composite, steps_refusing
 from runner_core.runtime_options import RuntimeOptions
 from runner_core.skills import SkillPackage
 from runner_core.tokens import priced, prices_at
@@ -41,8 +43,9 @@ def check_request(pkg: SkillPackage, body: dict[str, Any]) -> tuple[str | None, 
     manifest = pkg.loaded_manifest
     engine = body.get("engine")
     needs_engine = manifest.entrypoint.type in ("prompt", "hybrid")
-    if engine is None and needs_engine:
-        engine = next((e for e in pkg.effective_engines if e not in RETIRED), None)
+    steps = pkg.llm_steps if is_composite(pkg) else None
+    if engine is None and (needs_engine or steps):
+        engine = default_engine(pkg)
     if engine in RETIRED:
         raise ApiError(
             400,
@@ -50,8 +53,10 @@ def check_request(pkg: SkillPackage, body: dict[str, Any]) -> tuple[str | None, 
             f"engine '{engine}' is retired: {RETIRED[engine]}",
             {"engine": engine, "reason": RETIRED[engine]},
         )
+    if engine is not None and is_composite(pkg):
+        check_steps_engine(pkg, engine)
     if (engine is not None and engine not in pkg.effective_engines) or (
-        engine is None and needs_engine
+        engine is None and (needs_engine or steps)
     ):
         named = (
             f"engine '{engine}' is not" if engine is not None else "no engine this service has is"
@@ -83,9 +88,13 @@ def check_request(pkg: SkillPackage, body: dict[str, Any]) -> tuple[str | None, 
             model_error,
             {"engine": engine, "model": body.get("model")},
         )
-    check_usd_budget(engine, body.get("model"), body["runtime_options"])
+    if steps is None:  # a composite's budget is enforced on no run: not refused for its engine
+        check_usd_budget(engine, body.get("model"), body["runtime_options"])
     if engine is not None:
-        check_engine_config(pkg, engine, body.get("model"), body["runtime_options"])
+        for skill_dir, skill_id in _engine_skills(pkg, steps):
+            check_engine_config(
+                skill_dir, skill_id, engine, body.get("model"), body["runtime_options"]
+            )
     try:
         parameter = validate_parameters(pkg.parameter_schema, body.get("parameter"))
     except InputError as exc:
@@ -109,8 +118,42 @@ def check_runtime_options(options: dict[str, Any], request_id: str | None = None
         )
 
 
+def check_steps_engine(pkg: SkillPackage, engine: str) -> None:
+    """400 SKILL_ENGINE_UNSUPPORTED naming why a composite cannot run on `engine`: it reaches
+    no llm skill (nothing in it runs on an engine), or which of its llm skills do not run on it."""
+    steps = pkg.llm_steps or []
+    refusing = steps_refusing(steps, engine)
+    if steps and not refusing:
+        return
+    if not steps:
+        message = (
+            f"skill '{pkg.id}' runs on no engine: none of its steps is an llm skill "
+            "(name no engine for it)"
+        )
+    else:
+        message = (
+            f"engine '{engine}' is not supported by skill '{pkg.id}': its llm step "
+            + ", ".join(f"'{name}'" for name in refusing)
+            + " does not run on it"
+        )
+    raise ApiError(
+        400,
+        ErrorCode.SKILL_ENGINE_UNSUPPORTED,
+        message,
+        {"engine": engine, "effective_engines": pkg.effective_engines, "steps": refusing},
+    )
+
+
+def _engine_skills(pkg: SkillPackage, steps: list[Any] | None) -> list[tuple[Path, str]]:
+    """The skills whose engine config a job's engine and model go to: the skill itself, or
+    a composite's llm skills."""
+    if steps is None:
+        return [(pkg.root, pkg.id)]
+    return [(step.root, step.skill) for step in steps]
+
+
 def check_engine_config(
-    pkg: SkillPackage, engine: str, model: str | None, options: dict[str, Any]
+    skill_dir: Path, skill_id: str, engine: str, model: str | None, options: dict[str, Any]
 ) -> None:
     """400 ENGINE_CONFIG_INVALID naming the key, for what would fail the run once its CLI is
     set up: a config layer (the skill's files, the request's `<engine>_config`) that does not
@@ -127,15 +170,15 @@ def check_engine_config(
     if problem is None:
         user = {"model": model, f"{engine}_config": settings}
         try:
-            merged = load_engine_config(engine, skill_dir=pkg.root, user=user)
+            merged = load_engine_config(engine, skill_dir=skill_dir, user=user)
             check_setting_types(
-                engine, merged.get("settings") or {}, skill_dir=pkg.root, sent=settings
+                engine, merged.get("settings") or {}, skill_dir=skill_dir, sent=settings
             )
         except EngineConfigError as exc:
             problem = str(exc)
     if problem is not None:
         raise ApiError(
-            400, ErrorCode.ENGINE_CONFIG_INVALID, problem, {"engine": engine, "skill_id": pkg.id}
+            400, ErrorCode.ENGINE_CONFIG_INVALID, problem, {"engine": engine, "skill_id": skill_id}
         )
 
 

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from runner_core.openevo.engines import common_engines, is_composite, llm_steps
 from runner_core.skills.model import SkillPackage
 
 
 def check_graph(openevo: list[SkillPackage], skill_md_ids: set[str]) -> list[SkillPackage]:
     """The skill.json skills in the same order, each with the errors the others cause added
-    (copies; the memoized packages are left as they are)."""
+    and a composite with the engines of the llm skills it reaches (copies; the memoized
+    packages are left as they are)."""
     extra: dict[int, list[str]] = {id(p): [] for p in openevo}
     by_name: dict[str, SkillPackage] = {}
     for pkg in openevo:
@@ -30,7 +32,18 @@ def check_graph(openevo: list[SkillPackage], skill_md_ids: set[str]) -> list[Ski
         for name in set(cycle):
             extra[id(by_name[name])].append("call cycle: " + " -> ".join(cycle))
     _invalid_callees(by_name, edges, extra)
-    return [replace(p, errors=p.errors + extra[id(p)]) if extra[id(p)] else p for p in openevo]
+    return [_with_engines(p, by_name, extra[id(p)]) for p in openevo]
+
+
+def _with_engines(pkg: SkillPackage, by_name, errors: list[str]) -> SkillPackage:
+    """`pkg` with the errors found across skills and, for a composite, the llm skills it
+    reaches and the engines all of them run on (its effective engines)."""
+    if not is_composite(pkg):
+        return replace(pkg, errors=pkg.errors + errors) if errors else pkg
+    steps = llm_steps(pkg, by_name.get)
+    return replace(
+        pkg, errors=pkg.errors + errors, llm_steps=steps, effective_engines=common_engines(steps)
+    )
 
 
 def _invalid_callees(by_name, edges, extra) -> None:

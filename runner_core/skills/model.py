@@ -95,6 +95,9 @@ class SkillPackage:
     warnings: list[str] = field(default_factory=list)
     format: str = "SKILL.md"  # or "skill.json" (openEvo; `openevo` then holds its spec)
     openevo: Any = None
+    # a skill.json composite's llm skills (runner_core.openevo.engines.LlmStep), reached through
+    # its steps; None when not looked for (a package loaded alone, not from the registry)
+    llm_steps: list[Any] | None = None
 
     @property
     def health(self) -> str:

@@ -150,3 +150,19 @@ def test_a_missing_optional_input_leaves_the_key_out_so_defaults_apply(stack):
     rid = start(stack, "optional_through", {"tag": "given", "note": "n", "ms": 5})
     assert stack.wait(rid, 60)["status"] == "succeeded"
     assert result_of(stack, rid)["data"] == {"tag": "given", "note": "n"}
+
+
+@SQLITE_ONLY
+def test_a_model_nothing_runs_is_named_in_a_warning_not_dropped_silently(stack):
+    # a composite without llm steps (code steps only) and a code skill run no engine: the model
+    # a client sent is kept as sent and the run says it was not used
+    for skill_id, inline in (("text_report", {"text": TEXT}), ("shout", {"text": "quiet"})):
+        body = {"skill_id": skill_id, "input": inline, "model": "some-model"}
+        resp = stack.client.post("/v1/jobs", json=body)
+        assert resp.status_code == 200, resp.json
+        status = stack.wait(resp.json["request_id"], 90)
+        assert status["status"] == "succeeded", status
+        (warning,) = [w for w in status["warnings"] if w["code"] == "MODEL_IGNORED"]
+        assert warning["details"] == {"model": "some-model"}, warning
+    plain = stack.wait(start(stack, "shout", {"text": "no model"}), 60)
+    assert [w for w in plain["warnings"] if w["code"] == "MODEL_IGNORED"] == []

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -14,6 +14,12 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from runner_core import run_env
+from runner_core.openevo.engines import (
+    default_engine,
+    engine_options,
+    is_composite,
+    runs_on_engine,
+)
 from runner_core.openevo.steps import Attempt, parse_child_name, run_attempt_of
 from runner_core.queues import queue_for
 from runner_core.results import RunEnd, RunError, read_result
@@ -22,7 +28,7 @@ from runner_core.skills.memo import load_skill_cached
 from runner_core.skills.registry import SkillRegistry
 from runner_core.statuses import RunStatus
 from runner_core.store import cancels
-from runner_core.store.models import Run, utcnow
+from runner_core.store.models import Request, Run, utcnow
 from runner_core.store.new_runs import Dispatch, NewRun, insert_runs
 from runner_core.workspace import RunPaths
 from worker import context
@@ -58,6 +64,25 @@ def output_of(child: Run) -> Any:
     return document.get("data") if isinstance(document, dict) else None
 
 
+@dataclass(frozen=True, slots=True)
+class StepsEngine:
+    """What a composite's request names for its llm steps: the engine (None: each step's
+    default), the model as the request's effort shaped it, and the engines' runtime options."""
+
+    engine: str | None = None
+    model: str | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+def steps_engine(session: Session, parent: Run) -> StepsEngine:
+    """The parent composite's choice for its llm steps, from its request."""
+    request = session.get(Request, parent.request_id)
+    engine = (request.payload or {}).get("engine") if request is not None else None
+    if parent.engine is not None or not isinstance(engine, str):
+        return StepsEngine()
+    return StepsEngine(engine, parent.model, engine_options(parent.runtime_options))
+
+
 @dataclass
 class NewChild:
     """A step's (or call's) child run and its request, not yet saved, and its queue; `run` is
@@ -77,7 +102,10 @@ def create_child(
     timeout_ms: float | None = None,
 ) -> tuple[Run, str]:
     """One child saved in `session` (committed by the caller); the run and its queue."""
-    (child,) = save_children(session, [new_child(parent, step, skill_id, step_input, timeout_ms)])
+    choice = steps_engine(session, parent)
+    (child,) = save_children(
+        session, [new_child(parent, step, skill_id, step_input, timeout_ms, choice=choice)]
+    )
     return child.run, child.queue
 
 
@@ -94,10 +122,13 @@ def new_child(
     step_input: Any,
     timeout_ms: float | None = None,
     pkgs: dict[str, SkillPackage] | None = None,
+    choice: StepsEngine | None = None,
 ) -> NewChild:
     """A request and a queued run for one step (or call), stamped for sending after the
     commit; a step's `timeout` becomes the child's time limit (whole seconds). `pkgs`: the
-    skills loaded so far by the caller (a fan-out loads its skill once)."""
+    skills loaded so far by the caller (a fan-out loads its skill once). `choice`: the
+    parent's engine, model and engine options, which an llm step runs with and a composite
+    step hands on to its own steps (a code step ignores them)."""
     pkg = (pkgs or {}).get(skill_id)
     if pkg is None:
         pkg = load_skill_cached(
@@ -105,17 +136,26 @@ def new_child(
         )
         if pkgs is not None:
             pkgs[skill_id] = pkg
-    engine = pkg.effective_engines[0] if pkg.effective_engines else None
+    choice = choice or StepsEngine()
+    engine, model, options, asked = None, None, {}, None
+    if is_composite(pkg):  # runs on no engine itself: hands the choice on in its request
+        asked, model, options = choice.engine, choice.model, dict(choice.options)
+    elif runs_on_engine(pkg):  # the parent's engine when it runs on it, else its own default
+        engine = choice.engine if choice.engine in pkg.effective_engines else default_engine(pkg)
+        if engine is not None and engine == choice.engine:
+            model, options = choice.model, dict(choice.options)
+        asked = engine
     now, request_id, run_id = utcnow(), str(uuid.uuid4()), str(uuid.uuid4())
     requests = context.settings().requests_dir  # the step's processes get the request's variables
     run_env.write(requests / request_id, run_env.read(requests / parent.request_id))
-    options = {"timeout_sec": max(1, math.ceil(timeout_ms / 1000))} if timeout_ms else {}
+    if timeout_ms:
+        options["timeout_sec"] = max(1, math.ceil(timeout_ms / 1000))
     payload = {
         "skill_id": skill_id,
-        "engine": engine,
+        "engine": asked,
         "parameter": {},
         "input": step_input,
-        "model": None,
+        "model": model,
         "runtime_options": options,
         "parent_request_id": parent.request_id,
         "step": step,
@@ -126,6 +166,7 @@ def new_child(
         skill_id=skill_id,
         skill_version=pkg.version,
         engine=engine,
+        model=model,
         parameter={},
         input=step_input if isinstance(step_input, dict) else {},
         runtime_options=options,

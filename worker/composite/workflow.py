@@ -30,6 +30,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 from runner_core.error_codes import ErrorCode
 from runner_core.in_run import open_in_run
 from runner_core.inputs import TOO_DEEP_TO_VALIDATE, apply_defaults
+from runner_core.openevo.engines import model_ignored
 from runner_core.openevo.steps import in_run_attempt
 from runner_core.openevo.workflow import StepState, final_output, next_moves, stopped_steps
 from runner_core.queues import ADVANCE_COMPOSITE
@@ -50,6 +51,7 @@ from worker.composite.children import (
     children,
     new_child,
     save_children,
+    steps_engine,
 )
 from worker.composite.end import (
     end,
@@ -78,8 +80,12 @@ def start(run: Run) -> str:
     """The parent was claimed: it keeps no lease (no process to watch), its steps start, and
     an `advance` is due when its timeout passes."""
     settings = context.settings()
+    unused = model_ignored(run.engine, getattr(run, "request_payload", None))
     with sessions()() as session:
-        session.execute(update(Run).where(Run.id == run.id).values(heartbeat_at=None, pgid=None))
+        values: dict[str, Any] = {"heartbeat_at": None, "pgid": None}
+        if unused:  # kept by its end, which writes no warnings of its own
+            values["warnings"] = [unused]
+        session.execute(update(Run).where(Run.id == run.id).values(**values))
         session.commit()
     own_folder(settings.runs_dir / run.id / "result")
     forget_skipped(run)  # each attempt (skill `retry`) plans its steps afresh
@@ -202,6 +208,7 @@ def _advance(parent_id: str, ended_child: str | None) -> str:
             status, error = _checked(pkg, data)
             return end(session, parent, status, data, error, pipeline, runs, moves.states)
         pkgs: dict[str, SkillPackage] = {}
+        choice = steps_engine(session, parent) if moves.start else None
         created = save_children(
             session,
             [
@@ -212,6 +219,7 @@ def _advance(parent_id: str, ended_child: str | None) -> str:
                     launch.input,
                     launch.timeout_ms,
                     pkgs,
+                    choice,
                 )
                 for launch in moves.start
             ],

@@ -21,6 +21,7 @@ from runner_core.error_codes import ErrorCode
 from runner_core.events import EventLog
 from runner_core.in_run import write_in_run
 from runner_core.interaction import Pending, has_done_marker
+from runner_core.openevo.engines import model_ignored
 from runner_core.output import OutputOutcome, run_output_chain
 from runner_core.output.hints import failure_hints, summary
 from runner_core.output.stages import RepairRounds
@@ -299,6 +300,10 @@ class RunExecutor:
                     {"keys": ignored},
                 )
             )
+        unused = (
+            model_ignored(self.run.engine, self.request_payload) if self.resume is None else None
+        )
+        self.warnings.extend([unused] if unused else [])
         if self.paths.shared is not None:
             uploads = self.settings.requests_dir / self.run.request_id / "uploads"
             scratch.enter(self.shared, self.paths.root, uploads, self.resume is not None)

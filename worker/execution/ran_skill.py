@@ -23,9 +23,11 @@ def ran_key(settings: Settings, run: Run, pkg: SkillPackage) -> str | None:
         return run.cache_key
     options = RuntimeOptions.from_dict(run.runtime_options)
     reused = (run.runtime_options or {}).get("workspace")
+    # a composite's engine is its llm steps', kept in its request (the API keyed it so)
+    payload = getattr(run, "request_payload", None) or {}
     return key_for(
         pkg,
-        run.engine,
+        run.engine or payload.get("engine"),
         run.model,
         run.parameter or {},
         run.input or {},
