@@ -81,7 +81,10 @@ def skill(skill_id: str):
 
 
 def _is_script(pkg: SkillPackage) -> bool:
-    return pkg.manifest is not None and pkg.manifest.entrypoint.type == "script"
+    """Runs its own script, no engine (an index-file composite with llm steps has theirs)."""
+    return (
+        pkg.manifest is not None and pkg.manifest.entrypoint.type == "script" and not pkg.llm_steps
+    )
 
 
 @bp.get("/runs")

@@ -123,3 +123,11 @@ def test_the_catalog_shows_the_engines_every_llm_step_runs_on(client):
     listed = {s["id"]: s for s in client.get("/v1/skills").json}
     assert listed["nested_review"]["effective_engines"] == list(RUNNABLE_ENGINES)
     assert listed["text_report"]["effective_engines"] == []
+
+
+def test_the_ui_offers_the_steps_engines_for_an_index_file_composite_too(client):
+    page = client.get("/ui/skills/review_in_code").get_data(as_text=True)
+    assert '<select id="f-engine" name="engine">' in page and "A script skill" not in page
+    assert '<option value="claude">claude</option>' in page
+    page = client.get("/ui/skills/research_in_code").get_data(as_text=True)  # code calls only
+    assert "A script skill" in page and 'id="f-engine"' not in page

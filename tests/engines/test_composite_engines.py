@@ -88,3 +88,28 @@ def test_a_nested_llm_step_runs_on_the_composites_engine_and_model(service):
     assert calls, "claude never reached the fake LLM"
     assert {r.body.get("model") for r in calls if isinstance(r.body, dict)} == {MODEL}
     assert "X = 1" in service["llm"].request_text()  # the code step's output went in
+
+
+def test_an_index_file_composites_call_runs_on_its_engine_and_model(service):
+    require_binary(get_adapter("claude"))
+    client = service["client"]
+    body = {
+        "skill_id": "review_in_code",
+        "engine": "claude",
+        "model": MODEL,
+        "input": {"code": "y = 2"},
+        "runtime_options": {"no_cache": True},
+    }
+    resp = client.post("/v1/jobs", json=body)
+    assert resp.status_code == 200, resp.json
+    rid = resp.json["request_id"]
+    status = wait_for_job(client, rid, timeout=180, interval=0.2)
+    result = client.get(f"/v1/jobs/{rid}/result").json["result"]
+    assert status["status"] == "succeeded", (status, result)
+    assert result["data"] == {"summary": "looks fine"}
+    assert status["engine"] is None and status["warnings"] == []
+    calls = client.get(f"/v1/jobs/{rid}/events/history").json
+    started = [e for e in calls["events"] if e.get("type") == "step.started"]
+    (call,) = [e["data"]["request_id"] for e in started]
+    child = client.get(f"/v1/jobs/{call}").json
+    assert (child["skill_id"], child["engine"], child["model"]) == ("code_review", "claude", MODEL)

@@ -1,0 +1,3 @@
+def execute(input, ctx):
+    review = ctx.call("code_review", {"code": input["code"]})
+    return {"summary": review["summary"]}
