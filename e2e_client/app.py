@@ -68,8 +68,7 @@ def create_app(
         return _form(client.skill(skill_id))
 
     def _form(detail: Mapping[str, Any], error: dict[str, Any] | None = None, status: int = 200):
-        is_script = (detail.get("entrypoint") or {}).get("type") == "script"
-        engines = [] if is_script else detail.get("effective_engines") or []
+        engines = forms.engines(detail)
         models = client.engine_models(engines[0]) if engines else None
         return render_template(
             "run_form.html",

@@ -4,6 +4,7 @@ submitted form: a field per inline input and parameter property, a file picker p
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,6 +40,16 @@ def _widget(prop: dict[str, Any]) -> str:
         "object": "json",
         "array": "json",
     }.get(kind or "string", "text")
+
+
+def engines(detail: Mapping[str, Any]) -> list[str]:
+    """The engines the form offers: none for a script skill (it runs its own script), a
+    skill.json skill's effective engines (none for code, its llm steps' for a composite, also
+    one written as an index file, which runs as a script)."""
+    is_script = (detail.get("entrypoint") or {}).get("type") == "script"
+    if is_script and detail.get("format") != "skill.json":
+        return []
+    return list(detail.get("effective_engines") or [])
 
 
 def fields(schemas: dict[str, Any]) -> list[Field]:

@@ -144,3 +144,19 @@ def test_runtime_options_and_replies():
     assert forms.reply_response("open_text", MultiDict({"text": "ok"})) == "ok"
     filled = MultiDict({"field:name": "Ann", "interaction_id": "1"})
     assert forms.reply_response("fill_fields", filled) == {"name": "Ann"}
+
+
+def test_the_form_offers_the_engines_a_job_of_the_skill_may_name():
+    script = {"entrypoint": {"type": "script"}, "effective_engines": ["codex"]}
+    assert forms.engines(script) == []  # runs its own script, whatever runner.json allows
+    prompt = {"entrypoint": {"type": "prompt"}, "effective_engines": ["codex", "claude"]}
+    assert forms.engines(prompt) == ["codex", "claude"]
+    # an index-file composite runs as a script; its llm calls take the job's engine
+    index = {
+        "format": "skill.json",
+        "entrypoint": {"type": "script"},
+        "effective_engines": ["qwen"],
+    }
+    assert forms.engines(index) == ["qwen"]
+    code = {"format": "skill.json", "entrypoint": {"type": "script"}, "effective_engines": []}
+    assert forms.engines(code) == []
