@@ -145,3 +145,15 @@ def test_the_whole_suite_runs_every_test_file_once() -> None:
     assert len(session_paths()) >= 2
     assert sorted(set(files) - set(claimed)) == []
     assert sorted(p for p in claimed if claimed.count(p) > 1) == []
+
+
+def test_test_files_outside_packages_have_names_of_their_own():
+    """pytest imports a test file of a folder without __init__.py by its bare name: two such
+    files of one name fail the collection of any session holding both."""
+    loose = [
+        path
+        for path in TESTS.rglob("test_*.py")
+        if not (path.parent / "__init__.py").exists() and "__pycache__" not in path.parts
+    ]
+    names = [path.name for path in loose]
+    assert sorted({n for n in names if names.count(n) > 1}) == []
