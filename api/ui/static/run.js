@@ -101,6 +101,11 @@
       case "interaction.auto_decide.timeout":
         show(el("div", "state", "No reply in time: decided automatically."));
         break;
+      case "step.started":
+      case "step.ended":
+      case "step.skipped":
+        show(step(ev.type, d));
+        break;
       case "diagnostic.warning":
         show(el("div", "warning", `${d.code || "warning"}: ${d.message || ""}`));
         break;
@@ -121,6 +126,22 @@
         stderr.scrollTop = stderr.scrollHeight;
         break;
     }
+  }
+
+  /* A composite's step: what it did, with a link to its child run's own page. */
+  function step(type, d) {
+    const line = el("div", "state step");
+    const ended = type === "step.ended";
+    const took = ended && d.duration_ms !== undefined ? ` in ${(d.duration_ms / 1000).toFixed(1)} s` : "";
+    const did = { "step.started": "started", "step.skipped": "skipped" }[type] || `${d.status}${took}`;
+    line.append(`step ${d.step}${d.attempt > 1 ? ` (attempt ${d.attempt})` : ""} ${did}`);
+    if (d.request_id) {
+      const link = el("a", "", `run ${d.request_id.slice(0, 8)}`);
+      link.href = `/ui/runs/${encodeURIComponent(d.request_id)}`;
+      line.append(": ", link);
+    }
+    if (ended && d.error) line.append(" ", el("code", "", d.error.code || ""), ` ${d.error.message || ""}`);
+    return line;
   }
 
   /* A raw chunk's event carries its first 2,000 characters only: the rest of it (often the end
