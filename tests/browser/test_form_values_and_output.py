@@ -265,3 +265,18 @@ def test_a_refused_cancel_says_why_and_can_be_tried_again(probe, page):
     page.get_by_role("button", name="Cancel run").click()
     page.locator("#status.st-canceled").wait_for()
     assert error.inner_text() == ""
+
+
+def test_a_number_the_browser_cannot_read_is_refused_not_left_out(probe, page):
+    page.goto(f"{probe.base}/ui/skills/{SKILL}")
+    jobs = []
+    page.on("request", lambda r: jobs.append(r) if r.url.endswith("/v1/jobs") else None)
+    for field in ("#f-parameter-lines", "#f-opt-timeout_sec"):
+        page.locator(field).fill("")
+        page.locator(field).press_sequentially("1e")  # typed; its value is "" to the page
+        page.get_by_role("button", name="Run").click()
+        assert page.locator(f"{field}-error").inner_text() == "Not a number."
+        assert page.locator(field).get_attribute("aria-invalid") == "true"
+        page.locator(field).fill("1")
+    shot(page, "41-form-number-not-read")
+    assert jobs == []  # no run started with the default in place of what was typed

@@ -72,10 +72,15 @@
     const widget = field.dataset.widget || "text";
     if (widget === "boolean") return el.checked;
     const raw = el.value;
+    /* what the browser could not read as a number ("1e", "--2") has the value "": said, not
+       left out (the run would go on with the default, not what was typed) */
+    if (el.validity && el.validity.badInput) throw new Error("Not a number.");
     if (raw === "") return undefined;
     if (widget === "integer" || widget === "number") return Number(raw);
     /* an enum's option values are JSON texts: 2 is sent as the integer 2, not "2" */
-    if (widget === "json" || widget === "select") return JSON.parse(raw);
+    if (widget === "json" || widget === "select") {
+      try { return JSON.parse(raw); } catch (err) { throw new Error("Not valid JSON: " + err.message); }
+    }
     return raw;
   }
 
@@ -93,12 +98,13 @@
         continue;
       }
       let v;
-      try { v = value(field, el); } catch (err) { fieldError(el.id, "Not valid JSON: " + err.message); return; }
+      try { v = value(field, el); } catch (err) { fieldError(el.id, err.message); return; }
       if (v !== undefined) body[group][name] = v;
     }
     for (const field of form.querySelectorAll(".field[data-option]")) {
       const el = document.getElementById(`f-opt-${field.dataset.option}`);
-      const v = value(field, el);
+      let v;
+      try { v = value(field, el); } catch (err) { fieldError(el.id, err.message); return; }
       if (v !== undefined && v !== false) body.runtime_options[field.dataset.option] = v;
     }
     if (engine) body.engine = engine.value;
