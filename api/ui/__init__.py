@@ -4,9 +4,11 @@ itself for what moves: creating a job, uploading, the event stream, replies and 
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from flask import Blueprint, redirect, render_template, request, url_for
+from markupsafe import Markup
 from marshmallow import ValidationError
 
 from api import auth, context
@@ -15,6 +17,7 @@ from api.errors import ApiError
 from api.jobs.conversation import conversation_state, files_body, preview_body
 from api.jobs.listing import EVERY_KIND, list_jobs
 from api.jobs.read import read_job
+from api.schemas.output_fields import iso
 from api.schemas import JobListArgs
 from api.ui.forms import form_fields
 from api.ui.login import add_login_routes
@@ -34,6 +37,15 @@ RUNTIME_OPTIONS = (  # (name, label, widget): the common runtime options the for
     ("debug", "Debug bundle (the whole run directory)", "boolean"),
     ("timeout_sec", "Time limit (seconds)", "integer"),
 )
+
+
+@bp.app_template_global()
+def utc_time(when: datetime | None) -> Markup:
+    """A timestamp as `<time>`: UTC, said so (times.js shows it in the reader's zone)."""
+    if when is None:
+        return Markup("")
+    stamp = iso(when) or ""
+    return Markup('<time datetime="{}">{} UTC</time>').format(stamp, stamp[:19].replace("T", " "))
 
 
 @bp.get("/")

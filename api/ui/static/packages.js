@@ -26,7 +26,9 @@
     const rows = [];
     for (const [key, label] of FIELDS) {
       if (!record || record[key] === null || record[key] === undefined) continue;
-      let value = item("dd", String(record[key]));
+      const when = key.endsWith("_at");  /* in the reader's time zone, as every page's times */
+      let value = item("dd", when ? window.localTime(record[key]) : String(record[key]));
+      if (when) value.title = record[key];
       if (key === "skill_id" && status === "succeeded") {
         value = document.createElement("dd");
         const link = item("a", record.skill_id); link.href = `/ui/skills/${encodeURIComponent(record.skill_id)}`;
