@@ -16,7 +16,9 @@ pytestmark = pytest.mark.browser
 
 @pytest.fixture
 def shanghai(browser):
-    context = browser.new_context(timezone_id="Asia/Shanghai", viewport={"width": 1024, "height": 900})
+    context = browser.new_context(
+        timezone_id="Asia/Shanghai", viewport={"width": 1024, "height": 900}
+    )
     yield context.new_page()
     context.close()
 
