@@ -265,6 +265,7 @@
     if (ended) return;
     ended = true;
     if (source) source.close();
+    $("reconnecting").hidden = true;
     closeQuestion();  /* an ended run asks nothing, however its end was learnt */
     setStatus(terminal.status);
     if (terminal.error) {
@@ -414,6 +415,7 @@
     const again = el("a", "", "Reload the page"); again.href = window.location.href;
     note.append(again, " to follow the run again.");
     note.hidden = false;
+    $("reconnecting").hidden = true;
   }
 
   function follow(cursor) {
@@ -424,6 +426,7 @@
       if (snap.pending) ask(snap.pending);
     });
     source.addEventListener("chat_event", (m) => onEvent(JSON.parse(m.data)));
+    source.onopen = () => { $("reconnecting").hidden = true; };
     source.onerror = () => {
       /* the browser reconnects with Last-Event-ID; a run that ended without a terminal event
          (canceled before it started) is read from its state instead. A stream the browser
@@ -431,6 +434,9 @@
          would leave the page still, looking live: it says so instead. */
       if (ended) return;
       const closed = source.readyState === EventSource.CLOSED;
+      /* the browser tries again by itself (a network gone, the service restarting): said,
+         so a still page is not taken for a quiet run; the next open clears it */
+      $("reconnecting").hidden = closed;
       fetch(api)
         .then(async (r) => {
           if (!r.ok) { if (closed) stopped(refusal(await errorOf(r))); return; }
