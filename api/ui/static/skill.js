@@ -84,6 +84,19 @@
     return raw;
   }
 
+  /* The extension a chosen file is uploaded with (the upload is named after its field, plus
+     this): the longest of the field's `extensions` its name ends with, as the service matches
+     them ("a.tar.gz" is .tar.gz, not .gz); null when it ends with none of them, which the run
+     would fail on (INPUT_FILE_EXTENSION_NOT_ALLOWED). A field naming none keeps the name's own. */
+  function extensionOf(fileName, allowed) {
+    if (!allowed.length) {
+      const dot = fileName.lastIndexOf(".");
+      return dot > 0 ? fileName.slice(dot) : "";
+    }
+    const fits = allowed.filter((ext) => fileName.endsWith(ext) && fileName.length > ext.length);
+    return fits.length ? fits.reduce((a, b) => (b.length > a.length ? b : a)) : null;
+  }
+
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
     clearErrors();
@@ -93,8 +106,11 @@
       const { group, name } = field.dataset;
       const el = document.getElementById(`f-${group}-${name}`);
       if (field.dataset.widget === "file") {
-        if (el.files.length) files.push({ name, file: el.files[0] });
-        else if (el.required) { fieldError(el.id, "Choose a file."); return; }
+        if (el.files.length) {
+          const ext = extensionOf(el.files[0].name, JSON.parse(el.dataset.extensions || "[]"));
+          if (ext === null) { fieldError(el.id, `Choose a ${el.accept.split(",").join(" or ")} file.`); return; }
+          files.push({ name, file: el.files[0], ext });
+        } else if (el.required) { fieldError(el.id, "Choose a file."); return; }
         continue;
       }
       let v;
@@ -123,9 +139,7 @@
       const takesFiles = form.querySelector('.field[data-widget="file"]') !== null;
       if (takesFiles && !answer.cache_hit) {
         const entries = [];
-        for (const { name, file } of files) {
-          const dot = file.name.lastIndexOf(".");
-          const ext = dot > 0 ? file.name.slice(dot) : "";
+        for (const { name, file, ext } of files) {
           entries.push({ name: name + ext, bytes: new Uint8Array(await file.arrayBuffer()) });
         }
         const data = new FormData();
