@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runner_core.inputs import file_fields
+from runner_core.schema_refs import resolved_properties
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,8 @@ def form_fields(input_schema: dict | None, parameter_schema: dict | None) -> lis
 def _fields(group: str, schema: dict, files: set[str]) -> list[FormField]:
     required = set(schema.get("required") or [])
     out = []
-    for name, prop in (schema.get("properties") or {}).items():
+    # a property by local $ref ({"$ref": "#/$defs/mode"}) is drawn as what it refers to
+    for name, prop in resolved_properties(schema).items():
         prop = prop if isinstance(prop, dict) else {}
         widget = "file" if name in files else _widget(prop)
         default = prop.get("default")
