@@ -78,8 +78,11 @@ def _widget(prop: dict) -> str:
     if "enum" in prop:
         return "select"
     if kind == "string":
-        long = prop.get("maxLength", 0) > 200 or prop.get("format") == "textarea"
-        return "textarea" if long or prop.get("x-ui-widget") == "textarea" else "text"
+        # one line only where the schema makes it one (a browser's one-line box drops the line
+        # breaks of a pasted text): a format (date, email), a pattern, 200 characters at most
+        one_line = prop.get("format", "textarea") != "textarea" or "pattern" in prop
+        one_line = one_line or 0 < prop.get("maxLength", 201) <= 200
+        return "text" if one_line and prop.get("x-ui-widget") != "textarea" else "textarea"
     return {"integer": "integer", "number": "number", "boolean": "boolean"}.get(str(kind), "json")
 
 
