@@ -17,8 +17,8 @@ from api.errors import ApiError
 from api.jobs.conversation import conversation_state, files_body, preview_body
 from api.jobs.listing import EVERY_KIND, list_jobs
 from api.jobs.read import read_job
-from api.schemas.output_fields import iso
 from api.schemas import JobListArgs
+from api.schemas.output_fields import iso
 from api.ui.forms import form_fields
 from api.ui.login import add_login_routes
 from runner_core.engines.catalog import all_engines, engine_info
