@@ -5,6 +5,7 @@ through the Python SDK only. `python -m e2e_client.app` serves it on 127.0.0.1:8
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import tempfile
 from collections.abc import Mapping
@@ -50,6 +51,12 @@ def create_app(
     client = Client(backend, token)
     recordings = Recordings(folder)
     app.extensions["e2e_client"] = {"client": client, "recordings": recordings}
+
+    @app.template_filter("json_text")
+    def _json_text(value: Any) -> str:
+        """JSON for a person to read: as written (结果, <b>), not \\u escapes as `tojson`'s
+        are; escaped for the page like any text."""
+        return json.dumps(value, ensure_ascii=False, indent=2, default=str)
 
     @app.context_processor
     def _backend() -> dict[str, Any]:

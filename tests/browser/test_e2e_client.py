@@ -15,6 +15,7 @@ import pytest
 
 from runner_core.processes import stop_process_group
 from runner_core.settings import REPO_ROOT
+from skill_runner_client import Client
 from tests.browser.shots import shot
 from tests.helpers import wait_for
 from tests.integration.served import free_port
@@ -102,3 +103,19 @@ def test_a_run_from_the_example_client_and_its_replay(e2e_client, page):
         "reply",
         "result_read",
     ]
+
+
+def test_a_result_in_chinese_and_with_markup_reads_as_written(served, e2e_client, page):
+    """The result was shown as tojson writes it for a script tag: 结果 as \\u7ed3\\u679c and
+    <b> as \\u003cb\\u003e."""
+    base, _ = e2e_client
+    text = "结果 <b>粗</b> 'quoted' & more"
+    with Client(served.base) as client:
+        rid = client.jobs.create("fenced-json", input={"text": text})["request_id"]
+        client.jobs.wait(rid, timeout=60)
+    page.goto(f"{base}/runs/{rid}")
+    result = page.locator("#result").inner_text()
+    assert json.dumps(text, ensure_ascii=False) in result, result
+    assert json.loads(result)["data"]["text"] == text
+    assert page.locator("#result b").count() == 0  # text, not markup
+    shot(page, "e2e-04-result-as-written")
