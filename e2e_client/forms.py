@@ -15,7 +15,7 @@ from werkzeug.datastructures import MultiDict
 class Field:
     group: str  # "input", "parameter" or "file"
     name: str
-    widget: str  # text, integer, number, boolean, select, json, file
+    widget: str  # text, textarea, integer, number, boolean, select, json, file
     required: bool
     description: str = ""
     default: Any = None
@@ -33,6 +33,8 @@ def _widget(prop: dict[str, Any]) -> str:
     kind = prop.get("type")
     if isinstance(kind, list):
         kind = next((k for k in kind if k != "null"), "string")
+    if kind in (None, "string") and not _one_line(prop):
+        return "textarea"
     return {
         "integer": "integer",
         "number": "number",
@@ -50,6 +52,12 @@ def engines(detail: Mapping[str, Any]) -> list[str]:
     if is_script and detail.get("format") != "skill.json":
         return []
     return list(detail.get("effective_engines") or [])
+
+
+def _one_line(prop: dict[str, Any]) -> bool:
+    """A string the schema makes one line (a format, a pattern, 200 characters at most): any
+    other is a box of several lines, as a browser's one-line box drops a pasted text's breaks."""
+    return "format" in prop or "pattern" in prop or 0 < prop.get("maxLength", 201) <= 200
 
 
 def fields(schemas: dict[str, Any]) -> list[Field]:
@@ -110,7 +118,8 @@ def _typed(f: Field, raw: str) -> Any:
             return json.loads(raw)
     except ValueError as exc:
         raise FormError(f.name, f"not a valid {f.widget} value: {raw!r}") from exc
-    return raw
+    # a form sends a box's line breaks as CRLF (HTML's rule): the text as typed has LF
+    return raw.replace("\r\n", "\n") if f.widget == "textarea" else raw
 
 
 def runtime_options(form: MultiDict) -> dict[str, Any]:

@@ -119,3 +119,15 @@ def test_a_result_in_chinese_and_with_markup_reads_as_written(served, e2e_client
     assert json.loads(result)["data"]["text"] == text
     assert page.locator("#result b").count() == 0  # text, not markup
     shot(page, "e2e-04-result-as-written")
+
+
+def test_a_text_of_several_lines_is_sent_with_its_line_breaks(e2e_client, page):
+    """fenced-json's `text` (a string of no bounds) was a one-line box, where the browser turns
+    a pasted paragraph's line breaks into spaces."""
+    base, _ = e2e_client
+    page.goto(base + "/skills/fenced-json")
+    page.get_by_label("text").fill("line one\nline two")
+    page.get_by_role("button", name="Run").click()
+    page.wait_for_url("**/runs/*")
+    page.locator("#result").wait_for(timeout=60_000)  # the page reloads itself until the end
+    assert json.loads(page.locator("#result").inner_text())["data"]["text"] == "line one\nline two"

@@ -98,7 +98,7 @@ def test_form_fields_follow_the_schemas():
     fields = {f.key: f for f in forms.fields(SCHEMAS)}
     assert fields["file:doc"].widget == "file" and fields["file:doc"].extensions == [".txt"]
     assert fields["file:doc"].required
-    assert fields["input:text"].widget == "text"
+    assert fields["input:text"].widget == "textarea"  # a pasted paragraph keeps its breaks
     assert [fields[k].widget for k in ("parameter:n", "parameter:ratio", "parameter:loud")] == [
         "integer",
         "number",
