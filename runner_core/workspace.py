@@ -9,12 +9,11 @@ import os
 import shutil
 import stat
 from collections.abc import Iterable
-from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, TypeGuard
 
-from runner_core.in_run import open_at, open_in_run, run_folder, write_in_run
+from runner_core.in_run import open_at, open_in_run, run_folder, write_at, write_in_run
 from runner_core.own_copy import own_copy, remove_entry
 
 RUN_SUBDIRS = ("uploads", "artifacts", "result", "logs", "bundle", "raw")
@@ -230,25 +229,9 @@ def append_log(path: Path) -> BinaryIO:
 
 
 def write_file(path: Path | str, data: bytes, *, atomic: bool = True) -> None:
-    """Write `data` to `path`; `atomic`: through `<path>.tmp` and a rename. Plain os calls:
-    a text-mode open costs three more system calls (fstat, isatty, lseek) per file."""
-    target = os.fspath(path)
-    name = target + ".tmp" if atomic else target
-    fd = open_own(name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
-    try:
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-        finally:
-            os.close(fd)
-        if atomic:
-            os.replace(name, target)
-    except BaseException:
-        if atomic:  # a full disk must not leave half a file behind
-            with suppress(OSError):
-                os.unlink(name)
-        raise
+    """Write `data` to `path` (its folder trusted); `atomic`: through `<path>.tmp` and a
+    rename. runner_core.in_run.write_at with no folder fd."""
+    write_at(None, os.fspath(path), data, atomic=atomic)
 
 
 # A minimal git repository marker. CLIs that walk up from the run dir looking for skills,

@@ -12,21 +12,14 @@ from typing import Any
 
 from jinja2 import nodes
 
-from runner_core.openevo.templates import TEMPLATE, TemplateFailure, parsed, walk
+from runner_core.openevo.templates import TemplateFailure, expressions, parsed, walk
 
 
 def read_steps(value: Any, bare: bool = False) -> list[tuple[str, str]]:
     """(template, step name) for every step a template in `value` reads (through objects and
     arrays); `bare`: a string without `{{` is itself an expression (a condition)."""
-    if isinstance(value, dict):
-        return [r for v in value.values() for r in read_steps(v)]
-    if isinstance(value, list):
-        return [r for v in value for r in read_steps(v)]
-    if not isinstance(value, str):
-        return []
-    expressions = TEMPLATE.findall(value) if "{{" in value or not bare else [value]
     found = []
-    for expression in expressions:
+    for expression in expressions(value, bare):
         try:
             tree = parsed(expression)
         except TemplateFailure:  # reported as a compile error already

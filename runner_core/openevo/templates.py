@@ -105,18 +105,24 @@ def _whole(text: str) -> str | None:
     return whole.group(1) if whole and "{{" not in whole.group(1) else None
 
 
+def expressions(value: Any, bare: bool = False) -> Iterator[str]:
+    """The template expressions in `value` (through objects and arrays); `bare`: a string
+    without `{{` is itself an expression (a condition)."""
+    if isinstance(value, dict):
+        for item in value.values():
+            yield from expressions(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from expressions(item)
+    elif isinstance(value, str):
+        yield from TEMPLATE.findall(value) if "{{" in value or not bare else [value]
+
+
 def compile_errors(value: Any, bare: bool = False) -> list[str]:
     """Why the templates in `value` (through objects and arrays) do not compile, one line
     each; `bare`: a string without `{{` is itself an expression (a condition)."""
-    if isinstance(value, dict):
-        return [e for v in value.values() for e in compile_errors(v)]
-    if isinstance(value, list):
-        return [e for v in value for e in compile_errors(v)]
-    if not isinstance(value, str):
-        return []
-    expressions = TEMPLATE.findall(value) if "{{" in value or not bare else [value]
     found = []
-    for expression in expressions:
+    for expression in expressions(value, bare):
         try:
             _compiled(expression)
             wrong = _argument_errors(parsed(expression))
